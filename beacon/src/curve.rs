@@ -1,0 +1,362 @@
+//! The two BLS12-381 source groups G1 and G2 and the pairing, on blst.
+//!
+//! This module owns every `unsafe` call into blst's point functions. [`G1`] and
+//! [`G2`] share one interface, [`Point`], so that the signature group can be a type
+//! parameter (see [`crate::scheme`]). Decoding is strict: canonical compressed
+//! encodings only, on the curve, in the prime-order subgroup, never the identity.
+
+use crate::field::Scalar;
+use crate::Error;
+use blst::{
+    blst_final_exp, blst_fp12, blst_fp12_is_one, blst_fp12_mul, blst_hash_to_g1, blst_hash_to_g2,
+    blst_miller_loop, blst_p1, blst_p1_add_or_double, blst_p1_affine, blst_p1_affine_in_g1,
+    blst_p1_affine_is_inf, blst_p1_cneg, blst_p1_compress, blst_p1_from_affine, blst_p1_generator,
+    blst_p1_is_equal, blst_p1_is_inf, blst_p1_mult, blst_p1_to_affine, blst_p1_uncompress,
+    blst_p1s_to_affine, blst_p2, blst_p2_add_or_double, blst_p2_affine, blst_p2_affine_in_g2,
+    blst_p2_affine_is_inf, blst_p2_cneg, blst_p2_compress, blst_p2_from_affine, blst_p2_generator,
+    blst_p2_is_equal, blst_p2_is_inf, blst_p2_mult, blst_p2_to_affine, blst_p2_uncompress,
+    blst_p2s_to_affine, MultiPoint, BLST_ERROR,
+};
+use std::fmt;
+
+/// A point of G1 or G2: the operations threshold BLS needs, implemented once per group.
+pub trait Point: Copy + Eq + Send + Sync + fmt::Debug + 'static {
+    /// Length of the canonical compressed encoding (48 for G1, 96 for G2).
+    const COMPRESSED_LEN: usize;
+    /// "G1" or "G2", for error messages.
+    const NAME: &'static str;
+    /// The identity element.
+    fn identity() -> Self;
+    /// The standard generator.
+    fn generator() -> Self;
+    /// Whether this is the identity.
+    fn is_identity(&self) -> bool;
+    /// Group addition.
+    fn add(&self, other: &Self) -> Self;
+    /// Group negation.
+    fn neg(&self) -> Self;
+    /// Scalar multiplication.
+    fn mul(&self, scalar: &Scalar) -> Self;
+    /// Multi-scalar multiplication `sum_i scalars[i] * points[i]` (blst's Pippenger,
+    /// multi-threaded for large inputs). Panics if the lengths differ (a caller bug).
+    fn msm(points: &[Self], scalars: &[Scalar]) -> Self;
+    /// Hash to the curve per RFC 9380 (`XMD:SHA-256_SSWU_RO`) with domain separation tag `dst`.
+    fn hash_to_curve(msg: &[u8], dst: &[u8]) -> Self;
+    /// Canonical compressed encoding.
+    fn to_bytes(&self) -> Vec<u8>;
+    /// Strict decoding: length, encoding, curve membership, subgroup membership, non-identity.
+    fn from_bytes(bytes: &[u8]) -> Result<Self, Error>;
+}
+
+macro_rules! group {
+    ($name:ident, $doc:literal, $len:expr, $proj:ty, $aff:ty, $add:ident, $cneg:ident, $mult:ident,
+     $is_inf:ident, $is_equal:ident, $generator:ident, $hash:ident, $compress:ident,
+     $uncompress:ident, $in_group:ident, $aff_is_inf:ident, $to_aff:ident, $from_aff:ident,
+     $batch_aff:ident) => {
+        #[doc = $doc]
+        #[derive(Clone, Copy)]
+        pub struct $name(pub(crate) $proj);
+
+        impl $name {
+            /// This point in affine coordinates (for pairings and MSM inputs).
+            pub(crate) fn to_affine(&self) -> $aff {
+                let mut out = <$aff>::default();
+                // SAFETY: valid input and output points.
+                unsafe { $to_aff(&mut out, &self.0) };
+                out
+            }
+
+            /// Converts many points to affine with one shared inversion.
+            pub(crate) fn batch_to_affine(points: &[Self]) -> Vec<$aff> {
+                let mut out = vec![<$aff>::default(); points.len()];
+                if points.is_empty() {
+                    return out;
+                }
+                let ptrs: Vec<*const $proj> = points.iter().map(|p| &p.0 as *const $proj).collect();
+                // SAFETY: `ptrs` holds `points.len()` valid pointers that outlive the call;
+                // `out` has room for as many affine points.
+                unsafe { $batch_aff(out.as_mut_ptr(), ptrs.as_ptr(), points.len()) };
+                out
+            }
+        }
+
+        impl PartialEq for $name {
+            fn eq(&self, other: &Self) -> bool {
+                // SAFETY: both are valid points.
+                unsafe { $is_equal(&self.0, &other.0) }
+            }
+        }
+
+        impl Eq for $name {}
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}({})", Self::NAME, hex::encode(self.to_bytes()))
+            }
+        }
+
+        impl Point for $name {
+            const COMPRESSED_LEN: usize = $len;
+            const NAME: &'static str = stringify!($name);
+
+            fn identity() -> Self {
+                $name(<$proj>::default())
+            }
+
+            fn generator() -> Self {
+                // SAFETY: blst returns a pointer to a static, valid generator.
+                $name(unsafe { *$generator() })
+            }
+
+            fn is_identity(&self) -> bool {
+                // SAFETY: valid point.
+                unsafe { $is_inf(&self.0) }
+            }
+
+            fn add(&self, other: &Self) -> Self {
+                let mut out = <$proj>::default();
+                // SAFETY: valid inputs and output; add_or_double handles equal inputs.
+                unsafe { $add(&mut out, &self.0, &other.0) };
+                $name(out)
+            }
+
+            fn neg(&self) -> Self {
+                let mut out = self.0;
+                // SAFETY: valid point, negated in place.
+                unsafe { $cneg(&mut out, true) };
+                $name(out)
+            }
+
+            fn mul(&self, scalar: &Scalar) -> Self {
+                let bytes = scalar.to_bytes_le();
+                let mut out = <$proj>::default();
+                // SAFETY: `bytes` holds 255 bits (32 bytes) little-endian as blst expects.
+                unsafe { $mult(&mut out, &self.0, bytes.as_ptr(), 255) };
+                $name(out)
+            }
+
+            fn msm(points: &[Self], scalars: &[Scalar]) -> Self {
+                assert_eq!(points.len(), scalars.len(), "msm: length mismatch");
+                match points.len() {
+                    0 => return Self::identity(),
+                    1 => return points[0].mul(&scalars[0]),
+                    _ => {}
+                }
+                let affine = Self::batch_to_affine(points);
+                let mut bytes = Vec::with_capacity(32 * scalars.len());
+                for s in scalars {
+                    bytes.extend_from_slice(&s.to_bytes_le());
+                }
+                $name(affine.as_slice().mult(&bytes, 255))
+            }
+
+            fn hash_to_curve(msg: &[u8], dst: &[u8]) -> Self {
+                let mut out = <$proj>::default();
+                // SAFETY: pointers and lengths describe valid slices; no augmentation.
+                unsafe {
+                    $hash(
+                        &mut out,
+                        msg.as_ptr(),
+                        msg.len(),
+                        dst.as_ptr(),
+                        dst.len(),
+                        std::ptr::null(),
+                        0,
+                    )
+                };
+                $name(out)
+            }
+
+            fn to_bytes(&self) -> Vec<u8> {
+                let mut out = vec![0u8; $len];
+                // SAFETY: `out` has exactly the compressed length blst writes.
+                unsafe { $compress(out.as_mut_ptr(), &self.0) };
+                out
+            }
+
+            fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
+                let what = Self::NAME;
+                if bytes.len() != $len {
+                    return Err(Error::WrongLength { what, expected: $len, got: bytes.len() });
+                }
+                let mut aff = <$aff>::default();
+                // SAFETY: `bytes` has the compressed length blst reads.
+                match unsafe { $uncompress(&mut aff, bytes.as_ptr()) } {
+                    BLST_ERROR::BLST_SUCCESS => {}
+                    BLST_ERROR::BLST_POINT_NOT_ON_CURVE => return Err(Error::NotOnCurve { what }),
+                    BLST_ERROR::BLST_POINT_NOT_IN_GROUP => {
+                        return Err(Error::NotInSubgroup { what })
+                    }
+                    _ => return Err(Error::BadEncoding { what }),
+                }
+                // SAFETY: `aff` was written by a successful uncompress.
+                if unsafe { $aff_is_inf(&aff) } {
+                    return Err(Error::IdentityPoint { what });
+                }
+                // SAFETY: as above.
+                if !unsafe { $in_group(&aff) } {
+                    return Err(Error::NotInSubgroup { what });
+                }
+                let mut p = <$proj>::default();
+                // SAFETY: valid affine input, valid output.
+                unsafe { $from_aff(&mut p, &aff) };
+                Ok($name(p))
+            }
+        }
+    };
+}
+
+group!(
+    G1,
+    "A point of G1 (48-byte compressed encoding).",
+    48,
+    blst_p1,
+    blst_p1_affine,
+    blst_p1_add_or_double,
+    blst_p1_cneg,
+    blst_p1_mult,
+    blst_p1_is_inf,
+    blst_p1_is_equal,
+    blst_p1_generator,
+    blst_hash_to_g1,
+    blst_p1_compress,
+    blst_p1_uncompress,
+    blst_p1_affine_in_g1,
+    blst_p1_affine_is_inf,
+    blst_p1_to_affine,
+    blst_p1_from_affine,
+    blst_p1s_to_affine
+);
+
+group!(
+    G2,
+    "A point of G2 (96-byte compressed encoding).",
+    96,
+    blst_p2,
+    blst_p2_affine,
+    blst_p2_add_or_double,
+    blst_p2_cneg,
+    blst_p2_mult,
+    blst_p2_is_inf,
+    blst_p2_is_equal,
+    blst_p2_generator,
+    blst_hash_to_g2,
+    blst_p2_compress,
+    blst_p2_uncompress,
+    blst_p2_affine_in_g2,
+    blst_p2_affine_is_inf,
+    blst_p2_to_affine,
+    blst_p2_from_affine,
+    blst_p2s_to_affine
+);
+
+/// Whether `prod_i e(g1_i, g2_i) == 1` in G_T. Terms with an identity point contribute 1.
+pub fn pairing_product_is_one(terms: &[(G1, G2)]) -> bool {
+    let mut acc: Option<blst_fp12> = None;
+    for (p, q) in terms {
+        if p.is_identity() || q.is_identity() {
+            continue;
+        }
+        let (pa, qa) = (p.to_affine(), q.to_affine());
+        let mut ml = blst_fp12::default();
+        // SAFETY: valid affine points, valid output.
+        unsafe { blst_miller_loop(&mut ml, &qa, &pa) };
+        acc = Some(match acc {
+            None => ml,
+            Some(a) => {
+                let mut out = blst_fp12::default();
+                // SAFETY: valid Fp12 inputs and output.
+                unsafe { blst_fp12_mul(&mut out, &a, &ml) };
+                out
+            }
+        });
+    }
+    let Some(acc) = acc else { return true };
+    let mut out = blst_fp12::default();
+    // SAFETY: valid Fp12 input and output.
+    unsafe { blst_final_exp(&mut out, &acc) };
+    // SAFETY: valid Fp12.
+    unsafe { blst_fp12_is_one(&out) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand_chacha::rand_core::SeedableRng;
+    use rand_chacha::ChaCha20Rng;
+
+    fn roundtrip<P: Point>() {
+        let mut rng = ChaCha20Rng::seed_from_u64(3);
+        let p = P::generator().mul(&Scalar::random(&mut rng));
+        let bytes = p.to_bytes();
+        assert_eq!(bytes.len(), P::COMPRESSED_LEN);
+        assert_eq!(P::from_bytes(&bytes).unwrap(), p);
+        assert!(matches!(P::from_bytes(&bytes[1..]), Err(Error::WrongLength { .. })));
+        assert!(matches!(P::from_bytes(&P::identity().to_bytes()), Err(Error::IdentityPoint { .. })));
+        // x = 0 with the compression bit set is not a point of either curve.
+        let mut bad = vec![0u8; P::COMPRESSED_LEN];
+        bad[0] = 0x80;
+        assert!(P::from_bytes(&bad).is_err());
+        // Missing compression flag.
+        let mut uncompressed_flag = bytes.clone();
+        uncompressed_flag[0] &= 0x7f;
+        assert!(P::from_bytes(&uncompressed_flag).is_err());
+    }
+
+    #[test]
+    fn encodings_roundtrip_and_reject_garbage() {
+        roundtrip::<G1>();
+        roundtrip::<G2>();
+    }
+
+    /// Finds a compressed encoding of a curve point outside the prime-order subgroup.
+    fn off_subgroup<P: Point>() -> Vec<u8> {
+        for x in 1u8..=255 {
+            let mut bytes = vec![0u8; P::COMPRESSED_LEN];
+            bytes[0] = 0x80;
+            *bytes.last_mut().unwrap() = x;
+            if let Err(Error::NotInSubgroup { .. }) = P::from_bytes(&bytes) {
+                return bytes;
+            }
+        }
+        panic!("no off-subgroup point found");
+    }
+
+    #[test]
+    fn rejects_points_outside_the_subgroup() {
+        off_subgroup::<G1>();
+        off_subgroup::<G2>();
+    }
+
+    #[test]
+    fn msm_matches_naive_sum() {
+        let mut rng = ChaCha20Rng::seed_from_u64(4);
+        for n in [0usize, 1, 2, 5, 40] {
+            let points: Vec<G1> = (0..n).map(|_| G1::generator().mul(&Scalar::random(&mut rng))).collect();
+            let scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+            let naive = points
+                .iter()
+                .zip(&scalars)
+                .fold(G1::identity(), |acc, (p, s)| acc.add(&p.mul(s)));
+            assert_eq!(G1::msm(&points, &scalars), naive);
+            let points2: Vec<G2> = (0..n).map(|_| G2::generator().mul(&Scalar::random(&mut rng))).collect();
+            let naive2 = points2
+                .iter()
+                .zip(&scalars)
+                .fold(G2::identity(), |acc, (p, s)| acc.add(&p.mul(s)));
+            assert_eq!(G2::msm(&points2, &scalars), naive2);
+        }
+    }
+
+    #[test]
+    fn pairing_is_bilinear() {
+        let mut rng = ChaCha20Rng::seed_from_u64(5);
+        let a = Scalar::random(&mut rng);
+        let b = Scalar::random(&mut rng);
+        let lhs = (G1::generator().mul(&a), G2::generator().mul(&b));
+        let rhs = (G1::generator().mul(&(a * b)).neg(), G2::generator());
+        assert!(pairing_product_is_one(&[lhs, rhs]));
+        let wrong = (G1::generator().mul(&(a + b)).neg(), G2::generator());
+        assert!(!pairing_product_is_one(&[lhs, wrong]));
+    }
+}

@@ -1,0 +1,519 @@
+//! Threshold BLS: secret key shares, signature shares, recovery of the threshold
+//! signature, and share verification for collectors.
+//!
+//! Recovery is Lagrange coefficients ([`crate::lagrange`]) plus one multi-scalar
+//! multiplication. A collector never outputs a bad signature and names bad signers:
+//! 1. optimistic — recover from the first `t` shares and verify once (2 pairings);
+//! 2. on failure — batch-verify with random 128-bit weights,
+//!    `e(g, sum r_i s_i) == e(sum r_i vk_i, H(m))`, and bisect to the invalid shares
+//!    (a failed parent whose left half passes has a failed right half: no check spent);
+//! 3. recover from `t` shares that passed, and verify the result once more.
+//!
+//! Individual verification stays available as the baseline.
+
+use crate::curve::Point;
+use crate::field::Scalar;
+use crate::lagrange::{InterpolationMethod, LagrangeCoefficients, SignerDomain};
+use crate::scheme::Scheme;
+use crate::{Error, NodeIndex};
+use rand_core::RngCore;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+/// A signer's share of a threshold secret key: `f(w^index)`.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SecretShare {
+    /// The signer owning the share.
+    pub index: NodeIndex,
+    value: Scalar,
+}
+
+impl fmt::Debug for SecretShare {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SecretShare {{ index: {}, value: <redacted> }}", self.index)
+    }
+}
+
+impl SecretShare {
+    /// A share with the given value.
+    pub fn new(index: NodeIndex, value: Scalar) -> SecretShare {
+        SecretShare { index, value }
+    }
+
+    /// The secret value (for the DKG's own bookkeeping; never log it).
+    pub fn value(&self) -> &Scalar {
+        &self.value
+    }
+
+    /// This share's verification key `g^value` in the scheme's key group.
+    pub fn verification_key<S: Scheme>(&self) -> S::PublicKey {
+        S::PublicKey::generator().mul(&self.value)
+    }
+
+    /// Signs `msg`.
+    pub fn sign<S: Scheme>(&self, msg: &[u8]) -> SignatureShare<S> {
+        self.sign_hashed(&S::hash_message(msg))
+    }
+
+    /// Signs an already hashed message.
+    pub fn sign_hashed<S: Scheme>(&self, hashed: &S::Signature) -> SignatureShare<S> {
+        SignatureShare { signer: self.index, signature: hashed.mul(&self.value) }
+    }
+}
+
+/// One signer's signature share.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub struct SignatureShare<S: Scheme> {
+    /// Who signed.
+    pub signer: NodeIndex,
+    /// `H(m)^{share}`.
+    pub signature: S::Signature,
+}
+
+/// What a collector learned from a set of shares.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recovery<S: Scheme> {
+    /// The threshold signature, verified under the group key; `None` if fewer than
+    /// `t` valid shares were offered.
+    pub signature: Option<S::Signature>,
+    /// Signers whose shares failed verification (provable misbehaviour).
+    pub invalid: Vec<NodeIndex>,
+}
+
+/// The public side of a `(t, n)` threshold key: what any collector or verifier
+/// needs. Cheap to clone (shared internals).
+#[derive(Clone)]
+pub struct ThresholdPublicKey<S: Scheme> {
+    threshold: u32,
+    domain: Arc<SignerDomain>,
+    group_key: S::PublicKey,
+    verification_keys: Arc<Vec<S::PublicKey>>,
+}
+
+impl<S: Scheme> fmt::Debug for ThresholdPublicKey<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "ThresholdPublicKey(t = {}, n = {}, key = {:?})",
+            self.threshold,
+            self.domain.n(),
+            self.group_key
+        )
+    }
+}
+
+impl<S: Scheme> ThresholdPublicKey<S> {
+    /// A threshold key from its group key and all `n` verification keys.
+    pub fn new(
+        threshold: u32,
+        domain: Arc<SignerDomain>,
+        group_key: S::PublicKey,
+        verification_keys: Vec<S::PublicKey>,
+    ) -> Result<Self, Error> {
+        let n = domain.n();
+        if threshold == 0 || threshold > n {
+            return Err(Error::InvalidThreshold { t: threshold, n });
+        }
+        if verification_keys.len() != n as usize {
+            return Err(Error::LengthMismatch {
+                what: "verification keys vs n",
+                left: verification_keys.len(),
+                right: n as usize,
+            });
+        }
+        Ok(ThresholdPublicKey { threshold, domain, group_key, verification_keys: Arc::new(verification_keys) })
+    }
+
+    /// The threshold `t`.
+    pub fn threshold(&self) -> u32 {
+        self.threshold
+    }
+
+    /// The number of signers `n`.
+    pub fn n(&self) -> u32 {
+        self.domain.n()
+    }
+
+    /// The signers' evaluation domain.
+    pub fn domain(&self) -> &Arc<SignerDomain> {
+        &self.domain
+    }
+
+    /// The group public key `g^{f(0)}`.
+    pub fn group_key(&self) -> &S::PublicKey {
+        &self.group_key
+    }
+
+    /// The verification key of `signer`.
+    pub fn verification_key(&self, signer: NodeIndex) -> Result<&S::PublicKey, Error> {
+        self.verification_keys
+            .get(signer.0 as usize)
+            .ok_or(Error::SignerOutOfRange { signer, n: self.n() })
+    }
+
+    /// All verification keys.
+    pub fn verification_keys(&self) -> &[S::PublicKey] {
+        &self.verification_keys
+    }
+
+    /// Verifies a threshold signature under the group key.
+    pub fn verify(&self, msg: &[u8], sig: &S::Signature) -> bool {
+        S::verify(&self.group_key, msg, sig)
+    }
+
+    /// Verifies one share on its own (the baseline: 2 pairings per share).
+    pub fn verify_share(&self, hashed: &S::Signature, share: &SignatureShare<S>) -> bool {
+        match self.verification_key(share.signer) {
+            Ok(vk) => S::verify_hashed(vk, hashed, &share.signature),
+            Err(_) => false,
+        }
+    }
+
+    /// Coefficients for recovering from exactly `signers` (reusable across messages).
+    pub fn coefficients(
+        &self,
+        signers: &[NodeIndex],
+        method: InterpolationMethod,
+    ) -> Result<LagrangeCoefficients, Error> {
+        if signers.len() < self.threshold as usize {
+            return Err(Error::NotEnoughShares { have: signers.len(), need: self.threshold as usize });
+        }
+        self.domain.lagrange_at_zero(signers, method)
+    }
+
+    /// Recovers the threshold signature from the first `t` shares, without any
+    /// verification. Errors on fewer than `t` shares, a repeated signer or an
+    /// out-of-range signer anywhere in `shares`.
+    pub fn aggregate(
+        &self,
+        shares: &[SignatureShare<S>],
+        method: InterpolationMethod,
+    ) -> Result<S::Signature, Error> {
+        let signers: Vec<NodeIndex> = shares.iter().map(|s| s.signer).collect();
+        self.domain.check_signers(&signers)?;
+        let t = self.threshold as usize;
+        if shares.len() < t {
+            return Err(Error::NotEnoughShares { have: shares.len(), need: t });
+        }
+        let coefficients = self.domain.lagrange_at_zero(&signers[..t], method)?;
+        Ok(combine::<S>(&coefficients, &shares[..t]))
+    }
+
+    /// Batch-verifies `shares` against `hashed` with random 128-bit weights
+    /// (two MSMs and two pairings). Out-of-range signers make it fail.
+    pub fn batch_verify<R: RngCore + ?Sized>(
+        &self,
+        hashed: &S::Signature,
+        shares: &[SignatureShare<S>],
+        rng: &mut R,
+    ) -> bool {
+        if shares.is_empty() {
+            return true;
+        }
+        let mut keys = Vec::with_capacity(shares.len());
+        for s in shares {
+            match self.verification_key(s.signer) {
+                Ok(vk) => keys.push(*vk),
+                Err(_) => return false,
+            }
+        }
+        let weights: Vec<Scalar> = shares.iter().map(|_| Scalar::random_u128(rng)).collect();
+        let sigs: Vec<S::Signature> = shares.iter().map(|s| s.signature).collect();
+        let sig_sum = S::Signature::msm(&sigs, &weights);
+        let key_sum = S::PublicKey::msm(&keys, &weights);
+        S::verify_hashed(&key_sum, hashed, &sig_sum)
+    }
+
+    /// The signers of exactly the invalid shares, by batch verification and bisection.
+    pub fn find_invalid<R: RngCore + ?Sized>(
+        &self,
+        hashed: &S::Signature,
+        shares: &[SignatureShare<S>],
+        rng: &mut R,
+    ) -> Vec<NodeIndex> {
+        let mut invalid = Vec::new();
+        self.bisect(hashed, shares, false, rng, &mut invalid);
+        invalid
+    }
+
+    fn bisect<R: RngCore + ?Sized>(
+        &self,
+        hashed: &S::Signature,
+        shares: &[SignatureShare<S>],
+        known_bad: bool,
+        rng: &mut R,
+        invalid: &mut Vec<NodeIndex>,
+    ) {
+        if shares.is_empty() || (!known_bad && self.batch_verify(hashed, shares, rng)) {
+            return;
+        }
+        if shares.len() == 1 {
+            invalid.push(shares[0].signer);
+            return;
+        }
+        let (left, right) = shares.split_at(shares.len() / 2);
+        let left_ok = self.batch_verify(hashed, left, rng);
+        if !left_ok {
+            self.bisect(hashed, left, true, rng, invalid);
+        }
+        // If the left half passed, the failure of the whole lies in the right half.
+        self.bisect(hashed, right, left_ok, rng, invalid);
+    }
+
+    /// The collector's path: optimistic recovery from the first `t` shares; on
+    /// failure, batch verification and bisection, then recovery from `t` valid
+    /// shares. The returned signature always verifies under the group key.
+    pub fn recover<R: RngCore + ?Sized>(
+        &self,
+        msg: &[u8],
+        shares: &[SignatureShare<S>],
+        method: InterpolationMethod,
+        rng: &mut R,
+    ) -> Result<Recovery<S>, Error> {
+        let signers: Vec<NodeIndex> = shares.iter().map(|s| s.signer).collect();
+        self.domain.check_signers(&signers)?;
+        let t = self.threshold as usize;
+        if shares.len() < t {
+            return Err(Error::NotEnoughShares { have: shares.len(), need: t });
+        }
+        let hashed = S::hash_message(msg);
+        let coefficients = self.domain.lagrange_at_zero(&signers[..t], method)?;
+        let candidate = combine::<S>(&coefficients, &shares[..t]);
+        if S::verify_hashed(&self.group_key, &hashed, &candidate) {
+            return Ok(Recovery { signature: Some(candidate), invalid: Vec::new() });
+        }
+        let invalid = self.find_invalid(&hashed, shares, rng);
+        let valid: Vec<SignatureShare<S>> =
+            shares.iter().filter(|s| !invalid.contains(&s.signer)).copied().collect();
+        if valid.len() < t {
+            return Ok(Recovery { signature: None, invalid });
+        }
+        let signers: Vec<NodeIndex> = valid[..t].iter().map(|s| s.signer).collect();
+        let coefficients = self.domain.lagrange_at_zero(&signers, method)?;
+        let signature = combine::<S>(&coefficients, &valid[..t]);
+        if !S::verify_hashed(&self.group_key, &hashed, &signature) {
+            return Err(Error::InvalidSignature(
+                "recovered signature from verified shares does not verify: inconsistent key".into(),
+            ));
+        }
+        Ok(Recovery { signature: Some(signature), invalid })
+    }
+}
+
+/// `sum_j lambda_j s_j`: one multi-scalar multiplication. `shares` must be in the
+/// order of `coefficients.signers()`.
+pub fn combine<S: Scheme>(coefficients: &LagrangeCoefficients, shares: &[SignatureShare<S>]) -> S::Signature {
+    debug_assert!(coefficients.signers().iter().zip(shares).all(|(a, b)| *a == b.signer));
+    let points: Vec<S::Signature> = shares.iter().map(|s| s.signature).collect();
+    S::Signature::msm(&points, coefficients.coefficients())
+}
+
+/// Shares for one message, as a collector accumulates them: rejects shares for
+/// another message, repeated signers and out-of-range signers.
+#[derive(Clone, Debug)]
+pub struct ShareSet<S: Scheme> {
+    message: Vec<u8>,
+    n: u32,
+    shares: BTreeMap<NodeIndex, S::Signature>,
+}
+
+impl<S: Scheme> ShareSet<S> {
+    /// An empty set for `message` among `n` signers.
+    pub fn new(message: Vec<u8>, n: u32) -> Self {
+        ShareSet { message, n, shares: BTreeMap::new() }
+    }
+
+    /// The message these shares sign.
+    pub fn message(&self) -> &[u8] {
+        &self.message
+    }
+
+    /// Adds a share for `message`.
+    pub fn insert(&mut self, message: &[u8], share: SignatureShare<S>) -> Result<(), Error> {
+        if message != self.message.as_slice() {
+            return Err(Error::MessageMismatch { signer: share.signer });
+        }
+        if share.signer.0 >= self.n {
+            return Err(Error::SignerOutOfRange { signer: share.signer, n: self.n });
+        }
+        if self.shares.contains_key(&share.signer) {
+            return Err(Error::DuplicateSigner { signer: share.signer });
+        }
+        self.shares.insert(share.signer, share.signature);
+        Ok(())
+    }
+
+    /// Removes a signer's share (e.g. after it was proven invalid).
+    pub fn remove(&mut self, signer: NodeIndex) {
+        self.shares.remove(&signer);
+    }
+
+    /// Number of shares held.
+    pub fn len(&self) -> usize {
+        self.shares.len()
+    }
+
+    /// Whether no share is held.
+    pub fn is_empty(&self) -> bool {
+        self.shares.is_empty()
+    }
+
+    /// Whether `signer` contributed.
+    pub fn contains(&self, signer: NodeIndex) -> bool {
+        self.shares.contains_key(&signer)
+    }
+
+    /// The shares, ordered by signer.
+    pub fn shares(&self) -> Vec<SignatureShare<S>> {
+        self.shares.iter().map(|(signer, signature)| SignatureShare { signer: *signer, signature: *signature }).collect()
+    }
+}
+
+/// A trusted-dealer `(t, n)` sharing of a random secret, for tests and benchmarks
+/// (the protocol itself uses the DKG). Returns the public key and the `n` shares.
+pub fn deal<S: Scheme, R: RngCore + ?Sized>(
+    threshold: u32,
+    n: u32,
+    rng: &mut R,
+) -> Result<(ThresholdPublicKey<S>, Vec<SecretShare>), Error> {
+    if threshold == 0 || threshold > n {
+        return Err(Error::InvalidThreshold { t: threshold, n });
+    }
+    let domain = Arc::new(SignerDomain::new(n)?);
+    let poly: Vec<Scalar> = (0..threshold).map(|_| Scalar::random(rng)).collect();
+    let values = domain.evaluate_all(&poly);
+    let shares: Vec<SecretShare> =
+        values.iter().enumerate().map(|(i, v)| SecretShare::new(NodeIndex(i as u32), *v)).collect();
+    let g = S::PublicKey::generator();
+    let verification_keys = values.iter().map(|v| g.mul(v)).collect();
+    let public = ThresholdPublicKey::new(threshold, domain, g.mul(&poly[0]), verification_keys)?;
+    Ok((public, shares))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scheme::{MinPk, MinSig};
+    use proptest::prelude::*;
+    use rand_chacha::rand_core::SeedableRng;
+    use rand_chacha::ChaCha20Rng;
+
+    fn sign_all<S: Scheme>(shares: &[SecretShare], msg: &[u8]) -> Vec<SignatureShare<S>> {
+        let h = S::hash_message(msg);
+        shares.iter().map(|s| s.sign_hashed::<S>(&h)).collect()
+    }
+
+    fn any_t_shares_give_one_signature<S: Scheme>(t: u32, n: u32, seed: u64) {
+        let mut rng = ChaCha20Rng::seed_from_u64(seed);
+        let (public, shares) = deal::<S, _>(t, n, &mut rng).unwrap();
+        let sigs = sign_all::<S>(&shares, b"round 1");
+        let reference = public.aggregate(&sigs, InterpolationMethod::Naive).unwrap();
+        assert!(public.verify(b"round 1", &reference));
+        for trial in 0..3 {
+            let mut subset = sigs.clone();
+            for i in (1..subset.len()).rev() {
+                let j = (rand_core::RngCore::next_u64(&mut rng) % (i as u64 + 1)) as usize;
+                subset.swap(i, j);
+            }
+            subset.truncate(t as usize + trial % 2);
+            for m in InterpolationMethod::ALL {
+                assert_eq!(public.aggregate(&subset, m).unwrap(), reference, "method {m}");
+            }
+        }
+    }
+
+    #[test]
+    fn any_t_shares_give_the_same_signature_both_schemes() {
+        any_t_shares_give_one_signature::<MinPk>(3, 7, 1);
+        any_t_shares_give_one_signature::<MinSig>(5, 8, 2);
+        any_t_shares_give_one_signature::<MinSig>(1, 1, 3);
+        any_t_shares_give_one_signature::<MinSig>(10, 10, 4);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(12))]
+        #[test]
+        fn any_t_valid_shares_give_the_same_signature(n in 1u32..40, t_frac in 0.0f64..=1.0, seed in any::<u64>()) {
+            let t = ((n as f64 * t_frac).ceil() as u32).clamp(1, n);
+            any_t_shares_give_one_signature::<MinSig>(t, n, seed);
+        }
+    }
+
+    #[test]
+    fn aggregation_errors() {
+        let mut rng = ChaCha20Rng::seed_from_u64(5);
+        let (public, shares) = deal::<MinSig, _>(3, 5, &mut rng).unwrap();
+        let sigs = sign_all::<MinSig>(&shares, b"m");
+        let m = InterpolationMethod::RootsOfUnity;
+        assert_eq!(public.aggregate(&sigs[..2], m), Err(Error::NotEnoughShares { have: 2, need: 3 }));
+        let dup = vec![sigs[0], sigs[1], sigs[0]];
+        assert_eq!(public.aggregate(&dup, m), Err(Error::DuplicateSigner { signer: NodeIndex(0) }));
+        let mut out = sigs.clone();
+        out[4].signer = NodeIndex(9);
+        assert_eq!(public.aggregate(&out, m), Err(Error::SignerOutOfRange { signer: NodeIndex(9), n: 5 }));
+        let mut set = ShareSet::<MinSig>::new(b"m".to_vec(), 5);
+        set.insert(b"m", sigs[0]).unwrap();
+        assert_eq!(set.insert(b"x", sigs[1]), Err(Error::MessageMismatch { signer: NodeIndex(1) }));
+        assert_eq!(set.insert(b"m", sigs[0]), Err(Error::DuplicateSigner { signer: NodeIndex(0) }));
+        assert_eq!(set.insert(b"m", out[4]), Err(Error::SignerOutOfRange { signer: NodeIndex(9), n: 5 }));
+        assert!(deal::<MinSig, _>(0, 5, &mut rng).is_err());
+        assert!(deal::<MinSig, _>(6, 5, &mut rng).is_err());
+    }
+
+    fn corrupt<S: Scheme>(share: &mut SignatureShare<S>) {
+        share.signature = share.signature.add(&S::Signature::generator());
+    }
+
+    fn check_bad<S: Scheme>(bad: &[u32], n: u32, t: u32) {
+        let mut rng = ChaCha20Rng::seed_from_u64(6 + bad.len() as u64);
+        let (public, shares) = deal::<S, _>(t, n, &mut rng).unwrap();
+        let mut sigs = sign_all::<S>(&shares, b"msg");
+        for b in bad {
+            corrupt(&mut sigs[*b as usize]);
+        }
+        let h = S::hash_message(b"msg");
+        let expected: Vec<NodeIndex> = bad.iter().map(|b| NodeIndex(*b)).collect();
+        assert_eq!(public.find_invalid(&h, &sigs, &mut rng), expected);
+        for s in &sigs {
+            assert_eq!(public.verify_share(&h, s), !bad.contains(&s.signer.0));
+        }
+        assert_eq!(public.batch_verify(&h, &sigs, &mut rng), bad.is_empty());
+        let rec = public.recover(b"msg", &sigs, InterpolationMethod::RootsOfUnity, &mut rng).unwrap();
+        assert_eq!(rec.invalid, expected);
+        if n as usize - bad.len() >= t as usize {
+            assert!(public.verify(b"msg", &rec.signature.unwrap()));
+        } else {
+            assert!(rec.signature.is_none());
+        }
+    }
+
+    #[test]
+    fn bisection_finds_exactly_the_bad_shares() {
+        check_bad::<MinSig>(&[], 16, 6);
+        check_bad::<MinSig>(&[0], 16, 6);
+        check_bad::<MinSig>(&[3, 4, 9, 15], 16, 6);
+        check_bad::<MinPk>(&[2, 7], 9, 4);
+        check_bad::<MinSig>(&(0..12).collect::<Vec<_>>(), 12, 5);
+    }
+
+    #[test]
+    fn cancelling_pair_is_caught_by_random_weights() {
+        // s_a + D and s_b - D sum to the honest sum: an unweighted batch check passes.
+        let mut rng = ChaCha20Rng::seed_from_u64(8);
+        let (public, shares) = deal::<MinSig, _>(3, 6, &mut rng).unwrap();
+        let mut sigs = sign_all::<MinSig>(&shares, b"msg");
+        let delta = <MinSig as Scheme>::Signature::generator().mul(&Scalar::from_u64(42));
+        sigs[1].signature = sigs[1].signature.add(&delta);
+        sigs[4].signature = sigs[4].signature.add(&delta.neg());
+        let h = MinSig::hash_message(b"msg");
+        // Unweighted check: sum of shares against sum of keys passes.
+        let sum_sig = sigs.iter().fold(<MinSig as Scheme>::Signature::identity(), |a, s| a.add(&s.signature));
+        let sum_key = public.verification_keys().iter().fold(<MinSig as Scheme>::PublicKey::identity(), |a, k| a.add(k));
+        assert!(MinSig::verify_hashed(&sum_key, &h, &sum_sig));
+        assert!(!public.batch_verify(&h, &sigs, &mut rng));
+        assert_eq!(public.find_invalid(&h, &sigs, &mut rng), vec![NodeIndex(1), NodeIndex(4)]);
+    }
+}

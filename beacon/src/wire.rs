@@ -1,0 +1,189 @@
+//! The one wire codec of the project: bincode 2.x (serde) with a decode size limit,
+//! plus the serde representation of field elements and points.
+//!
+//! Every message that crosses a process boundary or lands in a file goes through
+//! [`encode`] / [`decode`], so the codec can be swapped in one place. Decoding
+//! rejects oversized input, trailing bytes, and (through the point and scalar
+//! impls below) non-canonical scalars and invalid points, with a clear error.
+//! Points and scalars encode as their canonical bytes in binary formats and as
+//! lowercase hex in human-readable ones (JSON, TOML).
+
+use crate::curve::{Point, G1, G2};
+use crate::field::Scalar;
+use crate::Error;
+use serde::de::{self, DeserializeOwned, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+
+/// Largest message [`decode`] accepts (bytes).
+pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
+
+type Config = bincode::config::Configuration<
+    bincode::config::LittleEndian,
+    bincode::config::Varint,
+    bincode::config::Limit<MAX_MESSAGE_BYTES>,
+>;
+
+fn config() -> Config {
+    bincode::config::standard().with_limit::<MAX_MESSAGE_BYTES>()
+}
+
+/// Encodes a value.
+pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, Error> {
+    bincode::serde::encode_to_vec(value, config()).map_err(|e| Error::Wire(e.to_string()))
+}
+
+/// Decodes a value, rejecting input over [`MAX_MESSAGE_BYTES`], malformed input and
+/// trailing bytes.
+pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
+    if bytes.len() > MAX_MESSAGE_BYTES {
+        return Err(Error::Wire(format!(
+            "message of {} bytes exceeds the limit of {MAX_MESSAGE_BYTES}",
+            bytes.len()
+        )));
+    }
+    let (value, used) =
+        bincode::serde::decode_from_slice(bytes, config()).map_err(|e| Error::Wire(e.to_string()))?;
+    if used != bytes.len() {
+        return Err(Error::Wire(format!("{} trailing bytes", bytes.len() - used)));
+    }
+    Ok(value)
+}
+
+/// Serializes canonical bytes: raw in binary formats, hex in human-readable ones.
+fn serialize_bytes<S: Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+    if serializer.is_human_readable() {
+        serializer.serialize_str(&hex::encode(bytes))
+    } else {
+        serializer.serialize_bytes(bytes)
+    }
+}
+
+struct BytesVisitor;
+
+impl<'de> Visitor<'de> for BytesVisitor {
+    type Value = Vec<u8>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("bytes or a hex string")
+    }
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Vec<u8>, E> {
+        Ok(v.to_vec())
+    }
+    fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<Vec<u8>, E> {
+        Ok(v)
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Vec<u8>, E> {
+        hex::decode(v).map_err(|e| E::custom(format!("invalid hex: {e}")))
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u8>, A::Error> {
+        let mut out = Vec::new();
+        while let Some(b) = seq.next_element::<u8>()? {
+            if out.len() >= 1024 {
+                return Err(de::Error::custom("byte sequence too long"));
+            }
+            out.push(b);
+        }
+        Ok(out)
+    }
+}
+
+fn deserialize_bytes<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
+    if deserializer.is_human_readable() {
+        deserializer.deserialize_str(BytesVisitor)
+    } else {
+        deserializer.deserialize_bytes(BytesVisitor)
+    }
+}
+
+macro_rules! point_serde {
+    ($t:ty) => {
+        impl Serialize for $t {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serialize_bytes(&self.to_bytes(), serializer)
+            }
+        }
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let bytes = deserialize_bytes(deserializer)?;
+                <$t>::from_bytes(&bytes).map_err(de::Error::custom)
+            }
+        }
+    };
+}
+
+point_serde!(G1);
+point_serde!(G2);
+
+impl Serialize for Scalar {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serialize_bytes(&self.to_bytes_be(), serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let bytes = deserialize_bytes(deserializer)?;
+        let arr: [u8; 32] = bytes.as_slice().try_into().map_err(|_| {
+            de::Error::custom(Error::WrongLength { what: "scalar", expected: 32, got: bytes.len() })
+        })?;
+        Scalar::from_bytes_be(&arr).ok_or_else(|| de::Error::custom(Error::NonCanonicalScalar))
+    }
+}
+
+/// Serde helpers for `Vec<u8>` fields: raw bytes in binary formats, hex in JSON.
+pub mod hex_bytes {
+    use super::*;
+
+    /// Serializes a byte string.
+    pub fn serialize<S: Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+        serialize_bytes(bytes, serializer)
+    }
+
+    /// Deserializes a byte string.
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
+        deserialize_bytes(deserializer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::curve::Point;
+
+    #[test]
+    fn points_and_scalars_roundtrip() {
+        let p = G1::generator().mul(&Scalar::from_u64(5));
+        let q = G2::generator().mul(&Scalar::from_u64(9));
+        let s = Scalar::from_u64(12345);
+        let bytes = encode(&(p, q, s)).unwrap();
+        assert_eq!(decode::<(G1, G2, Scalar)>(&bytes).unwrap(), (p, q, s));
+        let json = serde_json::to_string(&(p, s)).unwrap();
+        assert_eq!(serde_json::from_str::<(G1, Scalar)>(&json).unwrap(), (p, s));
+    }
+
+    #[test]
+    fn decoding_rejects_bad_input() {
+        let p = G1::generator();
+        let mut bytes = encode(&p).unwrap();
+        // Trailing byte.
+        bytes.push(0);
+        assert!(decode::<G1>(&bytes).unwrap_err().to_string().contains("trailing"));
+        bytes.pop();
+        // Truncated.
+        assert!(decode::<G1>(&bytes[..10]).is_err());
+        // A G1 encoding where a G2 is expected: wrong length.
+        let err = decode::<G2>(&bytes).unwrap_err().to_string();
+        assert!(err.contains("expected 96 bytes"), "{err}");
+        // Identity.
+        let id = encode(&G1::identity().to_bytes()).unwrap();
+        assert!(decode::<G1>(&id).unwrap_err().to_string().contains("identity"));
+        // Non-canonical scalar.
+        let big = encode(&[0xffu8; 32].to_vec()).unwrap();
+        assert!(decode::<Scalar>(&big).unwrap_err().to_string().contains("canonical"));
+        // Oversized.
+        assert!(decode::<Vec<u8>>(&vec![0u8; MAX_MESSAGE_BYTES + 1]).is_err());
+        // A length prefix promising more than the limit.
+        let huge_len = encode(&(u64::MAX)).unwrap();
+        assert!(decode::<Vec<u8>>(&huge_len).is_err());
+    }
+}

@@ -1,0 +1,1 @@
+//! SBFT-style replica (see DESIGN.md section 3).

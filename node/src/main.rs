@@ -1,0 +1,2 @@
+//! The `sbft-beacon` binary.
+fn main() {}

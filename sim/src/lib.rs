@@ -1,0 +1,1 @@
+//! Deterministic discrete-event simulator (see DESIGN.md section 4).
