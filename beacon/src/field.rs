@@ -6,7 +6,7 @@
 //! limbs is equality of field elements.
 
 use blst::{
-    blst_fr, blst_fr_add, blst_fr_ct_bfly, blst_fr_cneg, blst_fr_eucl_inverse, blst_fr_from_scalar,
+    blst_fr, blst_fr_add, blst_fr_ct_bfly, blst_fr_cneg, blst_fr_gs_bfly, blst_fr_eucl_inverse, blst_fr_from_scalar,
     blst_fr_from_uint64, blst_fr_mul, blst_fr_sqr, blst_fr_sub, blst_scalar, blst_scalar_fr_check,
     blst_scalar_from_bendian, blst_scalar_from_fr, blst_scalar_from_lendian,
 };
@@ -187,6 +187,13 @@ impl Scalar {
     pub fn butterfly(a: &mut Scalar, b: &mut Scalar, w: &Scalar) {
         // SAFETY: three valid, distinct blst_fr values (a and b are distinct &mut).
         unsafe { blst_fr_ct_bfly(&mut a.0, &mut b.0, &w.0) };
+    }
+
+    /// Gentleman-Sande butterfly in place: `(a, b) <- (a + b, (a - b) w)`.
+    #[inline]
+    pub fn butterfly_gs(a: &mut Scalar, b: &mut Scalar, w: &Scalar) {
+        // SAFETY: three valid, distinct blst_fr values (a and b are distinct &mut).
+        unsafe { blst_fr_gs_bfly(&mut a.0, &mut b.0, &w.0) };
     }
 }
 

@@ -17,7 +17,7 @@
 //!    the dual route (`V_T` directly, FFT of `V_T'`) is taken instead.
 
 use crate::field::{batch_inverse, Scalar, TWO_ADICITY};
-use crate::poly::{derivative, log2_ceil, vanishing, Fft, ProductTree};
+use crate::poly::{bit_reversed_index, derivative, log2_ceil, vanishing, Fft, ProductTree};
 use crate::{Error, NodeIndex};
 use std::fmt;
 use std::str::FromStr;
@@ -189,10 +189,11 @@ impl SignerDomain {
             let v_t = vanishing(&self.points_of(signers));
             let mut d = derivative(&v_t);
             d.resize(size, Scalar::ZERO);
-            self.fft.forward(&mut d);
+            self.fft.forward_to_bit_reversed(&mut d);
+            let log = size.trailing_zeros();
             let mut denominators: Vec<Scalar> = signers
                 .iter()
-                .map(|s| all[s.0 as usize] * d[s.0 as usize])
+                .map(|s| all[s.0 as usize] * d[bit_reversed_index(s.0 as usize, log)])
                 .collect();
             let ok = batch_inverse(&mut denominators);
             debug_assert!(ok, "distinct roots of unity give non-zero V_T'");
@@ -206,8 +207,9 @@ impl SignerDomain {
                 .inverse()
                 .expect("V_M(0) = +-prod of roots of unity is non-zero");
             v_m.resize(size, Scalar::ZERO);
-            self.fft.forward(&mut v_m);
-            signers.iter().map(|s| v_m[s.0 as usize] * scale).collect()
+            self.fft.forward_to_bit_reversed(&mut v_m);
+            let log = size.trailing_zeros();
+            signers.iter().map(|s| v_m[bit_reversed_index(s.0 as usize, log)] * scale).collect()
         }
     }
 

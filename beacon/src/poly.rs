@@ -16,14 +16,16 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 /// Below this length (of the shorter factor) multiplication is schoolbook.
 const SCHOOLBOOK_CUTOVER: usize = 48;
-/// Below this number of points, [`vanishing`] multiplies linear factors one by one.
-const VANISHING_LEAF: usize = 32;
 /// Below this degree of the divisor, division is schoolbook.
 const DIVISION_CUTOVER: usize = 64;
 /// Subtrees with at most this many points evaluate their remainder by Horner's rule.
 const EVALUATION_LEAF: usize = 16;
 /// Vanishing polynomials of at least this many points split across two threads.
 const PARALLEL_POINTS: usize = 2048;
+/// Blocks of at most this many points start from a schoolbook product.
+const BLOCK_LEAF: usize = 8;
+/// Transforms (in bit-reversed form) of at least this size run on two threads.
+const PARALLEL_FFT: usize = 8192;
 
 /// Twiddle factors for radix-2 FFTs of one size.
 pub struct Fft {
@@ -32,7 +34,8 @@ pub struct Fft {
     forward: Vec<Scalar>,
     /// `omega^-j` for `j < size / 2`.
     inverse: Vec<Scalar>,
-    size_inv: Scalar,
+    /// `1 / 2^k` for `k <= log_size`.
+    inv_sizes: Vec<Scalar>,
     omega: Scalar,
 }
 
@@ -63,7 +66,15 @@ impl Fft {
             log_size,
             forward: powers(omega),
             inverse: powers(omega_inv),
-            size_inv: Scalar::from_u64(size as u64).inverse().expect("size < r"),
+            inv_sizes: {
+                let half = Scalar::from_u64(2).inverse().expect("2 != 0");
+                let mut v = vec![Scalar::one()];
+                for _ in 0..log_size {
+                    let last = *v.last().expect("non-empty");
+                    v.push(last * half);
+                }
+                v
+            },
             omega,
         });
         guard[log_size as usize] = Some(fft.clone());
@@ -81,42 +92,155 @@ impl Fft {
     }
 
     /// Evaluates in place: `values[k] <- sum_j values[j] omega^(jk)`, where `values`
-    /// has this transform's size.
+    /// has this transform's size. The transforms below also accept any smaller
+    /// power-of-two length (with that length's root of unity).
     pub fn forward(&self, values: &mut [Scalar]) {
-        self.transform(values, &self.forward);
+        bit_reverse(values);
+        self.dit(values, &self.forward);
     }
 
     /// Interpolates in place (the inverse of [`Fft::forward`]).
     pub fn inverse(&self, values: &mut [Scalar]) {
-        self.transform(values, &self.inverse);
+        bit_reverse(values);
+        self.dit(values, &self.inverse);
+        self.scale(values);
+    }
+
+    /// Forward transform leaving the output in bit-reversed order (no permutation
+    /// pass): for convolutions, where the order of the evaluations does not matter.
+    pub fn forward_to_bit_reversed(&self, values: &mut [Scalar]) {
+        let n = values.len();
+        if n < PARALLEL_FFT {
+            return self.dif(values, &self.forward);
+        }
+        // First stage on both threads, then the two halves are independent transforms.
+        let stride = self.size() / n;
+        let (lo, hi) = values.split_at_mut(n / 2);
+        let quarter = n / 4;
+        let (lo_a, lo_b) = lo.split_at_mut(quarter);
+        let (hi_a, hi_b) = hi.split_at_mut(quarter);
+        let tw = &self.forward;
+        let stage = |lo: &mut [Scalar], hi: &mut [Scalar], offset: usize| {
+            for (j, (a, b)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
+                Scalar::butterfly_gs(a, b, &tw[(j + offset) * stride]);
+            }
+        };
+        std::thread::scope(|s| {
+            s.spawn(|| stage(lo_b, hi_b, quarter));
+            stage(lo_a, hi_a, 0);
+        });
+        std::thread::scope(|s| {
+            s.spawn(|| self.dif(hi, &self.forward));
+            self.dif(lo, &self.forward);
+        });
+    }
+
+    /// Inverse of [`Fft::forward_to_bit_reversed`]: bit-reversed evaluations in,
+    /// coefficients in natural order out.
+    pub fn inverse_from_bit_reversed(&self, values: &mut [Scalar]) {
+        let n = values.len();
+        if n < PARALLEL_FFT {
+            self.dit(values, &self.inverse);
+            return self.scale(values);
+        }
+        // The two halves are independent transforms, then one last stage on both threads.
+        let stride = self.size() / n;
+        let inv = self.inv_sizes[n.trailing_zeros() as usize];
+        let (lo, hi) = values.split_at_mut(n / 2);
+        std::thread::scope(|s| {
+            s.spawn(|| self.dit(hi, &self.inverse));
+            self.dit(lo, &self.inverse);
+        });
+        let quarter = n / 4;
+        let (lo_a, lo_b) = lo.split_at_mut(quarter);
+        let (hi_a, hi_b) = hi.split_at_mut(quarter);
+        let tw = &self.inverse;
+        let stage = |lo: &mut [Scalar], hi: &mut [Scalar], offset: usize| {
+            for (j, (a, b)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
+                Scalar::butterfly(a, b, &tw[(j + offset) * stride]);
+                *a *= inv;
+                *b *= inv;
+            }
+        };
+        std::thread::scope(|s| {
+            s.spawn(|| stage(lo_b, hi_b, quarter));
+            stage(lo_a, hi_a, 0);
+        });
+    }
+
+    fn scale(&self, values: &mut [Scalar]) {
+        let inv = self.inv_sizes[values.len().trailing_zeros() as usize];
         for v in values.iter_mut() {
-            *v *= self.size_inv;
+            *v *= inv;
         }
     }
 
-    fn transform(&self, values: &mut [Scalar], twiddles: &[Scalar]) {
+    fn check_len(&self, n: usize) {
+        assert!(n.is_power_of_two() && n <= self.size(), "FFT input of length {n} for size {}", self.size());
+    }
+
+    /// Decimation in time: bit-reversed input, natural-order output.
+    fn dit(&self, values: &mut [Scalar], twiddles: &[Scalar]) {
         let n = values.len();
-        assert_eq!(n, self.size(), "FFT input of the wrong size");
-        if n <= 1 {
-            return;
-        }
-        let shift = usize::BITS - self.log_size;
-        for i in 0..n {
-            let j = i.reverse_bits() >> shift;
-            if i < j {
-                values.swap(i, j);
-            }
-        }
+        self.check_len(n);
         let mut half = 1;
         while half < n {
-            let stride = n / (2 * half);
+            let stride = self.size() / (2 * half);
             for chunk in values.chunks_exact_mut(2 * half) {
                 let (lo, hi) = chunk.split_at_mut(half);
-                for (j, (a, b)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
+                // Twiddle 1: no multiplication.
+                let (a, b) = (lo[0], hi[0]);
+                lo[0] = a + b;
+                hi[0] = a - b;
+                for (j, (a, b)) in lo.iter_mut().zip(hi.iter_mut()).enumerate().skip(1) {
                     Scalar::butterfly(a, b, &twiddles[j * stride]);
                 }
             }
             half *= 2;
+        }
+    }
+
+    /// Decimation in frequency: natural-order input, bit-reversed output.
+    fn dif(&self, values: &mut [Scalar], twiddles: &[Scalar]) {
+        let n = values.len();
+        self.check_len(n);
+        let mut half = n / 2;
+        while half >= 1 {
+            let stride = self.size() / (2 * half);
+            for chunk in values.chunks_exact_mut(2 * half) {
+                let (lo, hi) = chunk.split_at_mut(half);
+                let (a, b) = (lo[0], hi[0]);
+                lo[0] = a + b;
+                hi[0] = a - b;
+                for (j, (a, b)) in lo.iter_mut().zip(hi.iter_mut()).enumerate().skip(1) {
+                    Scalar::butterfly_gs(a, b, &twiddles[j * stride]);
+                }
+            }
+            half /= 2;
+        }
+    }
+}
+
+/// The position of index `j` in a bit-reversed array of length `2^log`.
+pub fn bit_reversed_index(j: usize, log: u32) -> usize {
+    if log == 0 {
+        0
+    } else {
+        j.reverse_bits() >> (usize::BITS - log)
+    }
+}
+
+/// Permutes `values` (power-of-two length) into bit-reversed index order.
+pub fn bit_reverse(values: &mut [Scalar]) {
+    let n = values.len();
+    if n <= 2 {
+        return;
+    }
+    let shift = usize::BITS - n.trailing_zeros();
+    for i in 0..n {
+        let j = i.reverse_bits() >> shift;
+        if i < j {
+            values.swap(i, j);
         }
     }
 }
@@ -166,12 +290,12 @@ fn cyclic_product(a: &[Scalar], b: &[Scalar], log_size: u32) -> Vec<Scalar> {
     for (i, c) in b.iter().enumerate() {
         fb[i % size] += *c;
     }
-    fft.forward(&mut fa);
-    fft.forward(&mut fb);
+    fft.forward_to_bit_reversed(&mut fa);
+    fft.forward_to_bit_reversed(&mut fb);
     for (x, y) in fa.iter_mut().zip(&fb) {
         *x *= *y;
     }
-    fft.inverse(&mut fa);
+    fft.inverse_from_bit_reversed(&mut fa);
     fa
 }
 
@@ -200,32 +324,102 @@ pub fn mul_monic(a: &[Scalar], b: &[Scalar]) -> Vec<Scalar> {
 }
 
 /// The vanishing polynomial `prod_i (X - points[i])` (monic, degree `points.len()`).
+///
+/// The points are cut into power-of-two blocks (the binary digits of their count);
+/// each block's product is built in evaluation form ([`block_evaluations`]) and the
+/// few block polynomials are multiplied at the end, smallest first.
 pub fn vanishing(points: &[Scalar]) -> Vec<Scalar> {
-    if points.len() <= VANISHING_LEAF {
-        let mut out = Vec::with_capacity(points.len() + 1);
-        out.push(Scalar::one());
-        for p in points {
-            // out <- out * (X - p)
-            out.push(Scalar::ZERO);
-            for k in (1..out.len()).rev() {
-                let prev = out[k - 1];
-                out[k] = prev - *p * out[k];
-            }
-            out[0] = -(*p * out[0]);
-        }
-        return out;
+    let mut blocks = Vec::new();
+    let mut rest = points;
+    while !rest.is_empty() {
+        let size = 1usize << (usize::BITS - 1 - rest.len().leading_zeros());
+        let (block, tail) = rest.split_at(size);
+        blocks.push(block);
+        rest = tail;
     }
-    let (left, right) = points.split_at(points.len() / 2);
-    let (l, r) = if points.len() >= PARALLEL_POINTS {
+    let mut out = vec![Scalar::one()];
+    let Some(largest) = blocks.first() else { return out };
+    let fft = Fft::new(largest.len().trailing_zeros() + 1);
+    for block in blocks.into_iter().rev() {
+        let mut coefficients = block_evaluations(&fft, block);
+        fft.inverse_from_bit_reversed(&mut coefficients);
+        // The evaluations are those of P mod (X^d - 1) = P - X^d + 1.
+        coefficients[0] -= Scalar::one();
+        coefficients.push(Scalar::one());
+        out = mul_monic(&out, &coefficients);
+    }
+    out
+}
+
+/// Evaluations of `P = prod_i (X - points[i])` on the `d`-th roots of unity, in
+/// bit-reversed order, for `d = points.len()` a power of two and `fft` of size at
+/// least `2d`. These are the values of `P mod (X^d - 1)`, which determine the monic `P`.
+///
+/// In bit-reversed order the first half of a size-`2h` transform holds the values
+/// on the `h`-th roots and the second half those on their coset `w_2h * <w_h>`; so a
+/// parent is the pointwise product of its children's values and of their
+/// extensions to the coset ([`coset_extension`]): four size-`h` transforms per
+/// product, no permutation pass.
+pub fn block_evaluations(fft: &Fft, points: &[Scalar]) -> Vec<Scalar> {
+    let d = points.len();
+    debug_assert!(d.is_power_of_two() && 2 * d <= fft.size());
+    if d <= BLOCK_LEAF {
+        // Schoolbook product, then one small transform of P mod (X^d - 1).
+        let mut p = Vec::with_capacity(d + 1);
+        p.push(Scalar::one());
+        for x in points {
+            p.push(Scalar::ZERO);
+            for k in (1..p.len()).rev() {
+                let prev = p[k - 1];
+                p[k] = prev - *x * p[k];
+            }
+            p[0] = -(*x * p[0]);
+        }
+        let lead = p.pop().expect("degree d");
+        p[0] += lead;
+        fft.forward_to_bit_reversed(&mut p);
+        return p;
+    }
+    let (left, right) = points.split_at(d / 2);
+    let half = |pts: &[Scalar]| {
+        let evals = block_evaluations(fft, pts);
+        let coset = coset_extension(fft, &evals);
+        (evals, coset)
+    };
+    let ((le, lc), (re, rc)) = if d >= PARALLEL_POINTS {
         std::thread::scope(|s| {
-            let handle = s.spawn(|| vanishing(right));
-            let l = vanishing(left);
-            (l, handle.join().expect("vanishing thread panicked"))
+            let handle = s.spawn(|| half(left));
+            let r = half(right);
+            (handle.join().expect("vanishing thread panicked"), r)
         })
     } else {
-        (vanishing(left), vanishing(right))
+        (half(left), half(right))
     };
-    mul_monic(&l, &r)
+    let mut out = Vec::with_capacity(d);
+    out.extend(le.iter().zip(&re).map(|(a, b)| *a * *b));
+    out.extend(lc.iter().zip(&rc).map(|(a, b)| *a * *b));
+    out
+}
+
+/// Given the bit-reversed values of a monic degree-`h` polynomial `P` on the `h`-th
+/// roots, its bit-reversed values on the coset `zeta * <w_h>`, `zeta = w_2h`:
+/// `P = q' + X^h` with `q' = (P mod X^h - 1) - 1`, and `(zeta y)^h = -1`.
+fn coset_extension(fft: &Fft, evals: &[Scalar]) -> Vec<Scalar> {
+    let h = evals.len();
+    let mut q = evals.to_vec();
+    fft.inverse_from_bit_reversed(&mut q);
+    q[0] -= Scalar::one();
+    // zeta^k = w_2h^k = w_max^(k * max / 2h): every (max / 2h)-th twiddle.
+    let stride = fft.size() / (2 * h);
+    for (k, c) in q.iter_mut().enumerate() {
+        *c *= fft.forward[k * stride];
+    }
+    fft.forward_to_bit_reversed(&mut q);
+    let one = Scalar::one();
+    for v in q.iter_mut() {
+        *v -= one;
+    }
+    q
 }
 
 /// The inverse of `f` modulo `X^precision`, for `f(0) = 1` (Newton iteration
@@ -365,17 +559,26 @@ mod tests {
     #[test]
     fn fft_roundtrip_and_matches_evaluation() {
         let mut rng = ChaCha20Rng::seed_from_u64(6);
-        for log in 0..8 {
+        for log in (0..8).chain([14]) {
             let fft = Fft::new(log);
             let poly = random_poly(&mut rng, fft.size());
             let mut values = poly.clone();
             fft.forward(&mut values);
             let w = fft.omega();
-            for (k, v) in values.iter().enumerate() {
+            for (k, v) in values.iter().enumerate().take(256) {
                 assert_eq!(*v, evaluate(&poly, w.pow(k as u64)));
             }
             fft.inverse(&mut values);
             assert_eq!(values, poly);
+            let mut br = poly.clone();
+            fft.forward_to_bit_reversed(&mut br);
+            let mut natural = br.clone();
+            bit_reverse(&mut natural);
+            let mut expected = poly.clone();
+            fft.forward(&mut expected);
+            assert_eq!(natural, expected);
+            fft.inverse_from_bit_reversed(&mut br);
+            assert_eq!(br, poly);
         }
     }
 

@@ -1,0 +1,216 @@
+//! `sbft-beacon bench ...`: wall-clock medians of the threshold core, printed as a
+//! table or as one JSON object per line.
+
+use anyhow::{bail, Result};
+use beacon::{
+    deal, lagrange::lagrange_fast, lagrange::lagrange_naive, InterpolationMethod, MinPk, MinSig, NodeIndex,
+    Point, Scalar, Scheme, SchemeId, SignatureShare,
+};
+use clap::{Args, Subcommand};
+use rand_chacha::ChaCha20Rng;
+use rand_core::{RngCore, SeedableRng};
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+/// Benchmarks.
+#[derive(Subcommand)]
+pub enum BenchCommand {
+    /// Lagrange coefficients (naive, fast, roots of unity), MSM and full aggregation.
+    Interpolation(InterpolationArgs),
+    /// Share verification: individual, batch + bisection, optimistic recovery.
+    Verify(VerifyArgs),
+}
+
+/// Options of `bench interpolation`.
+#[derive(Args)]
+pub struct InterpolationArgs {
+    /// Thresholds t to measure (n = 2t - 1, a random t-subset of signers).
+    #[arg(long, value_delimiter = ',', default_value = "64,256,1024,4096,16384")]
+    threshold: Vec<u32>,
+    /// Signature scheme.
+    #[arg(long, default_value = "pedersen-bls-chained")]
+    scheme: SchemeId,
+    /// One JSON object per line instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Seed for the random subset and points.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+/// Options of `bench verify`.
+#[derive(Args)]
+pub struct VerifyArgs {
+    /// Number of signers (all sign; the threshold is n/2 + 1).
+    #[arg(long, default_value_t = 4096)]
+    n: u32,
+    /// Numbers of bad shares to measure.
+    #[arg(long, value_delimiter = ',', default_value = "0,4")]
+    bad: Vec<u32>,
+    /// Signature scheme.
+    #[arg(long, default_value = "pedersen-bls-chained")]
+    scheme: SchemeId,
+    /// One JSON object per line instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Seed for keys, bad positions and batch weights.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+/// Runs one benchmark subcommand.
+pub fn run(cmd: BenchCommand) -> Result<()> {
+    match cmd {
+        BenchCommand::Interpolation(a) => match a.scheme {
+            SchemeId::PedersenBlsChained => interpolation::<MinPk>(&a),
+            SchemeId::BlsChainedG1Rfc9380 => interpolation::<MinSig>(&a),
+            other => bail!("{other} is a verification-only scheme"),
+        },
+        BenchCommand::Verify(a) => match a.scheme {
+            SchemeId::PedersenBlsChained => verify::<MinPk>(&a),
+            SchemeId::BlsChainedG1Rfc9380 => verify::<MinSig>(&a),
+            other => bail!("{other} is a verification-only scheme"),
+        },
+    }
+}
+
+/// Median wall time of `f` in milliseconds: at least 3 runs (1 if a run takes
+/// over 5 s), more while the total stays under ~2 s, at most 15.
+fn median_ms<T>(mut f: impl FnMut() -> T) -> f64 {
+    let mut samples = Vec::new();
+    let start = Instant::now();
+    loop {
+        let t = Instant::now();
+        std::hint::black_box(f());
+        samples.push(t.elapsed());
+        let total = start.elapsed();
+        let enough = samples.len() >= 15
+            || (samples.len() >= 3 && total > Duration::from_secs(2))
+            || samples[0] > Duration::from_secs(5);
+        if enough {
+            break;
+        }
+    }
+    samples.sort();
+    samples[samples.len() / 2].as_secs_f64() * 1e3
+}
+
+fn random_subset(rng: &mut ChaCha20Rng, n: u32, t: u32) -> Vec<NodeIndex> {
+    let mut all: Vec<NodeIndex> = (0..n).map(NodeIndex).collect();
+    for i in (1..all.len()).rev() {
+        let j = (rng.next_u64() % (i as u64 + 1)) as usize;
+        all.swap(i, j);
+    }
+    all.truncate(t as usize);
+    all
+}
+
+fn interpolation<S: Scheme>(args: &InterpolationArgs) -> Result<()> {
+    if !args.json {
+        println!(
+            "{:>7} {:>7} {:>12} {:>12} {:>12} {:>12} {:>13}   scheme {}",
+            "t", "n", "naive_ms", "fast_ms", "rou_ms", "msm_ms", "aggregate_ms", S::ID
+        );
+    }
+    let mut rng = ChaCha20Rng::seed_from_u64(args.seed);
+    for &t in &args.threshold {
+        if t == 0 || t > (1 << 30) {
+            bail!("threshold {t} out of range (1..=2^30)");
+        }
+        let n = 2 * t - 1;
+        let domain = beacon::SignerDomain::new(n)?;
+        let signers = random_subset(&mut rng, n, t);
+        let points: Vec<_> = signers.iter().map(|s| domain.point(*s)).collect::<Result<_, _>>()?;
+        // Shares: random points of the signature group (the MSM does not care whether
+        // they are valid signatures; a real aggregate of valid shares is checked below).
+        let base = S::Signature::generator().mul(&Scalar::random(&mut rng));
+        let shares: Vec<SignatureShare<S>> = signers
+            .iter()
+            .enumerate()
+            .map(|(i, s)| SignatureShare { signer: *s, signature: base.mul(&Scalar::from_u64(i as u64 + 1)) })
+            .collect();
+        let sigs: Vec<S::Signature> = shares.iter().map(|s| s.signature).collect();
+        let scalars: Vec<Scalar> = (0..t).map(|_| Scalar::random(&mut rng)).collect();
+
+        // Naive is Theta(t^2): estimate from a run at t/4 (x16) before committing to it.
+        let naive = if t <= 4096 || estimate_naive_ms(&points) <= 60_000.0 {
+            Some(median_ms(|| lagrange_naive(&points).expect("distinct points")))
+        } else {
+            eprintln!("t = {t}: one naive run would exceed 60 s; naive_coeff_ms = null");
+            None
+        };
+        let fast = median_ms(|| lagrange_fast(&points).expect("distinct points"));
+        let rou = median_ms(|| domain.lagrange_at_zero(&signers, InterpolationMethod::RootsOfUnity).expect("valid"));
+        let msm = median_ms(|| S::Signature::msm(&sigs, &scalars));
+        let aggregate = median_ms(|| {
+            let c = domain.lagrange_at_zero(&signers, InterpolationMethod::RootsOfUnity).expect("valid");
+            beacon::threshold::combine::<S>(&c, &shares)
+        });
+        if args.json {
+            println!(
+                "{}",
+                json!({"scheme": S::ID.as_str(), "threshold": t, "n": n, "naive_coeff_ms": naive,
+                       "fast_coeff_ms": fast, "rou_coeff_ms": rou, "msm_ms": msm, "aggregate_ms": aggregate})
+            );
+        } else {
+            let naive = naive.map_or("null".to_string(), |v| format!("{v:.3}"));
+            println!("{t:>7} {n:>7} {naive:>12} {fast:>12.3} {rou:>12.3} {msm:>12.3} {aggregate:>13.3}");
+        }
+    }
+    Ok(())
+}
+
+fn estimate_naive_ms(points: &[Scalar]) -> f64 {
+    let quarter = &points[..points.len() / 4];
+    let t = Instant::now();
+    std::hint::black_box(lagrange_naive(quarter).expect("distinct points"));
+    t.elapsed().as_secs_f64() * 1e3 * 16.0
+}
+
+fn verify<S: Scheme>(args: &VerifyArgs) -> Result<()> {
+    let n = args.n;
+    if n == 0 {
+        bail!("--n must be at least 1");
+    }
+    let t = n / 2 + 1;
+    let mut rng = ChaCha20Rng::seed_from_u64(args.seed);
+    let (public, secret) = deal::<S, _>(t, n, &mut rng)?;
+    let msg = b"bench verify";
+    let hashed = S::hash_message(msg);
+    let honest: Vec<SignatureShare<S>> = secret.iter().map(|s| s.sign_hashed::<S>(&hashed)).collect();
+    if !args.json {
+        println!(
+            "{:>6} {:>5} {:>14} {:>10} {:>14} {:>14}   scheme {}",
+            "n", "bad", "individual_ms", "batch_ms", "optimistic_ms", "identified_ok", S::ID
+        );
+    }
+    for &bad in &args.bad {
+        if bad > n {
+            bail!("--bad {bad} exceeds n = {n}");
+        }
+        let mut shares = honest.clone();
+        let mut bad_signers: Vec<NodeIndex> = random_subset(&mut rng, n, bad);
+        bad_signers.sort();
+        for b in &bad_signers {
+            let s = &mut shares[b.0 as usize];
+            s.signature = s.signature.add(&S::Signature::generator());
+        }
+        let individual = median_ms(|| shares.iter().filter(|s| !public.verify_share(&hashed, s)).count());
+        let mut found = Vec::new();
+        let batch = median_ms(|| found = public.find_invalid(&hashed, &shares, &mut rng));
+        let identified_ok = found == bad_signers;
+        let optimistic = median_ms(|| {
+            public.recover(msg, &shares, InterpolationMethod::RootsOfUnity, &mut rng).expect("enough shares")
+        });
+        if args.json {
+            println!(
+                "{}",
+                json!({"scheme": S::ID.as_str(), "n": n, "bad": bad, "individual_ms": individual,
+                       "batch_ms": batch, "optimistic_ms": optimistic, "identified_ok": identified_ok})
+            );
+        } else {
+            println!("{n:>6} {bad:>5} {individual:>14.3} {batch:>10.3} {optimistic:>14.3} {identified_ok:>14}");
+        }
+    }
+    Ok(())
+}
