@@ -228,6 +228,10 @@ impl<S: Scheme> ThresholdPublicKey<S> {
     }
 
     /// The signers of exactly the invalid shares, by batch verification and bisection.
+    ///
+    /// One set of random weights serves the whole bisection: a node's weighted sums
+    /// are its left child's (one MSM per group over the left half) plus the right
+    /// child's, so the right child's sums come for free by subtraction.
     pub fn find_invalid<R: RngCore + ?Sized>(
         &self,
         hashed: &S::Signature,
@@ -235,32 +239,30 @@ impl<S: Scheme> ThresholdPublicKey<S> {
         rng: &mut R,
     ) -> Vec<NodeIndex> {
         let mut invalid = Vec::new();
-        self.bisect(hashed, shares, false, rng, &mut invalid);
+        let mut weighted = Vec::with_capacity(shares.len());
+        let mut keys = Vec::with_capacity(shares.len());
+        for s in shares {
+            match self.verification_key(s.signer) {
+                Ok(vk) => {
+                    weighted.push(s);
+                    keys.push(*vk);
+                }
+                // A share of no known signer is invalid on its face.
+                Err(_) => invalid.push(s.signer),
+            }
+        }
+        if weighted.is_empty() {
+            return invalid;
+        }
+        let sigs: Vec<S::Signature> = weighted.iter().map(|s| s.signature).collect();
+        let weights: Vec<Scalar> = sigs.iter().map(|_| Scalar::random_u128(rng)).collect();
+        let batch = WeightedBatch::<S> { hashed, sigs: &sigs, keys: &keys, weights: &weights };
+        let (sig_sum, key_sum) = batch.sums(0..sigs.len());
+        let mut found = Vec::new();
+        batch.bisect(0..sigs.len(), sig_sum, key_sum, false, &mut found);
+        invalid.extend(found.into_iter().map(|i| weighted[i].signer));
+        invalid.sort();
         invalid
-    }
-
-    fn bisect<R: RngCore + ?Sized>(
-        &self,
-        hashed: &S::Signature,
-        shares: &[SignatureShare<S>],
-        known_bad: bool,
-        rng: &mut R,
-        invalid: &mut Vec<NodeIndex>,
-    ) {
-        if shares.is_empty() || (!known_bad && self.batch_verify(hashed, shares, rng)) {
-            return;
-        }
-        if shares.len() == 1 {
-            invalid.push(shares[0].signer);
-            return;
-        }
-        let (left, right) = shares.split_at(shares.len() / 2);
-        let left_ok = self.batch_verify(hashed, left, rng);
-        if !left_ok {
-            self.bisect(hashed, left, true, rng, invalid);
-        }
-        // If the left half passed, the failure of the whole lies in the right half.
-        self.bisect(hashed, right, left_ok, rng, invalid);
     }
 
     /// The collector's path: optimistic recovery from the first `t` shares; on
@@ -300,6 +302,50 @@ impl<S: Scheme> ThresholdPublicKey<S> {
             ));
         }
         Ok(Recovery { signature: Some(signature), invalid })
+    }
+}
+
+/// Shares with fixed random weights, for bisection.
+struct WeightedBatch<'a, S: Scheme> {
+    hashed: &'a S::Signature,
+    sigs: &'a [S::Signature],
+    keys: &'a [S::PublicKey],
+    weights: &'a [Scalar],
+}
+
+impl<S: Scheme> WeightedBatch<'_, S> {
+    fn sums(&self, range: std::ops::Range<usize>) -> (S::Signature, S::PublicKey) {
+        let w = &self.weights[range.clone()];
+        (S::Signature::msm(&self.sigs[range.clone()], w), S::PublicKey::msm(&self.keys[range], w))
+    }
+
+    /// Pushes the indices in `range` of the invalid shares; `sig_sum`/`key_sum` are
+    /// the weighted sums over `range`; `known_bad` skips a check whose failure is implied.
+    fn bisect(
+        &self,
+        range: std::ops::Range<usize>,
+        sig_sum: S::Signature,
+        key_sum: S::PublicKey,
+        known_bad: bool,
+        invalid: &mut Vec<usize>,
+    ) {
+        if range.is_empty() || (!known_bad && S::verify_hashed(&key_sum, self.hashed, &sig_sum)) {
+            return;
+        }
+        if range.len() == 1 {
+            invalid.push(range.start);
+            return;
+        }
+        let mid = range.start + range.len() / 2;
+        let (left_sig, left_key) = self.sums(range.start..mid);
+        let right_sig = sig_sum.add(&left_sig.neg());
+        let right_key = key_sum.add(&left_key.neg());
+        let left_ok = S::verify_hashed(&left_key, self.hashed, &left_sig);
+        if !left_ok {
+            self.bisect(range.start..mid, left_sig, left_key, true, invalid);
+        }
+        // If the left half passed, the failure of the whole lies in the right half.
+        self.bisect(mid..range.end, right_sig, right_key, left_ok, invalid);
     }
 }
 
