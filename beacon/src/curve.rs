@@ -5,6 +5,7 @@
 //! parameter (see [`crate::scheme`]). Decoding is strict: canonical compressed
 //! encodings only, on the curve, in the prime-order subgroup, never the identity.
 
+use crate::cost;
 use crate::field::Scalar;
 use crate::Error;
 use blst::{
@@ -52,7 +53,7 @@ macro_rules! group {
     ($name:ident, $doc:literal, $len:expr, $proj:ty, $aff:ty, $add:ident, $cneg:ident, $mult:ident,
      $is_inf:ident, $is_equal:ident, $generator:ident, $hash:ident, $compress:ident,
      $uncompress:ident, $in_group:ident, $aff_is_inf:ident, $to_aff:ident, $from_aff:ident,
-     $batch_aff:ident) => {
+     $batch_aff:ident, $tag:expr, $mulfield:ident, $hashfield:ident) => {
         #[doc = $doc]
         #[derive(Clone, Copy)]
         pub struct $name(pub(crate) $proj);
@@ -128,6 +129,7 @@ macro_rules! group {
             }
 
             fn mul(&self, scalar: &Scalar) -> Self {
+                cost::record(|c| c.$mulfield += 1);
                 let bytes = scalar.to_bytes_le();
                 let mut out = <$proj>::default();
                 // SAFETY: `bytes` holds 255 bits (32 bytes) little-endian as blst expects.
@@ -140,7 +142,7 @@ macro_rules! group {
                 match points.len() {
                     0 => return Self::identity(),
                     1 => return points[0].mul(&scalars[0]),
-                    _ => {}
+                    n => cost::record_msm($tag, n),
                 }
                 let affine = Self::batch_to_affine(points);
                 let mut bytes = Vec::with_capacity(32 * scalars.len());
@@ -151,6 +153,7 @@ macro_rules! group {
             }
 
             fn hash_to_curve(msg: &[u8], dst: &[u8]) -> Self {
+                cost::record(|c| c.$hashfield += 1);
                 let mut out = <$proj>::default();
                 // SAFETY: pointers and lengths describe valid slices; no augmentation.
                 unsafe {
@@ -225,7 +228,10 @@ group!(
     blst_p1_affine_is_inf,
     blst_p1_to_affine,
     blst_p1_from_affine,
-    blst_p1s_to_affine
+    blst_p1s_to_affine,
+    cost::Group::G1,
+    mul_g1,
+    hash_g1
 );
 
 group!(
@@ -247,7 +253,10 @@ group!(
     blst_p2_affine_is_inf,
     blst_p2_to_affine,
     blst_p2_from_affine,
-    blst_p2s_to_affine
+    blst_p2s_to_affine,
+    cost::Group::G2,
+    mul_g2,
+    hash_g2
 );
 
 /// Whether `prod_i e(g1_i, g2_i) == 1` in G_T. Terms with an identity point contribute 1.
@@ -272,6 +281,10 @@ pub fn pairing_product_is_one(terms: &[(G1, G2)]) -> bool {
         });
     }
     let Some(acc) = acc else { return true };
+    cost::record(|c| {
+        c.miller_loops += terms.len() as u64;
+        c.final_exps += 1;
+    });
     let mut out = blst_fp12::default();
     // SAFETY: valid Fp12 input and output.
     unsafe { blst_final_exp(&mut out, &acc) };

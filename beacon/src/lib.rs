@@ -22,10 +22,13 @@
 //! ```
 
 pub mod chain;
+pub mod cost;
 pub mod curve;
+pub mod dkg;
 mod error;
 pub mod field;
 pub mod lagrange;
+pub mod memo;
 pub mod poly;
 pub mod scheme;
 pub mod threshold;
@@ -49,5 +52,45 @@ pub struct NodeIndex(pub u32);
 impl fmt::Display for NodeIndex {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.0)
+    }
+}
+
+/// A point in (virtual or real) time, in microseconds since an arbitrary origin.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+pub struct Time(pub u64);
+
+impl Time {
+    /// Zero.
+    pub const ZERO: Time = Time(0);
+
+    /// `ms` milliseconds.
+    pub fn from_millis(ms: u64) -> Time {
+        Time(ms.saturating_mul(1000))
+    }
+
+    /// This time plus `micros` microseconds (saturating).
+    pub fn plus_micros(self, micros: u64) -> Time {
+        Time(self.0.saturating_add(micros))
+    }
+
+    /// This time plus `ms` milliseconds (saturating).
+    pub fn plus_millis(self, ms: u64) -> Time {
+        self.plus_micros(ms.saturating_mul(1000))
+    }
+
+    /// Microseconds since `earlier` (zero if `earlier` is later).
+    pub fn micros_since(self, earlier: Time) -> u64 {
+        self.0.saturating_sub(earlier.0)
+    }
+
+    /// As fractional milliseconds.
+    pub fn as_millis_f64(self) -> f64 {
+        self.0 as f64 / 1000.0
+    }
+}
+
+impl fmt::Display for Time {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:.3}ms", self.as_millis_f64())
     }
 }

@@ -1,0 +1,124 @@
+//! Counts of the expensive operations a thread performed, for the simulator's
+//! compute-cost model.
+//!
+//! Every pairing, hash to the curve, scalar multiplication and multi-scalar
+//! multiplication in [`crate::curve`] bumps a thread-local counter. A driver reads
+//! the delta around one call into a state machine ([`take`]) and converts it into
+//! virtual CPU time; the protocol code is unaware of it. [`charge`] adds counts for
+//! work a host-side cache did once on behalf of many nodes ([`crate::memo`]).
+
+use std::cell::Cell;
+use std::ops::AddAssign;
+
+/// Number of size buckets for multi-scalar multiplications (bucket `b` holds sizes
+/// in `[2^b, 2^(b+1))`).
+pub const MSM_BUCKETS: usize = 33;
+
+/// Operation counts by kind (G1 and G2 separately where the cost differs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpCounts {
+    /// Miller loops (one per pairing in a product).
+    pub miller_loops: u64,
+    /// Final exponentiations (one per pairing-product check).
+    pub final_exps: u64,
+    /// Hashes to G1.
+    pub hash_g1: u64,
+    /// Hashes to G2.
+    pub hash_g2: u64,
+    /// Single scalar multiplications in G1.
+    pub mul_g1: u64,
+    /// Single scalar multiplications in G2.
+    pub mul_g2: u64,
+    /// MSM calls in G1 by size bucket.
+    pub msm_g1_calls: [u32; MSM_BUCKETS],
+    /// MSM points in G1 by size bucket.
+    pub msm_g1_points: [u64; MSM_BUCKETS],
+    /// MSM calls in G2 by size bucket.
+    pub msm_g2_calls: [u32; MSM_BUCKETS],
+    /// MSM points in G2 by size bucket.
+    pub msm_g2_points: [u64; MSM_BUCKETS],
+}
+
+impl Default for OpCounts {
+    fn default() -> Self {
+        OpCounts {
+            miller_loops: 0,
+            final_exps: 0,
+            hash_g1: 0,
+            hash_g2: 0,
+            mul_g1: 0,
+            mul_g2: 0,
+            msm_g1_calls: [0; MSM_BUCKETS],
+            msm_g1_points: [0; MSM_BUCKETS],
+            msm_g2_calls: [0; MSM_BUCKETS],
+            msm_g2_points: [0; MSM_BUCKETS],
+        }
+    }
+}
+
+impl OpCounts {
+    /// Whether nothing was counted.
+    pub fn is_empty(&self) -> bool {
+        *self == OpCounts::default()
+    }
+}
+
+impl AddAssign<&OpCounts> for OpCounts {
+    fn add_assign(&mut self, o: &OpCounts) {
+        self.miller_loops += o.miller_loops;
+        self.final_exps += o.final_exps;
+        self.hash_g1 += o.hash_g1;
+        self.hash_g2 += o.hash_g2;
+        self.mul_g1 += o.mul_g1;
+        self.mul_g2 += o.mul_g2;
+        for b in 0..MSM_BUCKETS {
+            self.msm_g1_calls[b] += o.msm_g1_calls[b];
+            self.msm_g1_points[b] += o.msm_g1_points[b];
+            self.msm_g2_calls[b] += o.msm_g2_calls[b];
+            self.msm_g2_points[b] += o.msm_g2_points[b];
+        }
+    }
+}
+
+thread_local! {
+    static COUNTS: Cell<OpCounts> = Cell::new(OpCounts::default());
+}
+
+/// The group an operation ran in.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Group {
+    G1,
+    G2,
+}
+
+pub(crate) fn record(f: impl FnOnce(&mut OpCounts)) {
+    COUNTS.with(|c| {
+        let mut v = c.get();
+        f(&mut v);
+        c.set(v);
+    });
+}
+
+pub(crate) fn record_msm(group: Group, points: usize) {
+    let bucket = (usize::BITS - 1 - points.max(1).leading_zeros()) as usize;
+    record(|c| match group {
+        Group::G1 => {
+            c.msm_g1_calls[bucket] += 1;
+            c.msm_g1_points[bucket] += points as u64;
+        }
+        Group::G2 => {
+            c.msm_g2_calls[bucket] += 1;
+            c.msm_g2_points[bucket] += points as u64;
+        }
+    });
+}
+
+/// Returns this thread's counts and resets them to zero.
+pub fn take() -> OpCounts {
+    COUNTS.with(|c| c.replace(OpCounts::default()))
+}
+
+/// Adds `counts` to this thread's counts (work done once on behalf of this thread).
+pub fn charge(counts: &OpCounts) {
+    record(|c| *c += counts);
+}

@@ -1,0 +1,294 @@
+//! An in-memory harness that runs a whole DKG: `n` participants, messages
+//! delivered one at a time in an order drawn from a seeded RNG, timers fired when
+//! no message is in flight (a synchronous network). Used by the tests, by
+//! `sbft-beacon bench dkg`, and by the simulator's set-up; Byzantine dealers are
+//! swappable [`DkgParticipant`] implementations wrapping an honest [`Dkg`].
+
+use super::*;
+use rand_core::RngCore;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::{Duration, Instant};
+
+/// Anything that can stand in a DKG: the honest [`Dkg`] or a Byzantine wrapper.
+pub trait DkgParticipant<S: Scheme>: Send {
+    /// Handles one input (see [`Dkg::handle`]).
+    fn handle(&mut self, now: Time, input: DkgInput<S>) -> Vec<DkgAction<S>>;
+}
+
+impl<S: Scheme> DkgParticipant<S> for Dkg<S> {
+    fn handle(&mut self, now: Time, input: DkgInput<S>) -> Vec<DkgAction<S>> {
+        Dkg::handle(self, now, input)
+    }
+}
+
+/// Ways a Byzantine dealer misbehaves (each wraps an honest [`Dkg`] and rewrites
+/// its outputs; the honest code has no flags).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DealerFault {
+    /// Wrong shares to `victims`, and no answer to their complaints.
+    BadShares {
+        /// Recipients of wrong shares.
+        victims: Vec<NodeIndex>,
+    },
+    /// Wrong shares to `victims`, then the correct shares revealed: stays qualified.
+    BadSharesThenJustified {
+        /// Recipients of wrong shares.
+        victims: Vec<NodeIndex>,
+    },
+    /// Wrong shares to `victims`, then wrong shares revealed.
+    InvalidJustification {
+        /// Recipients of wrong shares.
+        victims: Vec<NodeIndex>,
+    },
+    /// Commitments one coefficient short.
+    WrongDegree,
+    /// Shares of a second polynomial to every odd member, and a justification
+    /// revealing that polynomial's shares.
+    Equivocate,
+    /// Sends nothing at all.
+    Silent,
+}
+
+/// A Byzantine dealer: an honest [`Dkg`] whose outputs are rewritten.
+pub struct ByzantineDealer<S: Scheme> {
+    inner: Dkg<S>,
+    fault: DealerFault,
+}
+
+impl<S: Scheme> ByzantineDealer<S> {
+    /// Wraps `inner` with `fault`.
+    pub fn new(inner: Dkg<S>, fault: DealerFault) -> Self {
+        ByzantineDealer { inner, fault }
+    }
+
+    fn victims(&self) -> Option<&[NodeIndex]> {
+        match &self.fault {
+            DealerFault::BadShares { victims }
+            | DealerFault::BadSharesThenJustified { victims }
+            | DealerFault::InvalidJustification { victims } => Some(victims),
+            _ => None,
+        }
+    }
+
+    fn is_victim(&self, who: NodeIndex) -> bool {
+        match &self.fault {
+            DealerFault::Equivocate => who.0 % 2 == 1,
+            _ => self.victims().is_some_and(|v| v.contains(&who)),
+        }
+    }
+
+    fn corrupt(shares: &[Scalar]) -> Vec<Scalar> {
+        shares.iter().map(|s| *s + Scalar::from_u64(1)).collect()
+    }
+}
+
+impl<S: Scheme> DkgParticipant<S> for ByzantineDealer<S> {
+    fn handle(&mut self, now: Time, input: DkgInput<S>) -> Vec<DkgAction<S>> {
+        let actions = self.inner.handle(now, input);
+        let mut out = Vec::with_capacity(actions.len());
+        for action in actions {
+            match (&self.fault, action) {
+                (DealerFault::Silent, a @ DkgAction::SetTimer { .. }) => out.push(a),
+                (DealerFault::Silent, DkgAction::Complete(_) | DkgAction::Failed(_)) => {}
+                (DealerFault::Silent, _) => {}
+                (DealerFault::WrongDegree, DkgAction::Broadcast(DkgMessage::Deal(d))) => {
+                    let mut commitments = d.commitments.clone();
+                    for c in &mut commitments {
+                        c.pop();
+                    }
+                    let bad = Deal::new(d.session, d.dealer, commitments);
+                    out.push(DkgAction::Broadcast(DkgMessage::Deal(Arc::new(bad))));
+                }
+                (_, DkgAction::Send { to, message: DkgMessage::Shares(mut s) }) if self.is_victim(to) => {
+                    s.shares = Self::corrupt(&s.shares);
+                    out.push(DkgAction::Send { to, message: DkgMessage::Shares(s) });
+                }
+                (DealerFault::BadShares { .. }, DkgAction::Broadcast(DkgMessage::Justification(_))) => {}
+                (
+                    DealerFault::InvalidJustification { .. } | DealerFault::Equivocate,
+                    DkgAction::Broadcast(DkgMessage::Justification(j)),
+                ) => {
+                    let revealed = j.revealed.iter().map(|(r, s)| (*r, Self::corrupt(s))).collect();
+                    let bad = Justification { session: j.session, dealer: j.dealer, revealed };
+                    out.push(DkgAction::Broadcast(DkgMessage::Justification(Arc::new(bad))));
+                }
+                (_, a) => out.push(a),
+            }
+        }
+        out
+    }
+}
+
+/// Network-level misbehaviour injected by the harness itself.
+#[derive(Clone, Debug, Default)]
+pub struct Disturbances {
+    /// Deliver every message twice.
+    pub duplicate_all: bool,
+    /// Also deliver, for every message, a copy claiming to come from a non-member.
+    pub from_non_members: bool,
+    /// Also deliver replays of every message under another session id.
+    pub replay_other_session: bool,
+}
+
+/// What a harness run produced.
+pub struct DkgRun<S: Scheme> {
+    /// Per member: its output, or its failure, or `None` if it produced neither.
+    pub results: Vec<Option<Result<Arc<DkgOutput<S>>, String>>>,
+    /// Virtual time at the end (microseconds).
+    pub finished_at: Time,
+    /// Bytes each member sent (wire encoding; a broadcast counts once per recipient).
+    pub bytes_sent: Vec<u64>,
+    /// CPU time each member spent in `handle`, plus what shared computations would
+    /// have cost it.
+    pub cpu: Vec<Duration>,
+    /// CPU time per phase (deal = start, verify = end of deal, finalize = the rest),
+    /// summed over members.
+    pub phase_cpu: [Duration; 3],
+    /// Messages delivered.
+    pub messages: u64,
+}
+
+/// Runs `participants` (member `i` at index `i`) to completion.
+pub fn run<S: Scheme>(
+    mut participants: Vec<Box<dyn DkgParticipant<S>>>,
+    seed: u64,
+    disturbances: &Disturbances,
+) -> DkgRun<S> {
+    let n = participants.len();
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let mut queue: Vec<(NodeIndex, NodeIndex, DkgMessage<S>)> = Vec::new();
+    let mut timers: BinaryHeap<Reverse<(Time, u64, u32, TimerKey)>> = BinaryHeap::new();
+    let mut seq = 0u64;
+    let mut results: Vec<Option<Result<Arc<DkgOutput<S>>, String>>> = vec![None; n];
+    let mut bytes_sent = vec![0u64; n];
+    let mut cpu = vec![Duration::ZERO; n];
+    let mut phase_cpu = [Duration::ZERO; 3];
+    let mut messages = 0u64;
+    let mut now = Time::ZERO;
+    let _ = crate::memo::take_charged_time();
+
+    let mut pending: Vec<(NodeIndex, DkgInput<S>)> = (0..n as u32).map(|i| (NodeIndex(i), DkgInput::Start)).collect();
+    loop {
+        for (who, input) in pending.drain(..) {
+            let phase = match &input {
+                DkgInput::Start => 0,
+                DkgInput::Timer(DkgTimer::EndOfDeal) => 1,
+                _ => 2,
+            };
+            let start = Instant::now();
+            let actions = participants[who.0 as usize].handle(now, input);
+            let spent = start.elapsed() + crate::memo::take_charged_time();
+            cpu[who.0 as usize] += spent;
+            phase_cpu[phase] += spent;
+            for action in actions {
+                match action {
+                    DkgAction::Send { to, message } => {
+                        bytes_sent[who.0 as usize] += encoded_len(&message);
+                        queue.push((who, to, message));
+                    }
+                    DkgAction::Broadcast(message) => {
+                        bytes_sent[who.0 as usize] += encoded_len(&message) * (n as u64 - 1);
+                        for j in (0..n as u32).filter(|j| *j != who.0) {
+                            queue.push((who, NodeIndex(j), message.clone()));
+                        }
+                    }
+                    DkgAction::SetTimer { at, timer } => {
+                        seq += 1;
+                        timers.push(Reverse((at, seq, who.0, TimerKey::from(timer))));
+                    }
+                    DkgAction::Complete(out) => results[who.0 as usize] = Some(Ok(out)),
+                    DkgAction::Failed(e) => results[who.0 as usize] = Some(Err(e)),
+                }
+            }
+        }
+        if !queue.is_empty() {
+            let i = (rng.next_u64() % queue.len() as u64) as usize;
+            let (from, to, message) = queue.swap_remove(i);
+            messages += 1;
+            if disturbances.from_non_members {
+                pending.push((to, DkgInput::Message { from: NodeIndex(n as u32 + 7), message: message.clone() }));
+            }
+            if disturbances.replay_other_session {
+                pending.push((to, DkgInput::Message { from, message: other_session(&message) }));
+            }
+            if disturbances.duplicate_all {
+                pending.push((to, DkgInput::Message { from, message: message.clone() }));
+            }
+            pending.push((to, DkgInput::Message { from, message }));
+            continue;
+        }
+        let Some(Reverse((at, _, who, timer))) = timers.pop() else { break };
+        now = now.max(at);
+        pending.push((NodeIndex(who), DkgInput::Timer(timer.into())));
+    }
+    DkgRun { results, finished_at: now, bytes_sent, cpu, phase_cpu, messages }
+}
+
+/// `DkgTimer` with a total order for the timer heap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum TimerKey {
+    Deal,
+    Complaints,
+    Justifications,
+}
+
+impl From<DkgTimer> for TimerKey {
+    fn from(t: DkgTimer) -> Self {
+        match t {
+            DkgTimer::EndOfDeal => TimerKey::Deal,
+            DkgTimer::EndOfComplaints => TimerKey::Complaints,
+            DkgTimer::EndOfJustifications => TimerKey::Justifications,
+        }
+    }
+}
+
+impl From<TimerKey> for DkgTimer {
+    fn from(t: TimerKey) -> Self {
+        match t {
+            TimerKey::Deal => DkgTimer::EndOfDeal,
+            TimerKey::Complaints => DkgTimer::EndOfComplaints,
+            TimerKey::Justifications => DkgTimer::EndOfJustifications,
+        }
+    }
+}
+
+/// Wire size of a message (broadcast deals are measured once, not per recipient).
+fn encoded_len<S: Scheme>(message: &DkgMessage<S>) -> u64 {
+    message.encode().map(|b| b.len() as u64).unwrap_or(0)
+}
+
+fn other_session<S: Scheme>(message: &DkgMessage<S>) -> DkgMessage<S> {
+    let flip = |s: [u8; 32]| {
+        let mut s = s;
+        s[0] ^= 0xff;
+        s
+    };
+    match message {
+        DkgMessage::Deal(d) => DkgMessage::Deal(Arc::new(Deal::new(flip(d.session), d.dealer, d.commitments.clone()))),
+        DkgMessage::Shares(s) => DkgMessage::Shares(DealtShares { session: flip(s.session), ..s.clone() }),
+        DkgMessage::Complaint(c) => DkgMessage::Complaint(Complaint { session: flip(c.session), ..c.clone() }),
+        DkgMessage::Justification(j) => {
+            DkgMessage::Justification(Arc::new(Justification { session: flip(j.session), ..(**j).clone() }))
+        }
+    }
+}
+
+/// Honest participants for `config`, seeds derived from `seed`.
+pub fn honest<S: Scheme>(config: &DkgConfig, seed: u64, memo: &Arc<Memo>) -> Result<Vec<Box<dyn DkgParticipant<S>>>, Error> {
+    (0..config.n)
+        .map(|i| {
+            let dkg = Dkg::<S>::new(config.clone(), NodeIndex(i), member_seed(seed, i), memo.clone())?;
+            Ok(Box::new(dkg) as Box<dyn DkgParticipant<S>>)
+        })
+        .collect()
+}
+
+/// The RNG seed of member `i` in a run seeded with `seed`.
+pub fn member_seed(seed: u64, i: u32) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(b"sbft-beacon dkg member seed");
+    h.update(seed.to_be_bytes());
+    h.update(i.to_be_bytes());
+    h.finalize().into()
+}

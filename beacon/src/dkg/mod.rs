@@ -1,0 +1,822 @@
+//! Distributed key generation: Joint-Feldman (Pedersen) with complaints, as a
+//! sans-IO state machine.
+//!
+//! # Protocol
+//! Members `0..n` hold the roots-of-unity evaluation points of
+//! [`SignerDomain`]. A set of dealers (all members, or a committee of `K`) each
+//! deal one random polynomial per requested threshold `t_k` (degree `t_k - 1`).
+//! 1. **Deal.** Dealer `D` broadcasts a [`Deal`]: Feldman commitments `g^{a_{D,k,i}}`
+//!    for every threshold; and sends member `j` its shares `f_{D,k}(w^j)` point to
+//!    point ([`DealtShares`]).
+//! 2. **Complaints** (at the end of the deal phase). A dealer with no deal or a
+//!    commitment of the wrong degree is disqualified by everyone (the deal is a
+//!    broadcast). Member `j` checks the *sum* of its shares against the *sum* of the
+//!    commitments first — `g^{sum_D s_{D,j}}` against the `j`-th verification key of
+//!    the summed polynomial, obtained for all `j` at once by an FFT in the exponent —
+//!    and looks at single dealings only if that fails. It broadcasts a
+//!    [`Complaint`] naming every dealer whose share is missing or wrong.
+//! 3. **Justifications** (at the end of the complaint phase). A dealer with
+//!    complaints broadcasts a [`Justification`] revealing the complainers' shares.
+//! 4. **Finalize** (at the end of the justification phase). `QUAL` = dealers with a
+//!    well-formed deal whose every complaint is answered by a revealed share that
+//!    matches their commitments. A complainer uses the revealed share. Per
+//!    threshold: the group polynomial is the sum of the QUAL commitments, the group
+//!    key its constant term, the own share the sum of the QUAL shares, and every
+//!    member's verification key one FFT in the exponent away.
+//!
+//! # Model
+//! As in Pedersen's and GJKR's protocols, broadcasts are assumed consistent: every
+//! member receives the same broadcast message from a given sender (the simulator
+//! delivers one message to all; a real network runs an echo broadcast for the DKG).
+//! Point-to-point channels are authenticated and private. Phases are bounded by
+//! timeouts (a synchronous DKG): all honest members, seeing the same broadcasts,
+//! compute the same `QUAL`. A dealer that deals bad shares and then reveals shares
+//! that match its commitments stays qualified — the complainers take the revealed
+//! shares — as in GJKR.
+//!
+//! # Phase transitions
+//! | from            | input                      | to              |
+//! |-----------------|----------------------------|-----------------|
+//! | `Idle`          | `Start`                    | `Dealing`       |
+//! | `Dealing`       | timer `EndOfDeal`          | `Complaining`   |
+//! | `Complaining`   | timer `EndOfComplaints`    | `Justifying`    |
+//! | `Justifying`    | timer `EndOfJustifications`| `Done`/`Failed` |
+//!
+//! Messages for a later phase are accepted early (and kept until their phase);
+//! messages for a phase already over, from non-members, for another session, or
+//! repeated, are ignored.
+
+pub mod harness;
+
+use crate::curve::Point;
+use crate::field::Scalar;
+use crate::lagrange::SignerDomain;
+use crate::memo::Memo;
+use crate::poly::log2_ceil;
+use crate::scheme::Scheme;
+use crate::threshold::{SecretShare, ThresholdPublicKey};
+use crate::{wire, Error, NodeIndex, Time};
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, OnceLock};
+
+/// Parameters every member of one DKG run agrees on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DkgConfig {
+    /// Unique identifier of this run (replays from other runs are ignored).
+    pub session: [u8; 32],
+    /// Number of members.
+    pub n: u32,
+    /// The thresholds to generate one key for each (e.g. beacon, slow path, fast path).
+    pub thresholds: Vec<u32>,
+    /// The dealers (sorted, distinct); empty means every member deals.
+    pub dealers: Vec<NodeIndex>,
+    /// Length of each phase, in microseconds.
+    pub phase_timeout_us: u64,
+    /// Fewest qualified dealers for success (at least one must be honest for the
+    /// secret to be unknown: use f + 1 when up to f dealers may be Byzantine).
+    pub min_qualified: u32,
+}
+
+impl DkgConfig {
+    /// Checks the parameters.
+    pub fn validate(&self) -> Result<(), Error> {
+        if self.n == 0 {
+            return Err(Error::Dkg("n must be at least 1".into()));
+        }
+        if self.thresholds.is_empty() {
+            return Err(Error::Dkg("no thresholds requested".into()));
+        }
+        for &t in &self.thresholds {
+            if t == 0 || t > self.n {
+                return Err(Error::InvalidThreshold { t, n: self.n });
+            }
+        }
+        for pair in self.dealers.windows(2) {
+            if pair[0] >= pair[1] {
+                return Err(Error::Dkg("dealers must be sorted and distinct".into()));
+            }
+        }
+        if let Some(last) = self.dealers.last() {
+            if last.0 >= self.n {
+                return Err(Error::SignerOutOfRange { signer: *last, n: self.n });
+            }
+        }
+        let k = self.dealer_count();
+        if self.min_qualified == 0 || self.min_qualified > k {
+            return Err(Error::Dkg(format!("min_qualified = {} must be in 1..={k}", self.min_qualified)));
+        }
+        Ok(())
+    }
+
+    /// The dealers (every member when none are configured).
+    pub fn dealer_list(&self) -> Vec<NodeIndex> {
+        if self.dealers.is_empty() {
+            (0..self.n).map(NodeIndex).collect()
+        } else {
+            self.dealers.clone()
+        }
+    }
+
+    fn dealer_count(&self) -> u32 {
+        if self.dealers.is_empty() {
+            self.n
+        } else {
+            self.dealers.len() as u32
+        }
+    }
+
+    /// Whether `who` deals.
+    pub fn is_dealer(&self, who: NodeIndex) -> bool {
+        if self.dealers.is_empty() {
+            who.0 < self.n
+        } else {
+            self.dealers.binary_search(&who).is_ok()
+        }
+    }
+}
+
+/// A dealer's broadcast: Feldman commitments, one vector per threshold.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub struct Deal<S: Scheme> {
+    /// The run.
+    pub session: [u8; 32],
+    /// The dealer.
+    pub dealer: NodeIndex,
+    /// `commitments[k][i] = g^{a_{k,i}}` for threshold `k`, coefficient `i`.
+    pub commitments: Vec<Vec<S::PublicKey>>,
+    #[serde(skip)]
+    digest: OnceLock<[u8; 32]>,
+}
+
+impl<S: Scheme> Deal<S> {
+    /// A deal message.
+    pub fn new(session: [u8; 32], dealer: NodeIndex, commitments: Vec<Vec<S::PublicKey>>) -> Self {
+        Deal { session, dealer, commitments, digest: OnceLock::new() }
+    }
+
+    /// SHA-256 of the encoded deal (computed once, shared by every holder of the `Arc`).
+    pub fn digest(&self) -> [u8; 32] {
+        *self.digest.get_or_init(|| {
+            let mut h = Sha256::new();
+            h.update(self.session);
+            h.update(self.dealer.0.to_be_bytes());
+            for c in &self.commitments {
+                h.update((c.len() as u64).to_be_bytes());
+                for p in c {
+                    h.update(p.to_bytes());
+                }
+            }
+            h.finalize().into()
+        })
+    }
+}
+
+/// A dealer's private message to one member: its shares, one per threshold.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DealtShares {
+    /// The run.
+    pub session: [u8; 32],
+    /// The dealer.
+    pub dealer: NodeIndex,
+    /// The recipient.
+    pub recipient: NodeIndex,
+    /// `f_{dealer,k}(w^recipient)` per threshold `k`.
+    pub shares: Vec<Scalar>,
+}
+
+/// A member's broadcast complaint against dealers whose shares were missing or bad.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Complaint {
+    /// The run.
+    pub session: [u8; 32],
+    /// The complainer.
+    pub from: NodeIndex,
+    /// Dealers complained about.
+    pub dealers: Vec<NodeIndex>,
+}
+
+/// A dealer's broadcast answer to complaints: the complainers' shares, revealed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Justification {
+    /// The run.
+    pub session: [u8; 32],
+    /// The dealer.
+    pub dealer: NodeIndex,
+    /// `(complainer, shares per threshold)`.
+    pub revealed: Vec<(NodeIndex, Vec<Scalar>)>,
+}
+
+/// Every DKG message.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub enum DkgMessage<S: Scheme> {
+    /// Broadcast commitments.
+    Deal(Arc<Deal<S>>),
+    /// Private shares.
+    Shares(DealtShares),
+    /// Broadcast complaint.
+    Complaint(Complaint),
+    /// Broadcast justification.
+    Justification(Arc<Justification>),
+}
+
+impl<S: Scheme> DkgMessage<S> {
+    /// Encodes with the wire codec.
+    pub fn encode(&self) -> Result<Vec<u8>, Error> {
+        wire::encode(self)
+    }
+
+    /// Decodes with the wire codec (invalid points, wrong lengths, trailing bytes
+    /// and oversized input are errors).
+    pub fn decode(bytes: &[u8]) -> Result<Self, Error> {
+        wire::decode(bytes)
+    }
+}
+
+/// The DKG's timers, one per phase end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum DkgTimer {
+    /// End of the deal phase.
+    EndOfDeal,
+    /// End of the complaint phase.
+    EndOfComplaints,
+    /// End of the justification phase.
+    EndOfJustifications,
+}
+
+/// Inputs of the state machine.
+#[derive(Clone, Debug)]
+pub enum DkgInput<S: Scheme> {
+    /// Begin (deal, if a dealer).
+    Start,
+    /// A message from an authenticated sender.
+    Message {
+        /// The sender (as authenticated by the transport).
+        from: NodeIndex,
+        /// The message.
+        message: DkgMessage<S>,
+    },
+    /// A timer requested earlier fired.
+    Timer(DkgTimer),
+}
+
+/// Outputs of the state machine.
+#[derive(Clone, Debug)]
+pub enum DkgAction<S: Scheme> {
+    /// Send to one member.
+    Send {
+        /// Recipient.
+        to: NodeIndex,
+        /// Message.
+        message: DkgMessage<S>,
+    },
+    /// Send the same message to every other member.
+    Broadcast(DkgMessage<S>),
+    /// Fire `timer` at `at`.
+    SetTimer {
+        /// When.
+        at: Time,
+        /// Which.
+        timer: DkgTimer,
+    },
+    /// The DKG finished; the result should be persisted.
+    Complete(Arc<DkgOutput<S>>),
+    /// The DKG failed (too few qualified dealers, inconsistent result).
+    Failed(String),
+}
+
+/// Key material for one threshold.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub struct ThresholdKeyMaterial<S: Scheme> {
+    /// The threshold `t`.
+    pub threshold: u32,
+    /// Group polynomial commitments (`t` points; the first is the group key).
+    pub public_polynomial: Arc<Vec<S::PublicKey>>,
+    /// This member's share.
+    pub secret_share: SecretShare,
+    /// Every member's verification key.
+    pub verification_keys: Arc<Vec<S::PublicKey>>,
+}
+
+impl<S: Scheme> ThresholdKeyMaterial<S> {
+    /// The group public key.
+    pub fn group_key(&self) -> &S::PublicKey {
+        &self.public_polynomial[0]
+    }
+
+    /// The public side, ready for collectors and verifiers.
+    pub fn public_key(&self, domain: Arc<SignerDomain>) -> Result<ThresholdPublicKey<S>, Error> {
+        ThresholdPublicKey::new(self.threshold, domain, *self.group_key(), self.verification_keys.to_vec())
+    }
+}
+
+/// The result of a DKG run at one member: persist it, and a restarted member
+/// needs no new DKG. The secret shares never appear in `Debug` output.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub struct DkgOutput<S: Scheme> {
+    /// The run.
+    pub session: [u8; 32],
+    /// Number of members.
+    pub n: u32,
+    /// This member.
+    pub me: NodeIndex,
+    /// Qualified dealers.
+    pub qual: Vec<NodeIndex>,
+    /// Dealers excluded, with the reason.
+    pub disqualified: Vec<(NodeIndex, String)>,
+    /// One entry per requested threshold, in the order requested.
+    pub keys: Vec<ThresholdKeyMaterial<S>>,
+}
+
+impl<S: Scheme> DkgOutput<S> {
+    /// Encodes for persistence (wire codec).
+    pub fn encode(&self) -> Result<Vec<u8>, Error> {
+        wire::encode(self)
+    }
+
+    /// Decodes a persisted output and checks its consistency: every share matches
+    /// its verification key, every key vector has `n` entries.
+    pub fn decode(bytes: &[u8]) -> Result<Self, Error> {
+        let out: DkgOutput<S> = wire::decode(bytes)?;
+        out.check()?;
+        Ok(out)
+    }
+
+    /// Checks internal consistency.
+    pub fn check(&self) -> Result<(), Error> {
+        if self.me.0 >= self.n {
+            return Err(Error::SignerOutOfRange { signer: self.me, n: self.n });
+        }
+        for k in &self.keys {
+            if k.verification_keys.len() != self.n as usize || k.public_polynomial.len() != k.threshold as usize {
+                return Err(Error::Dkg("key material has the wrong size".into()));
+            }
+            if k.secret_share.index != self.me
+                || k.secret_share.verification_key::<S>() != k.verification_keys[self.me.0 as usize]
+            {
+                return Err(Error::Dkg("secret share does not match its verification key".into()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The current phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DkgPhase {
+    /// Not started.
+    Idle,
+    /// Collecting deals.
+    Dealing,
+    /// Collecting complaints.
+    Complaining,
+    /// Collecting justifications.
+    Justifying,
+    /// Finished successfully.
+    Done,
+    /// Finished with a failure.
+    Failed,
+}
+
+/// One member's DKG state machine.
+pub struct Dkg<S: Scheme> {
+    config: DkgConfig,
+    me: NodeIndex,
+    domain: Arc<SignerDomain>,
+    memo: Arc<Memo>,
+    rng: ChaCha20Rng,
+    phase: DkgPhase,
+    deals: BTreeMap<NodeIndex, Arc<Deal<S>>>,
+    /// Dealers excluded so far, with the reason (first reason wins).
+    disqualified: BTreeMap<NodeIndex, String>,
+    shares: BTreeMap<NodeIndex, Vec<Scalar>>,
+    my_complaints: BTreeSet<NodeIndex>,
+    /// dealer -> complainers.
+    complaints: BTreeMap<NodeIndex, BTreeSet<NodeIndex>>,
+    justifications: BTreeMap<NodeIndex, Arc<Justification>>,
+    /// As a dealer: the evaluations of its own polynomials at every member (secret).
+    dealt: Option<Vec<Vec<Scalar>>>,
+}
+
+impl<S: Scheme> Dkg<S> {
+    /// Member `me` of a run. `seed` feeds the dealer's polynomials (derive it from
+    /// real entropy in production, from the scenario seed in simulation). `memo`
+    /// shares pure public computations between simulated members.
+    pub fn new(config: DkgConfig, me: NodeIndex, seed: [u8; 32], memo: Arc<Memo>) -> Result<Self, Error> {
+        config.validate()?;
+        if me.0 >= config.n {
+            return Err(Error::SignerOutOfRange { signer: me, n: config.n });
+        }
+        let domain = Arc::new(SignerDomain::new(config.n)?);
+        Ok(Dkg {
+            config,
+            me,
+            domain,
+            memo,
+            rng: ChaCha20Rng::from_seed(seed),
+            phase: DkgPhase::Idle,
+            deals: BTreeMap::new(),
+            disqualified: BTreeMap::new(),
+            shares: BTreeMap::new(),
+            my_complaints: BTreeSet::new(),
+            complaints: BTreeMap::new(),
+            justifications: BTreeMap::new(),
+            dealt: None,
+        })
+    }
+
+    /// The current phase.
+    pub fn phase(&self) -> DkgPhase {
+        self.phase
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &DkgConfig {
+        &self.config
+    }
+
+    /// Handles one input at time `now` and returns the resulting actions.
+    pub fn handle(&mut self, now: Time, input: DkgInput<S>) -> Vec<DkgAction<S>> {
+        match input {
+            DkgInput::Start => self.start(now),
+            DkgInput::Message { from, message } => {
+                self.on_message(from, message);
+                Vec::new()
+            }
+            DkgInput::Timer(DkgTimer::EndOfDeal) if self.phase == DkgPhase::Dealing => self.end_of_deal(now),
+            DkgInput::Timer(DkgTimer::EndOfComplaints) if self.phase == DkgPhase::Complaining => {
+                self.end_of_complaints(now)
+            }
+            DkgInput::Timer(DkgTimer::EndOfJustifications) if self.phase == DkgPhase::Justifying => self.finalize(),
+            DkgInput::Timer(_) => Vec::new(),
+        }
+    }
+
+    fn timer(&self, now: Time, timer: DkgTimer) -> DkgAction<S> {
+        DkgAction::SetTimer { at: now.plus_micros(self.config.phase_timeout_us), timer }
+    }
+
+    /// Step 1: deal (if a dealer) and arm the end of the deal phase.
+    fn start(&mut self, now: Time) -> Vec<DkgAction<S>> {
+        if self.phase != DkgPhase::Idle {
+            return Vec::new();
+        }
+        self.phase = DkgPhase::Dealing;
+        let mut out = Vec::new();
+        if self.config.is_dealer(self.me) {
+            let g = S::PublicKey::generator();
+            let mut commitments = Vec::with_capacity(self.config.thresholds.len());
+            let mut evaluations = Vec::with_capacity(self.config.thresholds.len());
+            for &t in &self.config.thresholds {
+                let poly: Vec<Scalar> = (0..t).map(|_| Scalar::random(&mut self.rng)).collect();
+                commitments.push(poly.iter().map(|a| g.mul(a)).collect());
+                evaluations.push(self.domain.evaluate_all(&poly));
+            }
+            let deal = Arc::new(Deal::new(self.config.session, self.me, commitments));
+            self.dealt = Some(evaluations.clone());
+            self.deals.insert(self.me, deal.clone());
+            out.push(DkgAction::Broadcast(DkgMessage::Deal(deal)));
+            for j in 0..self.config.n {
+                let shares: Vec<Scalar> = evaluations.iter().map(|e| e[j as usize]).collect();
+                if j == self.me.0 {
+                    self.shares.insert(self.me, shares);
+                } else {
+                    let message = DealtShares {
+                        session: self.config.session,
+                        dealer: self.me,
+                        recipient: NodeIndex(j),
+                        shares,
+                    };
+                    out.push(DkgAction::Send { to: NodeIndex(j), message: DkgMessage::Shares(message) });
+                }
+            }
+        }
+        out.push(self.timer(now, DkgTimer::EndOfDeal));
+        out
+    }
+
+    fn on_message(&mut self, from: NodeIndex, message: DkgMessage<S>) {
+        if from.0 >= self.config.n || matches!(self.phase, DkgPhase::Done | DkgPhase::Failed) {
+            return;
+        }
+        let thresholds = self.config.thresholds.len();
+        match message {
+            DkgMessage::Deal(deal) => {
+                let accepting = matches!(self.phase, DkgPhase::Idle | DkgPhase::Dealing);
+                if deal.session != self.config.session || deal.dealer != from || !accepting {
+                    return;
+                }
+                if !self.config.is_dealer(from) || self.deals.contains_key(&from) {
+                    return;
+                }
+                let well_formed = deal.commitments.len() == thresholds
+                    && deal.commitments.iter().zip(&self.config.thresholds).all(|(c, t)| c.len() == *t as usize);
+                if !well_formed {
+                    self.disqualify(from, "commitments of the wrong degree");
+                }
+                self.deals.insert(from, deal);
+            }
+            DkgMessage::Shares(s) => {
+                let accepting = matches!(self.phase, DkgPhase::Idle | DkgPhase::Dealing);
+                if s.session != self.config.session || s.dealer != from || s.recipient != self.me || !accepting {
+                    return;
+                }
+                if self.config.is_dealer(from) && s.shares.len() == thresholds {
+                    self.shares.entry(from).or_insert(s.shares);
+                }
+            }
+            DkgMessage::Complaint(c) => {
+                let accepting = matches!(self.phase, DkgPhase::Idle | DkgPhase::Dealing | DkgPhase::Complaining);
+                if c.session != self.config.session || c.from != from || !accepting {
+                    return;
+                }
+                for d in c.dealers {
+                    if self.config.is_dealer(d) {
+                        self.complaints.entry(d).or_default().insert(from);
+                    }
+                }
+            }
+            DkgMessage::Justification(j) => {
+                if j.session != self.config.session || j.dealer != from || self.phase == DkgPhase::Idle {
+                    return;
+                }
+                if self.config.is_dealer(from) {
+                    self.justifications.entry(from).or_insert(j);
+                }
+            }
+        }
+    }
+
+    fn disqualify(&mut self, dealer: NodeIndex, reason: &str) {
+        self.disqualified.entry(dealer).or_insert_with(|| reason.to_string());
+    }
+
+    /// Dealers whose deal arrived well formed and who are not (yet) disqualified.
+    fn candidates(&self) -> Vec<NodeIndex> {
+        self.config.dealer_list().into_iter().filter(|d| self.deals.contains_key(d) && !self.disqualified.contains_key(d)).collect()
+    }
+
+    /// Step 2: disqualify silent dealers, check own shares, complain.
+    fn end_of_deal(&mut self, now: Time) -> Vec<DkgAction<S>> {
+        for d in self.config.dealer_list() {
+            if !self.deals.contains_key(&d) {
+                self.disqualify(d, "no deal before the deadline");
+            }
+        }
+        let candidates = self.candidates();
+        let mut bad: BTreeSet<NodeIndex> = candidates.iter().filter(|d| !self.shares.contains_key(d)).copied().collect();
+        let with_shares: Vec<NodeIndex> = candidates.iter().filter(|d| !bad.contains(d)).copied().collect();
+        // The cheap check first: the summed share against the summed commitments.
+        let all_ok = (0..self.config.thresholds.len()).all(|k| {
+            let sum: Scalar = with_shares.iter().map(|d| self.shares[d][k]).sum();
+            let keys = self.verification_keys_for(k, &with_shares);
+            S::PublicKey::generator().mul(&sum) == keys[self.me.0 as usize]
+        });
+        if !all_ok {
+            for d in &with_shares {
+                let deal = &self.deals[d];
+                if !share_matches::<S>(&self.domain, deal, self.me, &self.shares[d]) {
+                    bad.insert(*d);
+                }
+            }
+        }
+        self.phase = DkgPhase::Complaining;
+        let mut out = Vec::new();
+        if !bad.is_empty() {
+            self.my_complaints = bad.clone();
+            for d in &bad {
+                self.complaints.entry(*d).or_default().insert(self.me);
+            }
+            let complaint = Complaint { session: self.config.session, from: self.me, dealers: bad.into_iter().collect() };
+            out.push(DkgAction::Broadcast(DkgMessage::Complaint(complaint)));
+        }
+        out.push(self.timer(now, DkgTimer::EndOfComplaints));
+        out
+    }
+
+    /// Step 3: answer complaints against this dealer.
+    fn end_of_complaints(&mut self, now: Time) -> Vec<DkgAction<S>> {
+        self.phase = DkgPhase::Justifying;
+        let mut out = Vec::new();
+        let complainers = self.complaints.get(&self.me).cloned().unwrap_or_default();
+        if self.config.is_dealer(self.me) && !complainers.is_empty() && !self.disqualified.contains_key(&self.me) {
+            if let Some(dealt) = &self.dealt {
+                let revealed: Vec<(NodeIndex, Vec<Scalar>)> = complainers
+                    .iter()
+                    .map(|j| (*j, dealt.iter().map(|e| e[j.0 as usize]).collect()))
+                    .collect();
+                let justification = Arc::new(Justification { session: self.config.session, dealer: self.me, revealed });
+                self.justifications.insert(self.me, justification.clone());
+                out.push(DkgAction::Broadcast(DkgMessage::Justification(justification)));
+            }
+        }
+        out.push(self.timer(now, DkgTimer::EndOfJustifications));
+        out
+    }
+
+    /// Step 4: decide QUAL and derive the keys.
+    fn finalize(&mut self) -> Vec<DkgAction<S>> {
+        let complained: Vec<(NodeIndex, BTreeSet<NodeIndex>)> =
+            self.complaints.iter().map(|(d, c)| (*d, c.clone())).collect();
+        for (dealer, complainers) in complained {
+            if self.disqualified.contains_key(&dealer) || !self.deals.contains_key(&dealer) {
+                continue;
+            }
+            let Some(j) = self.justifications.get(&dealer).cloned() else {
+                self.disqualify(dealer, "complaints left unanswered");
+                continue;
+            };
+            let deal = self.deals[&dealer].clone();
+            for c in complainers {
+                match j.revealed.iter().find(|(r, _)| *r == c) {
+                    Some((_, shares))
+                        if shares.len() == self.config.thresholds.len()
+                            && share_matches::<S>(&self.domain, &deal, c, shares) =>
+                    {
+                        if c == self.me {
+                            self.shares.insert(dealer, shares.clone());
+                        }
+                    }
+                    _ => {
+                        self.disqualify(dealer, "invalid or missing justification");
+                        break;
+                    }
+                }
+            }
+        }
+        let qual = self.candidates();
+        if (qual.len() as u32) < self.config.min_qualified {
+            self.phase = DkgPhase::Failed;
+            return vec![DkgAction::Failed(format!(
+                "only {} qualified dealers, need {}",
+                qual.len(),
+                self.config.min_qualified
+            ))];
+        }
+        let mut keys = Vec::with_capacity(self.config.thresholds.len());
+        for (k, &t) in self.config.thresholds.iter().enumerate() {
+            let Some(value) = qual.iter().map(|d| self.shares.get(d).map(|s| s[k])).sum::<Option<Scalar>>() else {
+                self.phase = DkgPhase::Failed;
+                return vec![DkgAction::Failed("a qualified dealer's share is missing".into())];
+            };
+            let public_polynomial = self.group_polynomial(k, &qual);
+            let verification_keys = self.verification_keys_for(k, &qual);
+            let secret_share = SecretShare::new(self.me, value);
+            if secret_share.verification_key::<S>() != verification_keys[self.me.0 as usize] {
+                self.phase = DkgPhase::Failed;
+                return vec![DkgAction::Failed(format!("threshold {t}: own share does not match the group polynomial"))];
+            }
+            keys.push(ThresholdKeyMaterial { threshold: t, public_polynomial, secret_share, verification_keys });
+        }
+        self.phase = DkgPhase::Done;
+        let output = DkgOutput {
+            session: self.config.session,
+            n: self.config.n,
+            me: self.me,
+            qual,
+            disqualified: self.disqualified.iter().map(|(d, r)| (*d, r.clone())).collect(),
+            keys,
+        };
+        vec![DkgAction::Complete(Arc::new(output))]
+    }
+
+    fn memo_key(&self, what: &str, k: usize, dealers: &[NodeIndex]) -> [u8; 32] {
+        let mut h = Sha256::new();
+        h.update(what.as_bytes());
+        h.update(self.config.session);
+        h.update((k as u64).to_be_bytes());
+        for d in dealers {
+            h.update(self.deals[d].digest());
+        }
+        h.finalize().into()
+    }
+
+    /// Sum of the commitments of `dealers` for threshold `k`.
+    fn group_polynomial(&self, k: usize, dealers: &[NodeIndex]) -> Arc<Vec<S::PublicKey>> {
+        let key = self.memo_key("group-polynomial", k, dealers);
+        self.memo.get_or_compute(key, || {
+            let t = self.config.thresholds[k] as usize;
+            let mut sum = vec![S::PublicKey::identity(); t];
+            for d in dealers {
+                for (acc, c) in sum.iter_mut().zip(&self.deals[d].commitments[k]) {
+                    *acc = acc.add(c);
+                }
+            }
+            sum
+        })
+    }
+
+    /// Every member's verification key for threshold `k` under the sum of `dealers`.
+    fn verification_keys_for(&self, k: usize, dealers: &[NodeIndex]) -> Arc<Vec<S::PublicKey>> {
+        let poly = self.group_polynomial(k, dealers);
+        let key = self.memo_key("verification-keys", k, dealers);
+        self.memo.get_or_compute(key, || evaluate_in_exponent(&poly, &self.domain))
+    }
+}
+
+/// Whether `shares` (one per threshold) of member `j` match the dealer's commitments:
+/// `g^{s_k} == sum_i C_{k,i} x_j^i` (one MSM per threshold).
+fn share_matches<S: Scheme>(domain: &SignerDomain, deal: &Deal<S>, j: NodeIndex, shares: &[Scalar]) -> bool {
+    let Ok(x) = domain.point(j) else { return false };
+    deal.commitments.iter().zip(shares).all(|(c, s)| {
+        let mut powers = Vec::with_capacity(c.len());
+        let mut acc = Scalar::one();
+        for _ in 0..c.len() {
+            powers.push(acc);
+            acc *= x;
+        }
+        S::PublicKey::msm(c, &powers) == S::PublicKey::generator().mul(s)
+    })
+}
+
+/// Evaluates the polynomial with coefficients `g^{a_i}` "in the exponent" at every
+/// member's point: an FFT over the group (`(N/2) log N` scalar multiplications, on
+/// two threads for large `N`), instead of `n` separate evaluations.
+pub fn evaluate_in_exponent<P: Point>(coefficients: &[P], domain: &SignerDomain) -> Vec<P> {
+    let size = domain.size();
+    let mut values = vec![P::identity(); size];
+    for (i, c) in coefficients.iter().enumerate() {
+        values[i % size] = values[i % size].add(c);
+    }
+    let log = log2_ceil(size);
+    let fft = domain.fft();
+    let omega = fft.omega();
+    // Twiddles w^j for j < N/2.
+    let mut twiddles = Vec::with_capacity(size / 2);
+    let mut acc = Scalar::one();
+    for _ in 0..size / 2 {
+        twiddles.push(acc);
+        acc *= omega;
+    }
+    bit_reverse_points(&mut values, log);
+    let mut half = 1;
+    while half < size {
+        let stride = size / (2 * half);
+        let stage = |chunk: &mut [P]| {
+            let (lo, hi) = chunk.split_at_mut(half);
+            for (j, (a, b)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
+                if b.is_identity() {
+                    *b = *a;
+                    continue;
+                }
+                let wb = if j == 0 { *b } else { b.mul(&twiddles[j * stride]) };
+                let (x, y) = (a.add(&wb), a.add(&wb.neg()));
+                *a = x;
+                *b = y;
+            }
+        };
+        let chunks = size / (2 * half);
+        if size >= 64 && chunks >= 2 {
+            let (left, right) = values.split_at_mut(size / 2);
+            std::thread::scope(|s| {
+                s.spawn(|| left.chunks_exact_mut(2 * half).for_each(stage));
+                right.chunks_exact_mut(2 * half).for_each(stage);
+            });
+        } else if size >= 64 {
+            // Last stage: one chunk; split its butterflies between two threads.
+            let (lo, hi) = values.split_at_mut(half);
+            let (lo_a, lo_b) = lo.split_at_mut(half / 2);
+            let (hi_a, hi_b) = hi.split_at_mut(half / 2);
+            let part = |lo: &mut [P], hi: &mut [P], offset: usize| {
+                for (j, (a, b)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
+                    let wb = b.mul(&twiddles[(j + offset) * stride]);
+                    let (x, y) = (a.add(&wb), a.add(&wb.neg()));
+                    *a = x;
+                    *b = y;
+                }
+            };
+            std::thread::scope(|s| {
+                s.spawn(|| part(lo_b, hi_b, half / 2));
+                part(lo_a, hi_a, 0);
+            });
+        } else {
+            values.chunks_exact_mut(2 * half).for_each(stage);
+        }
+        half *= 2;
+    }
+    values.truncate(domain.n() as usize);
+    values
+}
+
+fn bit_reverse_points<P: Copy>(values: &mut [P], log: u32) {
+    if log == 0 {
+        return;
+    }
+    for i in 0..values.len() {
+        let j = i.reverse_bits() >> (usize::BITS - log);
+        if i < j {
+            values.swap(i, j);
+        }
+    }
+}
+
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,114 @@
+//! A host-side cache of pure computations on public data, shared by many
+//! simulated nodes.
+//!
+//! At thousands of nodes, many simulated nodes repeat one computation on the same
+//! public inputs (summing the same DKG commitments, deriving all verification keys
+//! from them). A [`Memo`] computes such a result once, keyed by a digest of its
+//! inputs, and hands the same `Arc` to every caller. Each caller is still charged
+//! the operations (see [`crate::cost`]) and the CPU time the computation took, so
+//! virtual-time accounting is unchanged. Honest code paths are identical with the
+//! cache on or off; a real node uses [`Memo::disabled`].
+
+use crate::cost::{self, OpCounts};
+use std::any::Any;
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+type Entry = (Arc<dyn Any + Send + Sync>, OpCounts, Duration);
+
+/// A cache of pure computations keyed by 32-byte digests of their inputs.
+pub struct Memo {
+    enabled: bool,
+    entries: Mutex<HashMap<[u8; 32], Entry>>,
+}
+
+impl std::fmt::Debug for Memo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Memo(enabled = {})", self.enabled)
+    }
+}
+
+thread_local! {
+    static CHARGED: Cell<Duration> = const { Cell::new(Duration::ZERO) };
+}
+
+/// CPU time charged to this thread for cache hits since the last call (the time
+/// the shared computations took when first run); resets the accumulator.
+pub fn take_charged_time() -> Duration {
+    CHARGED.with(|c| c.replace(Duration::ZERO))
+}
+
+impl Memo {
+    /// A cache that never caches: every call computes (what a real node does).
+    pub fn disabled() -> Arc<Memo> {
+        Arc::new(Memo { enabled: false, entries: Mutex::new(HashMap::new()) })
+    }
+
+    /// A shared cache (for simulators and in-process harnesses).
+    pub fn shared() -> Arc<Memo> {
+        Arc::new(Memo { enabled: true, entries: Mutex::new(HashMap::new()) })
+    }
+
+    /// Whether results are shared.
+    pub fn is_enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// The result of `compute` for inputs with digest `key`: computed now, or the
+    /// shared result of an earlier call with the same key (charging this thread the
+    /// operations and time the computation took). `compute` must be a pure function
+    /// of the inputs `key` digests.
+    pub fn get_or_compute<T: Any + Send + Sync>(&self, key: [u8; 32], compute: impl FnOnce() -> T) -> Arc<T> {
+        if !self.enabled {
+            return Arc::new(compute());
+        }
+        let hit = self.entries.lock().unwrap_or_else(|e| e.into_inner()).get(&key).cloned();
+        if let Some((value, counts, time)) = hit {
+            if let Ok(v) = value.downcast::<T>() {
+                cost::charge(&counts);
+                CHARGED.with(|c| c.set(c.get() + time));
+                return v;
+            }
+        }
+        let before = cost::take();
+        let start = Instant::now();
+        let value = Arc::new(compute());
+        let time = start.elapsed();
+        let counts = cost::take();
+        cost::charge(&before);
+        cost::charge(&counts);
+        let entry: Entry = (value.clone(), counts, time);
+        self.entries.lock().unwrap_or_else(|e| e.into_inner()).insert(key, entry);
+        value
+    }
+
+    /// Drops every cached result.
+    pub fn clear(&self) {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::curve::{Point, G1};
+    use crate::field::Scalar;
+
+    #[test]
+    fn shared_results_are_charged_to_every_caller() {
+        let memo = Memo::shared();
+        cost::take();
+        let a = memo.get_or_compute([1; 32], || G1::generator().mul(&Scalar::from_u64(3)));
+        let first = cost::take();
+        assert_eq!(first.mul_g1, 1);
+        let b = memo.get_or_compute([1; 32], || -> G1 { unreachable!("cached") });
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(cost::take(), first);
+        let off = Memo::disabled();
+        let c = off.get_or_compute([1; 32], || G1::generator().mul(&Scalar::from_u64(3)));
+        assert_eq!(*c, *a);
+        assert_eq!(cost::take().mul_g1, 1);
+    }
+}
