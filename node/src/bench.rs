@@ -19,6 +19,28 @@ pub enum BenchCommand {
     Interpolation(InterpolationArgs),
     /// Share verification: individual, batch + bisection, optimistic recovery.
     Verify(VerifyArgs),
+    /// A whole DKG in-process (all n members), per-phase CPU and traffic.
+    Dkg(DkgArgs),
+}
+
+/// Options of `bench dkg`.
+#[derive(Args)]
+pub struct DkgArgs {
+    /// Numbers of members.
+    #[arg(long, value_delimiter = ',', default_value = "64,256,1024")]
+    n: Vec<u32>,
+    /// Committee size K (dealers spread evenly over the members); all members by default.
+    #[arg(long)]
+    dealers: Option<u32>,
+    /// Signature scheme (decides the key group).
+    #[arg(long, default_value = "pedersen-bls-chained")]
+    scheme: SchemeId,
+    /// One JSON object per line instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Seed for the polynomials and the delivery order.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
 }
 
 /// Options of `bench interpolation`.
@@ -69,6 +91,11 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
         BenchCommand::Verify(a) => match a.scheme {
             SchemeId::PedersenBlsChained => verify::<MinPk>(&a),
             SchemeId::BlsChainedG1Rfc9380 => verify::<MinSig>(&a),
+            other => bail!("{other} is a verification-only scheme"),
+        },
+        BenchCommand::Dkg(a) => match a.scheme {
+            SchemeId::PedersenBlsChained => dkg::<MinPk>(&a),
+            SchemeId::BlsChainedG1Rfc9380 => dkg::<MinSig>(&a),
             other => bail!("{other} is a verification-only scheme"),
         },
     }
@@ -210,6 +237,65 @@ fn verify<S: Scheme>(args: &VerifyArgs) -> Result<()> {
             );
         } else {
             println!("{n:>6} {bad:>5} {individual:>14.3} {batch:>10.3} {optimistic:>14.3} {identified_ok:>14}");
+        }
+    }
+    Ok(())
+}
+
+/// Committee of `k` dealers spread evenly over `n` members.
+pub fn committee(n: u32, k: u32) -> Vec<NodeIndex> {
+    (0..k).map(|i| NodeIndex((i as u64 * n as u64 / k as u64) as u32)).collect()
+}
+
+fn dkg<S: Scheme>(args: &DkgArgs) -> Result<()> {
+    use beacon::dkg::{harness, DkgConfig};
+    if !args.json {
+        println!(
+            "{:>6} {:>7} {:>18} {:>9} {:>10} {:>11} {:>12} {:>13} {:>14}   scheme {}",
+            "n", "dealers", "thresholds", "deal_ms", "verify_ms", "finalize_ms", "per_node_ms", "total_wall_ms",
+            "bytes_per_node", S::ID
+        );
+    }
+    for &n in &args.n {
+        if n == 0 {
+            bail!("--n must be at least 1");
+        }
+        let k = args.dealers.unwrap_or(n).clamp(1, n);
+        let f = (n - 1) / 3;
+        let thresholds = vec![f + 1, 2 * f + 1, 3 * f + 1];
+        let config = DkgConfig {
+            session: [args.seed as u8; 32],
+            n,
+            thresholds: thresholds.clone(),
+            dealers: if k == n { Vec::new() } else { committee(n, k) },
+            phase_timeout_us: 1_000_000,
+            min_qualified: 1,
+        };
+        let memo = beacon::memo::Memo::shared();
+        let start = Instant::now();
+        let participants = harness::honest::<S>(&config, args.seed, &memo)?;
+        let run = harness::run(participants, args.seed, &harness::Disturbances::default());
+        let wall = start.elapsed().as_secs_f64() * 1e3;
+        let failed = run.results.iter().filter(|r| !matches!(r, Some(Ok(_)))).count();
+        if failed > 0 {
+            bail!("n = {n}: {failed} members did not finish the DKG");
+        }
+        let per = |d: std::time::Duration| d.as_secs_f64() * 1e3 / n as f64;
+        let cpu: f64 = run.cpu.iter().map(|d| d.as_secs_f64() * 1e3).sum::<f64>() / n as f64;
+        let bytes = run.bytes_sent.iter().sum::<u64>() / n as u64;
+        let (deal, verify, finalize) = (per(run.phase_cpu[0]), per(run.phase_cpu[1]), per(run.phase_cpu[2]));
+        if args.json {
+            println!(
+                "{}",
+                json!({"scheme": S::ID.as_str(), "n": n, "dealers": k, "thresholds": thresholds, "deal_ms": deal,
+                       "verify_ms": verify, "finalize_ms": finalize, "per_node_cpu_ms": cpu,
+                       "total_wall_ms": wall, "bytes_sent_per_node": bytes})
+            );
+        } else {
+            let th = format!("{thresholds:?}");
+            println!(
+                "{n:>6} {k:>7} {th:>18} {deal:>9.2} {verify:>10.2} {finalize:>11.2} {cpu:>12.2} {wall:>13.0} {bytes:>14}"
+            );
         }
     }
     Ok(())

@@ -403,6 +403,9 @@ pub struct Dkg<S: Scheme> {
     justifications: BTreeMap<NodeIndex, Arc<Justification>>,
     /// As a dealer: the evaluations of its own polynomials at every member (secret).
     dealt: Option<Vec<Vec<Scalar>>>,
+    /// Group polynomials and verification keys already derived, per threshold, for
+    /// one dealer set (reused at finalization when QUAL is that set).
+    derived: BTreeMap<(usize, Vec<NodeIndex>), (Arc<Vec<S::PublicKey>>, Arc<Vec<S::PublicKey>>)>,
 }
 
 impl<S: Scheme> Dkg<S> {
@@ -429,6 +432,7 @@ impl<S: Scheme> Dkg<S> {
             complaints: BTreeMap::new(),
             justifications: BTreeMap::new(),
             dealt: None,
+            derived: BTreeMap::new(),
         })
     }
 
@@ -576,7 +580,7 @@ impl<S: Scheme> Dkg<S> {
         // The cheap check first: the summed share against the summed commitments.
         let all_ok = (0..self.config.thresholds.len()).all(|k| {
             let sum: Scalar = with_shares.iter().map(|d| self.shares[d][k]).sum();
-            let keys = self.verification_keys_for(k, &with_shares);
+            let (_, keys) = self.derive(k, &with_shares);
             S::PublicKey::generator().mul(&sum) == keys[self.me.0 as usize]
         });
         if !all_ok {
@@ -661,13 +665,13 @@ impl<S: Scheme> Dkg<S> {
             ))];
         }
         let mut keys = Vec::with_capacity(self.config.thresholds.len());
-        for (k, &t) in self.config.thresholds.iter().enumerate() {
+        let thresholds = self.config.thresholds.clone();
+        for (k, &t) in thresholds.iter().enumerate() {
             let Some(value) = qual.iter().map(|d| self.shares.get(d).map(|s| s[k])).sum::<Option<Scalar>>() else {
                 self.phase = DkgPhase::Failed;
                 return vec![DkgAction::Failed("a qualified dealer's share is missing".into())];
             };
-            let public_polynomial = self.group_polynomial(k, &qual);
-            let verification_keys = self.verification_keys_for(k, &qual);
+            let (public_polynomial, verification_keys) = self.derive(k, &qual);
             let secret_share = SecretShare::new(self.me, value);
             if secret_share.verification_key::<S>() != verification_keys[self.me.0 as usize] {
                 self.phase = DkgPhase::Failed;
@@ -698,6 +702,20 @@ impl<S: Scheme> Dkg<S> {
         h.finalize().into()
     }
 
+    /// The group polynomial (sum of the commitments of `dealers`) for threshold `k`
+    /// and every member's verification key under it; derived once per dealer set.
+    fn derive(&mut self, k: usize, dealers: &[NodeIndex]) -> (Arc<Vec<S::PublicKey>>, Arc<Vec<S::PublicKey>>) {
+        let id = (k, dealers.to_vec());
+        if let Some(found) = self.derived.get(&id) {
+            return found.clone();
+        }
+        let poly = self.group_polynomial(k, dealers);
+        let key = self.memo_key("verification-keys", k, dealers);
+        let keys = self.memo.get_or_compute(key, || evaluate_in_exponent(&poly, &self.domain));
+        self.derived.insert(id, (poly.clone(), keys.clone()));
+        (poly, keys)
+    }
+
     /// Sum of the commitments of `dealers` for threshold `k`.
     fn group_polynomial(&self, k: usize, dealers: &[NodeIndex]) -> Arc<Vec<S::PublicKey>> {
         let key = self.memo_key("group-polynomial", k, dealers);
@@ -713,12 +731,6 @@ impl<S: Scheme> Dkg<S> {
         })
     }
 
-    /// Every member's verification key for threshold `k` under the sum of `dealers`.
-    fn verification_keys_for(&self, k: usize, dealers: &[NodeIndex]) -> Arc<Vec<S::PublicKey>> {
-        let poly = self.group_polynomial(k, dealers);
-        let key = self.memo_key("verification-keys", k, dealers);
-        self.memo.get_or_compute(key, || evaluate_in_exponent(&poly, &self.domain))
-    }
 }
 
 /// Whether `shares` (one per threshold) of member `j` match the dealer's commitments:
