@@ -1,1 +1,39 @@
-//! SBFT-style replica (see DESIGN.md section 3).
+//! The SBFT-style replica with chained threshold-BLS beacon rounds, as a pure
+//! state machine: `Replica::handle(now, input) -> Vec<Output>`. No I/O, no clock,
+//! no hidden randomness; the simulator and the real node drive the same code.
+//!
+//! - [`config`]: parameters (`n = 3f + 2c + 1`, thresholds, timeouts, pacing) and keys;
+//! - [`election`]: primary and collectors drawn from a past beacon;
+//! - [`messages`]: blocks and messages (PRE-PREPARE, SIGN-SHARE, ...), wire encoding;
+//! - [`replica`]: the honest replica (protocol steps in its module docs);
+//! - [`byzantine`]: swappable Byzantine replicas for simulations and tests.
+//!
+//! The safety argument is in `SAFETY.md` next to this crate's manifest.
+
+pub mod byzantine;
+pub mod config;
+pub mod election;
+pub mod messages;
+pub mod replica;
+
+pub use byzantine::{Behaviour, ByzantineReplica, Participant};
+pub use config::{KeyShare, ReplicaConfig, ReplicaKeys};
+pub use election::Election;
+pub use messages::{Block, CommitCertificate, CommitPath, CommittedEntry, Digest, Message};
+pub use replica::{Evidence, EvidenceKind, Input, Output, Replica, Timer};
+
+/// A height of the chain (= the beacon round decided with it).
+pub type Height = u64;
+/// A view within a height.
+pub type View = u64;
+
+/// The consensus crate's error type.
+#[derive(Debug, thiserror::Error)]
+pub enum ConsensusError {
+    /// A configuration is inconsistent.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// A cryptographic or encoding error from the beacon crate.
+    #[error(transparent)]
+    Beacon(#[from] beacon::Error),
+}

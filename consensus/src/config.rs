@@ -1,0 +1,167 @@
+//! Replica parameters and key material.
+
+use crate::ConsensusError;
+use beacon::dkg::DkgOutput;
+use beacon::{NodeIndex, Scheme, SecretShare, SignerDomain, ThresholdPublicKey};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// Parameters every replica of one network shares.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplicaConfig {
+    /// Number of replicas, `n = 3f + 2c + 1`.
+    pub n: u32,
+    /// Byzantine replicas tolerated.
+    pub f: u32,
+    /// Extra collectors' slack (fast path survives `c` slow or crashed replicas).
+    pub c: u32,
+    /// Beacon threshold `t_b` (`f + 1 <= t_b <= n - f`).
+    pub beacon_threshold: u32,
+    /// Lag `k`: the beacon of height `h - k` elects the primary and collectors of `h`.
+    pub election_lag: u64,
+    /// Beacon period in microseconds (0 = back-to-back rounds).
+    pub period_us: u64,
+    /// Time of round 1 (the primary of height `h` proposes no earlier than
+    /// `genesis_time + (h - 1) * period`).
+    pub genesis_time_us: u64,
+    /// The 32-byte seed round 1 chains on.
+    pub genesis_seed: [u8; 32],
+    /// How long a collector waits for the fast path before preparing (slow path).
+    pub fast_path_timeout_us: u64,
+    /// How long a replica waits for a commit before changing view (doubled per view).
+    pub view_change_timeout_us: u64,
+    /// Delay per rank before a backup collector acts for a silent first collector.
+    pub backup_collector_delay_us: u64,
+    /// Whether collectors broadcast the beacon on its own as soon as it exists
+    /// (lower beacon latency), or only with the commit proof (fewer messages).
+    pub early_beacon: bool,
+    /// Most transactions in one block.
+    pub max_batch: usize,
+    /// Largest accepted transaction (bytes).
+    pub max_transaction_bytes: usize,
+    /// Most pending transactions held.
+    pub mempool_limit: usize,
+}
+
+impl ReplicaConfig {
+    /// Defaults for `n` replicas with `c` extra collectors: `f = (n - 2c - 1) / 3`,
+    /// `t_b = f + 1`, 50 ms fast-path timeout, 1 s view-change timeout.
+    pub fn new(n: u32, c: u32) -> Result<Self, ConsensusError> {
+        if n < 2 * c + 1 {
+            return Err(ConsensusError::Config(format!("n = {n} is too small for c = {c}")));
+        }
+        let f = (n - 2 * c - 1) / 3;
+        let cfg = ReplicaConfig {
+            n,
+            f,
+            c,
+            beacon_threshold: f + 1,
+            election_lag: 1,
+            period_us: 0,
+            genesis_time_us: 0,
+            genesis_seed: [0; 32],
+            fast_path_timeout_us: 50_000,
+            view_change_timeout_us: 1_000_000,
+            backup_collector_delay_us: 100_000,
+            early_beacon: true,
+            max_batch: 256,
+            max_transaction_bytes: 64 * 1024,
+            mempool_limit: 100_000,
+        };
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Checks `n = 3f + 2c + 1` (or larger), threshold bounds and timeouts.
+    pub fn validate(&self) -> Result<(), ConsensusError> {
+        let err = |m: String| Err(ConsensusError::Config(m));
+        if self.n < 3 * self.f + 2 * self.c + 1 {
+            return err(format!("n = {} < 3f + 2c + 1 = {}", self.n, 3 * self.f + 2 * self.c + 1));
+        }
+        if self.beacon_threshold < self.f + 1 || self.beacon_threshold > self.n - self.f {
+            return err(format!(
+                "beacon threshold {} outside [f + 1, n - f] = [{}, {}]",
+                self.beacon_threshold,
+                self.f + 1,
+                self.n - self.f
+            ));
+        }
+        if self.election_lag == 0 {
+            return err("election lag must be at least 1".into());
+        }
+        if self.fast_path_timeout_us == 0 || self.view_change_timeout_us == 0 {
+            return err("timeouts must be positive".into());
+        }
+        if self.max_batch == 0 {
+            return err("max_batch must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    /// Fast-path threshold `3f + c + 1`.
+    pub fn fast_threshold(&self) -> u32 {
+        3 * self.f + self.c + 1
+    }
+
+    /// Slow-path threshold `2f + c + 1`.
+    pub fn slow_threshold(&self) -> u32 {
+        2 * self.f + self.c + 1
+    }
+
+    /// View changes a new primary needs: `2f + 2c + 1`.
+    pub fn view_change_quorum(&self) -> u32 {
+        2 * self.f + 2 * self.c + 1
+    }
+
+    /// The thresholds to request from the DKG, in the order [`ReplicaKeys`] expects:
+    /// beacon, slow path (tau), fast path (sigma).
+    pub fn dkg_thresholds(&self) -> Vec<u32> {
+        vec![self.beacon_threshold, self.slow_threshold(), self.fast_threshold()]
+    }
+
+    /// Earliest time the primary of `height` may propose.
+    pub fn time_of_round(&self, height: u64) -> u64 {
+        self.genesis_time_us.saturating_add(height.saturating_sub(1).saturating_mul(self.period_us))
+    }
+}
+
+/// One threshold key as a replica holds it: its share and the public side.
+#[derive(Clone, Debug)]
+pub struct KeyShare<S: Scheme> {
+    /// This replica's secret share.
+    pub share: SecretShare,
+    /// Group key and every verification key.
+    pub public: ThresholdPublicKey<S>,
+}
+
+/// The three keys a replica signs with.
+#[derive(Clone, Debug)]
+pub struct ReplicaKeys<S: Scheme> {
+    /// This replica.
+    pub me: NodeIndex,
+    /// Beacon key (`t_b`).
+    pub beacon: KeyShare<S>,
+    /// Slow-path key (`2f + c + 1`).
+    pub tau: KeyShare<S>,
+    /// Fast-path key (`3f + c + 1`).
+    pub sigma: KeyShare<S>,
+}
+
+impl<S: Scheme> ReplicaKeys<S> {
+    /// The keys of a DKG run with thresholds `config.dkg_thresholds()`.
+    pub fn from_dkg(config: &ReplicaConfig, output: &DkgOutput<S>) -> Result<Self, ConsensusError> {
+        let expected = config.dkg_thresholds();
+        let got: Vec<u32> = output.keys.iter().map(|k| k.threshold).collect();
+        if got != expected || output.n != config.n {
+            return Err(ConsensusError::Config(format!(
+                "DKG output (n = {}, thresholds {got:?}) does not match the config (n = {}, thresholds {expected:?})",
+                output.n, config.n
+            )));
+        }
+        let domain = Arc::new(SignerDomain::new(config.n)?);
+        let key = |i: usize| -> Result<KeyShare<S>, ConsensusError> {
+            Ok(KeyShare { share: output.keys[i].secret_share.clone(), public: output.keys[i].public_key(domain.clone())? })
+        };
+        Ok(ReplicaKeys { me: output.me, beacon: key(0)?, tau: key(1)?, sigma: key(2)? })
+    }
+}

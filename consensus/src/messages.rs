@@ -1,0 +1,297 @@
+//! Blocks and the protocol's messages (names from the SBFT paper), and their one
+//! wire encoding (through `beacon::wire`).
+
+use beacon::{wire, Scheme};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+use std::sync::Arc;
+
+use crate::{ConsensusError, Height, View};
+
+/// A 32-byte SHA-256 digest.
+pub type Digest = [u8; 32];
+
+/// A block: a batch of opaque client transactions at one height, linked to its
+/// parent and to the beacon that preceded it. The view is not part of the block,
+/// so a block re-proposed after a view change keeps its digest.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Block {
+    /// Height (>= 1).
+    pub height: Height,
+    /// Digest of the block at `height - 1` (zero for height 1).
+    pub parent: Digest,
+    /// The beacon signature of round `height - 1` (the genesis seed for height 1).
+    #[serde(with = "beacon::wire::hex_bytes")]
+    pub previous_beacon: Vec<u8>,
+    /// Client transactions, opaque.
+    pub transactions: Vec<Vec<u8>>,
+}
+
+impl Block {
+    /// SHA-256 of the block's wire encoding.
+    pub fn digest(&self) -> Digest {
+        let bytes = wire::encode(self).unwrap_or_default();
+        Sha256::digest(bytes).into()
+    }
+}
+
+/// How a block was committed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CommitPath {
+    /// 3f+c+1 sigma shares in one view.
+    Fast,
+    /// A prepare certificate and 2f+c+1 commit shares.
+    Slow,
+}
+
+/// Proof that a block is committed: a threshold signature on the fast-path vote
+/// (sigma key) or on the slow-path commit (tau key) of `(height, view, digest)`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub struct CommitCertificate<S: Scheme> {
+    /// Height.
+    pub height: Height,
+    /// View in which it committed.
+    pub view: View,
+    /// Digest of the block.
+    pub digest: Digest,
+    /// Fast or slow path.
+    pub path: CommitPath,
+    /// The threshold signature.
+    pub signature: S::Signature,
+}
+
+/// A prepare certificate: `tau` threshold signature on `(height, view, digest)`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub struct PrepareCertificate<S: Scheme> {
+    /// View of the prepare.
+    pub view: View,
+    /// Prepared digest.
+    pub digest: Digest,
+    /// `tau(d)`.
+    pub signature: S::Signature,
+}
+
+/// A replica's fast-path vote (its sigma share) on `(height, view, digest)`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub struct FastVote<S: Scheme> {
+    /// View of the vote.
+    pub view: View,
+    /// Voted digest.
+    pub digest: Digest,
+    /// The sigma share.
+    pub share: S::Signature,
+}
+
+/// VIEW-CHANGE: a replica's evidence for the pending height.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub struct ViewChange<S: Scheme> {
+    /// Sender.
+    pub from: beacon::NodeIndex,
+    /// Pending height.
+    pub height: Height,
+    /// The view being moved to.
+    pub new_view: View,
+    /// Highest prepare certificate held for this height.
+    pub prepared: Option<PrepareCertificate<S>>,
+    /// Highest fast-path vote cast for this height.
+    pub fast_vote: Option<FastVote<S>>,
+    /// The sender's beacon share for round `height` (so the new primary can
+    /// aggregate the beacon even when the old view produced none).
+    pub beacon_share: S::Signature,
+    /// The block of the highest prepare certificate or fast vote, so that the new
+    /// primary can re-propose it.
+    pub block: Option<Arc<Block>>,
+}
+
+/// A committed height: block, commit proof and beacon. What a replica persists
+/// and serves to peers that catch up.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub struct CommittedEntry<S: Scheme> {
+    /// The block.
+    pub block: Arc<Block>,
+    /// Its commit proof.
+    pub certificate: CommitCertificate<S>,
+    /// The beacon of round `block.height`.
+    pub beacon: S::Signature,
+}
+
+/// Every consensus message. The sender is authenticated by the transport.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub enum Message<S: Scheme> {
+    /// PRE-PREPARE from the primary.
+    PrePrepare {
+        /// Height.
+        height: Height,
+        /// View.
+        view: View,
+        /// Proposed block.
+        block: Arc<Block>,
+    },
+    /// SIGN-SHARE to the collectors: sigma and tau shares on the block digest and
+    /// the beacon share of round `height`.
+    SignShare {
+        /// Height.
+        height: Height,
+        /// View.
+        view: View,
+        /// Block digest.
+        digest: Digest,
+        /// Fast-path share.
+        sigma: S::Signature,
+        /// Slow-path share.
+        tau: S::Signature,
+        /// Beacon share.
+        beacon: S::Signature,
+    },
+    /// FULL-COMMIT-PROOF (fast path) or slow-path COMMIT-PROOF, with the beacon
+    /// when the collector has it.
+    CommitProof {
+        /// The certificate.
+        certificate: CommitCertificate<S>,
+        /// Beacon of round `height`, if known.
+        beacon: Option<S::Signature>,
+    },
+    /// PREPARE with the prepare certificate (slow path).
+    Prepare {
+        /// Height.
+        height: Height,
+        /// The certificate.
+        certificate: PrepareCertificate<S>,
+    },
+    /// COMMIT share on a prepared digest (slow path).
+    CommitShare {
+        /// Height.
+        height: Height,
+        /// View.
+        view: View,
+        /// Digest.
+        digest: Digest,
+        /// tau share on the commit message.
+        share: S::Signature,
+    },
+    /// A beacon, on its own.
+    Beacon {
+        /// Round.
+        round: Height,
+        /// Threshold signature.
+        signature: S::Signature,
+    },
+    /// VIEW-CHANGE.
+    ViewChange(Arc<ViewChange<S>>),
+    /// NEW-VIEW from the new primary: the view changes it used and the safe block.
+    NewView {
+        /// Height.
+        height: Height,
+        /// The new view.
+        view: View,
+        /// 2f+2c+1 view changes.
+        view_changes: Vec<Arc<ViewChange<S>>>,
+        /// The block to agree on in the new view.
+        block: Arc<Block>,
+    },
+    /// Ask a collector for the block a commit proof names.
+    BlockRequest {
+        /// Height.
+        height: Height,
+        /// Digest.
+        digest: Digest,
+    },
+    /// A block, answering a [`Message::BlockRequest`].
+    BlockResponse {
+        /// The block.
+        block: Arc<Block>,
+    },
+    /// Ask a peer for committed heights from `from_height` on.
+    SyncRequest {
+        /// First height wanted.
+        from_height: Height,
+    },
+    /// Committed heights, consecutive.
+    SyncResponse {
+        /// Entries.
+        entries: Vec<Arc<CommittedEntry<S>>>,
+    },
+}
+
+impl<S: Scheme> Message<S> {
+    /// Encodes with the wire codec.
+    pub fn encode(&self) -> Result<Vec<u8>, ConsensusError> {
+        Ok(wire::encode(self)?)
+    }
+
+    /// Decodes with the wire codec (bad points, lengths, trailing bytes, oversized
+    /// input are errors).
+    pub fn decode(bytes: &[u8]) -> Result<Self, ConsensusError> {
+        Ok(wire::decode(bytes)?)
+    }
+
+    /// Short name, for logs and per-kind counters.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Message::PrePrepare { .. } => "pre-prepare",
+            Message::SignShare { .. } => "sign-share",
+            Message::CommitProof { .. } => "commit-proof",
+            Message::Prepare { .. } => "prepare",
+            Message::CommitShare { .. } => "commit-share",
+            Message::Beacon { .. } => "beacon",
+            Message::ViewChange(_) => "view-change",
+            Message::NewView { .. } => "new-view",
+            Message::BlockRequest { .. } => "block-request",
+            Message::BlockResponse { .. } => "block-response",
+            Message::SyncRequest { .. } => "sync-request",
+            Message::SyncResponse { .. } => "sync-response",
+        }
+    }
+
+    /// The height the message is about (None for sync requests).
+    pub fn height(&self) -> Option<Height> {
+        match self {
+            Message::PrePrepare { height, .. }
+            | Message::SignShare { height, .. }
+            | Message::Prepare { height, .. }
+            | Message::CommitShare { height, .. }
+            | Message::NewView { height, .. }
+            | Message::BlockRequest { height, .. } => Some(*height),
+            Message::BlockResponse { block } => Some(block.height),
+            Message::CommitProof { certificate, .. } => Some(certificate.height),
+            Message::Beacon { round, .. } => Some(*round),
+            Message::ViewChange(vc) => Some(vc.height),
+            Message::SyncRequest { .. } | Message::SyncResponse { .. } => None,
+        }
+    }
+}
+
+/// Domain-separated digests of what each key signs.
+pub mod signed {
+    use super::*;
+
+    fn tagged(tag: &[u8], height: Height, view: View, digest: &Digest) -> Digest {
+        let mut h = Sha256::new();
+        h.update(tag);
+        h.update(height.to_be_bytes());
+        h.update(view.to_be_bytes());
+        h.update(digest);
+        h.finalize().into()
+    }
+
+    /// Fast-path vote (sigma key).
+    pub fn fast_vote(height: Height, view: View, digest: &Digest) -> Digest {
+        tagged(b"sbft-beacon/v1/sigma", height, view, digest)
+    }
+
+    /// Prepare (tau key).
+    pub fn prepare(height: Height, view: View, digest: &Digest) -> Digest {
+        tagged(b"sbft-beacon/v1/prepare", height, view, digest)
+    }
+
+    /// Slow-path commit (tau key).
+    pub fn commit(height: Height, view: View, digest: &Digest) -> Digest {
+        tagged(b"sbft-beacon/v1/commit", height, view, digest)
+    }
+}
