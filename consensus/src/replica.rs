@@ -1337,3 +1337,90 @@ pub fn safe_value<S: Scheme>(vcs: &[Arc<ViewChange<S>>], f: u32, c: u32) -> Opti
         (None, None) => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use beacon::{MinSig, G1};
+
+    type S = MinSig;
+
+    fn vc(from: u32, prepared: Option<(View, u8)>, fast: Option<(View, u8)>) -> Arc<ViewChange<S>> {
+        let sig = G1::generator();
+        Arc::new(ViewChange {
+            from: NodeIndex(from),
+            height: 1,
+            new_view: 9,
+            prepared: prepared.map(|(view, d)| PrepareCertificate { view, digest: [d; 32], signature: sig }),
+            fast_vote: fast.map(|(view, d)| FastVote { view, digest: [d; 32], share: sig }),
+            beacon_share: sig,
+            block: None,
+        })
+    }
+
+    /// SBFT's view-change rule as a table: (view changes, f, c) -> safe digest.
+    #[test]
+    fn safe_value_table() {
+        struct Case {
+            desc: &'static str,
+            f: u32,
+            c: u32,
+            vcs: Vec<Arc<ViewChange<S>>>,
+            expected: Option<u8>,
+        }
+        let cases = vec![
+            Case { desc: "nothing prepared or voted: fresh block", f: 1, c: 0, vcs: vec![vc(0, None, None), vc(1, None, None), vc(2, None, None)], expected: None },
+            Case {
+                desc: "highest prepare certificate wins",
+                f: 1,
+                c: 0,
+                vcs: vec![vc(0, Some((1, 7)), None), vc(1, Some((2, 8)), None), vc(2, None, None)],
+                expected: Some(8),
+            },
+            Case {
+                desc: "f+c+1 fast votes above the prepare view win",
+                f: 1,
+                c: 0,
+                vcs: vec![vc(0, Some((1, 7)), Some((1, 7))), vc(1, None, Some((3, 5))), vc(2, None, Some((3, 5)))],
+                expected: Some(5),
+            },
+            Case {
+                desc: "fast votes at the prepare view do not override it",
+                f: 1,
+                c: 0,
+                vcs: vec![vc(0, Some((3, 7)), Some((3, 7))), vc(1, None, Some((3, 5))), vc(2, None, Some((3, 5)))],
+                expected: Some(7),
+            },
+            Case {
+                desc: "f fast votes are not enough",
+                f: 1,
+                c: 0,
+                vcs: vec![vc(0, None, Some((2, 5))), vc(1, None, None), vc(2, None, None)],
+                expected: None,
+            },
+            Case {
+                desc: "votes for one digest across later views add up",
+                f: 1,
+                c: 1,
+                vcs: vec![
+                    vc(0, None, Some((2, 5))),
+                    vc(1, None, Some((4, 5))),
+                    vc(2, None, Some((3, 5))),
+                    vc(3, None, Some((4, 6))),
+                    vc(4, None, None),
+                ],
+                expected: Some(5),
+            },
+            Case {
+                desc: "a lone conflicting vote in a later view is ignored",
+                f: 1,
+                c: 0,
+                vcs: vec![vc(0, None, Some((1, 5))), vc(1, None, Some((1, 5))), vc(2, None, Some((2, 9)))],
+                expected: Some(5),
+            },
+        ];
+        for case in cases {
+            assert_eq!(safe_value(&case.vcs, case.f, case.c), case.expected.map(|d| [d; 32]), "{}", case.desc);
+        }
+    }
+}
