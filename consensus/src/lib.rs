@@ -6,19 +6,22 @@
 //! - [`election`]: primary and collectors drawn from a past beacon;
 //! - [`messages`]: blocks and messages (PRE-PREPARE, SIGN-SHARE, ...), wire encoding;
 //! - [`replica`]: the honest replica (protocol steps in its module docs);
-//! - [`byzantine`]: swappable Byzantine replicas for simulations and tests.
+//! - [`byzantine`]: swappable Byzantine replicas for simulations and tests;
+//! - [`member`]: DKG then replica, the driver logic shared by simulator and node.
 //!
 //! The safety argument is in `SAFETY.md` next to this crate's manifest.
 
 pub mod byzantine;
 pub mod config;
 pub mod election;
+pub mod member;
 pub mod messages;
 pub mod replica;
 
 pub use byzantine::{Behaviour, ByzantineReplica, Participant};
 pub use config::{KeyShare, ReplicaConfig, ReplicaKeys};
 pub use election::Election;
+pub use member::{Envelope, Member, MemberInput, MemberOutput, MemberTimer};
 pub use messages::{Block, CommitCertificate, CommitPath, CommittedEntry, Digest, Message};
 pub use replica::{Evidence, EvidenceKind, Input, Output, Replica, Timer};
 

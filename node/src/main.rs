@@ -1,7 +1,9 @@
-//! The `sbft-beacon` binary: benchmarks of the threshold core (and, as the
-//! project grows, the simulator and real nodes).
+//! The `sbft-beacon` binary: the deterministic simulator, benchmarks, and (as the
+//! project grows) real nodes.
 
 mod bench;
+mod plot;
+mod sim_cmd;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -16,6 +18,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Simulate a whole network deterministically (DKG, then beacon rounds).
+    Sim(sim_cmd::SimArgs),
     /// Measure the cryptographic building blocks.
     Bench {
         #[command(subcommand)]
@@ -26,6 +30,7 @@ enum Command {
 fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.command {
+        Command::Sim(args) => sim_cmd::run(args),
         Command::Bench { which } => bench::run(which),
     }
 }

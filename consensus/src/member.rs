@@ -1,0 +1,356 @@
+//! One network member from start-up on: the DKG, then the replica built from its
+//! result. This is the driver logic the simulator and the real node share; they
+//! differ only in who delivers inputs and carries outputs.
+//!
+//! Consensus messages that arrive while the DKG is still running are kept (up to
+//! a bound) and replayed when the replica starts. A member restored from persisted
+//! key material and chain skips the DKG.
+
+use crate::byzantine::{Behaviour, ByzantineReplica, Participant};
+use crate::config::{ReplicaConfig, ReplicaKeys};
+use crate::messages::{CommittedEntry, Message};
+use crate::replica::{Input, Output, Replica, Timer};
+use crate::ConsensusError;
+use beacon::dkg::{Dkg, DkgAction, DkgConfig, DkgInput, DkgMessage, DkgOutput, DkgTimer};
+use beacon::memo::Memo;
+use beacon::{wire, NodeIndex, Scheme, Time};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+use std::sync::Arc;
+
+/// Most consensus messages kept while the DKG runs.
+const EARLY_LIMIT: usize = 10_000;
+
+/// Everything that travels between members: one enum, one codec.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub enum Envelope<S: Scheme> {
+    /// A DKG message.
+    Dkg(DkgMessage<S>),
+    /// A consensus message.
+    Consensus(Message<S>),
+}
+
+impl<S: Scheme> Envelope<S> {
+    /// Encodes with the wire codec.
+    pub fn encode(&self) -> Result<Vec<u8>, ConsensusError> {
+        Ok(wire::encode(self)?)
+    }
+
+    /// Decodes with the wire codec; malformed or oversized input is an error.
+    pub fn decode(bytes: &[u8]) -> Result<Self, ConsensusError> {
+        Ok(wire::decode(bytes)?)
+    }
+
+    /// Short name of the message kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Envelope::Dkg(DkgMessage::Deal(_)) => "dkg-deal",
+            Envelope::Dkg(DkgMessage::Shares(_)) => "dkg-shares",
+            Envelope::Dkg(DkgMessage::Complaint(_)) => "dkg-complaint",
+            Envelope::Dkg(DkgMessage::Justification(_)) => "dkg-justification",
+            Envelope::Consensus(m) => m.kind(),
+        }
+    }
+}
+
+/// Timers of a member.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MemberTimer {
+    /// A DKG phase ended.
+    Dkg(DkgTimerKey),
+    /// A replica timer.
+    Replica(Timer),
+}
+
+/// [`DkgTimer`] with an order (for timer queues).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DkgTimerKey {
+    /// End of deals.
+    Deal,
+    /// End of complaints.
+    Complaints,
+    /// End of justifications.
+    Justifications,
+}
+
+impl From<DkgTimer> for DkgTimerKey {
+    fn from(t: DkgTimer) -> Self {
+        match t {
+            DkgTimer::EndOfDeal => DkgTimerKey::Deal,
+            DkgTimer::EndOfComplaints => DkgTimerKey::Complaints,
+            DkgTimer::EndOfJustifications => DkgTimerKey::Justifications,
+        }
+    }
+}
+
+impl From<DkgTimerKey> for DkgTimer {
+    fn from(t: DkgTimerKey) -> Self {
+        match t {
+            DkgTimerKey::Deal => DkgTimer::EndOfDeal,
+            DkgTimerKey::Complaints => DkgTimer::EndOfComplaints,
+            DkgTimerKey::Justifications => DkgTimer::EndOfJustifications,
+        }
+    }
+}
+
+/// Inputs of a member.
+#[derive(Clone, Debug)]
+pub enum MemberInput<S: Scheme> {
+    /// Start (run the DKG, or resume the replica when restored).
+    Start,
+    /// A message from an authenticated peer.
+    Message {
+        /// Sender.
+        from: NodeIndex,
+        /// Message.
+        envelope: Envelope<S>,
+    },
+    /// A timer fired.
+    Timer(MemberTimer),
+    /// A client transaction.
+    ClientTransaction(Vec<u8>),
+}
+
+/// Outputs of a member.
+#[derive(Clone, Debug)]
+pub enum MemberOutput<S: Scheme> {
+    /// Send to one peer.
+    Send {
+        /// Recipient.
+        to: NodeIndex,
+        /// Message.
+        envelope: Envelope<S>,
+    },
+    /// Send to every other member.
+    Broadcast(Envelope<S>),
+    /// Fire `timer` at `at`.
+    SetTimer {
+        /// When.
+        at: Time,
+        /// Which.
+        timer: MemberTimer,
+    },
+    /// The DKG finished: persist the key material.
+    DkgComplete(Arc<DkgOutput<S>>),
+    /// The DKG failed.
+    DkgFailed(String),
+    /// An event of the replica (commits, beacons, finalized heights, evidence...).
+    Replica(Output<S>),
+}
+
+enum Phase<S: Scheme> {
+    Dkg(Box<Dkg<S>>),
+    Replica(Box<dyn Participant<S>>),
+    Failed,
+}
+
+/// One member: DKG, then replica.
+pub struct Member<S: Scheme> {
+    me: NodeIndex,
+    config: ReplicaConfig,
+    seed: [u8; 32],
+    memo: Arc<Memo>,
+    behaviour: Option<Behaviour>,
+    phase: Phase<S>,
+    early: Vec<(NodeIndex, Message<S>)>,
+    started: bool,
+}
+
+/// Derives a labelled 32-byte seed from a member's seed.
+fn derive(seed: &[u8; 32], label: &[u8]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(label);
+    h.update(seed);
+    h.finalize().into()
+}
+
+impl<S: Scheme> Member<S> {
+    /// A member that will run the DKG described by `dkg` (its thresholds must be
+    /// `config.dkg_thresholds()`). `behaviour` makes the replica Byzantine.
+    pub fn new(
+        config: ReplicaConfig,
+        dkg: DkgConfig,
+        me: NodeIndex,
+        seed: [u8; 32],
+        memo: Arc<Memo>,
+        behaviour: Option<Behaviour>,
+    ) -> Result<Self, ConsensusError> {
+        config.validate()?;
+        if dkg.thresholds != config.dkg_thresholds() || dkg.n != config.n {
+            return Err(ConsensusError::Config(format!(
+                "DKG (n = {}, thresholds {:?}) does not match the replica config (n = {}, thresholds {:?})",
+                dkg.n,
+                dkg.thresholds,
+                config.n,
+                config.dkg_thresholds()
+            )));
+        }
+        let state = Dkg::new(dkg, me, derive(&seed, b"dkg"), memo.clone())?;
+        Ok(Member { me, config, seed, memo, behaviour, phase: Phase::Dkg(Box::new(state)), early: Vec::new(), started: false })
+    }
+
+    /// A member restored from persisted key material and finalized chain: no DKG.
+    pub fn restore(
+        config: ReplicaConfig,
+        output: &DkgOutput<S>,
+        chain: Vec<Arc<CommittedEntry<S>>>,
+        seed: [u8; 32],
+        memo: Arc<Memo>,
+        behaviour: Option<Behaviour>,
+    ) -> Result<Self, ConsensusError> {
+        config.validate()?;
+        output.check()?;
+        let replica = Self::build_replica(&config, output, chain, &seed, &memo, behaviour)?;
+        Ok(Member {
+            me: output.me,
+            config,
+            seed,
+            memo,
+            behaviour,
+            phase: Phase::Replica(replica),
+            early: Vec::new(),
+            started: false,
+        })
+    }
+
+    fn build_replica(
+        config: &ReplicaConfig,
+        output: &DkgOutput<S>,
+        chain: Vec<Arc<CommittedEntry<S>>>,
+        seed: &[u8; 32],
+        memo: &Arc<Memo>,
+        behaviour: Option<Behaviour>,
+    ) -> Result<Box<dyn Participant<S>>, ConsensusError> {
+        let keys = ReplicaKeys::from_dkg(config, output)?;
+        let replica = Replica::restore(config.clone(), keys.clone(), derive(seed, b"replica"), memo.clone(), chain);
+        Ok(match behaviour {
+            Some(b) => Box::new(ByzantineReplica::new(replica, keys, b)),
+            None => Box::new(replica),
+        })
+    }
+
+    /// This member's index.
+    pub fn index(&self) -> NodeIndex {
+        self.me
+    }
+
+    /// Whether the DKG is over (successfully).
+    pub fn has_keys(&self) -> bool {
+        matches!(self.phase, Phase::Replica(_))
+    }
+
+    /// The replica, once the DKG is over.
+    pub fn replica(&self) -> Option<&dyn Participant<S>> {
+        match &self.phase {
+            Phase::Replica(r) => Some(r.as_ref()),
+            _ => None,
+        }
+    }
+
+    /// Whether this member follows the protocol.
+    pub fn is_honest(&self) -> bool {
+        self.behaviour.is_none()
+    }
+
+    /// Handles one input at `now`.
+    pub fn handle(&mut self, now: Time, input: MemberInput<S>) -> Vec<MemberOutput<S>> {
+        let mut out = Vec::new();
+        match input {
+            MemberInput::Start => {
+                self.started = true;
+                match &mut self.phase {
+                    Phase::Dkg(dkg) => {
+                        let actions = dkg.handle(now, DkgInput::Start);
+                        self.on_dkg_actions(now, actions, &mut out);
+                    }
+                    Phase::Replica(r) => {
+                        let outputs = r.handle(now, Input::Start);
+                        Self::wrap(outputs, &mut out);
+                    }
+                    Phase::Failed => {}
+                }
+            }
+            MemberInput::Message { from, envelope } => match (&mut self.phase, envelope) {
+                (Phase::Dkg(dkg), Envelope::Dkg(message)) => {
+                    let actions = dkg.handle(now, DkgInput::Message { from, message });
+                    self.on_dkg_actions(now, actions, &mut out);
+                }
+                (Phase::Dkg(_), Envelope::Consensus(message)) => {
+                    if self.early.len() < EARLY_LIMIT {
+                        self.early.push((from, message));
+                    }
+                }
+                (Phase::Replica(r), Envelope::Consensus(message)) => {
+                    let outputs = r.handle(now, Input::Message { from, message });
+                    Self::wrap(outputs, &mut out);
+                }
+                _ => {}
+            },
+            MemberInput::Timer(MemberTimer::Dkg(t)) => {
+                if let Phase::Dkg(dkg) = &mut self.phase {
+                    let actions = dkg.handle(now, DkgInput::Timer(t.into()));
+                    self.on_dkg_actions(now, actions, &mut out);
+                }
+            }
+            MemberInput::Timer(MemberTimer::Replica(t)) => {
+                if let Phase::Replica(r) = &mut self.phase {
+                    let outputs = r.handle(now, Input::Timer(t));
+                    Self::wrap(outputs, &mut out);
+                }
+            }
+            MemberInput::ClientTransaction(tx) => {
+                if let Phase::Replica(r) = &mut self.phase {
+                    let outputs = r.handle(now, Input::ClientTransaction(tx));
+                    Self::wrap(outputs, &mut out);
+                }
+            }
+        }
+        out
+    }
+
+    fn wrap(outputs: Vec<Output<S>>, out: &mut Vec<MemberOutput<S>>) {
+        for o in outputs {
+            out.push(match o {
+                Output::Send { to, message } => MemberOutput::Send { to, envelope: Envelope::Consensus(message) },
+                Output::Broadcast(message) => MemberOutput::Broadcast(Envelope::Consensus(message)),
+                Output::SetTimer { at, timer } => MemberOutput::SetTimer { at, timer: MemberTimer::Replica(timer) },
+                other => MemberOutput::Replica(other),
+            });
+        }
+    }
+
+    fn on_dkg_actions(&mut self, now: Time, actions: Vec<DkgAction<S>>, out: &mut Vec<MemberOutput<S>>) {
+        for action in actions {
+            match action {
+                DkgAction::Send { to, message } => out.push(MemberOutput::Send { to, envelope: Envelope::Dkg(message) }),
+                DkgAction::Broadcast(message) => out.push(MemberOutput::Broadcast(Envelope::Dkg(message))),
+                DkgAction::SetTimer { at, timer } => {
+                    out.push(MemberOutput::SetTimer { at, timer: MemberTimer::Dkg(timer.into()) })
+                }
+                DkgAction::Failed(reason) => {
+                    self.phase = Phase::Failed;
+                    out.push(MemberOutput::DkgFailed(reason));
+                }
+                DkgAction::Complete(output) => {
+                    out.push(MemberOutput::DkgComplete(output.clone()));
+                    match Self::build_replica(&self.config, &output, Vec::new(), &self.seed, &self.memo, self.behaviour) {
+                        Ok(mut replica) => {
+                            let outputs = replica.handle(now, Input::Start);
+                            Self::wrap(outputs, out);
+                            for (from, message) in std::mem::take(&mut self.early) {
+                                let outputs = replica.handle(now, Input::Message { from, message });
+                                Self::wrap(outputs, out);
+                            }
+                            self.phase = Phase::Replica(replica);
+                        }
+                        Err(e) => {
+                            self.phase = Phase::Failed;
+                            out.push(MemberOutput::DkgFailed(e.to_string()));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

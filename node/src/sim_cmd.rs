@@ -1,0 +1,234 @@
+//! `sbft-beacon sim`: run a scenario (or a campaign) and print the report.
+
+use crate::plot;
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use sim::{Report, SimConfig};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+/// Options of `sim`.
+#[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct SimArgs {
+    #[command(subcommand)]
+    command: Option<SimCommand>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Subcommand)]
+enum SimCommand {
+    /// Run many seeds with random fault mixes; print failing seeds.
+    Campaign(CampaignArgs),
+}
+
+/// Options of one simulation run.
+#[derive(Args)]
+pub struct RunArgs {
+    /// Scenario file, or a built-in scenario name (default, large, byzantine, lossy).
+    #[arg(long, default_value = "configs/sim/default.toml")]
+    config: String,
+    /// Override the number of replicas.
+    #[arg(long)]
+    nodes: Option<u32>,
+    /// Override the number of beacon rounds.
+    #[arg(long)]
+    rounds: Option<u64>,
+    /// Override the seed.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Override the scheme.
+    #[arg(long)]
+    scheme: Option<beacon::SchemeId>,
+    /// Worker threads (the results do not depend on it).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Override the number of Byzantine replicas (at most f).
+    #[arg(long)]
+    byzantine: Option<u32>,
+    /// Write the report as one JSON object to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Draw a latency CDF and a per-round timeline (.svg or .png).
+    #[arg(long, value_name = "FILE")]
+    plot: Option<PathBuf>,
+    /// Export the beacon chain in drand's JSON shape.
+    #[arg(long, value_name = "FILE")]
+    chain: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct CampaignArgs {
+    /// Number of seeds.
+    #[arg(long, default_value_t = 20)]
+    seeds: u64,
+    /// First seed.
+    #[arg(long, default_value_t = 1)]
+    first_seed: u64,
+    /// Base scenario (file or built-in name).
+    #[arg(long, default_value = "byzantine")]
+    scenario: String,
+    /// Override the number of replicas.
+    #[arg(long)]
+    nodes: Option<u32>,
+    /// Override the number of rounds.
+    #[arg(long)]
+    rounds: Option<u64>,
+    /// Write all runs as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+fn load(config: &str) -> Result<SimConfig> {
+    // The default path works from the repository root; elsewhere fall back to the
+    // built-in scenario of the same name.
+    let cfg = match SimConfig::load(config) {
+        Ok(c) => c,
+        Err(e) if config == "configs/sim/default.toml" => SimConfig::load("default").context(e.to_string())?,
+        Err(e) => return Err(e.into()),
+    };
+    Ok(cfg)
+}
+
+/// Runs `sim`.
+pub fn run(args: SimArgs) -> Result<()> {
+    match args.command {
+        Some(SimCommand::Campaign(c)) => campaign(c),
+        None => single(args.run),
+    }
+}
+
+fn single(args: RunArgs) -> Result<()> {
+    let mut cfg = load(&args.config)?;
+    if let Some(n) = args.nodes {
+        cfg.nodes = n;
+    }
+    if let Some(r) = args.rounds {
+        cfg.rounds = r;
+    }
+    if let Some(s) = args.seed {
+        cfg.seed = s;
+    }
+    if let Some(s) = args.scheme {
+        cfg.scheme = s;
+    }
+    if let Some(t) = args.threads {
+        cfg.threads = t;
+    }
+    if let Some(b) = args.byzantine {
+        cfg.faults.byzantine = b;
+    }
+    cfg.validate()?;
+    eprintln!(
+        "scenario {} — {} nodes, {} rounds, {}, seed {}, {} thread(s)",
+        cfg.name, cfg.nodes, cfg.rounds, cfg.scheme, cfg.seed, cfg.threads
+    );
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = ProgressBar::new(cfg.rounds);
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} rounds {pos}/{len} [{bar:30}] {elapsed}").expect("valid template"),
+        );
+        bar.enable_steady_tick(std::time::Duration::from_millis(200));
+        bar
+    });
+    let on_progress = |done: u64, _target: u64| {
+        if let Some(b) = &bar {
+            b.set_position(done);
+        }
+    };
+    let (report, chain) = sim::run(&cfg, Some(&on_progress))?;
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    print_table(&report);
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&report)?).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &args.chain {
+        let Some(chain) = chain else { bail!("no beacon chain to export (the DKG did not finish)") };
+        std::fs::write(path, serde_json::to_string_pretty(&chain)?).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &args.plot {
+        plot::draw(&report, path)?;
+    }
+    if let Some(v) = report.violations.first() {
+        eprintln!(
+            "FAILED ({:?}) at {:.3} ms{}: {} — replay with --seed {}",
+            v.kind,
+            v.time_ms,
+            v.node.map(|n| format!(" on node {n}")).unwrap_or_default(),
+            v.detail,
+            v.seed
+        );
+        std::process::exit(match v.kind {
+            sim::FailureKind::Safety => 2,
+            sim::FailureKind::Liveness => 3,
+            sim::FailureKind::Crash => 4,
+        });
+    }
+    Ok(())
+}
+
+fn print_table(r: &Report) {
+    let p = |x: &sim::report::Percentiles| format!("p50 {:>8.1}  p90 {:>8.1}  p99 {:>8.1}  max {:>8.1}", x.p50, x.p90, x.p99, x.max);
+    println!("scenario            {} (seed {}, {} nodes, f = {}, c = {}, {}, {} Byzantine)", r.scenario, r.seed, r.nodes, r.f, r.c, r.scheme, r.byzantine);
+    println!("DKG                 {:.1} ms virtual, {:.2} s wall", r.dkg_virtual_ms, r.dkg_wall_s);
+    println!("rounds              {} beacons, {} heights committed", r.rounds, r.heights_committed);
+    println!("fast path           {:.1}% of heights, {} view changes", 100.0 * r.fast_path_ratio, r.view_changes);
+    println!("beacon latency ms   {}", p(&r.beacon_latency_ms));
+    println!("commit latency ms   {}", p(&r.commit_latency_ms));
+    println!(
+        "traffic             {:.1} messages and {:.0} bytes per node per round ({:.0} messages per round)",
+        r.messages_per_node_per_round, r.bytes_per_node_per_round, r.messages_per_round
+    );
+    println!("virtual CPU         {:.2} ms per node per round", r.cpu_ms_per_node_per_round);
+    println!(
+        "wall                {:.2} s ({:.2} s rounds), {} events, {:.0} events/s, {:.1} s virtual",
+        r.wall_s, r.rounds_wall_s, r.events, r.events_per_s, r.virtual_s
+    );
+    if let Some(b) = &r.final_beacon {
+        println!("final beacon        round {} randomness {}", b.round, b.randomness);
+    }
+    println!("trace hash          {}", r.trace_hash);
+    println!("violations          {}", if r.violations.is_empty() { "none".to_string() } else { r.violations.len().to_string() });
+}
+
+fn campaign(args: CampaignArgs) -> Result<()> {
+    let mut base = load(&args.scenario)?;
+    if let Some(n) = args.nodes {
+        base.nodes = n;
+    }
+    if let Some(r) = args.rounds {
+        base.rounds = r;
+    }
+    base.validate()?;
+    println!("campaign: {} seeds from {} on scenario {} ({} nodes, {} rounds)", args.seeds, args.first_seed, base.name, base.nodes, base.rounds);
+    let runs = sim::campaign::run(&base, args.first_seed, args.seeds, &|run| {
+        let verdict = match run.violations.first() {
+            None => "ok".to_string(),
+            Some(v) => format!("FAILED {:?}: {}", v.kind, v.detail),
+        };
+        println!(
+            "seed {:>6}  byzantine {:>2}  partition {:>5}  crash-restart {:>5}  loss {:.3}  rounds {:>3}  {}",
+            run.seed,
+            run.byzantine.len(),
+            run.partition,
+            run.crash_restart,
+            run.loss,
+            run.rounds,
+            verdict
+        );
+    })?;
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&runs)?)?;
+    }
+    let failed: Vec<u64> = runs.iter().filter(|r| !r.violations.is_empty()).map(|r| r.seed).collect();
+    println!("{} of {} seeds passed", runs.len() - failed.len(), runs.len());
+    if !failed.is_empty() {
+        println!("failing seeds: {failed:?} (replay: sbft-beacon sim campaign --first-seed SEED --seeds 1 --scenario {})", args.scenario);
+        std::process::exit(2);
+    }
+    Ok(())
+}

@@ -1,0 +1,393 @@
+//! Scenario configuration (TOML): network, faults, protocol parameters, cost model.
+//!
+//! A scenario names files (region latency table, cost model) relative to its own
+//! directory; the built-in scenarios of `configs/` are also compiled in, so that
+//! the binary runs them from anywhere.
+
+use crate::SimError;
+use beacon::SchemeId;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The built-in scenario files, by name (the `configs/` tree at build time).
+pub const BUILT_IN: &[(&str, &str)] = &[
+    ("sim/default.toml", include_str!("../../configs/sim/default.toml")),
+    ("sim/large.toml", include_str!("../../configs/sim/large.toml")),
+    ("sim/byzantine.toml", include_str!("../../configs/sim/byzantine.toml")),
+    ("sim/lossy.toml", include_str!("../../configs/sim/lossy.toml")),
+    ("regions/wan.toml", include_str!("../../configs/regions/wan.toml")),
+    ("cost-model.toml", include_str!("../../configs/cost-model.toml")),
+];
+
+/// A whole scenario.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimConfig {
+    /// Scenario name (for the report).
+    pub name: String,
+    /// Number of replicas.
+    pub nodes: u32,
+    /// Beacon rounds to produce after the DKG.
+    pub rounds: u64,
+    /// Seed of every random choice.
+    pub seed: u64,
+    /// Signature scheme.
+    pub scheme: SchemeId,
+    /// Worker threads (results do not depend on it).
+    #[serde(default = "one")]
+    pub threads: usize,
+    /// Protocol parameters.
+    #[serde(default)]
+    pub protocol: ProtocolConfig,
+    /// DKG parameters.
+    #[serde(default)]
+    pub dkg: DkgSection,
+    /// Network model.
+    pub network: NetworkConfig,
+    /// Network partitions.
+    #[serde(default)]
+    pub partitions: Vec<Partition>,
+    /// Crashes and Byzantine replicas.
+    #[serde(default)]
+    pub faults: Faults,
+    /// Client load.
+    #[serde(default)]
+    pub load: Load,
+    /// Cost model file (relative to the scenario file).
+    pub cost_model: String,
+    /// Invariant checking.
+    #[serde(default)]
+    pub invariants: InvariantConfig,
+    /// Directory the scenario was loaded from (for relative paths); not in files.
+    #[serde(skip)]
+    pub base_dir: Option<PathBuf>,
+}
+
+fn one() -> usize {
+    1
+}
+
+/// Protocol parameters (see `consensus::ReplicaConfig`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProtocolConfig {
+    /// Extra collectors' slack `c`.
+    pub c: u32,
+    /// Beacon threshold (0: f + 1).
+    pub beacon_threshold: u32,
+    /// Election lag `k`.
+    pub election_lag: u64,
+    /// Beacon period in ms (0: back-to-back).
+    pub period_ms: u64,
+    /// Fast-path timeout (ms).
+    pub fast_path_timeout_ms: u64,
+    /// View-change timeout (ms).
+    pub view_change_timeout_ms: u64,
+    /// Backup collector delay per rank (ms).
+    pub backup_collector_delay_ms: u64,
+    /// Broadcast the beacon as soon as it exists.
+    pub early_beacon: bool,
+    /// Most transactions per block.
+    pub max_batch: usize,
+}
+
+impl Default for ProtocolConfig {
+    fn default() -> Self {
+        ProtocolConfig {
+            c: 0,
+            beacon_threshold: 0,
+            election_lag: 1,
+            period_ms: 0,
+            fast_path_timeout_ms: 500,
+            view_change_timeout_ms: 5_000,
+            backup_collector_delay_ms: 300,
+            early_beacon: true,
+            max_batch: 256,
+        }
+    }
+}
+
+/// DKG parameters.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DkgSection {
+    /// Committee size (0: every member deals).
+    pub dealers: u32,
+    /// Length of each DKG phase (ms).
+    pub phase_timeout_ms: u64,
+}
+
+impl Default for DkgSection {
+    fn default() -> Self {
+        DkgSection { dealers: 0, phase_timeout_ms: 2_000 }
+    }
+}
+
+/// Per-link latency model.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "model", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Latency {
+    /// The same one-way delay everywhere.
+    Constant {
+        /// Milliseconds.
+        ms: f64,
+    },
+    /// Uniform in `[min_ms, max_ms]`.
+    Uniform {
+        /// Minimum.
+        min_ms: f64,
+        /// Maximum.
+        max_ms: f64,
+    },
+    /// Log-normal with the given median, `sigma` of the underlying normal, and a floor.
+    LogNormal {
+        /// Median (ms).
+        median_ms: f64,
+        /// Shape.
+        sigma: f64,
+        /// Floor (ms).
+        min_ms: f64,
+    },
+    /// Nodes placed round-robin in named regions, with a one-way latency table.
+    Regions {
+        /// Region table file (relative to the scenario file).
+        file: String,
+    },
+}
+
+/// A region table file.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegionTable {
+    /// Region names.
+    pub regions: Vec<String>,
+    /// One-way latency in ms, `latency_ms[i][j]` from region i to region j.
+    pub latency_ms: Vec<Vec<f64>>,
+}
+
+/// Network model.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkConfig {
+    /// Latency model.
+    pub latency: Latency,
+    /// Extra uniform delay in `[0, jitter_ms]` per message.
+    #[serde(default)]
+    pub jitter_ms: f64,
+    /// Per-node uplink in Mbit/s (0: unlimited).
+    #[serde(default)]
+    pub bandwidth_mbps: f64,
+    /// Probability a message is lost.
+    #[serde(default)]
+    pub loss: f64,
+    /// Probability a message is delivered twice.
+    #[serde(default)]
+    pub duplication: f64,
+    /// Probability a message is held back by `reorder_delay_ms` (reordering).
+    #[serde(default)]
+    pub reorder: f64,
+    /// Hold-back delay for reordered messages (ms).
+    #[serde(default)]
+    pub reorder_delay_ms: f64,
+}
+
+/// A partition: between `start_ms` and `heal_ms`, nodes in `side` (inclusive index
+/// ranges) and the others cannot reach each other.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Partition {
+    /// Start (ms of virtual time after the DKG).
+    pub start_ms: u64,
+    /// Heal time (ms after the DKG).
+    pub heal_ms: u64,
+    /// Inclusive ranges `[a, b]` of one side.
+    pub side: Vec<[u32; 2]>,
+}
+
+/// Faults.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Faults {
+    /// Number of Byzantine replicas (chosen by the seed), at most f.
+    pub byzantine: u32,
+    /// Behaviours they cycle through (names of `consensus::Behaviour`).
+    pub byzantine_kinds: Vec<String>,
+    /// Crashes (and optional restarts).
+    pub crash: Vec<Crash>,
+}
+
+/// A crash of one node at a time (ms after the DKG), restarted from its persisted
+/// state at `restart_ms` if given.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Crash {
+    /// Node index.
+    pub node: u32,
+    /// Crash time (ms after the DKG).
+    pub at_ms: u64,
+    /// Restart time (ms after the DKG).
+    #[serde(default)]
+    pub restart_ms: Option<u64>,
+}
+
+/// Client load.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Load {
+    /// Transactions per second submitted to random nodes.
+    pub tx_per_second: f64,
+    /// Size of each transaction.
+    pub tx_bytes: usize,
+}
+
+/// Invariant checking.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct InvariantConfig {
+    /// Heights must advance within this long after the last fault heals (ms).
+    pub liveness_bound_ms: u64,
+    /// Give up (liveness failure) after this much virtual time (s).
+    pub max_virtual_time_s: u64,
+}
+
+impl Default for InvariantConfig {
+    fn default() -> Self {
+        InvariantConfig { liveness_bound_ms: 60_000, max_virtual_time_s: 3_600 }
+    }
+}
+
+/// Reads a file named in a scenario: relative to `base` if it exists there, else
+/// one of the built-in files with the same trailing path.
+pub fn read_relative(base: Option<&Path>, name: &str) -> Result<String, SimError> {
+    if let Some(b) = base {
+        let path = b.join(name);
+        if path.exists() {
+            return std::fs::read_to_string(&path)
+                .map_err(|e| SimError::Config(format!("cannot read {}: {e}", path.display())));
+        }
+    }
+    let normalized = name.trim_start_matches("./").trim_start_matches("../");
+    BUILT_IN
+        .iter()
+        .find(|(n, _)| normalized.ends_with(n) || n.ends_with(normalized))
+        .map(|(_, text)| text.to_string())
+        .ok_or_else(|| SimError::Config(format!("file {name:?} not found (relative to {base:?}) and not built in")))
+}
+
+impl SimConfig {
+    /// Parses a scenario from TOML text.
+    pub fn from_toml(text: &str, base_dir: Option<PathBuf>) -> Result<Self, SimError> {
+        let mut cfg: SimConfig = toml::from_str(text).map_err(|e| SimError::Config(e.to_string()))?;
+        cfg.base_dir = base_dir;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Loads a scenario by path, or by built-in name (`default`, `large`,
+    /// `byzantine`, `lossy`).
+    pub fn load(path_or_name: &str) -> Result<Self, SimError> {
+        let path = Path::new(path_or_name);
+        if path.exists() {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| SimError::Config(format!("cannot read {}: {e}", path.display())))?;
+            return Self::from_toml(&text, path.parent().map(Path::to_path_buf));
+        }
+        let wanted = format!("sim/{}.toml", path_or_name.trim_end_matches(".toml"));
+        let text = BUILT_IN
+            .iter()
+            .find(|(n, _)| *n == wanted)
+            .map(|(_, t)| *t)
+            .ok_or_else(|| {
+                SimError::Config(format!(
+                    "no scenario file {path_or_name:?} and no built-in scenario of that name (default, large, byzantine, lossy)"
+                ))
+            })?;
+        Self::from_toml(text, None)
+    }
+
+    /// Checks ranges and consistency.
+    pub fn validate(&self) -> Result<(), SimError> {
+        let err = |m: String| Err(SimError::Config(m));
+        if self.nodes < 1 {
+            return err("nodes must be at least 1".into());
+        }
+        if self.nodes < 2 * self.protocol.c + 1 {
+            return err(format!("nodes = {} too small for c = {}", self.nodes, self.protocol.c));
+        }
+        if self.rounds == 0 {
+            return err("rounds must be at least 1".into());
+        }
+        if self.threads == 0 {
+            return err("threads must be at least 1".into());
+        }
+        if matches!(self.scheme, SchemeId::BlsUnchainedG1Rfc9380) {
+            return err("bls-unchained-g1-rfc9380 is verification-only; use pedersen-bls-chained or bls-chained-g1-rfc9380".into());
+        }
+        let n = &self.network;
+        for (name, p) in [("loss", n.loss), ("duplication", n.duplication), ("reorder", n.reorder)] {
+            if !(0.0..=1.0).contains(&p) {
+                return err(format!("network.{name} = {p} is not a probability"));
+            }
+        }
+        if n.loss >= 1.0 {
+            return err("network.loss must be below 1".into());
+        }
+        if n.jitter_ms < 0.0 || n.bandwidth_mbps < 0.0 || n.reorder_delay_ms < 0.0 {
+            return err("network delays and bandwidth must not be negative".into());
+        }
+        match &n.latency {
+            Latency::Constant { ms } if *ms < 0.0 => return err("latency must not be negative".into()),
+            Latency::Uniform { min_ms, max_ms } if *min_ms < 0.0 || max_ms < min_ms => {
+                return err("uniform latency needs 0 <= min_ms <= max_ms".into())
+            }
+            Latency::LogNormal { median_ms, sigma, min_ms } if *median_ms <= 0.0 || *sigma < 0.0 || *min_ms < 0.0 => {
+                return err("log-normal latency needs median_ms > 0, sigma >= 0, min_ms >= 0".into())
+            }
+            _ => {}
+        }
+        for p in &self.partitions {
+            if p.heal_ms <= p.start_ms {
+                return err(format!("partition heals ({}) before it starts ({})", p.heal_ms, p.start_ms));
+            }
+            if p.side.iter().any(|[a, b]| a > b || *b >= self.nodes) {
+                return err(format!("partition side {:?} out of range for {} nodes", p.side, self.nodes));
+            }
+        }
+        for c in &self.faults.crash {
+            if c.node >= self.nodes {
+                return err(format!("crash of node {} out of range", c.node));
+            }
+            if c.restart_ms.is_some_and(|r| r <= c.at_ms) {
+                return err(format!("node {} restarts before it crashes", c.node));
+            }
+        }
+        for k in &self.faults.byzantine_kinds {
+            k.parse::<consensus::Behaviour>().map_err(SimError::Config)?;
+        }
+        if self.faults.byzantine > 0 && self.faults.byzantine_kinds.is_empty() {
+            return err("faults.byzantine > 0 needs faults.byzantine_kinds".into());
+        }
+        if self.load.tx_per_second < 0.0 {
+            return err("load.tx_per_second must not be negative".into());
+        }
+        if self.dkg.dealers > self.nodes {
+            return err(format!("dkg.dealers = {} exceeds nodes = {}", self.dkg.dealers, self.nodes));
+        }
+        Ok(())
+    }
+
+    /// The region table, if the latency model uses one.
+    pub fn region_table(&self) -> Result<Option<RegionTable>, SimError> {
+        let Latency::Regions { file } = &self.network.latency else { return Ok(None) };
+        let text = read_relative(self.base_dir.as_deref(), file)?;
+        let table: RegionTable = toml::from_str(&text).map_err(|e| SimError::Config(format!("{file}: {e}")))?;
+        let k = table.regions.len();
+        if k == 0 || table.latency_ms.len() != k || table.latency_ms.iter().any(|r| r.len() != k) {
+            return Err(SimError::Config(format!("{file}: latency_ms must be a {k} x {k} table")));
+        }
+        if table.latency_ms.iter().flatten().any(|v| !(*v >= 0.0)) {
+            return Err(SimError::Config(format!("{file}: latencies must be non-negative numbers")));
+        }
+        Ok(Some(table))
+    }
+}

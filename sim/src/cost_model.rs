@@ -1,0 +1,108 @@
+//! The compute-cost model: virtual CPU time charged per cryptographic operation.
+//!
+//! The protocol code is unaware of it: `beacon::cost` counts operations per
+//! thread, and the simulator converts the counts of each input handled into
+//! virtual microseconds with this table (calibrated on the machine by
+//! `sbft-beacon bench calibrate`, stored in `configs/cost-model.toml`).
+
+use crate::SimError;
+use beacon::cost::{OpCounts, MSM_BUCKETS};
+use serde::{Deserialize, Serialize};
+
+/// Microseconds per operation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CostModel {
+    /// Where the numbers come from (free text).
+    #[serde(default)]
+    pub calibrated_on: String,
+    /// One Miller loop.
+    pub miller_loop_us: f64,
+    /// One final exponentiation.
+    pub final_exp_us: f64,
+    /// Hash to G1.
+    pub hash_g1_us: f64,
+    /// Hash to G2.
+    pub hash_g2_us: f64,
+    /// Scalar multiplication in G1.
+    pub mul_g1_us: f64,
+    /// Scalar multiplication in G2.
+    pub mul_g2_us: f64,
+    /// MSM cost per point in G1, by size bucket (`[i]` for sizes in `[2^i, 2^(i+1))`;
+    /// the last entry covers larger sizes).
+    pub msm_g1_point_us: Vec<f64>,
+    /// MSM cost per point in G2, by size bucket.
+    pub msm_g2_point_us: Vec<f64>,
+    /// Fixed cost of handling one input.
+    pub message_us: f64,
+    /// Cost per KiB of message received (decoding).
+    pub kilobyte_us: f64,
+    /// Multiplier for all costs (a slower or faster simulated machine).
+    #[serde(default = "unit")]
+    pub scale: f64,
+}
+
+fn unit() -> f64 {
+    1.0
+}
+
+impl CostModel {
+    /// Parses and checks a cost model.
+    pub fn from_toml(text: &str) -> Result<Self, SimError> {
+        let m: CostModel = toml::from_str(text).map_err(|e| SimError::Config(format!("cost model: {e}")))?;
+        let all = [m.miller_loop_us, m.final_exp_us, m.hash_g1_us, m.hash_g2_us, m.mul_g1_us, m.mul_g2_us, m.message_us, m.kilobyte_us, m.scale];
+        if all.iter().chain(&m.msm_g1_point_us).chain(&m.msm_g2_point_us).any(|v| !(*v >= 0.0) || !v.is_finite()) {
+            return Err(SimError::Config("cost model: every cost must be a finite non-negative number".into()));
+        }
+        if m.msm_g1_point_us.is_empty() || m.msm_g2_point_us.is_empty() {
+            return Err(SimError::Config("cost model: MSM tables must not be empty".into()));
+        }
+        Ok(m)
+    }
+
+    /// Writes the model as TOML.
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).unwrap_or_default()
+    }
+
+    fn msm(table: &[f64], calls: &[u32; MSM_BUCKETS], points: &[u64; MSM_BUCKETS]) -> f64 {
+        let _ = calls;
+        points
+            .iter()
+            .enumerate()
+            .map(|(b, p)| *p as f64 * table[b.min(table.len() - 1)])
+            .sum()
+    }
+
+    /// Virtual microseconds for `counts`, plus one input of `bytes` bytes.
+    pub fn cost_us(&self, counts: &OpCounts, bytes: usize) -> u64 {
+        let crypto = counts.miller_loops as f64 * self.miller_loop_us
+            + counts.final_exps as f64 * self.final_exp_us
+            + counts.hash_g1 as f64 * self.hash_g1_us
+            + counts.hash_g2 as f64 * self.hash_g2_us
+            + counts.mul_g1 as f64 * self.mul_g1_us
+            + counts.mul_g2 as f64 * self.mul_g2_us
+            + Self::msm(&self.msm_g1_point_us, &counts.msm_g1_calls, &counts.msm_g1_points)
+            + Self::msm(&self.msm_g2_point_us, &counts.msm_g2_calls, &counts.msm_g2_points);
+        let io = self.message_us + bytes as f64 / 1024.0 * self.kilobyte_us;
+        ((crypto + io) * self.scale).round() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_in_model_parses_and_charges() {
+        let text = crate::config::read_relative(None, "cost-model.toml").unwrap();
+        let m = CostModel::from_toml(&text).unwrap();
+        let mut c = OpCounts { miller_loops: 2, final_exps: 1, ..Default::default() };
+        let two_pairings = m.cost_us(&c, 0);
+        assert!(two_pairings as f64 >= 2.0 * m.miller_loop_us + m.final_exp_us);
+        c.msm_g1_calls[10] = 1;
+        c.msm_g1_points[10] = 1024;
+        assert!(m.cost_us(&c, 0) > two_pairings);
+        assert!(CostModel::from_toml("miller_loop_us = -1").is_err());
+    }
+}

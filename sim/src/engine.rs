@@ -1,0 +1,725 @@
+//! The discrete-event engine: one event queue ordered by (virtual time, sequence
+//! number), members driven through `consensus::Member` (the same driver the real
+//! node uses), a network model, a compute-cost model, and invariant checkers.
+//!
+//! # Determinism and threads
+//! Events are processed in windows `[t, t + L)` where `L` is the network's minimum
+//! latency: nothing processed in a window can cause an event at another node in
+//! the same window. Within a window each node handles its own events in order
+//! (its own short timers included); nodes run in parallel on `threads` workers.
+//! Their effects are then merged in node order, and only the merge touches the
+//! network RNG, the queue and the sequence numbers. So the trace — and the beacon
+//! chain — is the same whatever the thread count.
+//!
+//! # Virtual CPU
+//! Each member has a CPU that is busy until some time: an input is handled at
+//! `max(arrival, busy_until)`, costs the cost model's price of the operations it
+//! performed (counted by `beacon::cost`), and its messages leave when it is done
+//! (then queue on the sender's uplink). A collector with many shares to verify is
+//! a real bottleneck.
+
+use crate::config::SimConfig;
+use crate::cost_model::CostModel;
+use crate::invariants::{Checker, FailureKind, Violation};
+use crate::network::Network;
+use crate::report::{percentiles, FinalBeacon, Report, RoundStats};
+use crate::SimError;
+use beacon::chain::{BeaconJson, ChainInfo, ChainInfoJson};
+use beacon::dkg::{DkgConfig, DkgOutput};
+use beacon::memo::Memo;
+use beacon::{NodeIndex, Point, Scheme, Time};
+use consensus::{
+    Behaviour, CommitPath, CommittedEntry, Envelope, Member, MemberInput, MemberOutput, MemberTimer, Output,
+    ReplicaConfig,
+};
+use rand::seq::SliceRandom;
+use rand::Rng;
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
+use sha2::{Digest as _, Sha256};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// What can happen to a node.
+enum Event<S: Scheme> {
+    Deliver { from: NodeIndex, envelope: Envelope<S>, bytes: usize },
+    Timer(MemberTimer),
+    Transaction(Vec<u8>),
+    Crash,
+    Restart,
+}
+
+impl<S: Scheme> Event<S> {
+    fn tag(&self) -> (u8, &'static str, u32, u64) {
+        match self {
+            Event::Deliver { from, envelope, .. } => {
+                let h = match envelope {
+                    Envelope::Consensus(m) => m.height().unwrap_or(0),
+                    Envelope::Dkg(_) => 0,
+                };
+                (0, envelope.kind(), from.0, h)
+            }
+            Event::Timer(_) => (1, "timer", 0, 0),
+            Event::Transaction(_) => (2, "transaction", 0, 0),
+            Event::Crash => (3, "crash", 0, 0),
+            Event::Restart => (4, "restart", 0, 0),
+        }
+    }
+}
+
+/// A node's persisted state: what a crash-restart resumes from.
+#[derive(Default)]
+struct Disk<S: Scheme> {
+    dkg: Option<Arc<DkgOutput<S>>>,
+    chain: Vec<Arc<CommittedEntry<S>>>,
+}
+
+/// Per-node mutable state, handed to a worker for one window.
+struct Slot<S: Scheme> {
+    member: Option<Member<S>>,
+    disk: Disk<S>,
+    busy_until: Time,
+    cpu_us: u64,
+    behaviour: Option<Behaviour>,
+}
+
+/// What one node did in one window.
+struct NodeEffects<S: Scheme> {
+    node: u32,
+    outputs: Vec<(Time, MemberOutput<S>)>,
+    trace: Vec<u8>,
+    processed: u64,
+    panic: Option<(Time, String)>,
+}
+
+/// Read-only context of a window.
+struct Shared<'a> {
+    costs: &'a CostModel,
+    replica: &'a ReplicaConfig,
+    memo: &'a Arc<Memo>,
+    seed: u64,
+}
+
+fn member_seed(seed: u64, node: u32) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(b"sbft-beacon sim member");
+    h.update(seed.to_be_bytes());
+    h.update(node.to_be_bytes());
+    h.finalize().into()
+}
+
+/// Runs one node's events of a window `[.., end)`.
+fn run_node<S: Scheme>(
+    node: u32,
+    slot: &mut Slot<S>,
+    mut events: Vec<(Time, Event<S>)>,
+    end: Time,
+    shared: &Shared<'_>,
+) -> NodeEffects<S> {
+    let mut fx = NodeEffects { node, outputs: Vec::new(), trace: Vec::new(), processed: 0, panic: None };
+    // Local queue: (time, local order) -> event; own timers below `end` join it.
+    let mut local: BTreeMap<(Time, u64), Event<S>> = BTreeMap::new();
+    let mut order = 0u64;
+    for (t, e) in events.drain(..) {
+        local.insert((t, order), e);
+        order += 1;
+    }
+    while let Some(((at, _), event)) = local.pop_first() {
+        let start = at.max(slot.busy_until);
+        let (kind, what, from, height) = event.tag();
+        fx.trace.extend_from_slice(&start.0.to_be_bytes());
+        fx.trace.extend_from_slice(&[kind]);
+        fx.trace.extend_from_slice(what.as_bytes());
+        fx.trace.extend_from_slice(&from.to_be_bytes());
+        fx.trace.extend_from_slice(&height.to_be_bytes());
+        fx.processed += 1;
+        let (input, bytes) = match event {
+            Event::Crash => {
+                slot.member = None;
+                continue;
+            }
+            Event::Restart => {
+                if slot.member.is_some() {
+                    continue;
+                }
+                let Some(dkg) = slot.disk.dkg.clone() else { continue };
+                let restored = Member::restore(
+                    shared.replica.clone(),
+                    &dkg,
+                    slot.disk.chain.clone(),
+                    member_seed(shared.seed, node),
+                    shared.memo.clone(),
+                    slot.behaviour,
+                );
+                match restored {
+                    Ok(m) => slot.member = Some(m),
+                    Err(e) => {
+                        fx.panic = Some((start, format!("restore failed: {e}")));
+                        return fx;
+                    }
+                }
+                (MemberInput::Start, 0)
+            }
+            Event::Deliver { from, envelope, bytes } => (MemberInput::Message { from, envelope }, bytes),
+            Event::Timer(t) => (MemberInput::Timer(t), 0),
+            Event::Transaction(tx) => {
+                let len = tx.len();
+                (MemberInput::ClientTransaction(tx), len)
+            }
+        };
+        let Some(member) = slot.member.as_mut() else { continue };
+        beacon::cost::take();
+        let result = catch_unwind(AssertUnwindSafe(|| member.handle(start, input)));
+        let counts = beacon::cost::take();
+        let outputs = match result {
+            Ok(o) => o,
+            Err(p) => {
+                let msg = p
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "panic".into());
+                fx.panic = Some((start, msg));
+                return fx;
+            }
+        };
+        let cost = shared.costs.cost_us(&counts, bytes);
+        slot.cpu_us += cost;
+        let done = start.plus_micros(cost);
+        slot.busy_until = done;
+        for o in outputs {
+            match o {
+                MemberOutput::SetTimer { at, timer } if at < end => {
+                    local.insert((at, order), Event::Timer(timer));
+                    order += 1;
+                }
+                MemberOutput::DkgComplete(out) => {
+                    slot.disk.dkg = Some(out.clone());
+                    fx.outputs.push((done, MemberOutput::DkgComplete(out)));
+                }
+                MemberOutput::Replica(Output::Finalized(entry)) => {
+                    slot.disk.chain.push(entry.clone());
+                    fx.outputs.push((done, MemberOutput::Replica(Output::Finalized(entry))));
+                }
+                other => fx.outputs.push((done, other)),
+            }
+        }
+    }
+    fx
+}
+
+/// A simulation in progress.
+struct Engine<S: Scheme> {
+    cfg: SimConfig,
+    replica: ReplicaConfig,
+    costs: CostModel,
+    network: Network,
+    memo: Arc<Memo>,
+    slots: Vec<Slot<S>>,
+    queue: BinaryHeap<Reverse<(Time, u64)>>,
+    events: HashMap<u64, (u32, Event<S>)>,
+    seq: u64,
+    uplink_free: Vec<Time>,
+    net_rng: ChaCha20Rng,
+    load_rng: ChaCha20Rng,
+    next_tx: Option<Time>,
+    trace: Sha256,
+    checker: Checker,
+    processed: u64,
+    // Statistics.
+    dkg_done: Vec<Option<Time>>,
+    dkg_end: Option<Time>,
+    rounds_started_wall: Option<Instant>,
+    consensus_messages: u64,
+    consensus_bytes: u64,
+    beacon_learned: Vec<BTreeMap<u64, Time>>,
+    beacon_samples: BTreeMap<u64, Vec<f64>>,
+    commit_samples: BTreeMap<u64, Vec<f64>>,
+    paths: BTreeMap<u64, CommitPath>,
+    view_changes: BTreeMap<(u64, u64), ()>,
+    finalized: Vec<u64>,
+    evidence: BTreeMap<String, u64>,
+    cpu_at_rounds_start: u64,
+}
+
+/// Progress callback: (rounds finalized by every honest node, target rounds).
+pub type Progress<'a> = &'a (dyn Fn(u64, u64) + Sync);
+
+/// Runs a scenario to completion and reports (violations are in the report).
+pub fn run(cfg: &SimConfig, progress: Option<Progress<'_>>) -> Result<(Report, Option<serde_json::Value>), SimError> {
+    match cfg.scheme {
+        beacon::SchemeId::PedersenBlsChained => run_with::<beacon::MinPk>(cfg, progress),
+        beacon::SchemeId::BlsChainedG1Rfc9380 => run_with::<beacon::MinSig>(cfg, progress),
+        other => Err(SimError::Config(format!("{other} cannot be simulated (verification-only)"))),
+    }
+}
+
+fn run_with<S: Scheme>(cfg: &SimConfig, progress: Option<Progress<'_>>) -> Result<(Report, Option<serde_json::Value>), SimError> {
+    let wall = Instant::now();
+    let mut engine = Engine::<S>::new(cfg)?;
+    engine.start();
+    engine.run(progress);
+    let chain = engine.chain_json();
+    Ok((engine.report(wall.elapsed().as_secs_f64()), chain))
+}
+
+impl<S: Scheme> Engine<S> {
+    fn new(cfg: &SimConfig) -> Result<Self, SimError> {
+        let costs = CostModel::from_toml(&crate::config::read_relative(cfg.base_dir.as_deref(), &cfg.cost_model)?)?;
+        let regions = cfg.region_table()?;
+        let network = Network::new(&cfg.network, regions.as_ref(), cfg.nodes);
+        let p = &cfg.protocol;
+        let mut replica = ReplicaConfig::new(cfg.nodes, p.c).map_err(|e| SimError::Config(e.to_string()))?;
+        if p.beacon_threshold > 0 {
+            replica.beacon_threshold = p.beacon_threshold;
+        }
+        replica.election_lag = p.election_lag;
+        replica.period_us = p.period_ms * 1000;
+        replica.fast_path_timeout_us = p.fast_path_timeout_ms * 1000;
+        replica.view_change_timeout_us = p.view_change_timeout_ms * 1000;
+        replica.backup_collector_delay_us = p.backup_collector_delay_ms * 1000;
+        replica.early_beacon = p.early_beacon;
+        replica.max_batch = p.max_batch.max(1);
+        replica.genesis_seed = Sha256::digest(format!("sbft-beacon genesis {}", cfg.seed)).into();
+        replica.validate().map_err(|e| SimError::Config(e.to_string()))?;
+        if cfg.faults.byzantine > replica.f {
+            return Err(SimError::Config(format!(
+                "{} Byzantine replicas exceed f = {} for n = {}, c = {}",
+                cfg.faults.byzantine, replica.f, cfg.nodes, p.c
+            )));
+        }
+        let n = cfg.nodes;
+        let mut rng = ChaCha20Rng::seed_from_u64(cfg.seed);
+        // Byzantine replicas: chosen by the seed, kinds cycled.
+        let mut indices: Vec<u32> = (0..n).collect();
+        indices.shuffle(&mut rng);
+        let kinds: Vec<Behaviour> =
+            cfg.faults.byzantine_kinds.iter().map(|k| k.parse().map_err(SimError::Config)).collect::<Result<_, _>>()?;
+        let mut behaviours = vec![None; n as usize];
+        for (i, node) in indices.iter().take(cfg.faults.byzantine as usize).enumerate() {
+            behaviours[*node as usize] = Some(kinds[i % kinds.len()]);
+        }
+        let dealers = if cfg.dkg.dealers == 0 || cfg.dkg.dealers >= n {
+            Vec::new()
+        } else {
+            (0..cfg.dkg.dealers).map(|i| NodeIndex((i as u64 * n as u64 / cfg.dkg.dealers as u64) as u32)).collect()
+        };
+        let dealer_count = if dealers.is_empty() { n } else { dealers.len() as u32 };
+        let dkg = DkgConfig {
+            session: Sha256::digest(format!("sbft-beacon sim dkg {}", cfg.seed)).into(),
+            n,
+            thresholds: replica.dkg_thresholds(),
+            dealers,
+            phase_timeout_us: cfg.dkg.phase_timeout_ms * 1000,
+            min_qualified: ((dealer_count - 1) / 3 + 1).min(dealer_count),
+        };
+        let memo = Memo::shared();
+        let mut slots = Vec::with_capacity(n as usize);
+        for i in 0..n {
+            let member = Member::new(replica.clone(), dkg.clone(), NodeIndex(i), member_seed(cfg.seed, i), memo.clone(), behaviours[i as usize])
+                .map_err(|e| SimError::Config(e.to_string()))?;
+            slots.push(Slot { member: Some(member), disk: Disk::default(), busy_until: Time::ZERO, cpu_us: 0, behaviour: behaviours[i as usize] });
+        }
+        let honest: Vec<bool> = behaviours.iter().map(Option::is_none).collect();
+        Ok(Engine {
+            checker: Checker::new(S::ID, replica.genesis_seed.to_vec(), honest, cfg.seed),
+            cfg: cfg.clone(),
+            replica,
+            costs,
+            network,
+            memo,
+            slots,
+            queue: BinaryHeap::new(),
+            events: HashMap::new(),
+            seq: 0,
+            uplink_free: vec![Time::ZERO; n as usize],
+            net_rng: ChaCha20Rng::seed_from_u64(cfg.seed ^ 0x6e65_7477_6f72_6b),
+            load_rng: ChaCha20Rng::seed_from_u64(cfg.seed ^ 0x6c6f_6164),
+            next_tx: None,
+            trace: Sha256::new(),
+            processed: 0,
+            dkg_done: vec![None; n as usize],
+            dkg_end: None,
+            rounds_started_wall: None,
+            consensus_messages: 0,
+            consensus_bytes: 0,
+            beacon_learned: vec![BTreeMap::new(); n as usize],
+            beacon_samples: BTreeMap::new(),
+            commit_samples: BTreeMap::new(),
+            paths: BTreeMap::new(),
+            view_changes: BTreeMap::new(),
+            finalized: vec![0; n as usize],
+            evidence: BTreeMap::new(),
+            cpu_at_rounds_start: 0,
+        })
+    }
+
+    fn push(&mut self, at: Time, node: u32, event: Event<S>) {
+        self.seq += 1;
+        self.events.insert(self.seq, (node, event));
+        self.queue.push(Reverse((at, self.seq)));
+    }
+
+    fn start(&mut self) {
+        let t = Time::ZERO;
+        let effects: Vec<NodeEffects<S>> = (0..self.cfg.nodes)
+            .map(|i| {
+                let shared = Shared { costs: &self.costs, replica: &self.replica, memo: &self.memo, seed: self.cfg.seed };
+                let mut fx = NodeEffects { node: i, outputs: Vec::new(), trace: Vec::new(), processed: 0, panic: None };
+                let slot = &mut self.slots[i as usize];
+                if let Some(m) = slot.member.as_mut() {
+                    beacon::cost::take();
+                    let out = m.handle(t, MemberInput::Start);
+                    let cost = shared.costs.cost_us(&beacon::cost::take(), 0);
+                    slot.busy_until = t.plus_micros(cost);
+                    slot.cpu_us += cost;
+                    fx.outputs = out.into_iter().map(|o| (slot.busy_until, o)).collect();
+                }
+                fx
+            })
+            .collect();
+        for fx in effects {
+            self.merge(fx);
+        }
+    }
+
+    fn honest_alive_done(&self) -> bool {
+        let target = self.cfg.rounds;
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.behaviour.is_none() && s.member.is_some())
+            .all(|(i, _)| self.finalized[i] >= target)
+    }
+
+    fn run(&mut self, progress: Option<Progress<'_>>) {
+        let lookahead = self.network.min_latency_us().max(1);
+        let max_time = Time(self.cfg.invariants.max_virtual_time_s.saturating_mul(1_000_000));
+        let mut last_progress_report = 0;
+        let threads = self.cfg.threads.max(1);
+        loop {
+            if self.checker.failed() || self.honest_alive_done() {
+                break;
+            }
+            self.schedule_load();
+            let Some(Reverse((t0, _))) = self.queue.peek().copied() else {
+                self.checker.fail(FailureKind::Liveness, None, Time::ZERO, "no events left before the target rounds".into());
+                break;
+            };
+            if t0 > max_time {
+                self.checker.fail(FailureKind::Liveness, None, t0, format!("target not reached within {} s of virtual time", self.cfg.invariants.max_virtual_time_s));
+                break;
+            }
+            if let Some(v) = self.checker.check_liveness(t0, self.cfg.invariants.liveness_bound_ms * 1000, self.last_fault_heal()) {
+                let _ = v;
+                break;
+            }
+            let end = t0.plus_micros(lookahead);
+            let mut per_node: BTreeMap<u32, Vec<(Time, Event<S>)>> = BTreeMap::new();
+            while let Some(Reverse((t, seq))) = self.queue.peek().copied() {
+                if t >= end {
+                    break;
+                }
+                self.queue.pop();
+                let (node, event) = self.events.remove(&seq).expect("queued event exists");
+                per_node.entry(node).or_default().push((t, event));
+            }
+            let effects = self.process_window(per_node, end, threads);
+            for fx in effects {
+                self.merge(fx);
+            }
+            if let Some(p) = progress {
+                let done = self.min_honest_finalized();
+                if done != last_progress_report {
+                    last_progress_report = done;
+                    p(done, self.cfg.rounds);
+                }
+            }
+        }
+        if !self.checker.failed() && !self.honest_alive_done() {
+            self.checker.fail(FailureKind::Liveness, None, Time::ZERO, "stopped before the target rounds".into());
+        }
+    }
+
+    fn min_honest_finalized(&self) -> u64 {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.behaviour.is_none() && s.member.is_some())
+            .map(|(i, _)| self.finalized[i])
+            .min()
+            .unwrap_or(0)
+    }
+
+    fn last_fault_heal(&self) -> Option<Time> {
+        let origin = self.dkg_end?;
+        let crashes = self.cfg.faults.crash.iter().map(|c| origin.plus_millis(c.restart_ms.unwrap_or(c.at_ms)));
+        crashes.chain(self.network.last_heal()).max().or(Some(origin))
+    }
+
+    fn process_window(&mut self, per_node: BTreeMap<u32, Vec<(Time, Event<S>)>>, end: Time, threads: usize) -> Vec<NodeEffects<S>> {
+        let shared = Shared { costs: &self.costs, replica: &self.replica, memo: &self.memo, seed: self.cfg.seed };
+        // Pair each busy node with exclusive access to its slot.
+        let mut work: Vec<(u32, &mut Slot<S>, Vec<(Time, Event<S>)>)> = Vec::with_capacity(per_node.len());
+        let mut events = per_node.into_iter().peekable();
+        for (i, slot) in self.slots.iter_mut().enumerate() {
+            if events.peek().is_some_and(|(n, _)| *n as usize == i) {
+                let (n, evs) = events.next().expect("peeked");
+                work.push((n, slot, evs));
+            }
+        }
+        if threads <= 1 || work.len() < 2 {
+            return work.into_iter().map(|(n, slot, evs)| run_node(n, slot, evs, end, &shared)).collect();
+        }
+        let chunk = work.len().div_ceil(threads);
+        let mut results: Vec<Vec<NodeEffects<S>>> = Vec::new();
+        std::thread::scope(|s| {
+            let handles: Vec<_> = {
+                let mut handles = Vec::new();
+                let mut rest = work;
+                while !rest.is_empty() {
+                    let tail = rest.split_off(rest.len().min(chunk));
+                    let mine = std::mem::replace(&mut rest, tail);
+                    let shared = &shared;
+                    handles.push(s.spawn(move || {
+                        mine.into_iter().map(|(n, slot, evs)| run_node(n, slot, evs, end, shared)).collect::<Vec<_>>()
+                    }));
+                }
+                handles
+            };
+            for h in handles {
+                results.push(h.join().expect("simulation worker panicked outside a member"));
+            }
+        });
+        results.into_iter().flatten().collect()
+    }
+
+    fn schedule_load(&mut self) {
+        let rate = self.cfg.load.tx_per_second;
+        let Some(origin) = self.dkg_end else { return };
+        if rate <= 0.0 {
+            return;
+        }
+        let horizon = self.queue.peek().map(|Reverse((t, _))| t.plus_micros(1)).unwrap_or(origin);
+        let interval = (1e6 / rate).max(1.0) as u64;
+        let mut next = self.next_tx.unwrap_or(origin);
+        while next < horizon {
+            let node = self.load_rng.gen_range(0..self.cfg.nodes);
+            let mut tx = vec![0u8; self.cfg.load.tx_bytes.max(8)];
+            self.load_rng.fill(&mut tx[..]);
+            self.push(next, node, Event::Transaction(tx));
+            next = next.plus_micros(interval);
+        }
+        self.next_tx = Some(next);
+    }
+
+    /// Applies one node's effects: network, timers, observations. Sequential, in
+    /// node order: the only place that draws network randomness.
+    fn merge(&mut self, fx: NodeEffects<S>) {
+        self.trace.update(fx.node.to_be_bytes());
+        self.trace.update(&fx.trace);
+        self.processed += fx.processed;
+        let node = fx.node;
+        for (at, output) in fx.outputs {
+            match output {
+                MemberOutput::Send { to, envelope } => self.send(node, at, &[to], envelope),
+                MemberOutput::Broadcast(envelope) => {
+                    let all: Vec<NodeIndex> = (0..self.cfg.nodes).filter(|j| *j != node).map(NodeIndex).collect();
+                    self.send(node, at, &all, envelope);
+                }
+                MemberOutput::SetTimer { at: when, timer } => self.push(when, node, Event::Timer(timer)),
+                MemberOutput::DkgComplete(out) => self.on_dkg_complete(node, at, &out),
+                MemberOutput::DkgFailed(reason) => {
+                    if self.slots[node as usize].behaviour.is_none() {
+                        self.checker.fail(FailureKind::Liveness, Some(node), at, format!("DKG failed: {reason}"));
+                    }
+                }
+                MemberOutput::Replica(o) => self.observe(node, at, o),
+            }
+        }
+        if let Some((t, msg)) = fx.panic {
+            self.checker.fail(FailureKind::Crash, Some(node), t, format!("member panicked: {msg}"));
+        }
+    }
+
+    fn send(&mut self, from: u32, at: Time, to: &[NodeIndex], envelope: Envelope<S>) {
+        let bytes = envelope.encode().map(|b| b.len()).unwrap_or(0);
+        let consensus = matches!(envelope, Envelope::Consensus(_));
+        let transmit = self.network.transmit_us(bytes);
+        for t in to {
+            let depart = at.max(self.uplink_free[from as usize]).plus_micros(transmit);
+            self.uplink_free[from as usize] = depart;
+            if consensus && self.dkg_end.is_some() {
+                self.consensus_messages += 1;
+                self.consensus_bytes += bytes as u64;
+            }
+            let arrivals = self.network.arrivals(&mut self.net_rng, from, t.0, depart);
+            for arrival in arrivals {
+                self.push(arrival, t.0, Event::Deliver { from: NodeIndex(from), envelope: envelope.clone(), bytes });
+            }
+        }
+    }
+
+    fn on_dkg_complete(&mut self, node: u32, at: Time, out: &Arc<DkgOutput<S>>) {
+        self.dkg_done[node as usize] = Some(at);
+        self.beacon_learned[node as usize].insert(0, at);
+        if self.slots[node as usize].behaviour.is_none() {
+            let key = out.keys[0].group_key().to_bytes();
+            self.checker.on_group_key(node, at, key);
+        }
+        let all_done = self
+            .slots
+            .iter()
+            .enumerate()
+            .all(|(i, s)| self.dkg_done[i].is_some() || s.behaviour.is_some());
+        if all_done && self.dkg_end.is_none() {
+            let end = self.dkg_done.iter().flatten().max().copied().unwrap_or(at);
+            self.dkg_end = Some(end);
+            self.rounds_started_wall = Some(Instant::now());
+            self.cpu_at_rounds_start = self.slots.iter().map(|s| s.cpu_us).sum();
+            self.network.install_partitions(&self.cfg.partitions, end, self.cfg.nodes);
+            let crashes = self.cfg.faults.crash.clone();
+            for c in crashes {
+                self.push(end.plus_millis(c.at_ms), c.node, Event::Crash);
+                if let Some(r) = c.restart_ms {
+                    self.push(end.plus_millis(r), c.node, Event::Restart);
+                }
+            }
+        }
+    }
+
+    fn observe(&mut self, node: u32, at: Time, output: Output<S>) {
+        let honest = self.slots[node as usize].behaviour.is_none();
+        match output {
+            Output::Committed { block, certificate, proposed_at, committed_at } => {
+                if honest {
+                    self.checker.on_commit(node, at, block.height, certificate.digest);
+                    self.paths.entry(block.height).or_insert(certificate.path);
+                    let ms = committed_at.micros_since(proposed_at) as f64 / 1000.0;
+                    self.commit_samples.entry(block.height).or_default().push(ms);
+                }
+            }
+            Output::Beacon { beacon, .. } => {
+                if honest {
+                    self.checker.on_beacon(node, at, &beacon, &self.memo);
+                    let learned = &mut self.beacon_learned[node as usize];
+                    if let Some(prev) = learned.get(&(beacon.round - 1)).copied() {
+                        let ms = at.micros_since(prev) as f64 / 1000.0;
+                        self.beacon_samples.entry(beacon.round).or_default().push(ms);
+                    }
+                    learned.insert(beacon.round, at);
+                }
+            }
+            Output::Finalized(entry) => {
+                self.finalized[node as usize] = entry.block.height;
+                if honest {
+                    self.checker.on_progress(at, entry.block.height);
+                }
+            }
+            Output::ViewChanged { height, view } => {
+                if honest {
+                    self.view_changes.insert((height, view), ());
+                }
+            }
+            Output::Evidence(e) => {
+                if honest {
+                    *self.evidence.entry(format!("{:?} by {}", e.kind, e.culprit)).or_default() += 1;
+                }
+            }
+            Output::Send { .. } | Output::Broadcast(_) | Output::SetTimer { .. } => {}
+        }
+    }
+
+    fn chain_json(&self) -> Option<serde_json::Value> {
+        let key = self.checker.group_key()?;
+        let info = ChainInfo {
+            public_key: key.to_vec(),
+            period: (self.cfg.protocol.period_ms / 1000) as u32,
+            genesis_time: 0,
+            genesis_seed: self.replica.genesis_seed.to_vec(),
+            scheme: S::ID,
+            beacon_id: "default".into(),
+        };
+        let beacons: Vec<BeaconJson> = self.checker.beacons().iter().map(BeaconJson::from).collect();
+        Some(serde_json::json!({ "info": ChainInfoJson::from(&info), "beacons": beacons }))
+    }
+
+    fn report(&self, wall_s: f64) -> Report {
+        let rounds_wall_s = self.rounds_started_wall.map(|t| t.elapsed().as_secs_f64()).unwrap_or(0.0);
+        let dkg_wall_s = (wall_s - rounds_wall_s).max(0.0);
+        let beacons = self.checker.beacons();
+        let rounds = beacons.len() as u64;
+        let heights = self.checker.committed_heights();
+        let fast = self.paths.values().filter(|p| **p == CommitPath::Fast).count();
+        let all_beacon: Vec<f64> = self.beacon_samples.values().flatten().copied().collect();
+        let all_commit: Vec<f64> = self.commit_samples.values().flatten().copied().collect();
+        let per_round = (1..=rounds)
+            .map(|r| RoundStats {
+                round: r,
+                beacon_ms: percentiles(self.beacon_samples.get(&r).map(Vec::as_slice).unwrap_or(&[])),
+                commit_ms: percentiles(self.commit_samples.get(&r).map(Vec::as_slice).unwrap_or(&[])),
+                path: self.paths.get(&r).map(|p| match p {
+                    CommitPath::Fast => "fast".into(),
+                    CommitPath::Slow => "slow".into(),
+                }),
+                view_changes: self.view_changes.keys().filter(|(h, _)| *h == r).count() as u64,
+            })
+            .collect();
+        let n = self.cfg.nodes as f64;
+        let per = |v: u64| if heights > 0 { v as f64 / heights as f64 } else { 0.0 };
+        let cpu_rounds: u64 = self.slots.iter().map(|s| s.cpu_us).sum::<u64>() - self.cpu_at_rounds_start;
+        let last = beacons.last();
+        let mut trace = self.trace.clone();
+        if let Some(b) = last {
+            trace.update(b.round.to_be_bytes());
+            trace.update(&b.signature);
+        }
+        let f = self.replica.f;
+        Report {
+            scenario: self.cfg.name.clone(),
+            seed: self.cfg.seed,
+            nodes: self.cfg.nodes,
+            f,
+            c: self.replica.c,
+            scheme: S::ID.as_str().to_string(),
+            threads: self.cfg.threads,
+            byzantine: self.cfg.faults.byzantine,
+            rounds,
+            heights_committed: heights,
+            fast_path_ratio: if self.paths.is_empty() { 0.0 } else { fast as f64 / self.paths.len() as f64 },
+            view_changes: self.view_changes.len() as u64,
+            dkg_virtual_ms: self.dkg_end.map(|t| t.as_millis_f64()).unwrap_or(0.0),
+            dkg_wall_s,
+            beacon_latency_ms: percentiles(&all_beacon),
+            commit_latency_ms: percentiles(&all_commit),
+            messages_per_round: per(self.consensus_messages),
+            bytes_per_round: per(self.consensus_bytes),
+            messages_per_node_per_round: per(self.consensus_messages) / n,
+            bytes_per_node_per_round: per(self.consensus_bytes) / n,
+            cpu_ms_per_node_per_round: per(cpu_rounds) / n / 1000.0,
+            wall_s,
+            rounds_wall_s,
+            events: self.processed,
+            events_per_s: if wall_s > 0.0 { self.processed as f64 / wall_s } else { 0.0 },
+            virtual_s: self.checker.last_time().as_millis_f64() / 1000.0,
+            trace_hash: hex::encode(trace.finalize()),
+            final_beacon: last.map(|b| FinalBeacon {
+                round: b.round,
+                signature: hex::encode(&b.signature),
+                randomness: hex::encode(b.randomness()),
+            }),
+            group_public_key: self.checker.group_key().map(hex::encode),
+            violations: self.checker.violations().to_vec(),
+            evidence: self.evidence.clone(),
+            per_round,
+        }
+    }
+}
+
+/// The violations of a report, for callers that only need the verdict.
+pub fn first_violation(report: &Report) -> Option<&Violation> {
+    report.violations.first()
+}

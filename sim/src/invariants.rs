@@ -1,0 +1,216 @@
+//! Invariant checkers, fed every commit, beacon and finalized height of honest
+//! members: agreement, beacon validity and uniqueness, liveness after the last
+//! fault heals. A violation is typed (safety / liveness / crash) and carries the
+//! seed and the event that broke it.
+
+use beacon::chain::ChainInfo;
+use beacon::memo::Memo;
+use beacon::{Beacon, SchemeId, Time};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Kinds of failure, so a campaign can sort them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FailureKind {
+    /// Two honest members disagree, or an invalid or second beacon appeared.
+    Safety,
+    /// No progress within the bound after the last fault healed.
+    Liveness,
+    /// A member panicked.
+    Crash,
+}
+
+/// One violation.
+#[derive(Clone, Debug, Serialize)]
+pub struct Violation {
+    /// Kind.
+    pub kind: FailureKind,
+    /// Member where it showed, if one.
+    pub node: Option<u32>,
+    /// Virtual time (ms).
+    pub time_ms: f64,
+    /// What happened.
+    pub detail: String,
+    /// The run's seed (replays it).
+    pub seed: u64,
+}
+
+/// The checkers' state.
+pub struct Checker {
+    scheme: SchemeId,
+    genesis_seed: Vec<u8>,
+    honest: Vec<bool>,
+    seed: u64,
+    group_key: Option<Vec<u8>>,
+    commits: BTreeMap<u64, [u8; 32]>,
+    beacons: BTreeMap<u64, Beacon>,
+    violations: Vec<Violation>,
+    last_progress: Time,
+    max_height: u64,
+    last_time: Time,
+}
+
+impl Checker {
+    /// A checker for one run.
+    pub fn new(scheme: SchemeId, genesis_seed: Vec<u8>, honest: Vec<bool>, seed: u64) -> Self {
+        Checker {
+            scheme,
+            genesis_seed,
+            honest,
+            seed,
+            group_key: None,
+            commits: BTreeMap::new(),
+            beacons: BTreeMap::new(),
+            violations: Vec::new(),
+            last_progress: Time::ZERO,
+            max_height: 0,
+            last_time: Time::ZERO,
+        }
+    }
+
+    /// Records a violation.
+    pub fn fail(&mut self, kind: FailureKind, node: Option<u32>, at: Time, detail: String) {
+        self.violations.push(Violation { kind, node, time_ms: at.as_millis_f64(), detail, seed: self.seed });
+    }
+
+    /// Whether anything failed.
+    pub fn failed(&self) -> bool {
+        !self.violations.is_empty()
+    }
+
+    /// All violations.
+    pub fn violations(&self) -> &[Violation] {
+        &self.violations
+    }
+
+    /// The beacon group key all honest members derived.
+    pub fn group_key(&self) -> Option<&[u8]> {
+        self.group_key.as_deref()
+    }
+
+    /// The verified beacon chain (consecutive from round 1).
+    pub fn beacons(&self) -> Vec<Beacon> {
+        let mut out = Vec::new();
+        for (r, b) in &self.beacons {
+            if *r != out.len() as u64 + 1 {
+                break;
+            }
+            out.push(b.clone());
+        }
+        out
+    }
+
+    /// Highest height committed by some honest member.
+    pub fn committed_heights(&self) -> u64 {
+        self.commits.keys().next_back().copied().unwrap_or(0)
+    }
+
+    /// Latest event time seen.
+    pub fn last_time(&self) -> Time {
+        self.last_time
+    }
+
+    fn touch(&mut self, at: Time) {
+        self.last_time = self.last_time.max(at);
+    }
+
+    /// An honest member finished the DKG with this beacon group key.
+    pub fn on_group_key(&mut self, node: u32, at: Time, key: Vec<u8>) {
+        self.touch(at);
+        match &self.group_key {
+            Some(k) if *k != key => self.fail(FailureKind::Safety, Some(node), at, "honest members derived different group keys".into()),
+            Some(_) => {}
+            None => self.group_key = Some(key),
+        }
+    }
+
+    /// Agreement: one block per height among honest members.
+    pub fn on_commit(&mut self, node: u32, at: Time, height: u64, digest: [u8; 32]) {
+        self.touch(at);
+        if !self.honest[node as usize] {
+            return;
+        }
+        match self.commits.get(&height) {
+            Some(d) if *d != digest => self.fail(
+                FailureKind::Safety,
+                Some(node),
+                at,
+                format!("agreement: height {height} committed as {} and {}", hex::encode(d), hex::encode(digest)),
+            ),
+            Some(_) => {}
+            None => {
+                self.commits.insert(height, digest);
+            }
+        }
+    }
+
+    /// Validity (verifies under the group key, chains on the previous beacon) and
+    /// uniqueness (one signature per round).
+    pub fn on_beacon(&mut self, node: u32, at: Time, beacon: &Beacon, memo: &Arc<Memo>) {
+        self.touch(at);
+        if !self.honest[node as usize] {
+            return;
+        }
+        if let Some(b) = self.beacons.get(&beacon.round) {
+            if b.signature != beacon.signature || b.previous_signature != beacon.previous_signature {
+                self.fail(FailureKind::Safety, Some(node), at, format!("uniqueness: two beacons for round {}", beacon.round));
+            }
+            return;
+        }
+        let expected_prev = if beacon.round == 1 {
+            Some(self.genesis_seed.clone())
+        } else {
+            self.beacons.get(&(beacon.round - 1)).map(|b| b.signature.clone())
+        };
+        if expected_prev.is_some_and(|p| p != beacon.previous_signature) {
+            self.fail(FailureKind::Safety, Some(node), at, format!("validity: round {} does not chain on round {}", beacon.round, beacon.round - 1));
+            return;
+        }
+        let Some(key) = self.group_key.clone() else {
+            self.fail(FailureKind::Safety, Some(node), at, "beacon before any group key".into());
+            return;
+        };
+        let info = ChainInfo {
+            public_key: key,
+            period: 0,
+            genesis_time: 0,
+            genesis_seed: self.genesis_seed.clone(),
+            scheme: self.scheme,
+            beacon_id: "default".into(),
+        };
+        let _ = memo;
+        if let Err(e) = info.verify_beacon(beacon) {
+            self.fail(FailureKind::Safety, Some(node), at, format!("validity: {e}"));
+            return;
+        }
+        self.beacons.insert(beacon.round, beacon.clone());
+    }
+
+    /// An honest member finalized `height`.
+    pub fn on_progress(&mut self, at: Time, height: u64) {
+        self.touch(at);
+        if height > self.max_height {
+            self.max_height = height;
+            self.last_progress = at;
+        }
+    }
+
+    /// Liveness: after `last_heal`, some honest member must finalize a new height
+    /// at least every `bound_us`.
+    pub fn check_liveness(&mut self, now: Time, bound_us: u64, last_heal: Option<Time>) -> Option<()> {
+        let heal = last_heal?;
+        let since = self.last_progress.max(heal);
+        if now.micros_since(since) > bound_us {
+            self.fail(
+                FailureKind::Liveness,
+                None,
+                now,
+                format!("no height finalized for {} ms after the last fault healed (stuck after height {})", bound_us / 1000, self.max_height),
+            );
+            return Some(());
+        }
+        None
+    }
+}

@@ -1,0 +1,139 @@
+//! The run report: the figures of a simulation as one JSON object (and the
+//! table the CLI prints).
+
+use crate::invariants::Violation;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Latency percentiles (ms).
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Percentiles {
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Maximum.
+    pub max: f64,
+}
+
+/// Percentiles of `samples` (nearest rank); zeros when empty.
+pub fn percentiles(samples: &[f64]) -> Percentiles {
+    if samples.is_empty() {
+        return Percentiles::default();
+    }
+    let mut v = samples.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let at = |q: f64| v[(((v.len() as f64) * q).ceil() as usize).clamp(1, v.len()) - 1];
+    Percentiles { p50: at(0.5), p90: at(0.9), p99: at(0.99), max: v[v.len() - 1] }
+}
+
+/// The last beacon.
+#[derive(Clone, Debug, Serialize)]
+pub struct FinalBeacon {
+    /// Round.
+    pub round: u64,
+    /// Signature, hex.
+    pub signature: String,
+    /// SHA-256 of the signature, hex.
+    pub randomness: String,
+}
+
+/// One round's figures.
+#[derive(Clone, Debug, Serialize)]
+pub struct RoundStats {
+    /// Round (= height).
+    pub round: u64,
+    /// Beacon latency across honest nodes (ms).
+    pub beacon_ms: Percentiles,
+    /// Commit latency across honest nodes (ms).
+    pub commit_ms: Percentiles,
+    /// Commit path of the height.
+    pub path: Option<String>,
+    /// Views entered at this height beyond view 0.
+    pub view_changes: u64,
+}
+
+/// A simulation report.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// Scenario name.
+    pub scenario: String,
+    /// Seed.
+    pub seed: u64,
+    /// Replicas.
+    pub nodes: u32,
+    /// Byzantine tolerance.
+    pub f: u32,
+    /// Extra collectors.
+    pub c: u32,
+    /// Scheme id.
+    pub scheme: String,
+    /// Worker threads used.
+    pub threads: usize,
+    /// Byzantine replicas simulated.
+    pub byzantine: u32,
+    /// Beacons produced (consecutive from round 1).
+    pub rounds: u64,
+    /// Highest committed height.
+    pub heights_committed: u64,
+    /// Share of heights committed on the fast path.
+    pub fast_path_ratio: f64,
+    /// Views entered beyond view 0, over all heights.
+    pub view_changes: u64,
+    /// Virtual time at which the last honest node finished the DKG (ms).
+    pub dkg_virtual_ms: f64,
+    /// Wall time of the DKG part (s).
+    pub dkg_wall_s: f64,
+    /// Beacon round latency (ms): from learning beta_{h-1} to learning beta_h.
+    pub beacon_latency_ms: Percentiles,
+    /// Commit latency (ms): from seeing the proposal to committing.
+    pub commit_latency_ms: Percentiles,
+    /// Consensus messages per height, whole network.
+    pub messages_per_round: f64,
+    /// Consensus bytes per height, whole network.
+    pub bytes_per_round: f64,
+    /// Consensus messages per node per height.
+    pub messages_per_node_per_round: f64,
+    /// Consensus bytes per node per height.
+    pub bytes_per_node_per_round: f64,
+    /// Virtual CPU per node per height (ms), from the cost model.
+    pub cpu_ms_per_node_per_round: f64,
+    /// Wall time (s).
+    pub wall_s: f64,
+    /// Wall time of the rounds after the DKG (s).
+    pub rounds_wall_s: f64,
+    /// Events processed.
+    pub events: u64,
+    /// Events per wall second.
+    pub events_per_s: f64,
+    /// Virtual time simulated (s).
+    pub virtual_s: f64,
+    /// Hash of the trace: equal seeds and configs give equal hashes.
+    pub trace_hash: String,
+    /// The last beacon.
+    pub final_beacon: Option<FinalBeacon>,
+    /// The beacon group public key, hex.
+    pub group_public_key: Option<String>,
+    /// Invariant violations (empty when none).
+    pub violations: Vec<Violation>,
+    /// Evidence reported by honest members, by kind and culprit.
+    pub evidence: BTreeMap<String, u64>,
+    /// Per-round latencies.
+    pub per_round: Vec<RoundStats>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_by_nearest_rank() {
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        let p = percentiles(&v);
+        assert_eq!((p.p50, p.p90, p.p99, p.max), (50.0, 90.0, 99.0, 100.0));
+        assert_eq!(percentiles(&[]).max, 0.0);
+        assert_eq!(percentiles(&[3.0]).p50, 3.0);
+    }
+}
