@@ -98,6 +98,20 @@ impl SignerDomain {
         Ok(SignerDomain { n, fft, points })
     }
 
+    /// The domain of `n` signers, shared process-wide (many simulated members use
+    /// the same one).
+    pub fn shared(n: u32) -> Result<Arc<SignerDomain>, Error> {
+        static CACHE: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<u32, Arc<SignerDomain>>>> =
+            std::sync::OnceLock::new();
+        let cache = CACHE.get_or_init(Default::default);
+        if let Some(d) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&n) {
+            return Ok(d.clone());
+        }
+        let d = Arc::new(SignerDomain::new(n)?);
+        cache.lock().unwrap_or_else(|e| e.into_inner()).insert(n, d.clone());
+        Ok(d)
+    }
+
     /// Number of signers.
     pub fn n(&self) -> u32 {
         self.n

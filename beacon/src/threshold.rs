@@ -106,13 +106,15 @@ impl<S: Scheme> fmt::Debug for ThresholdPublicKey<S> {
 }
 
 impl<S: Scheme> ThresholdPublicKey<S> {
-    /// A threshold key from its group key and all `n` verification keys.
+    /// A threshold key from its group key and all `n` verification keys (shared,
+    /// not copied: thousands of simulated members hold the same keys).
     pub fn new(
         threshold: u32,
         domain: Arc<SignerDomain>,
         group_key: S::PublicKey,
-        verification_keys: Vec<S::PublicKey>,
+        verification_keys: impl Into<Arc<Vec<S::PublicKey>>>,
     ) -> Result<Self, Error> {
+        let verification_keys = verification_keys.into();
         let n = domain.n();
         if threshold == 0 || threshold > n {
             return Err(Error::InvalidThreshold { t: threshold, n });
@@ -124,7 +126,7 @@ impl<S: Scheme> ThresholdPublicKey<S> {
                 right: n as usize,
             });
         }
-        Ok(ThresholdPublicKey { threshold, domain, group_key, verification_keys: Arc::new(verification_keys) })
+        Ok(ThresholdPublicKey { threshold, domain, group_key, verification_keys })
     }
 
     /// The threshold `t`.
@@ -434,7 +436,7 @@ pub fn deal<S: Scheme, R: RngCore + ?Sized>(
     let shares: Vec<SecretShare> =
         values.iter().enumerate().map(|(i, v)| SecretShare::new(NodeIndex(i as u32), *v)).collect();
     let g = S::PublicKey::generator();
-    let verification_keys = values.iter().map(|v| g.mul(v)).collect();
+    let verification_keys: Vec<S::PublicKey> = values.iter().map(|v| g.mul(v)).collect();
     let public = ThresholdPublicKey::new(threshold, domain, g.mul(&poly[0]), verification_keys)?;
     Ok((public, shares))
 }

@@ -4,7 +4,6 @@ use crate::ConsensusError;
 use beacon::dkg::DkgOutput;
 use beacon::{NodeIndex, Scheme, SecretShare, SignerDomain, ThresholdPublicKey};
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
 
 /// Parameters every replica of one network shares.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -158,7 +157,7 @@ impl<S: Scheme> ReplicaKeys<S> {
                 output.n, config.n
             )));
         }
-        let domain = Arc::new(SignerDomain::new(config.n)?);
+        let domain = SignerDomain::shared(config.n)?;
         let key = |i: usize| -> Result<KeyShare<S>, ConsensusError> {
             Ok(KeyShare { share: output.keys[i].secret_share.clone(), public: output.keys[i].public_key(domain.clone())? })
         };

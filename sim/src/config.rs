@@ -177,7 +177,8 @@ pub struct NetworkConfig {
     /// Per-node uplink in Mbit/s (0: unlimited).
     #[serde(default)]
     pub bandwidth_mbps: f64,
-    /// Probability a message is lost.
+    /// Probability a consensus message is lost (the DKG assumes a reliable
+    /// broadcast layer: its messages are delayed, duplicated, never lost).
     #[serde(default)]
     pub loss: f64,
     /// Probability a message is delivered twice.

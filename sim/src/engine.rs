@@ -45,6 +45,7 @@ use std::time::Instant;
 
 /// What can happen to a node.
 enum Event<S: Scheme> {
+    Start,
     Deliver { from: NodeIndex, envelope: Envelope<S>, bytes: usize },
     Timer(MemberTimer),
     Transaction(Vec<u8>),
@@ -62,6 +63,7 @@ impl<S: Scheme> Event<S> {
                 };
                 (0, envelope.kind(), from.0, h)
             }
+            Event::Start => (5, "start", 0, 0),
             Event::Timer(_) => (1, "timer", 0, 0),
             Event::Transaction(_) => (2, "transaction", 0, 0),
             Event::Crash => (3, "crash", 0, 0),
@@ -163,6 +165,7 @@ fn run_node<S: Scheme>(
                 }
                 (MemberInput::Start, 0)
             }
+            Event::Start => (MemberInput::Start, 0),
             Event::Deliver { from, envelope, bytes } => (MemberInput::Message { from, envelope }, bytes),
             Event::Timer(t) => (MemberInput::Timer(t), 0),
             Event::Transaction(tx) => {
@@ -364,25 +367,8 @@ impl<S: Scheme> Engine<S> {
     }
 
     fn start(&mut self) {
-        let t = Time::ZERO;
-        let effects: Vec<NodeEffects<S>> = (0..self.cfg.nodes)
-            .map(|i| {
-                let shared = Shared { costs: &self.costs, replica: &self.replica, memo: &self.memo, seed: self.cfg.seed };
-                let mut fx = NodeEffects { node: i, outputs: Vec::new(), trace: Vec::new(), processed: 0, panic: None };
-                let slot = &mut self.slots[i as usize];
-                if let Some(m) = slot.member.as_mut() {
-                    beacon::cost::take();
-                    let out = m.handle(t, MemberInput::Start);
-                    let cost = shared.costs.cost_us(&beacon::cost::take(), 0);
-                    slot.busy_until = t.plus_micros(cost);
-                    slot.cpu_us += cost;
-                    fx.outputs = out.into_iter().map(|o| (slot.busy_until, o)).collect();
-                }
-                fx
-            })
-            .collect();
-        for fx in effects {
-            self.merge(fx);
+        for i in 0..self.cfg.nodes {
+            self.push(Time::ZERO, i, Event::Start);
         }
     }
 
@@ -556,7 +542,7 @@ impl<S: Scheme> Engine<S> {
                 self.consensus_messages += 1;
                 self.consensus_bytes += bytes as u64;
             }
-            let arrivals = self.network.arrivals(&mut self.net_rng, from, t.0, depart);
+            let arrivals = self.network.arrivals(&mut self.net_rng, from, t.0, depart, !consensus);
             for arrival in arrivals {
                 self.push(arrival, t.0, Event::Deliver { from: NodeIndex(from), envelope: envelope.clone(), bytes });
             }

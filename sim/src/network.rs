@@ -124,9 +124,10 @@ impl Network {
     }
 
     /// Arrival times of one message leaving `from` at `depart` (after its uplink
-    /// slot): none if lost or partitioned, two if duplicated.
-    pub fn arrivals(&self, rng: &mut ChaCha20Rng, from: u32, to: u32, depart: Time) -> Vec<Time> {
-        if self.partitioned(from, to, depart) || (self.loss > 0.0 && rng.gen_bool(self.loss)) {
+    /// slot): none if lost or partitioned, two if duplicated. A `reliable` message
+    /// (the DKG's, which assumes a reliable broadcast layer) is never lost.
+    pub fn arrivals(&self, rng: &mut ChaCha20Rng, from: u32, to: u32, depart: Time, reliable: bool) -> Vec<Time> {
+        if self.partitioned(from, to, depart) || (!reliable && self.loss > 0.0 && rng.gen_bool(self.loss)) {
             return Vec::new();
         }
         let copies = if self.duplication > 0.0 && rng.gen_bool(self.duplication) { 2 } else { 1 };

@@ -312,7 +312,7 @@ impl<S: Scheme> ThresholdKeyMaterial<S> {
 
     /// The public side, ready for collectors and verifiers.
     pub fn public_key(&self, domain: Arc<SignerDomain>) -> Result<ThresholdPublicKey<S>, Error> {
-        ThresholdPublicKey::new(self.threshold, domain, *self.group_key(), self.verification_keys.to_vec())
+        ThresholdPublicKey::new(self.threshold, domain, *self.group_key(), self.verification_keys.clone())
     }
 }
 
@@ -417,7 +417,7 @@ impl<S: Scheme> Dkg<S> {
         if me.0 >= config.n {
             return Err(Error::SignerOutOfRange { signer: me, n: config.n });
         }
-        let domain = Arc::new(SignerDomain::new(config.n)?);
+        let domain = SignerDomain::shared(config.n)?;
         Ok(Dkg {
             config,
             me,
