@@ -4,13 +4,19 @@
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use beacon::lagrange::{lagrange_fast, lagrange_naive};
-use beacon::{deal, InterpolationMethod, MinPk, MinSig, NodeIndex, Point, Scalar, Scheme, SignerDomain};
+use beacon::{
+    deal, InterpolationMethod, MinPk, MinSig, NodeIndex, Point, Scalar, Scheme, SignerDomain,
+};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 
 fn subset(n: u32, t: u32) -> Vec<NodeIndex> {
-    (0..n).filter(|i| i % 2 == 0).take(t as usize).map(NodeIndex).collect()
+    (0..n)
+        .filter(|i| i % 2 == 0)
+        .take(t as usize)
+        .map(NodeIndex)
+        .collect()
 }
 
 fn lagrange(c: &mut Criterion) {
@@ -21,8 +27,12 @@ fn lagrange(c: &mut Criterion) {
         let domain = SignerDomain::new(n).unwrap();
         let signers = subset(n, t);
         let points: Vec<Scalar> = signers.iter().map(|s| domain.point(*s).unwrap()).collect();
-        g.bench_with_input(BenchmarkId::new("naive", t), &points, |b, p| b.iter(|| lagrange_naive(p)));
-        g.bench_with_input(BenchmarkId::new("fast", t), &points, |b, p| b.iter(|| lagrange_fast(p)));
+        g.bench_with_input(BenchmarkId::new("naive", t), &points, |b, p| {
+            b.iter(|| lagrange_naive(p))
+        });
+        g.bench_with_input(BenchmarkId::new("fast", t), &points, |b, p| {
+            b.iter(|| lagrange_fast(p))
+        });
         g.bench_with_input(BenchmarkId::new("roots_of_unity", t), &signers, |b, s| {
             b.iter(|| domain.lagrange_at_zero(s, InterpolationMethod::RootsOfUnity))
         });
@@ -50,7 +60,9 @@ fn msm_and_recovery<S: Scheme>(c: &mut Criterion, name: &str) {
         g.bench_function(BenchmarkId::new("batch_verify_all", t), |b| {
             b.iter(|| public.batch_verify(&h, &sigs, &mut rng))
         });
-        g.bench_function(BenchmarkId::new("verify_one_share", t), |b| b.iter(|| public.verify_share(&h, &sigs[0])));
+        g.bench_function(BenchmarkId::new("verify_one_share", t), |b| {
+            b.iter(|| public.verify_share(&h, &sigs[0]))
+        });
     }
     g.finish();
 }

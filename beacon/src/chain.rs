@@ -100,7 +100,10 @@ impl BeaconJson {
 }
 
 fn parse_hex(what: &'static str, s: &str) -> Result<Vec<u8>, Error> {
-    hex::decode(s).map_err(|e| Error::Hex { what, reason: e.to_string() })
+    hex::decode(s).map_err(|e| Error::Hex {
+        what,
+        reason: e.to_string(),
+    })
 }
 
 /// Public parameters of a chain, as drand publishes them at `/info`.
@@ -137,7 +140,8 @@ impl ChainInfo {
     /// Unix time at which `round` is due (`genesis_time` for round 1).
     pub fn time_of_round(&self, round: u64) -> i64 {
         let steps = round.saturating_sub(1).min(i64::MAX as u64) as i64;
-        self.genesis_time.saturating_add(steps.saturating_mul(self.period as i64))
+        self.genesis_time
+            .saturating_add(steps.saturating_mul(self.period as i64))
     }
 
     /// Verifies one beacon's signature and randomness (not its link to the chain).
@@ -147,14 +151,25 @@ impl ChainInfo {
         }
         let msg = round_message(self.scheme, beacon.round, &beacon.previous_signature);
         let ok = if self.scheme.signatures_in_g1() {
-            MinSig::verify(&G2::from_bytes(&self.public_key)?, &msg, &G1::from_bytes(&beacon.signature)?)
+            MinSig::verify(
+                &G2::from_bytes(&self.public_key)?,
+                &msg,
+                &G1::from_bytes(&beacon.signature)?,
+            )
         } else {
-            MinPk::verify(&G1::from_bytes(&self.public_key)?, &msg, &G2::from_bytes(&beacon.signature)?)
+            MinPk::verify(
+                &G1::from_bytes(&self.public_key)?,
+                &msg,
+                &G2::from_bytes(&beacon.signature)?,
+            )
         };
         if ok {
             Ok(())
         } else {
-            Err(Error::InvalidSignature(format!("round {} does not verify", beacon.round)))
+            Err(Error::InvalidSignature(format!(
+                "round {} does not verify",
+                beacon.round
+            )))
         }
     }
 
@@ -177,10 +192,19 @@ impl ChainInfo {
                         reason: "previous_signature is not the previous round's signature".into(),
                     });
                 }
-            } else if b.round == 1 && self.scheme.is_chained() && b.previous_signature != self.genesis_seed {
-                return Err(Error::BrokenChain { round: 1, reason: "round 1 does not chain on the genesis seed".into() });
+            } else if b.round == 1
+                && self.scheme.is_chained()
+                && b.previous_signature != self.genesis_seed
+            {
+                return Err(Error::BrokenChain {
+                    round: 1,
+                    reason: "round 1 does not chain on the genesis seed".into(),
+                });
             }
-            self.verify_beacon(b).map_err(|e| Error::BrokenChain { round: b.round, reason: e.to_string() })?;
+            self.verify_beacon(b).map_err(|e| Error::BrokenChain {
+                round: b.round,
+                reason: e.to_string(),
+            })?;
             prev = Some(b);
         }
         Ok(())
@@ -219,7 +243,9 @@ pub struct ChainMetadata {
 
 impl Default for ChainMetadata {
     fn default() -> Self {
-        ChainMetadata { beacon_id: DEFAULT_BEACON_ID.to_string() }
+        ChainMetadata {
+            beacon_id: DEFAULT_BEACON_ID.to_string(),
+        }
     }
 }
 
@@ -232,7 +258,9 @@ impl From<&ChainInfo> for ChainInfoJson {
             hash: hex::encode(info.hash()),
             group_hash: hex::encode(&info.genesis_seed),
             scheme_id: info.scheme.as_str().to_string(),
-            metadata: ChainMetadata { beacon_id: info.beacon_id.clone() },
+            metadata: ChainMetadata {
+                beacon_id: info.beacon_id.clone(),
+            },
         }
     }
 }
@@ -249,7 +277,9 @@ impl ChainInfoJson {
             beacon_id: self.metadata.beacon_id.clone(),
         };
         if parse_hex("hash", &self.hash)? != info.hash() {
-            return Err(Error::InvalidSignature("chain hash does not match the chain info".into()));
+            return Err(Error::InvalidSignature(
+                "chain hash does not match the chain info".into(),
+            ));
         }
         Ok(info)
     }
@@ -270,7 +300,8 @@ mod tests {
             .iter()
             .map(|c| {
                 let info: ChainInfoJson = serde_json::from_value(c["info"].clone()).unwrap();
-                let beacons: Vec<BeaconJson> = serde_json::from_value(c["beacons"].clone()).unwrap();
+                let beacons: Vec<BeaconJson> =
+                    serde_json::from_value(c["beacons"].clone()).unwrap();
                 (info, beacons)
             })
             .collect()
@@ -299,11 +330,17 @@ mod tests {
         // Rounds 1, 2, 3 of the default chain verify as a chain from genesis.
         let (info_json, beacons) = &all[0];
         let info = info_json.to_info().unwrap();
-        let first: Vec<Beacon> = beacons[..3].iter().map(|b| b.to_beacon().unwrap()).collect();
+        let first: Vec<Beacon> = beacons[..3]
+            .iter()
+            .map(|b| b.to_beacon().unwrap())
+            .collect();
         info.verify_chain(None, &first).unwrap();
         // And the links are checked: drop round 2.
         let gap = vec![first[0].clone(), first[2].clone()];
-        assert!(matches!(info.verify_chain(None, &gap), Err(Error::BrokenChain { round: 3, .. })));
+        assert!(matches!(
+            info.verify_chain(None, &gap),
+            Err(Error::BrokenChain { round: 3, .. })
+        ));
     }
 
     #[test]
@@ -315,7 +352,11 @@ mod tests {
                 for i in [0, b.signature.len() / 2, b.signature.len() - 1] {
                     let mut t = b.clone();
                     t.signature[i] ^= 0x01;
-                    assert!(info.verify_beacon(&t).is_err(), "signature byte {i} round {}", b.round);
+                    assert!(
+                        info.verify_beacon(&t).is_err(),
+                        "signature byte {i} round {}",
+                        b.round
+                    );
                 }
                 if !b.previous_signature.is_empty() {
                     for i in [0, b.previous_signature.len() - 1] {
@@ -328,7 +369,14 @@ mod tests {
                 t.round += 1;
                 assert!(info.verify_beacon(&t).is_err());
                 let mut rj = bj.clone();
-                rj.randomness.replace_range(0..2, if &rj.randomness[0..2] == "00" { "01" } else { "00" });
+                rj.randomness.replace_range(
+                    0..2,
+                    if &rj.randomness[0..2] == "00" {
+                        "01"
+                    } else {
+                        "00"
+                    },
+                );
                 assert!(rj.to_beacon().is_err());
             }
             // Chain info fields: every one enters the hash or the verification.
@@ -339,10 +387,12 @@ mod tests {
             t.genesis_time += 1;
             assert!(t.to_info().is_err());
             let mut t = info_json.clone();
-            t.group_hash.replace_range(0..1, if &t.group_hash[0..1] == "0" { "1" } else { "0" });
+            t.group_hash
+                .replace_range(0..1, if &t.group_hash[0..1] == "0" { "1" } else { "0" });
             assert!(t.to_info().is_err());
             let mut t = info_json.clone();
-            t.public_key.replace_range(4..5, if &t.public_key[4..5] == "0" { "1" } else { "0" });
+            t.public_key
+                .replace_range(4..5, if &t.public_key[4..5] == "0" { "1" } else { "0" });
             assert!(t.to_info().is_err());
             let mut pk = info.clone();
             pk.public_key[10] ^= 1;
@@ -358,7 +408,10 @@ mod tests {
             let back = ChainInfoJson::from(&info);
             assert_eq!(back, info_json);
             assert_eq!(info.time_of_round(1), info.genesis_time);
-            assert_eq!(info.time_of_round(3), info.genesis_time + 2 * info.period as i64);
+            assert_eq!(
+                info.time_of_round(3),
+                info.genesis_time + 2 * info.period as i64
+            );
         }
     }
 }

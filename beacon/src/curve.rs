@@ -60,7 +60,7 @@ macro_rules! group {
 
         impl $name {
             /// This point in affine coordinates (for pairings and MSM inputs).
-            pub(crate) fn to_affine(&self) -> $aff {
+            pub(crate) fn to_affine(self) -> $aff {
                 let mut out = <$aff>::default();
                 // SAFETY: valid input and output points.
                 unsafe { $to_aff(&mut out, &self.0) };
@@ -180,7 +180,11 @@ macro_rules! group {
             fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
                 let what = Self::NAME;
                 if bytes.len() != $len {
-                    return Err(Error::WrongLength { what, expected: $len, got: bytes.len() });
+                    return Err(Error::WrongLength {
+                        what,
+                        expected: $len,
+                        got: bytes.len(),
+                    });
                 }
                 let mut aff = <$aff>::default();
                 // SAFETY: `bytes` has the compressed length blst reads.
@@ -304,8 +308,14 @@ mod tests {
         let bytes = p.to_bytes();
         assert_eq!(bytes.len(), P::COMPRESSED_LEN);
         assert_eq!(P::from_bytes(&bytes).unwrap(), p);
-        assert!(matches!(P::from_bytes(&bytes[1..]), Err(Error::WrongLength { .. })));
-        assert!(matches!(P::from_bytes(&P::identity().to_bytes()), Err(Error::IdentityPoint { .. })));
+        assert!(matches!(
+            P::from_bytes(&bytes[1..]),
+            Err(Error::WrongLength { .. })
+        ));
+        assert!(matches!(
+            P::from_bytes(&P::identity().to_bytes()),
+            Err(Error::IdentityPoint { .. })
+        ));
         // x = 0 with the compression bit set is not a point of either curve.
         let mut bad = vec![0u8; P::COMPRESSED_LEN];
         bad[0] = 0x80;
@@ -345,14 +355,18 @@ mod tests {
     fn msm_matches_naive_sum() {
         let mut rng = ChaCha20Rng::seed_from_u64(4);
         for n in [0usize, 1, 2, 5, 40] {
-            let points: Vec<G1> = (0..n).map(|_| G1::generator().mul(&Scalar::random(&mut rng))).collect();
+            let points: Vec<G1> = (0..n)
+                .map(|_| G1::generator().mul(&Scalar::random(&mut rng)))
+                .collect();
             let scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
             let naive = points
                 .iter()
                 .zip(&scalars)
                 .fold(G1::identity(), |acc, (p, s)| acc.add(&p.mul(s)));
             assert_eq!(G1::msm(&points, &scalars), naive);
-            let points2: Vec<G2> = (0..n).map(|_| G2::generator().mul(&Scalar::random(&mut rng))).collect();
+            let points2: Vec<G2> = (0..n)
+                .map(|_| G2::generator().mul(&Scalar::random(&mut rng)))
+                .collect();
             let naive2 = points2
                 .iter()
                 .zip(&scalars)

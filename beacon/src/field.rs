@@ -6,9 +6,9 @@
 //! limbs is equality of field elements.
 
 use blst::{
-    blst_fr, blst_fr_add, blst_fr_ct_bfly, blst_fr_cneg, blst_fr_gs_bfly, blst_fr_eucl_inverse, blst_fr_from_scalar,
-    blst_fr_from_uint64, blst_fr_mul, blst_fr_sqr, blst_fr_sub, blst_scalar, blst_scalar_fr_check,
-    blst_scalar_from_bendian, blst_scalar_from_fr, blst_scalar_from_lendian,
+    blst_fr, blst_fr_add, blst_fr_cneg, blst_fr_ct_bfly, blst_fr_eucl_inverse, blst_fr_from_scalar,
+    blst_fr_from_uint64, blst_fr_gs_bfly, blst_fr_mul, blst_fr_sqr, blst_fr_sub, blst_scalar,
+    blst_scalar_fr_check, blst_scalar_from_bendian, blst_scalar_from_fr, blst_scalar_from_lendian,
 };
 use rand_core::RngCore;
 use std::fmt;
@@ -322,7 +322,10 @@ mod tests {
             assert_eq!(Scalar::from_bytes_be(&a.to_bytes_be()), Some(a));
             assert_eq!(Scalar::from_bytes_le(&a.to_bytes_le()), Some(a));
         }
-        assert_eq!(Scalar::from_u64(6) * Scalar::from_u64(7), Scalar::from_u64(42));
+        assert_eq!(
+            Scalar::from_u64(6) * Scalar::from_u64(7),
+            Scalar::from_u64(42)
+        );
         assert_eq!(Scalar::ZERO.inverse(), None);
     }
 

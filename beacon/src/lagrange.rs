@@ -62,7 +62,9 @@ impl FromStr for InterpolationMethod {
             "naive" => Ok(Self::Naive),
             "fast" => Ok(Self::Fast),
             "roots_of_unity" | "rou" => Ok(Self::RootsOfUnity),
-            other => Err(format!("unknown interpolation method {other:?} (naive, fast, roots_of_unity)")),
+            other => Err(format!(
+                "unknown interpolation method {other:?} (naive, fast, roots_of_unity)"
+            )),
         }
     }
 }
@@ -101,14 +103,18 @@ impl SignerDomain {
     /// The domain of `n` signers, shared process-wide (many simulated members use
     /// the same one).
     pub fn shared(n: u32) -> Result<Arc<SignerDomain>, Error> {
-        static CACHE: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<u32, Arc<SignerDomain>>>> =
-            std::sync::OnceLock::new();
+        static CACHE: std::sync::OnceLock<
+            std::sync::Mutex<std::collections::HashMap<u32, Arc<SignerDomain>>>,
+        > = std::sync::OnceLock::new();
         let cache = CACHE.get_or_init(Default::default);
         if let Some(d) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&n) {
             return Ok(d.clone());
         }
         let d = Arc::new(SignerDomain::new(n)?);
-        cache.lock().unwrap_or_else(|e| e.into_inner()).insert(n, d.clone());
+        cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(n, d.clone());
         Ok(d)
     }
 
@@ -162,7 +168,10 @@ impl SignerDomain {
         }
         if let Some(&last) = sorted.last() {
             if last.0 >= self.n {
-                return Err(Error::SignerOutOfRange { signer: last, n: self.n });
+                return Err(Error::SignerOutOfRange {
+                    signer: last,
+                    n: self.n,
+                });
             }
         }
         Ok(sorted)
@@ -183,7 +192,10 @@ impl SignerDomain {
             InterpolationMethod::Fast => lagrange_fast(&self.points_of(signers))?,
             InterpolationMethod::RootsOfUnity => self.lagrange_roots_of_unity(signers),
         };
-        Ok(LagrangeCoefficients { signers: signers.to_vec(), coefficients })
+        Ok(LagrangeCoefficients {
+            signers: signers.to_vec(),
+            coefficients,
+        })
     }
 
     fn points_of(&self, signers: &[NodeIndex]) -> Vec<Scalar> {
@@ -223,7 +235,10 @@ impl SignerDomain {
             v_m.resize(size, Scalar::ZERO);
             self.fft.forward_to_bit_reversed(&mut v_m);
             let log = size.trailing_zeros();
-            signers.iter().map(|s| v_m[bit_reversed_index(s.0 as usize, log)] * scale).collect()
+            signers
+                .iter()
+                .map(|s| v_m[bit_reversed_index(s.0 as usize, log)] * scale)
+                .collect()
         }
     }
 
@@ -272,7 +287,11 @@ impl LagrangeCoefficients {
                 right: self.coefficients.len(),
             });
         }
-        Ok(values.iter().zip(&self.coefficients).map(|(v, l)| *v * *l).sum())
+        Ok(values
+            .iter()
+            .zip(&self.coefficients)
+            .map(|(v, l)| *v * *l)
+            .sum())
     }
 }
 
@@ -331,13 +350,21 @@ mod tests {
     fn coefficients(domain: &SignerDomain, signers: &[NodeIndex]) -> Vec<Vec<Scalar>> {
         InterpolationMethod::ALL
             .iter()
-            .map(|m| domain.lagrange_at_zero(signers, *m).unwrap().coefficients().to_vec())
+            .map(|m| {
+                domain
+                    .lagrange_at_zero(signers, *m)
+                    .unwrap()
+                    .coefficients()
+                    .to_vec()
+            })
             .collect()
     }
 
     fn recovers_secret(domain: &SignerDomain, signers: &[NodeIndex], seed: u64) {
         let mut rng = ChaCha20Rng::seed_from_u64(seed);
-        let poly: Vec<Scalar> = (0..signers.len()).map(|_| Scalar::random(&mut rng)).collect();
+        let poly: Vec<Scalar> = (0..signers.len())
+            .map(|_| Scalar::random(&mut rng))
+            .collect();
         let shares: Vec<Scalar> = signers
             .iter()
             .map(|s| evaluate(&poly, domain.point(*s).unwrap()))
@@ -392,7 +419,10 @@ mod tests {
             recovers_secret(&domain, &all, n as u64);
             let one = [NodeIndex(n - 1)];
             for m in InterpolationMethod::ALL {
-                assert_eq!(domain.lagrange_at_zero(&one, m).unwrap().coefficients(), &[Scalar::one()]);
+                assert_eq!(
+                    domain.lagrange_at_zero(&one, m).unwrap().coefficients(),
+                    &[Scalar::one()]
+                );
             }
         }
     }
@@ -403,8 +433,12 @@ mod tests {
         let n = 5000u32;
         let domain = SignerDomain::new(n).unwrap();
         let signers: Vec<NodeIndex> = (0..n).filter(|i| i % 3 != 1).map(NodeIndex).collect();
-        let fast = domain.lagrange_at_zero(&signers, InterpolationMethod::Fast).unwrap();
-        let rou = domain.lagrange_at_zero(&signers, InterpolationMethod::RootsOfUnity).unwrap();
+        let fast = domain
+            .lagrange_at_zero(&signers, InterpolationMethod::Fast)
+            .unwrap();
+        let rou = domain
+            .lagrange_at_zero(&signers, InterpolationMethod::RootsOfUnity)
+            .unwrap();
         assert_eq!(fast, rou);
         recovers_secret(&domain, &signers[..2500], 77);
     }
@@ -415,15 +449,23 @@ mod tests {
         for m in InterpolationMethod::ALL {
             assert_eq!(
                 domain.lagrange_at_zero(&[NodeIndex(1), NodeIndex(1)], m),
-                Err(Error::DuplicateSigner { signer: NodeIndex(1) })
+                Err(Error::DuplicateSigner {
+                    signer: NodeIndex(1)
+                })
             );
             assert_eq!(
                 domain.lagrange_at_zero(&[NodeIndex(10)], m),
-                Err(Error::SignerOutOfRange { signer: NodeIndex(10), n: 10 })
+                Err(Error::SignerOutOfRange {
+                    signer: NodeIndex(10),
+                    n: 10
+                })
             );
             assert!(domain.lagrange_at_zero(&[], m).is_err());
         }
-        assert_eq!(lagrange_naive(&[Scalar::one(), Scalar::one()]), Err(Error::InvalidPoints));
+        assert_eq!(
+            lagrange_naive(&[Scalar::one(), Scalar::one()]),
+            Err(Error::InvalidPoints)
+        );
         assert_eq!(lagrange_fast(&[Scalar::ZERO]), Err(Error::InvalidPoints));
         assert!(SignerDomain::new(0).is_err());
     }
@@ -431,6 +473,9 @@ mod tests {
     #[test]
     fn arbitrary_points_work_for_naive_and_fast() {
         let points: Vec<Scalar> = (1..=40u64).map(|i| Scalar::from_u64(i * i + 3)).collect();
-        assert_eq!(lagrange_naive(&points).unwrap(), lagrange_fast(&points).unwrap());
+        assert_eq!(
+            lagrange_naive(&points).unwrap(),
+            lagrange_fast(&points).unwrap()
+        );
     }
 }

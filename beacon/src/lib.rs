@@ -46,7 +46,9 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// A signer's (and replica's) 0-based index among the `n` members.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
 pub struct NodeIndex(pub u32);
 
 impl fmt::Display for NodeIndex {
@@ -56,7 +58,9 @@ impl fmt::Display for NodeIndex {
 }
 
 /// A point in (virtual or real) time, in microseconds since an arbitrary origin.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
 pub struct Time(pub u64);
 
 impl Time {

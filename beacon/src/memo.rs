@@ -43,12 +43,18 @@ pub fn take_charged_time() -> Duration {
 impl Memo {
     /// A cache that never caches: every call computes (what a real node does).
     pub fn disabled() -> Arc<Memo> {
-        Arc::new(Memo { enabled: false, entries: Mutex::new(HashMap::new()) })
+        Arc::new(Memo {
+            enabled: false,
+            entries: Mutex::new(HashMap::new()),
+        })
     }
 
     /// A shared cache (for simulators and in-process harnesses).
     pub fn shared() -> Arc<Memo> {
-        Arc::new(Memo { enabled: true, entries: Mutex::new(HashMap::new()) })
+        Arc::new(Memo {
+            enabled: true,
+            entries: Mutex::new(HashMap::new()),
+        })
     }
 
     /// Whether results are shared.
@@ -60,11 +66,20 @@ impl Memo {
     /// shared result of an earlier call with the same key (charging this thread the
     /// operations and time the computation took). `compute` must be a pure function
     /// of the inputs `key` digests.
-    pub fn get_or_compute<T: Any + Send + Sync>(&self, key: [u8; 32], compute: impl FnOnce() -> T) -> Arc<T> {
+    pub fn get_or_compute<T: Any + Send + Sync>(
+        &self,
+        key: [u8; 32],
+        compute: impl FnOnce() -> T,
+    ) -> Arc<T> {
         if !self.enabled {
             return Arc::new(compute());
         }
-        let hit = self.entries.lock().unwrap_or_else(|e| e.into_inner()).get(&key).cloned();
+        let hit = self
+            .entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+            .cloned();
         if let Some((value, counts, time)) = hit {
             if let Ok(v) = value.downcast::<T>() {
                 cost::charge(&counts);
@@ -80,13 +95,19 @@ impl Memo {
         cost::charge(&before);
         cost::charge(&counts);
         let entry: Entry = (value.clone(), counts, time);
-        self.entries.lock().unwrap_or_else(|e| e.into_inner()).insert(key, entry);
+        self.entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, entry);
         value
     }
 
     /// Drops every cached result.
     pub fn clear(&self) {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
     }
 }
 

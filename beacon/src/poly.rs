@@ -43,7 +43,10 @@ impl Fft {
     /// The (cached) transform of size `2^log_size`. Panics above 2^32, the 2-adicity
     /// of F_r: callers bound sizes first.
     pub fn new(log_size: u32) -> Arc<Fft> {
-        assert!(log_size <= TWO_ADICITY, "FFT size 2^{log_size} exceeds 2^32");
+        assert!(
+            log_size <= TWO_ADICITY,
+            "FFT size 2^{log_size} exceeds 2^32"
+        );
         static CACHE: OnceLock<Mutex<Vec<Option<Arc<Fft>>>>> = OnceLock::new();
         let cache = CACHE.get_or_init(|| Mutex::new(vec![None; TWO_ADICITY as usize + 1]));
         let mut guard = cache.lock().unwrap_or_else(|e| e.into_inner());
@@ -176,7 +179,11 @@ impl Fft {
     }
 
     fn check_len(&self, n: usize) {
-        assert!(n.is_power_of_two() && n <= self.size(), "FFT input of length {n} for size {}", self.size());
+        assert!(
+            n.is_power_of_two() && n <= self.size(),
+            "FFT input of length {n} for size {}",
+            self.size()
+        );
     }
 
     /// Decimation in time: bit-reversed input, natural-order output.
@@ -338,7 +345,9 @@ pub fn vanishing(points: &[Scalar]) -> Vec<Scalar> {
         rest = tail;
     }
     let mut out = vec![Scalar::one()];
-    let Some(largest) = blocks.first() else { return out };
+    let Some(largest) = blocks.first() else {
+        return out;
+    };
     let fft = Fft::new(largest.len().trailing_zeros() + 1);
     for block in blocks.into_iter().rev() {
         let mut coefficients = block_evaluations(&fft, block);
@@ -490,7 +499,10 @@ impl ProductTree {
     /// Builds the tree over `points` (at least one point).
     pub fn new(points: &[Scalar]) -> ProductTree {
         assert!(!points.is_empty(), "product tree over no points");
-        let mut levels = vec![points.iter().map(|p| vec![-*p, Scalar::one()]).collect::<Vec<_>>()];
+        let mut levels = vec![points
+            .iter()
+            .map(|p| vec![-*p, Scalar::one()])
+            .collect::<Vec<_>>()];
         while levels.last().map(Vec::len) != Some(1) {
             let below = levels.last().expect("non-empty");
             let next = below

@@ -42,9 +42,16 @@ pub trait Scheme: Copy + Clone + Default + fmt::Debug + Send + Sync + 'static {
     }
 
     /// Checks `e(g, sig) == e(key, hashed)` with `g` the key group's generator.
-    fn verify_hashed(key: &Self::PublicKey, hashed: &Self::Signature, sig: &Self::Signature) -> bool {
+    fn verify_hashed(
+        key: &Self::PublicKey,
+        hashed: &Self::Signature,
+        sig: &Self::Signature,
+    ) -> bool {
         let g = Self::PublicKey::generator().neg();
-        pairing_product_is_one(&[Self::pairing_input(&g, sig), Self::pairing_input(key, hashed)])
+        pairing_product_is_one(&[
+            Self::pairing_input(&g, sig),
+            Self::pairing_input(key, hashed),
+        ])
     }
 
     /// Verifies a signature on `msg`.
@@ -82,7 +89,9 @@ impl Scheme for MinSig {
 }
 
 /// A scheme identifier as drand writes it in chain info (`schemeID`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 #[serde(try_from = "String", into = "String")]
 pub enum SchemeId {
     /// Chained, signatures in G2 (drand's default network).
@@ -171,9 +180,16 @@ mod tests {
 
     #[test]
     fn scheme_ids_roundtrip() {
-        for id in [SchemeId::PedersenBlsChained, SchemeId::BlsChainedG1Rfc9380, SchemeId::BlsUnchainedG1Rfc9380] {
+        for id in [
+            SchemeId::PedersenBlsChained,
+            SchemeId::BlsChainedG1Rfc9380,
+            SchemeId::BlsUnchainedG1Rfc9380,
+        ] {
             assert_eq!(id.as_str().parse::<SchemeId>().unwrap(), id);
         }
-        assert!(matches!("bls".parse::<SchemeId>(), Err(Error::UnknownScheme(_))));
+        assert!(matches!(
+            "bls".parse::<SchemeId>(),
+            Err(Error::UnknownScheme(_))
+        ));
     }
 }

@@ -32,7 +32,11 @@ pub struct SecretShare {
 
 impl fmt::Debug for SecretShare {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "SecretShare {{ index: {}, value: <redacted> }}", self.index)
+        write!(
+            f,
+            "SecretShare {{ index: {}, value: <redacted> }}",
+            self.index
+        )
     }
 }
 
@@ -59,7 +63,10 @@ impl SecretShare {
 
     /// Signs an already hashed message.
     pub fn sign_hashed<S: Scheme>(&self, hashed: &S::Signature) -> SignatureShare<S> {
-        SignatureShare { signer: self.index, signature: hashed.mul(&self.value) }
+        SignatureShare {
+            signer: self.index,
+            signature: hashed.mul(&self.value),
+        }
     }
 }
 
@@ -126,7 +133,12 @@ impl<S: Scheme> ThresholdPublicKey<S> {
                 right: n as usize,
             });
         }
-        Ok(ThresholdPublicKey { threshold, domain, group_key, verification_keys })
+        Ok(ThresholdPublicKey {
+            threshold,
+            domain,
+            group_key,
+            verification_keys,
+        })
     }
 
     /// The threshold `t`.
@@ -153,7 +165,10 @@ impl<S: Scheme> ThresholdPublicKey<S> {
     pub fn verification_key(&self, signer: NodeIndex) -> Result<&S::PublicKey, Error> {
         self.verification_keys
             .get(signer.0 as usize)
-            .ok_or(Error::SignerOutOfRange { signer, n: self.n() })
+            .ok_or(Error::SignerOutOfRange {
+                signer,
+                n: self.n(),
+            })
     }
 
     /// All verification keys.
@@ -181,7 +196,10 @@ impl<S: Scheme> ThresholdPublicKey<S> {
         method: InterpolationMethod,
     ) -> Result<LagrangeCoefficients, Error> {
         if signers.len() < self.threshold as usize {
-            return Err(Error::NotEnoughShares { have: signers.len(), need: self.threshold as usize });
+            return Err(Error::NotEnoughShares {
+                have: signers.len(),
+                need: self.threshold as usize,
+            });
         }
         self.domain.lagrange_at_zero(signers, method)
     }
@@ -198,7 +216,10 @@ impl<S: Scheme> ThresholdPublicKey<S> {
         self.domain.check_signers(&signers)?;
         let t = self.threshold as usize;
         if shares.len() < t {
-            return Err(Error::NotEnoughShares { have: shares.len(), need: t });
+            return Err(Error::NotEnoughShares {
+                have: shares.len(),
+                need: t,
+            });
         }
         let coefficients = self.domain.lagrange_at_zero(&signers[..t], method)?;
         Ok(combine::<S>(&coefficients, &shares[..t]))
@@ -258,7 +279,12 @@ impl<S: Scheme> ThresholdPublicKey<S> {
         }
         let sigs: Vec<S::Signature> = weighted.iter().map(|s| s.signature).collect();
         let weights: Vec<Scalar> = sigs.iter().map(|_| Scalar::random_u128(rng)).collect();
-        let batch = WeightedBatch::<S> { hashed, sigs: &sigs, keys: &keys, weights: &weights };
+        let batch = WeightedBatch::<S> {
+            hashed,
+            sigs: &sigs,
+            keys: &keys,
+            weights: &weights,
+        };
         let (sig_sum, key_sum) = batch.sums(0..sigs.len());
         let mut found = Vec::new();
         batch.bisect(0..sigs.len(), sig_sum, key_sum, false, &mut found);
@@ -281,19 +307,31 @@ impl<S: Scheme> ThresholdPublicKey<S> {
         self.domain.check_signers(&signers)?;
         let t = self.threshold as usize;
         if shares.len() < t {
-            return Err(Error::NotEnoughShares { have: shares.len(), need: t });
+            return Err(Error::NotEnoughShares {
+                have: shares.len(),
+                need: t,
+            });
         }
         let hashed = S::hash_message(msg);
         let coefficients = self.domain.lagrange_at_zero(&signers[..t], method)?;
         let candidate = combine::<S>(&coefficients, &shares[..t]);
         if S::verify_hashed(&self.group_key, &hashed, &candidate) {
-            return Ok(Recovery { signature: Some(candidate), invalid: Vec::new() });
+            return Ok(Recovery {
+                signature: Some(candidate),
+                invalid: Vec::new(),
+            });
         }
         let invalid = self.find_invalid(&hashed, shares, rng);
-        let valid: Vec<SignatureShare<S>> =
-            shares.iter().filter(|s| !invalid.contains(&s.signer)).copied().collect();
+        let valid: Vec<SignatureShare<S>> = shares
+            .iter()
+            .filter(|s| !invalid.contains(&s.signer))
+            .copied()
+            .collect();
         if valid.len() < t {
-            return Ok(Recovery { signature: None, invalid });
+            return Ok(Recovery {
+                signature: None,
+                invalid,
+            });
         }
         let signers: Vec<NodeIndex> = valid[..t].iter().map(|s| s.signer).collect();
         let coefficients = self.domain.lagrange_at_zero(&signers, method)?;
@@ -303,7 +341,10 @@ impl<S: Scheme> ThresholdPublicKey<S> {
                 "recovered signature from verified shares does not verify: inconsistent key".into(),
             ));
         }
-        Ok(Recovery { signature: Some(signature), invalid })
+        Ok(Recovery {
+            signature: Some(signature),
+            invalid,
+        })
     }
 }
 
@@ -318,7 +359,10 @@ struct WeightedBatch<'a, S: Scheme> {
 impl<S: Scheme> WeightedBatch<'_, S> {
     fn sums(&self, range: std::ops::Range<usize>) -> (S::Signature, S::PublicKey) {
         let w = &self.weights[range.clone()];
-        (S::Signature::msm(&self.sigs[range.clone()], w), S::PublicKey::msm(&self.keys[range], w))
+        (
+            S::Signature::msm(&self.sigs[range.clone()], w),
+            S::PublicKey::msm(&self.keys[range], w),
+        )
     }
 
     /// Pushes the indices in `range` of the invalid shares; `sig_sum`/`key_sum` are
@@ -353,8 +397,15 @@ impl<S: Scheme> WeightedBatch<'_, S> {
 
 /// `sum_j lambda_j s_j`: one multi-scalar multiplication. `shares` must be in the
 /// order of `coefficients.signers()`.
-pub fn combine<S: Scheme>(coefficients: &LagrangeCoefficients, shares: &[SignatureShare<S>]) -> S::Signature {
-    debug_assert!(coefficients.signers().iter().zip(shares).all(|(a, b)| *a == b.signer));
+pub fn combine<S: Scheme>(
+    coefficients: &LagrangeCoefficients,
+    shares: &[SignatureShare<S>],
+) -> S::Signature {
+    debug_assert!(coefficients
+        .signers()
+        .iter()
+        .zip(shares)
+        .all(|(a, b)| *a == b.signer));
     let points: Vec<S::Signature> = shares.iter().map(|s| s.signature).collect();
     S::Signature::msm(&points, coefficients.coefficients())
 }
@@ -371,7 +422,11 @@ pub struct ShareSet<S: Scheme> {
 impl<S: Scheme> ShareSet<S> {
     /// An empty set for `message` among `n` signers.
     pub fn new(message: Vec<u8>, n: u32) -> Self {
-        ShareSet { message, n, shares: BTreeMap::new() }
+        ShareSet {
+            message,
+            n,
+            shares: BTreeMap::new(),
+        }
     }
 
     /// The message these shares sign.
@@ -382,13 +437,20 @@ impl<S: Scheme> ShareSet<S> {
     /// Adds a share for `message`.
     pub fn insert(&mut self, message: &[u8], share: SignatureShare<S>) -> Result<(), Error> {
         if message != self.message.as_slice() {
-            return Err(Error::MessageMismatch { signer: share.signer });
+            return Err(Error::MessageMismatch {
+                signer: share.signer,
+            });
         }
         if share.signer.0 >= self.n {
-            return Err(Error::SignerOutOfRange { signer: share.signer, n: self.n });
+            return Err(Error::SignerOutOfRange {
+                signer: share.signer,
+                n: self.n,
+            });
         }
         if self.shares.contains_key(&share.signer) {
-            return Err(Error::DuplicateSigner { signer: share.signer });
+            return Err(Error::DuplicateSigner {
+                signer: share.signer,
+            });
         }
         self.shares.insert(share.signer, share.signature);
         Ok(())
@@ -416,7 +478,13 @@ impl<S: Scheme> ShareSet<S> {
 
     /// The shares, ordered by signer.
     pub fn shares(&self) -> Vec<SignatureShare<S>> {
-        self.shares.iter().map(|(signer, signature)| SignatureShare { signer: *signer, signature: *signature }).collect()
+        self.shares
+            .iter()
+            .map(|(signer, signature)| SignatureShare {
+                signer: *signer,
+                signature: *signature,
+            })
+            .collect()
     }
 }
 
@@ -433,8 +501,11 @@ pub fn deal<S: Scheme, R: RngCore + ?Sized>(
     let domain = Arc::new(SignerDomain::new(n)?);
     let poly: Vec<Scalar> = (0..threshold).map(|_| Scalar::random(rng)).collect();
     let values = domain.evaluate_all(&poly);
-    let shares: Vec<SecretShare> =
-        values.iter().enumerate().map(|(i, v)| SecretShare::new(NodeIndex(i as u32), *v)).collect();
+    let shares: Vec<SecretShare> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| SecretShare::new(NodeIndex(i as u32), *v))
+        .collect();
     let g = S::PublicKey::generator();
     let verification_keys: Vec<S::PublicKey> = values.iter().map(|v| g.mul(v)).collect();
     let public = ThresholdPublicKey::new(threshold, domain, g.mul(&poly[0]), verification_keys)?;
@@ -468,7 +539,11 @@ mod tests {
             }
             subset.truncate(t as usize + trial % 2);
             for m in InterpolationMethod::ALL {
-                assert_eq!(public.aggregate(&subset, m).unwrap(), reference, "method {m}");
+                assert_eq!(
+                    public.aggregate(&subset, m).unwrap(),
+                    reference,
+                    "method {m}"
+                );
             }
         }
     }
@@ -496,17 +571,47 @@ mod tests {
         let (public, shares) = deal::<MinSig, _>(3, 5, &mut rng).unwrap();
         let sigs = sign_all::<MinSig>(&shares, b"m");
         let m = InterpolationMethod::RootsOfUnity;
-        assert_eq!(public.aggregate(&sigs[..2], m), Err(Error::NotEnoughShares { have: 2, need: 3 }));
+        assert_eq!(
+            public.aggregate(&sigs[..2], m),
+            Err(Error::NotEnoughShares { have: 2, need: 3 })
+        );
         let dup = vec![sigs[0], sigs[1], sigs[0]];
-        assert_eq!(public.aggregate(&dup, m), Err(Error::DuplicateSigner { signer: NodeIndex(0) }));
+        assert_eq!(
+            public.aggregate(&dup, m),
+            Err(Error::DuplicateSigner {
+                signer: NodeIndex(0)
+            })
+        );
         let mut out = sigs.clone();
         out[4].signer = NodeIndex(9);
-        assert_eq!(public.aggregate(&out, m), Err(Error::SignerOutOfRange { signer: NodeIndex(9), n: 5 }));
+        assert_eq!(
+            public.aggregate(&out, m),
+            Err(Error::SignerOutOfRange {
+                signer: NodeIndex(9),
+                n: 5
+            })
+        );
         let mut set = ShareSet::<MinSig>::new(b"m".to_vec(), 5);
         set.insert(b"m", sigs[0]).unwrap();
-        assert_eq!(set.insert(b"x", sigs[1]), Err(Error::MessageMismatch { signer: NodeIndex(1) }));
-        assert_eq!(set.insert(b"m", sigs[0]), Err(Error::DuplicateSigner { signer: NodeIndex(0) }));
-        assert_eq!(set.insert(b"m", out[4]), Err(Error::SignerOutOfRange { signer: NodeIndex(9), n: 5 }));
+        assert_eq!(
+            set.insert(b"x", sigs[1]),
+            Err(Error::MessageMismatch {
+                signer: NodeIndex(1)
+            })
+        );
+        assert_eq!(
+            set.insert(b"m", sigs[0]),
+            Err(Error::DuplicateSigner {
+                signer: NodeIndex(0)
+            })
+        );
+        assert_eq!(
+            set.insert(b"m", out[4]),
+            Err(Error::SignerOutOfRange {
+                signer: NodeIndex(9),
+                n: 5
+            })
+        );
         assert!(deal::<MinSig, _>(0, 5, &mut rng).is_err());
         assert!(deal::<MinSig, _>(6, 5, &mut rng).is_err());
     }
@@ -529,7 +634,9 @@ mod tests {
             assert_eq!(public.verify_share(&h, s), !bad.contains(&s.signer.0));
         }
         assert_eq!(public.batch_verify(&h, &sigs, &mut rng), bad.is_empty());
-        let rec = public.recover(b"msg", &sigs, InterpolationMethod::RootsOfUnity, &mut rng).unwrap();
+        let rec = public
+            .recover(b"msg", &sigs, InterpolationMethod::RootsOfUnity, &mut rng)
+            .unwrap();
         assert_eq!(rec.invalid, expected);
         if n as usize - bad.len() >= t as usize {
             assert!(public.verify(b"msg", &rec.signature.unwrap()));
@@ -558,10 +665,20 @@ mod tests {
         sigs[4].signature = sigs[4].signature.add(&delta.neg());
         let h = MinSig::hash_message(b"msg");
         // Unweighted check: sum of shares against sum of keys passes.
-        let sum_sig = sigs.iter().fold(<MinSig as Scheme>::Signature::identity(), |a, s| a.add(&s.signature));
-        let sum_key = public.verification_keys().iter().fold(<MinSig as Scheme>::PublicKey::identity(), |a, k| a.add(k));
+        let sum_sig = sigs
+            .iter()
+            .fold(<MinSig as Scheme>::Signature::identity(), |a, s| {
+                a.add(&s.signature)
+            });
+        let sum_key = public
+            .verification_keys()
+            .iter()
+            .fold(<MinSig as Scheme>::PublicKey::identity(), |a, k| a.add(k));
         assert!(MinSig::verify_hashed(&sum_key, &h, &sum_sig));
         assert!(!public.batch_verify(&h, &sigs, &mut rng));
-        assert_eq!(public.find_invalid(&h, &sigs, &mut rng), vec![NodeIndex(1), NodeIndex(4)]);
+        assert_eq!(
+            public.find_invalid(&h, &sigs, &mut rng),
+            vec![NodeIndex(1), NodeIndex(4)]
+        );
     }
 }

@@ -42,10 +42,13 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
             bytes.len()
         )));
     }
-    let (value, used) =
-        bincode::serde::decode_from_slice(bytes, config()).map_err(|e| Error::Wire(e.to_string()))?;
+    let (value, used) = bincode::serde::decode_from_slice(bytes, config())
+        .map_err(|e| Error::Wire(e.to_string()))?;
     if used != bytes.len() {
-        return Err(Error::Wire(format!("{} trailing bytes", bytes.len() - used)));
+        return Err(Error::Wire(format!(
+            "{} trailing bytes",
+            bytes.len() - used
+        )));
     }
     Ok(value)
 }
@@ -124,7 +127,11 @@ impl<'de> Deserialize<'de> for Scalar {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let bytes = deserialize_bytes(deserializer)?;
         let arr: [u8; 32] = bytes.as_slice().try_into().map_err(|_| {
-            de::Error::custom(Error::WrongLength { what: "scalar", expected: 32, got: bytes.len() })
+            de::Error::custom(Error::WrongLength {
+                what: "scalar",
+                expected: 32,
+                got: bytes.len(),
+            })
         })?;
         Scalar::from_bytes_be(&arr).ok_or_else(|| de::Error::custom(Error::NonCanonicalScalar))
     }
@@ -167,7 +174,10 @@ mod tests {
         let mut bytes = encode(&p).unwrap();
         // Trailing byte.
         bytes.push(0);
-        assert!(decode::<G1>(&bytes).unwrap_err().to_string().contains("trailing"));
+        assert!(decode::<G1>(&bytes)
+            .unwrap_err()
+            .to_string()
+            .contains("trailing"));
         bytes.pop();
         // Truncated.
         assert!(decode::<G1>(&bytes[..10]).is_err());
@@ -176,10 +186,16 @@ mod tests {
         assert!(err.contains("expected 96 bytes"), "{err}");
         // Identity.
         let id = encode(&G1::identity().to_bytes()).unwrap();
-        assert!(decode::<G1>(&id).unwrap_err().to_string().contains("identity"));
+        assert!(decode::<G1>(&id)
+            .unwrap_err()
+            .to_string()
+            .contains("identity"));
         // Non-canonical scalar.
         let big = encode(&[0xffu8; 32].to_vec()).unwrap();
-        assert!(decode::<Scalar>(&big).unwrap_err().to_string().contains("canonical"));
+        assert!(decode::<Scalar>(&big)
+            .unwrap_err()
+            .to_string()
+            .contains("canonical"));
         // Oversized.
         assert!(decode::<Vec<u8>>(&vec![0u8; MAX_MESSAGE_BYTES + 1]).is_err());
         // A length prefix promising more than the limit.

@@ -87,7 +87,12 @@ impl std::str::FromStr for Behaviour {
         Behaviour::ALL
             .into_iter()
             .find(|b| b.as_str() == s)
-            .ok_or_else(|| format!("unknown behaviour {s:?}; known: {}", Behaviour::ALL.map(|b| b.as_str()).join(", ")))
+            .ok_or_else(|| {
+                format!(
+                    "unknown behaviour {s:?}; known: {}",
+                    Behaviour::ALL.map(|b| b.as_str()).join(", ")
+                )
+            })
     }
 }
 
@@ -101,7 +106,11 @@ pub struct ByzantineReplica<S: Scheme> {
 impl<S: Scheme> ByzantineReplica<S> {
     /// Wraps `inner` (built with `keys`) with `behaviour`.
     pub fn new(inner: Replica<S>, keys: ReplicaKeys<S>, behaviour: Behaviour) -> Self {
-        ByzantineReplica { inner, keys, behaviour }
+        ByzantineReplica {
+            inner,
+            keys,
+            behaviour,
+        }
     }
 
     /// The behaviour.
@@ -118,16 +127,48 @@ impl<S: Scheme> ByzantineReplica<S> {
         let me = self.inner.me();
         match (self.behaviour, output) {
             (Behaviour::Silent, Output::Send { .. } | Output::Broadcast(_)) => {}
-            (Behaviour::EquivocatingPrimary, Output::Broadcast(Message::PrePrepare { height, view, block })) => {
+            (
+                Behaviour::EquivocatingPrimary,
+                Output::Broadcast(Message::PrePrepare {
+                    height,
+                    view,
+                    block,
+                }),
+            ) => {
                 let mut other = (*block).clone();
                 other.transactions.push(b"equivocation".to_vec());
                 let other = Arc::new(other);
                 for j in (0..n).filter(|j| *j != me.0) {
-                    let b = if j % 2 == 0 { block.clone() } else { other.clone() };
-                    out.push(Output::Send { to: NodeIndex(j), message: Message::PrePrepare { height, view, block: b } });
+                    let b = if j % 2 == 0 {
+                        block.clone()
+                    } else {
+                        other.clone()
+                    };
+                    out.push(Output::Send {
+                        to: NodeIndex(j),
+                        message: Message::PrePrepare {
+                            height,
+                            view,
+                            block: b,
+                        },
+                    });
                 }
             }
-            (Behaviour::BadShares, Output::Send { to, message: Message::SignShare { height, view, digest, sigma, tau, beacon } }) => {
+            (
+                Behaviour::BadShares,
+                Output::Send {
+                    to,
+                    message:
+                        Message::SignShare {
+                            height,
+                            view,
+                            digest,
+                            sigma,
+                            tau,
+                            beacon,
+                        },
+                },
+            ) => {
                 let message = Message::SignShare {
                     height,
                     view,
@@ -138,20 +179,57 @@ impl<S: Scheme> ByzantineReplica<S> {
                 };
                 out.push(Output::Send { to, message });
             }
-            (Behaviour::BadShares, Output::Send { to, message: Message::CommitShare { height, view, digest, share } }) => {
-                out.push(Output::Send { to, message: Message::CommitShare { height, view, digest, share: Self::corrupt(share) } });
+            (
+                Behaviour::BadShares,
+                Output::Send {
+                    to,
+                    message:
+                        Message::CommitShare {
+                            height,
+                            view,
+                            digest,
+                            share,
+                        },
+                },
+            ) => {
+                out.push(Output::Send {
+                    to,
+                    message: Message::CommitShare {
+                        height,
+                        view,
+                        digest,
+                        share: Self::corrupt(share),
+                    },
+                });
             }
-            (Behaviour::WithholdShares, Output::Send { message: Message::SignShare { .. } | Message::CommitShare { .. }, .. }) => {}
+            (
+                Behaviour::WithholdShares,
+                Output::Send {
+                    message: Message::SignShare { .. } | Message::CommitShare { .. },
+                    ..
+                },
+            ) => {}
             (
                 Behaviour::SilentCollector,
-                Output::Broadcast(Message::CommitProof { .. } | Message::Prepare { .. } | Message::Beacon { .. }),
+                Output::Broadcast(
+                    Message::CommitProof { .. } | Message::Prepare { .. } | Message::Beacon { .. },
+                ),
             ) => {}
             (Behaviour::ConflictingViewChange, Output::Broadcast(Message::ViewChange(vc))) => {
-                let digest: [u8; 32] = Sha256::digest(format!("never proposed {}", vc.height)).into();
+                let digest: [u8; 32] =
+                    Sha256::digest(format!("never proposed {}", vc.height)).into();
                 let view = vc.new_view - 1;
                 let hashed = S::hash_message(&signed::fast_vote(vc.height, view, &digest));
                 let share = self.keys.sigma.share.sign_hashed::<S>(&hashed).signature;
-                let forged = ViewChange { fast_vote: Some(FastVote { view, digest, share }), block: None, ..(*vc).clone() };
+                let forged = ViewChange {
+                    fast_vote: Some(FastVote {
+                        view,
+                        digest,
+                        share,
+                    }),
+                    block: None,
+                    ..(*vc).clone()
+                };
                 out.push(Output::Broadcast(Message::ViewChange(Arc::new(forged))));
             }
             (_, o) => out.push(o),

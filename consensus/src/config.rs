@@ -47,7 +47,9 @@ impl ReplicaConfig {
     /// `t_b = f + 1`, 50 ms fast-path timeout, 1 s view-change timeout.
     pub fn new(n: u32, c: u32) -> Result<Self, ConsensusError> {
         if n < 2 * c + 1 {
-            return Err(ConsensusError::Config(format!("n = {n} is too small for c = {c}")));
+            return Err(ConsensusError::Config(format!(
+                "n = {n} is too small for c = {c}"
+            )));
         }
         let f = (n - 2 * c - 1) / 3;
         let cfg = ReplicaConfig {
@@ -75,7 +77,11 @@ impl ReplicaConfig {
     pub fn validate(&self) -> Result<(), ConsensusError> {
         let err = |m: String| Err(ConsensusError::Config(m));
         if self.n < 3 * self.f + 2 * self.c + 1 {
-            return err(format!("n = {} < 3f + 2c + 1 = {}", self.n, 3 * self.f + 2 * self.c + 1));
+            return err(format!(
+                "n = {} < 3f + 2c + 1 = {}",
+                self.n,
+                3 * self.f + 2 * self.c + 1
+            ));
         }
         if self.beacon_threshold < self.f + 1 || self.beacon_threshold > self.n - self.f {
             return err(format!(
@@ -115,12 +121,17 @@ impl ReplicaConfig {
     /// The thresholds to request from the DKG, in the order [`ReplicaKeys`] expects:
     /// beacon, slow path (tau), fast path (sigma).
     pub fn dkg_thresholds(&self) -> Vec<u32> {
-        vec![self.beacon_threshold, self.slow_threshold(), self.fast_threshold()]
+        vec![
+            self.beacon_threshold,
+            self.slow_threshold(),
+            self.fast_threshold(),
+        ]
     }
 
     /// Earliest time the primary of `height` may propose.
     pub fn time_of_round(&self, height: u64) -> u64 {
-        self.genesis_time_us.saturating_add(height.saturating_sub(1).saturating_mul(self.period_us))
+        self.genesis_time_us
+            .saturating_add(height.saturating_sub(1).saturating_mul(self.period_us))
     }
 }
 
@@ -159,8 +170,16 @@ impl<S: Scheme> ReplicaKeys<S> {
         }
         let domain = SignerDomain::shared(config.n)?;
         let key = |i: usize| -> Result<KeyShare<S>, ConsensusError> {
-            Ok(KeyShare { share: output.keys[i].secret_share.clone(), public: output.keys[i].public_key(domain.clone())? })
+            Ok(KeyShare {
+                share: output.keys[i].secret_share.clone(),
+                public: output.keys[i].public_key(domain.clone())?,
+            })
         };
-        Ok(ReplicaKeys { me: output.me, beacon: key(0)?, tau: key(1)?, sigma: key(2)? })
+        Ok(ReplicaKeys {
+            me: output.me,
+            beacon: key(0)?,
+            tau: key(1)?,
+            sigma: key(2)?,
+        })
     }
 }

@@ -46,7 +46,10 @@ impl Election {
                 chosen.push(c);
             }
         }
-        Election { primary, collectors: chosen }
+        Election {
+            primary,
+            collectors: chosen,
+        }
     }
 
     /// The collector rank of `who`, if a collector.

@@ -187,7 +187,16 @@ impl<S: Scheme> Member<S> {
             )));
         }
         let state = Dkg::new(dkg, me, derive(&seed, b"dkg"), memo.clone())?;
-        Ok(Member { me, config, seed, memo, behaviour, phase: Phase::Dkg(Box::new(state)), early: Vec::new(), started: false })
+        Ok(Member {
+            me,
+            config,
+            seed,
+            memo,
+            behaviour,
+            phase: Phase::Dkg(Box::new(state)),
+            early: Vec::new(),
+            started: false,
+        })
     }
 
     /// A member restored from persisted key material and finalized chain: no DKG.
@@ -223,7 +232,13 @@ impl<S: Scheme> Member<S> {
         behaviour: Option<Behaviour>,
     ) -> Result<Box<dyn Participant<S>>, ConsensusError> {
         let keys = ReplicaKeys::from_dkg(config, output)?;
-        let replica = Replica::restore(config.clone(), keys.clone(), derive(seed, b"replica"), memo.clone(), chain);
+        let replica = Replica::restore(
+            config.clone(),
+            keys.clone(),
+            derive(seed, b"replica"),
+            memo.clone(),
+            chain,
+        );
         Ok(match behaviour {
             Some(b) => Box::new(ByzantineReplica::new(replica, keys, b)),
             None => Box::new(replica),
@@ -276,10 +291,8 @@ impl<S: Scheme> Member<S> {
                     let actions = dkg.handle(now, DkgInput::Message { from, message });
                     self.on_dkg_actions(now, actions, &mut out);
                 }
-                (Phase::Dkg(_), Envelope::Consensus(message)) => {
-                    if self.early.len() < EARLY_LIMIT {
-                        self.early.push((from, message));
-                    }
+                (Phase::Dkg(_), Envelope::Consensus(message)) if self.early.len() < EARLY_LIMIT => {
+                    self.early.push((from, message));
                 }
                 (Phase::Replica(r), Envelope::Consensus(message)) => {
                     let outputs = r.handle(now, Input::Message { from, message });
@@ -312,29 +325,53 @@ impl<S: Scheme> Member<S> {
     fn wrap(outputs: Vec<Output<S>>, out: &mut Vec<MemberOutput<S>>) {
         for o in outputs {
             out.push(match o {
-                Output::Send { to, message } => MemberOutput::Send { to, envelope: Envelope::Consensus(message) },
+                Output::Send { to, message } => MemberOutput::Send {
+                    to,
+                    envelope: Envelope::Consensus(message),
+                },
                 Output::Broadcast(message) => MemberOutput::Broadcast(Envelope::Consensus(message)),
-                Output::SetTimer { at, timer } => MemberOutput::SetTimer { at, timer: MemberTimer::Replica(timer) },
+                Output::SetTimer { at, timer } => MemberOutput::SetTimer {
+                    at,
+                    timer: MemberTimer::Replica(timer),
+                },
                 other => MemberOutput::Replica(other),
             });
         }
     }
 
-    fn on_dkg_actions(&mut self, now: Time, actions: Vec<DkgAction<S>>, out: &mut Vec<MemberOutput<S>>) {
+    fn on_dkg_actions(
+        &mut self,
+        now: Time,
+        actions: Vec<DkgAction<S>>,
+        out: &mut Vec<MemberOutput<S>>,
+    ) {
         for action in actions {
             match action {
-                DkgAction::Send { to, message } => out.push(MemberOutput::Send { to, envelope: Envelope::Dkg(message) }),
-                DkgAction::Broadcast(message) => out.push(MemberOutput::Broadcast(Envelope::Dkg(message))),
-                DkgAction::SetTimer { at, timer } => {
-                    out.push(MemberOutput::SetTimer { at, timer: MemberTimer::Dkg(timer.into()) })
+                DkgAction::Send { to, message } => out.push(MemberOutput::Send {
+                    to,
+                    envelope: Envelope::Dkg(message),
+                }),
+                DkgAction::Broadcast(message) => {
+                    out.push(MemberOutput::Broadcast(Envelope::Dkg(message)))
                 }
+                DkgAction::SetTimer { at, timer } => out.push(MemberOutput::SetTimer {
+                    at,
+                    timer: MemberTimer::Dkg(timer.into()),
+                }),
                 DkgAction::Failed(reason) => {
                     self.phase = Phase::Failed;
                     out.push(MemberOutput::DkgFailed(reason));
                 }
                 DkgAction::Complete(output) => {
                     out.push(MemberOutput::DkgComplete(output.clone()));
-                    match Self::build_replica(&self.config, &output, Vec::new(), &self.seed, &self.memo, self.behaviour) {
+                    match Self::build_replica(
+                        &self.config,
+                        &output,
+                        Vec::new(),
+                        &self.seed,
+                        &self.memo,
+                        self.behaviour,
+                    ) {
                         Ok(mut replica) => {
                             let outputs = replica.handle(now, Input::Start);
                             Self::wrap(outputs, out);

@@ -17,7 +17,8 @@
 //!    `beta_h` is the same whoever aggregates it and whatever the view.
 //! 5. On timeout, VIEW-CHANGE carries the highest prepare certificate and fast vote;
 //!    the new primary needs `2f + 2c + 1` and re-proposes the only safe block
-//!    ([`safe_value`]) in NEW-VIEW.
+//!    ([`safe_value`]) in NEW-VIEW. Everyone counts view changes (O(1) each) for the
+//!    join rule: `f + 1` replicas wanting a later view pull a replica along.
 //!
 //! A height is finalized when its block is committed and its beacon known; the
 //! replica then moves to `h + 1`. Collectors verify optimistically (one check of the
@@ -29,13 +30,16 @@
 use crate::config::{ReplicaConfig, ReplicaKeys};
 use crate::election::Election;
 use crate::messages::{
-    signed, Block, CommitCertificate, CommitPath, CommittedEntry, Digest, FastVote, Message, PrepareCertificate,
-    ViewChange,
+    signed, Block, CommitCertificate, CommitPath, CommittedEntry, Digest, FastVote, Message,
+    PrepareCertificate, ViewChange,
 };
 use crate::{Height, View};
 use beacon::chain::round_message;
 use beacon::memo::Memo;
-use beacon::{InterpolationMethod, NodeIndex, Point, Scheme, ShareSet, SignatureShare, ThresholdPublicKey, Time};
+use beacon::{
+    InterpolationMethod, NodeIndex, Point, Scheme, ShareSet, SignatureShare, ThresholdPublicKey,
+    Time,
+};
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use sha2::{Digest as _, Sha256};
@@ -219,6 +223,9 @@ struct RoundState<S: Scheme> {
     commit_share_sent: BTreeSet<View>,
     collecting: BTreeMap<View, Collecting<S>>,
     view_changes: BTreeMap<View, BTreeMap<NodeIndex, Arc<ViewChange<S>>>>,
+    wanted: BTreeMap<NodeIndex, View>,
+    wanted_count: BTreeMap<View, u32>,
+    primaries: BTreeMap<View, NodeIndex>,
     new_view_sent: BTreeSet<View>,
     in_view_change: bool,
     future_views: Vec<(NodeIndex, Message<S>)>,
@@ -249,7 +256,12 @@ pub struct Replica<S: Scheme> {
 impl<S: Scheme> Replica<S> {
     /// A replica at height 1. `seed` drives its private randomness (batch
     /// verification weights); `memo` shares pure public computations in simulation.
-    pub fn new(config: ReplicaConfig, keys: ReplicaKeys<S>, seed: [u8; 32], memo: Arc<Memo>) -> Self {
+    pub fn new(
+        config: ReplicaConfig,
+        keys: ReplicaKeys<S>,
+        seed: [u8; 32],
+        memo: Arc<Memo>,
+    ) -> Self {
         Self::restore(config, keys, seed, memo, Vec::new())
     }
 
@@ -262,8 +274,10 @@ impl<S: Scheme> Replica<S> {
         chain: Vec<Arc<CommittedEntry<S>>>,
     ) -> Self {
         let height = chain.len() as u64 + 1;
-        let previous_beacon =
-            chain.last().map(|e| e.beacon.to_bytes()).unwrap_or_else(|| config.genesis_seed.to_vec());
+        let previous_beacon = chain
+            .last()
+            .map(|e| e.beacon.to_bytes())
+            .unwrap_or_else(|| config.genesis_seed.to_vec());
         let round = RoundState::new(&config, &chain, height, 0, &previous_beacon);
         Replica {
             rng: ChaCha20Rng::from_seed(seed),
@@ -345,7 +359,10 @@ impl<S: Scheme> Replica<S> {
         h.update(b"hash-to-curve");
         h.update(S::DST);
         h.update(msg);
-        self.memo.get_or_compute(h.finalize().into(), || S::hash_message(msg)).as_ref().to_owned()
+        self.memo
+            .get_or_compute(h.finalize().into(), || S::hash_message(msg))
+            .as_ref()
+            .to_owned()
     }
 
     /// Verifies a threshold signature under `key`, shared between simulated replicas.
@@ -356,7 +373,9 @@ impl<S: Scheme> Replica<S> {
         h.update(msg);
         h.update(sig.to_bytes());
         let hashed = self.hash(msg);
-        *self.memo.get_or_compute(h.finalize().into(), || S::verify_hashed(key.group_key(), &hashed, sig))
+        *self.memo.get_or_compute(h.finalize().into(), || {
+            S::verify_hashed(key.group_key(), &hashed, sig)
+        })
     }
 
     fn sign(&self, share: &beacon::SecretShare, msg: &[u8]) -> S::Signature {
@@ -377,22 +396,37 @@ impl<S: Scheme> Replica<S> {
 
     fn evidence(&mut self, culprit: NodeIndex, kind: EvidenceKind) {
         let height = self.height;
-        self.out.push(Output::Evidence(Evidence { culprit, height, kind }));
+        self.out.push(Output::Evidence(Evidence {
+            culprit,
+            height,
+            kind,
+        }));
     }
 
     fn last_digest(&self) -> Digest {
-        self.chain.last().map(|e| e.block.digest()).unwrap_or([0; 32])
+        self.chain
+            .last()
+            .map(|e| e.block.digest())
+            .unwrap_or([0; 32])
     }
 
     fn view_timeout(&self, view: View) -> u64 {
-        self.config.view_change_timeout_us.saturating_mul(1 << view.min(6))
+        self.config
+            .view_change_timeout_us
+            .saturating_mul(1 << view.min(6))
     }
 
     // ----- heights -------------------------------------------------------------
 
     fn enter_height(&mut self, now: Time) {
         self.view = 0;
-        self.round = RoundState::new(&self.config, &self.chain, self.height, 0, &self.previous_beacon);
+        self.round = RoundState::new(
+            &self.config,
+            &self.chain,
+            self.height,
+            0,
+            &self.previous_beacon,
+        );
         let h = self.height;
         let round_time = Time(self.config.time_of_round(h));
         if self.round.election.primary == self.me() {
@@ -422,7 +456,11 @@ impl<S: Scheme> Replica<S> {
         }
         self.round.proposed.insert(view);
         let block = Arc::new(self.fresh_block());
-        self.broadcast(Message::PrePrepare { height: self.height, view, block: block.clone() });
+        self.broadcast(Message::PrePrepare {
+            height: self.height,
+            view,
+            block: block.clone(),
+        });
         let me = self.me();
         self.on_pre_prepare(now, me, view, block);
     }
@@ -432,7 +470,12 @@ impl<S: Scheme> Replica<S> {
             height: self.height,
             parent: self.last_digest(),
             previous_beacon: self.previous_beacon.clone(),
-            transactions: self.mempool.iter().take(self.config.max_batch).cloned().collect(),
+            transactions: self
+                .mempool
+                .iter()
+                .take(self.config.max_batch)
+                .cloned()
+                .collect(),
         }
     }
 
@@ -441,11 +484,16 @@ impl<S: Scheme> Replica<S> {
             && block.parent == self.last_digest()
             && block.previous_beacon == self.previous_beacon
             && block.transactions.len() <= self.config.max_batch
-            && block.transactions.iter().all(|t| t.len() <= self.config.max_transaction_bytes)
+            && block
+                .transactions
+                .iter()
+                .all(|t| t.len() <= self.config.max_transaction_bytes)
     }
 
     fn add_transaction(&mut self, tx: Vec<u8>) {
-        if tx.len() > self.config.max_transaction_bytes || self.mempool.len() >= self.config.mempool_limit {
+        if tx.len() > self.config.max_transaction_bytes
+            || self.mempool.len() >= self.config.mempool_limit
+        {
             return;
         }
         let id: Digest = Sha256::digest(&tx).into();
@@ -458,16 +506,25 @@ impl<S: Scheme> Replica<S> {
 
     fn on_message(&mut self, now: Time, from: NodeIndex, message: Message<S>) {
         match &message {
-            Message::SyncRequest { from_height } => return self.on_sync_request(from, *from_height),
+            Message::SyncRequest { from_height } => {
+                return self.on_sync_request(from, *from_height)
+            }
             Message::SyncResponse { entries } => {
                 let entries = entries.clone();
                 return self.on_sync_response(now, entries);
             }
-            Message::BlockRequest { height, digest } => return self.on_block_request(from, *height, *digest),
+            Message::BlockRequest { height, digest } => {
+                return self.on_block_request(from, *height, *digest)
+            }
             _ => {}
         }
         let Some(h) = message.height() else { return };
-        if from != self.me() && matches!(message, Message::CommitProof { .. } | Message::Beacon { .. }) {
+        if from != self.me()
+            && matches!(
+                message,
+                Message::CommitProof { .. } | Message::Beacon { .. }
+            )
+        {
             self.note_peer_result(h, &message);
         }
         if h < self.height {
@@ -486,35 +543,77 @@ impl<S: Scheme> Replica<S> {
         match message {
             Message::PrePrepare { view, block, .. } => {
                 if view > self.view {
-                    self.buffer_future_view(from, Message::PrePrepare { height: h, view, block });
+                    self.buffer_future_view(
+                        from,
+                        Message::PrePrepare {
+                            height: h,
+                            view,
+                            block,
+                        },
+                    );
                 } else {
                     self.on_pre_prepare(now, from, view, block)
                 }
             }
-            Message::SignShare { view, digest, sigma, tau, beacon, .. } => {
+            Message::SignShare {
+                view,
+                digest,
+                sigma,
+                tau,
+                beacon,
+                ..
+            } => {
                 if view > self.view {
-                    let m = Message::SignShare { height: h, view, digest, sigma, tau, beacon };
+                    let m = Message::SignShare {
+                        height: h,
+                        view,
+                        digest,
+                        sigma,
+                        tau,
+                        beacon,
+                    };
                     self.buffer_future_view(from, m);
                 } else {
                     self.on_sign_share(now, from, view, digest, sigma, tau, beacon)
                 }
             }
-            Message::CommitProof { certificate, beacon } => self.on_commit_proof(now, from, certificate, beacon),
+            Message::CommitProof {
+                certificate,
+                beacon,
+            } => self.on_commit_proof(now, from, certificate, beacon),
             Message::Prepare { certificate, .. } => self.on_prepare(now, from, certificate),
-            Message::CommitShare { view, digest, share, .. } => {
+            Message::CommitShare {
+                view,
+                digest,
+                share,
+                ..
+            } => {
                 if view > self.view {
-                    self.buffer_future_view(from, Message::CommitShare { height: h, view, digest, share });
+                    self.buffer_future_view(
+                        from,
+                        Message::CommitShare {
+                            height: h,
+                            view,
+                            digest,
+                            share,
+                        },
+                    );
                 } else {
                     self.on_commit_share(now, from, view, digest, share)
                 }
             }
             Message::Beacon { signature, .. } => self.on_beacon(now, from, signature),
             Message::ViewChange(vc) => self.on_view_change(now, from, vc),
-            Message::NewView { view, view_changes, block, .. } => {
-                self.on_new_view(now, from, view, view_changes, block)
-            }
+            Message::NewView {
+                view,
+                view_changes,
+                block,
+                ..
+            } => self.on_new_view(now, from, view, view_changes, block),
             Message::BlockResponse { block } => self.on_block_response(now, block),
-            Message::SyncRequest { .. } | Message::SyncResponse { .. } | Message::BlockRequest { .. } => {}
+            Message::SyncRequest { .. }
+            | Message::SyncResponse { .. }
+            | Message::BlockRequest { .. } => {}
         }
     }
 
@@ -556,14 +655,28 @@ impl<S: Scheme> Replica<S> {
         let sigma = self.sign(&self.keys.sigma.share, &signed::fast_vote(h, view, &digest));
         let tau = self.sign(&self.keys.tau.share, &signed::prepare(h, view, &digest));
         let beacon = self.sign(&self.keys.beacon.share, &self.round_message());
-        self.round.fast_vote = Some(FastVote { view, digest, share: sigma });
+        self.round.fast_vote = Some(FastVote {
+            view,
+            digest,
+            share: sigma,
+        });
         let collectors = self.round.election.collectors.clone();
         let me = self.me();
         for c in collectors {
             if c == me {
                 self.on_sign_share(now, me, view, digest, sigma, tau, beacon);
             } else {
-                self.send_to(c, Message::SignShare { height: h, view, digest, sigma, tau, beacon });
+                self.send_to(
+                    c,
+                    Message::SignShare {
+                        height: h,
+                        view,
+                        digest,
+                        sigma,
+                        tau,
+                        beacon,
+                    },
+                );
             }
         }
         // A proof may have arrived before the block.
@@ -577,16 +690,21 @@ impl<S: Scheme> Replica<S> {
         if view != self.view {
             return None;
         }
-        Some(self.round.collecting.entry(view).or_insert_with(|| Collecting {
-            rank,
-            fast_timer_fired: false,
-            sigma: BTreeMap::new(),
-            tau: BTreeMap::new(),
-            commit: BTreeMap::new(),
-            invalid: BTreeSet::new(),
-            prepare_sent: false,
-            proof_sent: false,
-        }))
+        Some(
+            self.round
+                .collecting
+                .entry(view)
+                .or_insert_with(|| Collecting {
+                    rank,
+                    fast_timer_fired: false,
+                    sigma: BTreeMap::new(),
+                    tau: BTreeMap::new(),
+                    commit: BTreeMap::new(),
+                    invalid: BTreeSet::new(),
+                    prepare_sent: false,
+                    proof_sent: false,
+                }),
+        )
     }
 
     /// SBFT step 3 (collect).
@@ -603,17 +721,41 @@ impl<S: Scheme> Replica<S> {
     ) {
         let h = self.height;
         let n = self.config.n;
-        let first = self.round.collecting.get(&view).is_none_or(|c| c.sigma.is_empty() && c.tau.is_empty());
-        let Some(col) = self.collecting(view) else { return };
+        let first = self
+            .round
+            .collecting
+            .get(&view)
+            .is_none_or(|c| c.sigma.is_empty() && c.tau.is_empty());
+        let Some(col) = self.collecting(view) else {
+            return;
+        };
         if !col.invalid.contains(&(from, "sigma")) {
-            let set = col.sigma.entry(digest).or_insert_with(|| ShareSet::new(signed::fast_vote(h, view, &digest).to_vec(), n));
+            let set = col
+                .sigma
+                .entry(digest)
+                .or_insert_with(|| ShareSet::new(signed::fast_vote(h, view, &digest).to_vec(), n));
             let message = set.message().to_vec();
-            let _ = set.insert(&message, SignatureShare { signer: from, signature: sigma });
+            let _ = set.insert(
+                &message,
+                SignatureShare {
+                    signer: from,
+                    signature: sigma,
+                },
+            );
         }
         if !col.invalid.contains(&(from, "tau")) {
-            let set = col.tau.entry(digest).or_insert_with(|| ShareSet::new(signed::prepare(h, view, &digest).to_vec(), n));
+            let set = col
+                .tau
+                .entry(digest)
+                .or_insert_with(|| ShareSet::new(signed::prepare(h, view, &digest).to_vec(), n));
             let message = set.message().to_vec();
-            let _ = set.insert(&message, SignatureShare { signer: from, signature: tau });
+            let _ = set.insert(
+                &message,
+                SignatureShare {
+                    signer: from,
+                    signature: tau,
+                },
+            );
         }
         self.add_beacon_share(from, beacon);
         if first {
@@ -626,7 +768,13 @@ impl<S: Scheme> Replica<S> {
     fn add_beacon_share(&mut self, from: NodeIndex, share: S::Signature) {
         if self.round.beacon.is_none() && !self.round.beacon_invalid.contains(&from) {
             let message = self.round_message();
-            let _ = self.round.beacon_shares.insert(&message, SignatureShare { signer: from, signature: share });
+            let _ = self.round.beacon_shares.insert(
+                &message,
+                SignatureShare {
+                    signer: from,
+                    signature: share,
+                },
+            );
         }
     }
 
@@ -638,7 +786,12 @@ impl<S: Scheme> Replica<S> {
         set: &ShareSet<S>,
     ) -> (Option<S::Signature>, Vec<NodeIndex>) {
         let shares = set.shares();
-        match public.recover(set.message(), &shares, InterpolationMethod::RootsOfUnity, &mut self.rng) {
+        match public.recover(
+            set.message(),
+            &shares,
+            InterpolationMethod::RootsOfUnity,
+            &mut self.rng,
+        ) {
             Ok(r) => {
                 for culprit in &r.invalid {
                     self.evidence(*culprit, EvidenceKind::InvalidShare { key });
@@ -665,18 +818,32 @@ impl<S: Scheme> Replica<S> {
             if let Some(sig) = sig {
                 self.learn_beacon(now, sig);
                 if self.config.early_beacon {
-                    self.collector_broadcast(now, view, Message::Beacon { round: h, signature: sig });
+                    self.collector_broadcast(
+                        now,
+                        view,
+                        Message::Beacon {
+                            round: h,
+                            signature: sig,
+                        },
+                    );
                 }
             }
         }
-        let Some(col) = self.round.collecting.get(&view) else { return };
+        let Some(col) = self.round.collecting.get(&view) else {
+            return;
+        };
         if col.proof_sent || self.round.committed.is_some() {
             return;
         }
         let fast_t = self.config.fast_threshold() as usize;
         let slow_t = self.config.slow_threshold() as usize;
         // Fast path: 3f+c+1 sigma shares on one digest.
-        let fast: Vec<Digest> = col.sigma.iter().filter(|(_, s)| s.len() >= fast_t).map(|(d, _)| *d).collect();
+        let fast: Vec<Digest> = col
+            .sigma
+            .iter()
+            .filter(|(_, s)| s.len() >= fast_t)
+            .map(|(d, _)| *d)
+            .collect();
         for digest in fast {
             let set = self.round.collecting[&view].sigma[&digest].clone();
             let (sig, invalid) = self.recover("sigma", self.keys.sigma.public.clone(), &set);
@@ -688,14 +855,25 @@ impl<S: Scheme> Replica<S> {
                 }
             }
             if let Some(signature) = sig {
-                let certificate = CommitCertificate { height: h, view, digest, path: CommitPath::Fast, signature };
+                let certificate = CommitCertificate {
+                    height: h,
+                    view,
+                    digest,
+                    path: CommitPath::Fast,
+                    signature,
+                };
                 self.finish_collecting(now, view, certificate);
                 return;
             }
         }
         // Slow path, second half: 2f+c+1 commit shares.
         let col = &self.round.collecting[&view];
-        let commits: Vec<Digest> = col.commit.iter().filter(|(_, s)| s.len() >= slow_t).map(|(d, _)| *d).collect();
+        let commits: Vec<Digest> = col
+            .commit
+            .iter()
+            .filter(|(_, s)| s.len() >= slow_t)
+            .map(|(d, _)| *d)
+            .collect();
         for digest in commits {
             let set = self.round.collecting[&view].commit[&digest].clone();
             let (sig, invalid) = self.recover("commit", self.keys.tau.public.clone(), &set);
@@ -707,7 +885,13 @@ impl<S: Scheme> Replica<S> {
                 }
             }
             if let Some(signature) = sig {
-                let certificate = CommitCertificate { height: h, view, digest, path: CommitPath::Slow, signature };
+                let certificate = CommitCertificate {
+                    height: h,
+                    view,
+                    digest,
+                    path: CommitPath::Slow,
+                    signature,
+                };
                 self.finish_collecting(now, view, certificate);
                 return;
             }
@@ -715,7 +899,12 @@ impl<S: Scheme> Replica<S> {
         // Slow path, first half: after the fast-path timer, 2f+c+1 tau shares.
         let col = &self.round.collecting[&view];
         if col.fast_timer_fired && !col.prepare_sent {
-            let prepared: Vec<Digest> = col.tau.iter().filter(|(_, s)| s.len() >= slow_t).map(|(d, _)| *d).collect();
+            let prepared: Vec<Digest> = col
+                .tau
+                .iter()
+                .filter(|(_, s)| s.len() >= slow_t)
+                .map(|(d, _)| *d)
+                .collect();
             for digest in prepared {
                 let set = self.round.collecting[&view].tau[&digest].clone();
                 let (sig, invalid) = self.recover("tau", self.keys.tau.public.clone(), &set);
@@ -728,8 +917,19 @@ impl<S: Scheme> Replica<S> {
                 }
                 if let Some(signature) = sig {
                     col.prepare_sent = true;
-                    let certificate = PrepareCertificate { view, digest, signature };
-                    self.collector_broadcast(now, view, Message::Prepare { height: h, certificate: certificate.clone() });
+                    let certificate = PrepareCertificate {
+                        view,
+                        digest,
+                        signature,
+                    };
+                    self.collector_broadcast(
+                        now,
+                        view,
+                        Message::Prepare {
+                            height: h,
+                            certificate: certificate.clone(),
+                        },
+                    );
                     let me = self.me();
                     self.on_prepare(now, me, certificate);
                     return;
@@ -743,7 +943,14 @@ impl<S: Scheme> Replica<S> {
             col.proof_sent = true;
         }
         let beacon = self.round.beacon;
-        self.collector_broadcast(now, view, Message::CommitProof { certificate: certificate.clone(), beacon });
+        self.collector_broadcast(
+            now,
+            view,
+            Message::CommitProof {
+                certificate: certificate.clone(),
+                beacon,
+            },
+        );
         self.on_certificate(now, certificate);
     }
 
@@ -784,7 +991,9 @@ impl<S: Scheme> Replica<S> {
     }
 
     fn flush_backup(&mut self, height: Height, view: View) {
-        let Some(d) = self.deferred.remove(&(height, view)) else { return };
+        let Some(d) = self.deferred.remove(&(height, view)) else {
+            return;
+        };
         for m in d.pending {
             let seen = match &m {
                 Message::Beacon { .. } => d.beacon_seen,
@@ -799,13 +1008,25 @@ impl<S: Scheme> Replica<S> {
 
     fn certificate_is_valid(&self, cert: &CommitCertificate<S>) -> bool {
         let (key, msg) = match cert.path {
-            CommitPath::Fast => (&self.keys.sigma.public, signed::fast_vote(cert.height, cert.view, &cert.digest)),
-            CommitPath::Slow => (&self.keys.tau.public, signed::commit(cert.height, cert.view, &cert.digest)),
+            CommitPath::Fast => (
+                &self.keys.sigma.public,
+                signed::fast_vote(cert.height, cert.view, &cert.digest),
+            ),
+            CommitPath::Slow => (
+                &self.keys.tau.public,
+                signed::commit(cert.height, cert.view, &cert.digest),
+            ),
         };
         self.verify(key, &msg, &cert.signature)
     }
 
-    fn on_commit_proof(&mut self, now: Time, from: NodeIndex, cert: CommitCertificate<S>, beacon: Option<S::Signature>) {
+    fn on_commit_proof(
+        &mut self,
+        now: Time,
+        from: NodeIndex,
+        cert: CommitCertificate<S>,
+        beacon: Option<S::Signature>,
+    ) {
         if let Some(sig) = beacon {
             self.on_beacon(now, from, sig);
         }
@@ -813,11 +1034,22 @@ impl<S: Scheme> Replica<S> {
             return;
         }
         if !self.certificate_is_valid(&cert) {
-            self.evidence(from, EvidenceKind::InvalidProof { what: "commit proof" });
+            self.evidence(
+                from,
+                EvidenceKind::InvalidProof {
+                    what: "commit proof",
+                },
+            );
             return;
         }
         if !self.round.blocks.contains_key(&cert.digest) {
-            self.send_to(from, Message::BlockRequest { height: cert.height, digest: cert.digest });
+            self.send_to(
+                from,
+                Message::BlockRequest {
+                    height: cert.height,
+                    digest: cert.digest,
+                },
+            );
             self.round.pending_certificate = Some(cert);
             return;
         }
@@ -840,7 +1072,12 @@ impl<S: Scheme> Replica<S> {
             }
         }
         let proposed_at = self.round.proposal_seen_at.unwrap_or(now);
-        self.out.push(Output::Committed { block: block.clone(), certificate: cert.clone(), proposed_at, committed_at: now });
+        self.out.push(Output::Committed {
+            block: block.clone(),
+            certificate: cert.clone(),
+            proposed_at,
+            committed_at: now,
+        });
         self.round.committed = Some((block, cert));
         self.try_finalize(now);
     }
@@ -849,7 +1086,10 @@ impl<S: Scheme> Replica<S> {
         let block = if height == self.height {
             self.round.blocks.get(&digest).cloned()
         } else {
-            self.chain.get((height as usize).wrapping_sub(1)).filter(|e| e.certificate.digest == digest).map(|e| e.block.clone())
+            self.chain
+                .get((height as usize).wrapping_sub(1))
+                .filter(|e| e.certificate.digest == digest)
+                .map(|e| e.block.clone())
         };
         if let Some(block) = block {
             self.send_to(from, Message::BlockResponse { block });
@@ -857,7 +1097,9 @@ impl<S: Scheme> Replica<S> {
     }
 
     fn on_block_response(&mut self, now: Time, block: Arc<Block>) {
-        let Some(cert) = self.round.pending_certificate.clone() else { return };
+        let Some(cert) = self.round.pending_certificate.clone() else {
+            return;
+        };
         if block.digest() == cert.digest && self.block_is_valid(&block) {
             self.round.blocks.insert(cert.digest, block);
             self.round.pending_certificate = None;
@@ -889,16 +1131,26 @@ impl<S: Scheme> Replica<S> {
             signature: sig.to_bytes(),
             previous_signature: self.previous_beacon.clone(),
         };
-        self.out.push(Output::Beacon { beacon, previous_learned_at: self.previous_beacon_at, learned_at: now });
+        self.out.push(Output::Beacon {
+            beacon,
+            previous_learned_at: self.previous_beacon_at,
+            learned_at: now,
+        });
         self.previous_beacon_at = now;
         self.try_finalize(now);
     }
 
     fn try_finalize(&mut self, now: Time) {
-        let (Some((block, certificate)), Some(beacon)) = (self.round.committed.clone(), self.round.beacon) else {
+        let (Some((block, certificate)), Some(beacon)) =
+            (self.round.committed.clone(), self.round.beacon)
+        else {
             return;
         };
-        let entry = Arc::new(CommittedEntry { block, certificate, beacon });
+        let entry = Arc::new(CommittedEntry {
+            block,
+            certificate,
+            beacon,
+        });
         self.chain.push(entry.clone());
         self.out.push(Output::Finalized(entry));
         self.previous_beacon = beacon.to_bytes();
@@ -909,41 +1161,90 @@ impl<S: Scheme> Replica<S> {
     /// Slow path: a valid prepare certificate earns a COMMIT share.
     fn on_prepare(&mut self, now: Time, from: NodeIndex, cert: PrepareCertificate<S>) {
         let h = self.height;
-        if self.round.prepared.as_ref().is_some_and(|p| p.view >= cert.view) && cert.view != self.view {
+        if self
+            .round
+            .prepared
+            .as_ref()
+            .is_some_and(|p| p.view >= cert.view)
+            && cert.view != self.view
+        {
             return;
         }
-        if from != self.me() && !self.verify(&self.keys.tau.public, &signed::prepare(h, cert.view, &cert.digest), &cert.signature) {
+        if from != self.me()
+            && !self.verify(
+                &self.keys.tau.public,
+                &signed::prepare(h, cert.view, &cert.digest),
+                &cert.signature,
+            )
+        {
             self.evidence(from, EvidenceKind::InvalidProof { what: "prepare" });
             return;
         }
-        if self.round.prepared.as_ref().is_none_or(|p| p.view < cert.view) {
+        if self
+            .round
+            .prepared
+            .as_ref()
+            .is_none_or(|p| p.view < cert.view)
+        {
             self.round.prepared = Some(cert.clone());
         }
-        if cert.view != self.view || self.round.in_view_change || !self.round.commit_share_sent.insert(cert.view) {
+        if cert.view != self.view
+            || self.round.in_view_change
+            || !self.round.commit_share_sent.insert(cert.view)
+        {
             return;
         }
-        let share = self.sign(&self.keys.tau.share, &signed::commit(h, cert.view, &cert.digest));
+        let share = self.sign(
+            &self.keys.tau.share,
+            &signed::commit(h, cert.view, &cert.digest),
+        );
         let collectors = self.round.election.collectors.clone();
         let me = self.me();
         for c in collectors {
             if c == me {
                 self.on_commit_share(now, me, cert.view, cert.digest, share);
             } else {
-                self.send_to(c, Message::CommitShare { height: h, view: cert.view, digest: cert.digest, share });
+                self.send_to(
+                    c,
+                    Message::CommitShare {
+                        height: h,
+                        view: cert.view,
+                        digest: cert.digest,
+                        share,
+                    },
+                );
             }
         }
     }
 
-    fn on_commit_share(&mut self, now: Time, from: NodeIndex, view: View, digest: Digest, share: S::Signature) {
+    fn on_commit_share(
+        &mut self,
+        now: Time,
+        from: NodeIndex,
+        view: View,
+        digest: Digest,
+        share: S::Signature,
+    ) {
         let h = self.height;
         let n = self.config.n;
-        let Some(col) = self.collecting(view) else { return };
+        let Some(col) = self.collecting(view) else {
+            return;
+        };
         if col.invalid.contains(&(from, "commit")) {
             return;
         }
-        let set = col.commit.entry(digest).or_insert_with(|| ShareSet::new(signed::commit(h, view, &digest).to_vec(), n));
+        let set = col
+            .commit
+            .entry(digest)
+            .or_insert_with(|| ShareSet::new(signed::commit(h, view, &digest).to_vec(), n));
         let message = set.message().to_vec();
-        let _ = set.insert(&message, SignatureShare { signer: from, signature: share });
+        let _ = set.insert(
+            &message,
+            SignatureShare {
+                signer: from,
+                signature: share,
+            },
+        );
         self.try_collect(now, view);
     }
 
@@ -951,7 +1252,9 @@ impl<S: Scheme> Replica<S> {
 
     fn on_timer(&mut self, now: Time, timer: Timer) {
         match timer {
-            Timer::Propose { height } if height == self.height && self.view == 0 => self.propose(now),
+            Timer::Propose { height } if height == self.height && self.view == 0 => {
+                self.propose(now)
+            }
             Timer::FastPath { height, view } if height == self.height => {
                 if let Some(col) = self.round.collecting.get_mut(&view) {
                     col.fast_timer_fired = true;
@@ -979,6 +1282,16 @@ impl<S: Scheme> Replica<S> {
 
     // ----- view change ---------------------------------------------------------
 
+    /// The primary of `view` at the current height (elections cached per view).
+    fn primary_of(&mut self, view: View) -> NodeIndex {
+        if let Some(p) = self.round.primaries.get(&view) {
+            return *p;
+        }
+        let p = RoundState::<S>::elect(&self.config, &self.chain, self.height, view).primary;
+        self.round.primaries.insert(view, p);
+        p
+    }
+
     fn start_view_change(&mut self, now: Time, new_view: View) {
         if new_view <= self.view && self.round.in_view_change {
             return;
@@ -1003,10 +1316,22 @@ impl<S: Scheme> Replica<S> {
             beacon_share: self.sign(&self.keys.beacon.share, &self.round_message()),
             block,
         });
-        self.out.push(Output::ViewChanged { height: h, view: new_view });
-        self.broadcast(Message::ViewChange(vc.clone()));
+        self.out.push(Output::ViewChanged {
+            height: h,
+            view: new_view,
+        });
         let at = now.plus_micros(self.view_timeout(new_view));
-        self.timer(at, Timer::ViewChange { height: h, view: new_view });
+        self.timer(
+            at,
+            Timer::ViewChange {
+                height: h,
+                view: new_view,
+            },
+        );
+        // Broadcast: the new primary needs the evidence, and everyone counts view
+        // changes for the join rule, which keeps honest views together after a
+        // partition. Only the new primary keeps (and verifies) the evidence.
+        self.broadcast(Message::ViewChange(vc.clone()));
         let me = self.me();
         self.on_view_change(now, me, vc);
     }
@@ -1017,25 +1342,48 @@ impl<S: Scheme> Replica<S> {
         }
         let new_view = vc.new_view;
         let share = vc.beacon_share;
-        self.round.view_changes.entry(new_view).or_default().entry(from).or_insert(vc);
-        // Join rule: f + 1 replicas want a later view, so some honest one does.
-        if new_view > self.view {
-            let mut wanted: BTreeMap<NodeIndex, View> = BTreeMap::new();
-            for (v, senders) in self.round.view_changes.range(self.view + 1..) {
-                for s in senders.keys() {
-                    wanted.insert(*s, *v);
+        // Join-rule bookkeeping: the highest view each replica asked for.
+        let old = self.round.wanted.get(&from).copied().unwrap_or(0);
+        if new_view > old {
+            self.round.wanted.insert(from, new_view);
+            if let Some(c) = self.round.wanted_count.get_mut(&old) {
+                *c -= 1;
+                if *c == 0 {
+                    self.round.wanted_count.remove(&old);
                 }
             }
-            let mut views: Vec<View> = wanted.into_values().collect();
-            views.sort_unstable_by(|a, b| b.cmp(a));
-            if let Some(&target) = views.get(self.config.f as usize) {
-                self.start_view_change(now, target);
+            *self.round.wanted_count.entry(new_view).or_default() += 1;
+        }
+        // Only the primary of that view keeps the evidence.
+        if self.primary_of(new_view) == self.me() {
+            self.round
+                .view_changes
+                .entry(new_view)
+                .or_default()
+                .entry(from)
+                .or_insert(vc);
+        }
+        // Join rule: f + 1 replicas want a later view, so some honest one does.
+        if new_view > self.view {
+            let mut count = 0;
+            let mut target = None;
+            for (v, c) in self.round.wanted_count.range(self.view + 1..).rev() {
+                count += c;
+                if count > self.config.f {
+                    target = Some(*v);
+                    break;
+                }
+            }
+            if let Some(t) = target {
+                self.start_view_change(now, t);
             }
         }
         let primary = self.round.election.primary == self.me() && new_view == self.view;
         if primary {
             self.add_beacon_share(from, share);
-            if self.round.beacon.is_none() && self.round.beacon_shares.len() >= self.config.beacon_threshold as usize {
+            if self.round.beacon.is_none()
+                && self.round.beacon_shares.len() >= self.config.beacon_threshold as usize
+            {
                 let set = self.round.beacon_shares.clone();
                 let (sig, invalid) = self.recover("beacon", self.keys.beacon.public.clone(), &set);
                 for i in invalid {
@@ -1045,7 +1393,10 @@ impl<S: Scheme> Replica<S> {
                 if let Some(sig) = sig {
                     let h = self.height;
                     self.learn_beacon(now, sig);
-                    self.broadcast(Message::Beacon { round: h, signature: sig });
+                    self.broadcast(Message::Beacon {
+                        round: h,
+                        signature: sig,
+                    });
                     if self.height != h {
                         return;
                     }
@@ -1061,7 +1412,9 @@ impl<S: Scheme> Replica<S> {
             return;
         }
         let quorum = self.config.view_change_quorum() as usize;
-        let Some(vcs) = self.round.view_changes.get(&view) else { return };
+        let Some(vcs) = self.round.view_changes.get(&view) else {
+            return;
+        };
         if vcs.len() < quorum {
             return;
         }
@@ -1074,7 +1427,10 @@ impl<S: Scheme> Replica<S> {
         let safe = safe_value(&chosen, self.config.f, self.config.c);
         let block = match safe {
             Some(d) => match self.round.blocks.get(&d).cloned().or_else(|| {
-                chosen.iter().filter_map(|v| v.block.clone()).find(|b| b.digest() == d)
+                chosen
+                    .iter()
+                    .filter_map(|v| v.block.clone())
+                    .find(|b| b.digest() == d)
             }) {
                 Some(b) => b,
                 None => return,
@@ -1083,7 +1439,12 @@ impl<S: Scheme> Replica<S> {
         };
         self.round.new_view_sent.insert(view);
         let h = self.height;
-        self.broadcast(Message::NewView { height: h, view, view_changes: chosen.clone(), block: block.clone() });
+        self.broadcast(Message::NewView {
+            height: h,
+            view,
+            view_changes: chosen.clone(),
+            block: block.clone(),
+        });
         let me = self.me();
         self.on_new_view(now, me, view, chosen, block);
     }
@@ -1100,7 +1461,13 @@ impl<S: Scheme> Replica<S> {
                 certs.entry((p.view, p.digest)).or_default().push(vc.from);
             }
             if let Some(v) = &vc.fast_vote {
-                votes.entry((v.view, v.digest)).or_default().push(SignatureShare { signer: vc.from, signature: v.share });
+                votes
+                    .entry((v.view, v.digest))
+                    .or_default()
+                    .push(SignatureShare {
+                        signer: vc.from,
+                        signature: v.share,
+                    });
             }
         }
         for ((view, digest), senders) in &certs {
@@ -1111,7 +1478,11 @@ impl<S: Scheme> Replica<S> {
                 if seen.contains(&sig) {
                     continue;
                 }
-                if self.verify(&self.keys.tau.public, &signed::prepare(h, *view, digest), &sig) {
+                if self.verify(
+                    &self.keys.tau.public,
+                    &signed::prepare(h, *view, digest),
+                    &sig,
+                ) {
                     seen.push(sig);
                 } else {
                     bad.insert(vc.from);
@@ -1120,10 +1491,17 @@ impl<S: Scheme> Replica<S> {
         }
         for ((view, digest), shares) in votes {
             let hashed = self.hash(&signed::fast_vote(h, view, &digest));
-            let invalid = self.keys.sigma.public.find_invalid(&hashed, &shares, &mut self.rng);
+            let invalid = self
+                .keys
+                .sigma
+                .public
+                .find_invalid(&hashed, &shares, &mut self.rng);
             bad.extend(invalid);
         }
-        vcs.iter().filter(|v| !bad.contains(&v.from)).cloned().collect()
+        vcs.iter()
+            .filter(|v| !bad.contains(&v.from))
+            .cloned()
+            .collect()
     }
 
     /// NEW-VIEW: check the view changes and the block, then vote in the new view.
@@ -1147,7 +1525,9 @@ impl<S: Scheme> Replica<S> {
         let senders: BTreeSet<NodeIndex> = vcs.iter().map(|v| v.from).collect();
         if vcs.len() < quorum
             || senders.len() != vcs.len()
-            || vcs.iter().any(|v| v.height != h || v.new_view != view || v.from.0 >= self.config.n)
+            || vcs
+                .iter()
+                .any(|v| v.height != h || v.new_view != view || v.from.0 >= self.config.n)
         {
             return;
         }
@@ -1184,21 +1564,41 @@ impl<S: Scheme> Replica<S> {
     /// certificate and the fast votes of the winning digest.
     fn deciding_claims_verify(&mut self, vcs: &[Arc<ViewChange<S>>]) -> bool {
         let h = self.height;
-        if let Some(p) = vcs.iter().filter_map(|v| v.prepared.as_ref()).max_by_key(|p| p.view) {
-            if !self.verify(&self.keys.tau.public, &signed::prepare(h, p.view, &p.digest), &p.signature) {
+        if let Some(p) = vcs
+            .iter()
+            .filter_map(|v| v.prepared.as_ref())
+            .max_by_key(|p| p.view)
+        {
+            if !self.verify(
+                &self.keys.tau.public,
+                &signed::prepare(h, p.view, &p.digest),
+                &p.signature,
+            ) {
                 return false;
             }
         }
         if let Some((from_view, digest)) = fast_candidate(vcs, self.config.f, self.config.c) {
             let mut by_view: BTreeMap<View, Vec<SignatureShare<S>>> = BTreeMap::new();
             for vc in vcs {
-                if let Some(v) = vc.fast_vote.as_ref().filter(|v| v.view >= from_view && v.digest == digest) {
-                    by_view.entry(v.view).or_default().push(SignatureShare { signer: vc.from, signature: v.share });
+                if let Some(v) = vc
+                    .fast_vote
+                    .as_ref()
+                    .filter(|v| v.view >= from_view && v.digest == digest)
+                {
+                    by_view.entry(v.view).or_default().push(SignatureShare {
+                        signer: vc.from,
+                        signature: v.share,
+                    });
                 }
             }
             for (view, shares) in by_view {
                 let hashed = self.hash(&signed::fast_vote(h, view, &digest));
-                if !self.keys.sigma.public.batch_verify(&hashed, &shares, &mut self.rng) {
+                if !self
+                    .keys
+                    .sigma
+                    .public
+                    .batch_verify(&hashed, &shares, &mut self.rng)
+                {
                     return false;
                 }
             }
@@ -1210,11 +1610,19 @@ impl<S: Scheme> Replica<S> {
 
     fn maybe_sync(&mut self, now: Time, from: NodeIndex) {
         let interval = self.config.view_change_timeout_us / 2;
-        if self.last_sync_request.is_some_and(|t| now.micros_since(t) < interval) {
+        if self
+            .last_sync_request
+            .is_some_and(|t| now.micros_since(t) < interval)
+        {
             return;
         }
         self.last_sync_request = Some(now);
-        self.send_to(from, Message::SyncRequest { from_height: self.height });
+        self.send_to(
+            from,
+            Message::SyncRequest {
+                from_height: self.height,
+            },
+        );
     }
 
     fn on_sync_request(&mut self, from: NodeIndex, from_height: Height) {
@@ -1235,7 +1643,11 @@ impl<S: Scheme> Replica<S> {
                 continue;
             }
             let cert = &entry.certificate;
-            let beacon_ok = self.verify(&self.keys.beacon.public, &self.round_message(), &entry.beacon);
+            let beacon_ok = self.verify(
+                &self.keys.beacon.public,
+                &self.round_message(),
+                &entry.beacon,
+            );
             if cert.height != self.height
                 || cert.digest != entry.block.digest()
                 || !self.block_is_valid(&entry.block)
@@ -1264,7 +1676,13 @@ impl<S: Scheme> Replica<S> {
 }
 
 impl<S: Scheme> RoundState<S> {
-    fn new(config: &ReplicaConfig, chain: &[Arc<CommittedEntry<S>>], height: Height, view: View, previous_beacon: &[u8]) -> Self {
+    fn new(
+        config: &ReplicaConfig,
+        chain: &[Arc<CommittedEntry<S>>],
+        height: Height,
+        view: View,
+        previous_beacon: &[u8],
+    ) -> Self {
         let message = round_message(S::ID, height, previous_beacon).to_vec();
         RoundState {
             election: Self::elect(config, chain, height, view),
@@ -1283,6 +1701,9 @@ impl<S: Scheme> RoundState<S> {
             commit_share_sent: BTreeSet::new(),
             collecting: BTreeMap::new(),
             view_changes: BTreeMap::new(),
+            wanted: BTreeMap::new(),
+            wanted_count: BTreeMap::new(),
+            primaries: BTreeMap::new(),
             new_view_sent: BTreeSet::new(),
             in_view_change: false,
             future_views: Vec::new(),
@@ -1290,7 +1711,12 @@ impl<S: Scheme> RoundState<S> {
     }
 
     /// The election of `(height, view)` from the beacon of `height - k`.
-    fn elect(config: &ReplicaConfig, chain: &[Arc<CommittedEntry<S>>], height: Height, view: View) -> Election {
+    fn elect(
+        config: &ReplicaConfig,
+        chain: &[Arc<CommittedEntry<S>>],
+        height: Height,
+        view: View,
+    ) -> Election {
         let electing = height.saturating_sub(config.election_lag);
         let randomness: Vec<u8> = if electing >= 1 {
             chain
@@ -1306,13 +1732,24 @@ impl<S: Scheme> RoundState<S> {
 
 /// The fast-path candidate of a set of view changes: the highest view `w` such
 /// that one digest has at least `f + c + 1` fast votes cast in views `>= w`.
-pub fn fast_candidate<S: Scheme>(vcs: &[Arc<ViewChange<S>>], f: u32, c: u32) -> Option<(View, Digest)> {
-    let mut views: Vec<View> = vcs.iter().filter_map(|v| v.fast_vote.as_ref().map(|f| f.view)).collect();
+pub fn fast_candidate<S: Scheme>(
+    vcs: &[Arc<ViewChange<S>>],
+    f: u32,
+    c: u32,
+) -> Option<(View, Digest)> {
+    let mut views: Vec<View> = vcs
+        .iter()
+        .filter_map(|v| v.fast_vote.as_ref().map(|f| f.view))
+        .collect();
     views.sort_unstable();
     views.dedup();
     for w in views.into_iter().rev() {
         let mut counts: BTreeMap<Digest, u32> = BTreeMap::new();
-        for v in vcs.iter().filter_map(|v| v.fast_vote.as_ref()).filter(|v| v.view >= w) {
+        for v in vcs
+            .iter()
+            .filter_map(|v| v.fast_vote.as_ref())
+            .filter(|v| v.view >= w)
+        {
             *counts.entry(v.digest).or_default() += 1;
         }
         if let Some((d, _)) = counts.into_iter().find(|(_, n)| *n > f + c) {
@@ -1329,7 +1766,10 @@ pub fn fast_candidate<S: Scheme>(vcs: &[Arc<ViewChange<S>>], f: u32, c: u32) -> 
 /// - else the prepared digest `d_p`;
 /// - else `None`: any fresh block is safe.
 pub fn safe_value<S: Scheme>(vcs: &[Arc<ViewChange<S>>], f: u32, c: u32) -> Option<Digest> {
-    let prepared = vcs.iter().filter_map(|v| v.prepared.as_ref()).max_by_key(|p| p.view);
+    let prepared = vcs
+        .iter()
+        .filter_map(|v| v.prepared.as_ref())
+        .max_by_key(|p| p.view);
     match (fast_candidate(vcs, f, c), prepared) {
         (Some((w, d)), Some(p)) if w > p.view => Some(d),
         (Some((_, d)), None) => Some(d),
@@ -1351,8 +1791,16 @@ mod tests {
             from: NodeIndex(from),
             height: 1,
             new_view: 9,
-            prepared: prepared.map(|(view, d)| PrepareCertificate { view, digest: [d; 32], signature: sig }),
-            fast_vote: fast.map(|(view, d)| FastVote { view, digest: [d; 32], share: sig }),
+            prepared: prepared.map(|(view, d)| PrepareCertificate {
+                view,
+                digest: [d; 32],
+                signature: sig,
+            }),
+            fast_vote: fast.map(|(view, d)| FastVote {
+                view,
+                digest: [d; 32],
+                share: sig,
+            }),
             beacon_share: sig,
             block: None,
         })
@@ -1369,33 +1817,55 @@ mod tests {
             expected: Option<u8>,
         }
         let cases = vec![
-            Case { desc: "nothing prepared or voted: fresh block", f: 1, c: 0, vcs: vec![vc(0, None, None), vc(1, None, None), vc(2, None, None)], expected: None },
+            Case {
+                desc: "nothing prepared or voted: fresh block",
+                f: 1,
+                c: 0,
+                vcs: vec![vc(0, None, None), vc(1, None, None), vc(2, None, None)],
+                expected: None,
+            },
             Case {
                 desc: "highest prepare certificate wins",
                 f: 1,
                 c: 0,
-                vcs: vec![vc(0, Some((1, 7)), None), vc(1, Some((2, 8)), None), vc(2, None, None)],
+                vcs: vec![
+                    vc(0, Some((1, 7)), None),
+                    vc(1, Some((2, 8)), None),
+                    vc(2, None, None),
+                ],
                 expected: Some(8),
             },
             Case {
                 desc: "f+c+1 fast votes above the prepare view win",
                 f: 1,
                 c: 0,
-                vcs: vec![vc(0, Some((1, 7)), Some((1, 7))), vc(1, None, Some((3, 5))), vc(2, None, Some((3, 5)))],
+                vcs: vec![
+                    vc(0, Some((1, 7)), Some((1, 7))),
+                    vc(1, None, Some((3, 5))),
+                    vc(2, None, Some((3, 5))),
+                ],
                 expected: Some(5),
             },
             Case {
                 desc: "fast votes at the prepare view do not override it",
                 f: 1,
                 c: 0,
-                vcs: vec![vc(0, Some((3, 7)), Some((3, 7))), vc(1, None, Some((3, 5))), vc(2, None, Some((3, 5)))],
+                vcs: vec![
+                    vc(0, Some((3, 7)), Some((3, 7))),
+                    vc(1, None, Some((3, 5))),
+                    vc(2, None, Some((3, 5))),
+                ],
                 expected: Some(7),
             },
             Case {
                 desc: "f fast votes are not enough",
                 f: 1,
                 c: 0,
-                vcs: vec![vc(0, None, Some((2, 5))), vc(1, None, None), vc(2, None, None)],
+                vcs: vec![
+                    vc(0, None, Some((2, 5))),
+                    vc(1, None, None),
+                    vc(2, None, None),
+                ],
                 expected: None,
             },
             Case {
@@ -1415,12 +1885,21 @@ mod tests {
                 desc: "a lone conflicting vote in a later view is ignored",
                 f: 1,
                 c: 0,
-                vcs: vec![vc(0, None, Some((1, 5))), vc(1, None, Some((1, 5))), vc(2, None, Some((2, 9)))],
+                vcs: vec![
+                    vc(0, None, Some((1, 5))),
+                    vc(1, None, Some((1, 5))),
+                    vc(2, None, Some((2, 9))),
+                ],
                 expected: Some(5),
             },
         ];
         for case in cases {
-            assert_eq!(safe_value(&case.vcs, case.f, case.c), case.expected.map(|d| [d; 32]), "{}", case.desc);
+            assert_eq!(
+                safe_value(&case.vcs, case.f, case.c),
+                case.expected.map(|d| [d; 32]),
+                "{}",
+                case.desc
+            );
         }
     }
 }

@@ -19,10 +19,17 @@ fn all_honest_commit_on_the_fast_path_with_verifying_beacons() {
     for (n, c) in [(4, 0), (6, 1), (16, 0)] {
         let mut net = Net::<MinSig>::new(config(n, c), n as u64, &[]);
         net.start();
-        assert!(net.run_until(8, Time::from_millis(60_000)), "n = {n}: no progress");
+        assert!(
+            net.run_until(8, Time::from_millis(60_000)),
+            "n = {n}: no progress"
+        );
         net.assert_agreement();
         net.assert_beacons_verify();
-        assert_eq!(net.fast_commits(), net.all_commits(), "n = {n}: a slow-path commit without faults");
+        assert_eq!(
+            net.fast_commits(),
+            net.all_commits(),
+            "n = {n}: a slow-path commit without faults"
+        );
         assert_eq!(net.view_changes, 0);
     }
 }
@@ -55,7 +62,10 @@ fn one_silent_replica_without_c_commits_on_the_slow_path() {
     net.assert_agreement();
     net.assert_beacons_verify();
     // Wherever the withholder is not itself the collector, only the slow path can commit.
-    assert!(net.fast_commits() < net.all_commits(), "the slow path was never used");
+    assert!(
+        net.fast_commits() < net.all_commits(),
+        "the slow path was never used"
+    );
 }
 
 #[test]
@@ -74,7 +84,11 @@ fn silent_collector_is_covered_by_the_backup_or_a_view_change() {
         net.start();
         let ok = net.run_until(10, Time::from_millis(120_000));
         let heights: Vec<u64> = net.nodes.iter().map(|n| n.current_height()).collect();
-        assert!(ok, "n = {n}: heights {heights:?}, view changes {}", net.view_changes);
+        assert!(
+            ok,
+            "n = {n}: heights {heights:?}, view changes {}",
+            net.view_changes
+        );
         net.assert_agreement();
         net.assert_beacons_verify();
     }
@@ -83,7 +97,11 @@ fn silent_collector_is_covered_by_the_backup_or_a_view_change() {
 #[test]
 fn invalid_shares_are_named_and_commits_continue() {
     // n = 7: f = 2 bad signers.
-    let mut net = Net::<MinSig>::new(config(7, 0), 15, &[(3, Behaviour::BadShares), (5, Behaviour::BadShares)]);
+    let mut net = Net::<MinSig>::new(
+        config(7, 0),
+        15,
+        &[(3, Behaviour::BadShares), (5, Behaviour::BadShares)],
+    );
     net.start();
     assert!(net.run_until(6, Time::from_millis(120_000)));
     net.assert_agreement();
@@ -102,7 +120,10 @@ fn invalid_shares_are_named_and_commits_continue() {
 #[test]
 fn equivocating_primaries_never_cause_two_commits() {
     for seed in 0..12u64 {
-        let byz = [(0, Behaviour::EquivocatingPrimary), (3, Behaviour::ConflictingViewChange)];
+        let byz = [
+            (0, Behaviour::EquivocatingPrimary),
+            (3, Behaviour::ConflictingViewChange),
+        ];
         let mut net = Net::<MinSig>::new(config(7, 0), 100 + seed, &byz);
         // Adversarial scheduling: widely spread delays reorder everything.
         net.min_delay_us = 0;

@@ -1,10 +1,10 @@
 //! `sbft-beacon bench ...`: wall-clock medians of the threshold core, printed as a
 //! table or as one JSON object per line.
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use beacon::{
-    deal, lagrange::lagrange_fast, lagrange::lagrange_naive, InterpolationMethod, MinPk, MinSig, NodeIndex,
-    Point, Scalar, Scheme, SchemeId, SignatureShare,
+    deal, lagrange::lagrange_fast, lagrange::lagrange_naive, InterpolationMethod, MinPk, MinSig,
+    NodeIndex, Point, Scalar, Scheme, SchemeId, SignatureShare,
 };
 use clap::{Args, Subcommand};
 use rand_chacha::ChaCha20Rng;
@@ -21,6 +21,20 @@ pub enum BenchCommand {
     Verify(VerifyArgs),
     /// A whole DKG in-process (all n members), per-phase CPU and traffic.
     Dkg(DkgArgs),
+    /// Measure the cost of each cryptographic operation and write the simulator's
+    /// cost model.
+    Calibrate(CalibrateArgs),
+}
+
+/// Options of `bench calibrate`.
+#[derive(Args)]
+pub struct CalibrateArgs {
+    /// Where to write the cost model.
+    #[arg(long, default_value = "configs/cost-model.toml")]
+    out: std::path::PathBuf,
+    /// Largest MSM size measured (log2).
+    #[arg(long, default_value_t = 14)]
+    max_log_msm: u32,
 }
 
 /// Options of `bench dkg`.
@@ -93,6 +107,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             SchemeId::BlsChainedG1Rfc9380 => verify::<MinSig>(&a),
             other => bail!("{other} is a verification-only scheme"),
         },
+        BenchCommand::Calibrate(a) => calibrate(&a),
         BenchCommand::Dkg(a) => match a.scheme {
             SchemeId::PedersenBlsChained => dkg::<MinPk>(&a),
             SchemeId::BlsChainedG1Rfc9380 => dkg::<MinSig>(&a),
@@ -136,7 +151,14 @@ fn interpolation<S: Scheme>(args: &InterpolationArgs) -> Result<()> {
     if !args.json {
         println!(
             "{:>7} {:>7} {:>12} {:>12} {:>12} {:>12} {:>13}   scheme {}",
-            "t", "n", "naive_ms", "fast_ms", "rou_ms", "msm_ms", "aggregate_ms", S::ID
+            "t",
+            "n",
+            "naive_ms",
+            "fast_ms",
+            "rou_ms",
+            "msm_ms",
+            "aggregate_ms",
+            S::ID
         );
     }
     let mut rng = ChaCha20Rng::seed_from_u64(args.seed);
@@ -147,30 +169,44 @@ fn interpolation<S: Scheme>(args: &InterpolationArgs) -> Result<()> {
         let n = 2 * t - 1;
         let domain = beacon::SignerDomain::new(n)?;
         let signers = random_subset(&mut rng, n, t);
-        let points: Vec<_> = signers.iter().map(|s| domain.point(*s)).collect::<Result<_, _>>()?;
+        let points: Vec<_> = signers
+            .iter()
+            .map(|s| domain.point(*s))
+            .collect::<Result<_, _>>()?;
         // Shares: random points of the signature group (the MSM does not care whether
         // they are valid signatures; a real aggregate of valid shares is checked below).
         let base = S::Signature::generator().mul(&Scalar::random(&mut rng));
         let shares: Vec<SignatureShare<S>> = signers
             .iter()
             .enumerate()
-            .map(|(i, s)| SignatureShare { signer: *s, signature: base.mul(&Scalar::from_u64(i as u64 + 1)) })
+            .map(|(i, s)| SignatureShare {
+                signer: *s,
+                signature: base.mul(&Scalar::from_u64(i as u64 + 1)),
+            })
             .collect();
         let sigs: Vec<S::Signature> = shares.iter().map(|s| s.signature).collect();
         let scalars: Vec<Scalar> = (0..t).map(|_| Scalar::random(&mut rng)).collect();
 
         // Naive is Theta(t^2): estimate from a run at t/4 (x16) before committing to it.
         let naive = if t <= 4096 || estimate_naive_ms(&points) <= 60_000.0 {
-            Some(median_ms(|| lagrange_naive(&points).expect("distinct points")))
+            Some(median_ms(|| {
+                lagrange_naive(&points).expect("distinct points")
+            }))
         } else {
             eprintln!("t = {t}: one naive run would exceed 60 s; naive_coeff_ms = null");
             None
         };
         let fast = median_ms(|| lagrange_fast(&points).expect("distinct points"));
-        let rou = median_ms(|| domain.lagrange_at_zero(&signers, InterpolationMethod::RootsOfUnity).expect("valid"));
+        let rou = median_ms(|| {
+            domain
+                .lagrange_at_zero(&signers, InterpolationMethod::RootsOfUnity)
+                .expect("valid")
+        });
         let msm = median_ms(|| S::Signature::msm(&sigs, &scalars));
         let aggregate = median_ms(|| {
-            let c = domain.lagrange_at_zero(&signers, InterpolationMethod::RootsOfUnity).expect("valid");
+            let c = domain
+                .lagrange_at_zero(&signers, InterpolationMethod::RootsOfUnity)
+                .expect("valid");
             beacon::threshold::combine::<S>(&c, &shares)
         });
         if args.json {
@@ -181,7 +217,9 @@ fn interpolation<S: Scheme>(args: &InterpolationArgs) -> Result<()> {
             );
         } else {
             let naive = naive.map_or("null".to_string(), |v| format!("{v:.3}"));
-            println!("{t:>7} {n:>7} {naive:>12} {fast:>12.3} {rou:>12.3} {msm:>12.3} {aggregate:>13.3}");
+            println!(
+                "{t:>7} {n:>7} {naive:>12} {fast:>12.3} {rou:>12.3} {msm:>12.3} {aggregate:>13.3}"
+            );
         }
     }
     Ok(())
@@ -204,11 +242,18 @@ fn verify<S: Scheme>(args: &VerifyArgs) -> Result<()> {
     let (public, secret) = deal::<S, _>(t, n, &mut rng)?;
     let msg = b"bench verify";
     let hashed = S::hash_message(msg);
-    let honest: Vec<SignatureShare<S>> = secret.iter().map(|s| s.sign_hashed::<S>(&hashed)).collect();
+    let honest: Vec<SignatureShare<S>> =
+        secret.iter().map(|s| s.sign_hashed::<S>(&hashed)).collect();
     if !args.json {
         println!(
             "{:>6} {:>5} {:>14} {:>10} {:>14} {:>14}   scheme {}",
-            "n", "bad", "individual_ms", "batch_ms", "optimistic_ms", "identified_ok", S::ID
+            "n",
+            "bad",
+            "individual_ms",
+            "batch_ms",
+            "optimistic_ms",
+            "identified_ok",
+            S::ID
         );
     }
     for &bad in &args.bad {
@@ -222,12 +267,19 @@ fn verify<S: Scheme>(args: &VerifyArgs) -> Result<()> {
             let s = &mut shares[b.0 as usize];
             s.signature = s.signature.add(&S::Signature::generator());
         }
-        let individual = median_ms(|| shares.iter().filter(|s| !public.verify_share(&hashed, s)).count());
+        let individual = median_ms(|| {
+            shares
+                .iter()
+                .filter(|s| !public.verify_share(&hashed, s))
+                .count()
+        });
         let mut found = Vec::new();
         let batch = median_ms(|| found = public.find_invalid(&hashed, &shares, &mut rng));
         let identified_ok = found == bad_signers;
         let optimistic = median_ms(|| {
-            public.recover(msg, &shares, InterpolationMethod::RootsOfUnity, &mut rng).expect("enough shares")
+            public
+                .recover(msg, &shares, InterpolationMethod::RootsOfUnity, &mut rng)
+                .expect("enough shares")
         });
         if args.json {
             println!(
@@ -244,7 +296,9 @@ fn verify<S: Scheme>(args: &VerifyArgs) -> Result<()> {
 
 /// Committee of `k` dealers spread evenly over `n` members.
 pub fn committee(n: u32, k: u32) -> Vec<NodeIndex> {
-    (0..k).map(|i| NodeIndex((i as u64 * n as u64 / k as u64) as u32)).collect()
+    (0..k)
+        .map(|i| NodeIndex((i as u64 * n as u64 / k as u64) as u32))
+        .collect()
 }
 
 fn dkg<S: Scheme>(args: &DkgArgs) -> Result<()> {
@@ -252,8 +306,16 @@ fn dkg<S: Scheme>(args: &DkgArgs) -> Result<()> {
     if !args.json {
         println!(
             "{:>6} {:>7} {:>18} {:>9} {:>10} {:>11} {:>12} {:>13} {:>14}   scheme {}",
-            "n", "dealers", "thresholds", "deal_ms", "verify_ms", "finalize_ms", "per_node_ms", "total_wall_ms",
-            "bytes_per_node", S::ID
+            "n",
+            "dealers",
+            "thresholds",
+            "deal_ms",
+            "verify_ms",
+            "finalize_ms",
+            "per_node_ms",
+            "total_wall_ms",
+            "bytes_per_node",
+            S::ID
         );
     }
     for &n in &args.n {
@@ -276,14 +338,22 @@ fn dkg<S: Scheme>(args: &DkgArgs) -> Result<()> {
         let participants = harness::honest::<S>(&config, args.seed, &memo)?;
         let run = harness::run(participants, args.seed, &harness::Disturbances::default());
         let wall = start.elapsed().as_secs_f64() * 1e3;
-        let failed = run.results.iter().filter(|r| !matches!(r, Some(Ok(_)))).count();
+        let failed = run
+            .results
+            .iter()
+            .filter(|r| !matches!(r, Some(Ok(_))))
+            .count();
         if failed > 0 {
             bail!("n = {n}: {failed} members did not finish the DKG");
         }
         let per = |d: std::time::Duration| d.as_secs_f64() * 1e3 / n as f64;
         let cpu: f64 = run.cpu.iter().map(|d| d.as_secs_f64() * 1e3).sum::<f64>() / n as f64;
         let bytes = run.bytes_sent.iter().sum::<u64>() / n as u64;
-        let (deal, verify, finalize) = (per(run.phase_cpu[0]), per(run.phase_cpu[1]), per(run.phase_cpu[2]));
+        let (deal, verify, finalize) = (
+            per(run.phase_cpu[0]),
+            per(run.phase_cpu[1]),
+            per(run.phase_cpu[2]),
+        );
         if args.json {
             println!(
                 "{}",
@@ -298,5 +368,109 @@ fn dkg<S: Scheme>(args: &DkgArgs) -> Result<()> {
             );
         }
     }
+    Ok(())
+}
+
+/// Median microseconds of `f` (at least 5 runs, more while under ~0.3 s).
+fn median_us<T>(mut f: impl FnMut() -> T) -> f64 {
+    let mut samples = Vec::new();
+    let start = Instant::now();
+    while samples.len() < 5 || (samples.len() < 200 && start.elapsed() < Duration::from_millis(300))
+    {
+        let t = Instant::now();
+        std::hint::black_box(f());
+        samples.push(t.elapsed());
+    }
+    samples.sort();
+    samples[samples.len() / 2].as_secs_f64() * 1e6
+}
+
+fn calibrate(args: &CalibrateArgs) -> Result<()> {
+    use beacon::curve::pairing_product_is_one;
+    use beacon::{G1, G2};
+    let mut rng = ChaCha20Rng::seed_from_u64(7);
+    let s = Scalar::random(&mut rng);
+    let p1 = G1::generator().mul(&s);
+    let p2 = G2::generator().mul(&s);
+    let two = median_us(|| pairing_product_is_one(&[(p1, p2), (p1.neg(), p2)]));
+    let four =
+        median_us(|| pairing_product_is_one(&[(p1, p2), (p1.neg(), p2), (p1, p2), (p1.neg(), p2)]));
+    let miller = ((four - two) / 2.0).max(1.0);
+    let final_exp = (two - 2.0 * miller).max(1.0);
+    let hash_g1 = median_us(|| G1::hash_to_curve(b"calibrate", beacon::scheme::DST_G1));
+    let hash_g2 = median_us(|| G2::hash_to_curve(b"calibrate", beacon::scheme::DST_G2));
+    let mul_g1 = median_us(|| p1.mul(&s));
+    let mul_g2 = median_us(|| p2.mul(&s));
+    let mut msm_g1 = vec![mul_g1];
+    let mut msm_g2 = vec![mul_g2];
+    for log in 1..=args.max_log_msm {
+        let n = 1usize << log;
+        let scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+        let g1: Vec<G1> = (0..n)
+            .map(|i| p1.mul(&Scalar::from_u64(i as u64 + 1)))
+            .collect();
+        let g2: Vec<G2> = (0..n)
+            .map(|i| p2.mul(&Scalar::from_u64(i as u64 + 1)))
+            .collect();
+        msm_g1.push(median_us(|| G1::msm(&g1, &scalars)) / n as f64);
+        msm_g2.push(median_us(|| G2::msm(&g2, &scalars)) / n as f64);
+        eprintln!(
+            "msm 2^{log}: {:.2} us/point (G1), {:.2} us/point (G2)",
+            msm_g1[log as usize], msm_g2[log as usize]
+        );
+    }
+    // Decoding: a sign-share, and a block of 64 KiB of transactions.
+    let share = consensus::Message::<MinSig>::SignShare {
+        height: 1,
+        view: 0,
+        digest: [1; 32],
+        sigma: p1,
+        tau: p1,
+        beacon: p1,
+    }
+    .encode()?;
+    let message = median_us(|| consensus::Message::<MinSig>::decode(&share).expect("valid"));
+    let block = consensus::Block {
+        height: 1,
+        parent: [0; 32],
+        previous_beacon: vec![0; 48],
+        transactions: vec![vec![7; 1024]; 64],
+    };
+    let big = consensus::Message::<MinSig>::PrePrepare {
+        height: 1,
+        view: 0,
+        block: std::sync::Arc::new(block),
+    }
+    .encode()?;
+    let kilobyte = (median_us(|| consensus::Message::<MinSig>::decode(&big).expect("valid"))
+        - message)
+        .max(0.0)
+        / 64.0;
+    let round = |v: f64| (v * 100.0).round() / 100.0;
+    let model = sim::cost_model::CostModel {
+        calibrated_on: format!(
+            "bench calibrate, {} threads available, {}",
+            std::thread::available_parallelism().map_or(1, |n| n.get()),
+            std::env::consts::ARCH
+        ),
+        miller_loop_us: round(miller),
+        final_exp_us: round(final_exp),
+        hash_g1_us: round(hash_g1),
+        hash_g2_us: round(hash_g2),
+        mul_g1_us: round(mul_g1),
+        mul_g2_us: round(mul_g2),
+        msm_g1_point_us: msm_g1.into_iter().map(round).collect(),
+        msm_g2_point_us: msm_g2.into_iter().map(round).collect(),
+        message_us: round(message + 2.0),
+        kilobyte_us: round(kilobyte),
+        scale: 1.0,
+    };
+    let text = format!(
+        "# Virtual CPU cost (microseconds) per cryptographic operation, used by the\n# simulator's compute-cost model. Regenerate with\n#   cargo run --release -- bench calibrate\n{}",
+        model.to_toml()
+    );
+    std::fs::write(&args.out, &text).with_context(|| format!("writing {}", args.out.display()))?;
+    println!("{text}");
+    println!("wrote {}", args.out.display());
     Ok(())
 }

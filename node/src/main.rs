@@ -19,7 +19,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Simulate a whole network deterministically (DKG, then beacon rounds).
-    Sim(sim_cmd::SimArgs),
+    Sim(Box<sim_cmd::SimArgs>),
     /// Measure the cryptographic building blocks.
     Bench {
         #[command(subcommand)]
@@ -30,7 +30,7 @@ enum Command {
 fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.command {
-        Command::Sim(args) => sim_cmd::run(args),
+        Command::Sim(args) => sim_cmd::run(*args),
         Command::Bench { which } => bench::run(which),
     }
 }

@@ -28,33 +28,61 @@ where
 {
     root.fill(&WHITE).map_err(|e| anyhow::anyhow!("{e}"))?;
     let (left, right) = root.split_horizontally(600);
-    let beacon: Vec<f64> = report.per_round.iter().map(|r| r.beacon_ms.p50).filter(|v| *v > 0.0).collect();
-    let commit: Vec<f64> = report.per_round.iter().map(|r| r.commit_ms.p50).filter(|v| *v > 0.0).collect();
+    let beacon: Vec<f64> = report
+        .per_round
+        .iter()
+        .map(|r| r.beacon_ms.p50)
+        .filter(|v| *v > 0.0)
+        .collect();
+    let commit: Vec<f64> = report
+        .per_round
+        .iter()
+        .map(|r| r.commit_ms.p50)
+        .filter(|v| *v > 0.0)
+        .collect();
     let max = beacon.iter().chain(&commit).copied().fold(1.0, f64::max) * 1.1;
 
     // CDF of per-round median latencies.
     let mut cdf = ChartBuilder::on(&left)
-        .caption(format!("{}: latency CDF (per-round medians)", report.scenario), ("sans-serif", 18))
+        .caption(
+            format!("{}: latency CDF (per-round medians)", report.scenario),
+            ("sans-serif", 18),
+        )
         .margin(10)
         .x_label_area_size(35)
         .y_label_area_size(45)
         .build_cartesian_2d(0.0..max, 0.0..1.0)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    cdf.configure_mesh().x_desc("ms").y_desc("fraction of rounds").draw().map_err(|e| anyhow::anyhow!("{e}"))?;
+    cdf.configure_mesh()
+        .x_desc("ms")
+        .y_desc("fraction of rounds")
+        .draw()
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     for (values, color, name) in [(&beacon, &BLUE, "beacon"), (&commit, &RED, "commit")] {
         let mut v = values.clone();
         v.sort_by(|a, b| a.total_cmp(b));
         let n = v.len().max(1) as f64;
-        cdf.draw_series(LineSeries::new(v.iter().enumerate().map(|(i, x)| (*x, (i + 1) as f64 / n)), color))
-            .map_err(|e| anyhow::anyhow!("{e}"))?
-            .label(name)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+        cdf.draw_series(LineSeries::new(
+            v.iter().enumerate().map(|(i, x)| (*x, (i + 1) as f64 / n)),
+            color,
+        ))
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .label(name)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
     }
-    cdf.configure_series_labels().border_style(BLACK).draw().map_err(|e| anyhow::anyhow!("{e}"))?;
+    cdf.configure_series_labels()
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
 
     // Timeline: per-round p50 and p99 beacon latency.
     let rounds = report.per_round.len().max(1) as u64;
-    let top = report.per_round.iter().map(|r| r.beacon_ms.p99.max(r.commit_ms.p50)).fold(1.0, f64::max) * 1.1;
+    let top = report
+        .per_round
+        .iter()
+        .map(|r| r.beacon_ms.p99.max(r.commit_ms.p50))
+        .fold(1.0, f64::max)
+        * 1.1;
     let mut line = ChartBuilder::on(&right)
         .caption("per-round latency", ("sans-serif", 18))
         .margin(10)
@@ -62,11 +90,39 @@ where
         .y_label_area_size(45)
         .build_cartesian_2d(1u64..rounds + 1, 0.0..top)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    line.configure_mesh().x_desc("round").y_desc("ms").draw().map_err(|e| anyhow::anyhow!("{e}"))?;
+    line.configure_mesh()
+        .x_desc("round")
+        .y_desc("ms")
+        .draw()
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let series = [
-        (report.per_round.iter().map(|r| (r.round, r.beacon_ms.p50)).collect::<Vec<_>>(), BLUE, "beacon p50"),
-        (report.per_round.iter().map(|r| (r.round, r.beacon_ms.p99)).collect::<Vec<_>>(), CYAN, "beacon p99"),
-        (report.per_round.iter().map(|r| (r.round, r.commit_ms.p50)).collect::<Vec<_>>(), RED, "commit p50"),
+        (
+            report
+                .per_round
+                .iter()
+                .map(|r| (r.round, r.beacon_ms.p50))
+                .collect::<Vec<_>>(),
+            BLUE,
+            "beacon p50",
+        ),
+        (
+            report
+                .per_round
+                .iter()
+                .map(|r| (r.round, r.beacon_ms.p99))
+                .collect::<Vec<_>>(),
+            CYAN,
+            "beacon p99",
+        ),
+        (
+            report
+                .per_round
+                .iter()
+                .map(|r| (r.round, r.commit_ms.p50))
+                .collect::<Vec<_>>(),
+            RED,
+            "commit p50",
+        ),
     ];
     for (points, color, name) in series {
         line.draw_series(LineSeries::new(points, color))
@@ -74,7 +130,10 @@ where
             .label(name)
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
     }
-    line.configure_series_labels().border_style(BLACK).draw().map_err(|e| anyhow::anyhow!("{e}"))?;
+    line.configure_series_labels()
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     root.present().map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(())
 }

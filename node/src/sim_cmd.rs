@@ -86,7 +86,9 @@ fn load(config: &str) -> Result<SimConfig> {
     // built-in scenario of the same name.
     let cfg = match SimConfig::load(config) {
         Ok(c) => c,
-        Err(e) if config == "configs/sim/default.toml" => SimConfig::load("default").context(e.to_string())?,
+        Err(e) if config == "configs/sim/default.toml" => {
+            SimConfig::load("default").context(e.to_string())?
+        }
         Err(e) => return Err(e.into()),
     };
     Ok(cfg)
@@ -128,7 +130,8 @@ fn single(args: RunArgs) -> Result<()> {
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = ProgressBar::new(cfg.rounds);
         bar.set_style(
-            ProgressStyle::with_template("{spinner} rounds {pos}/{len} [{bar:30}] {elapsed}").expect("valid template"),
+            ProgressStyle::with_template("{spinner} rounds {pos}/{len} [{bar:30}] {elapsed}")
+                .expect("valid template"),
         );
         bar.enable_steady_tick(std::time::Duration::from_millis(200));
         bar
@@ -144,11 +147,15 @@ fn single(args: RunArgs) -> Result<()> {
     }
     print_table(&report);
     if let Some(path) = &args.json {
-        std::fs::write(path, serde_json::to_string_pretty(&report)?).with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(path, serde_json::to_string_pretty(&report)?)
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &args.chain {
-        let Some(chain) = chain else { bail!("no beacon chain to export (the DKG did not finish)") };
-        std::fs::write(path, serde_json::to_string_pretty(&chain)?).with_context(|| format!("writing {}", path.display()))?;
+        let Some(chain) = chain else {
+            bail!("no beacon chain to export (the DKG did not finish)")
+        };
+        std::fs::write(path, serde_json::to_string_pretty(&chain)?)
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &args.plot {
         plot::draw(&report, path)?;
@@ -172,27 +179,58 @@ fn single(args: RunArgs) -> Result<()> {
 }
 
 fn print_table(r: &Report) {
-    let p = |x: &sim::report::Percentiles| format!("p50 {:>8.1}  p90 {:>8.1}  p99 {:>8.1}  max {:>8.1}", x.p50, x.p90, x.p99, x.max);
-    println!("scenario            {} (seed {}, {} nodes, f = {}, c = {}, {}, {} Byzantine)", r.scenario, r.seed, r.nodes, r.f, r.c, r.scheme, r.byzantine);
-    println!("DKG                 {:.1} ms virtual, {:.2} s wall", r.dkg_virtual_ms, r.dkg_wall_s);
-    println!("rounds              {} beacons, {} heights committed", r.rounds, r.heights_committed);
-    println!("fast path           {:.1}% of heights, {} view changes", 100.0 * r.fast_path_ratio, r.view_changes);
+    let p = |x: &sim::report::Percentiles| {
+        format!(
+            "p50 {:>8.1}  p90 {:>8.1}  p99 {:>8.1}  max {:>8.1}",
+            x.p50, x.p90, x.p99, x.max
+        )
+    };
+    println!(
+        "scenario            {} (seed {}, {} nodes, f = {}, c = {}, {}, {} Byzantine)",
+        r.scenario, r.seed, r.nodes, r.f, r.c, r.scheme, r.byzantine
+    );
+    println!(
+        "DKG                 {:.1} ms virtual, {:.2} s wall",
+        r.dkg_virtual_ms, r.dkg_wall_s
+    );
+    println!(
+        "rounds              {} beacons, {} heights committed",
+        r.rounds, r.heights_committed
+    );
+    println!(
+        "fast path           {:.1}% of heights, {} view changes",
+        100.0 * r.fast_path_ratio,
+        r.view_changes
+    );
     println!("beacon latency ms   {}", p(&r.beacon_latency_ms));
     println!("commit latency ms   {}", p(&r.commit_latency_ms));
     println!(
         "traffic             {:.1} messages and {:.0} bytes per node per round ({:.0} messages per round)",
         r.messages_per_node_per_round, r.bytes_per_node_per_round, r.messages_per_round
     );
-    println!("virtual CPU         {:.2} ms per node per round", r.cpu_ms_per_node_per_round);
+    println!(
+        "virtual CPU         {:.2} ms per node per round",
+        r.cpu_ms_per_node_per_round
+    );
     println!(
         "wall                {:.2} s ({:.2} s rounds), {} events, {:.0} events/s, {:.1} s virtual",
         r.wall_s, r.rounds_wall_s, r.events, r.events_per_s, r.virtual_s
     );
     if let Some(b) = &r.final_beacon {
-        println!("final beacon        round {} randomness {}", b.round, b.randomness);
+        println!(
+            "final beacon        round {} randomness {}",
+            b.round, b.randomness
+        );
     }
     println!("trace hash          {}", r.trace_hash);
-    println!("violations          {}", if r.violations.is_empty() { "none".to_string() } else { r.violations.len().to_string() });
+    println!(
+        "violations          {}",
+        if r.violations.is_empty() {
+            "none".to_string()
+        } else {
+            r.violations.len().to_string()
+        }
+    );
 }
 
 fn campaign(args: CampaignArgs) -> Result<()> {
@@ -204,7 +242,10 @@ fn campaign(args: CampaignArgs) -> Result<()> {
         base.rounds = r;
     }
     base.validate()?;
-    println!("campaign: {} seeds from {} on scenario {} ({} nodes, {} rounds)", args.seeds, args.first_seed, base.name, base.nodes, base.rounds);
+    println!(
+        "campaign: {} seeds from {} on scenario {} ({} nodes, {} rounds)",
+        args.seeds, args.first_seed, base.name, base.nodes, base.rounds
+    );
     let runs = sim::campaign::run(&base, args.first_seed, args.seeds, &|run| {
         let verdict = match run.violations.first() {
             None => "ok".to_string(),
@@ -224,8 +265,16 @@ fn campaign(args: CampaignArgs) -> Result<()> {
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_string_pretty(&runs)?)?;
     }
-    let failed: Vec<u64> = runs.iter().filter(|r| !r.violations.is_empty()).map(|r| r.seed).collect();
-    println!("{} of {} seeds passed", runs.len() - failed.len(), runs.len());
+    let failed: Vec<u64> = runs
+        .iter()
+        .filter(|r| !r.violations.is_empty())
+        .map(|r| r.seed)
+        .collect();
+    println!(
+        "{} of {} seeds passed",
+        runs.len() - failed.len(),
+        runs.len()
+    );
     if !failed.is_empty() {
         println!("failing seeds: {failed:?} (replay: sbft-beacon sim campaign --first-seed SEED --seeds 1 --scenario {})", args.scenario);
         std::process::exit(2);

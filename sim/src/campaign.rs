@@ -50,26 +50,49 @@ pub fn draw(base: &SimConfig, seed: u64) -> SimConfig {
     if rng.gen_bool(0.4) && n >= 4 {
         let start = rng.gen_range(500..3_000);
         let side_end = rng.gen_range(0..n / 2);
-        cfg.partitions.push(Partition { start_ms: start, heal_ms: start + rng.gen_range(1_000..8_000), side: vec![[0, side_end]] });
+        cfg.partitions.push(Partition {
+            start_ms: start,
+            heal_ms: start + rng.gen_range(1_000..8_000),
+            side: vec![[0, side_end]],
+        });
     }
     cfg.faults.crash.clear();
     if rng.gen_bool(0.3) {
         let at = rng.gen_range(500..4_000);
-        cfg.faults.crash.push(Crash { node: rng.gen_range(0..n), at_ms: at, restart_ms: Some(at + rng.gen_range(500..5_000)) });
+        cfg.faults.crash.push(Crash {
+            node: rng.gen_range(0..n),
+            at_ms: at,
+            restart_ms: Some(at + rng.gen_range(500..5_000)),
+        });
     }
-    cfg.network.loss = if rng.gen_bool(0.3) { rng.gen_range(0.0..0.05) } else { 0.0 };
+    cfg.network.loss = if rng.gen_bool(0.3) {
+        rng.gen_range(0.0..0.05)
+    } else {
+        0.0
+    };
     cfg
 }
 
 /// Runs `seeds` consecutive seeds from `first_seed` on fault mixes drawn from `base`.
-pub fn run(base: &SimConfig, first_seed: u64, seeds: u64, on_run: &dyn Fn(&CampaignRun)) -> Result<Vec<CampaignRun>, SimError> {
+pub fn run(
+    base: &SimConfig,
+    first_seed: u64,
+    seeds: u64,
+    on_run: &dyn Fn(&CampaignRun),
+) -> Result<Vec<CampaignRun>, SimError> {
     let mut runs = Vec::new();
     for seed in first_seed..first_seed + seeds {
         let cfg = draw(base, seed);
         let (report, _) = crate::run(&cfg, None)?;
         let run = CampaignRun {
             seed,
-            byzantine: cfg.faults.byzantine_kinds.iter().take(cfg.faults.byzantine as usize).cloned().collect(),
+            byzantine: cfg
+                .faults
+                .byzantine_kinds
+                .iter()
+                .take(cfg.faults.byzantine as usize)
+                .cloned()
+                .collect(),
             partition: !cfg.partitions.is_empty(),
             crash_restart: !cfg.faults.crash.is_empty(),
             loss: cfg.network.loss,

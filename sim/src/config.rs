@@ -11,12 +11,30 @@ use std::path::{Path, PathBuf};
 
 /// The built-in scenario files, by name (the `configs/` tree at build time).
 pub const BUILT_IN: &[(&str, &str)] = &[
-    ("sim/default.toml", include_str!("../../configs/sim/default.toml")),
-    ("sim/large.toml", include_str!("../../configs/sim/large.toml")),
-    ("sim/byzantine.toml", include_str!("../../configs/sim/byzantine.toml")),
-    ("sim/lossy.toml", include_str!("../../configs/sim/lossy.toml")),
-    ("regions/wan.toml", include_str!("../../configs/regions/wan.toml")),
-    ("cost-model.toml", include_str!("../../configs/cost-model.toml")),
+    (
+        "sim/default.toml",
+        include_str!("../../configs/sim/default.toml"),
+    ),
+    (
+        "sim/large.toml",
+        include_str!("../../configs/sim/large.toml"),
+    ),
+    (
+        "sim/byzantine.toml",
+        include_str!("../../configs/sim/byzantine.toml"),
+    ),
+    (
+        "sim/lossy.toml",
+        include_str!("../../configs/sim/lossy.toml"),
+    ),
+    (
+        "regions/wan.toml",
+        include_str!("../../configs/regions/wan.toml"),
+    ),
+    (
+        "cost-model.toml",
+        include_str!("../../configs/cost-model.toml"),
+    ),
 ];
 
 /// A whole scenario.
@@ -119,7 +137,10 @@ pub struct DkgSection {
 
 impl Default for DkgSection {
     fn default() -> Self {
-        DkgSection { dealers: 0, phase_timeout_ms: 2_000 }
+        DkgSection {
+            dealers: 0,
+            phase_timeout_ms: 2_000,
+        }
     }
 }
 
@@ -253,7 +274,10 @@ pub struct InvariantConfig {
 
 impl Default for InvariantConfig {
     fn default() -> Self {
-        InvariantConfig { liveness_bound_ms: 60_000, max_virtual_time_s: 3_600 }
+        InvariantConfig {
+            liveness_bound_ms: 60_000,
+            max_virtual_time_s: 3_600,
+        }
     }
 }
 
@@ -272,13 +296,18 @@ pub fn read_relative(base: Option<&Path>, name: &str) -> Result<String, SimError
         .iter()
         .find(|(n, _)| normalized.ends_with(n) || n.ends_with(normalized))
         .map(|(_, text)| text.to_string())
-        .ok_or_else(|| SimError::Config(format!("file {name:?} not found (relative to {base:?}) and not built in")))
+        .ok_or_else(|| {
+            SimError::Config(format!(
+                "file {name:?} not found (relative to {base:?}) and not built in"
+            ))
+        })
 }
 
 impl SimConfig {
     /// Parses a scenario from TOML text.
     pub fn from_toml(text: &str, base_dir: Option<PathBuf>) -> Result<Self, SimError> {
-        let mut cfg: SimConfig = toml::from_str(text).map_err(|e| SimError::Config(e.to_string()))?;
+        let mut cfg: SimConfig =
+            toml::from_str(text).map_err(|e| SimError::Config(e.to_string()))?;
         cfg.base_dir = base_dir;
         cfg.validate()?;
         Ok(cfg)
@@ -313,7 +342,10 @@ impl SimConfig {
             return err("nodes must be at least 1".into());
         }
         if self.nodes < 2 * self.protocol.c + 1 {
-            return err(format!("nodes = {} too small for c = {}", self.nodes, self.protocol.c));
+            return err(format!(
+                "nodes = {} too small for c = {}",
+                self.nodes, self.protocol.c
+            ));
         }
         if self.rounds == 0 {
             return err("rounds must be at least 1".into());
@@ -325,7 +357,11 @@ impl SimConfig {
             return err("bls-unchained-g1-rfc9380 is verification-only; use pedersen-bls-chained or bls-chained-g1-rfc9380".into());
         }
         let n = &self.network;
-        for (name, p) in [("loss", n.loss), ("duplication", n.duplication), ("reorder", n.reorder)] {
+        for (name, p) in [
+            ("loss", n.loss),
+            ("duplication", n.duplication),
+            ("reorder", n.reorder),
+        ] {
             if !(0.0..=1.0).contains(&p) {
                 return err(format!("network.{name} = {p} is not a probability"));
             }
@@ -337,21 +373,35 @@ impl SimConfig {
             return err("network delays and bandwidth must not be negative".into());
         }
         match &n.latency {
-            Latency::Constant { ms } if *ms < 0.0 => return err("latency must not be negative".into()),
+            Latency::Constant { ms } if *ms < 0.0 => {
+                return err("latency must not be negative".into())
+            }
             Latency::Uniform { min_ms, max_ms } if *min_ms < 0.0 || max_ms < min_ms => {
                 return err("uniform latency needs 0 <= min_ms <= max_ms".into())
             }
-            Latency::LogNormal { median_ms, sigma, min_ms } if *median_ms <= 0.0 || *sigma < 0.0 || *min_ms < 0.0 => {
-                return err("log-normal latency needs median_ms > 0, sigma >= 0, min_ms >= 0".into())
+            Latency::LogNormal {
+                median_ms,
+                sigma,
+                min_ms,
+            } if *median_ms <= 0.0 || *sigma < 0.0 || *min_ms < 0.0 => {
+                return err(
+                    "log-normal latency needs median_ms > 0, sigma >= 0, min_ms >= 0".into(),
+                )
             }
             _ => {}
         }
         for p in &self.partitions {
             if p.heal_ms <= p.start_ms {
-                return err(format!("partition heals ({}) before it starts ({})", p.heal_ms, p.start_ms));
+                return err(format!(
+                    "partition heals ({}) before it starts ({})",
+                    p.heal_ms, p.start_ms
+                ));
             }
             if p.side.iter().any(|[a, b]| a > b || *b >= self.nodes) {
-                return err(format!("partition side {:?} out of range for {} nodes", p.side, self.nodes));
+                return err(format!(
+                    "partition side {:?} out of range for {} nodes",
+                    p.side, self.nodes
+                ));
             }
         }
         for c in &self.faults.crash {
@@ -363,7 +413,8 @@ impl SimConfig {
             }
         }
         for k in &self.faults.byzantine_kinds {
-            k.parse::<consensus::Behaviour>().map_err(SimError::Config)?;
+            k.parse::<consensus::Behaviour>()
+                .map_err(SimError::Config)?;
         }
         if self.faults.byzantine > 0 && self.faults.byzantine_kinds.is_empty() {
             return err("faults.byzantine > 0 needs faults.byzantine_kinds".into());
@@ -372,22 +423,37 @@ impl SimConfig {
             return err("load.tx_per_second must not be negative".into());
         }
         if self.dkg.dealers > self.nodes {
-            return err(format!("dkg.dealers = {} exceeds nodes = {}", self.dkg.dealers, self.nodes));
+            return err(format!(
+                "dkg.dealers = {} exceeds nodes = {}",
+                self.dkg.dealers, self.nodes
+            ));
         }
         Ok(())
     }
 
     /// The region table, if the latency model uses one.
     pub fn region_table(&self) -> Result<Option<RegionTable>, SimError> {
-        let Latency::Regions { file } = &self.network.latency else { return Ok(None) };
+        let Latency::Regions { file } = &self.network.latency else {
+            return Ok(None);
+        };
         let text = read_relative(self.base_dir.as_deref(), file)?;
-        let table: RegionTable = toml::from_str(&text).map_err(|e| SimError::Config(format!("{file}: {e}")))?;
+        let table: RegionTable =
+            toml::from_str(&text).map_err(|e| SimError::Config(format!("{file}: {e}")))?;
         let k = table.regions.len();
         if k == 0 || table.latency_ms.len() != k || table.latency_ms.iter().any(|r| r.len() != k) {
-            return Err(SimError::Config(format!("{file}: latency_ms must be a {k} x {k} table")));
+            return Err(SimError::Config(format!(
+                "{file}: latency_ms must be a {k} x {k} table"
+            )));
         }
-        if table.latency_ms.iter().flatten().any(|v| !(*v >= 0.0)) {
-            return Err(SimError::Config(format!("{file}: latencies must be non-negative numbers")));
+        if table
+            .latency_ms
+            .iter()
+            .flatten()
+            .any(|v| v.is_nan() || *v < 0.0)
+        {
+            return Err(SimError::Config(format!(
+                "{file}: latencies must be non-negative numbers"
+            )));
         }
         Ok(Some(table))
     }

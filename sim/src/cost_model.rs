@@ -49,13 +49,33 @@ fn unit() -> f64 {
 impl CostModel {
     /// Parses and checks a cost model.
     pub fn from_toml(text: &str) -> Result<Self, SimError> {
-        let m: CostModel = toml::from_str(text).map_err(|e| SimError::Config(format!("cost model: {e}")))?;
-        let all = [m.miller_loop_us, m.final_exp_us, m.hash_g1_us, m.hash_g2_us, m.mul_g1_us, m.mul_g2_us, m.message_us, m.kilobyte_us, m.scale];
-        if all.iter().chain(&m.msm_g1_point_us).chain(&m.msm_g2_point_us).any(|v| !(*v >= 0.0) || !v.is_finite()) {
-            return Err(SimError::Config("cost model: every cost must be a finite non-negative number".into()));
+        let m: CostModel =
+            toml::from_str(text).map_err(|e| SimError::Config(format!("cost model: {e}")))?;
+        let all = [
+            m.miller_loop_us,
+            m.final_exp_us,
+            m.hash_g1_us,
+            m.hash_g2_us,
+            m.mul_g1_us,
+            m.mul_g2_us,
+            m.message_us,
+            m.kilobyte_us,
+            m.scale,
+        ];
+        if all
+            .iter()
+            .chain(&m.msm_g1_point_us)
+            .chain(&m.msm_g2_point_us)
+            .any(|v| !v.is_finite() || *v < 0.0)
+        {
+            return Err(SimError::Config(
+                "cost model: every cost must be a finite non-negative number".into(),
+            ));
         }
         if m.msm_g1_point_us.is_empty() || m.msm_g2_point_us.is_empty() {
-            return Err(SimError::Config("cost model: MSM tables must not be empty".into()));
+            return Err(SimError::Config(
+                "cost model: MSM tables must not be empty".into(),
+            ));
         }
         Ok(m)
     }
@@ -82,8 +102,16 @@ impl CostModel {
             + counts.hash_g2 as f64 * self.hash_g2_us
             + counts.mul_g1 as f64 * self.mul_g1_us
             + counts.mul_g2 as f64 * self.mul_g2_us
-            + Self::msm(&self.msm_g1_point_us, &counts.msm_g1_calls, &counts.msm_g1_points)
-            + Self::msm(&self.msm_g2_point_us, &counts.msm_g2_calls, &counts.msm_g2_points);
+            + Self::msm(
+                &self.msm_g1_point_us,
+                &counts.msm_g1_calls,
+                &counts.msm_g1_points,
+            )
+            + Self::msm(
+                &self.msm_g2_point_us,
+                &counts.msm_g2_calls,
+                &counts.msm_g2_points,
+            );
         let io = self.message_us + bytes as f64 / 1024.0 * self.kilobyte_us;
         ((crypto + io) * self.scale).round() as u64
     }
@@ -97,7 +125,11 @@ mod tests {
     fn built_in_model_parses_and_charges() {
         let text = crate::config::read_relative(None, "cost-model.toml").unwrap();
         let m = CostModel::from_toml(&text).unwrap();
-        let mut c = OpCounts { miller_loops: 2, final_exps: 1, ..Default::default() };
+        let mut c = OpCounts {
+            miller_loops: 2,
+            final_exps: 1,
+            ..Default::default()
+        };
         let two_pairings = m.cost_us(&c, 0);
         assert!(two_pairings as f64 >= 2.0 * m.miller_loop_us + m.final_exp_us);
         c.msm_g1_calls[10] = 1;

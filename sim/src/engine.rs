@@ -29,8 +29,8 @@ use beacon::dkg::{DkgConfig, DkgOutput};
 use beacon::memo::Memo;
 use beacon::{NodeIndex, Point, Scheme, Time};
 use consensus::{
-    Behaviour, CommitPath, CommittedEntry, Envelope, Member, MemberInput, MemberOutput, MemberTimer, Output,
-    ReplicaConfig,
+    Behaviour, CommitPath, CommittedEntry, Envelope, Member, MemberInput, MemberOutput,
+    MemberTimer, Output, ReplicaConfig,
 };
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -46,7 +46,11 @@ use std::time::Instant;
 /// What can happen to a node.
 enum Event<S: Scheme> {
     Start,
-    Deliver { from: NodeIndex, envelope: Envelope<S>, bytes: usize },
+    Deliver {
+        from: NodeIndex,
+        envelope: Envelope<S>,
+        bytes: usize,
+    },
     Timer(MemberTimer),
     Transaction(Vec<u8>),
     Crash,
@@ -97,6 +101,9 @@ struct NodeEffects<S: Scheme> {
     panic: Option<(Time, String)>,
 }
 
+/// One node's share of a window: its index, its state, its events.
+type Work<'a, S> = (u32, &'a mut Slot<S>, Vec<(Time, Event<S>)>);
+
 /// Read-only context of a window.
 struct Shared<'a> {
     costs: &'a CostModel,
@@ -121,7 +128,13 @@ fn run_node<S: Scheme>(
     end: Time,
     shared: &Shared<'_>,
 ) -> NodeEffects<S> {
-    let mut fx = NodeEffects { node, outputs: Vec::new(), trace: Vec::new(), processed: 0, panic: None };
+    let mut fx = NodeEffects {
+        node,
+        outputs: Vec::new(),
+        trace: Vec::new(),
+        processed: 0,
+        panic: None,
+    };
     // Local queue: (time, local order) -> event; own timers below `end` join it.
     let mut local: BTreeMap<(Time, u64), Event<S>> = BTreeMap::new();
     let mut order = 0u64;
@@ -147,7 +160,9 @@ fn run_node<S: Scheme>(
                 if slot.member.is_some() {
                     continue;
                 }
-                let Some(dkg) = slot.disk.dkg.clone() else { continue };
+                let Some(dkg) = slot.disk.dkg.clone() else {
+                    continue;
+                };
                 let restored = Member::restore(
                     shared.replica.clone(),
                     &dkg,
@@ -166,14 +181,20 @@ fn run_node<S: Scheme>(
                 (MemberInput::Start, 0)
             }
             Event::Start => (MemberInput::Start, 0),
-            Event::Deliver { from, envelope, bytes } => (MemberInput::Message { from, envelope }, bytes),
+            Event::Deliver {
+                from,
+                envelope,
+                bytes,
+            } => (MemberInput::Message { from, envelope }, bytes),
             Event::Timer(t) => (MemberInput::Timer(t), 0),
             Event::Transaction(tx) => {
                 let len = tx.len();
                 (MemberInput::ClientTransaction(tx), len)
             }
         };
-        let Some(member) = slot.member.as_mut() else { continue };
+        let Some(member) = slot.member.as_mut() else {
+            continue;
+        };
         beacon::cost::take();
         let result = catch_unwind(AssertUnwindSafe(|| member.handle(start, input)));
         let counts = beacon::cost::take();
@@ -205,7 +226,8 @@ fn run_node<S: Scheme>(
                 }
                 MemberOutput::Replica(Output::Finalized(entry)) => {
                     slot.disk.chain.push(entry.clone());
-                    fx.outputs.push((done, MemberOutput::Replica(Output::Finalized(entry))));
+                    fx.outputs
+                        .push((done, MemberOutput::Replica(Output::Finalized(entry))));
                 }
                 other => fx.outputs.push((done, other)),
             }
@@ -252,15 +274,23 @@ struct Engine<S: Scheme> {
 pub type Progress<'a> = &'a (dyn Fn(u64, u64) + Sync);
 
 /// Runs a scenario to completion and reports (violations are in the report).
-pub fn run(cfg: &SimConfig, progress: Option<Progress<'_>>) -> Result<(Report, Option<serde_json::Value>), SimError> {
+pub fn run(
+    cfg: &SimConfig,
+    progress: Option<Progress<'_>>,
+) -> Result<(Report, Option<serde_json::Value>), SimError> {
     match cfg.scheme {
         beacon::SchemeId::PedersenBlsChained => run_with::<beacon::MinPk>(cfg, progress),
         beacon::SchemeId::BlsChainedG1Rfc9380 => run_with::<beacon::MinSig>(cfg, progress),
-        other => Err(SimError::Config(format!("{other} cannot be simulated (verification-only)"))),
+        other => Err(SimError::Config(format!(
+            "{other} cannot be simulated (verification-only)"
+        ))),
     }
 }
 
-fn run_with<S: Scheme>(cfg: &SimConfig, progress: Option<Progress<'_>>) -> Result<(Report, Option<serde_json::Value>), SimError> {
+fn run_with<S: Scheme>(
+    cfg: &SimConfig,
+    progress: Option<Progress<'_>>,
+) -> Result<(Report, Option<serde_json::Value>), SimError> {
     let wall = Instant::now();
     let mut engine = Engine::<S>::new(cfg)?;
     engine.start();
@@ -271,11 +301,15 @@ fn run_with<S: Scheme>(cfg: &SimConfig, progress: Option<Progress<'_>>) -> Resul
 
 impl<S: Scheme> Engine<S> {
     fn new(cfg: &SimConfig) -> Result<Self, SimError> {
-        let costs = CostModel::from_toml(&crate::config::read_relative(cfg.base_dir.as_deref(), &cfg.cost_model)?)?;
+        let costs = CostModel::from_toml(&crate::config::read_relative(
+            cfg.base_dir.as_deref(),
+            &cfg.cost_model,
+        )?)?;
         let regions = cfg.region_table()?;
         let network = Network::new(&cfg.network, regions.as_ref(), cfg.nodes);
         let p = &cfg.protocol;
-        let mut replica = ReplicaConfig::new(cfg.nodes, p.c).map_err(|e| SimError::Config(e.to_string()))?;
+        let mut replica =
+            ReplicaConfig::new(cfg.nodes, p.c).map_err(|e| SimError::Config(e.to_string()))?;
         if p.beacon_threshold > 0 {
             replica.beacon_threshold = p.beacon_threshold;
         }
@@ -287,7 +321,9 @@ impl<S: Scheme> Engine<S> {
         replica.early_beacon = p.early_beacon;
         replica.max_batch = p.max_batch.max(1);
         replica.genesis_seed = Sha256::digest(format!("sbft-beacon genesis {}", cfg.seed)).into();
-        replica.validate().map_err(|e| SimError::Config(e.to_string()))?;
+        replica
+            .validate()
+            .map_err(|e| SimError::Config(e.to_string()))?;
         if cfg.faults.byzantine > replica.f {
             return Err(SimError::Config(format!(
                 "{} Byzantine replicas exceed f = {} for n = {}, c = {}",
@@ -299,18 +335,32 @@ impl<S: Scheme> Engine<S> {
         // Byzantine replicas: chosen by the seed, kinds cycled.
         let mut indices: Vec<u32> = (0..n).collect();
         indices.shuffle(&mut rng);
-        let kinds: Vec<Behaviour> =
-            cfg.faults.byzantine_kinds.iter().map(|k| k.parse().map_err(SimError::Config)).collect::<Result<_, _>>()?;
+        let kinds: Vec<Behaviour> = cfg
+            .faults
+            .byzantine_kinds
+            .iter()
+            .map(|k| k.parse().map_err(SimError::Config))
+            .collect::<Result<_, _>>()?;
         let mut behaviours = vec![None; n as usize];
-        for (i, node) in indices.iter().take(cfg.faults.byzantine as usize).enumerate() {
+        for (i, node) in indices
+            .iter()
+            .take(cfg.faults.byzantine as usize)
+            .enumerate()
+        {
             behaviours[*node as usize] = Some(kinds[i % kinds.len()]);
         }
         let dealers = if cfg.dkg.dealers == 0 || cfg.dkg.dealers >= n {
             Vec::new()
         } else {
-            (0..cfg.dkg.dealers).map(|i| NodeIndex((i as u64 * n as u64 / cfg.dkg.dealers as u64) as u32)).collect()
+            (0..cfg.dkg.dealers)
+                .map(|i| NodeIndex((i as u64 * n as u64 / cfg.dkg.dealers as u64) as u32))
+                .collect()
         };
-        let dealer_count = if dealers.is_empty() { n } else { dealers.len() as u32 };
+        let dealer_count = if dealers.is_empty() {
+            n
+        } else {
+            dealers.len() as u32
+        };
         let dkg = DkgConfig {
             session: Sha256::digest(format!("sbft-beacon sim dkg {}", cfg.seed)).into(),
             n,
@@ -322,9 +372,22 @@ impl<S: Scheme> Engine<S> {
         let memo = Memo::shared();
         let mut slots = Vec::with_capacity(n as usize);
         for i in 0..n {
-            let member = Member::new(replica.clone(), dkg.clone(), NodeIndex(i), member_seed(cfg.seed, i), memo.clone(), behaviours[i as usize])
-                .map_err(|e| SimError::Config(e.to_string()))?;
-            slots.push(Slot { member: Some(member), disk: Disk::default(), busy_until: Time::ZERO, cpu_us: 0, behaviour: behaviours[i as usize] });
+            let member = Member::new(
+                replica.clone(),
+                dkg.clone(),
+                NodeIndex(i),
+                member_seed(cfg.seed, i),
+                memo.clone(),
+                behaviours[i as usize],
+            )
+            .map_err(|e| SimError::Config(e.to_string()))?;
+            slots.push(Slot {
+                member: Some(member),
+                disk: Disk::default(),
+                busy_until: Time::ZERO,
+                cpu_us: 0,
+                behaviour: behaviours[i as usize],
+            });
         }
         let honest: Vec<bool> = behaviours.iter().map(Option::is_none).collect();
         Ok(Engine {
@@ -339,7 +402,7 @@ impl<S: Scheme> Engine<S> {
             events: HashMap::new(),
             seq: 0,
             uplink_free: vec![Time::ZERO; n as usize],
-            net_rng: ChaCha20Rng::seed_from_u64(cfg.seed ^ 0x6e65_7477_6f72_6b),
+            net_rng: ChaCha20Rng::seed_from_u64(cfg.seed ^ 0x006e_6574_776f_726b),
             load_rng: ChaCha20Rng::seed_from_u64(cfg.seed ^ 0x6c6f_6164),
             next_tx: None,
             trace: Sha256::new(),
@@ -383,7 +446,12 @@ impl<S: Scheme> Engine<S> {
 
     fn run(&mut self, progress: Option<Progress<'_>>) {
         let lookahead = self.network.min_latency_us().max(1);
-        let max_time = Time(self.cfg.invariants.max_virtual_time_s.saturating_mul(1_000_000));
+        let max_time = Time(
+            self.cfg
+                .invariants
+                .max_virtual_time_s
+                .saturating_mul(1_000_000),
+        );
         let mut last_progress_report = 0;
         let threads = self.cfg.threads.max(1);
         loop {
@@ -392,15 +460,35 @@ impl<S: Scheme> Engine<S> {
             }
             self.schedule_load();
             let Some(Reverse((t0, _))) = self.queue.peek().copied() else {
-                self.checker.fail(FailureKind::Liveness, None, Time::ZERO, "no events left before the target rounds".into());
+                self.checker.fail(
+                    FailureKind::Liveness,
+                    None,
+                    Time::ZERO,
+                    "no events left before the target rounds".into(),
+                );
                 break;
             };
             if t0 > max_time {
-                self.checker.fail(FailureKind::Liveness, None, t0, format!("target not reached within {} s of virtual time", self.cfg.invariants.max_virtual_time_s));
+                self.checker.fail(
+                    FailureKind::Liveness,
+                    None,
+                    t0,
+                    format!(
+                        "target not reached within {} s of virtual time",
+                        self.cfg.invariants.max_virtual_time_s
+                    ),
+                );
                 break;
             }
-            if let Some(v) = self.checker.check_liveness(t0, self.cfg.invariants.liveness_bound_ms * 1000, self.last_fault_heal()) {
-                let _ = v;
+            if self
+                .checker
+                .check_liveness(
+                    t0,
+                    self.cfg.invariants.liveness_bound_ms * 1000,
+                    self.last_fault_heal(),
+                )
+                .is_some()
+            {
                 break;
             }
             let end = t0.plus_micros(lookahead);
@@ -426,7 +514,12 @@ impl<S: Scheme> Engine<S> {
             }
         }
         if !self.checker.failed() && !self.honest_alive_done() {
-            self.checker.fail(FailureKind::Liveness, None, Time::ZERO, "stopped before the target rounds".into());
+            self.checker.fail(
+                FailureKind::Liveness,
+                None,
+                Time::ZERO,
+                "stopped before the target rounds".into(),
+            );
         }
     }
 
@@ -442,14 +535,32 @@ impl<S: Scheme> Engine<S> {
 
     fn last_fault_heal(&self) -> Option<Time> {
         let origin = self.dkg_end?;
-        let crashes = self.cfg.faults.crash.iter().map(|c| origin.plus_millis(c.restart_ms.unwrap_or(c.at_ms)));
-        crashes.chain(self.network.last_heal()).max().or(Some(origin))
+        let crashes = self
+            .cfg
+            .faults
+            .crash
+            .iter()
+            .map(|c| origin.plus_millis(c.restart_ms.unwrap_or(c.at_ms)));
+        crashes
+            .chain(self.network.last_heal())
+            .max()
+            .or(Some(origin))
     }
 
-    fn process_window(&mut self, per_node: BTreeMap<u32, Vec<(Time, Event<S>)>>, end: Time, threads: usize) -> Vec<NodeEffects<S>> {
-        let shared = Shared { costs: &self.costs, replica: &self.replica, memo: &self.memo, seed: self.cfg.seed };
+    fn process_window(
+        &mut self,
+        per_node: BTreeMap<u32, Vec<(Time, Event<S>)>>,
+        end: Time,
+        threads: usize,
+    ) -> Vec<NodeEffects<S>> {
+        let shared = Shared {
+            costs: &self.costs,
+            replica: &self.replica,
+            memo: &self.memo,
+            seed: self.cfg.seed,
+        };
         // Pair each busy node with exclusive access to its slot.
-        let mut work: Vec<(u32, &mut Slot<S>, Vec<(Time, Event<S>)>)> = Vec::with_capacity(per_node.len());
+        let mut work: Vec<Work<'_, S>> = Vec::with_capacity(per_node.len());
         let mut events = per_node.into_iter().peekable();
         for (i, slot) in self.slots.iter_mut().enumerate() {
             if events.peek().is_some_and(|(n, _)| *n as usize == i) {
@@ -458,7 +569,10 @@ impl<S: Scheme> Engine<S> {
             }
         }
         if threads <= 1 || work.len() < 2 {
-            return work.into_iter().map(|(n, slot, evs)| run_node(n, slot, evs, end, &shared)).collect();
+            return work
+                .into_iter()
+                .map(|(n, slot, evs)| run_node(n, slot, evs, end, &shared))
+                .collect();
         }
         let chunk = work.len().div_ceil(threads);
         let mut results: Vec<Vec<NodeEffects<S>>> = Vec::new();
@@ -471,13 +585,18 @@ impl<S: Scheme> Engine<S> {
                     let mine = std::mem::replace(&mut rest, tail);
                     let shared = &shared;
                     handles.push(s.spawn(move || {
-                        mine.into_iter().map(|(n, slot, evs)| run_node(n, slot, evs, end, shared)).collect::<Vec<_>>()
+                        mine.into_iter()
+                            .map(|(n, slot, evs)| run_node(n, slot, evs, end, shared))
+                            .collect::<Vec<_>>()
                     }));
                 }
                 handles
             };
             for h in handles {
-                results.push(h.join().expect("simulation worker panicked outside a member"));
+                results.push(
+                    h.join()
+                        .expect("simulation worker panicked outside a member"),
+                );
             }
         });
         results.into_iter().flatten().collect()
@@ -489,7 +608,11 @@ impl<S: Scheme> Engine<S> {
         if rate <= 0.0 {
             return;
         }
-        let horizon = self.queue.peek().map(|Reverse((t, _))| t.plus_micros(1)).unwrap_or(origin);
+        let horizon = self
+            .queue
+            .peek()
+            .map(|Reverse((t, _))| t.plus_micros(1))
+            .unwrap_or(origin);
         let interval = (1e6 / rate).max(1.0) as u64;
         let mut next = self.next_tx.unwrap_or(origin);
         while next < horizon {
@@ -513,21 +636,36 @@ impl<S: Scheme> Engine<S> {
             match output {
                 MemberOutput::Send { to, envelope } => self.send(node, at, &[to], envelope),
                 MemberOutput::Broadcast(envelope) => {
-                    let all: Vec<NodeIndex> = (0..self.cfg.nodes).filter(|j| *j != node).map(NodeIndex).collect();
+                    let all: Vec<NodeIndex> = (0..self.cfg.nodes)
+                        .filter(|j| *j != node)
+                        .map(NodeIndex)
+                        .collect();
                     self.send(node, at, &all, envelope);
                 }
-                MemberOutput::SetTimer { at: when, timer } => self.push(when, node, Event::Timer(timer)),
+                MemberOutput::SetTimer { at: when, timer } => {
+                    self.push(when, node, Event::Timer(timer))
+                }
                 MemberOutput::DkgComplete(out) => self.on_dkg_complete(node, at, &out),
                 MemberOutput::DkgFailed(reason) => {
                     if self.slots[node as usize].behaviour.is_none() {
-                        self.checker.fail(FailureKind::Liveness, Some(node), at, format!("DKG failed: {reason}"));
+                        self.checker.fail(
+                            FailureKind::Liveness,
+                            Some(node),
+                            at,
+                            format!("DKG failed: {reason}"),
+                        );
                     }
                 }
                 MemberOutput::Replica(o) => self.observe(node, at, o),
             }
         }
         if let Some((t, msg)) = fx.panic {
-            self.checker.fail(FailureKind::Crash, Some(node), t, format!("member panicked: {msg}"));
+            self.checker.fail(
+                FailureKind::Crash,
+                Some(node),
+                t,
+                format!("member panicked: {msg}"),
+            );
         }
     }
 
@@ -536,15 +674,27 @@ impl<S: Scheme> Engine<S> {
         let consensus = matches!(envelope, Envelope::Consensus(_));
         let transmit = self.network.transmit_us(bytes);
         for t in to {
-            let depart = at.max(self.uplink_free[from as usize]).plus_micros(transmit);
+            let depart = at
+                .max(self.uplink_free[from as usize])
+                .plus_micros(transmit);
             self.uplink_free[from as usize] = depart;
             if consensus && self.dkg_end.is_some() {
                 self.consensus_messages += 1;
                 self.consensus_bytes += bytes as u64;
             }
-            let arrivals = self.network.arrivals(&mut self.net_rng, from, t.0, depart, !consensus);
+            let arrivals = self
+                .network
+                .arrivals(&mut self.net_rng, from, t.0, depart, !consensus);
             for arrival in arrivals {
-                self.push(arrival, t.0, Event::Deliver { from: NodeIndex(from), envelope: envelope.clone(), bytes });
+                self.push(
+                    arrival,
+                    t.0,
+                    Event::Deliver {
+                        from: NodeIndex(from),
+                        envelope: envelope.clone(),
+                        bytes,
+                    },
+                );
             }
         }
     }
@@ -566,7 +716,8 @@ impl<S: Scheme> Engine<S> {
             self.dkg_end = Some(end);
             self.rounds_started_wall = Some(Instant::now());
             self.cpu_at_rounds_start = self.slots.iter().map(|s| s.cpu_us).sum();
-            self.network.install_partitions(&self.cfg.partitions, end, self.cfg.nodes);
+            self.network
+                .install_partitions(&self.cfg.partitions, end, self.cfg.nodes);
             let crashes = self.cfg.faults.crash.clone();
             for c in crashes {
                 self.push(end.plus_millis(c.at_ms), c.node, Event::Crash);
@@ -580,12 +731,21 @@ impl<S: Scheme> Engine<S> {
     fn observe(&mut self, node: u32, at: Time, output: Output<S>) {
         let honest = self.slots[node as usize].behaviour.is_none();
         match output {
-            Output::Committed { block, certificate, proposed_at, committed_at } => {
+            Output::Committed {
+                block,
+                certificate,
+                proposed_at,
+                committed_at,
+            } => {
                 if honest {
-                    self.checker.on_commit(node, at, block.height, certificate.digest);
+                    self.checker
+                        .on_commit(node, at, block.height, certificate.digest);
                     self.paths.entry(block.height).or_insert(certificate.path);
                     let ms = committed_at.micros_since(proposed_at) as f64 / 1000.0;
-                    self.commit_samples.entry(block.height).or_default().push(ms);
+                    self.commit_samples
+                        .entry(block.height)
+                        .or_default()
+                        .push(ms);
                 }
             }
             Output::Beacon { beacon, .. } => {
@@ -594,7 +754,10 @@ impl<S: Scheme> Engine<S> {
                     let learned = &mut self.beacon_learned[node as usize];
                     if let Some(prev) = learned.get(&(beacon.round - 1)).copied() {
                         let ms = at.micros_since(prev) as f64 / 1000.0;
-                        self.beacon_samples.entry(beacon.round).or_default().push(ms);
+                        self.beacon_samples
+                            .entry(beacon.round)
+                            .or_default()
+                            .push(ms);
                     }
                     learned.insert(beacon.round, at);
                 }
@@ -612,7 +775,10 @@ impl<S: Scheme> Engine<S> {
             }
             Output::Evidence(e) => {
                 if honest {
-                    *self.evidence.entry(format!("{:?} by {}", e.kind, e.culprit)).or_default() += 1;
+                    *self
+                        .evidence
+                        .entry(format!("{:?} by {}", e.kind, e.culprit))
+                        .or_default() += 1;
                 }
             }
             Output::Send { .. } | Output::Broadcast(_) | Output::SetTimer { .. } => {}
@@ -629,24 +795,46 @@ impl<S: Scheme> Engine<S> {
             scheme: S::ID,
             beacon_id: "default".into(),
         };
-        let beacons: Vec<BeaconJson> = self.checker.beacons().iter().map(BeaconJson::from).collect();
+        let beacons: Vec<BeaconJson> = self
+            .checker
+            .beacons()
+            .iter()
+            .map(BeaconJson::from)
+            .collect();
         Some(serde_json::json!({ "info": ChainInfoJson::from(&info), "beacons": beacons }))
     }
 
     fn report(&self, wall_s: f64) -> Report {
-        let rounds_wall_s = self.rounds_started_wall.map(|t| t.elapsed().as_secs_f64()).unwrap_or(0.0);
+        let rounds_wall_s = self
+            .rounds_started_wall
+            .map(|t| t.elapsed().as_secs_f64())
+            .unwrap_or(0.0);
         let dkg_wall_s = (wall_s - rounds_wall_s).max(0.0);
         let beacons = self.checker.beacons();
         let rounds = beacons.len() as u64;
         let heights = self.checker.committed_heights();
-        let fast = self.paths.values().filter(|p| **p == CommitPath::Fast).count();
+        let fast = self
+            .paths
+            .values()
+            .filter(|p| **p == CommitPath::Fast)
+            .count();
         let all_beacon: Vec<f64> = self.beacon_samples.values().flatten().copied().collect();
         let all_commit: Vec<f64> = self.commit_samples.values().flatten().copied().collect();
         let per_round = (1..=rounds)
             .map(|r| RoundStats {
                 round: r,
-                beacon_ms: percentiles(self.beacon_samples.get(&r).map(Vec::as_slice).unwrap_or(&[])),
-                commit_ms: percentiles(self.commit_samples.get(&r).map(Vec::as_slice).unwrap_or(&[])),
+                beacon_ms: percentiles(
+                    self.beacon_samples
+                        .get(&r)
+                        .map(Vec::as_slice)
+                        .unwrap_or(&[]),
+                ),
+                commit_ms: percentiles(
+                    self.commit_samples
+                        .get(&r)
+                        .map(Vec::as_slice)
+                        .unwrap_or(&[]),
+                ),
                 path: self.paths.get(&r).map(|p| match p {
                     CommitPath::Fast => "fast".into(),
                     CommitPath::Slow => "slow".into(),
@@ -655,8 +843,15 @@ impl<S: Scheme> Engine<S> {
             })
             .collect();
         let n = self.cfg.nodes as f64;
-        let per = |v: u64| if heights > 0 { v as f64 / heights as f64 } else { 0.0 };
-        let cpu_rounds: u64 = self.slots.iter().map(|s| s.cpu_us).sum::<u64>() - self.cpu_at_rounds_start;
+        let per = |v: u64| {
+            if heights > 0 {
+                v as f64 / heights as f64
+            } else {
+                0.0
+            }
+        };
+        let cpu_rounds: u64 =
+            self.slots.iter().map(|s| s.cpu_us).sum::<u64>() - self.cpu_at_rounds_start;
         let last = beacons.last();
         let mut trace = self.trace.clone();
         if let Some(b) = last {
@@ -675,7 +870,11 @@ impl<S: Scheme> Engine<S> {
             byzantine: self.cfg.faults.byzantine,
             rounds,
             heights_committed: heights,
-            fast_path_ratio: if self.paths.is_empty() { 0.0 } else { fast as f64 / self.paths.len() as f64 },
+            fast_path_ratio: if self.paths.is_empty() {
+                0.0
+            } else {
+                fast as f64 / self.paths.len() as f64
+            },
             view_changes: self.view_changes.len() as u64,
             dkg_virtual_ms: self.dkg_end.map(|t| t.as_millis_f64()).unwrap_or(0.0),
             dkg_wall_s,
@@ -689,7 +888,11 @@ impl<S: Scheme> Engine<S> {
             wall_s,
             rounds_wall_s,
             events: self.processed,
-            events_per_s: if wall_s > 0.0 { self.processed as f64 / wall_s } else { 0.0 },
+            events_per_s: if wall_s > 0.0 {
+                self.processed as f64 / wall_s
+            } else {
+                0.0
+            },
             virtual_s: self.checker.last_time().as_millis_f64() / 1000.0,
             trace_hash: hex::encode(trace.finalize()),
             final_beacon: last.map(|b| FinalBeacon {

@@ -72,7 +72,13 @@ impl Checker {
 
     /// Records a violation.
     pub fn fail(&mut self, kind: FailureKind, node: Option<u32>, at: Time, detail: String) {
-        self.violations.push(Violation { kind, node, time_ms: at.as_millis_f64(), detail, seed: self.seed });
+        self.violations.push(Violation {
+            kind,
+            node,
+            time_ms: at.as_millis_f64(),
+            detail,
+            seed: self.seed,
+        });
     }
 
     /// Whether anything failed.
@@ -120,7 +126,12 @@ impl Checker {
     pub fn on_group_key(&mut self, node: u32, at: Time, key: Vec<u8>) {
         self.touch(at);
         match &self.group_key {
-            Some(k) if *k != key => self.fail(FailureKind::Safety, Some(node), at, "honest members derived different group keys".into()),
+            Some(k) if *k != key => self.fail(
+                FailureKind::Safety,
+                Some(node),
+                at,
+                "honest members derived different group keys".into(),
+            ),
             Some(_) => {}
             None => self.group_key = Some(key),
         }
@@ -137,7 +148,11 @@ impl Checker {
                 FailureKind::Safety,
                 Some(node),
                 at,
-                format!("agreement: height {height} committed as {} and {}", hex::encode(d), hex::encode(digest)),
+                format!(
+                    "agreement: height {height} committed as {} and {}",
+                    hex::encode(d),
+                    hex::encode(digest)
+                ),
             ),
             Some(_) => {}
             None => {
@@ -154,22 +169,44 @@ impl Checker {
             return;
         }
         if let Some(b) = self.beacons.get(&beacon.round) {
-            if b.signature != beacon.signature || b.previous_signature != beacon.previous_signature {
-                self.fail(FailureKind::Safety, Some(node), at, format!("uniqueness: two beacons for round {}", beacon.round));
+            if b.signature != beacon.signature || b.previous_signature != beacon.previous_signature
+            {
+                self.fail(
+                    FailureKind::Safety,
+                    Some(node),
+                    at,
+                    format!("uniqueness: two beacons for round {}", beacon.round),
+                );
             }
             return;
         }
         let expected_prev = if beacon.round == 1 {
             Some(self.genesis_seed.clone())
         } else {
-            self.beacons.get(&(beacon.round - 1)).map(|b| b.signature.clone())
+            self.beacons
+                .get(&(beacon.round - 1))
+                .map(|b| b.signature.clone())
         };
         if expected_prev.is_some_and(|p| p != beacon.previous_signature) {
-            self.fail(FailureKind::Safety, Some(node), at, format!("validity: round {} does not chain on round {}", beacon.round, beacon.round - 1));
+            self.fail(
+                FailureKind::Safety,
+                Some(node),
+                at,
+                format!(
+                    "validity: round {} does not chain on round {}",
+                    beacon.round,
+                    beacon.round - 1
+                ),
+            );
             return;
         }
         let Some(key) = self.group_key.clone() else {
-            self.fail(FailureKind::Safety, Some(node), at, "beacon before any group key".into());
+            self.fail(
+                FailureKind::Safety,
+                Some(node),
+                at,
+                "beacon before any group key".into(),
+            );
             return;
         };
         let info = ChainInfo {
@@ -182,7 +219,12 @@ impl Checker {
         };
         let _ = memo;
         if let Err(e) = info.verify_beacon(beacon) {
-            self.fail(FailureKind::Safety, Some(node), at, format!("validity: {e}"));
+            self.fail(
+                FailureKind::Safety,
+                Some(node),
+                at,
+                format!("validity: {e}"),
+            );
             return;
         }
         self.beacons.insert(beacon.round, beacon.clone());
@@ -199,7 +241,12 @@ impl Checker {
 
     /// Liveness: after `last_heal`, some honest member must finalize a new height
     /// at least every `bound_us`.
-    pub fn check_liveness(&mut self, now: Time, bound_us: u64, last_heal: Option<Time>) -> Option<()> {
+    pub fn check_liveness(
+        &mut self,
+        now: Time,
+        bound_us: u64,
+        last_heal: Option<Time>,
+    ) -> Option<()> {
         let heal = last_heal?;
         let since = self.last_progress.max(heal);
         if now.micros_since(since) > bound_us {

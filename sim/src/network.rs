@@ -25,8 +25,14 @@ pub struct Network {
 enum LinkLatency {
     Constant(u64),
     Uniform(u64, u64),
-    LogNormal { dist: LogNormal<f64>, min_us: u64 },
-    Regions { placement: Vec<usize>, table_us: Vec<Vec<u64>> },
+    LogNormal {
+        dist: LogNormal<f64>,
+        min_us: u64,
+    },
+    Regions {
+        placement: Vec<usize>,
+        table_us: Vec<Vec<u64>>,
+    },
 }
 
 fn us(ms: f64) -> u64 {
@@ -38,21 +44,36 @@ impl Network {
     pub fn new(cfg: &NetworkConfig, regions: Option<&RegionTable>, nodes: u32) -> Network {
         let latency = match (&cfg.latency, regions) {
             (Latency::Constant { ms }, _) => LinkLatency::Constant(us(*ms)),
-            (Latency::Uniform { min_ms, max_ms }, _) => LinkLatency::Uniform(us(*min_ms), us(*max_ms)),
-            (Latency::LogNormal { median_ms, sigma, min_ms }, _) => LinkLatency::LogNormal {
-                dist: LogNormal::new((median_ms * 1000.0).ln(), *sigma).expect("validated: sigma >= 0"),
+            (Latency::Uniform { min_ms, max_ms }, _) => {
+                LinkLatency::Uniform(us(*min_ms), us(*max_ms))
+            }
+            (
+                Latency::LogNormal {
+                    median_ms,
+                    sigma,
+                    min_ms,
+                },
+                _,
+            ) => LinkLatency::LogNormal {
+                dist: LogNormal::new((median_ms * 1000.0).ln(), *sigma)
+                    .expect("validated: sigma >= 0"),
                 min_us: us(*min_ms),
             },
             (Latency::Regions { .. }, Some(t)) => LinkLatency::Regions {
                 placement: (0..nodes as usize).map(|i| i % t.regions.len()).collect(),
-                table_us: t.latency_ms.iter().map(|r| r.iter().map(|v| us(*v)).collect()).collect(),
+                table_us: t
+                    .latency_ms
+                    .iter()
+                    .map(|r| r.iter().map(|v| us(*v)).collect())
+                    .collect(),
             },
             (Latency::Regions { .. }, None) => LinkLatency::Constant(0),
         };
         Network {
             latency,
             jitter_us: us(cfg.jitter_ms),
-            uplink_bytes_per_us: (cfg.bandwidth_mbps > 0.0).then(|| cfg.bandwidth_mbps * 1e6 / 8.0 / 1e6),
+            uplink_bytes_per_us: (cfg.bandwidth_mbps > 0.0)
+                .then(|| cfg.bandwidth_mbps * 1e6 / 8.0 / 1e6),
             loss: cfg.loss,
             duplication: cfg.duplication,
             reorder: cfg.reorder,
@@ -72,7 +93,11 @@ impl Network {
                         side[i as usize] = true;
                     }
                 }
-                (origin.plus_millis(p.start_ms), origin.plus_millis(p.heal_ms), side)
+                (
+                    origin.plus_millis(p.start_ms),
+                    origin.plus_millis(p.heal_ms),
+                    side,
+                )
             })
             .collect();
     }
@@ -83,7 +108,9 @@ impl Network {
             LinkLatency::Constant(v) => *v,
             LinkLatency::Uniform(a, _) => *a,
             LinkLatency::LogNormal { min_us, .. } => *min_us,
-            LinkLatency::Regions { table_us, .. } => table_us.iter().flatten().copied().min().unwrap_or(0),
+            LinkLatency::Regions { table_us, .. } => {
+                table_us.iter().flatten().copied().min().unwrap_or(0)
+            }
         }
     }
 
@@ -97,7 +124,8 @@ impl Network {
 
     /// Time to push `bytes` through one uplink.
     pub fn transmit_us(&self, bytes: usize) -> u64 {
-        self.uplink_bytes_per_us.map_or(0, |r| (bytes as f64 / r).ceil() as u64)
+        self.uplink_bytes_per_us
+            .map_or(0, |r| (bytes as f64 / r).ceil() as u64)
     }
 
     /// Whether a partition separates `from` and `to` at `t`.
@@ -116,21 +144,37 @@ impl Network {
         match &self.latency {
             LinkLatency::Constant(v) => *v,
             LinkLatency::Uniform(a, b) => rng.gen_range(*a..=*b),
-            LinkLatency::LogNormal { dist, min_us } => (dist.sample(rng).round() as u64).max(*min_us),
-            LinkLatency::Regions { placement, table_us } => {
-                table_us[placement[from as usize]][placement[to as usize]]
+            LinkLatency::LogNormal { dist, min_us } => {
+                (dist.sample(rng).round() as u64).max(*min_us)
             }
+            LinkLatency::Regions {
+                placement,
+                table_us,
+            } => table_us[placement[from as usize]][placement[to as usize]],
         }
     }
 
     /// Arrival times of one message leaving `from` at `depart` (after its uplink
     /// slot): none if lost or partitioned, two if duplicated. A `reliable` message
     /// (the DKG's, which assumes a reliable broadcast layer) is never lost.
-    pub fn arrivals(&self, rng: &mut ChaCha20Rng, from: u32, to: u32, depart: Time, reliable: bool) -> Vec<Time> {
-        if self.partitioned(from, to, depart) || (!reliable && self.loss > 0.0 && rng.gen_bool(self.loss)) {
+    pub fn arrivals(
+        &self,
+        rng: &mut ChaCha20Rng,
+        from: u32,
+        to: u32,
+        depart: Time,
+        reliable: bool,
+    ) -> Vec<Time> {
+        if self.partitioned(from, to, depart)
+            || (!reliable && self.loss > 0.0 && rng.gen_bool(self.loss))
+        {
             return Vec::new();
         }
-        let copies = if self.duplication > 0.0 && rng.gen_bool(self.duplication) { 2 } else { 1 };
+        let copies = if self.duplication > 0.0 && rng.gen_bool(self.duplication) {
+            2
+        } else {
+            1
+        };
         (0..copies)
             .map(|_| {
                 let mut delay = self.sample_latency(rng, from, to);

@@ -26,7 +26,12 @@ pub fn percentiles(samples: &[f64]) -> Percentiles {
     let mut v = samples.to_vec();
     v.sort_by(|a, b| a.total_cmp(b));
     let at = |q: f64| v[(((v.len() as f64) * q).ceil() as usize).clamp(1, v.len()) - 1];
-    Percentiles { p50: at(0.5), p90: at(0.9), p99: at(0.99), max: v[v.len() - 1] }
+    Percentiles {
+        p50: at(0.5),
+        p90: at(0.9),
+        p99: at(0.99),
+        max: v[v.len() - 1],
+    }
 }
 
 /// The last beacon.

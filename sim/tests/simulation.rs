@@ -39,7 +39,8 @@ fn exported_chain_verifies_with_drand_rules() {
     let chain = chain.unwrap();
     let info: beacon::ChainInfoJson = serde_json::from_value(chain["info"].clone()).unwrap();
     let info = info.to_info().unwrap();
-    let beacons: Vec<beacon::BeaconJson> = serde_json::from_value(chain["beacons"].clone()).unwrap();
+    let beacons: Vec<beacon::BeaconJson> =
+        serde_json::from_value(chain["beacons"].clone()).unwrap();
     let beacons: Vec<beacon::Beacon> = beacons.iter().map(|b| b.to_beacon().unwrap()).collect();
     assert!(beacons.len() >= 5);
     info.verify_chain(None, &beacons).unwrap();
@@ -49,7 +50,11 @@ fn exported_chain_verifies_with_drand_rules() {
 fn byzantine_replicas_and_a_partition_keep_safety_and_recover() {
     let mut cfg = small("byzantine", 16, 8);
     cfg.faults.byzantine = 4; // f = (16 - 3) / 3 = 4 with c = 1
-    cfg.partitions.push(Partition { start_ms: 1_000, heal_ms: 6_000, side: vec![[0, 4]] });
+    cfg.partitions.push(Partition {
+        start_ms: 1_000,
+        heal_ms: 6_000,
+        side: vec![[0, 4]],
+    });
     let (report, _) = sim::run(&cfg, None).unwrap();
     assert!(report.violations.is_empty(), "{:?}", report.violations);
     assert!(report.rounds >= 8);
@@ -58,8 +63,16 @@ fn byzantine_replicas_and_a_partition_keep_safety_and_recover() {
 #[test]
 fn crash_restart_resumes_from_persisted_state() {
     let mut cfg = small("lossy", 10, 10);
-    cfg.faults.crash.push(Crash { node: 2, at_ms: 500, restart_ms: Some(3_000) });
-    cfg.faults.crash.push(Crash { node: 7, at_ms: 800, restart_ms: None });
+    cfg.faults.crash.push(Crash {
+        node: 2,
+        at_ms: 500,
+        restart_ms: Some(3_000),
+    });
+    cfg.faults.crash.push(Crash {
+        node: 7,
+        at_ms: 800,
+        restart_ms: None,
+    });
     let (report, _) = sim::run(&cfg, None).unwrap();
     assert!(report.violations.is_empty(), "{:?}", report.violations);
     assert!(report.rounds >= 10);
@@ -69,7 +82,11 @@ fn crash_restart_resumes_from_persisted_state() {
 fn a_permanent_split_is_a_typed_liveness_failure() {
     let mut cfg = small("default", 8, 5);
     cfg.invariants.max_virtual_time_s = 60;
-    cfg.partitions.push(Partition { start_ms: 0, heal_ms: 10_000_000, side: vec![[0, 3]] });
+    cfg.partitions.push(Partition {
+        start_ms: 0,
+        heal_ms: 10_000_000,
+        side: vec![[0, 3]],
+    });
     let (report, _) = sim::run(&cfg, None).unwrap();
     let v = report.violations.first().expect("no progress is possible");
     assert_eq!(v.kind, FailureKind::Liveness);
@@ -83,17 +100,28 @@ fn invalid_scenarios_are_clear_errors() {
     bad.network.loss = 1.5;
     assert!(bad.validate().unwrap_err().to_string().contains("loss"));
     let mut bad = base.clone();
-    bad.faults.crash.push(Crash { node: 99, at_ms: 1, restart_ms: None });
+    bad.faults.crash.push(Crash {
+        node: 99,
+        at_ms: 1,
+        restart_ms: None,
+    });
     assert!(bad.validate().is_err());
     let mut bad = base.clone();
     bad.faults.byzantine = 30;
     bad.faults.byzantine_kinds = vec!["bad-shares".into()];
-    assert!(sim::run(&bad, None).unwrap_err().to_string().contains("exceed f"));
+    assert!(sim::run(&bad, None)
+        .unwrap_err()
+        .to_string()
+        .contains("exceed f"));
     assert!(SimConfig::from_toml("name = 1", None).is_err());
     assert!(SimConfig::load("no-such-scenario").is_err());
     let mut bad = base;
     bad.faults.byzantine_kinds = vec!["sneaky".into()];
-    assert!(bad.validate().unwrap_err().to_string().contains("unknown behaviour"));
+    assert!(bad
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("unknown behaviour"));
 }
 
 #[test]
@@ -101,6 +129,10 @@ fn small_campaign_finds_no_failure() {
     let mut base = small("byzantine", 10, 5);
     base.invariants.liveness_bound_ms = 120_000;
     let runs = sim::campaign::run(&base, 1, 24, &|_| {}).unwrap();
-    let failed: Vec<_> = runs.iter().filter(|r| !r.violations.is_empty()).map(|r| (r.seed, r.violations[0].detail.clone())).collect();
+    let failed: Vec<_> = runs
+        .iter()
+        .filter(|r| !r.violations.is_empty())
+        .map(|r| (r.seed, r.violations[0].detail.clone()))
+        .collect();
     assert!(failed.is_empty(), "failing seeds: {failed:?}");
 }

@@ -100,18 +100,40 @@ impl<S: Scheme> DkgParticipant<S> for ByzantineDealer<S> {
                     let bad = Deal::new(d.session, d.dealer, commitments);
                     out.push(DkgAction::Broadcast(DkgMessage::Deal(Arc::new(bad))));
                 }
-                (_, DkgAction::Send { to, message: DkgMessage::Shares(mut s) }) if self.is_victim(to) => {
+                (
+                    _,
+                    DkgAction::Send {
+                        to,
+                        message: DkgMessage::Shares(mut s),
+                    },
+                ) if self.is_victim(to) => {
                     s.shares = Self::corrupt(&s.shares);
-                    out.push(DkgAction::Send { to, message: DkgMessage::Shares(s) });
+                    out.push(DkgAction::Send {
+                        to,
+                        message: DkgMessage::Shares(s),
+                    });
                 }
-                (DealerFault::BadShares { .. }, DkgAction::Broadcast(DkgMessage::Justification(_))) => {}
+                (
+                    DealerFault::BadShares { .. },
+                    DkgAction::Broadcast(DkgMessage::Justification(_)),
+                ) => {}
                 (
                     DealerFault::InvalidJustification { .. } | DealerFault::Equivocate,
                     DkgAction::Broadcast(DkgMessage::Justification(j)),
                 ) => {
-                    let revealed = j.revealed.iter().map(|(r, s)| (*r, Self::corrupt(s))).collect();
-                    let bad = Justification { session: j.session, dealer: j.dealer, revealed };
-                    out.push(DkgAction::Broadcast(DkgMessage::Justification(Arc::new(bad))));
+                    let revealed = j
+                        .revealed
+                        .iter()
+                        .map(|(r, s)| (*r, Self::corrupt(s)))
+                        .collect();
+                    let bad = Justification {
+                        session: j.session,
+                        dealer: j.dealer,
+                        revealed,
+                    };
+                    out.push(DkgAction::Broadcast(DkgMessage::Justification(Arc::new(
+                        bad,
+                    ))));
                 }
                 (_, a) => out.push(a),
             }
@@ -168,7 +190,9 @@ pub fn run<S: Scheme>(
     let mut now = Time::ZERO;
     let _ = crate::memo::take_charged_time();
 
-    let mut pending: Vec<(NodeIndex, DkgInput<S>)> = (0..n as u32).map(|i| (NodeIndex(i), DkgInput::Start)).collect();
+    let mut pending: Vec<(NodeIndex, DkgInput<S>)> = (0..n as u32)
+        .map(|i| (NodeIndex(i), DkgInput::Start))
+        .collect();
     loop {
         for (who, input) in pending.drain(..) {
             let phase = match &input {
@@ -207,22 +231,49 @@ pub fn run<S: Scheme>(
             let (from, to, message) = queue.swap_remove(i);
             messages += 1;
             if disturbances.from_non_members {
-                pending.push((to, DkgInput::Message { from: NodeIndex(n as u32 + 7), message: message.clone() }));
+                pending.push((
+                    to,
+                    DkgInput::Message {
+                        from: NodeIndex(n as u32 + 7),
+                        message: message.clone(),
+                    },
+                ));
             }
             if disturbances.replay_other_session {
-                pending.push((to, DkgInput::Message { from, message: other_session(&message) }));
+                pending.push((
+                    to,
+                    DkgInput::Message {
+                        from,
+                        message: other_session(&message),
+                    },
+                ));
             }
             if disturbances.duplicate_all {
-                pending.push((to, DkgInput::Message { from, message: message.clone() }));
+                pending.push((
+                    to,
+                    DkgInput::Message {
+                        from,
+                        message: message.clone(),
+                    },
+                ));
             }
             pending.push((to, DkgInput::Message { from, message }));
             continue;
         }
-        let Some(Reverse((at, _, who, timer))) = timers.pop() else { break };
+        let Some(Reverse((at, _, who, timer))) = timers.pop() else {
+            break;
+        };
         now = now.max(at);
         pending.push((NodeIndex(who), DkgInput::Timer(timer.into())));
     }
-    DkgRun { results, finished_at: now, bytes_sent, cpu, phase_cpu, messages }
+    DkgRun {
+        results,
+        finished_at: now,
+        bytes_sent,
+        cpu,
+        phase_cpu,
+        messages,
+    }
 }
 
 /// `DkgTimer` with a total order for the timer heap.
@@ -265,20 +316,40 @@ fn other_session<S: Scheme>(message: &DkgMessage<S>) -> DkgMessage<S> {
         s
     };
     match message {
-        DkgMessage::Deal(d) => DkgMessage::Deal(Arc::new(Deal::new(flip(d.session), d.dealer, d.commitments.clone()))),
-        DkgMessage::Shares(s) => DkgMessage::Shares(DealtShares { session: flip(s.session), ..s.clone() }),
-        DkgMessage::Complaint(c) => DkgMessage::Complaint(Complaint { session: flip(c.session), ..c.clone() }),
-        DkgMessage::Justification(j) => {
-            DkgMessage::Justification(Arc::new(Justification { session: flip(j.session), ..(**j).clone() }))
-        }
+        DkgMessage::Deal(d) => DkgMessage::Deal(Arc::new(Deal::new(
+            flip(d.session),
+            d.dealer,
+            d.commitments.clone(),
+        ))),
+        DkgMessage::Shares(s) => DkgMessage::Shares(DealtShares {
+            session: flip(s.session),
+            ..s.clone()
+        }),
+        DkgMessage::Complaint(c) => DkgMessage::Complaint(Complaint {
+            session: flip(c.session),
+            ..c.clone()
+        }),
+        DkgMessage::Justification(j) => DkgMessage::Justification(Arc::new(Justification {
+            session: flip(j.session),
+            ..(**j).clone()
+        })),
     }
 }
 
 /// Honest participants for `config`, seeds derived from `seed`.
-pub fn honest<S: Scheme>(config: &DkgConfig, seed: u64, memo: &Arc<Memo>) -> Result<Vec<Box<dyn DkgParticipant<S>>>, Error> {
+pub fn honest<S: Scheme>(
+    config: &DkgConfig,
+    seed: u64,
+    memo: &Arc<Memo>,
+) -> Result<Vec<Box<dyn DkgParticipant<S>>>, Error> {
     (0..config.n)
         .map(|i| {
-            let dkg = Dkg::<S>::new(config.clone(), NodeIndex(i), member_seed(seed, i), memo.clone())?;
+            let dkg = Dkg::<S>::new(
+                config.clone(),
+                NodeIndex(i),
+                member_seed(seed, i),
+                memo.clone(),
+            )?;
             Ok(Box::new(dkg) as Box<dyn DkgParticipant<S>>)
         })
         .collect()

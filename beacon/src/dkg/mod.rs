@@ -102,12 +102,18 @@ impl DkgConfig {
         }
         if let Some(last) = self.dealers.last() {
             if last.0 >= self.n {
-                return Err(Error::SignerOutOfRange { signer: *last, n: self.n });
+                return Err(Error::SignerOutOfRange {
+                    signer: *last,
+                    n: self.n,
+                });
             }
         }
         let k = self.dealer_count();
         if self.min_qualified == 0 || self.min_qualified > k {
-            return Err(Error::Dkg(format!("min_qualified = {} must be in 1..={k}", self.min_qualified)));
+            return Err(Error::Dkg(format!(
+                "min_qualified = {} must be in 1..={k}",
+                self.min_qualified
+            )));
         }
         Ok(())
     }
@@ -156,7 +162,12 @@ pub struct Deal<S: Scheme> {
 impl<S: Scheme> Deal<S> {
     /// A deal message.
     pub fn new(session: [u8; 32], dealer: NodeIndex, commitments: Vec<Vec<S::PublicKey>>) -> Self {
-        Deal { session, dealer, commitments, digest: OnceLock::new() }
+        Deal {
+            session,
+            dealer,
+            commitments,
+            digest: OnceLock::new(),
+        }
     }
 
     /// SHA-256 of the encoded deal (computed once, shared by every holder of the `Arc`).
@@ -312,7 +323,12 @@ impl<S: Scheme> ThresholdKeyMaterial<S> {
 
     /// The public side, ready for collectors and verifiers.
     pub fn public_key(&self, domain: Arc<SignerDomain>) -> Result<ThresholdPublicKey<S>, Error> {
-        ThresholdPublicKey::new(self.threshold, domain, *self.group_key(), self.verification_keys.clone())
+        ThresholdPublicKey::new(
+            self.threshold,
+            domain,
+            *self.group_key(),
+            self.verification_keys.clone(),
+        )
     }
 }
 
@@ -352,16 +368,23 @@ impl<S: Scheme> DkgOutput<S> {
     /// Checks internal consistency.
     pub fn check(&self) -> Result<(), Error> {
         if self.me.0 >= self.n {
-            return Err(Error::SignerOutOfRange { signer: self.me, n: self.n });
+            return Err(Error::SignerOutOfRange {
+                signer: self.me,
+                n: self.n,
+            });
         }
         for k in &self.keys {
-            if k.verification_keys.len() != self.n as usize || k.public_polynomial.len() != k.threshold as usize {
+            if k.verification_keys.len() != self.n as usize
+                || k.public_polynomial.len() != k.threshold as usize
+            {
                 return Err(Error::Dkg("key material has the wrong size".into()));
             }
             if k.secret_share.index != self.me
                 || k.secret_share.verification_key::<S>() != k.verification_keys[self.me.0 as usize]
             {
-                return Err(Error::Dkg("secret share does not match its verification key".into()));
+                return Err(Error::Dkg(
+                    "secret share does not match its verification key".into(),
+                ));
             }
         }
         Ok(())
@@ -385,6 +408,12 @@ pub enum DkgPhase {
     Failed,
 }
 
+/// A group polynomial and the verification keys under it.
+type Derived<S> = (
+    Arc<Vec<<S as Scheme>::PublicKey>>,
+    Arc<Vec<<S as Scheme>::PublicKey>>,
+);
+
 /// One member's DKG state machine.
 pub struct Dkg<S: Scheme> {
     config: DkgConfig,
@@ -405,17 +434,25 @@ pub struct Dkg<S: Scheme> {
     dealt: Option<Vec<Vec<Scalar>>>,
     /// Group polynomials and verification keys already derived, per threshold, for
     /// one dealer set (reused at finalization when QUAL is that set).
-    derived: BTreeMap<(usize, Vec<NodeIndex>), (Arc<Vec<S::PublicKey>>, Arc<Vec<S::PublicKey>>)>,
+    derived: BTreeMap<(usize, Vec<NodeIndex>), Derived<S>>,
 }
 
 impl<S: Scheme> Dkg<S> {
     /// Member `me` of a run. `seed` feeds the dealer's polynomials (derive it from
     /// real entropy in production, from the scenario seed in simulation). `memo`
     /// shares pure public computations between simulated members.
-    pub fn new(config: DkgConfig, me: NodeIndex, seed: [u8; 32], memo: Arc<Memo>) -> Result<Self, Error> {
+    pub fn new(
+        config: DkgConfig,
+        me: NodeIndex,
+        seed: [u8; 32],
+        memo: Arc<Memo>,
+    ) -> Result<Self, Error> {
         config.validate()?;
         if me.0 >= config.n {
-            return Err(Error::SignerOutOfRange { signer: me, n: config.n });
+            return Err(Error::SignerOutOfRange {
+                signer: me,
+                n: config.n,
+            });
         }
         let domain = SignerDomain::shared(config.n)?;
         Ok(Dkg {
@@ -454,17 +491,26 @@ impl<S: Scheme> Dkg<S> {
                 self.on_message(from, message);
                 Vec::new()
             }
-            DkgInput::Timer(DkgTimer::EndOfDeal) if self.phase == DkgPhase::Dealing => self.end_of_deal(now),
+            DkgInput::Timer(DkgTimer::EndOfDeal) if self.phase == DkgPhase::Dealing => {
+                self.end_of_deal(now)
+            }
             DkgInput::Timer(DkgTimer::EndOfComplaints) if self.phase == DkgPhase::Complaining => {
                 self.end_of_complaints(now)
             }
-            DkgInput::Timer(DkgTimer::EndOfJustifications) if self.phase == DkgPhase::Justifying => self.finalize(),
+            DkgInput::Timer(DkgTimer::EndOfJustifications)
+                if self.phase == DkgPhase::Justifying =>
+            {
+                self.finalize()
+            }
             DkgInput::Timer(_) => Vec::new(),
         }
     }
 
     fn timer(&self, now: Time, timer: DkgTimer) -> DkgAction<S> {
-        DkgAction::SetTimer { at: now.plus_micros(self.config.phase_timeout_us), timer }
+        DkgAction::SetTimer {
+            at: now.plus_micros(self.config.phase_timeout_us),
+            timer,
+        }
     }
 
     /// Step 1: deal (if a dealer) and arm the end of the deal phase.
@@ -498,7 +544,10 @@ impl<S: Scheme> Dkg<S> {
                         recipient: NodeIndex(j),
                         shares,
                     };
-                    out.push(DkgAction::Send { to: NodeIndex(j), message: DkgMessage::Shares(message) });
+                    out.push(DkgAction::Send {
+                        to: NodeIndex(j),
+                        message: DkgMessage::Shares(message),
+                    });
                 }
             }
         }
@@ -521,7 +570,11 @@ impl<S: Scheme> Dkg<S> {
                     return;
                 }
                 let well_formed = deal.commitments.len() == thresholds
-                    && deal.commitments.iter().zip(&self.config.thresholds).all(|(c, t)| c.len() == *t as usize);
+                    && deal
+                        .commitments
+                        .iter()
+                        .zip(&self.config.thresholds)
+                        .all(|(c, t)| c.len() == *t as usize);
                 if !well_formed {
                     self.disqualify(from, "commitments of the wrong degree");
                 }
@@ -529,7 +582,11 @@ impl<S: Scheme> Dkg<S> {
             }
             DkgMessage::Shares(s) => {
                 let accepting = matches!(self.phase, DkgPhase::Idle | DkgPhase::Dealing);
-                if s.session != self.config.session || s.dealer != from || s.recipient != self.me || !accepting {
+                if s.session != self.config.session
+                    || s.dealer != from
+                    || s.recipient != self.me
+                    || !accepting
+                {
                     return;
                 }
                 if self.config.is_dealer(from) && s.shares.len() == thresholds {
@@ -537,7 +594,10 @@ impl<S: Scheme> Dkg<S> {
                 }
             }
             DkgMessage::Complaint(c) => {
-                let accepting = matches!(self.phase, DkgPhase::Idle | DkgPhase::Dealing | DkgPhase::Complaining);
+                let accepting = matches!(
+                    self.phase,
+                    DkgPhase::Idle | DkgPhase::Dealing | DkgPhase::Complaining
+                );
                 if c.session != self.config.session || c.from != from || !accepting {
                     return;
                 }
@@ -548,7 +608,10 @@ impl<S: Scheme> Dkg<S> {
                 }
             }
             DkgMessage::Justification(j) => {
-                if j.session != self.config.session || j.dealer != from || self.phase == DkgPhase::Idle {
+                if j.session != self.config.session
+                    || j.dealer != from
+                    || self.phase == DkgPhase::Idle
+                {
                     return;
                 }
                 if self.config.is_dealer(from) {
@@ -559,12 +622,18 @@ impl<S: Scheme> Dkg<S> {
     }
 
     fn disqualify(&mut self, dealer: NodeIndex, reason: &str) {
-        self.disqualified.entry(dealer).or_insert_with(|| reason.to_string());
+        self.disqualified
+            .entry(dealer)
+            .or_insert_with(|| reason.to_string());
     }
 
     /// Dealers whose deal arrived well formed and who are not (yet) disqualified.
     fn candidates(&self) -> Vec<NodeIndex> {
-        self.config.dealer_list().into_iter().filter(|d| self.deals.contains_key(d) && !self.disqualified.contains_key(d)).collect()
+        self.config
+            .dealer_list()
+            .into_iter()
+            .filter(|d| self.deals.contains_key(d) && !self.disqualified.contains_key(d))
+            .collect()
     }
 
     /// Step 2: disqualify silent dealers, check own shares, complain.
@@ -575,8 +644,16 @@ impl<S: Scheme> Dkg<S> {
             }
         }
         let candidates = self.candidates();
-        let mut bad: BTreeSet<NodeIndex> = candidates.iter().filter(|d| !self.shares.contains_key(d)).copied().collect();
-        let with_shares: Vec<NodeIndex> = candidates.iter().filter(|d| !bad.contains(d)).copied().collect();
+        let mut bad: BTreeSet<NodeIndex> = candidates
+            .iter()
+            .filter(|d| !self.shares.contains_key(d))
+            .copied()
+            .collect();
+        let with_shares: Vec<NodeIndex> = candidates
+            .iter()
+            .filter(|d| !bad.contains(d))
+            .copied()
+            .collect();
         // The cheap check first: the summed share against the summed commitments.
         let all_ok = (0..self.config.thresholds.len()).all(|k| {
             let sum: Scalar = with_shares.iter().map(|d| self.shares[d][k]).sum();
@@ -598,7 +675,11 @@ impl<S: Scheme> Dkg<S> {
             for d in &bad {
                 self.complaints.entry(*d).or_default().insert(self.me);
             }
-            let complaint = Complaint { session: self.config.session, from: self.me, dealers: bad.into_iter().collect() };
+            let complaint = Complaint {
+                session: self.config.session,
+                from: self.me,
+                dealers: bad.into_iter().collect(),
+            };
             out.push(DkgAction::Broadcast(DkgMessage::Complaint(complaint)));
         }
         out.push(self.timer(now, DkgTimer::EndOfComplaints));
@@ -610,15 +691,24 @@ impl<S: Scheme> Dkg<S> {
         self.phase = DkgPhase::Justifying;
         let mut out = Vec::new();
         let complainers = self.complaints.get(&self.me).cloned().unwrap_or_default();
-        if self.config.is_dealer(self.me) && !complainers.is_empty() && !self.disqualified.contains_key(&self.me) {
+        if self.config.is_dealer(self.me)
+            && !complainers.is_empty()
+            && !self.disqualified.contains_key(&self.me)
+        {
             if let Some(dealt) = &self.dealt {
                 let revealed: Vec<(NodeIndex, Vec<Scalar>)> = complainers
                     .iter()
                     .map(|j| (*j, dealt.iter().map(|e| e[j.0 as usize]).collect()))
                     .collect();
-                let justification = Arc::new(Justification { session: self.config.session, dealer: self.me, revealed });
+                let justification = Arc::new(Justification {
+                    session: self.config.session,
+                    dealer: self.me,
+                    revealed,
+                });
                 self.justifications.insert(self.me, justification.clone());
-                out.push(DkgAction::Broadcast(DkgMessage::Justification(justification)));
+                out.push(DkgAction::Broadcast(DkgMessage::Justification(
+                    justification,
+                )));
             }
         }
         out.push(self.timer(now, DkgTimer::EndOfJustifications));
@@ -627,8 +717,11 @@ impl<S: Scheme> Dkg<S> {
 
     /// Step 4: decide QUAL and derive the keys.
     fn finalize(&mut self) -> Vec<DkgAction<S>> {
-        let complained: Vec<(NodeIndex, BTreeSet<NodeIndex>)> =
-            self.complaints.iter().map(|(d, c)| (*d, c.clone())).collect();
+        let complained: Vec<(NodeIndex, BTreeSet<NodeIndex>)> = self
+            .complaints
+            .iter()
+            .map(|(d, c)| (*d, c.clone()))
+            .collect();
         for (dealer, complainers) in complained {
             if self.disqualified.contains_key(&dealer) || !self.deals.contains_key(&dealer) {
                 continue;
@@ -667,17 +760,30 @@ impl<S: Scheme> Dkg<S> {
         let mut keys = Vec::with_capacity(self.config.thresholds.len());
         let thresholds = self.config.thresholds.clone();
         for (k, &t) in thresholds.iter().enumerate() {
-            let Some(value) = qual.iter().map(|d| self.shares.get(d).map(|s| s[k])).sum::<Option<Scalar>>() else {
+            let Some(value) = qual
+                .iter()
+                .map(|d| self.shares.get(d).map(|s| s[k]))
+                .sum::<Option<Scalar>>()
+            else {
                 self.phase = DkgPhase::Failed;
-                return vec![DkgAction::Failed("a qualified dealer's share is missing".into())];
+                return vec![DkgAction::Failed(
+                    "a qualified dealer's share is missing".into(),
+                )];
             };
             let (public_polynomial, verification_keys) = self.derive(k, &qual);
             let secret_share = SecretShare::new(self.me, value);
             if secret_share.verification_key::<S>() != verification_keys[self.me.0 as usize] {
                 self.phase = DkgPhase::Failed;
-                return vec![DkgAction::Failed(format!("threshold {t}: own share does not match the group polynomial"))];
+                return vec![DkgAction::Failed(format!(
+                    "threshold {t}: own share does not match the group polynomial"
+                ))];
             }
-            keys.push(ThresholdKeyMaterial { threshold: t, public_polynomial, secret_share, verification_keys });
+            keys.push(ThresholdKeyMaterial {
+                threshold: t,
+                public_polynomial,
+                secret_share,
+                verification_keys,
+            });
         }
         self.phase = DkgPhase::Done;
         let output = DkgOutput {
@@ -685,7 +791,11 @@ impl<S: Scheme> Dkg<S> {
             n: self.config.n,
             me: self.me,
             qual,
-            disqualified: self.disqualified.iter().map(|(d, r)| (*d, r.clone())).collect(),
+            disqualified: self
+                .disqualified
+                .iter()
+                .map(|(d, r)| (*d, r.clone()))
+                .collect(),
             keys,
         };
         vec![DkgAction::Complete(Arc::new(output))]
@@ -704,14 +814,16 @@ impl<S: Scheme> Dkg<S> {
 
     /// The group polynomial (sum of the commitments of `dealers`) for threshold `k`
     /// and every member's verification key under it; derived once per dealer set.
-    fn derive(&mut self, k: usize, dealers: &[NodeIndex]) -> (Arc<Vec<S::PublicKey>>, Arc<Vec<S::PublicKey>>) {
+    fn derive(&mut self, k: usize, dealers: &[NodeIndex]) -> Derived<S> {
         let id = (k, dealers.to_vec());
         if let Some(found) = self.derived.get(&id) {
             return found.clone();
         }
         let poly = self.group_polynomial(k, dealers);
         let key = self.memo_key("verification-keys", k, dealers);
-        let keys = self.memo.get_or_compute(key, || evaluate_in_exponent(&poly, &self.domain));
+        let keys = self
+            .memo
+            .get_or_compute(key, || evaluate_in_exponent(&poly, &self.domain));
         self.derived.insert(id, (poly.clone(), keys.clone()));
         (poly, keys)
     }
@@ -730,12 +842,16 @@ impl<S: Scheme> Dkg<S> {
             sum
         })
     }
-
 }
 
 /// Whether `shares` (one per threshold) of member `j` match the dealer's commitments:
 /// `g^{s_k} == sum_i C_{k,i} x_j^i` (one MSM per threshold).
-fn share_matches<S: Scheme>(domain: &SignerDomain, deal: &Deal<S>, j: NodeIndex, shares: &[Scalar]) -> bool {
+fn share_matches<S: Scheme>(
+    domain: &SignerDomain,
+    deal: &Deal<S>,
+    j: NodeIndex,
+    shares: &[Scalar],
+) -> bool {
     let Ok(x) = domain.point(j) else { return false };
     deal.commitments.iter().zip(shares).all(|(c, s)| {
         let mut powers = Vec::with_capacity(c.len());
@@ -778,7 +894,11 @@ pub fn evaluate_in_exponent<P: Point>(coefficients: &[P], domain: &SignerDomain)
                     *b = *a;
                     continue;
                 }
-                let wb = if j == 0 { *b } else { b.mul(&twiddles[j * stride]) };
+                let wb = if j == 0 {
+                    *b
+                } else {
+                    b.mul(&twiddles[j * stride])
+                };
                 let (x, y) = (a.add(&wb), a.add(&wb.neg()));
                 *a = x;
                 *b = y;
@@ -828,7 +948,6 @@ fn bit_reverse_points<P: Copy>(values: &mut [P], log: u32) {
         }
     }
 }
-
 
 #[cfg(test)]
 mod tests;

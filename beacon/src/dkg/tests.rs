@@ -1,4 +1,4 @@
-use super::harness::{self, ByzantineDealer, DealerFault, DkgParticipant, Disturbances};
+use super::harness::{self, ByzantineDealer, DealerFault, Disturbances, DkgParticipant};
 use super::*;
 use crate::lagrange::InterpolationMethod;
 use crate::scheme::{MinPk, MinSig};
@@ -18,10 +18,19 @@ fn config(n: u32, dealers: Vec<NodeIndex>) -> DkgConfig {
 
 /// Every honest member finished with the same QUAL and keys; every threshold key
 /// signs: a random t-subset of shares recovers a signature valid under the group key.
-fn check_agreement<S: Scheme>(run: &harness::DkgRun<S>, honest: &[u32], expected_qual: &[NodeIndex]) {
+fn check_agreement<S: Scheme>(
+    run: &harness::DkgRun<S>,
+    honest: &[u32],
+    expected_qual: &[NodeIndex],
+) {
     let outputs: Vec<Arc<DkgOutput<S>>> = honest
         .iter()
-        .map(|i| run.results[*i as usize].clone().expect("finished").expect("succeeded"))
+        .map(|i| {
+            run.results[*i as usize]
+                .clone()
+                .expect("finished")
+                .expect("succeeded")
+        })
         .collect();
     let first = &outputs[0];
     assert_eq!(first.qual, expected_qual);
@@ -43,8 +52,13 @@ fn check_agreement<S: Scheme>(run: &harness::DkgRun<S>, honest: &[u32], expected
             continue;
         }
         let msg = b"dkg result signs";
-        let shares: Vec<SignatureShare<S>> = signers.iter().map(|o| o.keys[k].secret_share.sign::<S>(msg)).collect();
-        let sig = public.aggregate(&shares, InterpolationMethod::RootsOfUnity).unwrap();
+        let shares: Vec<SignatureShare<S>> = signers
+            .iter()
+            .map(|o| o.keys[k].secret_share.sign::<S>(msg))
+            .collect();
+        let sig = public
+            .aggregate(&shares, InterpolationMethod::RootsOfUnity)
+            .unwrap();
         assert!(public.verify(msg, &sig), "threshold {t}");
     }
 }
@@ -52,7 +66,11 @@ fn check_agreement<S: Scheme>(run: &harness::DkgRun<S>, honest: &[u32], expected
 fn honest_run<S: Scheme>(n: u32, seed: u64) {
     let cfg = config(n, Vec::new());
     let memo = Memo::shared();
-    let run = harness::run::<S>(harness::honest(&cfg, seed, &memo).unwrap(), seed, &Disturbances::default());
+    let run = harness::run::<S>(
+        harness::honest(&cfg, seed, &memo).unwrap(),
+        seed,
+        &Disturbances::default(),
+    );
     let all: Vec<u32> = (0..n).collect();
     let qual: Vec<NodeIndex> = (0..n).map(NodeIndex).collect();
     check_agreement(&run, &all, &qual);
@@ -69,19 +87,40 @@ fn honest_runs_agree_and_sign() {
 #[test]
 fn without_sharing_the_same_keys_result() {
     let cfg = config(7, Vec::new());
-    let a = harness::run::<MinPk>(harness::honest(&cfg, 9, &Memo::shared()).unwrap(), 9, &Disturbances::default());
-    let b = harness::run::<MinPk>(harness::honest(&cfg, 9, &Memo::disabled()).unwrap(), 10, &Disturbances::default());
-    let key = |r: &harness::DkgRun<MinPk>| *r.results[0].clone().unwrap().unwrap().keys[0].group_key();
+    let a = harness::run::<MinPk>(
+        harness::honest(&cfg, 9, &Memo::shared()).unwrap(),
+        9,
+        &Disturbances::default(),
+    );
+    let b = harness::run::<MinPk>(
+        harness::honest(&cfg, 9, &Memo::disabled()).unwrap(),
+        10,
+        &Disturbances::default(),
+    );
+    let key =
+        |r: &harness::DkgRun<MinPk>| *r.results[0].clone().unwrap().unwrap().keys[0].group_key();
     assert_eq!(key(&a), key(&b));
 }
 
-fn with_faults<S: Scheme>(n: u32, faults: &[(u32, DealerFault)], seed: u64, disturbances: &Disturbances) -> harness::DkgRun<S> {
+fn with_faults<S: Scheme>(
+    n: u32,
+    faults: &[(u32, DealerFault)],
+    seed: u64,
+    disturbances: &Disturbances,
+) -> harness::DkgRun<S> {
     let cfg = config(n, Vec::new());
     let memo = Memo::shared();
     let mut participants = harness::honest::<S>(&cfg, seed, &memo).unwrap();
     for (who, fault) in faults {
-        let inner = Dkg::<S>::new(cfg.clone(), NodeIndex(*who), harness::member_seed(seed, *who), memo.clone()).unwrap();
-        participants[*who as usize] = Box::new(ByzantineDealer::new(inner, fault.clone())) as Box<dyn DkgParticipant<S>>;
+        let inner = Dkg::<S>::new(
+            cfg.clone(),
+            NodeIndex(*who),
+            harness::member_seed(seed, *who),
+            memo.clone(),
+        )
+        .unwrap();
+        participants[*who as usize] =
+            Box::new(ByzantineDealer::new(inner, fault.clone())) as Box<dyn DkgParticipant<S>>;
     }
     harness::run(participants, seed, disturbances)
 }
@@ -90,13 +129,27 @@ fn with_faults<S: Scheme>(n: u32, faults: &[(u32, DealerFault)], seed: u64, dist
 fn byzantine_dealers_are_excluded_and_honest_members_agree() {
     let n = 16; // f = 5
     let faults = vec![
-        (1, DealerFault::BadShares { victims: vec![NodeIndex(0), NodeIndex(9)] }),
+        (
+            1,
+            DealerFault::BadShares {
+                victims: vec![NodeIndex(0), NodeIndex(9)],
+            },
+        ),
         (4, DealerFault::WrongDegree),
         (6, DealerFault::Equivocate),
         (10, DealerFault::Silent),
-        (13, DealerFault::InvalidJustification { victims: vec![NodeIndex(2)] }),
+        (
+            13,
+            DealerFault::InvalidJustification {
+                victims: vec![NodeIndex(2)],
+            },
+        ),
     ];
-    let disturbances = Disturbances { duplicate_all: true, from_non_members: true, replay_other_session: true };
+    let disturbances = Disturbances {
+        duplicate_all: true,
+        from_non_members: true,
+        replay_other_session: true,
+    };
     for seed in [11, 12] {
         let run = with_faults::<MinSig>(n, &faults, seed, &disturbances);
         let bad: Vec<u32> = faults.iter().map(|(w, _)| *w).collect();
@@ -116,7 +169,12 @@ fn byzantine_dealers_are_excluded_and_honest_members_agree() {
 #[test]
 fn a_dealer_that_justifies_correctly_stays_qualified() {
     let n = 7;
-    let faults = vec![(3, DealerFault::BadSharesThenJustified { victims: vec![NodeIndex(0), NodeIndex(5)] })];
+    let faults = vec![(
+        3,
+        DealerFault::BadSharesThenJustified {
+            victims: vec![NodeIndex(0), NodeIndex(5)],
+        },
+    )];
     let run = with_faults::<MinPk>(n, &faults, 21, &Disturbances::default());
     // Everyone, the victims included, ends with working keys from all 7 dealers.
     let all: Vec<u32> = (0..n).filter(|i| *i != 3).collect();
@@ -126,12 +184,21 @@ fn a_dealer_that_justifies_correctly_stays_qualified() {
 
 #[test]
 fn committee_mode_deals_to_everyone() {
-    let dealers: Vec<NodeIndex> = [3u32, 9, 17, 30, 41, 55, 60].iter().map(|i| NodeIndex(*i)).collect();
+    let dealers: Vec<NodeIndex> = [3u32, 9, 17, 30, 41, 55, 60]
+        .iter()
+        .map(|i| NodeIndex(*i))
+        .collect();
     let mut cfg = config(64, dealers.clone());
     cfg.min_qualified = 3;
     let memo = Memo::shared();
     let mut participants = harness::honest::<MinPk>(&cfg, 5, &memo).unwrap();
-    let inner = Dkg::<MinPk>::new(cfg.clone(), NodeIndex(9), harness::member_seed(5, 9), memo.clone()).unwrap();
+    let inner = Dkg::<MinPk>::new(
+        cfg.clone(),
+        NodeIndex(9),
+        harness::member_seed(5, 9),
+        memo.clone(),
+    )
+    .unwrap();
     participants[9] = Box::new(ByzantineDealer::new(inner, DealerFault::Silent));
     let run = harness::run(participants, 5, &Disturbances::default());
     let honest: Vec<u32> = (0..64).filter(|i| *i != 9).collect();
@@ -145,7 +212,8 @@ fn too_few_qualified_dealers_fail() {
     cfg.min_qualified = 2;
     let memo = Memo::shared();
     let mut participants = harness::honest::<MinPk>(&cfg, 5, &memo).unwrap();
-    let inner = Dkg::<MinPk>::new(cfg.clone(), NodeIndex(1), harness::member_seed(5, 1), memo).unwrap();
+    let inner =
+        Dkg::<MinPk>::new(cfg.clone(), NodeIndex(1), harness::member_seed(5, 1), memo).unwrap();
     participants[1] = Box::new(ByzantineDealer::new(inner, DealerFault::Silent));
     let run = harness::run(participants, 5, &Disturbances::default());
     assert!(matches!(&run.results[0], Some(Err(e)) if e.contains("qualified")));
@@ -154,18 +222,34 @@ fn too_few_qualified_dealers_fail() {
 #[test]
 fn persisted_output_signs_after_restart() {
     let cfg = config(7, Vec::new());
-    let run = harness::run::<MinSig>(harness::honest(&cfg, 31, &Memo::shared()).unwrap(), 31, &Disturbances::default());
-    let outputs: Vec<Arc<DkgOutput<MinSig>>> = run.results.iter().map(|r| r.clone().unwrap().unwrap()).collect();
+    let run = harness::run::<MinSig>(
+        harness::honest(&cfg, 31, &Memo::shared()).unwrap(),
+        31,
+        &Disturbances::default(),
+    );
+    let outputs: Vec<Arc<DkgOutput<MinSig>>> = run
+        .results
+        .iter()
+        .map(|r| r.clone().unwrap().unwrap())
+        .collect();
     // Member 2 "restarts": its output is reloaded from bytes; no DKG runs.
     let bytes = outputs[2].encode().unwrap();
     let reloaded = DkgOutput::<MinSig>::decode(&bytes).unwrap();
-    assert!(!format!("{reloaded:?}").contains(&format!("{:?}", reloaded.keys[0].secret_share.value())));
+    assert!(
+        !format!("{reloaded:?}").contains(&format!("{:?}", reloaded.keys[0].secret_share.value()))
+    );
     let domain = Arc::new(SignerDomain::new(7).unwrap());
     let public = reloaded.keys[1].public_key(domain).unwrap();
     let msg = b"after restart";
     let mut shares = vec![reloaded.keys[1].secret_share.sign::<MinSig>(msg)];
-    shares.extend(outputs[3..].iter().map(|o| o.keys[1].secret_share.sign::<MinSig>(msg)));
-    let sig = public.aggregate(&shares, InterpolationMethod::RootsOfUnity).unwrap();
+    shares.extend(
+        outputs[3..]
+            .iter()
+            .map(|o| o.keys[1].secret_share.sign::<MinSig>(msg)),
+    );
+    let sig = public
+        .aggregate(&shares, InterpolationMethod::RootsOfUnity)
+        .unwrap();
     assert!(public.verify(msg, &sig));
     // A tampered file is rejected.
     let mut bad = bytes.clone();
@@ -177,7 +261,11 @@ fn persisted_output_signs_after_restart() {
 #[test]
 fn malformed_messages_are_errors_not_panics() {
     let cfg = config(4, Vec::new());
-    let run = harness::run::<MinPk>(harness::honest(&cfg, 41, &Memo::shared()).unwrap(), 41, &Disturbances::default());
+    let run = harness::run::<MinPk>(
+        harness::honest(&cfg, 41, &Memo::shared()).unwrap(),
+        41,
+        &Disturbances::default(),
+    );
     assert!(run.results.iter().all(|r| matches!(r, Some(Ok(_)))));
     let deal = Deal::<MinPk>::new([1; 32], NodeIndex(0), vec![vec![G1Gen::gen(); 2]]);
     let bytes = DkgMessage::Deal(Arc::new(deal)).encode().unwrap();
@@ -202,8 +290,21 @@ fn malformed_messages_are_errors_not_panics() {
     }
     // Out-of-range or inconsistent inputs to the state machine are ignored.
     let mut dkg = Dkg::<MinPk>::new(cfg, NodeIndex(0), [0; 32], Memo::disabled()).unwrap();
-    let shares = DealtShares { session: [7; 32], dealer: NodeIndex(2), recipient: NodeIndex(0), shares: vec![] };
-    assert!(dkg.handle(Time::ZERO, DkgInput::Message { from: NodeIndex(99), message: DkgMessage::Shares(shares) }).is_empty());
+    let shares = DealtShares {
+        session: [7; 32],
+        dealer: NodeIndex(2),
+        recipient: NodeIndex(0),
+        shares: vec![],
+    };
+    assert!(dkg
+        .handle(
+            Time::ZERO,
+            DkgInput::Message {
+                from: NodeIndex(99),
+                message: DkgMessage::Shares(shares)
+            }
+        )
+        .is_empty());
 }
 
 struct G1Gen;
@@ -226,7 +327,13 @@ fn config_validation() {
     let mut cfg = config(4, Vec::new());
     cfg.min_qualified = 0;
     assert!(cfg.validate().is_err());
-    assert!(Dkg::<MinPk>::new(config(4, Vec::new()), NodeIndex(4), [0; 32], Memo::disabled()).is_err());
+    assert!(Dkg::<MinPk>::new(
+        config(4, Vec::new()),
+        NodeIndex(4),
+        [0; 32],
+        Memo::disabled()
+    )
+    .is_err());
 }
 
 #[test]

@@ -6,7 +6,10 @@
 use beacon::dkg::{harness, DkgConfig, DkgOutput};
 use beacon::memo::Memo;
 use beacon::{ChainInfo, NodeIndex, Point, Scheme, Time};
-use consensus::{Behaviour, ByzantineReplica, CommitPath, Input, Message, Output, Participant, Replica, ReplicaConfig, ReplicaKeys};
+use consensus::{
+    Behaviour, ByzantineReplica, CommitPath, Input, Message, Output, Participant, Replica,
+    ReplicaConfig, ReplicaKeys,
+};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 use std::cmp::Reverse;
@@ -23,13 +26,27 @@ pub fn dkg<S: Scheme>(config: &ReplicaConfig, seed: u64) -> Vec<Arc<DkgOutput<S>
         min_qualified: 1,
     };
     let memo = Memo::shared();
-    let run = harness::run::<S>(harness::honest(&dkg, seed, &memo).unwrap(), seed, &harness::Disturbances::default());
-    run.results.into_iter().map(|r| r.unwrap().unwrap()).collect()
+    let run = harness::run::<S>(
+        harness::honest(&dkg, seed, &memo).unwrap(),
+        seed,
+        &harness::Disturbances::default(),
+    );
+    run.results
+        .into_iter()
+        .map(|r| r.unwrap().unwrap())
+        .collect()
 }
 
 enum Event<S: Scheme> {
-    Deliver { from: NodeIndex, to: NodeIndex, message: Message<S> },
-    Timer { who: NodeIndex, timer: consensus::Timer },
+    Deliver {
+        from: NodeIndex,
+        to: NodeIndex,
+        message: Message<S>,
+    },
+    Timer {
+        who: NodeIndex,
+        timer: consensus::Timer,
+    },
 }
 
 pub struct Net<S: Scheme> {
@@ -59,9 +76,15 @@ impl<S: Scheme> Net<S> {
             .iter()
             .map(|o| {
                 let keys = ReplicaKeys::from_dkg(&config, o).unwrap();
-                let replica = Replica::new(config.clone(), keys.clone(), [o.me.0 as u8; 32], memo.clone());
+                let replica = Replica::new(
+                    config.clone(),
+                    keys.clone(),
+                    [o.me.0 as u8; 32],
+                    memo.clone(),
+                );
                 match byzantine.iter().find(|(i, _)| *i == o.me.0) {
-                    Some((_, b)) => Box::new(ByzantineReplica::new(replica, keys, *b)) as Box<dyn Participant<S>>,
+                    Some((_, b)) => Box::new(ByzantineReplica::new(replica, keys, *b))
+                        as Box<dyn Participant<S>>,
                     None => Box::new(replica) as Box<dyn Participant<S>>,
                 }
             })
@@ -102,37 +125,83 @@ impl<S: Scheme> Net<S> {
             if debug {
                 let h = self.nodes[who.0 as usize].current_height();
                 match &o {
-                    Output::Send { to, message } => eprintln!("{} n{} h{} -> n{} {} {:?}", self.now, who.0, h, to.0, message.kind(), message.height()),
-                    Output::Broadcast(message) => eprintln!("{} n{} h{} -> all {} {:?}", self.now, who.0, h, message.kind(), message.height()),
-                    Output::SetTimer { timer, at } => eprintln!("{} n{} h{} timer {:?} at {}", self.now, who.0, h, timer, at),
-                    Output::Committed { block, .. } => eprintln!("{} n{} committed {}", self.now, who.0, block.height),
-                    Output::Beacon { beacon, .. } => eprintln!("{} n{} beacon {}", self.now, who.0, beacon.round),
-                    Output::ViewChanged { height, view } => eprintln!("{} n{} view change h{} v{}", self.now, who.0, height, view),
+                    Output::Send { to, message } => eprintln!(
+                        "{} n{} h{} -> n{} {} {:?}",
+                        self.now,
+                        who.0,
+                        h,
+                        to.0,
+                        message.kind(),
+                        message.height()
+                    ),
+                    Output::Broadcast(message) => eprintln!(
+                        "{} n{} h{} -> all {} {:?}",
+                        self.now,
+                        who.0,
+                        h,
+                        message.kind(),
+                        message.height()
+                    ),
+                    Output::SetTimer { timer, at } => {
+                        eprintln!("{} n{} h{} timer {:?} at {}", self.now, who.0, h, timer, at)
+                    }
+                    Output::Committed { block, .. } => {
+                        eprintln!("{} n{} committed {}", self.now, who.0, block.height)
+                    }
+                    Output::Beacon { beacon, .. } => {
+                        eprintln!("{} n{} beacon {}", self.now, who.0, beacon.round)
+                    }
+                    Output::ViewChanged { height, view } => {
+                        eprintln!("{} n{} view change h{} v{}", self.now, who.0, height, view)
+                    }
                     _ => {}
                 }
             }
             match o {
                 Output::Send { to, message } => {
                     let at = self.now.plus_micros(self.delay());
-                    self.push(at, Event::Deliver { from: who, to, message });
+                    self.push(
+                        at,
+                        Event::Deliver {
+                            from: who,
+                            to,
+                            message,
+                        },
+                    );
                 }
                 Output::Broadcast(message) => {
                     for j in 0..self.config.n {
                         if j != who.0 {
                             let at = self.now.plus_micros(self.delay());
-                            self.push(at, Event::Deliver { from: who, to: NodeIndex(j), message: message.clone() });
+                            self.push(
+                                at,
+                                Event::Deliver {
+                                    from: who,
+                                    to: NodeIndex(j),
+                                    message: message.clone(),
+                                },
+                            );
                         }
                     }
                 }
                 Output::SetTimer { at, timer } => self.push(at, Event::Timer { who, timer }),
-                Output::Committed { block, certificate, .. } => {
+                Output::Committed {
+                    block, certificate, ..
+                } => {
                     if self.nodes[who.0 as usize].is_honest() {
-                        self.commits.entry(block.height).or_default().push((who, certificate.digest, certificate.path));
+                        self.commits.entry(block.height).or_default().push((
+                            who,
+                            certificate.digest,
+                            certificate.path,
+                        ));
                     }
                 }
                 Output::Beacon { beacon, .. } => {
                     if self.nodes[who.0 as usize].is_honest() {
-                        self.beacons.entry(beacon.round).or_default().push((who, beacon.signature));
+                        self.beacons
+                            .entry(beacon.round)
+                            .or_default()
+                            .push((who, beacon.signature));
                     }
                 }
                 Output::Evidence(e) => {
@@ -156,10 +225,17 @@ impl<S: Scheme> Net<S> {
     /// Runs until every honest replica finalized `heights` or `deadline` passes.
     pub fn run_until(&mut self, heights: u64, deadline: Time) -> bool {
         loop {
-            if self.nodes.iter().filter(|n| n.is_honest()).all(|n| n.finalized().len() as u64 >= heights) {
+            if self
+                .nodes
+                .iter()
+                .filter(|n| n.is_honest())
+                .all(|n| n.finalized().len() as u64 >= heights)
+            {
                 return true;
             }
-            let Some(Reverse((at, _, id))) = self.queue.pop() else { return false };
+            let Some(Reverse((at, _, id))) = self.queue.pop() else {
+                return false;
+            };
             if at > deadline {
                 return false;
             }
@@ -181,10 +257,16 @@ impl<S: Scheme> Net<S> {
     pub fn assert_agreement(&self) {
         for (h, commits) in &self.commits {
             let first = commits[0].1;
-            assert!(commits.iter().all(|c| c.1 == first), "disagreement at height {h}: {commits:?}");
+            assert!(
+                commits.iter().all(|c| c.1 == first),
+                "disagreement at height {h}: {commits:?}"
+            );
         }
         for (h, beacons) in &self.beacons {
-            assert!(beacons.iter().all(|b| b.1 == beacons[0].1), "two beacons at round {h}");
+            assert!(
+                beacons.iter().all(|b| b.1 == beacons[0].1),
+                "two beacons at round {h}"
+            );
         }
     }
 
@@ -218,7 +300,11 @@ impl<S: Scheme> Net<S> {
     }
 
     pub fn fast_commits(&self) -> usize {
-        self.commits.values().flatten().filter(|c| c.2 == CommitPath::Fast).count()
+        self.commits
+            .values()
+            .flatten()
+            .filter(|c| c.2 == CommitPath::Fast)
+            .count()
     }
 
     pub fn all_commits(&self) -> usize {
