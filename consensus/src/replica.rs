@@ -250,6 +250,8 @@ pub struct Replica<S: Scheme> {
     future_count: usize,
     last_sync_request: Option<Time>,
     deferred: BTreeMap<(Height, View), Deferred<S>>,
+    /// Replicas proven to have sent invalid shares: their shares are ignored.
+    convicted: BTreeSet<NodeIndex>,
     out: Vec<Output<S>>,
 }
 
@@ -297,6 +299,7 @@ impl<S: Scheme> Replica<S> {
             future_count: 0,
             last_sync_request: None,
             deferred: BTreeMap::new(),
+            convicted: BTreeSet::new(),
             out: Vec::new(),
         }
     }
@@ -395,6 +398,10 @@ impl<S: Scheme> Replica<S> {
     }
 
     fn evidence(&mut self, culprit: NodeIndex, kind: EvidenceKind) {
+        if matches!(kind, EvidenceKind::InvalidShare { .. }) {
+            // Proven faulty: its shares are not worth verifying again.
+            self.convicted.insert(culprit);
+        }
         let height = self.height;
         self.out.push(Output::Evidence(Evidence {
             culprit,
@@ -719,6 +726,9 @@ impl<S: Scheme> Replica<S> {
         tau: S::Signature,
         beacon: S::Signature,
     ) {
+        if self.convicted.contains(&from) {
+            return;
+        }
         let h = self.height;
         let n = self.config.n;
         let first = self
@@ -766,7 +776,10 @@ impl<S: Scheme> Replica<S> {
     }
 
     fn add_beacon_share(&mut self, from: NodeIndex, share: S::Signature) {
-        if self.round.beacon.is_none() && !self.round.beacon_invalid.contains(&from) {
+        if self.round.beacon.is_none()
+            && !self.round.beacon_invalid.contains(&from)
+            && !self.convicted.contains(&from)
+        {
             let message = self.round_message();
             let _ = self.round.beacon_shares.insert(
                 &message,
@@ -1225,6 +1238,9 @@ impl<S: Scheme> Replica<S> {
         digest: Digest,
         share: S::Signature,
     ) {
+        if self.convicted.contains(&from) {
+            return;
+        }
         let h = self.height;
         let n = self.config.n;
         let Some(col) = self.collecting(view) else {
