@@ -136,9 +136,20 @@ fn single(args: RunArgs) -> Result<()> {
         bar.enable_steady_tick(std::time::Duration::from_millis(200));
         bar
     });
-    let on_progress = |done: u64, _target: u64| {
+    // Without a terminal (CI logs), a plain line at most every 10 s.
+    let started = std::time::Instant::now();
+    let last_line = std::sync::Mutex::new(started);
+    let on_progress = |done: u64, target: u64| {
         if let Some(b) = &bar {
             b.set_position(done);
+        } else if let Ok(mut last) = last_line.lock() {
+            if last.elapsed() >= std::time::Duration::from_secs(10) {
+                *last = std::time::Instant::now();
+                eprintln!(
+                    "rounds {done}/{target} after {:.0} s",
+                    started.elapsed().as_secs_f64()
+                );
+            }
         }
     };
     let (report, chain) = sim::run(&cfg, Some(&on_progress))?;

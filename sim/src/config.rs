@@ -129,7 +129,7 @@ impl Default for ProtocolConfig {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DkgSection {
-    /// Committee size (0: every member deals).
+    /// Committee size (0, or at least the number of nodes: every member deals).
     pub dealers: u32,
     /// Length of each DKG phase (ms).
     pub phase_timeout_ms: u64,
@@ -421,12 +421,6 @@ impl SimConfig {
         }
         if self.load.tx_per_second < 0.0 {
             return err("load.tx_per_second must not be negative".into());
-        }
-        if self.dkg.dealers > self.nodes {
-            return err(format!(
-                "dkg.dealers = {} exceeds nodes = {}",
-                self.dkg.dealers, self.nodes
-            ));
         }
         Ok(())
     }
