@@ -419,33 +419,15 @@ fn calibrate(args: &CalibrateArgs) -> Result<()> {
             msm_g1[log as usize], msm_g2[log as usize]
         );
     }
-    // Decoding: a sign-share, and a block of 64 KiB of transactions.
-    let share = consensus::Message::<MinSig>::SignShare {
-        height: 1,
-        view: 0,
-        digest: [1; 32],
-        sigma: p1,
-        tau: p1,
-        beacon: p1,
-    }
-    .encode()?;
-    let message = median_us(|| consensus::Message::<MinSig>::decode(&share).expect("valid"));
-    let block = consensus::Block {
-        height: 1,
-        parent: [0; 32],
-        previous_beacon: vec![0; 48],
-        transactions: vec![vec![7; 1024]; 64],
-    };
-    let big = consensus::Message::<MinSig>::PrePrepare {
-        height: 1,
-        view: 0,
-        block: std::sync::Arc::new(block),
-    }
-    .encode()?;
-    let kilobyte = (median_us(|| consensus::Message::<MinSig>::decode(&big).expect("valid"))
-        - message)
-        .max(0.0)
-        / 64.0;
+    // Decoding: a message without points gives the fixed cost; a sign-share (three
+    // points, each checked to be in the subgroup) the cost per KiB of protocol
+    // bytes, which are mostly points.
+    let small = consensus::Message::<MinSig>::SyncRequest { from_height: 1 }.encode()?;
+    let message = median_us(|| consensus::Message::<MinSig>::decode(&small).expect("valid"));
+    let share = consensus::Message::<MinSig>::SignShare { height: 1, view: 0, digest: [1; 32], sigma: p1, tau: p1, beacon: p1 }
+        .encode()?;
+    let share_us = median_us(|| consensus::Message::<MinSig>::decode(&share).expect("valid"));
+    let kilobyte = (share_us - message).max(0.0) / (share.len() as f64 / 1024.0);
     let round = |v: f64| (v * 100.0).round() / 100.0;
     let model = sim::cost_model::CostModel {
         calibrated_on: format!(
