@@ -424,8 +424,15 @@ fn calibrate(args: &CalibrateArgs) -> Result<()> {
     // bytes, which are mostly points.
     let small = consensus::Message::<MinSig>::SyncRequest { from_height: 1 }.encode()?;
     let message = median_us(|| consensus::Message::<MinSig>::decode(&small).expect("valid"));
-    let share = consensus::Message::<MinSig>::SignShare { height: 1, view: 0, digest: [1; 32], sigma: p1, tau: p1, beacon: p1 }
-        .encode()?;
+    let share = consensus::Message::<MinSig>::SignShare {
+        height: 1,
+        view: 0,
+        digest: [1; 32],
+        sigma: p1,
+        tau: p1,
+        beacon: p1,
+    }
+    .encode()?;
     let share_us = median_us(|| consensus::Message::<MinSig>::decode(&share).expect("valid"));
     let kilobyte = (share_us - message).max(0.0) / (share.len() as f64 / 1024.0);
     let round = |v: f64| (v * 100.0).round() / 100.0;
