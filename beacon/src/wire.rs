@@ -20,12 +20,16 @@ pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
 
 type Config = bincode::config::Configuration<
     bincode::config::LittleEndian,
-    bincode::config::Varint,
+    bincode::config::Fixint,
     bincode::config::Limit<MAX_MESSAGE_BYTES>,
 >;
 
+/// Fixed-width integers: every value has exactly one encoding (varints would
+/// accept over-long forms), so decoded messages re-encode to the same bytes.
 fn config() -> Config {
-    bincode::config::standard().with_limit::<MAX_MESSAGE_BYTES>()
+    bincode::config::standard()
+        .with_fixed_int_encoding()
+        .with_limit::<MAX_MESSAGE_BYTES>()
 }
 
 /// Encodes a value.
