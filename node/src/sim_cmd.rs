@@ -252,6 +252,10 @@ fn campaign(args: CampaignArgs) -> Result<()> {
     if let Some(r) = args.rounds {
         base.rounds = r;
     }
+    // Each seed draws its own partition, crash and Byzantine count.
+    base.partitions.clear();
+    base.faults.crash.clear();
+    base.faults.byzantine = 0;
     base.validate()?;
     println!(
         "campaign: {} seeds from {} on scenario {} ({} nodes, {} rounds)",
