@@ -128,6 +128,20 @@ impl ReplicaConfig {
         ]
     }
 
+    /// How long view `view` of a height lasts before the next view change: the
+    /// base timeout doubled per view, at most 16 times.
+    pub fn view_timeout_us(&self, view: u64) -> u64 {
+        self.view_change_timeout_us.saturating_mul(1 << view.min(4))
+    }
+
+    /// A bound on the time to recover from `views` consecutive failed views (the
+    /// sum of their timeouts): what a liveness checker should allow after a fault.
+    pub fn recovery_bound_us(&self, views: u64) -> u64 {
+        (0..views)
+            .map(|v| self.view_timeout_us(v))
+            .fold(0, u64::saturating_add)
+    }
+
     /// Earliest time the primary of `height` may propose.
     pub fn time_of_round(&self, height: u64) -> u64 {
         self.genesis_time_us

@@ -20,6 +20,11 @@
 //!    ([`safe_value`]) in NEW-VIEW. Everyone counts view changes (O(1) each) for the
 //!    join rule: `f + 1` replicas wanting a later view pull a replica along.
 //!
+//! Liveness on lossy links: shares to collectors (and a collector's PREPARE) are
+//! sent again every two fast-path timeouts until the height commits; a replica
+//! that hears a VIEW-CHANGE for an older view answers once with its own latest
+//! VIEW-CHANGE or NEW-VIEW, so restarted or cut-off replicas rejoin quickly.
+//!
 //! A height is finalized when its block is committed and its beacon known; the
 //! replica then moves to `h + 1`. Collectors verify optimistically (one check of the
 //! recovered signature) and fall back to batch verification with bisection; invalid
@@ -88,6 +93,13 @@ pub enum Timer {
     },
     /// No commit in time: change view.
     ViewChange {
+        /// Height.
+        height: Height,
+        /// View.
+        view: View,
+    },
+    /// Send this view's shares to the collectors again.
+    Retransmit {
         /// Height.
         height: Height,
         /// View.
@@ -225,6 +237,16 @@ struct RoundState<S: Scheme> {
     view_changes: BTreeMap<View, BTreeMap<NodeIndex, Arc<ViewChange<S>>>>,
     wanted: BTreeMap<NodeIndex, View>,
     wanted_count: BTreeMap<View, u32>,
+    /// Shares sent to the collectors, by view, for retransmission.
+    resend: Vec<(View, Message<S>)>,
+    /// Views whose retransmission timer runs.
+    retransmit_armed: BTreeSet<View>,
+    /// As a collector: PREPAREs to broadcast again until the height commits.
+    resend_broadcast: Vec<(View, Message<S>)>,
+    /// Our latest VIEW-CHANGE or accepted NEW-VIEW at this height.
+    latest_view_message: Option<Message<S>>,
+    /// (replica, our view) pairs already answered.
+    answered: BTreeSet<(NodeIndex, View)>,
     primaries: BTreeMap<View, NodeIndex>,
     new_view_sent: BTreeSet<View>,
     in_view_change: bool,
@@ -418,9 +440,7 @@ impl<S: Scheme> Replica<S> {
     }
 
     fn view_timeout(&self, view: View) -> u64 {
-        self.config
-            .view_change_timeout_us
-            .saturating_mul(1 << view.min(6))
+        self.config.view_timeout_us(view)
     }
 
     // ----- heights -------------------------------------------------------------
@@ -669,23 +689,22 @@ impl<S: Scheme> Replica<S> {
         });
         let collectors = self.round.election.collectors.clone();
         let me = self.me();
+        let message = Message::SignShare {
+            height: h,
+            view,
+            digest,
+            sigma,
+            tau,
+            beacon,
+        };
         for c in collectors {
             if c == me {
                 self.on_sign_share(now, me, view, digest, sigma, tau, beacon);
             } else {
-                self.send_to(
-                    c,
-                    Message::SignShare {
-                        height: h,
-                        view,
-                        digest,
-                        sigma,
-                        tau,
-                        beacon,
-                    },
-                );
+                self.send_to(c, message.clone());
             }
         }
+        self.keep_for_retransmission(now, view, message);
         // A proof may have arrived before the block.
         if let Some(cert) = self.round.pending_certificate.take() {
             self.on_certificate(now, cert);
@@ -935,14 +954,13 @@ impl<S: Scheme> Replica<S> {
                         digest,
                         signature,
                     };
-                    self.collector_broadcast(
-                        now,
-                        view,
-                        Message::Prepare {
-                            height: h,
-                            certificate: certificate.clone(),
-                        },
-                    );
+                    let prepare = Message::Prepare {
+                        height: h,
+                        certificate: certificate.clone(),
+                    };
+                    // Re-broadcast with the retransmissions until the height commits.
+                    self.round.resend_broadcast.push((view, prepare.clone()));
+                    self.collector_broadcast(now, view, prepare);
                     let me = self.me();
                     self.on_prepare(now, me, certificate);
                     return;
@@ -1213,21 +1231,76 @@ impl<S: Scheme> Replica<S> {
         );
         let collectors = self.round.election.collectors.clone();
         let me = self.me();
+        let message = Message::CommitShare {
+            height: h,
+            view: cert.view,
+            digest: cert.digest,
+            share,
+        };
         for c in collectors {
             if c == me {
                 self.on_commit_share(now, me, cert.view, cert.digest, share);
             } else {
-                self.send_to(
-                    c,
-                    Message::CommitShare {
-                        height: h,
-                        view: cert.view,
-                        digest: cert.digest,
-                        share,
-                    },
-                );
+                self.send_to(c, message.clone());
             }
         }
+        self.keep_for_retransmission(now, cert.view, message);
+    }
+
+    /// Keeps a share sent to the collectors of `view`, to be sent again every two
+    /// fast-path timeouts until the height commits or the view ends: on a lossy
+    /// network with only `2f + c + 1` honest replicas, one lost share would
+    /// otherwise cost a whole view.
+    fn keep_for_retransmission(&mut self, now: Time, view: View, message: Message<S>) {
+        self.round.resend.push((view, message));
+        if self.round.retransmit_armed.insert(view) {
+            let at = now.plus_micros(2 * self.config.fast_path_timeout_us);
+            self.timer(
+                at,
+                Timer::Retransmit {
+                    height: self.height,
+                    view,
+                },
+            );
+        }
+    }
+
+    fn retransmit(&mut self, now: Time, view: View) {
+        if view != self.view || self.round.committed.is_some() || self.round.in_view_change {
+            return;
+        }
+        let me = self.me();
+        let collectors = self.round.election.collectors.clone();
+        let pending: Vec<Message<S>> = self
+            .round
+            .resend
+            .iter()
+            .filter(|(v, _)| *v == view)
+            .map(|(_, m)| m.clone())
+            .collect();
+        for m in pending {
+            for c in collectors.iter().filter(|c| **c != me) {
+                self.send_to(*c, m.clone());
+            }
+        }
+        let broadcasts: Vec<Message<S>> = self
+            .round
+            .resend_broadcast
+            .iter()
+            .filter(|(v, _)| *v == view)
+            .map(|(_, m)| m.clone())
+            .collect();
+        for m in broadcasts {
+            self.broadcast(m);
+        }
+        let at = now.plus_micros(2 * self.config.fast_path_timeout_us);
+        self.timer(
+            at,
+            Timer::Retransmit {
+                height: self.height,
+                view,
+            },
+        );
     }
 
     fn on_commit_share(
@@ -1292,6 +1365,9 @@ impl<S: Scheme> Replica<S> {
                 }
             }
             Timer::BackupCollector { height, view } => self.flush_backup(height, view),
+            Timer::Retransmit { height, view } if height == self.height => {
+                self.retransmit(now, view)
+            }
             _ => {}
         }
     }
@@ -1348,6 +1424,7 @@ impl<S: Scheme> Replica<S> {
         // changes for the join rule, which keeps honest views together after a
         // partition. Only the new primary keeps (and verifies) the evidence.
         self.broadcast(Message::ViewChange(vc.clone()));
+        self.round.latest_view_message = Some(Message::ViewChange(vc.clone()));
         let me = self.me();
         self.on_view_change(now, me, vc);
     }
@@ -1358,6 +1435,17 @@ impl<S: Scheme> Replica<S> {
         }
         let new_view = vc.new_view;
         let share = vc.beacon_share;
+        // A replica behind in views (restarted, or cut off by a partition): tell it
+        // where we are, once per view — our NEW-VIEW or our own VIEW-CHANGE — so it
+        // can join without waiting for everyone's next timeout.
+        if new_view < self.view
+            && from != self.me()
+            && self.round.answered.insert((from, self.view))
+        {
+            if let Some(m) = self.round.latest_view_message.clone() {
+                self.send_to(from, m);
+            }
+        }
         // Join-rule bookkeeping: the highest view each replica asked for.
         let old = self.round.wanted.get(&from).copied().unwrap_or(0);
         if new_view > old {
@@ -1566,6 +1654,12 @@ impl<S: Scheme> Replica<S> {
             self.out.push(Output::ViewChanged { height: h, view });
         }
         self.round.in_view_change = false;
+        self.round.latest_view_message = Some(Message::NewView {
+            height: h,
+            view,
+            view_changes: vcs,
+            block: block.clone(),
+        });
         self.accept_block(now, view, block);
         let buffered = std::mem::take(&mut self.round.future_views);
         for (from, m) in buffered {
@@ -1734,6 +1828,11 @@ impl<S: Scheme> RoundState<S> {
             view_changes: BTreeMap::new(),
             wanted: BTreeMap::new(),
             wanted_count: BTreeMap::new(),
+            resend: Vec::new(),
+            retransmit_armed: BTreeSet::new(),
+            resend_broadcast: Vec::new(),
+            latest_view_message: None,
+            answered: BTreeSet::new(),
             primaries: BTreeMap::new(),
             new_view_sent: BTreeSet::new(),
             in_view_change: false,

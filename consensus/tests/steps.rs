@@ -117,7 +117,7 @@ fn single_replica_transitions() {
             expect: |o| o.is_empty(),
         },
         Step {
-            desc: "pre-prepare from the primary: one sign-share to the collector",
+            desc: "pre-prepare from the primary: one sign-share to the collector, kept for retransmission",
             input: Input::Message {
                 from: primary,
                 message: Message::PrePrepare {
@@ -127,12 +127,21 @@ fn single_replica_transitions() {
                 },
             },
             expect: |o| {
-                o.len() == 1
+                o.len() == 2
                     && has(o, |x| {
                         matches!(
                             x,
                             Output::Send {
                                 message: Message::SignShare { .. },
+                                ..
+                            }
+                        )
+                    })
+                    && has(o, |x| {
+                        matches!(
+                            x,
+                            Output::SetTimer {
+                                timer: Timer::Retransmit { height: 1, view: 0 },
                                 ..
                             }
                         )

@@ -86,12 +86,8 @@ pub fn run(
         let (report, _) = crate::run(&cfg, None)?;
         let run = CampaignRun {
             seed,
-            byzantine: cfg
-                .faults
-                .byzantine_kinds
-                .iter()
-                .take(cfg.faults.byzantine as usize)
-                .cloned()
+            byzantine: (0..cfg.faults.byzantine as usize)
+                .map(|i| cfg.faults.byzantine_kinds[i % cfg.faults.byzantine_kinds.len()].clone())
                 .collect(),
             partition: !cfg.partitions.is_empty(),
             crash_restart: !cfg.faults.crash.is_empty(),

@@ -266,7 +266,8 @@ pub struct Load {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct InvariantConfig {
-    /// Heights must advance within this long after the last fault heals (ms).
+    /// Heights must advance within this long after the last fault heals (ms); never
+    /// less than the timeouts of 2f + 6 consecutive failed views.
     pub liveness_bound_ms: u64,
     /// Give up (liveness failure) after this much virtual time (s).
     pub max_virtual_time_s: u64,

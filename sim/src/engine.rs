@@ -454,6 +454,13 @@ impl<S: Scheme> Engine<S> {
         );
         let mut last_progress_report = 0;
         let threads = self.cfg.threads.max(1);
+        // At least the time to sit out 2f + 6 failed views: primaries and collectors
+        // are elected at random, so Byzantine ones can follow each other for a few
+        // views (with a third of them Byzantine, ten in a row happen well under
+        // once in a thousand heights).
+        let views = (2 * u64::from(self.replica.f) + 6).min(30);
+        let liveness_bound = (self.cfg.invariants.liveness_bound_ms * 1000)
+            .max(self.replica.recovery_bound_us(views));
         loop {
             if self.checker.failed() || self.honest_alive_done() {
                 break;
@@ -482,11 +489,7 @@ impl<S: Scheme> Engine<S> {
             }
             if self
                 .checker
-                .check_liveness(
-                    t0,
-                    self.cfg.invariants.liveness_bound_ms * 1000,
-                    self.last_fault_heal(),
-                )
+                .check_liveness(t0, liveness_bound, self.last_fault_heal())
                 .is_some()
             {
                 break;
@@ -700,6 +703,12 @@ impl<S: Scheme> Engine<S> {
     }
 
     fn on_dkg_complete(&mut self, node: u32, at: Time, out: &Arc<DkgOutput<S>>) {
+        if std::env::var_os("SIM_DEBUG").is_some() {
+            eprintln!(
+                "{at} node {node} DKG complete (honest: {})",
+                self.slots[node as usize].behaviour.is_none()
+            );
+        }
         self.dkg_done[node as usize] = Some(at);
         self.beacon_learned[node as usize].insert(0, at);
         if self.slots[node as usize].behaviour.is_none() {
@@ -769,6 +778,9 @@ impl<S: Scheme> Engine<S> {
                 }
             }
             Output::ViewChanged { height, view } => {
+                if std::env::var_os("SIM_DEBUG").is_some() {
+                    eprintln!("{at} node {node} height {height} -> view {view}");
+                }
                 if honest {
                     self.view_changes.insert((height, view), ());
                 }
