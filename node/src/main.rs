@@ -4,6 +4,7 @@
 mod bench;
 mod plot;
 mod sim_cmd;
+mod verify_cmd;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -20,6 +21,8 @@ struct Cli {
 enum Command {
     /// Simulate a whole network deterministically (DKG, then beacon rounds).
     Sim(Box<sim_cmd::SimArgs>),
+    /// Verify a beacon chain with drand's rules.
+    Verify(verify_cmd::VerifyArgs),
     /// Measure the cryptographic building blocks.
     Bench {
         #[command(subcommand)]
@@ -31,6 +34,7 @@ fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Sim(args) => sim_cmd::run(*args),
+        Command::Verify(args) => verify_cmd::run(args),
         Command::Bench { which } => bench::run(which),
     }
 }
