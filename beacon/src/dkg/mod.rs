@@ -374,7 +374,9 @@ impl<S: Scheme> DkgOutput<S> {
             });
         }
         for k in &self.keys {
-            if k.verification_keys.len() != self.n as usize
+            if k.threshold == 0
+                || k.threshold > self.n
+                || k.verification_keys.len() != self.n as usize
                 || k.public_polynomial.len() != k.threshold as usize
             {
                 return Err(Error::Dkg("key material has the wrong size".into()));
