@@ -58,40 +58,9 @@ impl<S: Scheme> Envelope<S> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum MemberTimer {
     /// A DKG phase ended.
-    Dkg(DkgTimerKey),
+    Dkg(DkgTimer),
     /// A replica timer.
     Replica(Timer),
-}
-
-/// [`DkgTimer`] with an order (for timer queues).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum DkgTimerKey {
-    /// End of deals.
-    Deal,
-    /// End of complaints.
-    Complaints,
-    /// End of justifications.
-    Justifications,
-}
-
-impl From<DkgTimer> for DkgTimerKey {
-    fn from(t: DkgTimer) -> Self {
-        match t {
-            DkgTimer::EndOfDeal => DkgTimerKey::Deal,
-            DkgTimer::EndOfComplaints => DkgTimerKey::Complaints,
-            DkgTimer::EndOfJustifications => DkgTimerKey::Justifications,
-        }
-    }
-}
-
-impl From<DkgTimerKey> for DkgTimer {
-    fn from(t: DkgTimerKey) -> Self {
-        match t {
-            DkgTimerKey::Deal => DkgTimer::EndOfDeal,
-            DkgTimerKey::Complaints => DkgTimer::EndOfComplaints,
-            DkgTimerKey::Justifications => DkgTimer::EndOfJustifications,
-        }
-    }
 }
 
 /// Inputs of a member.
@@ -302,7 +271,7 @@ impl<S: Scheme> Member<S> {
             },
             MemberInput::Timer(MemberTimer::Dkg(t)) => {
                 if let Phase::Dkg(dkg) = &mut self.phase {
-                    let actions = dkg.handle(now, DkgInput::Timer(t.into()));
+                    let actions = dkg.handle(now, DkgInput::Timer(t));
                     self.on_dkg_actions(now, actions, &mut out);
                 }
             }
@@ -356,7 +325,7 @@ impl<S: Scheme> Member<S> {
                 }
                 DkgAction::SetTimer { at, timer } => out.push(MemberOutput::SetTimer {
                     at,
-                    timer: MemberTimer::Dkg(timer.into()),
+                    timer: MemberTimer::Dkg(timer),
                 }),
                 DkgAction::Failed(reason) => {
                     self.phase = Phase::Failed;

@@ -197,6 +197,35 @@ pub enum Output<S: Scheme> {
     Evidence(Evidence),
 }
 
+/// Which shares a collector aggregates.
+#[derive(Clone, Copy)]
+enum ShareKey {
+    /// Fast-path votes.
+    Sigma,
+    /// Prepare votes.
+    Tau,
+    /// Slow-path commit shares.
+    Commit,
+}
+
+impl ShareKey {
+    fn name(self) -> &'static str {
+        match self {
+            ShareKey::Sigma => "sigma",
+            ShareKey::Tau => "tau",
+            ShareKey::Commit => "commit",
+        }
+    }
+
+    fn sets<S: Scheme>(self, col: &mut Collecting<S>) -> &mut BTreeMap<Digest, ShareSet<S>> {
+        match self {
+            ShareKey::Sigma => &mut col.sigma,
+            ShareKey::Tau => &mut col.tau,
+            ShareKey::Commit => &mut col.commit,
+        }
+    }
+}
+
 /// A collector's state for one `(height, view)`.
 struct Collecting<S: Scheme> {
     rank: usize,
@@ -870,103 +899,86 @@ impl<S: Scheme> Replica<S> {
         let fast_t = self.config.fast_threshold() as usize;
         let slow_t = self.config.slow_threshold() as usize;
         // Fast path: 3f+c+1 sigma shares on one digest.
-        let fast: Vec<Digest> = col
-            .sigma
-            .iter()
-            .filter(|(_, s)| s.len() >= fast_t)
-            .map(|(d, _)| *d)
-            .collect();
-        for digest in fast {
-            let set = self.round.collecting[&view].sigma[&digest].clone();
-            let (sig, invalid) = self.recover("sigma", self.keys.sigma.public.clone(), &set);
-            let col = self.round.collecting.get_mut(&view).expect("present");
-            for i in invalid {
-                col.invalid.insert((i, "sigma"));
-                for s in col.sigma.values_mut() {
-                    s.remove(i);
-                }
-            }
-            if let Some(signature) = sig {
-                let certificate = CommitCertificate {
-                    height: h,
-                    view,
-                    digest,
-                    path: CommitPath::Fast,
-                    signature,
-                };
-                self.finish_collecting(now, view, certificate);
-                return;
-            }
+        if let Some((digest, signature)) = self.aggregate_ready(view, ShareKey::Sigma, fast_t) {
+            let certificate = CommitCertificate {
+                height: h,
+                view,
+                digest,
+                path: CommitPath::Fast,
+                signature,
+            };
+            return self.finish_collecting(now, view, certificate);
         }
         // Slow path, second half: 2f+c+1 commit shares.
-        let col = &self.round.collecting[&view];
-        let commits: Vec<Digest> = col
-            .commit
-            .iter()
-            .filter(|(_, s)| s.len() >= slow_t)
-            .map(|(d, _)| *d)
-            .collect();
-        for digest in commits {
-            let set = self.round.collecting[&view].commit[&digest].clone();
-            let (sig, invalid) = self.recover("commit", self.keys.tau.public.clone(), &set);
-            let col = self.round.collecting.get_mut(&view).expect("present");
-            for i in invalid {
-                col.invalid.insert((i, "commit"));
-                for s in col.commit.values_mut() {
-                    s.remove(i);
-                }
-            }
-            if let Some(signature) = sig {
-                let certificate = CommitCertificate {
-                    height: h,
-                    view,
-                    digest,
-                    path: CommitPath::Slow,
-                    signature,
-                };
-                self.finish_collecting(now, view, certificate);
-                return;
-            }
+        if let Some((digest, signature)) = self.aggregate_ready(view, ShareKey::Commit, slow_t) {
+            let certificate = CommitCertificate {
+                height: h,
+                view,
+                digest,
+                path: CommitPath::Slow,
+                signature,
+            };
+            return self.finish_collecting(now, view, certificate);
         }
         // Slow path, first half: after the fast-path timer, 2f+c+1 tau shares.
         let col = &self.round.collecting[&view];
-        if col.fast_timer_fired && !col.prepare_sent {
-            let prepared: Vec<Digest> = col
-                .tau
-                .iter()
-                .filter(|(_, s)| s.len() >= slow_t)
-                .map(|(d, _)| *d)
-                .collect();
-            for digest in prepared {
-                let set = self.round.collecting[&view].tau[&digest].clone();
-                let (sig, invalid) = self.recover("tau", self.keys.tau.public.clone(), &set);
-                let col = self.round.collecting.get_mut(&view).expect("present");
-                for i in invalid {
-                    col.invalid.insert((i, "tau"));
-                    for s in col.tau.values_mut() {
-                        s.remove(i);
-                    }
-                }
-                if let Some(signature) = sig {
-                    col.prepare_sent = true;
-                    let certificate = PrepareCertificate {
-                        view,
-                        digest,
-                        signature,
-                    };
-                    let prepare = Message::Prepare {
-                        height: h,
-                        certificate: certificate.clone(),
-                    };
-                    // Re-broadcast with the retransmissions until the height commits.
-                    self.round.resend_broadcast.push((view, prepare.clone()));
-                    self.collector_broadcast(now, view, prepare);
-                    let me = self.me();
-                    self.on_prepare(now, me, certificate);
-                    return;
+        if !col.fast_timer_fired || col.prepare_sent {
+            return;
+        }
+        if let Some((digest, signature)) = self.aggregate_ready(view, ShareKey::Tau, slow_t) {
+            if let Some(col) = self.round.collecting.get_mut(&view) {
+                col.prepare_sent = true;
+            }
+            let certificate = PrepareCertificate {
+                view,
+                digest,
+                signature,
+            };
+            let prepare = Message::Prepare {
+                height: h,
+                certificate: certificate.clone(),
+            };
+            // Re-broadcast with the retransmissions until the height commits.
+            self.round.resend_broadcast.push((view, prepare.clone()));
+            self.collector_broadcast(now, view, prepare);
+            let me = self.me();
+            self.on_prepare(now, me, certificate);
+        }
+    }
+
+    /// Recovers the threshold signature of the first digest whose `key` shares
+    /// reach `threshold`, dropping and reporting invalid shares on the way.
+    fn aggregate_ready(
+        &mut self,
+        view: View,
+        key: ShareKey,
+        threshold: usize,
+    ) -> Option<(Digest, S::Signature)> {
+        let ready: Vec<Digest> = key
+            .sets(self.round.collecting.get_mut(&view)?)
+            .iter()
+            .filter(|(_, s)| s.len() >= threshold)
+            .map(|(d, _)| *d)
+            .collect();
+        for digest in ready {
+            let set = key.sets(self.round.collecting.get_mut(&view)?)[&digest].clone();
+            let public = match key {
+                ShareKey::Sigma => self.keys.sigma.public.clone(),
+                ShareKey::Tau | ShareKey::Commit => self.keys.tau.public.clone(),
+            };
+            let (signature, invalid) = self.recover(key.name(), public, &set);
+            let col = self.round.collecting.get_mut(&view)?;
+            for i in invalid {
+                col.invalid.insert((i, key.name()));
+                for s in key.sets(col).values_mut() {
+                    s.remove(i);
                 }
             }
+            if let Some(signature) = signature {
+                return Some((digest, signature));
+            }
         }
+        None
     }
 
     fn finish_collecting(&mut self, now: Time, view: View, certificate: CommitCertificate<S>) {

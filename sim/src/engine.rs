@@ -703,12 +703,6 @@ impl<S: Scheme> Engine<S> {
     }
 
     fn on_dkg_complete(&mut self, node: u32, at: Time, out: &Arc<DkgOutput<S>>) {
-        if std::env::var_os("SIM_DEBUG").is_some() {
-            eprintln!(
-                "{at} node {node} DKG complete (honest: {})",
-                self.slots[node as usize].behaviour.is_none()
-            );
-        }
         self.dkg_done[node as usize] = Some(at);
         self.beacon_learned[node as usize].insert(0, at);
         if self.slots[node as usize].behaviour.is_none() {
@@ -778,9 +772,6 @@ impl<S: Scheme> Engine<S> {
                 }
             }
             Output::ViewChanged { height, view } => {
-                if std::env::var_os("SIM_DEBUG").is_some() {
-                    eprintln!("{at} node {node} height {height} -> view {view}");
-                }
                 if honest {
                     self.view_changes.insert((height, view), ());
                 }

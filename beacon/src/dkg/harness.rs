@@ -180,7 +180,7 @@ pub fn run<S: Scheme>(
     let n = participants.len();
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let mut queue: Vec<(NodeIndex, NodeIndex, DkgMessage<S>)> = Vec::new();
-    let mut timers: BinaryHeap<Reverse<(Time, u64, u32, TimerKey)>> = BinaryHeap::new();
+    let mut timers: BinaryHeap<Reverse<(Time, u64, u32, DkgTimer)>> = BinaryHeap::new();
     let mut seq = 0u64;
     let mut results: Vec<Option<Result<Arc<DkgOutput<S>>, String>>> = vec![None; n];
     let mut bytes_sent = vec![0u64; n];
@@ -219,7 +219,7 @@ pub fn run<S: Scheme>(
                     }
                     DkgAction::SetTimer { at, timer } => {
                         seq += 1;
-                        timers.push(Reverse((at, seq, who.0, TimerKey::from(timer))));
+                        timers.push(Reverse((at, seq, who.0, timer)));
                     }
                     DkgAction::Complete(out) => results[who.0 as usize] = Some(Ok(out)),
                     DkgAction::Failed(e) => results[who.0 as usize] = Some(Err(e)),
@@ -264,7 +264,7 @@ pub fn run<S: Scheme>(
             break;
         };
         now = now.max(at);
-        pending.push((NodeIndex(who), DkgInput::Timer(timer.into())));
+        pending.push((NodeIndex(who), DkgInput::Timer(timer)));
     }
     DkgRun {
         results,
@@ -273,34 +273,6 @@ pub fn run<S: Scheme>(
         cpu,
         phase_cpu,
         messages,
-    }
-}
-
-/// `DkgTimer` with a total order for the timer heap.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum TimerKey {
-    Deal,
-    Complaints,
-    Justifications,
-}
-
-impl From<DkgTimer> for TimerKey {
-    fn from(t: DkgTimer) -> Self {
-        match t {
-            DkgTimer::EndOfDeal => TimerKey::Deal,
-            DkgTimer::EndOfComplaints => TimerKey::Complaints,
-            DkgTimer::EndOfJustifications => TimerKey::Justifications,
-        }
-    }
-}
-
-impl From<TimerKey> for DkgTimer {
-    fn from(t: TimerKey) -> Self {
-        match t {
-            TimerKey::Deal => DkgTimer::EndOfDeal,
-            TimerKey::Complaints => DkgTimer::EndOfComplaints,
-            TimerKey::Justifications => DkgTimer::EndOfJustifications,
-        }
     }
 }
 

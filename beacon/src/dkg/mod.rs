@@ -250,7 +250,7 @@ impl<S: Scheme> DkgMessage<S> {
 }
 
 /// The DKG's timers, one per phase end.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum DkgTimer {
     /// End of the deal phase.
     EndOfDeal,
