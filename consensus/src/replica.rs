@@ -217,6 +217,33 @@ impl ShareKey {
         }
     }
 
+    /// Adds `from`'s share on `digest` (whose signed message is `message`), unless
+    /// `from` already proved faulty for this key.
+    fn insert<S: Scheme>(
+        self,
+        col: &mut Collecting<S>,
+        n: u32,
+        digest: Digest,
+        message: Digest,
+        from: NodeIndex,
+        signature: S::Signature,
+    ) {
+        if col.invalid.contains(&(from, self.name())) {
+            return;
+        }
+        let set = self
+            .sets(col)
+            .entry(digest)
+            .or_insert_with(|| ShareSet::new(message.to_vec(), n));
+        let _ = set.insert(
+            &message,
+            SignatureShare {
+                signer: from,
+                signature,
+            },
+        );
+    }
+
     fn sets<S: Scheme>(self, col: &mut Collecting<S>) -> &mut BTreeMap<Digest, ShareSet<S>> {
         match self {
             ShareKey::Sigma => &mut col.sigma,
@@ -787,34 +814,15 @@ impl<S: Scheme> Replica<S> {
         let Some(col) = self.collecting(view) else {
             return;
         };
-        if !col.invalid.contains(&(from, "sigma")) {
-            let set = col
-                .sigma
-                .entry(digest)
-                .or_insert_with(|| ShareSet::new(signed::fast_vote(h, view, &digest).to_vec(), n));
-            let message = set.message().to_vec();
-            let _ = set.insert(
-                &message,
-                SignatureShare {
-                    signer: from,
-                    signature: sigma,
-                },
-            );
-        }
-        if !col.invalid.contains(&(from, "tau")) {
-            let set = col
-                .tau
-                .entry(digest)
-                .or_insert_with(|| ShareSet::new(signed::prepare(h, view, &digest).to_vec(), n));
-            let message = set.message().to_vec();
-            let _ = set.insert(
-                &message,
-                SignatureShare {
-                    signer: from,
-                    signature: tau,
-                },
-            );
-        }
+        ShareKey::Sigma.insert(
+            col,
+            n,
+            digest,
+            signed::fast_vote(h, view, &digest),
+            from,
+            sigma,
+        );
+        ShareKey::Tau.insert(col, n, digest, signed::prepare(h, view, &digest), from, tau);
         self.add_beacon_share(from, beacon);
         if first {
             let at = now.plus_micros(self.config.fast_path_timeout_us);
@@ -1331,20 +1339,13 @@ impl<S: Scheme> Replica<S> {
         let Some(col) = self.collecting(view) else {
             return;
         };
-        if col.invalid.contains(&(from, "commit")) {
-            return;
-        }
-        let set = col
-            .commit
-            .entry(digest)
-            .or_insert_with(|| ShareSet::new(signed::commit(h, view, &digest).to_vec(), n));
-        let message = set.message().to_vec();
-        let _ = set.insert(
-            &message,
-            SignatureShare {
-                signer: from,
-                signature: share,
-            },
+        ShareKey::Commit.insert(
+            col,
+            n,
+            digest,
+            signed::commit(h, view, &digest),
+            from,
+            share,
         );
         self.try_collect(now, view);
     }
