@@ -9,7 +9,8 @@
 //! - [`threshold`]: shares, recovery by one multi-scalar multiplication, batch
 //!   verification with bisection;
 //! - [`chain`]: drand's beacon chain format;
-//! - [`wire`]: the one codec (bincode 2, size-limited).
+//! - [`wire`]: the one codec (bincode 2, size-limited);
+//! - [`mock`]: an INSECURE stand-in scheme for protocol-only simulations.
 //!
 //! ```
 //! use beacon::{deal, InterpolationMethod, MinSig, Scheme};
@@ -29,6 +30,7 @@ mod error;
 pub mod field;
 pub mod lagrange;
 pub mod memo;
+pub mod mock;
 pub mod poly;
 pub mod scheme;
 pub mod threshold;

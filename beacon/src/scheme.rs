@@ -33,8 +33,9 @@ pub trait Scheme: Copy + Clone + Default + fmt::Debug + Send + Sync + 'static {
     /// Hash-to-curve domain separation tag.
     const DST: &'static [u8];
 
-    /// Arranges a (key-group, signature-group) pair as a pairing input.
-    fn pairing_input(key: &Self::PublicKey, sig: &Self::Signature) -> (G1, G2);
+    /// Whether `prod_i e(keys_i, sigs_i) == 1` (keys in the key group, signatures in
+    /// the signature group).
+    fn pairing_product_is_one(terms: &[(Self::PublicKey, Self::Signature)]) -> bool;
 
     /// Hashes a message into the signature group.
     fn hash_message(msg: &[u8]) -> Self::Signature {
@@ -48,10 +49,7 @@ pub trait Scheme: Copy + Clone + Default + fmt::Debug + Send + Sync + 'static {
         sig: &Self::Signature,
     ) -> bool {
         let g = Self::PublicKey::generator().neg();
-        pairing_product_is_one(&[
-            Self::pairing_input(&g, sig),
-            Self::pairing_input(key, hashed),
-        ])
+        Self::pairing_product_is_one(&[(g, *sig), (*key, *hashed)])
     }
 
     /// Verifies a signature on `msg`.
@@ -73,8 +71,8 @@ impl Scheme for MinPk {
     type Signature = G2;
     const ID: SchemeId = SchemeId::PedersenBlsChained;
     const DST: &'static [u8] = DST_G2;
-    fn pairing_input(key: &G1, sig: &G2) -> (G1, G2) {
-        (*key, *sig)
+    fn pairing_product_is_one(terms: &[(G1, G2)]) -> bool {
+        pairing_product_is_one(terms)
     }
 }
 
@@ -83,8 +81,9 @@ impl Scheme for MinSig {
     type Signature = G1;
     const ID: SchemeId = SchemeId::BlsChainedG1Rfc9380;
     const DST: &'static [u8] = DST_G1;
-    fn pairing_input(key: &G2, sig: &G1) -> (G1, G2) {
-        (*sig, *key)
+    fn pairing_product_is_one(terms: &[(G2, G1)]) -> bool {
+        let swapped: Vec<(G1, G2)> = terms.iter().map(|(k, s)| (*s, *k)).collect();
+        pairing_product_is_one(&swapped)
     }
 }
 
@@ -101,6 +100,9 @@ pub enum SchemeId {
     BlsChainedG1Rfc9380,
     /// Unchained, signatures in G1 (drand's quicknet): verification only.
     BlsUnchainedG1Rfc9380,
+    /// INSECURE: the [`crate::mock::InsecureMock`] stand-in for protocol-only
+    /// simulations far beyond 4096 signers. Never for real use.
+    InsecureMock,
 }
 
 impl SchemeId {
@@ -110,6 +112,7 @@ impl SchemeId {
             Self::PedersenBlsChained => "pedersen-bls-chained",
             Self::BlsChainedG1Rfc9380 => "bls-chained-g1-rfc9380",
             Self::BlsUnchainedG1Rfc9380 => "bls-unchained-g1-rfc9380",
+            Self::InsecureMock => "insecure-mock",
         }
     }
 
@@ -120,7 +123,10 @@ impl SchemeId {
 
     /// Whether signatures are in G1 (keys in G2).
     pub fn signatures_in_g1(&self) -> bool {
-        !matches!(self, Self::PedersenBlsChained)
+        matches!(
+            self,
+            Self::BlsChainedG1Rfc9380 | Self::BlsUnchainedG1Rfc9380
+        )
     }
 }
 
@@ -137,6 +143,7 @@ impl FromStr for SchemeId {
             "pedersen-bls-chained" => Ok(Self::PedersenBlsChained),
             "bls-chained-g1-rfc9380" => Ok(Self::BlsChainedG1Rfc9380),
             "bls-unchained-g1-rfc9380" => Ok(Self::BlsUnchainedG1Rfc9380),
+            "insecure-mock" => Ok(Self::InsecureMock),
             other => Err(Error::UnknownScheme(other.to_string())),
         }
     }

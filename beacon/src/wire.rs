@@ -120,6 +120,7 @@ macro_rules! point_serde {
 
 point_serde!(G1);
 point_serde!(G2);
+point_serde!(crate::mock::MockPoint);
 
 impl Serialize for Scalar {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {

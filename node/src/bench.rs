@@ -100,18 +100,18 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
         BenchCommand::Interpolation(a) => match a.scheme {
             SchemeId::PedersenBlsChained => interpolation::<MinPk>(&a),
             SchemeId::BlsChainedG1Rfc9380 => interpolation::<MinSig>(&a),
-            other => bail!("{other} is a verification-only scheme"),
+            other => bail!("{other} is not a BLS scheme that signs (pedersen-bls-chained, bls-chained-g1-rfc9380)"),
         },
         BenchCommand::Verify(a) => match a.scheme {
             SchemeId::PedersenBlsChained => verify::<MinPk>(&a),
             SchemeId::BlsChainedG1Rfc9380 => verify::<MinSig>(&a),
-            other => bail!("{other} is a verification-only scheme"),
+            other => bail!("{other} is not a BLS scheme that signs (pedersen-bls-chained, bls-chained-g1-rfc9380)"),
         },
         BenchCommand::Calibrate(a) => calibrate(&a),
         BenchCommand::Dkg(a) => match a.scheme {
             SchemeId::PedersenBlsChained => dkg::<MinPk>(&a),
             SchemeId::BlsChainedG1Rfc9380 => dkg::<MinSig>(&a),
-            other => bail!("{other} is a verification-only scheme"),
+            other => bail!("{other} is not a BLS scheme that signs (pedersen-bls-chained, bls-chained-g1-rfc9380)"),
         },
     }
 }

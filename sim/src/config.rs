@@ -49,7 +49,8 @@ pub struct SimConfig {
     pub rounds: u64,
     /// Seed of every random choice.
     pub seed: u64,
-    /// Signature scheme.
+    /// Signature scheme (`insecure-mock` runs the protocol on a stand-in group
+    /// with no security, for protocol-only runs far beyond 4096 signers).
     pub scheme: SchemeId,
     /// Worker threads (results do not depend on it).
     #[serde(default = "one")]

@@ -281,6 +281,7 @@ pub fn run(
     match cfg.scheme {
         beacon::SchemeId::PedersenBlsChained => run_with::<beacon::MinPk>(cfg, progress),
         beacon::SchemeId::BlsChainedG1Rfc9380 => run_with::<beacon::MinSig>(cfg, progress),
+        beacon::SchemeId::InsecureMock => run_with::<beacon::mock::InsecureMock>(cfg, progress),
         other => Err(SimError::Config(format!(
             "{other} cannot be simulated (verification-only)"
         ))),

@@ -94,6 +94,24 @@ fn a_permanent_split_is_a_typed_liveness_failure() {
 }
 
 #[test]
+fn insecure_mock_scheme_runs_the_same_protocol() {
+    let mut cfg = small("default", 32, 5);
+    cfg.scheme = beacon::SchemeId::InsecureMock;
+    let (report, chain) = sim::run(&cfg, None).unwrap();
+    assert!(report.violations.is_empty(), "{:?}", report.violations);
+    assert_eq!(report.scheme, "insecure-mock");
+    let chain = chain.unwrap();
+    let info: beacon::ChainInfoJson = serde_json::from_value(chain["info"].clone()).unwrap();
+    let beacons: Vec<beacon::BeaconJson> =
+        serde_json::from_value(chain["beacons"].clone()).unwrap();
+    let beacons: Vec<beacon::Beacon> = beacons.iter().map(|b| b.to_beacon().unwrap()).collect();
+    info.to_info()
+        .unwrap()
+        .verify_chain(None, &beacons)
+        .unwrap();
+}
+
+#[test]
 fn invalid_scenarios_are_clear_errors() {
     let base = SimConfig::load("default").unwrap();
     let mut bad = base.clone();
