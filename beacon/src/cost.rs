@@ -29,12 +29,8 @@ pub struct OpCounts {
     pub mul_g1: u64,
     /// Single scalar multiplications in G2.
     pub mul_g2: u64,
-    /// MSM calls in G1 by size bucket.
-    pub msm_g1_calls: [u32; MSM_BUCKETS],
-    /// MSM points in G1 by size bucket.
+    /// MSM points in G1 by size bucket (`[b]` for sizes in `[2^b, 2^(b+1))`).
     pub msm_g1_points: [u64; MSM_BUCKETS],
-    /// MSM calls in G2 by size bucket.
-    pub msm_g2_calls: [u32; MSM_BUCKETS],
     /// MSM points in G2 by size bucket.
     pub msm_g2_points: [u64; MSM_BUCKETS],
 }
@@ -48,9 +44,7 @@ impl Default for OpCounts {
             hash_g2: 0,
             mul_g1: 0,
             mul_g2: 0,
-            msm_g1_calls: [0; MSM_BUCKETS],
             msm_g1_points: [0; MSM_BUCKETS],
-            msm_g2_calls: [0; MSM_BUCKETS],
             msm_g2_points: [0; MSM_BUCKETS],
         }
     }
@@ -72,9 +66,7 @@ impl AddAssign<&OpCounts> for OpCounts {
         self.mul_g1 += o.mul_g1;
         self.mul_g2 += o.mul_g2;
         for b in 0..MSM_BUCKETS {
-            self.msm_g1_calls[b] += o.msm_g1_calls[b];
             self.msm_g1_points[b] += o.msm_g1_points[b];
-            self.msm_g2_calls[b] += o.msm_g2_calls[b];
             self.msm_g2_points[b] += o.msm_g2_points[b];
         }
     }
@@ -103,11 +95,9 @@ pub(crate) fn record_msm(group: Group, points: usize) {
     let bucket = (usize::BITS - 1 - points.max(1).leading_zeros()) as usize;
     record(|c| match group {
         Group::G1 => {
-            c.msm_g1_calls[bucket] += 1;
             c.msm_g1_points[bucket] += points as u64;
         }
         Group::G2 => {
-            c.msm_g2_calls[bucket] += 1;
             c.msm_g2_points[bucket] += points as u64;
         }
     });

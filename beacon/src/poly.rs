@@ -112,30 +112,12 @@ impl Fft {
     /// Forward transform leaving the output in bit-reversed order (no permutation
     /// pass): for convolutions, where the order of the evaluations does not matter.
     pub fn forward_to_bit_reversed(&self, values: &mut [Scalar]) {
-        let n = values.len();
-        if n < PARALLEL_FFT {
+        if values.len() < PARALLEL_FFT {
             return self.dif(values, &self.forward);
         }
         // First stage on both threads, then the two halves are independent transforms.
-        let stride = self.size() / n;
-        let (lo, hi) = values.split_at_mut(n / 2);
-        let quarter = n / 4;
-        let (lo_a, lo_b) = lo.split_at_mut(quarter);
-        let (hi_a, hi_b) = hi.split_at_mut(quarter);
-        let tw = &self.forward;
-        let stage = |lo: &mut [Scalar], hi: &mut [Scalar], offset: usize| {
-            for (j, (a, b)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
-                Scalar::butterfly_gs(a, b, &tw[(j + offset) * stride]);
-            }
-        };
-        std::thread::scope(|s| {
-            s.spawn(|| stage(lo_b, hi_b, quarter));
-            stage(lo_a, hi_a, 0);
-        });
-        std::thread::scope(|s| {
-            s.spawn(|| self.dif(hi, &self.forward));
-            self.dif(lo, &self.forward);
-        });
+        self.outer_stage(values, &self.forward, Scalar::butterfly_gs);
+        self.on_halves(values, |half| self.dif(half, &self.forward));
     }
 
     /// Inverse of [`Fft::forward_to_bit_reversed`]: bit-reversed evaluations in,
@@ -146,23 +128,43 @@ impl Fft {
             self.dit(values, &self.inverse);
             return self.scale(values);
         }
-        // The two halves are independent transforms, then one last stage on both threads.
-        let stride = self.size() / n;
+        // The two halves are independent transforms, then one last stage on both
+        // threads, which also divides by the size.
+        self.on_halves(values, |half| self.dit(half, &self.inverse));
         let inv = self.inv_sizes[n.trailing_zeros() as usize];
-        let (lo, hi) = values.split_at_mut(n / 2);
-        std::thread::scope(|s| {
-            s.spawn(|| self.dit(hi, &self.inverse));
-            self.dit(lo, &self.inverse);
+        self.outer_stage(values, &self.inverse, |a, b, w| {
+            Scalar::butterfly(a, b, w);
+            *a *= inv;
+            *b *= inv;
         });
+    }
+
+    /// Runs `transform` on the two halves of `values` on two threads.
+    fn on_halves(&self, values: &mut [Scalar], transform: impl Fn(&mut [Scalar]) + Sync) {
+        let (lo, hi) = values.split_at_mut(values.len() / 2);
+        std::thread::scope(|s| {
+            s.spawn(|| transform(hi));
+            transform(lo);
+        });
+    }
+
+    /// The outermost stage of a size-`n` transform — `butterfly(x_j, x_{j+n/2},
+    /// w^j)` for `j < n/2` — split between two threads.
+    fn outer_stage(
+        &self,
+        values: &mut [Scalar],
+        twiddles: &[Scalar],
+        butterfly: impl Fn(&mut Scalar, &mut Scalar, &Scalar) + Sync,
+    ) {
+        let n = values.len();
+        let stride = self.size() / n;
         let quarter = n / 4;
+        let (lo, hi) = values.split_at_mut(n / 2);
         let (lo_a, lo_b) = lo.split_at_mut(quarter);
         let (hi_a, hi_b) = hi.split_at_mut(quarter);
-        let tw = &self.inverse;
         let stage = |lo: &mut [Scalar], hi: &mut [Scalar], offset: usize| {
             for (j, (a, b)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
-                Scalar::butterfly(a, b, &tw[(j + offset) * stride]);
-                *a *= inv;
-                *b *= inv;
+                butterfly(a, b, &twiddles[(j + offset) * stride]);
             }
         };
         std::thread::scope(|s| {

@@ -123,7 +123,6 @@ pub struct Member<S: Scheme> {
     behaviour: Option<Behaviour>,
     phase: Phase<S>,
     early: Vec<(NodeIndex, Message<S>)>,
-    started: bool,
 }
 
 /// Derives a labelled 32-byte seed from a member's seed.
@@ -164,7 +163,6 @@ impl<S: Scheme> Member<S> {
             behaviour,
             phase: Phase::Dkg(Box::new(state)),
             early: Vec::new(),
-            started: false,
         })
     }
 
@@ -188,7 +186,6 @@ impl<S: Scheme> Member<S> {
             behaviour,
             phase: Phase::Replica(replica),
             early: Vec::new(),
-            started: false,
         })
     }
 
@@ -241,20 +238,17 @@ impl<S: Scheme> Member<S> {
     pub fn handle(&mut self, now: Time, input: MemberInput<S>) -> Vec<MemberOutput<S>> {
         let mut out = Vec::new();
         match input {
-            MemberInput::Start => {
-                self.started = true;
-                match &mut self.phase {
-                    Phase::Dkg(dkg) => {
-                        let actions = dkg.handle(now, DkgInput::Start);
-                        self.on_dkg_actions(now, actions, &mut out);
-                    }
-                    Phase::Replica(r) => {
-                        let outputs = r.handle(now, Input::Start);
-                        Self::wrap(outputs, &mut out);
-                    }
-                    Phase::Failed => {}
+            MemberInput::Start => match &mut self.phase {
+                Phase::Dkg(dkg) => {
+                    let actions = dkg.handle(now, DkgInput::Start);
+                    self.on_dkg_actions(now, actions, &mut out);
                 }
-            }
+                Phase::Replica(r) => {
+                    let outputs = r.handle(now, Input::Start);
+                    Self::wrap(outputs, &mut out);
+                }
+                Phase::Failed => {}
+            },
             MemberInput::Message { from, envelope } => match (&mut self.phase, envelope) {
                 (Phase::Dkg(dkg), Envelope::Dkg(message)) => {
                     let actions = dkg.handle(now, DkgInput::Message { from, message });

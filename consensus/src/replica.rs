@@ -488,10 +488,12 @@ impl<S: Scheme> Replica<S> {
         }));
     }
 
+    /// Digest of the last finalized block: its certificate names it (checked
+    /// against the block when it was committed), so no re-encoding is needed.
     fn last_digest(&self) -> Digest {
         self.chain
             .last()
-            .map(|e| e.block.digest())
+            .map(|e| e.certificate.digest)
             .unwrap_or([0; 32])
     }
 
@@ -1116,11 +1118,15 @@ impl<S: Scheme> Replica<S> {
             self.round.pending_certificate = Some(cert);
             return;
         };
-        for tx in &block.transactions {
-            let id: Digest = Sha256::digest(tx).into();
-            if self.mempool_index.remove(&id) {
-                self.mempool.retain(|t| t != tx);
-            }
+        // Drop the committed transactions from the mempool in one pass.
+        let committed: HashSet<&[u8]> = block
+            .transactions
+            .iter()
+            .filter(|tx| self.mempool_index.remove(&Digest::from(Sha256::digest(tx))))
+            .map(Vec::as_slice)
+            .collect();
+        if !committed.is_empty() {
+            self.mempool.retain(|t| !committed.contains(t.as_slice()));
         }
         let proposed_at = self.round.proposal_seen_at.unwrap_or(now);
         self.out.push(Output::Committed {

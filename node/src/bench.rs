@@ -94,25 +94,24 @@ pub struct VerifyArgs {
     seed: u64,
 }
 
+/// Calls `$f::<S>($args)` for the BLS scheme named by `$scheme`.
+macro_rules! with_bls_scheme {
+    ($scheme:expr, $f:ident, $args:expr) => {
+        match $scheme {
+            SchemeId::PedersenBlsChained => $f::<MinPk>($args),
+            SchemeId::BlsChainedG1Rfc9380 => $f::<MinSig>($args),
+            other => bail!("{other} is not a BLS scheme that signs (pedersen-bls-chained, bls-chained-g1-rfc9380)"),
+        }
+    };
+}
+
 /// Runs one benchmark subcommand.
 pub fn run(cmd: BenchCommand) -> Result<()> {
     match cmd {
-        BenchCommand::Interpolation(a) => match a.scheme {
-            SchemeId::PedersenBlsChained => interpolation::<MinPk>(&a),
-            SchemeId::BlsChainedG1Rfc9380 => interpolation::<MinSig>(&a),
-            other => bail!("{other} is not a BLS scheme that signs (pedersen-bls-chained, bls-chained-g1-rfc9380)"),
-        },
-        BenchCommand::Verify(a) => match a.scheme {
-            SchemeId::PedersenBlsChained => verify::<MinPk>(&a),
-            SchemeId::BlsChainedG1Rfc9380 => verify::<MinSig>(&a),
-            other => bail!("{other} is not a BLS scheme that signs (pedersen-bls-chained, bls-chained-g1-rfc9380)"),
-        },
+        BenchCommand::Interpolation(a) => with_bls_scheme!(a.scheme, interpolation, &a),
+        BenchCommand::Verify(a) => with_bls_scheme!(a.scheme, verify, &a),
+        BenchCommand::Dkg(a) => with_bls_scheme!(a.scheme, dkg, &a),
         BenchCommand::Calibrate(a) => calibrate(&a),
-        BenchCommand::Dkg(a) => match a.scheme {
-            SchemeId::PedersenBlsChained => dkg::<MinPk>(&a),
-            SchemeId::BlsChainedG1Rfc9380 => dkg::<MinSig>(&a),
-            other => bail!("{other} is not a BLS scheme that signs (pedersen-bls-chained, bls-chained-g1-rfc9380)"),
-        },
     }
 }
 

@@ -81,16 +81,23 @@ struct CampaignArgs {
     json: Option<PathBuf>,
 }
 
-fn load(config: &str) -> Result<SimConfig> {
+/// Loads a scenario and applies the `--nodes` / `--rounds` overrides.
+fn load(config: &str, nodes: Option<u32>, rounds: Option<u64>) -> Result<SimConfig> {
     // The default path works from the repository root; elsewhere fall back to the
     // built-in scenario of the same name.
-    let cfg = match SimConfig::load(config) {
+    let mut cfg = match SimConfig::load(config) {
         Ok(c) => c,
         Err(e) if config == "configs/sim/default.toml" => {
             SimConfig::load("default").context(e.to_string())?
         }
         Err(e) => return Err(e.into()),
     };
+    if let Some(n) = nodes {
+        cfg.nodes = n;
+    }
+    if let Some(r) = rounds {
+        cfg.rounds = r;
+    }
     Ok(cfg)
 }
 
@@ -103,13 +110,7 @@ pub fn run(args: SimArgs) -> Result<()> {
 }
 
 fn single(args: RunArgs) -> Result<()> {
-    let mut cfg = load(&args.config)?;
-    if let Some(n) = args.nodes {
-        cfg.nodes = n;
-    }
-    if let Some(r) = args.rounds {
-        cfg.rounds = r;
-    }
+    let mut cfg = load(&args.config, args.nodes, args.rounds)?;
     if let Some(s) = args.seed {
         cfg.seed = s;
     }
@@ -245,13 +246,7 @@ fn print_table(r: &Report) {
 }
 
 fn campaign(args: CampaignArgs) -> Result<()> {
-    let mut base = load(&args.scenario)?;
-    if let Some(n) = args.nodes {
-        base.nodes = n;
-    }
-    if let Some(r) = args.rounds {
-        base.rounds = r;
-    }
+    let mut base = load(&args.scenario, args.nodes, args.rounds)?;
     // Each seed draws its own partition, crash and Byzantine count.
     base.partitions.clear();
     base.faults.crash.clear();

@@ -85,8 +85,7 @@ impl CostModel {
         toml::to_string(self).unwrap_or_default()
     }
 
-    fn msm(table: &[f64], calls: &[u32; MSM_BUCKETS], points: &[u64; MSM_BUCKETS]) -> f64 {
-        let _ = calls;
+    fn msm(table: &[f64], points: &[u64; MSM_BUCKETS]) -> f64 {
         points
             .iter()
             .enumerate()
@@ -102,16 +101,8 @@ impl CostModel {
             + counts.hash_g2 as f64 * self.hash_g2_us
             + counts.mul_g1 as f64 * self.mul_g1_us
             + counts.mul_g2 as f64 * self.mul_g2_us
-            + Self::msm(
-                &self.msm_g1_point_us,
-                &counts.msm_g1_calls,
-                &counts.msm_g1_points,
-            )
-            + Self::msm(
-                &self.msm_g2_point_us,
-                &counts.msm_g2_calls,
-                &counts.msm_g2_points,
-            );
+            + Self::msm(&self.msm_g1_point_us, &counts.msm_g1_points)
+            + Self::msm(&self.msm_g2_point_us, &counts.msm_g2_points);
         let io = self.message_us + bytes as f64 / 1024.0 * self.kilobyte_us;
         ((crypto + io) * self.scale).round() as u64
     }
@@ -132,7 +123,6 @@ mod tests {
         };
         let two_pairings = m.cost_us(&c, 0);
         assert!(two_pairings as f64 >= 2.0 * m.miller_loop_us + m.final_exp_us);
-        c.msm_g1_calls[10] = 1;
         c.msm_g1_points[10] = 1024;
         assert!(m.cost_us(&c, 0) > two_pairings);
         assert!(CostModel::from_toml("miller_loop_us = -1").is_err());

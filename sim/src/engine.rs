@@ -20,7 +20,7 @@
 
 use crate::config::SimConfig;
 use crate::cost_model::CostModel;
-use crate::invariants::{Checker, FailureKind, Violation};
+use crate::invariants::{Checker, FailureKind};
 use crate::network::Network;
 use crate::report::{percentiles, FinalBeacon, Report, RoundStats};
 use crate::SimError;
@@ -754,7 +754,7 @@ impl<S: Scheme> Engine<S> {
             }
             Output::Beacon { beacon, .. } => {
                 if honest {
-                    self.checker.on_beacon(node, at, &beacon, &self.memo);
+                    self.checker.on_beacon(node, at, &beacon);
                     let learned = &mut self.beacon_learned[node as usize];
                     if let Some(prev) = learned.get(&(beacon.round - 1)).copied() {
                         let ms = at.micros_since(prev) as f64 / 1000.0;
@@ -910,9 +910,4 @@ impl<S: Scheme> Engine<S> {
             per_round,
         }
     }
-}
-
-/// The violations of a report, for callers that only need the verdict.
-pub fn first_violation(report: &Report) -> Option<&Violation> {
-    report.violations.first()
 }

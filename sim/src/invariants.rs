@@ -4,11 +4,9 @@
 //! seed and the event that broke it.
 
 use beacon::chain::ChainInfo;
-use beacon::memo::Memo;
 use beacon::{Beacon, SchemeId, Time};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 /// Kinds of failure, so a campaign can sort them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -163,7 +161,7 @@ impl Checker {
 
     /// Validity (verifies under the group key, chains on the previous beacon) and
     /// uniqueness (one signature per round).
-    pub fn on_beacon(&mut self, node: u32, at: Time, beacon: &Beacon, memo: &Arc<Memo>) {
+    pub fn on_beacon(&mut self, node: u32, at: Time, beacon: &Beacon) {
         self.touch(at);
         if !self.honest[node as usize] {
             return;
@@ -217,7 +215,6 @@ impl Checker {
             scheme: self.scheme,
             beacon_id: "default".into(),
         };
-        let _ = memo;
         if let Err(e) = info.verify_beacon(beacon) {
             self.fail(
                 FailureKind::Safety,
