@@ -6,6 +6,10 @@
 //! the delta around one call into a state machine ([`take`]) and converts it into
 //! virtual CPU time; the protocol code is unaware of it. [`charge`] adds counts for
 //! work a host-side cache did once on behalf of many nodes ([`crate::memo`]).
+//!
+//! Real nodes also want the wall time of the two heavy kinds of work:
+//! [`take_timings`] returns the nanoseconds this thread spent in multi-scalar
+//! multiplications and in pairing checks since the last call.
 
 use std::cell::Cell;
 use std::ops::AddAssign;
@@ -74,6 +78,38 @@ impl AddAssign<&OpCounts> for OpCounts {
 
 thread_local! {
     static COUNTS: Cell<OpCounts> = Cell::new(OpCounts::default());
+    static TIMINGS: Cell<Timings> = Cell::new(Timings::default());
+}
+
+/// Wall time a thread spent in the heavy operations, in nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Timings {
+    /// In multi-scalar multiplications (aggregation, batch verification sums).
+    pub msm_ns: u64,
+    /// In pairing-product checks (verification).
+    pub pairing_ns: u64,
+}
+
+/// Runs `f`, adding its wall time to this thread's MSM or pairing total.
+pub(crate) fn timed<T>(msm: bool, f: impl FnOnce() -> T) -> T {
+    let start = std::time::Instant::now();
+    let out = f();
+    let ns = start.elapsed().as_nanos() as u64;
+    TIMINGS.with(|t| {
+        let mut v = t.get();
+        if msm {
+            v.msm_ns += ns;
+        } else {
+            v.pairing_ns += ns;
+        }
+        t.set(v);
+    });
+    out
+}
+
+/// Returns this thread's timings and resets them to zero.
+pub fn take_timings() -> Timings {
+    TIMINGS.with(|t| t.replace(Timings::default()))
 }
 
 /// The group an operation ran in.

@@ -144,12 +144,14 @@ macro_rules! group {
                     1 => return points[0].mul(&scalars[0]),
                     n => cost::record_msm($tag, n),
                 }
-                let affine = Self::batch_to_affine(points);
-                let mut bytes = Vec::with_capacity(32 * scalars.len());
-                for s in scalars {
-                    bytes.extend_from_slice(&s.to_bytes_le());
-                }
-                $name(affine.as_slice().mult(&bytes, 255))
+                cost::timed(true, || {
+                    let affine = Self::batch_to_affine(points);
+                    let mut bytes = Vec::with_capacity(32 * scalars.len());
+                    for s in scalars {
+                        bytes.extend_from_slice(&s.to_bytes_le());
+                    }
+                    $name(affine.as_slice().mult(&bytes, 255))
+                })
             }
 
             fn hash_to_curve(msg: &[u8], dst: &[u8]) -> Self {
@@ -265,6 +267,10 @@ group!(
 
 /// Whether `prod_i e(g1_i, g2_i) == 1` in G_T. Terms with an identity point contribute 1.
 pub fn pairing_product_is_one(terms: &[(G1, G2)]) -> bool {
+    cost::timed(false, || pairing_product_is_one_untimed(terms))
+}
+
+fn pairing_product_is_one_untimed(terms: &[(G1, G2)]) -> bool {
     let mut acc: Option<blst_fp12> = None;
     for (p, q) in terms {
         if p.is_identity() || q.is_identity() {

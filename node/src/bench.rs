@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Context, Result};
 use beacon::{
-    deal, lagrange::lagrange_fast, lagrange::lagrange_naive, InterpolationMethod, MinPk, MinSig,
+    deal, lagrange::lagrange_fast, lagrange::lagrange_naive, InterpolationMethod, MinSig,
     NodeIndex, Point, Scalar, Scheme, SchemeId, SignatureShare,
 };
 use clap::{Args, Subcommand};
@@ -92,17 +92,6 @@ pub struct VerifyArgs {
     /// Seed for keys, bad positions and batch weights.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-}
-
-/// Calls `$f::<S>($args)` for the BLS scheme named by `$scheme`.
-macro_rules! with_bls_scheme {
-    ($scheme:expr, $f:ident, $args:expr) => {
-        match $scheme {
-            SchemeId::PedersenBlsChained => $f::<MinPk>($args),
-            SchemeId::BlsChainedG1Rfc9380 => $f::<MinSig>($args),
-            other => bail!("{other} is not a BLS scheme that signs (pedersen-bls-chained, bls-chained-g1-rfc9380)"),
-        }
-    };
 }
 
 /// Runs one benchmark subcommand.

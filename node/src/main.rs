@@ -1,8 +1,25 @@
-//! The `sbft-beacon` binary: the deterministic simulator, benchmarks, and (as the
-//! project grows) real nodes.
+//! The `sbft-beacon` binary: real nodes (`run`, `keys`, `localnet`), the
+//! deterministic simulator (`sim`), chain verification (`verify`) and benchmarks
+//! (`bench`).
+
+/// Calls `$f::<S>($args)` with the BLS scheme `S` named by a [`beacon::SchemeId`].
+macro_rules! with_bls_scheme {
+    ($scheme:expr, $f:ident, $args:expr) => {
+        match $scheme {
+            beacon::SchemeId::PedersenBlsChained => $f::<beacon::MinPk>($args),
+            beacon::SchemeId::BlsChainedG1Rfc9380 => $f::<beacon::MinSig>($args),
+            other => anyhow::bail!(
+                "{other} is not a BLS scheme that signs (pedersen-bls-chained, bls-chained-g1-rfc9380)"
+            ),
+        }
+    };
+}
 
 mod bench;
+mod keys_cmd;
+mod localnet;
 mod plot;
+mod run_cmd;
 mod sim_cmd;
 mod verify_cmd;
 
@@ -19,6 +36,12 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run one node of a network (libp2p, DKG, beacon rounds, HTTP API).
+    Run(run_cmd::RunArgs),
+    /// Create a node identity (libp2p key pair) and print its peer ID.
+    Keys(keys_cmd::KeysArgs),
+    /// Start a local network of N node processes and measure its rounds.
+    Localnet(localnet::LocalnetArgs),
     /// Simulate a whole network deterministically (DKG, then beacon rounds).
     Sim(Box<sim_cmd::SimArgs>),
     /// Verify a beacon chain with drand's rules.
@@ -33,6 +56,9 @@ enum Command {
 fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.command {
+        Command::Run(args) => run_cmd::run(args),
+        Command::Keys(args) => keys_cmd::run(args),
+        Command::Localnet(args) => localnet::run(args),
         Command::Sim(args) => sim_cmd::run(*args),
         Command::Verify(args) => verify_cmd::run(args),
         Command::Bench { which } => bench::run(which),

@@ -1,6 +1,7 @@
 //! `sbft-beacon verify`: checks a beacon chain with drand's rules — every
 //! signature under the chain's public key, every link, the chain hash — and
-//! prints the first bad round, if any.
+//! prints the first bad round, if any. The chain comes from files or from a
+//! node's HTTP API (`--url`).
 
 use anyhow::{bail, Context, Result};
 use beacon::{Beacon, BeaconJson, ChainInfoJson};
@@ -12,8 +13,11 @@ use std::path::PathBuf;
 pub struct VerifyArgs {
     /// A chain in drand's JSON shape: `{"info": {...}, "beacons": [...]}` (what
     /// `sim --chain` writes).
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["info", "beacons"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["info", "beacons", "url"])]
     chain: Option<PathBuf>,
+    /// A node's HTTP API (drand's v1 shape), e.g. `http://127.0.0.1:8000`.
+    #[arg(long, conflicts_with_all = ["info", "beacons"])]
+    url: Option<String>,
     /// drand chain info JSON (`/info`).
     #[arg(long, value_name = "FILE", requires = "beacons")]
     info: Option<PathBuf>,
@@ -34,15 +38,64 @@ fn read_json(path: &PathBuf) -> Result<serde_json::Value> {
     serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))
 }
 
+/// Fetches `/info` and rounds `from - 1 ..= to` (`to` defaults to the latest).
+async fn fetch(
+    url: &str,
+    from: Option<u64>,
+    to: Option<u64>,
+) -> Result<(serde_json::Value, serde_json::Value)> {
+    use futures::StreamExt as _;
+    let base = url.trim_end_matches('/').to_string();
+    let client = reqwest::Client::new();
+    let get = |path: String| {
+        let client = client.clone();
+        let url = format!("{base}{path}");
+        async move {
+            let response = client
+                .get(&url)
+                .send()
+                .await
+                .with_context(|| format!("GET {url}"))?;
+            if !response.status().is_success() {
+                bail!("GET {url}: {}", response.status());
+            }
+            response
+                .json::<serde_json::Value>()
+                .await
+                .with_context(|| format!("GET {url}: not JSON"))
+        }
+    };
+    let info = get("/info".into()).await?;
+    let to = match to {
+        Some(t) => t,
+        None => get("/public/latest".into()).await?["round"]
+            .as_u64()
+            .context("/public/latest has no round")?,
+    };
+    let first = from.unwrap_or(1).saturating_sub(1).max(1);
+    let beacons: Vec<serde_json::Value> = futures::stream::iter(first..=to)
+        .map(|r| get(format!("/public/{r}")))
+        .buffered(16)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<Result<_>>()?;
+    Ok((info, serde_json::Value::Array(beacons)))
+}
+
 /// Runs `verify`; exits with status 1 at the first bad round.
 pub fn run(args: VerifyArgs) -> Result<()> {
-    let (info, beacons) = match (&args.chain, &args.info, &args.beacons) {
-        (Some(chain), _, _) => {
+    let (info, beacons) = match (&args.chain, &args.url, &args.info, &args.beacons) {
+        (Some(chain), _, _, _) => {
             let v = read_json(chain)?;
             (v["info"].clone(), v["beacons"].clone())
         }
-        (None, Some(info), Some(beacons)) => (read_json(info)?, read_json(beacons)?),
-        _ => bail!("give --chain FILE, or --info FILE and --beacons FILE"),
+        (None, Some(url), _, _) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+            .block_on(fetch(url, args.from, args.to))?,
+        (None, None, Some(info), Some(beacons)) => (read_json(info)?, read_json(beacons)?),
+        _ => bail!("give --chain FILE, --url URL, or --info FILE and --beacons FILE"),
     };
     let info: ChainInfoJson =
         serde_json::from_value(info).context("chain info is not drand's /info shape")?;

@@ -1,0 +1,458 @@
+//! `sbft-beacon localnet`: a whole network of node processes on 127.0.0.1. It
+//! creates identities and configs (in `--dir` or a temporary directory), starts
+//! one `sbft-beacon run` per node, waits for `--rounds` beacons, checks that every
+//! node serves the same chain (and that it verifies), reports round latency and
+//! CPU per round from the nodes' `/stats/rounds`, and stops the nodes cleanly.
+
+use anyhow::{bail, Context, Result};
+use beacon::{Beacon, BeaconJson, ChainInfoJson, SchemeId};
+use clap::Args;
+use node::config::{NetworkSection, NodeConfig, NodeSection, PeerEntry};
+use node::identity;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Options of `localnet`.
+#[derive(Args)]
+pub struct LocalnetArgs {
+    /// Number of nodes.
+    #[arg(long, default_value_t = 4)]
+    nodes: u32,
+    /// Beacons to wait for.
+    #[arg(long, default_value_t = 10)]
+    rounds: u64,
+    /// Directory for identities, configs, data and logs (default: a temporary
+    /// directory, removed afterwards).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Leave the network up (after reporting) until interrupted.
+    #[arg(long)]
+    keep_running: bool,
+    /// Only write identities and configs into `--dir`, start nothing.
+    #[arg(long, requires = "dir")]
+    configs_only: bool,
+    /// Signature scheme.
+    #[arg(long, default_value = "pedersen-bls-chained")]
+    scheme: SchemeId,
+    /// Extra collectors `c`.
+    #[arg(long, default_value_t = 0)]
+    c: u32,
+    /// First TCP port (libp2p on P + i, HTTP on P + 1000 + i); 0 picks free ports.
+    #[arg(long, default_value_t = 0)]
+    base_port: u16,
+    /// Give up after this many seconds without reaching `--rounds`.
+    #[arg(long, default_value_t = 300)]
+    timeout_s: u64,
+}
+
+/// A node process of the local network.
+struct Proc {
+    child: Child,
+    http: String,
+    log: PathBuf,
+}
+
+/// Ports that were free a moment ago (bound to port 0, then released).
+fn free_ports(count: usize) -> Result<Vec<u16>> {
+    let listeners: Vec<std::net::TcpListener> = (0..count)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
+        .collect::<std::io::Result<_>>()
+        .context("finding free ports")?;
+    listeners
+        .iter()
+        .map(|l| Ok(l.local_addr()?.port()))
+        .collect()
+}
+
+/// Writes identities and `node-i/node.toml` for `n` nodes into `dir`; returns the
+/// config paths and HTTP base URLs.
+pub fn write_configs(
+    dir: &Path,
+    n: u32,
+    scheme: SchemeId,
+    c: u32,
+    base_port: u16,
+) -> Result<Vec<(PathBuf, String)>> {
+    let ports: Vec<(u16, u16)> = if base_port == 0 {
+        let p = free_ports(2 * n as usize)?;
+        (0..n as usize).map(|i| (p[2 * i], p[2 * i + 1])).collect()
+    } else {
+        (0..n)
+            .map(|i| -> Result<(u16, u16)> {
+                let p2p = base_port.checked_add(i as u16);
+                let http = base_port.checked_add(1000 + i as u16);
+                match (p2p, http) {
+                    (Some(a), Some(b)) => Ok((a, b)),
+                    _ => bail!("--base-port {base_port} leaves no room for {n} nodes"),
+                }
+            })
+            .collect::<Result<_>>()?
+    };
+    let mut peers = Vec::new();
+    for i in 0..n {
+        let node_dir = dir.join(format!("node-{i}"));
+        std::fs::create_dir_all(&node_dir)
+            .with_context(|| format!("creating {}", node_dir.display()))?;
+        let key = identity::generate();
+        identity::save(&key, &node_dir.join("identity.key"))?;
+        peers.push(PeerEntry {
+            index: i,
+            peer_id: identity::peer_id(&key).to_string(),
+            address: format!("/ip4/127.0.0.1/tcp/{}", ports[i as usize].0),
+        });
+    }
+    let network = NetworkSection {
+        id: format!("localnet-{n}-{}", std::process::id()),
+        scheme: scheme.as_str().to_string(),
+        c,
+        period: 0,
+        genesis_time: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64),
+        genesis_seed: None,
+        dkg_phase_ms: 1_000,
+        peer_wait_ms: 60_000,
+        fast_path_timeout_ms: 50,
+        view_change_timeout_ms: 1_000,
+    };
+    let mut out = Vec::new();
+    for i in 0..n {
+        let cfg = NodeConfig {
+            node: NodeSection {
+                index: i,
+                identity: PathBuf::from("identity.key"),
+                listen: format!("/ip4/127.0.0.1/tcp/{}", ports[i as usize].0),
+                http: format!("127.0.0.1:{}", ports[i as usize].1),
+                data_dir: PathBuf::from("data"),
+            },
+            network: network.clone(),
+            peers: peers.clone(),
+            base_dir: PathBuf::new(),
+        };
+        let path = dir.join(format!("node-{i}")).join("node.toml");
+        let text = toml::to_string(&cfg).context("writing the config")?;
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        // Validate what we wrote exactly as `run` will.
+        NodeConfig::load(&path)?;
+        out.push((path, format!("http://127.0.0.1:{}", ports[i as usize].1)));
+    }
+    Ok(out)
+}
+
+fn spawn(config: &Path) -> Result<(Child, PathBuf)> {
+    let exe = std::env::current_exe().context("locating sbft-beacon")?;
+    let log = config.with_file_name("node.log");
+    let file =
+        std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+    let child = Command::new(exe)
+        .arg("run")
+        .arg("--config")
+        .arg(config)
+        .stdin(Stdio::null())
+        .stdout(file.try_clone()?)
+        .stderr(file)
+        .spawn()
+        .context("starting a node")?;
+    Ok((child, log))
+}
+
+/// Asks every node to stop (SIGTERM), then kills what is left after 5 s.
+fn stop(procs: &mut [Proc]) {
+    for p in procs.iter_mut() {
+        #[cfg(unix)]
+        // SAFETY: sending a signal to a child we started; no memory is involved.
+        unsafe {
+            libc::kill(p.child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        #[cfg(not(unix))]
+        let _ = p.child.kill();
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    for p in procs.iter_mut() {
+        loop {
+            match p.child.try_wait() {
+                Ok(Some(_)) => break,
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                _ => {
+                    let _ = p.child.kill();
+                    let _ = p.child.wait();
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// The last lines of a log, for error messages.
+fn tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(15)..].join("\n")
+}
+
+/// Percentile (nearest rank) of sorted values.
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+async fn get_json(client: &reqwest::Client, url: &str) -> Result<serde_json::Value> {
+    let r = client
+        .get(url)
+        .send()
+        .await
+        .with_context(|| format!("GET {url}"))?;
+    if !r.status().is_success() {
+        bail!("GET {url}: {}", r.status());
+    }
+    r.json()
+        .await
+        .with_context(|| format!("GET {url}: not JSON"))
+}
+
+/// What the network did, measured over HTTP.
+struct Outcome {
+    chain_identical: bool,
+    chain_verified: bool,
+    latencies: Vec<f64>,
+    protocol_cpu: Vec<f64>,
+    process_cpu: Vec<f64>,
+}
+
+async fn observe(procs: &mut [Proc], rounds: u64, timeout: Duration) -> Result<Outcome> {
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()?;
+    let start = Instant::now();
+    // Wait for every node to serve round `rounds`.
+    for p in procs.iter_mut() {
+        loop {
+            if let Ok(Some(status)) = p.child.try_wait() {
+                bail!(
+                    "a node exited early ({status}); its log {}:\n{}",
+                    p.log.display(),
+                    tail(&p.log)
+                );
+            }
+            let latest = get_json(&client, &format!("{}/public/latest", p.http))
+                .await
+                .ok()
+                .and_then(|v| v["round"].as_u64())
+                .unwrap_or(0);
+            if latest >= rounds {
+                break;
+            }
+            if start.elapsed() > timeout {
+                bail!(
+                    "no beacon {rounds} after {} s (node at {} has {latest}); its log {}:\n{}",
+                    timeout.as_secs(),
+                    p.http,
+                    p.log.display(),
+                    tail(&p.log)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    // Every node's rounds 1..=rounds.
+    let mut chains: Vec<Vec<serde_json::Value>> = Vec::new();
+    for p in procs.iter() {
+        let mut chain = Vec::new();
+        for r in 1..=rounds {
+            chain.push(get_json(&client, &format!("{}/public/{r}", p.http)).await?);
+        }
+        chains.push(chain);
+    }
+    let chain_identical = chains.iter().all(|c| *c == chains[0]);
+    let info: ChainInfoJson =
+        serde_json::from_value(get_json(&client, &format!("{}/info", procs[0].http)).await?)
+            .context("/info is not drand's shape")?;
+    let info = info.to_info()?;
+    let beacons: Vec<Beacon> = chains[0]
+        .iter()
+        .map(|v| {
+            serde_json::from_value::<BeaconJson>(v.clone())
+                .map_err(anyhow::Error::from)
+                .and_then(|b| b.to_beacon().map_err(anyhow::Error::from))
+        })
+        .collect::<Result<_>>()?;
+    let chain_verified = info.verify_chain(None, &beacons).is_ok();
+    // Latency and CPU of rounds 2..=rounds (round 1 waits for the DKG's stragglers).
+    let (mut latencies, mut protocol_cpu, mut process_cpu) = (Vec::new(), Vec::new(), Vec::new());
+    for p in procs.iter() {
+        let stats = get_json(&client, &format!("{}/stats/rounds", p.http)).await?;
+        for s in stats.as_array().into_iter().flatten() {
+            let round = s["round"].as_u64().unwrap_or(0);
+            if (2..=rounds).contains(&round) {
+                latencies.push(s["latency_ms"].as_f64().unwrap_or(0.0));
+                protocol_cpu.push(s["protocol_cpu_ms"].as_f64().unwrap_or(0.0));
+                process_cpu.push(s["process_cpu_ms"].as_f64().unwrap_or(0.0));
+            }
+        }
+    }
+    for v in [&mut latencies, &mut protocol_cpu, &mut process_cpu] {
+        v.sort_by(f64::total_cmp);
+    }
+    Ok(Outcome {
+        chain_identical,
+        chain_verified,
+        latencies,
+        protocol_cpu,
+        process_cpu,
+    })
+}
+
+/// Runs `localnet`.
+pub fn run(args: LocalnetArgs) -> Result<()> {
+    if args.nodes < 1 {
+        bail!("--nodes must be at least 1");
+    }
+    if args.rounds < 2 {
+        bail!("--rounds must be at least 2 (round 1 waits for the DKG)");
+    }
+    let wall = Instant::now();
+    let temp;
+    let dir = match &args.dir {
+        Some(d) => {
+            std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+            d.clone()
+        }
+        None => {
+            temp = tempfile::tempdir().context("creating a temporary directory")?;
+            temp.path().to_path_buf()
+        }
+    };
+    let configs = write_configs(&dir, args.nodes, args.scheme, args.c, args.base_port)?;
+    if args.configs_only {
+        for (path, http) in &configs {
+            println!("{}  (API {http})", path.display());
+        }
+        return Ok(());
+    }
+    let mut procs = Vec::new();
+    for (path, http) in &configs {
+        match spawn(path) {
+            Ok((child, log)) => procs.push(Proc {
+                child,
+                http: http.clone(),
+                log,
+            }),
+            Err(e) => {
+                stop(&mut procs);
+                return Err(e);
+            }
+        }
+    }
+    if !args.json {
+        eprintln!(
+            "started {} nodes in {} (logs: node-*/node.log); waiting for {} beacons",
+            args.nodes,
+            dir.display(),
+            args.rounds
+        );
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let outcome = runtime.block_on(observe(
+        &mut procs,
+        args.rounds,
+        Duration::from_secs(args.timeout_s),
+    ));
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e) => {
+            stop(&mut procs);
+            return Err(e);
+        }
+    };
+    let http: Vec<&String> = procs.iter().map(|p| &p.http).collect();
+    let lat = &outcome.latencies;
+    let report = json!({
+        "nodes": args.nodes,
+        "rounds": args.rounds,
+        "scheme": args.scheme.as_str(),
+        "chain_identical": outcome.chain_identical,
+        "chain_verified": outcome.chain_verified,
+        "beacon_latency_ms": {
+            "p50": percentile(lat, 50.0),
+            "p90": percentile(lat, 90.0),
+            "p99": percentile(lat, 99.0),
+            "max": lat.last().copied().unwrap_or(0.0),
+        },
+        "cpu_ms_per_round": {
+            "protocol_p50": percentile(&outcome.protocol_cpu, 50.0),
+            "process_p50": percentile(&outcome.process_cpu, 50.0),
+        },
+        "samples": lat.len(),
+        "http": http,
+        "dir": dir.display().to_string(),
+        "wall_s": wall.elapsed().as_secs_f64(),
+    });
+    if args.json {
+        println!("{report}");
+    } else {
+        println!(
+            "{} nodes, {} rounds: chain identical on every node: {}, verifies: {}",
+            args.nodes, args.rounds, outcome.chain_identical, outcome.chain_verified
+        );
+        println!(
+            "round latency (ms, rounds 2..={} on every node, {} samples): p50 {:.2}  p90 {:.2}  p99 {:.2}  max {:.2}",
+            args.rounds,
+            lat.len(),
+            percentile(lat, 50.0),
+            percentile(lat, 90.0),
+            percentile(lat, 99.0),
+            lat.last().copied().unwrap_or(0.0)
+        );
+        println!(
+            "CPU per round and node (ms, median): protocol {:.2}, whole process {:.2}",
+            percentile(&outcome.protocol_cpu, 50.0),
+            percentile(&outcome.process_cpu, 50.0)
+        );
+        println!(
+            "APIs: {}",
+            http.iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        println!("wall {:.1} s", wall.elapsed().as_secs_f64());
+    }
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+    if args.keep_running {
+        if !args.json {
+            eprintln!("network up; Ctrl-C stops it");
+        }
+        runtime.block_on(async {
+            #[cfg(unix)]
+            {
+                use tokio::signal::unix::{signal, SignalKind};
+                if let Ok(mut term) = signal(SignalKind::terminate()) {
+                    tokio::select! {
+                        _ = tokio::signal::ctrl_c() => {}
+                        _ = term.recv() => {}
+                    }
+                    return;
+                }
+            }
+            let _ = tokio::signal::ctrl_c().await;
+        });
+    }
+    stop(&mut procs);
+    if !outcome.chain_identical || !outcome.chain_verified {
+        bail!("the nodes do not serve one valid chain");
+    }
+    Ok(())
+}

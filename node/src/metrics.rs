@@ -1,0 +1,133 @@
+//! The node's Prometheus metrics (served at `/metrics`): round latency, time per
+//! protocol phase, fast versus slow commits, view changes, connected peers,
+//! invalid shares by signer, dropped frames and refused connections.
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+type Labels = Vec<(String, String)>;
+
+fn seconds_histogram() -> Histogram {
+    // 100 µs to ~6.5 s.
+    Histogram::new(exponential_buckets(0.0001, 2.0, 17))
+}
+
+/// Every metric of a node, registered once.
+pub struct Metrics {
+    registry: Registry,
+    /// Time between consecutive beacons learned here (seconds).
+    pub round_latency: Histogram,
+    /// Time spent per protocol phase (seconds), label `phase`: `sign` (handling a
+    /// proposal and signing it), `collect` (a collector handling shares),
+    /// `aggregate` (multi-scalar multiplications), `verify` (pairing checks).
+    pub phase: Family<Labels, Histogram>,
+    /// Commits by path, label `path`: `fast` or `slow`.
+    pub commits: Family<Labels, Counter>,
+    /// View changes entered.
+    pub view_changes: Counter,
+    /// Members connected now.
+    pub connected_peers: Gauge,
+    /// Invalid shares (and other provable misbehaviour) by `signer`.
+    pub invalid_shares: Family<Labels, Counter>,
+    /// Frames dropped, label `reason`: `malformed`, `oversized`, `queue-full`.
+    pub dropped_frames: Family<Labels, Counter>,
+    /// Connections refused because the peer ID is not in the config.
+    pub refused_connections: Counter,
+    /// Last finalized height.
+    pub height: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Creates and registers every metric.
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("sbft_beacon");
+        let round_latency = seconds_histogram();
+        let phase = Family::<Labels, Histogram>::new_with_constructor(
+            seconds_histogram as fn() -> Histogram,
+        );
+        let commits = Family::<Labels, Counter>::default();
+        let view_changes = Counter::default();
+        let connected_peers = Gauge::default();
+        let invalid_shares = Family::<Labels, Counter>::default();
+        let dropped_frames = Family::<Labels, Counter>::default();
+        let refused_connections = Counter::default();
+        let height = Gauge::default();
+        registry.register(
+            "round_latency_seconds",
+            "Time between consecutive beacons learned by this node",
+            round_latency.clone(),
+        );
+        registry.register(
+            "phase_seconds",
+            "Time spent per protocol phase (sign, collect, aggregate, verify)",
+            phase.clone(),
+        );
+        registry.register("commits", "Blocks committed, by path", commits.clone());
+        registry.register("view_changes", "View changes entered", view_changes.clone());
+        registry.register(
+            "connected_peers",
+            "Members connected now",
+            connected_peers.clone(),
+        );
+        registry.register(
+            "invalid_shares",
+            "Provable misbehaviour (invalid shares and more) by signer",
+            invalid_shares.clone(),
+        );
+        registry.register(
+            "dropped_frames",
+            "Frames dropped, by reason",
+            dropped_frames.clone(),
+        );
+        registry.register(
+            "refused_connections",
+            "Connections refused: peer ID not in the config",
+            refused_connections.clone(),
+        );
+        registry.register("height", "Last finalized height", height.clone());
+        Metrics {
+            registry,
+            round_latency,
+            phase,
+            commits,
+            view_changes,
+            connected_peers,
+            invalid_shares,
+            dropped_frames,
+            refused_connections,
+            height,
+        }
+    }
+
+    /// Records time spent in `phase`.
+    pub fn observe_phase(&self, phase: &str, seconds: f64) {
+        self.phase
+            .get_or_create(&vec![("phase".to_string(), phase.to_string())])
+            .observe(seconds);
+    }
+
+    /// Counts a dropped frame.
+    pub fn frames_dropped(&self, reason: &str) {
+        self.dropped_frames
+            .get_or_create(&vec![("reason".to_string(), reason.to_string())])
+            .inc();
+    }
+
+    /// The Prometheus text exposition.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = encode(&mut out, &self.registry);
+        out
+    }
+}

@@ -1,0 +1,57 @@
+//! `sbft-beacon run --config node.toml`: loads and validates the config, sets up
+//! logging and the tokio runtime, and runs the node until SIGINT or SIGTERM.
+
+use anyhow::{Context, Result};
+use beacon::Scheme;
+use clap::Args;
+use node::config::{NodeConfig, Validated};
+use std::path::PathBuf;
+
+/// Options of `run`.
+#[derive(Args)]
+pub struct RunArgs {
+    /// The node's config file.
+    #[arg(long, value_name = "FILE")]
+    config: PathBuf,
+    /// Worker threads of the runtime (1: everything on the main thread).
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+}
+
+/// Installs the log subscriber: `RUST_LOG` or `info` (libp2p at `warn`), to stderr.
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new("info,libp2p=warn,libp2p_stream=warn")
+    });
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+}
+
+fn node<S: Scheme>(args: (Validated, usize)) -> Result<()> {
+    let (cfg, threads) = args;
+    // One thread by default: a node's work is a sequence of short CPU bursts, and
+    // several nodes often share a machine's cores (localnet).
+    let mut builder = if threads <= 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.worker_threads(threads);
+        b
+    };
+    let runtime = builder
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    runtime.block_on(node::runtime::run::<S>(cfg))?;
+    Ok(())
+}
+
+/// Runs `run`.
+pub fn run(args: RunArgs) -> Result<()> {
+    init_logging();
+    let cfg = NodeConfig::load(&args.config)?;
+    with_bls_scheme!(cfg.scheme, node, (cfg, args.threads))
+}

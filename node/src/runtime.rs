@@ -1,0 +1,489 @@
+//! `sbft-beacon run`: one real node. It drives the same [`consensus::Member`]
+//! (DKG, then replica) as the simulator, with the wall clock for time, libp2p
+//! ([`crate::net`]) for messages, a timer queue for the timers the protocol asks
+//! for, redb ([`crate::store`]) for what must survive a crash, and the HTTP API
+//! ([`crate::http`]) for what it serves.
+//!
+//! Start-up: load the identity and check it against the config; if key material
+//! is on disk, restore the replica from it and the stored chain (no DKG; missed
+//! heights are fetched from peers, verified, then stored); otherwise wait for
+//! every peer (at most `peer_wait_ms`), run the DKG and persist its result before
+//! signing anything with it.
+
+use crate::config::Validated;
+use crate::http::{ApiState, ChainView, RoundStat};
+use crate::metrics::Metrics;
+use crate::net::Network;
+use crate::store::Store;
+use crate::{identity, NodeError};
+use beacon::dkg::{DkgConfig, DkgOutput};
+use beacon::memo::Memo;
+use beacon::{Beacon, ChainInfo, NodeIndex, Point as _, Scheme, Time};
+use consensus::{
+    CommitPath, CommittedEntry, Envelope, EvidenceKind, Member, MemberInput, MemberOutput,
+    MemberTimer, Message, Output,
+};
+use rand::RngCore as _;
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+use tracing::{debug, error, info, info_span, warn, Instrument as _};
+
+/// The wall clock as protocol time: microseconds since the Unix epoch.
+pub fn now() -> Time {
+    Time(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64),
+    )
+}
+
+/// CPU time of the calling thread, in nanoseconds.
+fn thread_cpu_ns() -> u64 {
+    cpu_clock(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// CPU time of the whole process, in nanoseconds.
+fn process_cpu_ns() -> u64 {
+    cpu_clock(libc::CLOCK_PROCESS_CPUTIME_ID)
+}
+
+fn cpu_clock(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the clock ids are constants.
+    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The chain parameters of a DKG result.
+pub fn chain_info<S: Scheme>(cfg: &Validated, output: &DkgOutput<S>) -> ChainInfo {
+    ChainInfo {
+        public_key: output.keys[0].group_key().to_bytes(),
+        period: cfg.raw.network.period,
+        genesis_time: cfg.raw.network.genesis_time,
+        genesis_seed: cfg.replica.genesis_seed.to_vec(),
+        scheme: S::ID,
+        beacon_id: "default".into(),
+    }
+}
+
+/// Checks that stored key material belongs to this node of this network.
+fn check_key_material<S: Scheme>(cfg: &Validated, output: &DkgOutput<S>) -> Result<(), NodeError> {
+    if output.session != cfg.dkg_session() || output.me != cfg.me || output.n != cfg.replica.n {
+        return Err(NodeError::Store(format!(
+            "the key material in {} belongs to another network or node (session, index or n differ)",
+            cfg.data_dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// What the persistence thread is asked to do.
+enum Persist<S: Scheme> {
+    Entries(Vec<Arc<CommittedEntry<S>>>),
+}
+
+/// Writes finalized heights durably, then makes them visible to the API.
+fn persistence_thread<S: Scheme>(
+    store: Arc<Store>,
+    state: Arc<ApiState>,
+    rx: std::sync::mpsc::Receiver<Persist<S>>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        while let Ok(Persist::Entries(mut batch)) = rx.recv() {
+            // Coalesce what is already queued into one transaction.
+            while let Ok(Persist::Entries(more)) = rx.try_recv() {
+                batch.extend(more);
+            }
+            if let Err(e) = store.append(&batch) {
+                error!(error = %e, "cannot persist finalized heights; stopping");
+                std::process::exit(70);
+            }
+            let mut view = state.chain.write().unwrap_or_else(|e| e.into_inner());
+            for entry in &batch {
+                publish(&mut view, entry);
+            }
+            state.metrics.height.set(view.latest() as i64);
+        }
+    })
+}
+
+/// Adds a durable entry's beacon to the API view.
+fn publish<S: Scheme>(view: &mut ChainView, entry: &CommittedEntry<S>) {
+    let round = entry.block.height;
+    let Some(previous_signature) = view.previous_signature(round) else {
+        warn!(round, "beacon without its predecessor: not served");
+        return;
+    };
+    view.insert(Beacon {
+        round,
+        signature: entry.beacon.to_bytes(),
+        previous_signature,
+    });
+}
+
+/// The node's event loop state.
+struct Node<S: Scheme> {
+    me: NodeIndex,
+    member: Member<S>,
+    net: Network,
+    timers: BTreeMap<(Time, u64), MemberTimer>,
+    timer_seq: u64,
+    store: Arc<Store>,
+    state: Arc<ApiState>,
+    persist: std::sync::mpsc::Sender<Persist<S>>,
+    cfg: Validated,
+    /// Protocol-thread CPU since the last beacon (ns) and process CPU then.
+    cpu_since_beacon: u64,
+    process_cpu_at_beacon: u64,
+    /// Whether the last beacon was learned live (its successor's latency is meaningful).
+    live: bool,
+}
+
+impl<S: Scheme> Node<S> {
+    fn handle(&mut self, input: MemberInput<S>) -> Result<(), NodeError> {
+        let phase = match &input {
+            MemberInput::Message {
+                envelope: Envelope::Consensus(Message::PrePrepare { .. }),
+                ..
+            } => Some("sign"),
+            MemberInput::Message {
+                envelope:
+                    Envelope::Consensus(
+                        Message::SignShare { .. }
+                        | Message::CommitShare { .. }
+                        | Message::Prepare { .. },
+                    ),
+                ..
+            } => Some("collect"),
+            _ => None,
+        };
+        beacon::cost::take_timings();
+        let cpu = thread_cpu_ns();
+        let at = now();
+        let outputs = self.member.handle(at, input);
+        let spent = thread_cpu_ns().saturating_sub(cpu);
+        self.cpu_since_beacon += spent;
+        let timings = beacon::cost::take_timings();
+        let metrics = &self.state.metrics;
+        if let Some(p) = phase {
+            metrics.observe_phase(p, spent as f64 * 1e-9);
+        }
+        if timings.msm_ns > 0 {
+            metrics.observe_phase("aggregate", timings.msm_ns as f64 * 1e-9);
+        }
+        if timings.pairing_ns > 0 {
+            metrics.observe_phase("verify", timings.pairing_ns as f64 * 1e-9);
+        }
+        self.apply(outputs)
+    }
+
+    fn apply(&mut self, outputs: Vec<MemberOutput<S>>) -> Result<(), NodeError> {
+        for o in outputs {
+            match o {
+                MemberOutput::Send { to, envelope } => {
+                    if to != self.me {
+                        self.net.send(to, Arc::new(encode(&envelope)?));
+                    }
+                }
+                MemberOutput::Broadcast(envelope) => {
+                    self.net.broadcast(Arc::new(encode(&envelope)?));
+                }
+                MemberOutput::SetTimer { at, timer } => {
+                    self.timers.insert((at, self.timer_seq), timer);
+                    self.timer_seq += 1;
+                }
+                MemberOutput::DkgComplete(output) => {
+                    // Durable before the replica's first signature leaves this node:
+                    // the outputs that follow are only sent after this returns.
+                    self.store.save_dkg(&output)?;
+                    let info = chain_info(&self.cfg, &output);
+                    info!(
+                        chain = hex::encode(info.hash()),
+                        qualified = output.qual.len(),
+                        "DKG complete; key material saved"
+                    );
+                    for (dealer, reason) in &output.disqualified {
+                        warn!(dealer = dealer.0, reason, "DKG: dealer disqualified");
+                    }
+                    self.state
+                        .chain
+                        .write()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .set_info(info);
+                }
+                MemberOutput::DkgFailed(reason) => {
+                    return Err(NodeError::Dkg(reason));
+                }
+                MemberOutput::Replica(event) => self.observe(event),
+            }
+        }
+        Ok(())
+    }
+
+    fn observe(&mut self, event: Output<S>) {
+        let metrics = &self.state.metrics;
+        match event {
+            Output::Finalized(entry) => {
+                // The receiver lives as long as the node; a send error means it
+                // already stopped on a store failure.
+                let _ = self.persist.send(Persist::Entries(vec![entry]));
+            }
+            Output::Beacon {
+                beacon,
+                previous_learned_at,
+                learned_at,
+            } => {
+                let latency_us = learned_at.micros_since(previous_learned_at);
+                let process = process_cpu_ns();
+                let stat = RoundStat {
+                    round: beacon.round,
+                    learned_at_us: learned_at.0,
+                    latency_ms: latency_us as f64 / 1000.0,
+                    protocol_cpu_ms: self.cpu_since_beacon as f64 / 1e6,
+                    process_cpu_ms: process.saturating_sub(self.process_cpu_at_beacon) as f64 / 1e6,
+                };
+                self.cpu_since_beacon = 0;
+                self.process_cpu_at_beacon = process;
+                // A beacon learned right after another one (catch-up) has no
+                // meaningful latency; one learned live does.
+                if self.live && latency_us > 0 {
+                    metrics.round_latency.observe(latency_us as f64 * 1e-6);
+                    self.state
+                        .chain
+                        .write()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .record(stat.clone());
+                }
+                self.live = true;
+                debug!(
+                    round = beacon.round,
+                    latency_ms = stat.latency_ms,
+                    cpu_ms = stat.protocol_cpu_ms,
+                    "beacon"
+                );
+            }
+            Output::Committed {
+                block, certificate, ..
+            } => {
+                let path = match certificate.path {
+                    CommitPath::Fast => "fast",
+                    CommitPath::Slow => "slow",
+                };
+                metrics
+                    .commits
+                    .get_or_create(&vec![("path".to_string(), path.to_string())])
+                    .inc();
+                debug!(
+                    height = block.height,
+                    view = certificate.view,
+                    path,
+                    "committed"
+                );
+            }
+            Output::ViewChanged { height, view } => {
+                metrics.view_changes.inc();
+                warn!(height, view, "view change");
+            }
+            Output::Evidence(e) => {
+                let what = match &e.kind {
+                    EvidenceKind::InvalidShare { key } => format!("invalid {key} share"),
+                    EvidenceKind::ConflictingProposals { view } => {
+                        format!("conflicting proposals in view {view}")
+                    }
+                    EvidenceKind::InvalidProof { what } => format!("invalid {what}"),
+                };
+                metrics
+                    .invalid_shares
+                    .get_or_create(&vec![("signer".to_string(), e.culprit.0.to_string())])
+                    .inc();
+                warn!(
+                    culprit = e.culprit.0,
+                    height = e.height,
+                    what,
+                    "misbehaviour"
+                );
+            }
+            Output::Send { .. } | Output::Broadcast(_) | Output::SetTimer { .. } => {}
+        }
+    }
+
+    /// Fires every timer that is due.
+    fn fire_timers(&mut self) -> Result<(), NodeError> {
+        loop {
+            let t = now();
+            let Some(entry) = self.timers.first_entry() else {
+                return Ok(());
+            };
+            if entry.key().0 > t {
+                return Ok(());
+            }
+            let timer = entry.remove();
+            self.handle(MemberInput::Timer(timer))?;
+        }
+    }
+
+    fn next_deadline(&self) -> Duration {
+        match self.timers.first_key_value() {
+            Some(((at, _), _)) => Duration::from_micros(at.micros_since(now())),
+            None => Duration::from_secs(3600),
+        }
+    }
+}
+
+fn encode<S: Scheme>(envelope: &Envelope<S>) -> Result<Vec<u8>, NodeError> {
+    envelope
+        .encode()
+        .map_err(|e| NodeError::Network(format!("encoding {}: {e}", envelope.kind())))
+}
+
+/// Resolves when the process is asked to stop (SIGINT or SIGTERM).
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = match signal(SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Runs a node until it is interrupted.
+pub async fn run<S: Scheme>(cfg: Validated) -> Result<(), NodeError> {
+    let me = cfg.me;
+    let span = info_span!("node", index = me.0);
+    run_inner::<S>(cfg).instrument(span).await
+}
+
+async fn run_inner<S: Scheme>(cfg: Validated) -> Result<(), NodeError> {
+    let me = cfg.me;
+    let key = identity::load(&cfg.identity)?;
+    if identity::peer_id(&key) != cfg.me().id {
+        return Err(NodeError::Config(format!(
+            "identity {} has peer ID {}, but peers[{}] lists {}",
+            cfg.identity.display(),
+            identity::peer_id(&key),
+            me.0,
+            cfg.me().id
+        )));
+    }
+    let store = Arc::new(Store::open(&cfg.data_dir)?);
+    let stored = store.load_dkg::<S>()?;
+    if let Some(output) = &stored {
+        check_key_material(&cfg, output)?;
+    }
+    let chain = store.load_chain::<S>()?;
+    let metrics = Arc::new(Metrics::new());
+    let state = Arc::new(ApiState {
+        chain: RwLock::new(ChainView::default()),
+        metrics: metrics.clone(),
+    });
+    if let Some(output) = &stored {
+        let mut view = state.chain.write().unwrap_or_else(|e| e.into_inner());
+        view.set_info(chain_info(&cfg, output));
+        for entry in &chain {
+            publish(&mut view, entry);
+        }
+        metrics.height.set(view.latest() as i64);
+    }
+    crate::http::serve(cfg.http, state.clone()).await?;
+    let (mut net, mut inbound) = Network::start::<Envelope<S>>(key, &cfg, metrics.clone())?;
+    let mut seed = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut seed);
+    let memo = Memo::shared();
+    let member = match &stored {
+        Some(output) => {
+            info!(
+                height = chain.len(),
+                "key material found: skipping the DKG, resuming from the stored chain"
+            );
+            Member::restore(cfg.replica.clone(), output, chain, seed, memo, None)?
+        }
+        None => {
+            let others = cfg.peers.len() - 1;
+            info!(peers = others, "waiting for peers before the DKG");
+            let wait = Duration::from_millis(cfg.raw.network.peer_wait_ms);
+            let all = net.connected.wait_for(|c| *c >= others);
+            let in_time = tokio::time::timeout(wait, all).await.is_ok();
+            if in_time {
+                info!("all peers connected; starting the DKG");
+            } else {
+                warn!(
+                    connected = *net.connected.borrow(),
+                    "not every peer connected in time; starting the DKG with those present"
+                );
+            }
+            let f = cfg.replica.f;
+            let dkg = DkgConfig {
+                session: cfg.dkg_session(),
+                n: cfg.replica.n,
+                thresholds: cfg.replica.dkg_thresholds(),
+                dealers: Vec::new(),
+                phase_timeout_us: cfg.raw.network.dkg_phase_ms * 1000,
+                min_qualified: f + 1,
+            };
+            Member::new(cfg.replica.clone(), dkg, me, seed, memo, None)?
+        }
+    };
+    let (persist_tx, persist_rx) = std::sync::mpsc::channel();
+    let persister = persistence_thread::<S>(store.clone(), state.clone(), persist_rx);
+    let mut node = Node {
+        me,
+        member,
+        net,
+        timers: BTreeMap::new(),
+        timer_seq: 0,
+        store,
+        state,
+        persist: persist_tx,
+        cfg,
+        cpu_since_beacon: 0,
+        process_cpu_at_beacon: process_cpu_ns(),
+        live: false,
+    };
+    node.handle(MemberInput::Start)?;
+    let stop = shutdown_signal();
+    tokio::pin!(stop);
+    let result = loop {
+        let deadline = node.next_deadline();
+        tokio::select! {
+            biased;
+            _ = &mut stop => {
+                info!("stopping");
+                break Ok(());
+            }
+            message = inbound.recv() => {
+                let Some(m) = message else { break Err(NodeError::Network("transport stopped".into())) };
+                if let Err(e) = node.handle(MemberInput::Message { from: m.from, envelope: m.message }) {
+                    break Err(e);
+                }
+            }
+            _ = tokio::time::sleep(deadline) => {}
+        }
+        if let Err(e) = node.fire_timers() {
+            break Err(e);
+        }
+    };
+    // Let the persistence thread write what it was given.
+    drop(node);
+    let _ = tokio::task::spawn_blocking(move || persister.join()).await;
+    result
+}

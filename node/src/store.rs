@@ -1,0 +1,100 @@
+//! Durable state of a node: the DKG result in a key file only the owner can read
+//! (`dkg.key`, mode 0600) and every finalized height (block, commit proof and
+//! beacon) in an embedded redb database (`chain.redb`), keyed by height.
+
+use crate::identity::write_private;
+use crate::NodeError;
+use beacon::dkg::DkgOutput;
+use beacon::Scheme;
+use consensus::CommittedEntry;
+use redb::{Database, ReadableDatabase as _, ReadableTable as _, TableDefinition};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+const CHAIN: TableDefinition<u64, &[u8]> = TableDefinition::new("chain");
+
+/// A node's store.
+pub struct Store {
+    dir: PathBuf,
+    db: Database,
+}
+
+fn db_err(e: impl std::fmt::Display) -> NodeError {
+    NodeError::Store(e.to_string())
+}
+
+impl Store {
+    /// Opens (creating if needed) the store in `dir`.
+    pub fn open(dir: &Path) -> Result<Self, NodeError> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| NodeError::Io(format!("creating {}: {e}", dir.display())))?;
+        let db = Database::create(dir.join("chain.redb")).map_err(db_err)?;
+        let tx = db.begin_write().map_err(db_err)?;
+        tx.open_table(CHAIN).map_err(db_err)?;
+        tx.commit().map_err(db_err)?;
+        Ok(Store {
+            dir: dir.to_path_buf(),
+            db,
+        })
+    }
+
+    fn key_path(&self) -> PathBuf {
+        self.dir.join("dkg.key")
+    }
+
+    /// The persisted DKG result, if any (checked on decode).
+    pub fn load_dkg<S: Scheme>(&self) -> Result<Option<DkgOutput<S>>, NodeError> {
+        let path = self.key_path();
+        match std::fs::read(&path) {
+            Ok(bytes) => DkgOutput::decode(&bytes).map(Some).map_err(|e| {
+                NodeError::Store(format!("{} is not valid key material: {e}", path.display()))
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(NodeError::Io(format!("reading {}: {e}", path.display()))),
+        }
+    }
+
+    /// Persists the DKG result (mode 0600, atomically).
+    pub fn save_dkg<S: Scheme>(&self, output: &DkgOutput<S>) -> Result<(), NodeError> {
+        let bytes = output
+            .encode()
+            .map_err(|e| NodeError::Store(e.to_string()))?;
+        write_private(&self.key_path(), &bytes)
+    }
+
+    /// Every finalized height in order; an undecodable entry or a gap is an error.
+    pub fn load_chain<S: Scheme>(&self) -> Result<Vec<Arc<CommittedEntry<S>>>, NodeError> {
+        let tx = self.db.begin_read().map_err(db_err)?;
+        let table = tx.open_table(CHAIN).map_err(db_err)?;
+        let mut out = Vec::new();
+        for row in table.iter().map_err(db_err)? {
+            let (k, v) = row.map_err(db_err)?;
+            let height = k.value();
+            let entry: CommittedEntry<S> = beacon::wire::decode(v.value())
+                .map_err(|e| NodeError::Store(format!("height {height}: {e}")))?;
+            if entry.block.height != height || height != out.len() as u64 + 1 {
+                return Err(NodeError::Store(format!(
+                    "height {height} is out of place (expected {})",
+                    out.len() + 1
+                )));
+            }
+            out.push(Arc::new(entry));
+        }
+        Ok(out)
+    }
+
+    /// Appends finalized heights in one durable transaction.
+    pub fn append<S: Scheme>(&self, entries: &[Arc<CommittedEntry<S>>]) -> Result<(), NodeError> {
+        let tx = self.db.begin_write().map_err(db_err)?;
+        {
+            let mut table = tx.open_table(CHAIN).map_err(db_err)?;
+            for e in entries {
+                let bytes = beacon::wire::encode(e.as_ref()).map_err(db_err)?;
+                table
+                    .insert(e.block.height, bytes.as_slice())
+                    .map_err(db_err)?;
+            }
+        }
+        tx.commit().map_err(db_err)
+    }
+}

@@ -1,0 +1,327 @@
+//! Real processes over libp2p on 127.0.0.1: a local network serves one verified
+//! chain; a node killed with SIGKILL restarts without a DKG, catches up and loses
+//! nothing; an unknown peer is refused; malformed and oversized frames are
+//! dropped while the network keeps going.
+//!
+//! The tests share the machine's two cores, so they run one at a time.
+
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+const BIN: &str = env!("CARGO_BIN_EXE_sbft-beacon");
+
+/// Blocking JSON GET; `None` on any failure.
+fn get(url: &str) -> Option<serde_json::Value> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok()?;
+    rt.block_on(async {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(5))
+            .build()
+            .ok()?;
+        let r = client.get(url).send().await.ok()?;
+        if !r.status().is_success() {
+            return None;
+        }
+        r.json().await.ok()
+    })
+}
+
+fn latest(api: &str) -> u64 {
+    get(&format!("{api}/public/latest"))
+        .and_then(|v| v["round"].as_u64())
+        .unwrap_or(0)
+}
+
+/// Waits until `api` serves round `round`; panics after `secs` with the log.
+fn wait_for_round(api: &str, round: u64, secs: u64, log: &Path) {
+    let start = Instant::now();
+    while latest(api) < round {
+        if start.elapsed() > Duration::from_secs(secs) {
+            panic!(
+                "{api} did not reach round {round} in {secs} s; log:\n{}",
+                std::fs::read_to_string(log).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn chain(api: &str, to: u64) -> Vec<serde_json::Value> {
+    (1..=to)
+        .map(|r| get(&format!("{api}/public/{r}")).unwrap_or_else(|| panic!("{api}: no round {r}")))
+        .collect()
+}
+
+/// A network of `run` processes from `localnet --configs-only`.
+struct Network {
+    dir: tempfile::TempDir,
+    nodes: Vec<Option<Child>>,
+    apis: Vec<String>,
+}
+
+impl Network {
+    fn configs(n: u32) -> Network {
+        let dir = tempfile::tempdir().unwrap();
+        let out = Command::new(BIN)
+            .args([
+                "localnet",
+                "--nodes",
+                &n.to_string(),
+                "--configs-only",
+                "--dir",
+            ])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let apis = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let start = l.find("(API ").unwrap() + 5;
+                l[start..l.len() - 1].to_string()
+            })
+            .collect();
+        Network {
+            dir,
+            nodes: (0..n).map(|_| None).collect(),
+            apis,
+        }
+    }
+
+    fn config(&self, i: usize) -> PathBuf {
+        self.dir.path().join(format!("node-{i}/node.toml"))
+    }
+
+    fn log(&self, i: usize, run: &str) -> PathBuf {
+        self.dir.path().join(format!("node-{i}/{run}.log"))
+    }
+
+    fn start(&mut self, i: usize, run: &str) {
+        let log = std::fs::File::create(self.log(i, run)).unwrap();
+        let child = Command::new(BIN)
+            .arg("run")
+            .arg("--config")
+            .arg(self.config(i))
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.nodes[i] = Some(child);
+    }
+
+    fn kill(&mut self, i: usize) {
+        if let Some(mut c) = self.nodes[i].take() {
+            c.kill().unwrap(); // SIGKILL
+            c.wait().unwrap();
+        }
+    }
+
+    fn read_log(&self, i: usize, run: &str) -> String {
+        std::fs::read_to_string(self.log(i, run)).unwrap_or_default()
+    }
+
+    /// The config's identity and address of node `i`.
+    fn peer(&self, i: usize) -> (libp2p::identity::Keypair, libp2p::PeerId, libp2p::Multiaddr) {
+        let cfg = node::config::NodeConfig::load(&self.config(i)).unwrap();
+        let key = node::identity::load(&cfg.identity).unwrap();
+        let me = cfg.me();
+        (key, me.id, me.address.clone())
+    }
+}
+
+impl Drop for Network {
+    fn drop(&mut self) {
+        for i in 0..self.nodes.len() {
+            self.kill(i);
+        }
+    }
+}
+
+#[test]
+fn localnet_serves_one_chain_that_verify_url_accepts() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut localnet = Command::new(BIN)
+        .args([
+            "localnet",
+            "--nodes",
+            "4",
+            "--rounds",
+            "10",
+            "--json",
+            "--keep-running",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(localnet.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_str(&line).expect("one JSON line");
+    assert_eq!(report["nodes"], 4);
+    assert_eq!(report["rounds"], 10);
+    assert_eq!(report["chain_identical"], true);
+    assert_eq!(report["chain_verified"], true);
+    for field in ["p50", "p90", "p99", "max"] {
+        assert!(report["beacon_latency_ms"][field].as_f64().unwrap() > 0.0);
+    }
+    assert!(report["wall_s"].as_f64().unwrap() > 0.0);
+    let apis: Vec<String> = report["http"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(apis.len(), 4);
+    // Every node serves the same first ten rounds while the network runs on.
+    let first = chain(&apis[0], 10);
+    for api in &apis[1..] {
+        assert_eq!(chain(api, 10), first, "{api} serves another chain");
+    }
+    let info = get(&format!("{}/info", apis[2])).unwrap();
+    let hash = info["hash"].as_str().unwrap();
+    assert_eq!(get(&format!("{}/chains", apis[2])).unwrap()[0], hash);
+    assert_eq!(
+        get(&format!("{}/{hash}/public/3", apis[2])).unwrap(),
+        first[2]
+    );
+    assert!(get(&format!("{}/health", apis[1])).is_some());
+    let out = Command::new(BIN)
+        .args(["verify", "--url", &apis[1], "--from", "2", "--to", "10"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.starts_with("ok:"),
+        "{stdout}"
+    );
+    // The whole chain up to the latest round.
+    let out = Command::new(BIN)
+        .args(["verify", "--url", &apis[3]])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // SIGTERM stops the local network cleanly.
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(localnet.id() as libc::pid_t, libc::SIGTERM) };
+    let status = localnet.wait().unwrap();
+    assert!(status.success(), "localnet exited with {status}");
+    assert!(
+        get(&format!("{}/health", apis[0])).is_none(),
+        "a node outlived localnet"
+    );
+}
+
+#[test]
+fn killed_node_restarts_without_dkg_and_catches_up() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut net = Network::configs(4);
+    for i in 0..4 {
+        net.start(i, "first");
+    }
+    wait_for_round(&net.apis[3], 5, 120, &net.log(3, "first"));
+    net.kill(3);
+    // What node 3 had stored: at least up to round 5, perhaps more.
+    let others = latest(&net.apis[0]);
+    wait_for_round(&net.apis[0], others + 10, 60, &net.log(0, "first"));
+    net.start(3, "second");
+    let target = latest(&net.apis[0]);
+    wait_for_round(&net.apis[3], target, 60, &net.log(3, "second"));
+    let log = net.read_log(3, "second");
+    assert!(log.contains("skipping the DKG"), "{log}");
+    assert!(!log.contains("starting the DKG"), "{log}");
+    assert_eq!(chain(&net.apis[3], target), chain(&net.apis[0], target));
+    assert!(net.read_log(3, "first").contains("DKG complete"));
+}
+
+#[test]
+fn unknown_peers_are_refused_and_bad_frames_dropped() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut net = Network::configs(4);
+    for i in 0..4 {
+        net.start(i, "run");
+    }
+    wait_for_round(&net.apis[0], 3, 120, &net.log(0, "run"));
+    let (_, target, address) = net.peer(0);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    // A stranger cannot open a stream.
+    let stranger = node::identity::generate();
+    let refused = rt.block_on(node::net::send_raw(
+        stranger,
+        target,
+        address.clone(),
+        vec![0, 0, 0, 1, 0],
+    ));
+    assert!(refused.is_err(), "an unlisted peer got a stream");
+    // A member (node 3's identity) sends garbage, then an oversized frame header.
+    let (member, _, _) = net.peer(3);
+    let mut garbage = 7u32.to_be_bytes().to_vec();
+    garbage.extend_from_slice(b"garbage");
+    rt.block_on(node::net::send_raw(
+        member.clone(),
+        target,
+        address.clone(),
+        garbage,
+    ))
+    .unwrap();
+    let oversized = (64u32 << 20).to_be_bytes().to_vec();
+    rt.block_on(node::net::send_raw(member, target, address, oversized))
+        .unwrap();
+    // Node 0 logged all three and keeps producing beacons.
+    let now = latest(&net.apis[0]);
+    wait_for_round(&net.apis[0], now + 5, 60, &net.log(0, "run"));
+    let start = Instant::now();
+    loop {
+        let log = net.read_log(0, "run");
+        let seen = ["refused connection", "malformed frame", "oversized frame"]
+            .iter()
+            .all(|s| log.contains(s));
+        if seen {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "log lines missing:\n{log}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let metrics = reqwest_text(&format!("{}/metrics", net.apis[0]));
+    assert!(
+        metrics.contains("sbft_beacon_refused_connections_total 1"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("reason=\"malformed\""), "{metrics}");
+    assert!(metrics.contains("reason=\"oversized\""), "{metrics}");
+}
+
+fn reqwest_text(url: &str) -> String {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async { reqwest::get(url).await.unwrap().text().await.unwrap() })
+}
