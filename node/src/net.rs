@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch, Notify};
-use tracing::{debug, info, warn};
+use tracing::{debug, info, warn, Instrument as _};
 
 /// The stream protocol of wire frames.
 pub const PROTOCOL: StreamProtocol = StreamProtocol::new("/sbft-beacon/wire/1");
@@ -114,28 +114,21 @@ impl Network {
             outbound[p.index.0 as usize] = Some(tx);
             let connected = Arc::new(Notify::new());
             wake.insert(p.id, connected.clone());
-            tokio::spawn(write_loop(p.id, p.index, control.clone(), rx, connected));
+            tokio::spawn(write_loop(p.id, p.index, control.clone(), rx, connected).in_current_span());
         }
-        tokio::spawn(accept_loop::<M>(
-            incoming,
-            index_of.clone(),
-            in_tx,
-            metrics.clone(),
-        ));
+        tokio::spawn(
+            accept_loop::<M>(incoming, index_of.clone(), in_tx, metrics.clone()).in_current_span(),
+        );
         let addresses = cfg
             .peers
             .iter()
             .filter(|p| p.index != cfg.me)
             .map(|p| (p.id, p.address.clone()))
             .collect();
-        tokio::spawn(swarm_loop(
-            swarm,
-            index_of,
-            addresses,
-            wake,
-            conn_tx,
-            metrics.clone(),
-        ));
+        tokio::spawn(
+            swarm_loop(swarm, index_of, addresses, wake, conn_tx, metrics.clone())
+                .in_current_span(),
+        );
         Ok((
             Network {
                 outbound,
@@ -359,7 +352,7 @@ async fn accept_loop<M: DeserializeOwned + Send + 'static>(
             warn!(%peer, "stream from a peer not in the config: closed");
             continue;
         };
-        tokio::spawn(read_loop(from, stream, tx.clone(), metrics.clone()));
+        tokio::spawn(read_loop(from, stream, tx.clone(), metrics.clone()).in_current_span());
     }
 }
 

@@ -29,6 +29,9 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use tracing::{debug, error, info, info_span, warn, Instrument as _};
 
+/// How often the node logs a status line.
+const STATUS_EVERY: Duration = Duration::from_secs(10);
+
 /// The wall clock as protocol time: microseconds since the Unix epoch.
 pub fn now() -> Time {
     Time(
@@ -462,6 +465,8 @@ async fn run_inner<S: Scheme>(cfg: Validated) -> Result<(), NodeError> {
     node.handle(MemberInput::Start)?;
     let stop = shutdown_signal();
     tokio::pin!(stop);
+    let mut status = tokio::time::interval(STATUS_EVERY);
+    let mut last_status = (0u64, std::time::Instant::now());
     let result = loop {
         let deadline = node.next_deadline();
         tokio::select! {
@@ -469,6 +474,20 @@ async fn run_inner<S: Scheme>(cfg: Validated) -> Result<(), NodeError> {
             _ = &mut stop => {
                 info!("stopping");
                 break Ok(());
+            }
+            _ = status.tick() => {
+                let height = node.member.replica().map_or(0, |r| r.finalized().len() as u64);
+                let elapsed = last_status.1.elapsed().as_secs_f64();
+                let rate = height.saturating_sub(last_status.0) as f64 / elapsed.max(1e-3);
+                if height > 0 {
+                    info!(
+                        height,
+                        beacons_per_s = format!("{rate:.1}"),
+                        peers = *node.net.connected.borrow(),
+                        "status"
+                    );
+                }
+                last_status = (height, std::time::Instant::now());
             }
             message = inbound.recv() => {
                 let Some(m) = message else { break Err(NodeError::Network("transport stopped".into())) };

@@ -98,3 +98,58 @@ impl Store {
         tx.commit().map_err(db_err)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use beacon::MinSig;
+    use consensus::{Block, CommitCertificate, CommitPath};
+
+    fn entry(height: u64) -> Arc<CommittedEntry<MinSig>> {
+        use beacon::Point as _;
+        let block = Arc::new(Block {
+            height,
+            parent: [0; 32],
+            previous_beacon: Vec::new(),
+            transactions: vec![height.to_be_bytes().to_vec()],
+        });
+        let sig = <MinSig as Scheme>::Signature::generator();
+        Arc::new(CommittedEntry {
+            certificate: CommitCertificate {
+                height,
+                view: 0,
+                digest: block.digest(),
+                path: CommitPath::Fast,
+                signature: sig,
+            },
+            block,
+            beacon: sig,
+        })
+    }
+
+    #[test]
+    fn chain_survives_reopening_and_gaps_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            assert!(store.load_chain::<MinSig>().unwrap().is_empty());
+            assert!(store.load_dkg::<MinSig>().unwrap().is_none());
+            store.append(&[entry(1), entry(2)]).unwrap();
+            store.append(&[entry(3)]).unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        let chain = store.load_chain::<MinSig>().unwrap();
+        assert_eq!(chain.len(), 3);
+        assert_eq!(chain[2], entry(3));
+        store.append(&[entry(5)]).unwrap();
+        assert!(matches!(store.load_chain::<MinSig>(), Err(NodeError::Store(_))));
+    }
+
+    #[test]
+    fn corrupt_key_material_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        std::fs::write(dir.path().join("dkg.key"), b"not key material").unwrap();
+        assert!(matches!(store.load_dkg::<MinSig>(), Err(NodeError::Store(_))));
+    }
+}
