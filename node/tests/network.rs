@@ -240,7 +240,20 @@ fn killed_node_restarts_without_dkg_and_catches_up() {
         net.start(i, "first");
     }
     wait_for_round(&net.apis[3], 5, 120, &net.log(3, "first"));
+    let served = latest(&net.apis[3]);
     net.kill(3);
+    // Everything it served before the kill is in its store (it serves only what
+    // is durable), before any catch-up could refill it.
+    let cfg = node::config::NodeConfig::load(&net.config(3)).unwrap();
+    let stored = node::store::Store::open(&cfg.data_dir)
+        .unwrap()
+        .load_chain::<beacon::MinPk>()
+        .unwrap();
+    assert!(
+        stored.len() as u64 >= served,
+        "served {served}, stored {}",
+        stored.len()
+    );
     // What node 3 had stored: at least up to round 5, perhaps more.
     let others = latest(&net.apis[0]);
     wait_for_round(&net.apis[0], others + 10, 60, &net.log(0, "first"));
