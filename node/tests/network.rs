@@ -101,6 +101,15 @@ impl Network {
         }
     }
 
+    /// `n` nodes, all started; logs in `node-I/{run}.log`.
+    fn started(n: u32, run: &str) -> Network {
+        let mut net = Network::configs(n);
+        for i in 0..n as usize {
+            net.start(i, run);
+        }
+        net
+    }
+
     fn config(&self, i: usize) -> PathBuf {
         self.dir.path().join(format!("node-{i}/node.toml"))
     }
@@ -235,10 +244,7 @@ fn localnet_serves_one_chain_that_verify_url_accepts() {
 #[test]
 fn killed_node_restarts_without_dkg_and_catches_up() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let mut net = Network::configs(4);
-    for i in 0..4 {
-        net.start(i, "first");
-    }
+    let mut net = Network::started(4, "first");
     wait_for_round(&net.apis[3], 5, 120, &net.log(3, "first"));
     let served = latest(&net.apis[3]);
     net.kill(3);
@@ -254,7 +260,7 @@ fn killed_node_restarts_without_dkg_and_catches_up() {
         "served {served}, stored {}",
         stored.len()
     );
-    // What node 3 had stored: at least up to round 5, perhaps more.
+    // The others go on without it.
     let others = latest(&net.apis[0]);
     wait_for_round(&net.apis[0], others + 10, 60, &net.log(0, "first"));
     net.start(3, "second");
@@ -270,10 +276,7 @@ fn killed_node_restarts_without_dkg_and_catches_up() {
 #[test]
 fn unknown_peers_are_refused_and_bad_frames_dropped() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let mut net = Network::configs(4);
-    for i in 0..4 {
-        net.start(i, "run");
-    }
+    let net = Network::started(4, "run");
     wait_for_round(&net.apis[0], 3, 120, &net.log(0, "run"));
     let (_, target, address) = net.peer(0);
     let rt = tokio::runtime::Builder::new_multi_thread()
