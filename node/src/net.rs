@@ -114,7 +114,9 @@ impl Network {
             outbound[p.index.0 as usize] = Some(tx);
             let connected = Arc::new(Notify::new());
             wake.insert(p.id, connected.clone());
-            tokio::spawn(write_loop(p.id, p.index, control.clone(), rx, connected).in_current_span());
+            tokio::spawn(
+                write_loop(p.id, p.index, control.clone(), rx, connected).in_current_span(),
+            );
         }
         tokio::spawn(
             accept_loop::<M>(incoming, index_of.clone(), in_tx, metrics.clone()).in_current_span(),

@@ -142,7 +142,10 @@ mod tests {
         assert_eq!(chain.len(), 3);
         assert_eq!(chain[2], entry(3));
         store.append(&[entry(5)]).unwrap();
-        assert!(matches!(store.load_chain::<MinSig>(), Err(NodeError::Store(_))));
+        assert!(matches!(
+            store.load_chain::<MinSig>(),
+            Err(NodeError::Store(_))
+        ));
     }
 
     #[test]
@@ -150,6 +153,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         std::fs::write(dir.path().join("dkg.key"), b"not key material").unwrap();
-        assert!(matches!(store.load_dkg::<MinSig>(), Err(NodeError::Store(_))));
+        assert!(matches!(
+            store.load_dkg::<MinSig>(),
+            Err(NodeError::Store(_))
+        ));
     }
 }
