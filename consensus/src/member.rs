@@ -79,6 +79,9 @@ pub enum MemberInput<S: Scheme> {
     Timer(MemberTimer),
     /// A client transaction.
     ClientTransaction(Vec<u8>),
+    /// The transport proved that a dealer broadcast two different versions of a
+    /// DKG message (ignored once the DKG is over).
+    DkgEquivocation(NodeIndex),
 }
 
 /// Outputs of a member.
@@ -273,6 +276,12 @@ impl<S: Scheme> Member<S> {
                 if let Phase::Replica(r) = &mut self.phase {
                     let outputs = r.handle(now, Input::Timer(t));
                     Self::wrap(outputs, &mut out);
+                }
+            }
+            MemberInput::DkgEquivocation(dealer) => {
+                if let Phase::Dkg(dkg) = &mut self.phase {
+                    let actions = dkg.handle(now, DkgInput::Equivocation { dealer });
+                    self.on_dkg_actions(now, actions, &mut out);
                 }
             }
             MemberInput::ClientTransaction(tx) => {

@@ -14,6 +14,7 @@ use crate::config::Validated;
 use crate::http::{ApiState, ChainView, RoundStat};
 use crate::metrics::Metrics;
 use crate::net::Network;
+use crate::relay::{BroadcastRelay, Kind, RelayAction, RelayMessage};
 use crate::store::Store;
 use crate::{identity, NodeError};
 use beacon::dkg::{DkgConfig, DkgOutput};
@@ -87,6 +88,17 @@ fn check_key_material<S: Scheme>(cfg: &Validated, output: &DkgOutput<S>) -> Resu
     Ok(())
 }
 
+/// What travels between nodes: the members' messages, and the relay's for the
+/// DKG's broadcasts (which never travel as plain member messages).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(bound = "")]
+pub enum Frame<S: Scheme> {
+    /// A member message (DKG shares, consensus).
+    Member(Envelope<S>),
+    /// A relay message (signed DKG broadcasts, attestations, pulls).
+    Relay(RelayMessage),
+}
+
 /// What the persistence thread is asked to do.
 enum Persist<S: Scheme> {
     Entries(Vec<Arc<CommittedEntry<S>>>),
@@ -135,6 +147,7 @@ fn publish<S: Scheme>(view: &mut ChainView, entry: &CommittedEntry<S>) {
 struct Node<S: Scheme> {
     me: NodeIndex,
     member: Member<S>,
+    relay: BroadcastRelay,
     net: Network,
     timers: BTreeMap<(Time, u64), MemberTimer>,
     timer_seq: u64,
@@ -187,16 +200,70 @@ impl<S: Scheme> Node<S> {
         self.apply(outputs)
     }
 
+    /// Handles a frame from member `from`.
+    fn receive(&mut self, from: NodeIndex, frame: Frame<S>) -> Result<(), NodeError> {
+        match frame {
+            Frame::Member(Envelope::Dkg(m)) if Kind::of(&m).is_some() => {
+                self.state.metrics.frames_dropped("unsigned-dkg-broadcast");
+                debug!(peer = from.0, "unsigned DKG broadcast dropped");
+                Ok(())
+            }
+            Frame::Member(envelope) => self.handle(MemberInput::Message { from, envelope }),
+            Frame::Relay(message) => match self.relay.receive::<S>(from, message) {
+                Ok(actions) => self.relay_actions(actions),
+                Err(e) => {
+                    self.state.metrics.frames_dropped("invalid-dkg-broadcast");
+                    warn!(peer = from.0, error = %e, "relay message dropped");
+                    Ok(())
+                }
+            },
+        }
+    }
+
+    fn relay_actions(&mut self, actions: Vec<RelayAction<S>>) -> Result<(), NodeError> {
+        for action in actions {
+            match action {
+                RelayAction::Deliver { origin, message } => self.handle(MemberInput::Message {
+                    from: origin,
+                    envelope: Envelope::Dkg(message),
+                })?,
+                RelayAction::Send { to, message } => {
+                    self.net
+                        .send(to, Arc::new(encode(&Frame::<S>::Relay(message))?));
+                }
+                RelayAction::SendAll(message) => {
+                    self.net
+                        .broadcast(Arc::new(encode(&Frame::<S>::Relay(message))?));
+                }
+                RelayAction::Equivocation(dealer) => {
+                    warn!(
+                        dealer = dealer.0,
+                        "DKG: dealer signed two versions of a broadcast"
+                    );
+                    self.handle(MemberInput::DkgEquivocation(dealer))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn apply(&mut self, outputs: Vec<MemberOutput<S>>) -> Result<(), NodeError> {
         for o in outputs {
             match o {
                 MemberOutput::Send { to, envelope } => {
                     if to != self.me {
-                        self.net.send(to, Arc::new(encode(&envelope)?));
+                        self.net
+                            .send(to, Arc::new(encode(&Frame::Member(envelope))?));
                     }
                 }
+                MemberOutput::Broadcast(Envelope::Dkg(message)) if Kind::of(&message).is_some() => {
+                    let signed = self.relay.sign(&message)?;
+                    self.net
+                        .broadcast(Arc::new(encode(&Frame::<S>::Relay(signed))?));
+                }
                 MemberOutput::Broadcast(envelope) => {
-                    self.net.broadcast(Arc::new(encode(&envelope)?));
+                    self.net
+                        .broadcast(Arc::new(encode(&Frame::Member(envelope))?));
                 }
                 MemberOutput::SetTimer { at, timer } => {
                     self.timers.insert((at, self.timer_seq), timer);
@@ -340,10 +407,8 @@ impl<S: Scheme> Node<S> {
     }
 }
 
-fn encode<S: Scheme>(envelope: &Envelope<S>) -> Result<Vec<u8>, NodeError> {
-    envelope
-        .encode()
-        .map_err(|e| NodeError::Network(format!("encoding {}: {e}", envelope.kind())))
+fn encode<S: Scheme>(frame: &Frame<S>) -> Result<Vec<u8>, NodeError> {
+    beacon::wire::encode(frame).map_err(|e| NodeError::Network(format!("encoding a frame: {e}")))
 }
 
 /// Resolves when the process is asked to stop (SIGINT or SIGTERM).
@@ -408,7 +473,8 @@ async fn run_inner<S: Scheme>(cfg: Validated) -> Result<(), NodeError> {
         metrics.height.set(view.latest() as i64);
     }
     crate::http::serve(cfg.http, state.clone()).await?;
-    let (mut net, mut inbound) = Network::start::<Envelope<S>>(key, &cfg, metrics.clone())?;
+    let relay = BroadcastRelay::new(me, key.clone(), &cfg.peers)?;
+    let (mut net, mut inbound) = Network::start::<Frame<S>>(key, &cfg, metrics.clone())?;
     let mut seed = [0u8; 32];
     rand::rngs::OsRng.fill_bytes(&mut seed);
     let memo = Memo::shared();
@@ -451,6 +517,7 @@ async fn run_inner<S: Scheme>(cfg: Validated) -> Result<(), NodeError> {
     let mut node = Node {
         me,
         member,
+        relay,
         net,
         timers: BTreeMap::new(),
         timer_seq: 0,
@@ -491,7 +558,7 @@ async fn run_inner<S: Scheme>(cfg: Validated) -> Result<(), NodeError> {
             }
             message = inbound.recv() => {
                 let Some(m) = message else { break Err(NodeError::Network("transport stopped".into())) };
-                if let Err(e) = node.handle(MemberInput::Message { from: m.from, envelope: m.message }) {
+                if let Err(e) = node.receive(m.from, m.message) {
                     break Err(e);
                 }
             }

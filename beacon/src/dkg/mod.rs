@@ -274,6 +274,13 @@ pub enum DkgInput<S: Scheme> {
     },
     /// A timer requested earlier fired.
     Timer(DkgTimer),
+    /// The transport proved that `dealer` broadcast two different versions of
+    /// one message (e.g. two signed deals): it is disqualified. Every honest
+    /// member must learn this before the complaint phase ends for QUAL to agree.
+    Equivocation {
+        /// The equivocating dealer.
+        dealer: NodeIndex,
+    },
 }
 
 /// Outputs of the state machine.
@@ -505,6 +512,14 @@ impl<S: Scheme> Dkg<S> {
                 self.finalize()
             }
             DkgInput::Timer(_) => Vec::new(),
+            DkgInput::Equivocation { dealer } => {
+                if self.config.is_dealer(dealer)
+                    && !matches!(self.phase, DkgPhase::Done | DkgPhase::Failed)
+                {
+                    self.disqualify(dealer, "equivocating broadcasts");
+                }
+                Vec::new()
+            }
         }
     }
 

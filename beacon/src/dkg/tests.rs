@@ -349,3 +349,56 @@ fn exponent_fft_matches_horner() {
         assert_eq!(*p, g.mul(v));
     }
 }
+
+/// A member told (by the transport) that a dealer equivocated.
+struct ToldOfEquivocation<S: Scheme> {
+    inner: Dkg<S>,
+    dealer: NodeIndex,
+}
+
+impl<S: Scheme> DkgParticipant<S> for ToldOfEquivocation<S> {
+    fn handle(&mut self, now: Time, input: DkgInput<S>) -> Vec<DkgAction<S>> {
+        let mut out = self.inner.handle(now, input.clone());
+        if matches!(input, DkgInput::Timer(DkgTimer::EndOfDeal)) {
+            out.extend(self.inner.handle(
+                now,
+                DkgInput::Equivocation {
+                    dealer: self.dealer,
+                },
+            ));
+        }
+        out
+    }
+}
+
+#[test]
+fn an_equivocating_dealer_reported_by_the_transport_is_excluded() {
+    let cfg = config(4, Vec::new());
+    let memo = Memo::disabled();
+    let participants: Vec<Box<dyn DkgParticipant<MinSig>>> = (0..4)
+        .map(|i| {
+            let inner = Dkg::new(
+                cfg.clone(),
+                NodeIndex(i),
+                harness::member_seed(3, i),
+                memo.clone(),
+            )
+            .unwrap();
+            Box::new(ToldOfEquivocation {
+                inner,
+                dealer: NodeIndex(2),
+            }) as Box<dyn DkgParticipant<MinSig>>
+        })
+        .collect();
+    let run = harness::run(participants, 3, &Disturbances::default());
+    check_agreement(
+        &run,
+        &[0, 1, 2, 3],
+        &[NodeIndex(0), NodeIndex(1), NodeIndex(3)],
+    );
+    let out = run.results[0].clone().unwrap().unwrap();
+    assert!(out
+        .disqualified
+        .iter()
+        .any(|(d, why)| *d == NodeIndex(2) && why.contains("equivocat")));
+}
