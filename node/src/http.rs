@@ -27,6 +27,10 @@ pub struct RoundStat {
     pub learned_at_us: u64,
     /// Time since the previous beacon was learned here (milliseconds).
     pub latency_ms: f64,
+    /// On a paced chain (period > 0): time from the round's scheduled time
+    /// (`genesis_time + (round - 1) * period`) until this node learned its beacon.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<f64>,
     /// CPU time of the protocol thread since the previous beacon (milliseconds).
     pub protocol_cpu_ms: f64,
     /// CPU time of the whole process since the previous beacon (milliseconds).

@@ -42,6 +42,9 @@ pub struct LocalnetArgs {
     /// Extra collectors `c`.
     #[arg(long, default_value_t = 0)]
     c: u32,
+    /// Seconds between rounds (0: back-to-back rounds).
+    #[arg(long, default_value_t = 0)]
+    period: u32,
     /// First TCP port (libp2p on P + i, HTTP on P + 1000 + i); 0 picks free ports.
     #[arg(long, default_value_t = 0)]
     base_port: u16,
@@ -76,6 +79,7 @@ pub fn write_configs(
     n: u32,
     scheme: SchemeId,
     c: u32,
+    period: u32,
     base_port: u16,
 ) -> Result<Vec<(PathBuf, String)>> {
     let ports: Vec<(u16, u16)> = if base_port == 0 {
@@ -110,10 +114,12 @@ pub fn write_configs(
         id: format!("localnet-{n}-{}", std::process::id()),
         scheme: scheme.as_str().to_string(),
         c,
-        period: 0,
+        period,
+        // Paced chains start after the DKG (three 1 s phases) had time to finish.
         genesis_time: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs() as i64),
+            .map_or(0, |d| d.as_secs() as i64)
+            + if period > 0 { 8 } else { 0 },
         genesis_seed: None,
         dkg_phase_ms: 1_000,
         peer_wait_ms: 60_000,
@@ -225,6 +231,7 @@ struct Outcome {
     chain_identical: bool,
     chain_verified: bool,
     latencies: Vec<f64>,
+    delays: Vec<f64>,
     protocol_cpu: Vec<f64>,
     process_cpu: Vec<f64>,
 }
@@ -289,24 +296,34 @@ async fn observe(procs: &mut [Proc], rounds: u64, timeout: Duration) -> Result<O
     let chain_verified = info.verify_chain(None, &beacons).is_ok();
     // Latency and CPU of rounds 2..=rounds (round 1 waits for the DKG's stragglers).
     let (mut latencies, mut protocol_cpu, mut process_cpu) = (Vec::new(), Vec::new(), Vec::new());
+    let mut delays = Vec::new();
     for p in procs.iter() {
         let stats = get_json(&client, &format!("{}/stats/rounds", p.http)).await?;
         for s in stats.as_array().into_iter().flatten() {
             let round = s["round"].as_u64().unwrap_or(0);
             if (2..=rounds).contains(&round) {
                 latencies.push(s["latency_ms"].as_f64().unwrap_or(0.0));
+                if let Some(d) = s["delay_ms"].as_f64() {
+                    delays.push(d);
+                }
                 protocol_cpu.push(s["protocol_cpu_ms"].as_f64().unwrap_or(0.0));
                 process_cpu.push(s["process_cpu_ms"].as_f64().unwrap_or(0.0));
             }
         }
     }
-    for v in [&mut latencies, &mut protocol_cpu, &mut process_cpu] {
+    for v in [
+        &mut latencies,
+        &mut delays,
+        &mut protocol_cpu,
+        &mut process_cpu,
+    ] {
         v.sort_by(f64::total_cmp);
     }
     Ok(Outcome {
         chain_identical,
         chain_verified,
         latencies,
+        delays,
         protocol_cpu,
         process_cpu,
     })
@@ -332,7 +349,14 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
             temp.path().to_path_buf()
         }
     };
-    let configs = write_configs(&dir, args.nodes, args.scheme, args.c, args.base_port)?;
+    let configs = write_configs(
+        &dir,
+        args.nodes,
+        args.scheme,
+        args.c,
+        args.period,
+        args.base_port,
+    )?;
     if args.configs_only {
         for (path, http) in &configs {
             println!("{}  (API {http})", path.display());
@@ -378,7 +402,8 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
     };
     let http: Vec<&String> = procs.iter().map(|p| &p.http).collect();
     let lat = &outcome.latencies;
-    let report = json!({
+    let delay = &outcome.delays;
+    let mut report = json!({
         "nodes": args.nodes,
         "rounds": args.rounds,
         "scheme": args.scheme.as_str(),
@@ -399,6 +424,14 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
         "dir": dir.display().to_string(),
         "wall_s": wall.elapsed().as_secs_f64(),
     });
+    if args.period > 0 {
+        report["beacon_delay_ms"] = json!({
+            "p50": percentile(delay, 50.0),
+            "p90": percentile(delay, 90.0),
+            "p99": percentile(delay, 99.0),
+            "max": delay.last().copied().unwrap_or(0.0),
+        });
+    }
     if args.json {
         println!("{report}");
     } else {
@@ -415,6 +448,15 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
             percentile(lat, 99.0),
             lat.last().copied().unwrap_or(0.0)
         );
+        if args.period > 0 {
+            println!(
+                "beacon delay after its scheduled time (ms): p50 {:.2}  p90 {:.2}  p99 {:.2}  max {:.2}",
+                percentile(delay, 50.0),
+                percentile(delay, 90.0),
+                percentile(delay, 99.0),
+                delay.last().copied().unwrap_or(0.0)
+            );
+        }
         println!(
             "CPU per round and node (ms, median): protocol {:.2}, whole process {:.2}",
             percentile(&outcome.protocol_cpu, 50.0),
