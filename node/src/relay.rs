@@ -312,6 +312,14 @@ impl BroadcastRelay {
         from: NodeIndex,
         a: Attestation,
     ) -> Result<Vec<RelayAction<S>>, NodeError> {
+        let known = self
+            .versions
+            .get(&(a.origin, a.kind))
+            .is_some_and(|vs| vs.iter().any(|v| v.attestation.digest == a.digest));
+        if known {
+            // Nothing new: skip the signature check (most echoes are this).
+            return Ok(Vec::new());
+        }
         self.check(&a)?;
         let mut out = Vec::new();
         let (origin, kind, digest) = (a.origin, a.kind, a.digest);
