@@ -13,6 +13,11 @@ pub struct RunArgs {
     /// The node's config file.
     #[arg(long, value_name = "FILE")]
     config: PathBuf,
+    /// Make this node's replica Byzantine, to test the others' defences (never in
+    /// production): equivocating-primary, bad-shares, withhold-shares,
+    /// silent-collector, conflicting-view-change, silent.
+    #[arg(long, value_name = "BEHAVIOUR")]
+    byzantine: Option<consensus::Behaviour>,
     /// Worker threads of the runtime (1: everything on the main thread).
     #[arg(long, default_value_t = 1)]
     threads: usize,
@@ -30,8 +35,8 @@ pub fn init_logging() {
         .try_init();
 }
 
-fn node<S: Scheme>(args: (Validated, usize)) -> Result<()> {
-    let (cfg, threads) = args;
+fn node<S: Scheme>(args: (Validated, usize, Option<consensus::Behaviour>)) -> Result<()> {
+    let (cfg, threads, behaviour) = args;
     // One thread by default: a node's work is a sequence of short CPU bursts, and
     // several nodes often share a machine's cores (localnet).
     let mut builder = if threads <= 1 {
@@ -45,7 +50,7 @@ fn node<S: Scheme>(args: (Validated, usize)) -> Result<()> {
         .enable_all()
         .build()
         .context("starting the runtime")?;
-    runtime.block_on(node::runtime::run::<S>(cfg))?;
+    runtime.block_on(node::runtime::run::<S>(cfg, behaviour))?;
     Ok(())
 }
 
@@ -53,5 +58,5 @@ fn node<S: Scheme>(args: (Validated, usize)) -> Result<()> {
 pub fn run(args: RunArgs) -> Result<()> {
     init_logging();
     let cfg = NodeConfig::load(&args.config)?;
-    with_bls_scheme!(cfg.scheme, node, (cfg, args.threads))
+    with_bls_scheme!(cfg.scheme, node, (cfg, args.threads, args.byzantine))
 }

@@ -21,8 +21,8 @@ use beacon::dkg::{DkgConfig, DkgOutput};
 use beacon::memo::Memo;
 use beacon::{Beacon, ChainInfo, NodeIndex, Point as _, Scheme, Time};
 use consensus::{
-    CommitPath, CommittedEntry, Envelope, EvidenceKind, Member, MemberInput, MemberOutput,
-    MemberTimer, Message, Output,
+    Behaviour, CommitPath, CommittedEntry, Envelope, EvidenceKind, Member, MemberInput,
+    MemberOutput, MemberTimer, Message, Output,
 };
 use rand::RngCore as _;
 use std::collections::BTreeMap;
@@ -438,14 +438,24 @@ async fn shutdown_signal() {
     }
 }
 
-/// Runs a node until it is interrupted.
-pub async fn run<S: Scheme>(cfg: Validated) -> Result<(), NodeError> {
+/// Runs a node until it is interrupted. `behaviour` makes its replica Byzantine
+/// (for tests of the others' defences; never in production).
+pub async fn run<S: Scheme>(cfg: Validated, behaviour: Option<Behaviour>) -> Result<(), NodeError> {
     let me = cfg.me;
     let span = info_span!("node", index = me.0);
-    run_inner::<S>(cfg).instrument(span).await
+    run_inner::<S>(cfg, behaviour).instrument(span).await
 }
 
-async fn run_inner<S: Scheme>(cfg: Validated) -> Result<(), NodeError> {
+async fn run_inner<S: Scheme>(
+    cfg: Validated,
+    behaviour: Option<Behaviour>,
+) -> Result<(), NodeError> {
+    if let Some(b) = behaviour {
+        warn!(
+            behaviour = b.as_str(),
+            "this node is Byzantine (testing only)"
+        );
+    }
     let me = cfg.me;
     let key = identity::load(&cfg.identity)?;
     if identity::peer_id(&key) != cfg.me().id {
@@ -488,7 +498,7 @@ async fn run_inner<S: Scheme>(cfg: Validated) -> Result<(), NodeError> {
                 height = chain.len(),
                 "key material found: skipping the DKG, resuming from the stored chain"
             );
-            Member::restore(cfg.replica.clone(), output, chain, seed, memo, None)?
+            Member::restore(cfg.replica.clone(), output, chain, seed, memo, behaviour)?
         }
         None => {
             let others = cfg.peers.len() - 1;
@@ -513,7 +523,7 @@ async fn run_inner<S: Scheme>(cfg: Validated) -> Result<(), NodeError> {
                 phase_timeout_us: cfg.raw.network.dkg_phase_ms * 1000,
                 min_qualified: f + 1,
             };
-            Member::new(cfg.replica.clone(), dkg, me, seed, memo, None)?
+            Member::new(cfg.replica.clone(), dkg, me, seed, memo, behaviour)?
         }
     };
     let (persist_tx, persist_rx) = std::sync::mpsc::channel();

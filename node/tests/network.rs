@@ -119,11 +119,16 @@ impl Network {
     }
 
     fn start(&mut self, i: usize, run: &str) {
+        self.start_with(i, run, &[]);
+    }
+
+    fn start_with(&mut self, i: usize, run: &str, extra: &[&str]) {
         let log = std::fs::File::create(self.log(i, run)).unwrap();
         let child = Command::new(BIN)
             .arg("run")
             .arg("--config")
             .arg(self.config(i))
+            .args(extra)
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
@@ -340,4 +345,24 @@ fn reqwest_text(url: &str) -> String {
         .build()
         .unwrap();
     rt.block_on(async { reqwest::get(url).await.unwrap().text().await.unwrap() })
+}
+
+#[test]
+fn a_byzantine_node_is_named_in_the_metrics_and_beacons_go_on() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut net = Network::configs(4);
+    for i in 0..3 {
+        net.start(i, "run");
+    }
+    net.start_with(3, "run", &["--byzantine", "bad-shares"]);
+    wait_for_round(&net.apis[0], 20, 120, &net.log(0, "run"));
+    for i in 1..3 {
+        wait_for_round(&net.apis[i], 20, 60, &net.log(i, "run"));
+    }
+    assert_eq!(chain(&net.apis[0], 20), chain(&net.apis[1], 20));
+    // Some honest collector caught member 3's invalid shares and said who.
+    let named = net.apis[..3].iter().any(|api| {
+        reqwest_text(&format!("{api}/metrics")).contains("invalid_shares_total{signer=\"3\"}")
+    });
+    assert!(named, "no honest node named signer 3");
 }
