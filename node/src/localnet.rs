@@ -162,15 +162,27 @@ fn spawn(config: &Path) -> Result<(Child, PathBuf)> {
     let log = config.with_file_name("node.log");
     let file =
         std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
-    let child = Command::new(exe)
+    let mut command = Command::new(exe);
+    command
         .arg("run")
         .arg("--config")
         .arg(config)
         .stdin(Stdio::null())
         .stdout(file.try_clone()?)
-        .stderr(file)
-        .spawn()
-        .context("starting a node")?;
+        .stderr(file);
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::process::CommandExt as _;
+        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            command.pre_exec(|| {
+                // The node stops (SIGTERM) if localnet dies without stopping it.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                Ok(())
+            });
+        }
+    }
+    let child = command.spawn().context("starting a node")?;
     Ok((child, log))
 }
 
