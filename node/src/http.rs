@@ -1,19 +1,23 @@
 //! The node's HTTP API in drand's v1 JSON shape: `/info`, `/public/latest`,
 //! `/public/{round}`, `/chains`, the same under `/{chainhash}/...`, `/health`,
-//! `/metrics` (Prometheus text), and `/stats/rounds` (this project's own: when
-//! each beacon was learned here and what it cost).
+//! `/metrics` (Prometheus text), `/stats/rounds` (this project's own: when
+//! each beacon was learned here and what it cost), and the replica's client side:
+//! `POST /tx` (submit a transaction), `GET /tx/{id}` (the height that committed
+//! it), `GET /blocks/{height}`.
 //!
 //! Handlers read [`ChainView`], which holds only what the store has made durable.
 
 use crate::metrics::Metrics;
-use axum::extract::{Path, State};
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use beacon::{Beacon, BeaconJson, ChainInfo, ChainInfoJson};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use sha2::Digest as _;
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
 use tracing::info;
@@ -37,11 +41,31 @@ pub struct RoundStat {
     pub process_cpu_ms: f64,
 }
 
-/// What the API serves: chain info (once the DKG is done) and durable beacons.
+/// A committed block as the API shows it.
+#[derive(Clone, Debug, Serialize)]
+pub struct BlockJson {
+    /// Height (= its beacon's round).
+    pub height: u64,
+    /// SHA-256 of the block, hex.
+    pub digest: String,
+    /// Digest of the parent block, hex.
+    pub parent: String,
+    /// View in which it committed.
+    pub view: u64,
+    /// `fast` or `slow`.
+    pub path: &'static str,
+    /// The transactions, hex.
+    pub transactions: Vec<String>,
+}
+
+/// What the API serves: chain info (once the DKG is done), durable beacons and
+/// blocks, and where each transaction committed.
 #[derive(Default)]
 pub struct ChainView {
     info: Option<(ChainInfo, ChainInfoJson)>,
     beacons: BTreeMap<u64, Beacon>,
+    blocks: BTreeMap<u64, BlockJson>,
+    transactions: HashMap<[u8; 32], u64>,
     rounds: BTreeMap<u64, RoundStat>,
 }
 
@@ -60,8 +84,12 @@ impl ChainView {
         self.info.as_ref().map(|(i, _)| i)
     }
 
-    /// Adds a durable beacon.
-    pub fn insert(&mut self, beacon: Beacon) {
+    /// Adds a durable beacon and its block (whose transactions' SHA-256 are `ids`).
+    pub fn insert(&mut self, beacon: Beacon, block: BlockJson, ids: Vec<[u8; 32]>) {
+        for id in ids {
+            self.transactions.insert(id, block.height);
+        }
+        self.blocks.insert(block.height, block);
         self.beacons.insert(beacon.round, beacon);
     }
 
@@ -94,6 +122,10 @@ pub struct ApiState {
     pub chain: RwLock<ChainView>,
     /// Metrics.
     pub metrics: Arc<Metrics>,
+    /// Where submitted transactions go (the node's event loop).
+    pub submit: tokio::sync::mpsc::Sender<Vec<u8>>,
+    /// Largest transaction accepted (bytes).
+    pub max_transaction_bytes: usize,
 }
 
 type Shared = State<Arc<ApiState>>;
@@ -222,9 +254,74 @@ async fn rounds(State(s): Shared) -> Response {
     Json(list).into_response()
 }
 
+#[derive(Serialize)]
+struct Submitted {
+    id: String,
+}
+
+async fn submit(State(s): Shared, body: Bytes) -> Response {
+    if body.is_empty() {
+        return (StatusCode::BAD_REQUEST, "empty transaction\n").into_response();
+    }
+    let id: [u8; 32] = sha2::Sha256::digest(&body).into();
+    match s.submit.try_send(body.to_vec()) {
+        Ok(()) => (
+            StatusCode::ACCEPTED,
+            Json(Submitted {
+                id: hex::encode(id),
+            }),
+        )
+            .into_response(),
+        Err(_) => unavailable("the node is not accepting transactions now"),
+    }
+}
+
+#[derive(Serialize)]
+struct Committed {
+    id: String,
+    height: u64,
+}
+
+async fn transaction(State(s): Shared, Path(id): Path<String>) -> Response {
+    let Some(key) = hex::decode(&id)
+        .ok()
+        .and_then(|b| <[u8; 32]>::try_from(b).ok())
+    else {
+        return (
+            StatusCode::BAD_REQUEST,
+            "a transaction id is 64 hex digits\n",
+        )
+            .into_response();
+    };
+    let view = s.chain.read().unwrap_or_else(|e| e.into_inner());
+    match view.transactions.get(&key) {
+        Some(height) => Json(Committed {
+            id,
+            height: *height,
+        })
+        .into_response(),
+        None => not_found(format!("transaction {id} is not committed (yet)")),
+    }
+}
+
+async fn block(State(s): Shared, Path(height): Path<String>) -> Response {
+    let Ok(height) = height.parse::<u64>() else {
+        return (StatusCode::BAD_REQUEST, format!("bad height {height:?}\n")).into_response();
+    };
+    let view = s.chain.read().unwrap_or_else(|e| e.into_inner());
+    match view.blocks.get(&height) {
+        Some(b) => Json(b.clone()).into_response(),
+        None => not_found(format!("height {height} is not known here")),
+    }
+}
+
 /// The API's routes.
 pub fn router(state: Arc<ApiState>) -> Router {
+    let limit = state.max_transaction_bytes;
     Router::new()
+        .route("/tx", post(submit).layer(DefaultBodyLimit::max(limit)))
+        .route("/tx/{id}", get(transaction))
+        .route("/blocks/{height}", get(block))
         .route("/info", get(info))
         .route("/chains", get(chains))
         .route("/public/latest", get(latest))

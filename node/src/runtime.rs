@@ -11,7 +11,7 @@
 //! signing anything with it.
 
 use crate::config::Validated;
-use crate::http::{ApiState, ChainView, RoundStat};
+use crate::http::{ApiState, BlockJson, ChainView, RoundStat};
 use crate::metrics::Metrics;
 use crate::net::Network;
 use crate::relay::{BroadcastRelay, Kind, RelayAction, RelayMessage};
@@ -25,10 +25,14 @@ use consensus::{
     MemberOutput, MemberTimer, Message, Output,
 };
 use rand::RngCore as _;
+use sha2::Digest as _;
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use tracing::{debug, error, info, info_span, warn, Instrument as _};
+
+/// Transactions submitted over HTTP and not yet handed to the replica.
+const SUBMIT_QUEUE: usize = 10_000;
 
 /// How often the node logs a status line.
 const STATUS_EVERY: Duration = Duration::from_secs(10);
@@ -129,18 +133,39 @@ fn persistence_thread<S: Scheme>(
     })
 }
 
-/// Adds a durable entry's beacon to the API view.
+/// Adds a durable entry's beacon and block to the API view.
 fn publish<S: Scheme>(view: &mut ChainView, entry: &CommittedEntry<S>) {
     let round = entry.block.height;
     let Some(previous_signature) = view.previous_signature(round) else {
         warn!(round, "beacon without its predecessor: not served");
         return;
     };
-    view.insert(Beacon {
-        round,
-        signature: entry.beacon.to_bytes(),
-        previous_signature,
-    });
+    let block = &entry.block;
+    let json = BlockJson {
+        height: block.height,
+        digest: hex::encode(entry.certificate.digest),
+        parent: hex::encode(block.parent),
+        view: entry.certificate.view,
+        path: match entry.certificate.path {
+            CommitPath::Fast => "fast",
+            CommitPath::Slow => "slow",
+        },
+        transactions: block.transactions.iter().map(hex::encode).collect(),
+    };
+    let ids = block
+        .transactions
+        .iter()
+        .map(|tx| sha2::Sha256::digest(tx).into())
+        .collect();
+    view.insert(
+        Beacon {
+            round,
+            signature: entry.beacon.to_bytes(),
+            previous_signature,
+        },
+        json,
+        ids,
+    );
 }
 
 /// The node's event loop state.
@@ -474,9 +499,12 @@ async fn run_inner<S: Scheme>(
     }
     let chain = store.load_chain::<S>()?;
     let metrics = Arc::new(Metrics::new());
+    let (submit, mut submitted) = tokio::sync::mpsc::channel(SUBMIT_QUEUE);
     let state = Arc::new(ApiState {
         chain: RwLock::new(ChainView::default()),
         metrics: metrics.clone(),
+        submit,
+        max_transaction_bytes: cfg.replica.max_transaction_bytes,
     });
     if let Some(output) = &stored {
         let mut view = state.chain.write().unwrap_or_else(|e| e.into_inner());
@@ -555,6 +583,11 @@ async fn run_inner<S: Scheme>(
             _ = &mut stop => {
                 info!("stopping");
                 break Ok(());
+            }
+            Some(tx) = submitted.recv() => {
+                if let Err(e) = node.handle(MemberInput::ClientTransaction(tx)) {
+                    break Err(e);
+                }
             }
             _ = status.tick() => {
                 let height = node.member.replica().map_or(0, |r| r.finalized().len() as u64);

@@ -235,6 +235,51 @@ fn localnet_serves_one_chain_that_verify_url_accepts() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
+    // A client transaction submitted to every node commits in some block.
+    let tx = b"hello, sbft-beacon".to_vec();
+    let mut id = String::new();
+    for api in &apis {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let answer: serde_json::Value = rt.block_on(async {
+            let r = reqwest::Client::new()
+                .post(format!("{api}/tx"))
+                .body(tx.clone())
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 202);
+            r.json().await.unwrap()
+        });
+        id = answer["id"].as_str().unwrap().to_string();
+    }
+    let start = Instant::now();
+    let height = loop {
+        if let Some(v) = get(&format!("{}/tx/{id}", apis[0])) {
+            break v["height"].as_u64().unwrap();
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "transaction never committed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let block = get(&format!("{}/blocks/{height}", apis[0])).unwrap();
+    assert_eq!(block["transactions"][0], hex::encode(&tx));
+    let start = Instant::now();
+    let elsewhere = loop {
+        if let Some(b) = get(&format!("{}/blocks/{height}", apis[2])) {
+            break b;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "node 2 lacks height {height}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(elsewhere, block);
     // SIGTERM stops the local network cleanly.
     // SAFETY: signalling our own child.
     unsafe { libc::kill(localnet.id() as libc::pid_t, libc::SIGTERM) };
