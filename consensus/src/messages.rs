@@ -268,6 +268,12 @@ impl<S: Scheme> Message<S> {
 }
 
 /// Domain-separated digests of what each key signs.
+///
+/// The fast-path vote (sigma key) and the prepare (tau key) are one message: the
+/// keys already tell them apart (a certificate verifies under one group key
+/// only), and a replica hashes it to the curve once for both shares. The slow
+/// path's commit (tau key again) has its own tag, so that a prepare certificate
+/// is never a commit certificate.
 pub mod signed {
     use super::*;
 
@@ -282,12 +288,12 @@ pub mod signed {
 
     /// Fast-path vote (sigma key).
     pub fn fast_vote(height: Height, view: View, digest: &Digest) -> Digest {
-        tagged(b"sbft-beacon/v1/sigma", height, view, digest)
+        tagged(b"sbft-beacon/v1/vote", height, view, digest)
     }
 
-    /// Prepare (tau key).
+    /// Prepare (tau key): the same message as the fast-path vote.
     pub fn prepare(height: Height, view: View, digest: &Digest) -> Digest {
-        tagged(b"sbft-beacon/v1/prepare", height, view, digest)
+        fast_vote(height, view, digest)
     }
 
     /// Slow-path commit (tau key).
