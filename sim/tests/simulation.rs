@@ -154,3 +154,32 @@ fn small_campaign_finds_no_failure() {
         .collect();
     assert!(failed.is_empty(), "failing seeds: {failed:?}");
 }
+
+#[test]
+fn a_crashed_member_costs_at_most_two_failed_views_per_height() {
+    // n = 4, c = 0: the crashed member is the primary or the only collector of a
+    // random view with probability 7/16; later views rotate, so a height fails at
+    // most in view 0 and in the one view the crashed member leads.
+    for seed in 1..=4 {
+        let mut cfg = small("default", 4, 40);
+        cfg.seed = seed;
+        cfg.protocol.c = 0;
+        cfg.faults.crash.push(Crash {
+            node: 3,
+            at_ms: 100,
+            restart_ms: None,
+        });
+        cfg.validate().unwrap();
+        let (report, _) = sim::run(&cfg, None).unwrap();
+        assert!(report.violations.is_empty(), "{:?}", report.violations);
+        assert!(report.rounds >= 40);
+        let timeout = cfg.protocol.view_change_timeout_ms as f64;
+        // Views 0 and 1 time out at 1x and 2x the base timeout.
+        let bound = 3.0 * timeout + 2_000.0;
+        assert!(
+            report.beacon_latency_ms.max < bound,
+            "seed {seed}: a beacon took {} ms (bound {bound})",
+            report.beacon_latency_ms.max
+        );
+    }
+}
