@@ -44,6 +44,16 @@ pub enum CommitPath {
     Slow,
 }
 
+impl CommitPath {
+    /// `fast` or `slow`, for reports and metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CommitPath::Fast => "fast",
+            CommitPath::Slow => "slow",
+        }
+    }
+}
+
 /// Proof that a block is committed: a threshold signature on the fast-path vote
 /// (sigma key) or on the slow-path commit (tau key) of `(height, view, digest)`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -335,6 +335,27 @@ pub fn router(state: Arc<ApiState>) -> Router {
         .with_state(state)
 }
 
+/// Fetches `url` from a node's API as JSON; a failed request, a non-success
+/// status or a body that is not JSON is an error naming the URL.
+pub async fn get_json(
+    client: &reqwest::Client,
+    url: &str,
+) -> Result<serde_json::Value, crate::NodeError> {
+    let err = |e: String| crate::NodeError::Network(format!("GET {url}: {e}"));
+    let response = client
+        .get(url)
+        .send()
+        .await
+        .map_err(|e| err(e.to_string()))?;
+    if !response.status().is_success() {
+        return Err(err(response.status().to_string()));
+    }
+    response
+        .json()
+        .await
+        .map_err(|e| err(format!("not JSON: {e}")))
+}
+
 /// Binds `addr` and serves the API in the background.
 pub async fn serve(addr: SocketAddr, state: Arc<ApiState>) -> Result<(), crate::NodeError> {
     let listener = tokio::net::TcpListener::bind(addr)

@@ -10,6 +10,7 @@ use clap::Args;
 use node::config::{NetworkSection, NodeConfig, NodeSection, PeerEntry};
 use node::identity;
 use serde_json::json;
+use sim::report::{percentiles, Percentiles};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -222,37 +223,17 @@ fn tail(path: &Path) -> String {
     lines[lines.len().saturating_sub(15)..].join("\n")
 }
 
-/// Percentile (nearest rank) of sorted values.
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-async fn get_json(client: &reqwest::Client, url: &str) -> Result<serde_json::Value> {
-    let r = client
-        .get(url)
-        .send()
-        .await
-        .with_context(|| format!("GET {url}"))?;
-    if !r.status().is_success() {
-        bail!("GET {url}: {}", r.status());
-    }
-    r.json()
-        .await
-        .with_context(|| format!("GET {url}: not JSON"))
-}
-
 /// What the network did, measured over HTTP.
 struct Outcome {
     chain_identical: bool,
     chain_verified: bool,
-    latencies: Vec<f64>,
-    delays: Vec<f64>,
-    protocol_cpu: Vec<f64>,
-    process_cpu: Vec<f64>,
+    /// Round latency samples (rounds 2..=R on every node).
+    samples: usize,
+    latency: Percentiles,
+    /// Delay after the scheduled time (paced chains).
+    delay: Percentiles,
+    protocol_cpu: Percentiles,
+    process_cpu: Percentiles,
 }
 
 async fn observe(procs: &mut [Proc], rounds: u64, timeout: Duration) -> Result<Outcome> {
@@ -270,7 +251,7 @@ async fn observe(procs: &mut [Proc], rounds: u64, timeout: Duration) -> Result<O
                     tail(&p.log)
                 );
             }
-            let latest = get_json(&client, &format!("{}/public/latest", p.http))
+            let latest = node::http::get_json(&client, &format!("{}/public/latest", p.http))
                 .await
                 .ok()
                 .and_then(|v| v["round"].as_u64())
@@ -295,14 +276,15 @@ async fn observe(procs: &mut [Proc], rounds: u64, timeout: Duration) -> Result<O
     for p in procs.iter() {
         let mut chain = Vec::new();
         for r in 1..=rounds {
-            chain.push(get_json(&client, &format!("{}/public/{r}", p.http)).await?);
+            chain.push(node::http::get_json(&client, &format!("{}/public/{r}", p.http)).await?);
         }
         chains.push(chain);
     }
     let chain_identical = chains.iter().all(|c| *c == chains[0]);
-    let info: ChainInfoJson =
-        serde_json::from_value(get_json(&client, &format!("{}/info", procs[0].http)).await?)
-            .context("/info is not drand's shape")?;
+    let info: ChainInfoJson = serde_json::from_value(
+        node::http::get_json(&client, &format!("{}/info", procs[0].http)).await?,
+    )
+    .context("/info is not drand's shape")?;
     let info = info.to_info()?;
     let beacons: Vec<Beacon> = chains[0]
         .iter()
@@ -317,7 +299,7 @@ async fn observe(procs: &mut [Proc], rounds: u64, timeout: Duration) -> Result<O
     let (mut latencies, mut protocol_cpu, mut process_cpu) = (Vec::new(), Vec::new(), Vec::new());
     let mut delays = Vec::new();
     for p in procs.iter() {
-        let stats = get_json(&client, &format!("{}/stats/rounds", p.http)).await?;
+        let stats = node::http::get_json(&client, &format!("{}/stats/rounds", p.http)).await?;
         for s in stats.as_array().into_iter().flatten() {
             let round = s["round"].as_u64().unwrap_or(0);
             if (2..=rounds).contains(&round) {
@@ -330,21 +312,14 @@ async fn observe(procs: &mut [Proc], rounds: u64, timeout: Duration) -> Result<O
             }
         }
     }
-    for v in [
-        &mut latencies,
-        &mut delays,
-        &mut protocol_cpu,
-        &mut process_cpu,
-    ] {
-        v.sort_by(f64::total_cmp);
-    }
     Ok(Outcome {
         chain_identical,
         chain_verified,
-        latencies,
-        delays,
-        protocol_cpu,
-        process_cpu,
+        samples: latencies.len(),
+        latency: percentiles(&latencies),
+        delay: percentiles(&delays),
+        protocol_cpu: percentiles(&protocol_cpu),
+        process_cpu: percentiles(&process_cpu),
     })
 }
 
@@ -420,36 +395,25 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
         }
     };
     let http: Vec<&String> = procs.iter().map(|p| &p.http).collect();
-    let lat = &outcome.latencies;
-    let delay = &outcome.delays;
+    let (lat, delay) = (&outcome.latency, &outcome.delay);
     let mut report = json!({
         "nodes": args.nodes,
         "rounds": args.rounds,
         "scheme": args.scheme.as_str(),
         "chain_identical": outcome.chain_identical,
         "chain_verified": outcome.chain_verified,
-        "beacon_latency_ms": {
-            "p50": percentile(lat, 50.0),
-            "p90": percentile(lat, 90.0),
-            "p99": percentile(lat, 99.0),
-            "max": lat.last().copied().unwrap_or(0.0),
-        },
+        "beacon_latency_ms": lat,
         "cpu_ms_per_round": {
-            "protocol_p50": percentile(&outcome.protocol_cpu, 50.0),
-            "process_p50": percentile(&outcome.process_cpu, 50.0),
+            "protocol_p50": outcome.protocol_cpu.p50,
+            "process_p50": outcome.process_cpu.p50,
         },
-        "samples": lat.len(),
+        "samples": outcome.samples,
         "http": http,
         "dir": dir.display().to_string(),
         "wall_s": wall.elapsed().as_secs_f64(),
     });
     if args.period > 0 {
-        report["beacon_delay_ms"] = json!({
-            "p50": percentile(delay, 50.0),
-            "p90": percentile(delay, 90.0),
-            "p99": percentile(delay, 99.0),
-            "max": delay.last().copied().unwrap_or(0.0),
-        });
+        report["beacon_delay_ms"] = json!(delay);
     }
     if args.json {
         println!("{report}");
@@ -460,26 +424,17 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
         );
         println!(
             "round latency (ms, rounds 2..={} on every node, {} samples): p50 {:.2}  p90 {:.2}  p99 {:.2}  max {:.2}",
-            args.rounds,
-            lat.len(),
-            percentile(lat, 50.0),
-            percentile(lat, 90.0),
-            percentile(lat, 99.0),
-            lat.last().copied().unwrap_or(0.0)
+            args.rounds, outcome.samples, lat.p50, lat.p90, lat.p99, lat.max
         );
         if args.period > 0 {
             println!(
                 "beacon delay after its scheduled time (ms): p50 {:.2}  p90 {:.2}  p99 {:.2}  max {:.2}",
-                percentile(delay, 50.0),
-                percentile(delay, 90.0),
-                percentile(delay, 99.0),
-                delay.last().copied().unwrap_or(0.0)
+                delay.p50, delay.p90, delay.p99, delay.max
             );
         }
         println!(
             "CPU per round and node (ms, median): protocol {:.2}, whole process {:.2}",
-            percentile(&outcome.protocol_cpu, 50.0),
-            percentile(&outcome.process_cpu, 50.0)
+            outcome.protocol_cpu.p50, outcome.process_cpu.p50
         );
         println!(
             "APIs: {}",
@@ -496,20 +451,7 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
         if !args.json {
             eprintln!("network up; Ctrl-C stops it");
         }
-        runtime.block_on(async {
-            #[cfg(unix)]
-            {
-                use tokio::signal::unix::{signal, SignalKind};
-                if let Ok(mut term) = signal(SignalKind::terminate()) {
-                    tokio::select! {
-                        _ = tokio::signal::ctrl_c() => {}
-                        _ = term.recv() => {}
-                    }
-                    return;
-                }
-            }
-            let _ = tokio::signal::ctrl_c().await;
-        });
+        runtime.block_on(node::runtime::shutdown_signal());
     }
     stop(&mut procs);
     if !outcome.chain_identical || !outcome.chain_verified {

@@ -21,8 +21,8 @@ use beacon::dkg::{DkgConfig, DkgOutput};
 use beacon::memo::Memo;
 use beacon::{Beacon, ChainInfo, NodeIndex, Point as _, Scheme, Time};
 use consensus::{
-    Behaviour, CommitPath, CommittedEntry, Envelope, EvidenceKind, Member, MemberInput,
-    MemberOutput, MemberTimer, Message, Output,
+    Behaviour, CommittedEntry, Envelope, EvidenceKind, Member, MemberInput, MemberOutput,
+    MemberTimer, Message, Output,
 };
 use rand::RngCore as _;
 use sha2::Digest as _;
@@ -146,10 +146,7 @@ fn publish<S: Scheme>(view: &mut ChainView, entry: &CommittedEntry<S>) {
         digest: hex::encode(entry.certificate.digest),
         parent: hex::encode(block.parent),
         view: entry.certificate.view,
-        path: match entry.certificate.path {
-            CommitPath::Fast => "fast",
-            CommitPath::Slow => "slow",
-        },
+        path: entry.certificate.path.as_str(),
         transactions: block.transactions.iter().map(hex::encode).collect(),
     };
     let ids = block
@@ -371,10 +368,7 @@ impl<S: Scheme> Node<S> {
             Output::Committed {
                 block, certificate, ..
             } => {
-                let path = match certificate.path {
-                    CommitPath::Fast => "fast",
-                    CommitPath::Slow => "slow",
-                };
+                let path = certificate.path.as_str();
                 metrics
                     .commits
                     .get_or_create(&vec![("path".to_string(), path.to_string())])
@@ -441,7 +435,7 @@ fn encode<S: Scheme>(frame: &Frame<S>) -> Result<Vec<u8>, NodeError> {
 }
 
 /// Resolves when the process is asked to stop (SIGINT or SIGTERM).
-async fn shutdown_signal() {
+pub async fn shutdown_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};

@@ -48,22 +48,9 @@ async fn fetch(
     let base = url.trim_end_matches('/').to_string();
     let client = reqwest::Client::new();
     let get = |path: String| {
-        let client = client.clone();
+        let client = &client;
         let url = format!("{base}{path}");
-        async move {
-            let response = client
-                .get(&url)
-                .send()
-                .await
-                .with_context(|| format!("GET {url}"))?;
-            if !response.status().is_success() {
-                bail!("GET {url}: {}", response.status());
-            }
-            response
-                .json::<serde_json::Value>()
-                .await
-                .with_context(|| format!("GET {url}: not JSON"))
-        }
+        async move { node::http::get_json(client, &url).await }
     };
     let info = get("/info".into()).await?;
     let to = match to {
@@ -79,7 +66,7 @@ async fn fetch(
         .collect::<Vec<_>>()
         .await
         .into_iter()
-        .collect::<Result<_>>()?;
+        .collect::<Result<_, _>>()?;
     Ok((info, serde_json::Value::Array(beacons)))
 }
 

@@ -839,10 +839,7 @@ impl<S: Scheme> Engine<S> {
                         .map(Vec::as_slice)
                         .unwrap_or(&[]),
                 ),
-                path: self.paths.get(&r).map(|p| match p {
-                    CommitPath::Fast => "fast".into(),
-                    CommitPath::Slow => "slow".into(),
-                }),
+                path: self.paths.get(&r).map(|p| p.as_str().into()),
                 view_changes: self.view_changes.keys().filter(|(h, _)| *h == r).count() as u64,
             })
             .collect();
