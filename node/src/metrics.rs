@@ -2,6 +2,7 @@
 //! protocol phase, fast versus slow commits, view changes, connected peers,
 //! invalid shares by signer, dropped frames and refused connections.
 
+use consensus::CommitPath;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -10,6 +11,36 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
 type Labels = Vec<(String, String)>;
+
+fn label(name: &str, value: &str) -> Labels {
+    vec![(name.to_string(), value.to_string())]
+}
+
+/// A protocol phase timed by [`Metrics::observe_phase`].
+#[derive(Clone, Copy, Debug)]
+pub enum Phase {
+    /// Handling a proposal and signing it.
+    Sign,
+    /// A collector handling shares.
+    Collect,
+    /// Multi-scalar multiplications.
+    Aggregate,
+    /// Pairing checks.
+    Verify,
+}
+
+impl Phase {
+    const ALL: [Phase; 4] = [Phase::Sign, Phase::Collect, Phase::Aggregate, Phase::Verify];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Phase::Sign => "sign",
+            Phase::Collect => "collect",
+            Phase::Aggregate => "aggregate",
+            Phase::Verify => "verify",
+        }
+    }
+}
 
 fn seconds_histogram() -> Histogram {
     // 100 µs to ~6.5 s.
@@ -40,6 +71,10 @@ pub struct Metrics {
     pub refused_connections: Counter,
     /// Last finalized height.
     pub height: Gauge,
+    /// The `phase` series, by [`Phase`] (created once: observing allocates nothing).
+    phases: [Histogram; 4],
+    /// The `commits` series: fast, slow.
+    by_path: [Counter; 2],
 }
 
 impl Default for Metrics {
@@ -96,6 +131,9 @@ impl Metrics {
             refused_connections.clone(),
         );
         registry.register("height", "Last finalized height", height.clone());
+        let phases = Phase::ALL.map(|p| phase.get_or_create(&label("phase", p.as_str())).clone());
+        let by_path = [CommitPath::Fast, CommitPath::Slow]
+            .map(|p| commits.get_or_create(&label("path", p.as_str())).clone());
         Metrics {
             registry,
             round_latency,
@@ -107,20 +145,32 @@ impl Metrics {
             dropped_frames,
             refused_connections,
             height,
+            phases,
+            by_path,
         }
     }
 
     /// Records time spent in `phase`.
-    pub fn observe_phase(&self, phase: &str, seconds: f64) {
-        self.phase
-            .get_or_create(&vec![("phase".to_string(), phase.to_string())])
-            .observe(seconds);
+    pub fn observe_phase(&self, phase: Phase, seconds: f64) {
+        self.phases[phase as usize].observe(seconds);
+    }
+
+    /// Counts a committed block.
+    pub fn committed(&self, path: CommitPath) {
+        self.by_path[path as usize].inc();
+    }
+
+    /// Counts provable misbehaviour of `signer`.
+    pub fn misbehaved(&self, signer: u32) {
+        self.invalid_shares
+            .get_or_create(&label("signer", &signer.to_string()))
+            .inc();
     }
 
     /// Counts a dropped frame.
     pub fn frames_dropped(&self, reason: &str) {
         self.dropped_frames
-            .get_or_create(&vec![("reason".to_string(), reason.to_string())])
+            .get_or_create(&label("reason", reason))
             .inc();
     }
 

@@ -12,7 +12,7 @@
 
 use crate::config::Validated;
 use crate::http::{ApiState, BlockJson, ChainView, RoundStat};
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, Phase};
 use crate::net::Network;
 use crate::relay::{BroadcastRelay, Kind, RelayAction, RelayMessage};
 use crate::store::Store;
@@ -103,23 +103,17 @@ pub enum Frame<S: Scheme> {
     Relay(RelayMessage),
 }
 
-/// What the persistence thread is asked to do.
-enum Persist<S: Scheme> {
-    Entries(Vec<Arc<CommittedEntry<S>>>),
-}
-
 /// Writes finalized heights durably, then makes them visible to the API.
 fn persistence_thread<S: Scheme>(
     store: Arc<Store>,
     state: Arc<ApiState>,
-    rx: std::sync::mpsc::Receiver<Persist<S>>,
+    rx: std::sync::mpsc::Receiver<Arc<CommittedEntry<S>>>,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
-        while let Ok(Persist::Entries(mut batch)) = rx.recv() {
+        while let Ok(first) = rx.recv() {
             // Coalesce what is already queued into one transaction.
-            while let Ok(Persist::Entries(more)) = rx.try_recv() {
-                batch.extend(more);
-            }
+            let mut batch = vec![first];
+            batch.extend(rx.try_iter());
             if let Err(e) = store.append(&batch) {
                 error!(error = %e, "cannot persist finalized heights; stopping");
                 std::process::exit(70);
@@ -167,7 +161,6 @@ fn publish<S: Scheme>(view: &mut ChainView, entry: &CommittedEntry<S>) {
 
 /// The node's event loop state.
 struct Node<S: Scheme> {
-    me: NodeIndex,
     member: Member<S>,
     relay: BroadcastRelay,
     net: Network,
@@ -175,7 +168,7 @@ struct Node<S: Scheme> {
     timer_seq: u64,
     store: Arc<Store>,
     state: Arc<ApiState>,
-    persist: std::sync::mpsc::Sender<Persist<S>>,
+    persist: std::sync::mpsc::Sender<Arc<CommittedEntry<S>>>,
     cfg: Validated,
     /// Protocol-thread CPU since the last beacon (ns) and process CPU then.
     cpu_since_beacon: u64,
@@ -190,7 +183,7 @@ impl<S: Scheme> Node<S> {
             MemberInput::Message {
                 envelope: Envelope::Consensus(Message::PrePrepare { .. }),
                 ..
-            } => Some("sign"),
+            } => Some(Phase::Sign),
             MemberInput::Message {
                 envelope:
                     Envelope::Consensus(
@@ -199,7 +192,7 @@ impl<S: Scheme> Node<S> {
                         | Message::Prepare { .. },
                     ),
                 ..
-            } => Some("collect"),
+            } => Some(Phase::Collect),
             _ => None,
         };
         beacon::cost::take_timings();
@@ -214,10 +207,10 @@ impl<S: Scheme> Node<S> {
             metrics.observe_phase(p, spent as f64 * 1e-9);
         }
         if timings.msm_ns > 0 {
-            metrics.observe_phase("aggregate", timings.msm_ns as f64 * 1e-9);
+            metrics.observe_phase(Phase::Aggregate, timings.msm_ns as f64 * 1e-9);
         }
         if timings.pairing_ns > 0 {
-            metrics.observe_phase("verify", timings.pairing_ns as f64 * 1e-9);
+            metrics.observe_phase(Phase::Verify, timings.pairing_ns as f64 * 1e-9);
         }
         self.apply(outputs)
     }
@@ -273,7 +266,7 @@ impl<S: Scheme> Node<S> {
         for o in outputs {
             match o {
                 MemberOutput::Send { to, envelope } => {
-                    if to != self.me {
+                    if to != self.cfg.me {
                         self.net
                             .send(to, Arc::new(encode(&Frame::Member(envelope))?));
                     }
@@ -325,7 +318,7 @@ impl<S: Scheme> Node<S> {
             Output::Finalized(entry) => {
                 // The receiver lives as long as the node; a send error means it
                 // already stopped on a store failure.
-                let _ = self.persist.send(Persist::Entries(vec![entry]));
+                let _ = self.persist.send(entry);
             }
             Output::Beacon {
                 beacon,
@@ -368,15 +361,12 @@ impl<S: Scheme> Node<S> {
             Output::Committed {
                 block, certificate, ..
             } => {
-                let path = certificate.path.as_str();
-                metrics
-                    .commits
-                    .get_or_create(&vec![("path".to_string(), path.to_string())])
-                    .inc();
+                let path = certificate.path;
+                metrics.committed(path);
                 debug!(
                     height = block.height,
                     view = certificate.view,
-                    path,
+                    path = path.as_str(),
                     "committed"
                 );
             }
@@ -392,10 +382,7 @@ impl<S: Scheme> Node<S> {
                     }
                     EvidenceKind::InvalidProof { what } => format!("invalid {what}"),
                 };
-                metrics
-                    .invalid_shares
-                    .get_or_create(&vec![("signer".to_string(), e.culprit.0.to_string())])
-                    .inc();
+                metrics.misbehaved(e.culprit.0);
                 warn!(
                     culprit = e.culprit.0,
                     height = e.height,
@@ -551,7 +538,6 @@ async fn run_inner<S: Scheme>(
     let (persist_tx, persist_rx) = std::sync::mpsc::channel();
     let persister = persistence_thread::<S>(store.clone(), state.clone(), persist_rx);
     let mut node = Node {
-        me,
         member,
         relay,
         net,
