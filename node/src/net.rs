@@ -72,21 +72,14 @@ impl Network {
         metrics: Arc<Metrics>,
     ) -> Result<(Self, Inbox<M>), NodeError> {
         let net = |e: String| NodeError::Network(e);
-        let mut swarm = SwarmBuilder::with_existing_identity(key)
-            .with_tokio()
-            .with_tcp(
-                tcp::Config::default().nodelay(true),
-                noise::Config::new,
-                yamux::Config::default,
-            )
-            .map_err(|e| net(format!("transport: {e}")))?
-            .with_behaviour(|_| Behaviour {
+        let mut swarm = build_swarm(
+            key,
+            Behaviour {
                 allowed: allow_block_list::Behaviour::default(),
                 streams: libp2p_stream::Behaviour::new(),
-            })
-            .map_err(|e| net(format!("behaviour: {e}")))?
-            .with_swarm_config(|c| c.with_idle_connection_timeout(Duration::from_secs(3600)))
-            .build();
+            },
+            Duration::from_secs(3600),
+        )?;
         let mut index_of = HashMap::new();
         for p in &cfg.peers {
             if p.index != cfg.me {
@@ -158,6 +151,27 @@ impl Network {
             self.send(NodeIndex(i as u32), frame.clone());
         }
     }
+}
+
+/// The node's transport (TCP without Nagle, noise, yamux) on tokio, carrying
+/// `behaviour`; connections idle for `idle` close.
+fn build_swarm<B: NetworkBehaviour>(
+    key: Keypair,
+    behaviour: B,
+    idle: Duration,
+) -> Result<libp2p::Swarm<B>, NodeError> {
+    Ok(SwarmBuilder::with_existing_identity(key)
+        .with_tokio()
+        .with_tcp(
+            tcp::Config::default().nodelay(true),
+            noise::Config::new,
+            yamux::Config::default,
+        )
+        .map_err(|e| NodeError::Network(format!("transport: {e}")))?
+        .with_behaviour(|_| behaviour)
+        .map_err(|e| NodeError::Network(format!("behaviour: {e}")))?
+        .with_swarm_config(|c| c.with_idle_connection_timeout(idle))
+        .build())
 }
 
 /// When to dial a disconnected peer next, and the backoff after that.
@@ -413,18 +427,11 @@ pub async fn send_raw(
     bytes: Vec<u8>,
 ) -> Result<(), NodeError> {
     let net = |e: String| NodeError::Network(e);
-    let mut swarm = SwarmBuilder::with_existing_identity(key)
-        .with_tokio()
-        .with_tcp(
-            tcp::Config::default(),
-            noise::Config::new,
-            yamux::Config::default,
-        )
-        .map_err(|e| net(e.to_string()))?
-        .with_behaviour(|_| libp2p_stream::Behaviour::new())
-        .map_err(|e| net(e.to_string()))?
-        .with_swarm_config(|c| c.with_idle_connection_timeout(Duration::from_secs(10)))
-        .build();
+    let mut swarm = build_swarm(
+        key,
+        libp2p_stream::Behaviour::new(),
+        Duration::from_secs(10),
+    )?;
     let opts = libp2p::swarm::dial_opts::DialOpts::peer_id(peer)
         .addresses(vec![address])
         .build();
