@@ -4,6 +4,17 @@ use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sbft-beacon");
 
+/// `sbft-beacon run --config <config>` to completion (it fails fast on bad input).
+fn run_node(config: &std::path::Path) -> std::process::Output {
+    Command::new(BIN)
+        .env("RUST_BACKTRACE", "0")
+        .arg("run")
+        .arg("--config")
+        .arg(config)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn keys_creates_an_owner_only_identity_and_shows_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -66,13 +77,7 @@ fn bad_configs_stop_the_node_with_a_message() {
     ];
     for (text, expected) in cases {
         std::fs::write(&config, text).unwrap();
-        let out = Command::new(BIN)
-            .env("RUST_BACKTRACE", "0")
-            .arg("run")
-            .arg("--config")
-            .arg(&config)
-            .output()
-            .unwrap();
+        let out = run_node(&config);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success());
         assert!(
@@ -87,13 +92,7 @@ fn bad_configs_stop_the_node_with_a_message() {
         dir.path().join("node-0/identity.key"),
     )
     .unwrap();
-    let out = Command::new(BIN)
-        .env("RUST_BACKTRACE", "0")
-        .arg("run")
-        .arg("--config")
-        .arg(&config)
-        .output()
-        .unwrap();
+    let out = run_node(&config);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("but peers[0] lists"));
 }
