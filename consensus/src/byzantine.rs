@@ -2,11 +2,12 @@
 //! [`Replica`] and rewrites what it sends. The honest code has no fault flags.
 
 use crate::config::ReplicaKeys;
-use crate::messages::{signed, FastVote, Message, ViewChange};
-use crate::replica::{Input, Output, Replica};
-use crate::{CommittedEntry, Height};
+use crate::messages::{signed, Block, FastVote, Message, ViewChange};
+use crate::replica::{Input, Output, Replica, Timer};
+use crate::{CommittedEntry, Height, View};
 use beacon::{NodeIndex, Point, Scheme, Time};
 use sha2::{Digest as _, Sha256};
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 
 /// Anything that can stand in the protocol: the honest [`Replica`] or a wrapper.
@@ -55,17 +56,36 @@ pub enum Behaviour {
     ConflictingViewChange,
     /// Sends nothing at all.
     Silent,
+    /// As the primary of the next view, sends a NEW-VIEW built on view changes it
+    /// wrote in the other members' names (claiming nothing was prepared or
+    /// voted) with a fresh block of its own.
+    ForgedViewChange,
+    /// As a new primary, sends its NEW-VIEW with one block to even-indexed
+    /// members and another to odd ones.
+    SplitNewView,
+    /// As collector, never sends the beacon: commit proofs go out without it,
+    /// beacons, beacon shares and sync responses (which carry beacons) not at all.
+    WithholdBeacon,
+    /// As primary, proposes at once, ignoring the round's time on paced chains.
+    EagerPrimary,
+    /// Sends VIEW-CHANGE, NEW-VIEW and PRE-PREPARE for view `u64::MAX`.
+    HugeView,
 }
 
 impl Behaviour {
     /// Every kind, for campaigns.
-    pub const ALL: [Behaviour; 6] = [
+    pub const ALL: [Behaviour; 11] = [
         Behaviour::EquivocatingPrimary,
         Behaviour::BadShares,
         Behaviour::WithholdShares,
         Behaviour::SilentCollector,
         Behaviour::ConflictingViewChange,
         Behaviour::Silent,
+        Behaviour::ForgedViewChange,
+        Behaviour::SplitNewView,
+        Behaviour::WithholdBeacon,
+        Behaviour::EagerPrimary,
+        Behaviour::HugeView,
     ];
 
     /// Name used in configs.
@@ -77,6 +97,11 @@ impl Behaviour {
             Behaviour::SilentCollector => "silent-collector",
             Behaviour::ConflictingViewChange => "conflicting-view-change",
             Behaviour::Silent => "silent",
+            Behaviour::ForgedViewChange => "forged-view-change",
+            Behaviour::SplitNewView => "split-new-view",
+            Behaviour::WithholdBeacon => "withhold-beacon",
+            Behaviour::EagerPrimary => "eager-primary",
+            Behaviour::HugeView => "huge-view",
         }
     }
 }
@@ -101,6 +126,8 @@ pub struct ByzantineReplica<S: Scheme> {
     inner: Replica<S>,
     keys: ReplicaKeys<S>,
     behaviour: Behaviour,
+    /// (height, view) pairs already attacked, so each attack goes out once.
+    attacked: BTreeSet<(Height, View)>,
 }
 
 impl<S: Scheme> ByzantineReplica<S> {
@@ -110,6 +137,7 @@ impl<S: Scheme> ByzantineReplica<S> {
             inner,
             keys,
             behaviour,
+            attacked: BTreeSet::new(),
         }
     }
 
@@ -120,6 +148,92 @@ impl<S: Scheme> ByzantineReplica<S> {
 
     fn corrupt(sig: S::Signature) -> S::Signature {
         sig.add(&S::Signature::generator())
+    }
+
+    /// Signs a view change with this member's own key (only its own is genuine).
+    fn sign_view_change(&self, vc: &mut ViewChange<S>) {
+        let hashed = S::hash_message(&vc.signed_message());
+        vc.signature = self.keys.tau.share.sign_hashed::<S>(&hashed).signature;
+    }
+
+    /// A block of the current height that no honest member proposed.
+    fn rogue_block(&self, tag: &[u8]) -> Arc<Block> {
+        let mut block = self.inner.fresh_block();
+        block.transactions.push(tag.to_vec());
+        Arc::new(block)
+    }
+
+    /// Attacks that do not wait for an output to rewrite.
+    fn attack(&mut self, out: &mut Vec<Output<S>>) {
+        let h = self.inner.height();
+        let me = self.inner.me();
+        match self.behaviour {
+            Behaviour::ForgedViewChange => {
+                // As the next view's primary: a NEW-VIEW whose quorum is names.
+                let view = self.inner.view().saturating_add(1);
+                let quorum = self.inner.config().view_change_quorum();
+                if self.inner.election_of(view).primary != me || !self.attacked.insert((h, view)) {
+                    return;
+                }
+                let n = self.inner.config().n;
+                let view_changes = (0..n)
+                    .map(|j| (me.0 + j) % n)
+                    .take(quorum as usize)
+                    .map(|j| {
+                        let mut vc = ViewChange {
+                            from: NodeIndex(j),
+                            height: h,
+                            new_view: view,
+                            prepared: None,
+                            fast_vote: None,
+                            beacon_share: None,
+                            block: None,
+                            signature: S::Signature::generator(),
+                        };
+                        // Its own signature stands in for everyone's.
+                        self.sign_view_change(&mut vc);
+                        Arc::new(vc)
+                    })
+                    .collect();
+                out.push(Output::Broadcast(Message::NewView {
+                    height: h,
+                    view,
+                    view_changes,
+                    block: self.rogue_block(b"forged view change"),
+                }));
+            }
+            Behaviour::HugeView => {
+                if !self.attacked.insert((h, View::MAX)) {
+                    return;
+                }
+                let mut vc = ViewChange {
+                    from: me,
+                    height: h,
+                    new_view: View::MAX,
+                    prepared: None,
+                    fast_vote: None,
+                    beacon_share: None,
+                    block: None,
+                    signature: S::Signature::generator(),
+                };
+                self.sign_view_change(&mut vc);
+                let vc = Arc::new(vc);
+                let block = self.rogue_block(b"huge view");
+                out.push(Output::Broadcast(Message::ViewChange(vc.clone())));
+                out.push(Output::Broadcast(Message::NewView {
+                    height: h,
+                    view: View::MAX,
+                    view_changes: vec![vc],
+                    block: block.clone(),
+                }));
+                out.push(Output::Broadcast(Message::PrePrepare {
+                    height: h,
+                    view: View::MAX,
+                    block,
+                }));
+            }
+            _ => {}
+        }
     }
 
     fn rewrite(&self, output: Output<S>, out: &mut Vec<Output<S>>) {
@@ -218,10 +332,10 @@ impl<S: Scheme> ByzantineReplica<S> {
             (Behaviour::ConflictingViewChange, Output::Broadcast(Message::ViewChange(vc))) => {
                 let digest: [u8; 32] =
                     Sha256::digest(format!("never proposed {}", vc.height)).into();
-                let view = vc.new_view - 1;
+                let view = vc.new_view.saturating_sub(1);
                 let hashed = S::hash_message(&signed::fast_vote(vc.height, view, &digest));
                 let share = self.keys.sigma.share.sign_hashed::<S>(&hashed).signature;
-                let forged = ViewChange {
+                let mut forged = ViewChange {
                     fast_vote: Some(FastVote {
                         view,
                         digest,
@@ -230,8 +344,58 @@ impl<S: Scheme> ByzantineReplica<S> {
                     block: None,
                     ..(*vc).clone()
                 };
+                self.sign_view_change(&mut forged);
                 out.push(Output::Broadcast(Message::ViewChange(Arc::new(forged))));
             }
+            (
+                Behaviour::SplitNewView,
+                Output::Broadcast(Message::NewView {
+                    height,
+                    view,
+                    view_changes,
+                    block,
+                }),
+            ) => {
+                let other = self.rogue_block(b"split new view");
+                for j in (0..n).filter(|j| *j != me.0) {
+                    let block = if j % 2 == 0 {
+                        block.clone()
+                    } else {
+                        other.clone()
+                    };
+                    out.push(Output::Send {
+                        to: NodeIndex(j),
+                        message: Message::NewView {
+                            height,
+                            view,
+                            view_changes: view_changes.clone(),
+                            block,
+                        },
+                    });
+                }
+            }
+            (
+                Behaviour::WithholdBeacon,
+                Output::Broadcast(
+                    Message::Beacon { .. }
+                    | Message::BeaconShare { .. }
+                    | Message::SyncResponse { .. },
+                )
+                | Output::Send {
+                    message:
+                        Message::Beacon { .. }
+                        | Message::BeaconShare { .. }
+                        | Message::SyncResponse { .. },
+                    ..
+                },
+            ) => {}
+            (
+                Behaviour::WithholdBeacon,
+                Output::Broadcast(Message::CommitProof { certificate, .. }),
+            ) => out.push(Output::Broadcast(Message::CommitProof {
+                certificate,
+                beacon: None,
+            })),
             (_, o) => out.push(o),
         }
     }
@@ -239,11 +403,22 @@ impl<S: Scheme> ByzantineReplica<S> {
 
 impl<S: Scheme> Participant<S> for ByzantineReplica<S> {
     fn handle(&mut self, now: Time, input: Input<S>) -> Vec<Output<S>> {
-        let outputs = self.inner.handle(now, input);
-        let mut out = Vec::with_capacity(outputs.len());
-        for o in outputs {
-            self.rewrite(o, &mut out);
+        let mut pending: VecDeque<Output<S>> = self.inner.handle(now, input).into();
+        let mut out = Vec::with_capacity(pending.len());
+        while let Some(o) = pending.pop_front() {
+            match (self.behaviour, o) {
+                // An eager primary does not wait for the round's time.
+                (
+                    Behaviour::EagerPrimary,
+                    Output::SetTimer {
+                        timer: timer @ Timer::Propose { .. },
+                        ..
+                    },
+                ) => pending.extend(self.inner.handle(now, Input::Timer(timer))),
+                (_, o) => self.rewrite(o, &mut out),
+            }
         }
+        self.attack(&mut out);
         out
     }
     fn index(&self) -> NodeIndex {

@@ -5,6 +5,10 @@ use beacon::dkg::DkgOutput;
 use beacon::{NodeIndex, Scheme, SecretShare, SignerDomain, ThresholdPublicKey};
 use serde::{Deserialize, Serialize};
 
+/// Default tolerated clock skew on paced chains: 100 ms (NTP-synchronised hosts
+/// are typically within a few milliseconds of each other).
+pub const DEFAULT_CLOCK_SKEW_US: u64 = 100_000;
+
 /// Parameters every replica of one network shares.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReplicaConfig {
@@ -25,6 +29,10 @@ pub struct ReplicaConfig {
     pub genesis_time_us: u64,
     /// The 32-byte seed round 1 chains on.
     pub genesis_seed: [u8; 32],
+    /// The clock skew tolerated between replicas on a paced chain: no honest
+    /// replica releases its beacon share of round `h` before
+    /// `time_of_round(h) - max_clock_skew_us` by its own clock.
+    pub max_clock_skew_us: u64,
     /// How long a collector waits for the fast path before preparing (slow path).
     pub fast_path_timeout_us: u64,
     /// How long a replica waits for a commit before changing view (doubled per view).
@@ -46,11 +54,7 @@ impl ReplicaConfig {
     /// Defaults for `n` replicas with `c` extra collectors: `f = (n - 2c - 1) / 3`,
     /// `t_b = f + 1`, 50 ms fast-path timeout, 1 s view-change timeout.
     pub fn new(n: u32, c: u32) -> Result<Self, ConsensusError> {
-        if n < 2 * c + 1 {
-            return Err(ConsensusError::Config(format!(
-                "n = {n} is too small for c = {c}"
-            )));
-        }
+        check_size(n, c)?;
         let f = (n - 2 * c - 1) / 3;
         let cfg = ReplicaConfig {
             n,
@@ -61,6 +65,7 @@ impl ReplicaConfig {
             period_us: 0,
             genesis_time_us: 0,
             genesis_seed: [0; 32],
+            max_clock_skew_us: DEFAULT_CLOCK_SKEW_US,
             fast_path_timeout_us: 50_000,
             view_change_timeout_us: 1_000_000,
             backup_collector_delay_us: 100_000,
@@ -73,14 +78,17 @@ impl ReplicaConfig {
         Ok(cfg)
     }
 
-    /// Checks `n = 3f + 2c + 1` (or larger), threshold bounds and timeouts.
+    /// Checks `n = 3f + 2c + 1` exactly (every quorum is derived from `f` and
+    /// `c`, and is only safe at that size: `SAFETY.md`), threshold bounds and
+    /// timeouts.
     pub fn validate(&self) -> Result<(), ConsensusError> {
         let err = |m: String| Err(ConsensusError::Config(m));
-        if self.n < 3 * self.f + 2 * self.c + 1 {
+        check_size(self.n, self.c)?;
+        let expected = u64::from(self.f) * 3 + u64::from(self.c) * 2 + 1;
+        if u64::from(self.n) != expected {
             return err(format!(
-                "n = {} < 3f + 2c + 1 = {}",
-                self.n,
-                3 * self.f + 2 * self.c + 1
+                "n = {} but 3f + 2c + 1 = {expected} (f = {}, c = {}): the quorums are only safe at n = 3f + 2c + 1",
+                self.n, self.f, self.c
             ));
         }
         if self.beacon_threshold < self.f + 1 || self.beacon_threshold > self.n - self.f {
@@ -142,11 +150,59 @@ impl ReplicaConfig {
             .fold(0, u64::saturating_add)
     }
 
+    /// Earliest time an honest replica signs anything for `height` (and so
+    /// releases its beacon share): the round's time less the tolerated clock
+    /// skew. Back-to-back chains (no period) have no such time.
+    pub fn release_time(&self, height: u64) -> u64 {
+        if self.period_us == 0 {
+            return 0;
+        }
+        self.time_of_round(height)
+            .saturating_sub(self.max_clock_skew_us)
+    }
+
     /// Earliest time the primary of `height` may propose.
     pub fn time_of_round(&self, height: u64) -> u64 {
         self.genesis_time_us
             .saturating_add(height.saturating_sub(1).saturating_mul(self.period_us))
     }
+}
+
+/// Checks that `n = 3f + 2c + 1` for some `f`: with more replicas than that,
+/// quorums derived from `f` overlap in too few honest replicas and two blocks
+/// can commit at one height. The error names the nearest valid sizes.
+pub fn check_size(n: u32, c: u32) -> Result<(), ConsensusError> {
+    if n >= 1 && u64::from(n) >= 2 * u64::from(c) + 1 && (n - 2 * c - 1) % 3 == 0 {
+        return Ok(());
+    }
+    let below = (1..=n).rev().find(|m| valid_size(*m, c));
+    let above = (n.saturating_add(1)..=n.saturating_add(3)).find(|m| valid_size(*m, c));
+    let sizes: Vec<String> = below
+        .into_iter()
+        .chain(above)
+        .map(|m| m.to_string())
+        .collect();
+    let other_c = smallest_collector_slack(n);
+    let mut msg = format!("n = {n} is not 3f + 2c + 1 for c = {c}");
+    if !sizes.is_empty() {
+        msg += &format!("; nearest valid n for c = {c}: {}", sizes.join(" or "));
+    }
+    if let Some(oc) = other_c {
+        msg += &format!(
+            "; or keep n = {n} with c = {oc} (f = {})",
+            (n - 2 * oc - 1) / 3
+        );
+    }
+    Err(ConsensusError::Config(msg))
+}
+
+fn valid_size(n: u32, c: u32) -> bool {
+    u64::from(n) >= 2 * u64::from(c) + 1 && (n - 2 * c - 1) % 3 == 0
+}
+
+/// The smallest `c` (0, 1 or 2) with `n = 3f + 2c + 1`, if any.
+pub fn smallest_collector_slack(n: u32) -> Option<u32> {
+    (0..3).find(|c| valid_size(n, *c))
 }
 
 /// One threshold key as a replica holds it: its share and the public side.

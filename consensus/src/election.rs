@@ -46,7 +46,9 @@ impl Election {
         let wanted = (collectors as usize).min(n as usize);
         if view > 0 {
             let first = Self::draw(randomness, height, 0, n, collectors).primary;
-            let at = |k: u64| NodeIndex(((u64::from(first.0) + view + k) % u64::from(n)) as u32);
+            // `view % n` first: a view number from the network may be anything.
+            let n64 = u64::from(n);
+            let at = |k: u64| NodeIndex(((u64::from(first.0) + view % n64 + k) % n64) as u32);
             return Election {
                 primary: at(0),
                 collectors: (0..wanted as u64).map(at).collect(),
@@ -91,6 +93,15 @@ mod tests {
         }
         assert!(counts.iter().all(|c| *c > 50), "{counts:?}");
         assert_ne!(Election::draw(b"seed", 5, 1, 16, 1), a);
+    }
+
+    #[test]
+    fn any_view_number_is_drawn_without_overflow() {
+        for view in [u64::MAX, u64::MAX - 1, 1 << 63] {
+            let e = Election::draw(b"seed", u64::MAX, view, 7, 3);
+            assert_eq!(e.collectors.len(), 3);
+            assert!(e.primary.0 < 7);
+        }
     }
 
     #[test]

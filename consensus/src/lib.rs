@@ -6,6 +6,7 @@
 //! - [`election`]: primary and collectors drawn from a past beacon;
 //! - [`messages`]: blocks and messages (PRE-PREPARE, SIGN-SHARE, ...), wire encoding;
 //! - [`replica`]: the honest replica (protocol steps in its module docs);
+//! - [`view_change`]: the view-change rule (the only safe block of a new view);
 //! - [`byzantine`]: swappable Byzantine replicas for simulations and tests;
 //! - [`member`]: DKG then replica, the driver logic shared by simulator and node.
 //!
@@ -17,6 +18,7 @@ pub mod election;
 pub mod member;
 pub mod messages;
 pub mod replica;
+pub mod view_change;
 
 pub use byzantine::{Behaviour, ByzantineReplica, Participant};
 pub use config::{KeyShare, ReplicaConfig, ReplicaKeys};

@@ -110,11 +110,29 @@ pub struct ViewChange<S: Scheme> {
     /// Highest fast-path vote cast for this height.
     pub fast_vote: Option<FastVote<S>>,
     /// The sender's beacon share for round `height` (so the new primary can
-    /// aggregate the beacon even when the old view produced none).
-    pub beacon_share: S::Signature,
+    /// aggregate the beacon even when the old view produced none); absent
+    /// before the round's release time on a paced chain.
+    pub beacon_share: Option<S::Signature>,
     /// The block of the highest prepare certificate or fast vote, so that the new
     /// primary can re-propose it.
     pub block: Option<Arc<Block>>,
+    /// The sender's signature (its `tau` key share, under its own domain tag) on
+    /// [`ViewChange::signed_message`]: a NEW-VIEW forwards view changes, so a
+    /// quorum of them must be a quorum of signatures, not of names.
+    pub signature: S::Signature,
+}
+
+impl<S: Scheme> ViewChange<S> {
+    /// What the sender signs: the height, the new view and both claims (the
+    /// prepare certificate's and the fast vote's view and digest).
+    pub fn signed_message(&self) -> Digest {
+        signed::view_change(
+            self.height,
+            self.new_view,
+            self.prepared.as_ref().map(|p| (p.view, p.digest)),
+            self.fast_vote.as_ref().map(|v| (v.view, v.digest)),
+        )
+    }
 }
 
 /// A committed height: block, commit proof and beacon. What a replica persists
@@ -185,6 +203,15 @@ pub enum Message<S: Scheme> {
         /// tau share on the commit message.
         share: S::Signature,
     },
+    /// A replica's beacon share of round `round`, to every member: sent by a
+    /// replica that committed but learned no beacon in time (a collector that
+    /// withholds it cannot halt the chain).
+    BeaconShare {
+        /// Round.
+        round: Height,
+        /// The sender's beacon share.
+        share: S::Signature,
+    },
     /// A beacon, on its own.
     Beacon {
         /// Round.
@@ -250,6 +277,7 @@ impl<S: Scheme> Message<S> {
             Message::Prepare { .. } => "prepare",
             Message::CommitShare { .. } => "commit-share",
             Message::Beacon { .. } => "beacon",
+            Message::BeaconShare { .. } => "beacon-share",
             Message::ViewChange(_) => "view-change",
             Message::NewView { .. } => "new-view",
             Message::BlockRequest { .. } => "block-request",
@@ -270,9 +298,23 @@ impl<S: Scheme> Message<S> {
             | Message::BlockRequest { height, .. } => Some(*height),
             Message::BlockResponse { block } => Some(block.height),
             Message::CommitProof { certificate, .. } => Some(certificate.height),
-            Message::Beacon { round, .. } => Some(*round),
+            Message::Beacon { round, .. } | Message::BeaconShare { round, .. } => Some(*round),
             Message::ViewChange(vc) => Some(vc.height),
             Message::SyncRequest { .. } | Message::SyncResponse { .. } => None,
+        }
+    }
+
+    /// The view the message is about, for messages bound to one.
+    pub fn view(&self) -> Option<View> {
+        match self {
+            Message::PrePrepare { view, .. }
+            | Message::SignShare { view, .. }
+            | Message::CommitShare { view, .. }
+            | Message::NewView { view, .. } => Some(*view),
+            Message::Prepare { certificate, .. } => Some(certificate.view),
+            Message::CommitProof { certificate, .. } => Some(certificate.view),
+            Message::ViewChange(vc) => Some(vc.new_view),
+            _ => None,
         }
     }
 }
@@ -309,5 +351,30 @@ pub mod signed {
     /// Slow-path commit (tau key).
     pub fn commit(height: Height, view: View, digest: &Digest) -> Digest {
         tagged(b"sbft-beacon/v1/commit", height, view, digest)
+    }
+
+    /// A VIEW-CHANGE (the sender's own `tau` key share): the height, the new
+    /// view, and the (view, digest) of its prepare and fast-vote claims.
+    pub fn view_change(
+        height: Height,
+        new_view: View,
+        prepared: Option<(View, Digest)>,
+        fast_vote: Option<(View, Digest)>,
+    ) -> Digest {
+        let mut h = Sha256::new();
+        h.update(b"sbft-beacon/v1/view-change");
+        h.update(height.to_be_bytes());
+        h.update(new_view.to_be_bytes());
+        for claim in [prepared, fast_vote] {
+            match claim {
+                Some((view, digest)) => {
+                    h.update([1]);
+                    h.update(view.to_be_bytes());
+                    h.update(digest);
+                }
+                None => h.update([0]),
+            }
+        }
+        h.finalize().into()
     }
 }

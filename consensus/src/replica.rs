@@ -38,6 +38,7 @@ use crate::messages::{
     signed, Block, CommitCertificate, CommitPath, CommittedEntry, Digest, FastVote, Message,
     PrepareCertificate, ViewChange,
 };
+use crate::view_change::{fast_candidate, safe_value};
 use crate::{Height, View};
 use beacon::chain::round_message;
 use beacon::memo::Memo;
@@ -57,6 +58,14 @@ const FUTURE_LIMIT: usize = 20_000;
 const FUTURE_HEIGHTS: u64 = 64;
 /// Most entries in one sync response.
 const SYNC_BATCH: usize = 64;
+/// Messages for views more than this far above the current one are ignored: no
+/// honest replica gets there before the timeouts in between have run, and a view
+/// number from the network must never drive arithmetic or memory.
+pub const VIEW_WINDOW: View = 1024;
+/// A new primary keeps view changes for views at most this far above its own.
+const VIEW_CHANGE_STORE_WINDOW: View = 8;
+/// Most proposals held until a paced round's release time.
+const HELD_LIMIT: usize = 64;
 
 /// Inputs of a replica.
 #[derive(Clone, Debug)]
@@ -111,6 +120,11 @@ pub enum Timer {
         height: Height,
         /// View.
         view: View,
+    },
+    /// A paced round's release time: proposals held until now may be signed.
+    Release {
+        /// Height.
+        height: Height,
     },
 }
 
@@ -307,6 +321,11 @@ struct RoundState<S: Scheme> {
     new_view_sent: BTreeSet<View>,
     in_view_change: bool,
     future_views: Vec<(NodeIndex, Message<S>)>,
+    /// Proposals that arrived before the round's release time.
+    held: Vec<(NodeIndex, Message<S>)>,
+    /// Whether this replica sent its beacon share to everyone (committed, but no
+    /// beacon in time).
+    beacon_share_sent: bool,
 }
 
 /// One honest replica.
@@ -405,6 +424,11 @@ impl<S: Scheme> Replica<S> {
     /// The configuration.
     pub fn config(&self) -> &ReplicaConfig {
         &self.config
+    }
+
+    /// The primary and collectors of `view` at the current height.
+    pub fn election_of(&self, view: View) -> Election {
+        RoundState::<S>::elect(&self.config, &self.chain, self.height, view)
     }
 
     /// Handles one input at time `now`.
@@ -523,6 +547,10 @@ impl<S: Scheme> Replica<S> {
         }
         let at = now.max(round_time).plus_micros(self.view_timeout(0));
         self.timer(at, Timer::ViewChange { height: h, view: 0 });
+        let release = Time(self.config.release_time(h));
+        if release > now {
+            self.timer(release, Timer::Release { height: h });
+        }
         if let Some(buffered) = self.future.remove(&h) {
             self.future_count -= buffered.len();
             for (from, message) in buffered {
@@ -550,7 +578,9 @@ impl<S: Scheme> Replica<S> {
         self.on_pre_prepare(now, me, view, block);
     }
 
-    fn fresh_block(&self) -> Block {
+    /// A block for the current height from the mempool, as the primary would
+    /// propose it.
+    pub fn fresh_block(&self) -> Block {
         Block {
             height: self.height,
             parent: self.last_digest(),
@@ -604,6 +634,15 @@ impl<S: Scheme> Replica<S> {
             _ => {}
         }
         let Some(h) = message.height() else { return };
+        if message
+            .view()
+            .is_some_and(|v| v > self.view.saturating_add(VIEW_WINDOW))
+        {
+            return;
+        }
+        if let Message::BeaconShare { round, share } = message {
+            return self.on_beacon_share(now, from, round, share);
+        }
         if from != self.me()
             && matches!(
                 message,
@@ -622,6 +661,18 @@ impl<S: Scheme> Replica<S> {
             if h <= self.height + FUTURE_HEIGHTS && self.future_count < FUTURE_LIMIT {
                 self.future.entry(h).or_default().push((from, message));
                 self.future_count += 1;
+            }
+            return;
+        }
+        if now < Time(self.config.release_time(h))
+            && matches!(
+                message,
+                Message::PrePrepare { .. } | Message::NewView { .. }
+            )
+        {
+            // Signing it would release our beacon share before the round's time.
+            if self.round.held.len() < HELD_LIMIT {
+                self.round.held.push((from, message));
             }
             return;
         }
@@ -698,8 +749,72 @@ impl<S: Scheme> Replica<S> {
             Message::BlockResponse { block } => self.on_block_response(now, block),
             Message::SyncRequest { .. }
             | Message::SyncResponse { .. }
-            | Message::BlockRequest { .. } => {}
+            | Message::BlockRequest { .. }
+            | Message::BeaconShare { .. } => {}
         }
+    }
+
+    /// A beacon share sent to everyone by a replica that committed without a
+    /// beacon: count it (anyone with `t_b` shares recovers the beacon) and join
+    /// in if we are in the same situation. A share for the height we just
+    /// finished is answered with the beacon.
+    fn on_beacon_share(&mut self, now: Time, from: NodeIndex, round: Height, share: S::Signature) {
+        if round.checked_add(1) == Some(self.height) && from != self.me() {
+            if let Some(entry) = self.chain.last() {
+                let signature = entry.beacon;
+                self.send_to(from, Message::Beacon { round, signature });
+            }
+            return;
+        }
+        if round != self.height || self.round.beacon.is_some() {
+            return;
+        }
+        self.add_beacon_share(from, share);
+        if self.round.committed.is_some() {
+            self.send_beacon_share(now);
+        }
+        if let Some(sig) = self.try_beacon(now) {
+            // Peers still waiting may have missed shares that we hold.
+            self.broadcast(Message::Beacon {
+                round,
+                signature: sig,
+            });
+        }
+    }
+
+    /// Sends our beacon share of this round to every member, once per height,
+    /// never before the round's release time.
+    fn send_beacon_share(&mut self, now: Time) {
+        if self.round.beacon_share_sent || now < Time(self.config.release_time(self.height)) {
+            return;
+        }
+        self.round.beacon_share_sent = true;
+        let share = self.sign(&self.keys.beacon.share, &self.round_message());
+        let me = self.me();
+        self.add_beacon_share(me, share);
+        self.broadcast(Message::BeaconShare {
+            round: self.height,
+            share,
+        });
+    }
+
+    /// Recovers the beacon once `t_b` shares are in (bad shares are named and
+    /// dropped); returns it when learned here.
+    fn try_beacon(&mut self, now: Time) -> Option<S::Signature> {
+        if self.round.beacon.is_some()
+            || self.round.beacon_shares.len() < self.config.beacon_threshold as usize
+        {
+            return None;
+        }
+        let set = self.round.beacon_shares.clone();
+        let (sig, invalid) = self.recover("beacon", self.keys.beacon.public.clone(), &set);
+        for i in invalid {
+            self.round.beacon_invalid.insert(i);
+            self.round.beacon_shares.remove(i);
+        }
+        let sig = sig?;
+        self.learn_beacon(now, sig);
+        Some(sig)
     }
 
     fn buffer_future_view(&mut self, from: NodeIndex, message: Message<S>) {
@@ -876,18 +991,8 @@ impl<S: Scheme> Replica<S> {
     fn try_collect(&mut self, now: Time, view: View) {
         let h = self.height;
         // The beacon: t_b shares of round h.
-        if self.round.beacon.is_none()
-            && self.round.beacon_shares.len() >= self.config.beacon_threshold as usize
-            && self.round.election.rank(self.keys.me).is_some()
-        {
-            let set = self.round.beacon_shares.clone();
-            let (sig, invalid) = self.recover("beacon", self.keys.beacon.public.clone(), &set);
-            for i in invalid {
-                self.round.beacon_invalid.insert(i);
-                self.round.beacon_shares.remove(i);
-            }
-            if let Some(sig) = sig {
-                self.learn_beacon(now, sig);
+        if self.round.election.rank(self.keys.me).is_some() {
+            if let Some(sig) = self.try_beacon(now) {
                 if self.config.early_beacon {
                     self.collector_broadcast(
                         now,
@@ -1363,6 +1468,14 @@ impl<S: Scheme> Replica<S> {
             Timer::Propose { height } if height == self.height && self.view == 0 => {
                 self.propose(now)
             }
+            Timer::Release { height } if height == self.height => {
+                for (from, message) in std::mem::take(&mut self.round.held) {
+                    if self.height != height {
+                        break;
+                    }
+                    self.on_message(now, from, message);
+                }
+            }
             Timer::FastPath { height, view } if height == self.height => {
                 if let Some(col) = self.round.collecting.get_mut(&view) {
                     col.fast_timer_fired = true;
@@ -1376,9 +1489,11 @@ impl<S: Scheme> Replica<S> {
                     self.maybe_sync(now, peer);
                 }
                 if self.round.committed.is_none() {
-                    self.start_view_change(now, view + 1);
+                    self.start_view_change(now, view.saturating_add(1));
                 } else {
-                    // Committed but no beacon yet: keep waiting (it needs only t_b shares).
+                    // Committed but no beacon: the collectors withheld it or were
+                    // cut off. Every member gets our share; t_b of them make it.
+                    self.send_beacon_share(now);
                     let at = now.plus_micros(self.view_timeout(view));
                     self.timer(at, Timer::ViewChange { height, view });
                 }
@@ -1409,6 +1524,7 @@ impl<S: Scheme> Replica<S> {
         }
         let h = self.height;
         self.view = new_view;
+        self.round.view_changes.retain(|v, _| *v >= new_view);
         self.round.in_view_change = true;
         self.round.election = RoundState::<S>::elect(&self.config, &self.chain, h, new_view);
         let block = self
@@ -1418,15 +1534,20 @@ impl<S: Scheme> Replica<S> {
             .map(|p| p.digest)
             .or(self.round.fast_vote.as_ref().map(|v| v.digest))
             .and_then(|d| self.round.blocks.get(&d).cloned());
-        let vc = Arc::new(ViewChange {
+        let release = Time(self.config.release_time(h));
+        let mut vc = ViewChange {
             from: self.me(),
             height: h,
             new_view,
             prepared: self.round.prepared.clone(),
             fast_vote: self.round.fast_vote.clone(),
-            beacon_share: self.sign(&self.keys.beacon.share, &self.round_message()),
+            beacon_share: (now >= release)
+                .then(|| self.sign(&self.keys.beacon.share, &self.round_message())),
             block,
-        });
+            signature: S::Signature::generator(),
+        };
+        vc.signature = self.sign(&self.keys.tau.share, &vc.signed_message());
+        let vc = Arc::new(vc);
         self.out.push(Output::ViewChanged {
             height: h,
             view: new_view,
@@ -1477,8 +1598,10 @@ impl<S: Scheme> Replica<S> {
             }
             *self.round.wanted_count.entry(new_view).or_default() += 1;
         }
-        // Only the primary of that view keeps the evidence.
-        if self.primary_of(new_view) == self.me() {
+        // Only the primary of that view keeps the evidence, for views near ours.
+        if new_view <= self.view.saturating_add(VIEW_CHANGE_STORE_WINDOW)
+            && self.primary_of(new_view) == self.me()
+        {
             self.round
                 .view_changes
                 .entry(new_view)
@@ -1503,26 +1626,17 @@ impl<S: Scheme> Replica<S> {
         }
         let primary = self.round.election.primary == self.me() && new_view == self.view;
         if primary {
-            self.add_beacon_share(from, share);
-            if self.round.beacon.is_none()
-                && self.round.beacon_shares.len() >= self.config.beacon_threshold as usize
-            {
-                let set = self.round.beacon_shares.clone();
-                let (sig, invalid) = self.recover("beacon", self.keys.beacon.public.clone(), &set);
-                for i in invalid {
-                    self.round.beacon_invalid.insert(i);
-                    self.round.beacon_shares.remove(i);
-                }
-                if let Some(sig) = sig {
-                    let h = self.height;
-                    self.learn_beacon(now, sig);
-                    self.broadcast(Message::Beacon {
-                        round: h,
-                        signature: sig,
-                    });
-                    if self.height != h {
-                        return;
-                    }
+            if let Some(share) = share {
+                self.add_beacon_share(from, share);
+            }
+            let h = self.height;
+            if let Some(sig) = self.try_beacon(now) {
+                self.broadcast(Message::Beacon {
+                    round: h,
+                    signature: sig,
+                });
+                if self.height != h {
+                    return;
                 }
             }
             self.try_new_view(now, new_view);
@@ -1572,11 +1686,40 @@ impl<S: Scheme> Replica<S> {
         self.on_new_view(now, me, view, chosen, block);
     }
 
-    /// The view changes whose certificates and votes verify (batch-verified per
-    /// group of identical claims).
+    /// The senders whose VIEW-CHANGE signature does not verify: one batch per
+    /// signed message (honest replicas with the same claims sign the same
+    /// message), bisection only when a batch fails.
+    fn forged_view_changes(&mut self, vcs: &[Arc<ViewChange<S>>]) -> BTreeSet<NodeIndex> {
+        let mut by_message: BTreeMap<Digest, Vec<SignatureShare<S>>> = BTreeMap::new();
+        for vc in vcs {
+            by_message
+                .entry(vc.signed_message())
+                .or_default()
+                .push(SignatureShare {
+                    signer: vc.from,
+                    signature: vc.signature,
+                });
+        }
+        let mut bad = BTreeSet::new();
+        for (msg, shares) in by_message {
+            if !self.shares_verify(&self.keys.tau.public, &msg, &shares) {
+                let hashed = self.hash(&msg);
+                bad.extend(
+                    self.keys
+                        .tau
+                        .public
+                        .find_invalid(&hashed, &shares, &mut self.rng),
+                );
+            }
+        }
+        bad
+    }
+
+    /// The view changes whose signatures, certificates and votes verify
+    /// (batch-verified per group of identical claims).
     fn valid_view_changes(&mut self, vcs: &[Arc<ViewChange<S>>]) -> Vec<Arc<ViewChange<S>>> {
         let h = self.height;
-        let mut bad: BTreeSet<NodeIndex> = BTreeSet::new();
+        let mut bad = self.forged_view_changes(vcs);
         let mut certs: BTreeMap<(View, Digest), Vec<NodeIndex>> = BTreeMap::new();
         let mut votes: BTreeMap<(View, Digest), Vec<SignatureShare<S>>> = BTreeMap::new();
         for vc in vcs {
@@ -1654,7 +1797,9 @@ impl<S: Scheme> Replica<S> {
         {
             return;
         }
-        if from != self.me() && !self.deciding_claims_verify(&vcs) {
+        if from != self.me()
+            && (!self.forged_view_changes(&vcs).is_empty() || !self.deciding_claims_verify(&vcs))
+        {
             self.evidence(from, EvidenceKind::InvalidProof { what: "new-view" });
             return;
         }
@@ -1734,8 +1879,20 @@ impl<S: Scheme> Replica<S> {
     /// the check is a pure function of public data and stays sound: no share can
     /// be chosen after the weights.
     fn votes_verify(&self, msg: &[u8], shares: &[SignatureShare<S>]) -> bool {
+        self.shares_verify(&self.keys.sigma.public, msg, shares)
+    }
+
+    /// Batch-verifies shares of `public`'s key on `msg` (weights as in
+    /// [`Self::votes_verify`]).
+    fn shares_verify(
+        &self,
+        public: &ThresholdPublicKey<S>,
+        msg: &[u8],
+        shares: &[SignatureShare<S>],
+    ) -> bool {
         let mut h = Sha256::new();
-        h.update(b"batch-verify sigma shares");
+        h.update(b"batch-verify shares");
+        h.update(public.group_key().to_bytes());
         h.update(msg);
         for s in shares {
             h.update(s.signer.0.to_be_bytes());
@@ -1743,7 +1900,6 @@ impl<S: Scheme> Replica<S> {
         }
         let key: [u8; 32] = h.finalize().into();
         let hashed = self.hash(msg);
-        let public = &self.keys.sigma.public;
         *self.memo.get_or_compute(key, || {
             let mut rng = ChaCha20Rng::from_seed(key);
             public.batch_verify(&hashed, shares, &mut rng)
@@ -1856,6 +2012,8 @@ impl<S: Scheme> RoundState<S> {
             new_view_sent: BTreeSet::new(),
             in_view_change: false,
             future_views: Vec::new(),
+            held: Vec::new(),
+            beacon_share_sent: false,
         }
     }
 
@@ -1876,179 +2034,5 @@ impl<S: Scheme> RoundState<S> {
             config.genesis_seed.to_vec()
         };
         Election::draw(&randomness, height, view, config.n, config.c + 1)
-    }
-}
-
-/// The fast-path candidate of a set of view changes: the highest view `w` such
-/// that one digest has at least `f + c + 1` fast votes cast in views `>= w`.
-pub fn fast_candidate<S: Scheme>(
-    vcs: &[Arc<ViewChange<S>>],
-    f: u32,
-    c: u32,
-) -> Option<(View, Digest)> {
-    let mut views: Vec<View> = vcs
-        .iter()
-        .filter_map(|v| v.fast_vote.as_ref().map(|f| f.view))
-        .collect();
-    views.sort_unstable();
-    views.dedup();
-    for w in views.into_iter().rev() {
-        let mut counts: BTreeMap<Digest, u32> = BTreeMap::new();
-        for v in vcs
-            .iter()
-            .filter_map(|v| v.fast_vote.as_ref())
-            .filter(|v| v.view >= w)
-        {
-            *counts.entry(v.digest).or_default() += 1;
-        }
-        if let Some((d, _)) = counts.into_iter().find(|(_, n)| *n > f + c) {
-            return Some((w, d));
-        }
-    }
-    None
-}
-
-/// The only block digest that is safe to propose in a new view, given `2f + 2c + 1`
-/// view changes (SBFT's view-change rule; argument in `SAFETY.md`):
-/// - `v_p`, `d_p`: the highest prepare certificate;
-/// - a fast-path candidate `(w, d_f)` ([`fast_candidate`]) with `w > v_p` wins;
-/// - else the prepared digest `d_p`;
-/// - else `None`: any fresh block is safe.
-pub fn safe_value<S: Scheme>(vcs: &[Arc<ViewChange<S>>], f: u32, c: u32) -> Option<Digest> {
-    let prepared = vcs
-        .iter()
-        .filter_map(|v| v.prepared.as_ref())
-        .max_by_key(|p| p.view);
-    match (fast_candidate(vcs, f, c), prepared) {
-        (Some((w, d)), Some(p)) if w > p.view => Some(d),
-        (Some((_, d)), None) => Some(d),
-        (_, Some(p)) => Some(p.digest),
-        (None, None) => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use beacon::{MinSig, G1};
-
-    type S = MinSig;
-
-    fn vc(from: u32, prepared: Option<(View, u8)>, fast: Option<(View, u8)>) -> Arc<ViewChange<S>> {
-        let sig = G1::generator();
-        Arc::new(ViewChange {
-            from: NodeIndex(from),
-            height: 1,
-            new_view: 9,
-            prepared: prepared.map(|(view, d)| PrepareCertificate {
-                view,
-                digest: [d; 32],
-                signature: sig,
-            }),
-            fast_vote: fast.map(|(view, d)| FastVote {
-                view,
-                digest: [d; 32],
-                share: sig,
-            }),
-            beacon_share: sig,
-            block: None,
-        })
-    }
-
-    /// SBFT's view-change rule as a table: (view changes, f, c) -> safe digest.
-    #[test]
-    fn safe_value_table() {
-        struct Case {
-            desc: &'static str,
-            f: u32,
-            c: u32,
-            vcs: Vec<Arc<ViewChange<S>>>,
-            expected: Option<u8>,
-        }
-        let cases = vec![
-            Case {
-                desc: "nothing prepared or voted: fresh block",
-                f: 1,
-                c: 0,
-                vcs: vec![vc(0, None, None), vc(1, None, None), vc(2, None, None)],
-                expected: None,
-            },
-            Case {
-                desc: "highest prepare certificate wins",
-                f: 1,
-                c: 0,
-                vcs: vec![
-                    vc(0, Some((1, 7)), None),
-                    vc(1, Some((2, 8)), None),
-                    vc(2, None, None),
-                ],
-                expected: Some(8),
-            },
-            Case {
-                desc: "f+c+1 fast votes above the prepare view win",
-                f: 1,
-                c: 0,
-                vcs: vec![
-                    vc(0, Some((1, 7)), Some((1, 7))),
-                    vc(1, None, Some((3, 5))),
-                    vc(2, None, Some((3, 5))),
-                ],
-                expected: Some(5),
-            },
-            Case {
-                desc: "fast votes at the prepare view do not override it",
-                f: 1,
-                c: 0,
-                vcs: vec![
-                    vc(0, Some((3, 7)), Some((3, 7))),
-                    vc(1, None, Some((3, 5))),
-                    vc(2, None, Some((3, 5))),
-                ],
-                expected: Some(7),
-            },
-            Case {
-                desc: "f fast votes are not enough",
-                f: 1,
-                c: 0,
-                vcs: vec![
-                    vc(0, None, Some((2, 5))),
-                    vc(1, None, None),
-                    vc(2, None, None),
-                ],
-                expected: None,
-            },
-            Case {
-                desc: "votes for one digest across later views add up",
-                f: 1,
-                c: 1,
-                vcs: vec![
-                    vc(0, None, Some((2, 5))),
-                    vc(1, None, Some((4, 5))),
-                    vc(2, None, Some((3, 5))),
-                    vc(3, None, Some((4, 6))),
-                    vc(4, None, None),
-                ],
-                expected: Some(5),
-            },
-            Case {
-                desc: "a lone conflicting vote in a later view is ignored",
-                f: 1,
-                c: 0,
-                vcs: vec![
-                    vc(0, None, Some((1, 5))),
-                    vc(1, None, Some((1, 5))),
-                    vc(2, None, Some((2, 9))),
-                ],
-                expected: Some(5),
-            },
-        ];
-        for case in cases {
-            assert_eq!(
-                safe_value(&case.vcs, case.f, case.c),
-                case.expected.map(|d| [d; 32]),
-                "{}",
-                case.desc
-            );
-        }
     }
 }

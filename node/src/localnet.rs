@@ -40,9 +40,10 @@ pub struct LocalnetArgs {
     /// Signature scheme.
     #[arg(long, default_value = "pedersen-bls-chained")]
     scheme: SchemeId,
-    /// Extra collectors `c`.
-    #[arg(long, default_value_t = 0)]
-    c: u32,
+    /// Extra collectors `c` (default: the smallest `c` with `n = 3f + 2c + 1`;
+    /// other sizes are refused, their quorums are unsafe).
+    #[arg(long)]
+    c: Option<u32>,
     /// Seconds between rounds (0: back-to-back rounds).
     #[arg(long, default_value_t = 0)]
     period: u32,
@@ -331,6 +332,12 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
     if args.rounds < 2 {
         bail!("--rounds must be at least 2 (round 1 waits for the DKG)");
     }
+    let c = match args.c {
+        Some(c) => c,
+        None => consensus::config::smallest_collector_slack(args.nodes)
+            .with_context(|| format!("no c gives n = 3f + 2c + 1 for {} nodes", args.nodes))?,
+    };
+    consensus::config::check_size(args.nodes, c)?;
     let wall = Instant::now();
     let temp;
     let dir = match &args.dir {
@@ -347,7 +354,7 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
         &dir,
         args.nodes,
         args.scheme,
-        args.c,
+        c,
         args.period,
         args.base_port,
     )?;

@@ -66,6 +66,12 @@ pub struct Net<S: Scheme> {
     pub evidence: Vec<consensus::Evidence>,
     pub view_changes: u64,
     pub messages: u64,
+    /// Every message an honest replica sent: (time, sender, kind, height).
+    pub honest_sends: Vec<(Time, NodeIndex, &'static str, Option<u64>)>,
+    /// Every beacon an honest replica learned: (time, replica, round).
+    pub learned: Vec<(Time, NodeIndex, u64)>,
+    /// Messages for which this returns true are dropped (from, to, message).
+    pub drop: Option<Box<dyn Fn(NodeIndex, NodeIndex, &Message<S>) -> bool>>,
 }
 
 impl<S: Scheme> Net<S> {
@@ -105,6 +111,9 @@ impl<S: Scheme> Net<S> {
             evidence: Vec::new(),
             view_changes: 0,
             messages: 0,
+            honest_sends: Vec::new(),
+            learned: Vec::new(),
+            drop: None,
         }
     }
 
@@ -157,6 +166,12 @@ impl<S: Scheme> Net<S> {
                     _ => {}
                 }
             }
+            if self.nodes[who.0 as usize].is_honest() {
+                if let Output::Send { message, .. } | Output::Broadcast(message) = &o {
+                    self.honest_sends
+                        .push((self.now, who, message.kind(), message.height()));
+                }
+            }
             match o {
                 Output::Send { to, message } => {
                     let at = self.now.plus_micros(self.delay());
@@ -198,6 +213,7 @@ impl<S: Scheme> Net<S> {
                 }
                 Output::Beacon { beacon, .. } => {
                     if self.nodes[who.0 as usize].is_honest() {
+                        self.learned.push((self.now, who, beacon.round));
                         self.beacons
                             .entry(beacon.round)
                             .or_default()
@@ -243,6 +259,9 @@ impl<S: Scheme> Net<S> {
             let event = self.events.remove(&id).unwrap();
             let (who, input) = match event {
                 Event::Deliver { from, to, message } => {
+                    if self.drop.as_ref().is_some_and(|d| d(from, to, &message)) {
+                        continue;
+                    }
                     self.messages += 1;
                     (to, Input::Message { from, message })
                 }

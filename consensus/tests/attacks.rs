@@ -1,0 +1,475 @@
+//! Attacks by one Byzantine member (issue: "one bad member must not fork, halt or
+//! crash the network"). Each test replays an attack that worked once and checks
+//! that it no longer does: forged view changes, oversized views, a withheld
+//! beacon, an eager primary on a paced chain, and networks of the wrong size.
+
+mod common;
+
+use beacon::dkg::DkgOutput;
+use beacon::memo::Memo;
+use beacon::{InterpolationMethod, MinSig, NodeIndex, Point, Scheme, SignatureShare, Time};
+use common::Net;
+use consensus::messages::{signed, CommitCertificate, PrepareCertificate, ViewChange};
+use consensus::{
+    Behaviour, ByzantineReplica, CommitPath, Election, Envelope, EvidenceKind, Input, Member,
+    MemberInput, MemberOutput, Message, Output, Participant, Replica, ReplicaConfig, ReplicaKeys,
+};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+type S = MinSig;
+
+fn fast_config(n: u32, c: u32) -> ReplicaConfig {
+    let mut cfg = ReplicaConfig::new(n, c).unwrap();
+    cfg.fast_path_timeout_us = 30_000;
+    cfg.view_change_timeout_us = 300_000;
+    cfg.backup_collector_delay_us = 40_000;
+    cfg
+}
+
+/// A hand-scheduled network: messages wait in a queue until the test delivers them.
+struct Manual {
+    nodes: Vec<Box<dyn Participant<S>>>,
+    queue: VecDeque<(NodeIndex, NodeIndex, Message<S>)>,
+    commits: BTreeMap<u32, [u8; 32]>,
+    evidence: Vec<(NodeIndex, EvidenceKind)>,
+    n: u32,
+}
+
+impl Manual {
+    fn new(
+        config: &ReplicaConfig,
+        outputs: &[Arc<DkgOutput<S>>],
+        byzantine: NodeIndex,
+        behaviour: Behaviour,
+    ) -> Self {
+        let memo = Memo::disabled();
+        let nodes = outputs
+            .iter()
+            .map(|o| {
+                let keys = ReplicaKeys::from_dkg(config, o).unwrap();
+                let replica = Replica::new(
+                    config.clone(),
+                    keys.clone(),
+                    [o.me.0 as u8; 32],
+                    memo.clone(),
+                );
+                if o.me == byzantine {
+                    Box::new(ByzantineReplica::new(replica, keys, behaviour))
+                        as Box<dyn Participant<S>>
+                } else {
+                    Box::new(replica)
+                }
+            })
+            .collect();
+        Manual {
+            nodes,
+            queue: VecDeque::new(),
+            commits: BTreeMap::new(),
+            evidence: Vec::new(),
+            n: config.n,
+        }
+    }
+
+    fn input(&mut self, who: NodeIndex, input: Input<S>) -> Vec<Output<S>> {
+        let out = self.nodes[who.0 as usize].handle(Time::ZERO, input);
+        for o in &out {
+            match o {
+                Output::Send { to, message } => self.queue.push_back((who, *to, message.clone())),
+                Output::Broadcast(message) => {
+                    for j in (0..self.n).filter(|j| *j != who.0) {
+                        self.queue.push_back((who, NodeIndex(j), message.clone()));
+                    }
+                }
+                Output::Committed { certificate, .. } => {
+                    self.commits.insert(who.0, certificate.digest);
+                }
+                Output::Evidence(e) => self.evidence.push((who, e.kind.clone())),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    fn deliver(&mut self, from: NodeIndex, to: NodeIndex, message: Message<S>) -> Vec<Output<S>> {
+        self.input(to, Input::Message { from, message })
+    }
+
+    /// Delivers queued messages until none is left; `keep` decides which are
+    /// delivered, the others are returned undelivered.
+    fn drain(
+        &mut self,
+        keep: impl Fn(NodeIndex, NodeIndex, &Message<S>) -> bool,
+    ) -> Vec<(NodeIndex, NodeIndex, Message<S>)> {
+        let mut held = Vec::new();
+        while let Some((from, to, m)) = self.queue.pop_front() {
+            if keep(from, to, &m) {
+                self.deliver(from, to, m);
+            } else {
+                held.push((from, to, m));
+            }
+        }
+        held
+    }
+}
+
+/// The attack of issue 15, finding 1 (n = 4, c = 0): the view-0 collector
+/// commits block d0 on the fast path and its proof is delayed; the Byzantine
+/// primary of view 1 sends a NEW-VIEW built on view changes written in the
+/// others' names, proposing its own block, and drives the slow path with the
+/// two other honest replicas. Unsigned view changes let them commit a second
+/// block at height 1; signed ones make them refuse the NEW-VIEW.
+#[test]
+fn forged_view_changes_do_not_fork_the_chain() {
+    let mut config = ReplicaConfig::new(4, 0).unwrap();
+    // A genesis where the view-1 primary is neither the view-0 primary nor its collector.
+    let (collector, byzantine) = (0..=255u8)
+        .find_map(|g| {
+            config.genesis_seed = [g; 32];
+            let e0 = Election::draw(&config.genesis_seed, 1, 0, 4, 1);
+            let e1 = Election::draw(&config.genesis_seed, 1, 1, 4, 1);
+            (e0.collectors[0] != e1.primary).then_some((e0.collectors[0], e1.primary))
+        })
+        .unwrap();
+    let outputs = common::dkg::<S>(&config, 11);
+    let mut net = Manual::new(&config, &outputs, byzantine, Behaviour::ForgedViewChange);
+    for i in 0..4 {
+        net.input(NodeIndex(i), Input::Start);
+    }
+    // View 0 runs, but the collector's proof and beacon reach nobody; the forged
+    // NEW-VIEW is held back until the collector has committed.
+    let held = net.drain(|from, _, m| {
+        !(from == collector && matches!(m, Message::CommitProof { .. } | Message::Beacon { .. }))
+            && !matches!(m, Message::NewView { .. })
+    });
+    let d0 = *net
+        .commits
+        .get(&collector.0)
+        .expect("the collector commits d0");
+    let forged: Vec<_> = held
+        .into_iter()
+        .filter(|(from, to, m)| {
+            *from == byzantine && *to != collector && matches!(m, Message::NewView { .. })
+        })
+        .collect();
+    assert_eq!(
+        forged.len(),
+        2,
+        "the forger sends its NEW-VIEW to the other two"
+    );
+    let victims: Vec<NodeIndex> = forged.iter().map(|(_, to, _)| *to).collect();
+    let mut sign_shares = Vec::new();
+    for (from, to, m) in forged {
+        for o in net.deliver(from, to, m) {
+            if let Output::Send {
+                message: message @ Message::SignShare { .. },
+                to: c,
+            } = o
+            {
+                assert_eq!(c, byzantine);
+                sign_shares.push((to, message));
+            }
+        }
+    }
+    // The Byzantine coalition finishes the slow path with whatever the victims signed.
+    let keys = ReplicaKeys::from_dkg(&config, &outputs[byzantine.0 as usize]).unwrap();
+    let tau = keys.tau.public.clone();
+    let own = |msg: &[u8]| SignatureShare::<S> {
+        signer: byzantine,
+        signature: keys.tau.share.sign::<S>(msg).signature,
+    };
+    if let [(_, Message::SignShare { view, digest, .. }), ..] = sign_shares.as_slice() {
+        let (view, digest) = (*view, *digest);
+        let msg = signed::prepare(1, view, &digest);
+        let mut shares = vec![own(&msg)];
+        for (from, m) in &sign_shares {
+            if let Message::SignShare { tau, .. } = m {
+                shares.push(SignatureShare {
+                    signer: *from,
+                    signature: *tau,
+                });
+            }
+        }
+        let prepare = PrepareCertificate {
+            view,
+            digest,
+            signature: tau.aggregate(&shares, InterpolationMethod::Naive).unwrap(),
+        };
+        let mut commit_shares = vec![own(&signed::commit(1, view, &digest))];
+        for v in &victims {
+            let prepare = Message::Prepare {
+                height: 1,
+                certificate: prepare.clone(),
+            };
+            for o in net.deliver(byzantine, *v, prepare) {
+                if let Output::Send {
+                    message: Message::CommitShare { share, .. },
+                    ..
+                } = o
+                {
+                    commit_shares.push(SignatureShare {
+                        signer: *v,
+                        signature: share,
+                    });
+                }
+            }
+        }
+        if let Ok(signature) = tau.aggregate(&commit_shares, InterpolationMethod::Naive) {
+            for v in &victims {
+                let proof = Message::CommitProof {
+                    certificate: CommitCertificate {
+                        height: 1,
+                        view,
+                        digest,
+                        path: CommitPath::Slow,
+                        signature,
+                    },
+                    beacon: None,
+                };
+                net.deliver(byzantine, *v, proof);
+            }
+        }
+    }
+    for (who, digest) in &net.commits {
+        assert_eq!(
+            *digest, d0,
+            "replica {who} committed another block at height 1"
+        );
+    }
+    for v in victims {
+        assert!(
+            net.evidence.iter().any(|(who, e)| *who == v
+                && matches!(e, EvidenceKind::InvalidProof { what: "new-view" })),
+            "replica {} does not name the forger",
+            v.0
+        );
+    }
+}
+
+/// With forged view changes in the mix, a simulated network stays safe and live.
+#[test]
+fn forged_and_split_new_views_keep_agreement() {
+    for (seed, behaviour) in [
+        (1, Behaviour::ForgedViewChange),
+        (2, Behaviour::SplitNewView),
+        (3, Behaviour::ForgedViewChange),
+        (4, Behaviour::SplitNewView),
+    ] {
+        let mut net = Net::<S>::new(fast_config(4, 0), seed, &[(seed as u32 % 4, behaviour)]);
+        net.start();
+        assert!(
+            net.run_until(6, Time::from_millis(120_000)),
+            "{behaviour:?} seed {seed}: no progress"
+        );
+        net.assert_agreement();
+        net.assert_beacons_verify();
+    }
+}
+
+/// Issue 15, finding 2: with n above 3f + 2c + 1 the quorums derived from f
+/// overlap in too few replicas; such sizes are refused, with the nearest valid
+/// ones named.
+#[test]
+fn network_sizes_other_than_3f_2c_1_are_refused() {
+    for (n, c) in [(5, 0), (6, 0), (8, 0), (32, 0), (64, 1), (7, 1)] {
+        let err = ReplicaConfig::new(n, c).unwrap_err().to_string();
+        assert!(err.contains("nearest valid n"), "{n}/{c}: {err}");
+        assert!(
+            err.contains(&format!("keep n = {n} with c =")),
+            "{n}/{c}: {err}"
+        );
+    }
+    assert!(ReplicaConfig::new(5, 0)
+        .unwrap_err()
+        .to_string()
+        .contains("4 or 7"));
+    // A hand-built config with f-based quorums and one replica too many.
+    let mut cfg = ReplicaConfig::new(4, 0).unwrap();
+    cfg.n = 5;
+    assert!(cfg.validate().is_err());
+    let outputs = common::dkg::<S>(&ReplicaConfig::new(4, 0).unwrap(), 3);
+    assert!(Member::<S>::restore(
+        cfg,
+        &outputs[0],
+        Vec::new(),
+        [0; 32],
+        Memo::disabled(),
+        None
+    )
+    .is_err());
+    for n in [4, 5, 6, 7, 8, 16, 32, 64, 100, 1024] {
+        let c = consensus::config::smallest_collector_slack(n).unwrap();
+        let cfg = ReplicaConfig::new(n, c).unwrap();
+        assert_eq!(cfg.n, 3 * cfg.f + 2 * cfg.c + 1);
+    }
+}
+
+/// Issue 15, finding 3: one VIEW-CHANGE, NEW-VIEW or PRE-PREPARE for view
+/// `u64::MAX` from a member once made every receiver panic (overflow in the
+/// election). Sent through `Member`, as the node delivers it.
+#[test]
+fn a_huge_view_number_is_ignored() {
+    let config = ReplicaConfig::new(4, 0).unwrap();
+    let outputs = common::dkg::<S>(&config, 5);
+    let mut member = Member::<S>::restore(
+        config.clone(),
+        &outputs[0],
+        Vec::new(),
+        [0; 32],
+        Memo::disabled(),
+        None,
+    )
+    .unwrap();
+    member.handle(Time::ZERO, MemberInput::Start);
+    let keys = ReplicaKeys::from_dkg(&config, &outputs[1]).unwrap();
+    for view in [u64::MAX, u64::MAX - 1, 1 << 63] {
+        let mut vc = ViewChange::<S> {
+            from: NodeIndex(1),
+            height: 1,
+            new_view: view,
+            prepared: None,
+            fast_vote: None,
+            beacon_share: None,
+            block: None,
+            signature: beacon::G1::generator(),
+        };
+        vc.signature = keys.tau.share.sign::<S>(&vc.signed_message()).signature;
+        let vc = Arc::new(vc);
+        let block = Arc::new(consensus::Block {
+            height: 1,
+            parent: [0; 32],
+            previous_beacon: config.genesis_seed.to_vec(),
+            transactions: Vec::new(),
+        });
+        for message in [
+            Message::ViewChange(vc.clone()),
+            Message::NewView {
+                height: 1,
+                view,
+                view_changes: vec![vc.clone(); 3],
+                block: block.clone(),
+            },
+            Message::PrePrepare {
+                height: 1,
+                view,
+                block: block.clone(),
+            },
+        ] {
+            for from in 1..4 {
+                let out = member.handle(
+                    Time::from_millis(1),
+                    MemberInput::Message {
+                        from: NodeIndex(from),
+                        envelope: Envelope::Consensus(message.clone()),
+                    },
+                );
+                assert!(
+                    !out.iter()
+                        .any(|o| matches!(o, MemberOutput::Replica(Output::ViewChanged { .. }))),
+                    "a huge view moved the replica"
+                );
+            }
+        }
+    }
+    // The replica still works: a network with a huge-view member makes progress.
+    let mut net = Net::<S>::new(fast_config(4, 0), 9, &[(2, Behaviour::HugeView)]);
+    net.start();
+    assert!(net.run_until(5, Time::from_millis(60_000)));
+    net.assert_agreement();
+}
+
+/// Issue 15, finding 4: with c = 0 the collector alone holds the beacon shares;
+/// one that broadcasts its commit proof without the beacon, and never the
+/// beacon, used to halt the chain (everyone committed, nobody finalized).
+#[test]
+fn a_collector_withholding_the_beacon_does_not_halt_the_chain() {
+    for seed in [1, 2, 3] {
+        let mut net = Net::<S>::new(
+            fast_config(4, 0),
+            seed,
+            &[(seed as u32 % 4, Behaviour::WithholdBeacon)],
+        );
+        net.start();
+        assert!(
+            net.run_until(12, Time::from_millis(120_000)),
+            "seed {seed}: the chain halted at a withheld beacon"
+        );
+        net.assert_agreement();
+        net.assert_beacons_verify();
+    }
+}
+
+/// Issue 15, finding 6: on a paced chain an eager primary proposes early; no
+/// honest replica may release its beacon share for round h before
+/// `time_of_round(h) - max_clock_skew`, so nobody learns beacon h early.
+#[test]
+fn an_eager_primary_does_not_make_beacons_public_early() {
+    for seed in [1, 2] {
+        let mut cfg = fast_config(4, 0);
+        cfg.period_us = 1_000_000;
+        cfg.genesis_time_us = 2_000_000;
+        cfg.max_clock_skew_us = 50_000;
+        // The primary of height 1 is eager.
+        let eager = Election::draw(&cfg.genesis_seed, 1, 0, 4, 1).primary.0;
+        let mut net = Net::<S>::new(cfg.clone(), seed, &[(eager, Behaviour::EagerPrimary)]);
+        net.start();
+        assert!(net.run_until(5, Time::from_millis(60_000)));
+        net.assert_agreement();
+        for (at, who, kind, height) in &net.honest_sends {
+            if matches!(*kind, "sign-share" | "beacon-share") {
+                let h = height.unwrap();
+                assert!(
+                    at.0 >= cfg.release_time(h),
+                    "replica {} sent a {kind} for round {h} at {at}, before {}",
+                    who.0,
+                    cfg.release_time(h)
+                );
+            }
+        }
+        for (at, who, round) in &net.learned {
+            assert!(
+                at.0 >= cfg.release_time(*round),
+                "replica {} learned beacon {round} at {at}",
+                who.0
+            );
+        }
+    }
+}
+
+/// The view changes a NEW-VIEW carries verify in one batch per signed message:
+/// one bad signature among them is enough to refuse it.
+#[test]
+fn view_change_signatures_bind_the_claims() {
+    let config = ReplicaConfig::new(4, 0).unwrap();
+    let outputs = common::dkg::<S>(&config, 21);
+    let keys = ReplicaKeys::from_dkg(&config, &outputs[0]).unwrap();
+    let mut vc = ViewChange::<S> {
+        from: NodeIndex(0),
+        height: 3,
+        new_view: 2,
+        prepared: None,
+        fast_vote: None,
+        beacon_share: None,
+        block: None,
+        signature: beacon::G1::generator(),
+    };
+    let msg = vc.signed_message();
+    vc.signature = keys.tau.share.sign::<S>(&msg).signature;
+    let hashed = S::hash_message(&msg);
+    let share = SignatureShare {
+        signer: NodeIndex(0),
+        signature: vc.signature,
+    };
+    assert!(keys.tau.public.verify_share(&hashed, &share));
+    // Any change of claim or view changes the signed message.
+    let mut other = vc.clone();
+    other.new_view = 3;
+    assert_ne!(other.signed_message(), msg);
+    other.new_view = 2;
+    other.fast_vote = Some(consensus::messages::FastVote {
+        view: 1,
+        digest: [7; 32],
+        share: vc.signature,
+    });
+    assert_ne!(other.signed_message(), msg);
+}
