@@ -79,6 +79,9 @@ struct CampaignArgs {
     /// Write all runs as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// Seeds run at once (each on one thread; results are the same for any value).
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
 }
 
 /// Loads a scenario and applies the `--nodes` / `--rounds` overrides.
@@ -256,15 +259,16 @@ fn campaign(args: CampaignArgs) -> Result<()> {
         "campaign: {} seeds from {} on scenario {} ({} nodes, {} rounds)",
         args.seeds, args.first_seed, base.name, base.nodes, base.rounds
     );
-    let runs = sim::campaign::run(&base, args.first_seed, args.seeds, &|run| {
+    let runs = sim::campaign::run(&base, args.first_seed, args.seeds, args.jobs, &|run| {
         let verdict = match run.violations.first() {
             None => "ok".to_string(),
             Some(v) => format!("FAILED {:?}: {}", v.kind, v.detail),
         };
         println!(
-            "seed {:>6}  byzantine {:>2}  partition {:>5}  crash-restart {:>5}  loss {:.3}  rounds {:>3}  {}",
+            "seed {:>6}  byzantine {:>2}  twins {}  partition {:>5}  crash-restart {:>5}  loss {:.3}  rounds {:>3}  {}",
             run.seed,
             run.byzantine.len(),
+            run.twins,
             run.partition,
             run.crash_restart,
             run.loss,
@@ -274,6 +278,16 @@ fn campaign(args: CampaignArgs) -> Result<()> {
     })?;
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_string_pretty(&runs)?)?;
+    }
+    println!(
+        "\n{:<24} {:>6} {:>6} {:>7} {:>9} {:>6}",
+        "fault", "runs", "ok", "safety", "liveness", "crash"
+    );
+    for row in sim::campaign::outcomes(&runs) {
+        println!(
+            "{:<24} {:>6} {:>6} {:>7} {:>9} {:>6}",
+            row.kind, row.runs, row.ok, row.safety, row.liveness, row.crash
+        );
     }
     let failed: Vec<u64> = runs
         .iter()

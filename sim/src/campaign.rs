@@ -1,9 +1,10 @@
 //! Campaigns: many seeds, each with a fault mix drawn from the seed (Byzantine
-//! kinds and count up to f, a partition, a crash-restart, loss), run to
-//! completion; failing seeds are reported with their typed failure.
+//! kinds and count, twins, together up to f; a partition, a crash-restart,
+//! loss), run to completion; failing seeds are reported with their typed
+//! failure, and [`outcomes`] tabulates fault kinds against outcomes.
 
 use crate::config::{Crash, Partition, SimConfig};
-use crate::invariants::Violation;
+use crate::invariants::{FailureKind, Violation};
 use crate::SimError;
 use consensus::Behaviour;
 use rand::seq::SliceRandom;
@@ -19,6 +20,8 @@ pub struct CampaignRun {
     pub seed: u64,
     /// Byzantine replicas and their kinds.
     pub byzantine: Vec<String>,
+    /// Members run as twins.
+    pub twins: u32,
     /// Whether a partition was drawn.
     pub partition: bool,
     /// Whether a crash-restart was drawn.
@@ -46,6 +49,11 @@ pub fn draw(base: &SimConfig, seed: u64) -> SimConfig {
     kinds.truncate(rng.gen_range(1..=kinds.len()));
     cfg.faults.byzantine = count;
     cfg.faults.byzantine_kinds = kinds.iter().map(|k| k.as_str().to_string()).collect();
+    cfg.faults.twins = if count < f && rng.gen_bool(0.3) {
+        rng.gen_range(1..=f - count)
+    } else {
+        0
+    };
     cfg.partitions.clear();
     if rng.gen_bool(0.4) && n >= 4 {
         let start = rng.gen_range(500..3_000);
@@ -73,31 +81,126 @@ pub fn draw(base: &SimConfig, seed: u64) -> SimConfig {
     cfg
 }
 
-/// Runs `seeds` consecutive seeds from `first_seed` on fault mixes drawn from `base`.
+/// Runs `seeds` consecutive seeds from `first_seed` on fault mixes drawn from
+/// `base`, on `jobs` threads (each seed is deterministic on its own; the runs
+/// come back in seed order).
 pub fn run(
     base: &SimConfig,
     first_seed: u64,
     seeds: u64,
-    on_run: &dyn Fn(&CampaignRun),
+    jobs: usize,
+    on_run: &(dyn Fn(&CampaignRun) + Sync),
 ) -> Result<Vec<CampaignRun>, SimError> {
-    let mut runs = Vec::new();
-    for seed in first_seed..first_seed + seeds {
-        let cfg = draw(base, seed);
-        let (report, _) = crate::run(&cfg, None)?;
-        let run = CampaignRun {
-            seed,
-            byzantine: (0..cfg.faults.byzantine as usize)
-                .map(|i| cfg.faults.byzantine_kinds[i % cfg.faults.byzantine_kinds.len()].clone())
-                .collect(),
-            partition: !cfg.partitions.is_empty(),
-            crash_restart: !cfg.faults.crash.is_empty(),
-            loss: cfg.network.loss,
-            rounds: report.rounds,
-            violations: report.violations,
-            trace_hash: report.trace_hash,
-        };
-        on_run(&run);
-        runs.push(run);
-    }
+    let next = std::sync::atomic::AtomicU64::new(first_seed);
+    let end = first_seed.saturating_add(seeds);
+    let results = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.max(1) {
+            scope.spawn(|| loop {
+                let seed = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if seed >= end {
+                    break;
+                }
+                let run = run_seed(base, seed);
+                if let Ok(r) = &run {
+                    on_run(r);
+                }
+                let failed = run.is_err();
+                results
+                    .lock()
+                    .expect("no worker panics holding the lock")
+                    .push(run);
+                if failed {
+                    next.store(end, std::sync::atomic::Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    let mut runs = results
+        .into_inner()
+        .expect("no worker panics holding the lock")
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()?;
+    runs.sort_by_key(|r| r.seed);
     Ok(runs)
+}
+
+fn run_seed(base: &SimConfig, seed: u64) -> Result<CampaignRun, SimError> {
+    let cfg = draw(base, seed);
+    let (report, _) = crate::run(&cfg, None)?;
+    Ok(CampaignRun {
+        seed,
+        byzantine: (0..cfg.faults.byzantine as usize)
+            .map(|i| cfg.faults.byzantine_kinds[i % cfg.faults.byzantine_kinds.len()].clone())
+            .collect(),
+        twins: cfg.faults.twins,
+        partition: !cfg.partitions.is_empty(),
+        crash_restart: !cfg.faults.crash.is_empty(),
+        loss: cfg.network.loss,
+        rounds: report.rounds,
+        violations: report.violations,
+        trace_hash: report.trace_hash,
+    })
+}
+
+/// One row of a campaign's table: a fault kind and how the runs with it ended.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Outcomes {
+    /// Fault kind: a Byzantine behaviour, `twins`, `partition`, `crash-restart`,
+    /// `loss` or `none`.
+    pub kind: String,
+    /// Runs with this fault.
+    pub runs: u64,
+    /// Runs without a violation.
+    pub ok: u64,
+    /// Agreement or validity violations.
+    pub safety: u64,
+    /// Liveness violations.
+    pub liveness: u64,
+    /// Members that panicked.
+    pub crash: u64,
+}
+
+/// Fault kinds against outcomes, one row per kind that occurred.
+pub fn outcomes(runs: &[CampaignRun]) -> Vec<Outcomes> {
+    let mut rows: Vec<Outcomes> = Behaviour::ALL
+        .iter()
+        .map(|b| b.as_str())
+        .chain(["twins", "partition", "crash-restart", "loss", "none"])
+        .map(|k| Outcomes {
+            kind: k.to_string(),
+            ..Outcomes::default()
+        })
+        .collect();
+    for run in runs {
+        let mut kinds: Vec<&str> = run.byzantine.iter().map(String::as_str).collect();
+        if run.twins > 0 {
+            kinds.push("twins");
+        }
+        if run.partition {
+            kinds.push("partition");
+        }
+        if run.crash_restart {
+            kinds.push("crash-restart");
+        }
+        if run.loss > 0.0 {
+            kinds.push("loss");
+        }
+        if kinds.is_empty() {
+            kinds.push("none");
+        }
+        kinds.sort_unstable();
+        kinds.dedup();
+        for row in rows.iter_mut().filter(|r| kinds.contains(&r.kind.as_str())) {
+            row.runs += 1;
+            match run.violations.first().map(|v| v.kind) {
+                None => row.ok += 1,
+                Some(FailureKind::Safety) => row.safety += 1,
+                Some(FailureKind::Liveness) => row.liveness += 1,
+                Some(FailureKind::Crash) => row.crash += 1,
+            }
+        }
+    }
+    rows.retain(|r| r.runs > 0);
+    rows
 }

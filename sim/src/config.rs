@@ -235,6 +235,11 @@ pub struct Faults {
     pub byzantine: u32,
     /// Behaviours they cycle through (names of `consensus::Behaviour`).
     pub byzantine_kinds: Vec<String>,
+    /// Members that run as twins: two instances with the same keys, each
+    /// talking to its own half of the network (chosen by the seed). They count
+    /// against `f` together with `byzantine`, and find equivocation bugs nobody
+    /// wrote an attack for.
+    pub twins: u32,
     /// Crashes (and optional restarts).
     pub crash: Vec<Crash>,
 }

@@ -90,6 +90,15 @@ struct Slot<S: Scheme> {
     busy_until: Time,
     cpu_us: u64,
     behaviour: Option<Behaviour>,
+    /// Whether this slot runs the honest protocol alone under its identity
+    /// (Byzantine members and both instances of a twin do not).
+    honest: bool,
+    /// The member this slot speaks as (a twin's second instance shares it).
+    identity: u32,
+    /// The half of the network this slot is in, for twins' routing.
+    side: bool,
+    /// Whether this slot is one instance of a twin pair.
+    twinned: bool,
 }
 
 /// What one node did in one window.
@@ -268,6 +277,8 @@ struct Engine<S: Scheme> {
     finalized: Vec<u64>,
     evidence: BTreeMap<String, u64>,
     cpu_at_rounds_start: u64,
+    /// Per member: the slot of its twin's second instance, if it has one.
+    twin_slot: Vec<Option<u32>>,
 }
 
 /// Progress callback: (rounds finalized by every honest node, target rounds).
@@ -325,10 +336,10 @@ impl<S: Scheme> Engine<S> {
         replica
             .validate()
             .map_err(|e| SimError::Config(e.to_string()))?;
-        if cfg.faults.byzantine > replica.f {
+        if cfg.faults.byzantine + cfg.faults.twins > replica.f {
             return Err(SimError::Config(format!(
-                "{} Byzantine replicas exceed f = {} for n = {}, c = {}",
-                cfg.faults.byzantine, replica.f, cfg.nodes, p.c
+                "{} Byzantine replicas and {} twins exceed f = {} for n = {}, c = {}",
+                cfg.faults.byzantine, cfg.faults.twins, replica.f, cfg.nodes, p.c
             )));
         }
         let n = cfg.nodes;
@@ -350,6 +361,19 @@ impl<S: Scheme> Engine<S> {
         {
             behaviours[*node as usize] = Some(kinds[i % kinds.len()]);
         }
+        // Twins: the next members in the seed's order; every other member is
+        // put on one side at random (a twin's instances talk to one side each).
+        let twins: Vec<u32> = indices
+            .iter()
+            .skip(cfg.faults.byzantine as usize)
+            .take(cfg.faults.twins as usize)
+            .copied()
+            .collect();
+        let sides: Vec<bool> = if twins.is_empty() {
+            vec![false; n as usize]
+        } else {
+            (0..n).map(|_| rng.gen_bool(0.5)).collect()
+        };
         let dealers = if cfg.dkg.dealers == 0 || cfg.dkg.dealers >= n {
             Vec::new()
         } else {
@@ -382,15 +406,38 @@ impl<S: Scheme> Engine<S> {
                 behaviours[i as usize],
             )
             .map_err(|e| SimError::Config(e.to_string()))?;
+            let twinned = twins.contains(&i);
             slots.push(Slot {
                 member: Some(member),
                 disk: Disk::default(),
                 busy_until: Time::ZERO,
                 cpu_us: 0,
                 behaviour: behaviours[i as usize],
+                honest: behaviours[i as usize].is_none() && !twinned,
+                identity: i,
+                side: if twinned { false } else { sides[i as usize] },
+                twinned,
             });
         }
-        let honest: Vec<bool> = behaviours.iter().map(Option::is_none).collect();
+        let honest: Vec<bool> = slots.iter().map(|s| s.honest).collect();
+        // The second instances: started from their twin's key material once its
+        // DKG is over.
+        let mut twin_slot = vec![None; n as usize];
+        for (j, m) in twins.iter().enumerate() {
+            twin_slot[*m as usize] = Some(n + j as u32);
+            slots.push(Slot {
+                member: None,
+                disk: Disk::default(),
+                busy_until: Time::ZERO,
+                cpu_us: 0,
+                behaviour: None,
+                honest: false,
+                identity: *m,
+                side: true,
+                twinned: true,
+            });
+        }
+        let total = slots.len();
         Ok(Engine {
             checker: Checker::new(S::ID, replica.genesis_seed.to_vec(), honest, cfg.seed),
             cfg: cfg.clone(),
@@ -402,23 +449,24 @@ impl<S: Scheme> Engine<S> {
             queue: BinaryHeap::new(),
             events: HashMap::new(),
             seq: 0,
-            uplink_free: vec![Time::ZERO; n as usize],
+            uplink_free: vec![Time::ZERO; total],
             net_rng: ChaCha20Rng::seed_from_u64(cfg.seed ^ 0x006e_6574_776f_726b),
             load_rng: ChaCha20Rng::seed_from_u64(cfg.seed ^ 0x6c6f_6164),
             next_tx: None,
             trace: Sha256::new(),
             processed: 0,
-            dkg_done: vec![None; n as usize],
+            dkg_done: vec![None; total],
             dkg_end: None,
             rounds_started_wall: None,
             consensus_messages: 0,
             consensus_bytes: 0,
-            beacon_learned: vec![BTreeMap::new(); n as usize],
+            beacon_learned: vec![BTreeMap::new(); total],
             beacon_samples: BTreeMap::new(),
             commit_samples: BTreeMap::new(),
             paths: BTreeMap::new(),
             view_changes: BTreeMap::new(),
-            finalized: vec![0; n as usize],
+            finalized: vec![0; total],
+            twin_slot,
             evidence: BTreeMap::new(),
             cpu_at_rounds_start: 0,
         })
@@ -441,7 +489,7 @@ impl<S: Scheme> Engine<S> {
         self.slots
             .iter()
             .enumerate()
-            .filter(|(_, s)| s.behaviour.is_none() && s.member.is_some())
+            .filter(|(_, s)| s.honest && s.member.is_some())
             .all(|(i, _)| self.finalized[i] >= target)
     }
 
@@ -531,7 +579,7 @@ impl<S: Scheme> Engine<S> {
         self.slots
             .iter()
             .enumerate()
-            .filter(|(_, s)| s.behaviour.is_none() && s.member.is_some())
+            .filter(|(_, s)| s.honest && s.member.is_some())
             .map(|(i, _)| self.finalized[i])
             .min()
             .unwrap_or(0)
@@ -640,8 +688,9 @@ impl<S: Scheme> Engine<S> {
             match output {
                 MemberOutput::Send { to, envelope } => self.send(node, at, &[to], envelope),
                 MemberOutput::Broadcast(envelope) => {
+                    let me = self.slots[node as usize].identity;
                     let all: Vec<NodeIndex> = (0..self.cfg.nodes)
-                        .filter(|j| *j != node)
+                        .filter(|j| *j != me)
                         .map(NodeIndex)
                         .collect();
                     self.send(node, at, &all, envelope);
@@ -651,7 +700,7 @@ impl<S: Scheme> Engine<S> {
                 }
                 MemberOutput::DkgComplete(out) => self.on_dkg_complete(node, at, &out),
                 MemberOutput::DkgFailed(reason) => {
-                    if self.slots[node as usize].behaviour.is_none() {
+                    if self.slots[node as usize].honest {
                         self.checker.fail(
                             FailureKind::Liveness,
                             Some(node),
@@ -673,11 +722,33 @@ impl<S: Scheme> Engine<S> {
         }
     }
 
+    /// The slot that receives a consensus message from slot `from` to member
+    /// `to`, if any: a twin's instances each talk to their own side only.
+    fn route(&self, from: u32, to: u32) -> Option<u32> {
+        let sender = &self.slots[from as usize];
+        if let Some(twin) = self.twin_slot.get(to as usize).copied().flatten() {
+            if self.slots[twin as usize].member.is_some() {
+                return Some(if sender.side { twin } else { to });
+            }
+        }
+        let receiver = &self.slots[to as usize];
+        (!sender.twinned || sender.side == receiver.side).then_some(to)
+    }
+
     fn send(&mut self, from: u32, at: Time, to: &[NodeIndex], envelope: Envelope<S>) {
         let bytes = envelope.encode().map(|b| b.len()).unwrap_or(0);
         let consensus = matches!(envelope, Envelope::Consensus(_));
         let transmit = self.network.transmit_us(bytes);
+        let identity = self.slots[from as usize].identity;
         for t in to {
+            let slot = if consensus {
+                match self.route(from, t.0) {
+                    Some(s) => s,
+                    None => continue,
+                }
+            } else {
+                t.0
+            };
             let depart = at
                 .max(self.uplink_free[from as usize])
                 .plus_micros(transmit);
@@ -686,15 +757,15 @@ impl<S: Scheme> Engine<S> {
                 self.consensus_messages += 1;
                 self.consensus_bytes += bytes as u64;
             }
-            let arrivals = self
-                .network
-                .arrivals(&mut self.net_rng, from, t.0, depart, !consensus);
+            let arrivals =
+                self.network
+                    .arrivals(&mut self.net_rng, identity, t.0, depart, !consensus);
             for arrival in arrivals {
                 self.push(
                     arrival,
-                    t.0,
+                    slot,
                     Event::Deliver {
-                        from: NodeIndex(from),
+                        from: NodeIndex(identity),
                         envelope: envelope.clone(),
                         bytes,
                     },
@@ -706,7 +777,27 @@ impl<S: Scheme> Engine<S> {
     fn on_dkg_complete(&mut self, node: u32, at: Time, out: &Arc<DkgOutput<S>>) {
         self.dkg_done[node as usize] = Some(at);
         self.beacon_learned[node as usize].insert(0, at);
-        if self.slots[node as usize].behaviour.is_none() {
+        if let Some(twin) = self.twin_slot.get(node as usize).copied().flatten() {
+            // The second instance: the same keys, its own randomness.
+            let mut seed = member_seed(self.cfg.seed, node);
+            seed[0] ^= 0x77;
+            if let Ok(m) = Member::restore(
+                self.replica.clone(),
+                out,
+                Vec::new(),
+                seed,
+                self.memo.clone(),
+                None,
+            ) {
+                let slot = &mut self.slots[twin as usize];
+                slot.member = Some(m);
+                slot.disk.dkg = Some(out.clone());
+                self.dkg_done[twin as usize] = Some(at);
+                self.beacon_learned[twin as usize].insert(0, at);
+                self.push(at, twin, Event::Start);
+            }
+        }
+        if self.slots[node as usize].honest {
             let key = out.keys[0].group_key().to_bytes();
             self.checker.on_group_key(node, at, key);
         }
@@ -714,7 +805,7 @@ impl<S: Scheme> Engine<S> {
             .slots
             .iter()
             .enumerate()
-            .all(|(i, s)| self.dkg_done[i].is_some() || s.behaviour.is_some());
+            .all(|(i, s)| self.dkg_done[i].is_some() || !s.honest);
         if all_done && self.dkg_end.is_none() {
             let end = self.dkg_done.iter().flatten().max().copied().unwrap_or(at);
             self.dkg_end = Some(end);
@@ -733,7 +824,7 @@ impl<S: Scheme> Engine<S> {
     }
 
     fn observe(&mut self, node: u32, at: Time, output: Output<S>) {
-        let honest = self.slots[node as usize].behaviour.is_none();
+        let honest = self.slots[node as usize].honest;
         match output {
             Output::Committed {
                 block,
@@ -754,6 +845,18 @@ impl<S: Scheme> Engine<S> {
             }
             Output::Beacon { beacon, .. } => {
                 if honest {
+                    let release = self.replica.release_time(beacon.round);
+                    if at.0 < release {
+                        self.checker.fail(
+                            FailureKind::Safety,
+                            Some(node),
+                            at,
+                            format!(
+                                "beacon {} learned before its release time {release} us",
+                                beacon.round
+                            ),
+                        );
+                    }
                     self.checker.on_beacon(node, at, &beacon);
                     let learned = &mut self.beacon_learned[node as usize];
                     if let Some(prev) = learned.get(&(beacon.round - 1)).copied() {

@@ -33,7 +33,7 @@ fn same_seed_same_trace_whatever_the_thread_count() {
 
 #[test]
 fn exported_chain_verifies_with_drand_rules() {
-    let cfg = small("lossy", 10, 5);
+    let cfg = small("lossy", 11, 5);
     let (report, chain) = sim::run(&cfg, None).unwrap();
     assert!(report.violations.is_empty(), "{:?}", report.violations);
     let chain = chain.unwrap();
@@ -49,7 +49,7 @@ fn exported_chain_verifies_with_drand_rules() {
 #[test]
 fn byzantine_replicas_and_a_partition_keep_safety_and_recover() {
     let mut cfg = small("byzantine", 16, 8);
-    cfg.faults.byzantine = 4; // f = (16 - 3) / 3 = 4 with c = 1
+    cfg.faults.byzantine = 3; // n = 16 = 3f + 2c + 1 with c = 3: f = 3
     cfg.partitions.push(Partition {
         start_ms: 1_000,
         heal_ms: 6_000,
@@ -62,7 +62,7 @@ fn byzantine_replicas_and_a_partition_keep_safety_and_recover() {
 
 #[test]
 fn crash_restart_resumes_from_persisted_state() {
-    let mut cfg = small("lossy", 10, 10);
+    let mut cfg = small("lossy", 11, 10);
     cfg.faults.crash.push(Crash {
         node: 2,
         at_ms: 500,
@@ -80,7 +80,7 @@ fn crash_restart_resumes_from_persisted_state() {
 
 #[test]
 fn a_permanent_split_is_a_typed_liveness_failure() {
-    let mut cfg = small("default", 8, 5);
+    let mut cfg = small("default", 7, 5);
     cfg.invariants.max_virtual_time_s = 60;
     cfg.partitions.push(Partition {
         start_ms: 0,
@@ -95,7 +95,7 @@ fn a_permanent_split_is_a_typed_liveness_failure() {
 
 #[test]
 fn insecure_mock_scheme_runs_the_same_protocol() {
-    let mut cfg = small("default", 32, 5);
+    let mut cfg = small("default", 31, 5);
     cfg.scheme = beacon::SchemeId::InsecureMock;
     let (report, chain) = sim::run(&cfg, None).unwrap();
     assert!(report.violations.is_empty(), "{:?}", report.violations);
@@ -146,7 +146,7 @@ fn invalid_scenarios_are_clear_errors() {
 fn small_campaign_finds_no_failure() {
     let mut base = small("byzantine", 10, 5);
     base.invariants.liveness_bound_ms = 120_000;
-    let runs = sim::campaign::run(&base, 1, 24, &|_| {}).unwrap();
+    let runs = sim::campaign::run(&base, 1, 24, 1, &|_| {}).unwrap();
     let failed: Vec<_> = runs
         .iter()
         .filter(|r| !r.violations.is_empty())
@@ -181,5 +181,58 @@ fn a_crashed_member_costs_at_most_two_failed_views_per_height() {
             "seed {seed}: a beacon took {} ms (bound {bound})",
             report.beacon_latency_ms.max
         );
+    }
+}
+
+#[test]
+fn twins_keep_agreement_and_the_chain_goes_on() {
+    // Two instances of one member with the same keys, each talking to its own
+    // half of the network and fed different transactions: whenever the member
+    // is primary it proposes two blocks, as an equivocating primary would, and
+    // it votes twice. Nobody wrote this attack; the protocol must survive it.
+    for seed in 1..=4 {
+        let mut cfg = small("default", 7, 8);
+        cfg.seed = seed;
+        cfg.protocol.c = 0;
+        cfg.faults.twins = 2;
+        cfg.load.tx_per_second = 200.0;
+        cfg.load.tx_bytes = 32;
+        cfg.validate().unwrap();
+        let (report, _) = sim::run(&cfg, None).unwrap();
+        assert!(
+            report.violations.is_empty(),
+            "seed {seed}: {:?}",
+            report.violations
+        );
+        assert!(report.rounds >= 8);
+        cfg.faults.twins = 0;
+        let (alone, _) = sim::run(&cfg, None).unwrap();
+        assert_ne!(alone.trace_hash, report.trace_hash, "the twins ran");
+    }
+}
+
+#[test]
+fn new_byzantine_kinds_keep_agreement_and_liveness() {
+    for (seed, kind) in [
+        (1, "forged-view-change"),
+        (2, "split-new-view"),
+        (3, "withhold-beacon"),
+        (4, "eager-primary"),
+        (5, "huge-view"),
+    ] {
+        let mut cfg = small("default", 7, 8);
+        cfg.seed = seed;
+        cfg.protocol.c = 0;
+        cfg.protocol.period_ms = if kind == "eager-primary" { 1000 } else { 0 };
+        cfg.faults.byzantine = 2;
+        cfg.faults.byzantine_kinds = vec![kind.into()];
+        cfg.validate().unwrap();
+        let (report, _) = sim::run(&cfg, None).unwrap();
+        assert!(
+            report.violations.is_empty(),
+            "{kind}: {:?}",
+            report.violations
+        );
+        assert!(report.rounds >= 8, "{kind}");
     }
 }
