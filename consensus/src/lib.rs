@@ -8,12 +8,14 @@
 //! - [`replica`]: the honest replica (protocol steps in its module docs);
 //! - [`view_change`]: the view-change rule (the only safe block of a new view);
 //! - [`byzantine`]: swappable Byzantine replicas for simulations and tests;
-//! - [`member`]: DKG then replica, the driver logic shared by simulator and node.
+//! - [`member`]: DKG then replica, the driver logic shared by simulator and node;
+//! - [`corpus`]: genuine messages for fuzzing message sequences.
 //!
 //! The safety argument is in `SAFETY.md` next to this crate's manifest.
 
 pub mod byzantine;
 pub mod config;
+pub mod corpus;
 pub mod election;
 pub mod member;
 pub mod messages;

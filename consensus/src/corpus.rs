@@ -1,0 +1,143 @@
+//! Genuine protocol messages for fuzzing message sequences: a few heights of an
+//! all-honest network, run over a zero-delay FIFO with one forced view change,
+//! so that every message kind appears with valid signatures. Fuzzers and
+//! property tests mutate these (views, heights, senders) and feed them to a
+//! [`crate::Member`] in arbitrary order with arbitrary timers; the replica must
+//! never panic and never commit two blocks at one height.
+
+use crate::config::{ReplicaConfig, ReplicaKeys};
+use crate::messages::Message;
+use crate::replica::{Input, Output, Replica, Timer};
+use crate::{Height, View};
+use beacon::dkg::DkgOutput;
+use beacon::memo::Memo;
+use beacon::{NodeIndex, Scheme, Time};
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// Every message delivered while `outputs.len()` honest replicas finalize
+/// `heights` heights, with a view change forced at height 2: (sender, message).
+pub fn genuine_messages<S: Scheme>(
+    config: &ReplicaConfig,
+    outputs: &[Arc<DkgOutput<S>>],
+    heights: Height,
+) -> Vec<(NodeIndex, Message<S>)> {
+    let memo = Memo::disabled();
+    let mut replicas: Vec<Replica<S>> = outputs
+        .iter()
+        .filter_map(|o| {
+            let keys = ReplicaKeys::from_dkg(config, o).ok()?;
+            Some(Replica::new(
+                config.clone(),
+                keys,
+                [o.me.0 as u8; 32],
+                memo.clone(),
+            ))
+        })
+        .collect();
+    let mut queue: VecDeque<(NodeIndex, NodeIndex, Message<S>)> = VecDeque::new();
+    let mut timers: Vec<(NodeIndex, Time, Timer)> = Vec::new();
+    let mut seen = Vec::new();
+    let mut now = Time::ZERO;
+    let n = replicas.len() as u32;
+    let push =
+        |who: NodeIndex, out: Vec<Output<S>>, queue: &mut VecDeque<_>, timers: &mut Vec<_>| {
+            for o in out {
+                match o {
+                    Output::Send { to, message } => queue.push_back((who, to, message)),
+                    Output::Broadcast(message) => {
+                        for j in (0..n).filter(|j| *j != who.0) {
+                            queue.push_back((who, NodeIndex(j), message.clone()));
+                        }
+                    }
+                    Output::SetTimer { at, timer } => timers.push((who, at, timer)),
+                    _ => {}
+                }
+            }
+        };
+    for r in replicas.iter_mut() {
+        let out = r.handle(now, Input::Start);
+        push(r.me(), out, &mut queue, &mut timers);
+    }
+    let mut forced = false;
+    for _ in 0..100_000 {
+        if replicas.iter().all(|r| r.chain().len() as u64 >= heights) {
+            break;
+        }
+        // Once everyone is at height 2: a view change, as if view 0 timed out.
+        if !forced && replicas.iter().all(|r| r.height() == 2) {
+            forced = true;
+            for r in replicas.iter_mut() {
+                let timer = Timer::ViewChange {
+                    height: 2,
+                    view: r.view(),
+                };
+                let out = r.handle(now, Input::Timer(timer));
+                push(r.me(), out, &mut queue, &mut timers);
+            }
+        }
+        if let Some((from, to, message)) = queue.pop_front() {
+            seen.push((from, message.clone()));
+            let Some(r) = replicas.get_mut(to.0 as usize) else {
+                continue;
+            };
+            let out = r.handle(now, Input::Message { from, message });
+            push(to, out, &mut queue, &mut timers);
+            continue;
+        }
+        // Quiet: fire the earliest timer.
+        timers.sort_by_key(|(_, at, _)| *at);
+        if timers.is_empty() {
+            break;
+        }
+        let (who, at, timer) = timers.remove(0);
+        now = now.max(at);
+        let out = replicas[who.0 as usize].handle(now, Input::Timer(timer));
+        push(who, out, &mut queue, &mut timers);
+    }
+    seen
+}
+
+/// A copy of `message` moved to another height and view (where it has them):
+/// what a fuzzer does to genuine messages.
+pub fn relabel<S: Scheme>(message: &Message<S>, height: Height, view: View) -> Message<S> {
+    let mut m = message.clone();
+    match &mut m {
+        Message::PrePrepare {
+            height: h, view: v, ..
+        }
+        | Message::SignShare {
+            height: h, view: v, ..
+        }
+        | Message::CommitShare {
+            height: h, view: v, ..
+        }
+        | Message::NewView {
+            height: h, view: v, ..
+        } => {
+            *h = height;
+            *v = view;
+        }
+        Message::Prepare {
+            height: h,
+            certificate,
+        } => {
+            *h = height;
+            certificate.view = view;
+        }
+        Message::CommitProof { certificate, .. } => {
+            certificate.height = height;
+            certificate.view = view;
+        }
+        Message::Beacon { round, .. } | Message::BeaconShare { round, .. } => *round = height,
+        Message::ViewChange(vc) => {
+            let vc = Arc::make_mut(vc);
+            vc.height = height;
+            vc.new_view = view;
+        }
+        Message::BlockRequest { height: h, .. } => *h = height,
+        Message::SyncRequest { from_height } => *from_height = height,
+        Message::BlockResponse { .. } | Message::SyncResponse { .. } => {}
+    }
+    m
+}

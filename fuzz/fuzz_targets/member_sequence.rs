@@ -1,0 +1,127 @@
+//! Arbitrary sequences of messages and timers for one member: genuine messages
+//! (from `consensus::corpus`) moved to fuzzed heights, views and senders, raw
+//! fuzzed envelopes, and fuzzed timers. Nothing may panic, and the member never
+//! commits two blocks at one height.
+#![no_main]
+use beacon::dkg::{harness, DkgConfig, DkgOutput};
+use beacon::memo::Memo;
+use beacon::{MinSig, NodeIndex, Time};
+use consensus::corpus::{genuine_messages, relabel};
+use consensus::{
+    Envelope, Member, MemberInput, MemberOutput, MemberTimer, Message, Output, ReplicaConfig, Timer,
+};
+use libfuzzer_sys::fuzz_target;
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+
+type S = MinSig;
+
+struct Fixture {
+    config: ReplicaConfig,
+    outputs: Vec<Arc<DkgOutput<S>>>,
+    messages: Vec<(NodeIndex, Message<S>)>,
+}
+
+fn fixture() -> &'static Fixture {
+    static F: OnceLock<Fixture> = OnceLock::new();
+    F.get_or_init(|| {
+        let config = ReplicaConfig::new(4, 0).unwrap();
+        let dkg = DkgConfig {
+            session: [7; 32],
+            n: 4,
+            thresholds: config.dkg_thresholds(),
+            dealers: Vec::new(),
+            phase_timeout_us: 1000,
+            min_qualified: 1,
+        };
+        let memo = Memo::disabled();
+        let run = harness::run::<S>(
+            harness::honest(&dkg, 7, &memo).unwrap(),
+            7,
+            &harness::Disturbances::default(),
+        );
+        let outputs: Vec<_> = run.results.into_iter().map(|r| r.unwrap().unwrap()).collect();
+        let messages = genuine_messages(&config, &outputs, 4);
+        Fixture { config, outputs, messages }
+    })
+}
+
+fn u64_at(data: &[u8], at: usize) -> u64 {
+    let mut b = [0u8; 8];
+    for (i, x) in data.iter().skip(at).take(8).enumerate() {
+        b[i] = *x;
+    }
+    u64::from_le_bytes(b)
+}
+
+fuzz_target!(|data: &[u8]| {
+    let f = fixture();
+    let Some((&me, mut rest)) = data.split_first() else { return };
+    let me = (me % 4) as usize;
+    let Ok(mut member) = Member::<S>::restore(
+        f.config.clone(),
+        &f.outputs[me],
+        Vec::new(),
+        [me as u8; 32],
+        Memo::disabled(),
+        None,
+    ) else {
+        return;
+    };
+    let mut now = Time::ZERO;
+    let mut committed: BTreeMap<u64, [u8; 32]> = BTreeMap::new();
+    let mut check = |out: Vec<MemberOutput<S>>| {
+        for o in out {
+            if let MemberOutput::Replica(Output::Committed { certificate, .. }) = o {
+                let d = committed.entry(certificate.height).or_insert(certificate.digest);
+                assert_eq!(*d, certificate.digest);
+            }
+        }
+    };
+    check(member.handle(now, MemberInput::Start));
+    while rest.len() >= 18 {
+        let (op, tail) = rest.split_at(18);
+        rest = tail;
+        let (a, b) = (u64_at(op, 2), u64_at(op, 10));
+        let input = match op[0] % 5 {
+            0 => {
+                let (sender, m) = &f.messages[a as usize % f.messages.len()];
+                let from = if op[1] < 200 { NodeIndex(u32::from(op[1] % 4)) } else { *sender };
+                MemberInput::Message { from, envelope: Envelope::Consensus(m.clone()) }
+            }
+            1 => {
+                let (sender, m) = &f.messages[usize::from(op[1]) % f.messages.len()];
+                MemberInput::Message {
+                    from: *sender,
+                    envelope: Envelope::Consensus(relabel(m, a % 8, b)),
+                }
+            }
+            2 => {
+                // A raw envelope of the next `a % 512` bytes.
+                let len = (a as usize % 512).min(rest.len());
+                let (raw, tail) = rest.split_at(len);
+                rest = tail;
+                match Envelope::<S>::decode(raw) {
+                    Ok(envelope) => MemberInput::Message { from: NodeIndex(u32::from(op[1])), envelope },
+                    Err(_) => continue,
+                }
+            }
+            3 => {
+                let timer = match op[1] % 6 {
+                    0 => Timer::Propose { height: a },
+                    1 => Timer::FastPath { height: a, view: b },
+                    2 => Timer::ViewChange { height: a, view: b },
+                    3 => Timer::Retransmit { height: a, view: b },
+                    4 => Timer::BackupCollector { height: a, view: b },
+                    _ => Timer::Release { height: a },
+                };
+                MemberInput::Timer(MemberTimer::Replica(timer))
+            }
+            _ => {
+                now = now.plus_micros(a % 2_000_000);
+                continue;
+            }
+        };
+        check(member.handle(now, input));
+    }
+});
