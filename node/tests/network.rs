@@ -413,3 +413,24 @@ fn a_byzantine_node_is_named_in_the_metrics_and_beacons_go_on() {
     });
     assert!(named, "no honest node named signer 3");
 }
+
+#[test]
+fn huge_views_and_forged_view_changes_from_a_member_kill_no_node() {
+    // One VIEW-CHANGE for view u64::MAX once made every receiver exit with
+    // status 101; forged NEW-VIEWs once forked the chain. Now the honest nodes
+    // ignore the first, refuse the second, and beacons go on.
+    for kind in ["huge-view", "forged-view-change"] {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let mut net = Network::configs(4);
+        for i in 0..3 {
+            net.start(i, "run");
+        }
+        net.start_with(3, "run", &["--byzantine", kind]);
+        wait_for_round(&net.apis[0], 15, 120, &net.log(0, "run"));
+        for i in 1..3 {
+            wait_for_round(&net.apis[i], 15, 60, &net.log(i, "run"));
+        }
+        assert_eq!(chain(&net.apis[0], 15), chain(&net.apis[1], 15), "{kind}");
+        assert_eq!(chain(&net.apis[0], 15), chain(&net.apis[2], 15), "{kind}");
+    }
+}
