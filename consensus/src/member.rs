@@ -280,7 +280,7 @@ impl<S: Scheme> Member<S> {
             }
             MemberInput::DkgEquivocation(dealer) => {
                 if let Phase::Dkg(dkg) = &mut self.phase {
-                    let actions = dkg.handle(now, DkgInput::Equivocation { dealer });
+                    let actions = dkg.handle(now, DkgInput::Faulty { member: dealer });
                     self.on_dkg_actions(now, actions, &mut out);
                 }
             }

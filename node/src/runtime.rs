@@ -531,6 +531,8 @@ async fn run_inner<S: Scheme>(
                 dealers: Vec::new(),
                 phase_timeout_us: cfg.raw.network.dkg_phase_ms * 1000,
                 min_qualified: f + 1,
+                max_faulty: f,
+                max_attempts: 1,
             };
             Member::new(cfg.replica.clone(), dkg, me, seed, memo, behaviour)?
         }

@@ -369,6 +369,8 @@ impl<S: Scheme> Engine<S> {
             dealers,
             phase_timeout_us: cfg.dkg.phase_timeout_ms * 1000,
             min_qualified: ((dealer_count - 1) / 3 + 1).min(dealer_count),
+            max_faulty: replica.f,
+            max_attempts: 1,
         };
         let memo = Memo::shared();
         let mut slots = Vec::with_capacity(n as usize);
