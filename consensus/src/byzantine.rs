@@ -55,17 +55,25 @@ pub enum Behaviour {
     ConflictingViewChange,
     /// Sends nothing at all.
     Silent,
+    /// DKG: signs three versions of its complaint (two harmless, one against an
+    /// honest dealer) and sends each to a different member.
+    ComplaintVersions,
+    /// DKG: replays honest members' signed broadcasts of a failed attempt in the
+    /// next attempt.
+    ReplayOldSession,
 }
 
 impl Behaviour {
     /// Every kind, for campaigns.
-    pub const ALL: [Behaviour; 6] = [
+    pub const ALL: [Behaviour; 8] = [
         Behaviour::EquivocatingPrimary,
         Behaviour::BadShares,
         Behaviour::WithholdShares,
         Behaviour::SilentCollector,
         Behaviour::ConflictingViewChange,
         Behaviour::Silent,
+        Behaviour::ComplaintVersions,
+        Behaviour::ReplayOldSession,
     ];
 
     /// Name used in configs.
@@ -77,6 +85,8 @@ impl Behaviour {
             Behaviour::SilentCollector => "silent-collector",
             Behaviour::ConflictingViewChange => "conflicting-view-change",
             Behaviour::Silent => "silent",
+            Behaviour::ComplaintVersions => "complaint-versions",
+            Behaviour::ReplayOldSession => "replay-old-session",
         }
     }
 }
