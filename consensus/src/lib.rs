@@ -7,11 +7,13 @@
 //! - [`messages`]: blocks and messages (PRE-PREPARE, SIGN-SHARE, ...), wire encoding;
 //! - [`replica`]: the honest replica (protocol steps in its module docs);
 //! - [`byzantine`]: swappable Byzantine replicas for simulations and tests;
+//! - [`byzantine_dkg`]: swappable Byzantine DKG sessions (the DKG-side behaviours);
 //! - [`member`]: DKG then replica, the driver logic shared by simulator and node.
 //!
 //! The safety argument is in `SAFETY.md` next to this crate's manifest.
 
 pub mod byzantine;
+pub mod byzantine_dkg;
 pub mod config;
 pub mod election;
 pub mod member;
@@ -21,7 +23,7 @@ pub mod replica;
 pub use byzantine::{Behaviour, ByzantineReplica, Participant};
 pub use config::{KeyShare, ReplicaConfig, ReplicaKeys};
 pub use election::Election;
-pub use member::{Envelope, Member, MemberInput, MemberOutput, MemberTimer};
+pub use member::{member_key, Envelope, Member, MemberInput, MemberOutput, MemberTimer};
 pub use messages::{Block, CommitCertificate, CommitPath, CommittedEntry, Digest, Message};
 pub use replica::{Evidence, EvidenceKind, Input, Output, Replica, Timer};
 

@@ -49,6 +49,7 @@
 pub mod committee;
 pub mod harness;
 pub mod relay;
+pub mod session;
 
 use crate::curve::Point;
 use crate::field::Scalar;
