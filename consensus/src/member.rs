@@ -1,5 +1,5 @@
-//! One network member from start-up on: the DKG, then the replica built from its
-//! result. This is the driver logic the simulator and the real node share; they
+//! One network member from start-up on: the DKG session (relay, attempts,
+//! agreement: `beacon::dkg::session`), then the replica built from its result. This is the driver logic the simulator and the real node share; they
 //! differ only in who delivers inputs and carries outputs.
 //!
 //! Consensus messages that arrive while the DKG is still running are kept (up to

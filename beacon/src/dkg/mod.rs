@@ -26,8 +26,13 @@
 //!
 //! # Model
 //! As in Pedersen's and GJKR's protocols, broadcasts are assumed consistent: every
-//! member receives the same broadcast message from a given sender (the simulator
-//! delivers one message to all; a real network runs an echo broadcast for the DKG).
+//! member receives the same broadcast message from a given sender. [`Dkg`] is one
+//! attempt under that assumption (the in-memory [`harness`] delivers one message
+//! to all); [`session::DkgSession`] provides it over point-to-point links with the
+//! signed, attested relay ([`relay`]), checks agreement on the result, and reruns
+//! the attempt when agreement fails. The simulator and the node both run the
+//! session. Dealers are every member or a committee drawn from the genesis seed
+//! ([`committee`]).
 //! Point-to-point channels are authenticated and private. Phases are bounded by
 //! timeouts (a synchronous DKG): all honest members, seeing the same broadcasts,
 //! compute the same `QUAL`. A dealer that deals bad shares and then reveals shares
