@@ -70,11 +70,17 @@ pub enum Behaviour {
     EagerPrimary,
     /// Sends VIEW-CHANGE, NEW-VIEW and PRE-PREPARE for view `u64::MAX`.
     HugeView,
+    /// DKG: signs three versions of its complaint (two harmless, one against an
+    /// honest dealer) and sends each to a different member.
+    ComplaintVersions,
+    /// DKG: replays honest members' signed broadcasts of a failed attempt in the
+    /// next attempt.
+    ReplayOldSession,
 }
 
 impl Behaviour {
     /// Every kind, for campaigns.
-    pub const ALL: [Behaviour; 11] = [
+    pub const ALL: [Behaviour; 13] = [
         Behaviour::EquivocatingPrimary,
         Behaviour::BadShares,
         Behaviour::WithholdShares,
@@ -86,6 +92,8 @@ impl Behaviour {
         Behaviour::WithholdBeacon,
         Behaviour::EagerPrimary,
         Behaviour::HugeView,
+        Behaviour::ComplaintVersions,
+        Behaviour::ReplayOldSession,
     ];
 
     /// Name used in configs.
@@ -102,6 +110,8 @@ impl Behaviour {
             Behaviour::WithholdBeacon => "withhold-beacon",
             Behaviour::EagerPrimary => "eager-primary",
             Behaviour::HugeView => "huge-view",
+            Behaviour::ComplaintVersions => "complaint-versions",
+            Behaviour::ReplayOldSession => "replay-old-session",
         }
     }
 }

@@ -1,7 +1,8 @@
 //! Replica parameters and key material.
 
 use crate::ConsensusError;
-use beacon::dkg::DkgOutput;
+use beacon::dkg::committee::Committee;
+use beacon::dkg::{DkgConfig, DkgOutput};
 use beacon::{NodeIndex, Scheme, SecretShare, SignerDomain, ThresholdPublicKey};
 use serde::{Deserialize, Serialize};
 
@@ -134,6 +135,30 @@ impl ReplicaConfig {
             self.slow_threshold(),
             self.fast_threshold(),
         ]
+    }
+
+    /// The DKG of this network: its thresholds, the fault bound `f` (the
+    /// agreement quorum is `n - f`), and the committee of at least
+    /// `requested_dealers` (0: every member) drawn from the genesis seed, with
+    /// `min_qualified` from the committee rule ([`Committee::draw`]).
+    pub fn dkg_config(
+        &self,
+        session: [u8; 32],
+        requested_dealers: u32,
+        phase_timeout_us: u64,
+        max_attempts: u32,
+    ) -> DkgConfig {
+        let committee = Committee::draw(self.n, self.f, requested_dealers, &self.genesis_seed);
+        DkgConfig {
+            session,
+            n: self.n,
+            thresholds: self.dkg_thresholds(),
+            dealers: committee.dealers,
+            phase_timeout_us,
+            min_qualified: committee.min_qualified,
+            max_faulty: self.f,
+            max_attempts,
+        }
     }
 
     /// How long view `view` of a height lasts before the next view change: the

@@ -8,12 +8,14 @@
 //! - [`replica`]: the honest replica (protocol steps in its module docs);
 //! - [`view_change`]: the view-change rule (the only safe block of a new view);
 //! - [`byzantine`]: swappable Byzantine replicas for simulations and tests;
+//! - [`byzantine_dkg`]: swappable Byzantine DKG sessions (the DKG-side behaviours);
 //! - [`member`]: DKG then replica, the driver logic shared by simulator and node;
 //! - [`corpus`]: genuine messages for fuzzing message sequences.
 //!
 //! The safety argument is in `SAFETY.md` next to this crate's manifest.
 
 pub mod byzantine;
+pub mod byzantine_dkg;
 pub mod config;
 pub mod corpus;
 pub mod election;
@@ -25,7 +27,7 @@ pub mod view_change;
 pub use byzantine::{Behaviour, ByzantineReplica, Participant};
 pub use config::{KeyShare, ReplicaConfig, ReplicaKeys};
 pub use election::Election;
-pub use member::{Envelope, Member, MemberInput, MemberOutput, MemberTimer};
+pub use member::{member_key, Envelope, Member, MemberInput, MemberOutput, MemberTimer};
 pub use messages::{Block, CommitCertificate, CommitPath, CommittedEntry, Digest, Message};
 pub use replica::{Evidence, EvidenceKind, Input, Output, Replica, Timer};
 

@@ -1,5 +1,5 @@
-//! One network member from start-up on: the DKG, then the replica built from its
-//! result. This is the driver logic the simulator and the real node share; they
+//! One network member from start-up on: the DKG session (relay, attempts,
+//! agreement: `beacon::dkg::session`), then the replica built from its result. This is the driver logic the simulator and the real node share; they
 //! differ only in who delivers inputs and carries outputs.
 //!
 //! Consensus messages that arrive while the DKG is still running are kept (up to
@@ -7,11 +7,16 @@
 //! key material and chain skips the DKG.
 
 use crate::byzantine::{Behaviour, ByzantineReplica, Participant};
+use crate::byzantine_dkg::ByzantineSession;
 use crate::config::{ReplicaConfig, ReplicaKeys};
 use crate::messages::{CommittedEntry, Message};
 use crate::replica::{Input, Output, Replica, Timer};
 use crate::ConsensusError;
-use beacon::dkg::{Dkg, DkgAction, DkgConfig, DkgInput, DkgMessage, DkgOutput, DkgTimer};
+use beacon::dkg::relay::{SigningKey, VerifyingKey};
+use beacon::dkg::session::{
+    DkgSession, SessionAction, SessionInput, SessionMessage, SessionParticipant, SessionTimer,
+};
+use beacon::dkg::{DkgConfig, DkgOutput};
 use beacon::memo::Memo;
 use beacon::{wire, NodeIndex, Scheme, Time};
 use serde::{Deserialize, Serialize};
@@ -25,8 +30,8 @@ const EARLY_LIMIT: usize = 10_000;
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(bound = "")]
 pub enum Envelope<S: Scheme> {
-    /// A DKG message.
-    Dkg(DkgMessage<S>),
+    /// A DKG message (relayed broadcasts, private shares, signed results).
+    Dkg(SessionMessage),
     /// A consensus message.
     Consensus(Message<S>),
 }
@@ -45,10 +50,7 @@ impl<S: Scheme> Envelope<S> {
     /// Short name of the message kind.
     pub fn kind(&self) -> &'static str {
         match self {
-            Envelope::Dkg(DkgMessage::Deal(_)) => "dkg-deal",
-            Envelope::Dkg(DkgMessage::Shares(_)) => "dkg-shares",
-            Envelope::Dkg(DkgMessage::Complaint(_)) => "dkg-complaint",
-            Envelope::Dkg(DkgMessage::Justification(_)) => "dkg-justification",
+            Envelope::Dkg(m) => m.kind(),
             Envelope::Consensus(m) => m.kind(),
         }
     }
@@ -57,8 +59,8 @@ impl<S: Scheme> Envelope<S> {
 /// Timers of a member.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum MemberTimer {
-    /// A DKG phase ended.
-    Dkg(DkgTimer),
+    /// A DKG timer (phase or attempt end).
+    Dkg(SessionTimer),
     /// A replica timer.
     Replica(Timer),
 }
@@ -79,9 +81,6 @@ pub enum MemberInput<S: Scheme> {
     Timer(MemberTimer),
     /// A client transaction.
     ClientTransaction(Vec<u8>),
-    /// The transport proved that a dealer broadcast two different versions of a
-    /// DKG message (ignored once the DKG is over).
-    DkgEquivocation(NodeIndex),
 }
 
 /// Outputs of a member.
@@ -112,7 +111,7 @@ pub enum MemberOutput<S: Scheme> {
 }
 
 enum Phase<S: Scheme> {
-    Dkg(Box<Dkg<S>>),
+    Dkg(Box<dyn SessionParticipant<S>>),
     Replica(Box<dyn Participant<S>>),
     Failed,
 }
@@ -128,6 +127,12 @@ pub struct Member<S: Scheme> {
     early: Vec<(NodeIndex, Message<S>)>,
 }
 
+/// The member key (signing DKG broadcasts and results) derived from a member's
+/// seed: what the simulator uses (a real node signs with its identity key).
+pub fn member_key(seed: &[u8; 32]) -> SigningKey {
+    SigningKey::from_bytes(&derive(seed, b"member-key"))
+}
+
 /// Derives a labelled 32-byte seed from a member's seed.
 fn derive(seed: &[u8; 32], label: &[u8]) -> [u8; 32] {
     let mut h = Sha256::new();
@@ -138,13 +143,18 @@ fn derive(seed: &[u8; 32], label: &[u8]) -> [u8; 32] {
 
 impl<S: Scheme> Member<S> {
     /// A member that will run the DKG described by `dkg` (its thresholds must be
-    /// `config.dkg_thresholds()`). `behaviour` makes the replica Byzantine.
+    /// `config.dkg_thresholds()`), signing its DKG messages with `key`; `keys` are
+    /// every member's public keys by index. `behaviour` makes it Byzantine (its
+    /// DKG session for DKG behaviours, its replica for the others).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         config: ReplicaConfig,
         dkg: DkgConfig,
         me: NodeIndex,
         seed: [u8; 32],
         memo: Arc<Memo>,
+        key: SigningKey,
+        keys: Arc<Vec<VerifyingKey>>,
         behaviour: Option<Behaviour>,
     ) -> Result<Self, ConsensusError> {
         config.validate()?;
@@ -157,14 +167,18 @@ impl<S: Scheme> Member<S> {
                 config.dkg_thresholds()
             )));
         }
-        let state = Dkg::new(dkg, me, derive(&seed, b"dkg"), memo.clone())?;
+        let session = DkgSession::new(dkg, me, derive(&seed, b"dkg"), memo.clone(), key, keys)?;
+        let state: Box<dyn SessionParticipant<S>> = match behaviour {
+            Some(b) if b.is_dkg() => Box::new(ByzantineSession::new(session, b)),
+            _ => Box::new(session),
+        };
         Ok(Member {
             me,
             config,
             seed,
             memo,
             behaviour,
-            phase: Phase::Dkg(Box::new(state)),
+            phase: Phase::Dkg(state),
             early: Vec::new(),
         })
     }
@@ -243,7 +257,7 @@ impl<S: Scheme> Member<S> {
         match input {
             MemberInput::Start => match &mut self.phase {
                 Phase::Dkg(dkg) => {
-                    let actions = dkg.handle(now, DkgInput::Start);
+                    let actions = dkg.handle(now, SessionInput::Start);
                     self.on_dkg_actions(now, actions, &mut out);
                 }
                 Phase::Replica(r) => {
@@ -254,7 +268,7 @@ impl<S: Scheme> Member<S> {
             },
             MemberInput::Message { from, envelope } => match (&mut self.phase, envelope) {
                 (Phase::Dkg(dkg), Envelope::Dkg(message)) => {
-                    let actions = dkg.handle(now, DkgInput::Message { from, message });
+                    let actions = dkg.handle(now, SessionInput::Message { from, message });
                     self.on_dkg_actions(now, actions, &mut out);
                 }
                 (Phase::Dkg(_), Envelope::Consensus(message)) if self.early.len() < EARLY_LIMIT => {
@@ -268,7 +282,7 @@ impl<S: Scheme> Member<S> {
             },
             MemberInput::Timer(MemberTimer::Dkg(t)) => {
                 if let Phase::Dkg(dkg) = &mut self.phase {
-                    let actions = dkg.handle(now, DkgInput::Timer(t));
+                    let actions = dkg.handle(now, SessionInput::Timer(t));
                     self.on_dkg_actions(now, actions, &mut out);
                 }
             }
@@ -276,12 +290,6 @@ impl<S: Scheme> Member<S> {
                 if let Phase::Replica(r) = &mut self.phase {
                     let outputs = r.handle(now, Input::Timer(t));
                     Self::wrap(outputs, &mut out);
-                }
-            }
-            MemberInput::DkgEquivocation(dealer) => {
-                if let Phase::Dkg(dkg) = &mut self.phase {
-                    let actions = dkg.handle(now, DkgInput::Equivocation { dealer });
-                    self.on_dkg_actions(now, actions, &mut out);
                 }
             }
             MemberInput::ClientTransaction(tx) => {
@@ -314,27 +322,27 @@ impl<S: Scheme> Member<S> {
     fn on_dkg_actions(
         &mut self,
         now: Time,
-        actions: Vec<DkgAction<S>>,
+        actions: Vec<SessionAction<S>>,
         out: &mut Vec<MemberOutput<S>>,
     ) {
         for action in actions {
             match action {
-                DkgAction::Send { to, message } => out.push(MemberOutput::Send {
+                SessionAction::Send { to, message } => out.push(MemberOutput::Send {
                     to,
                     envelope: Envelope::Dkg(message),
                 }),
-                DkgAction::Broadcast(message) => {
+                SessionAction::Broadcast(message) => {
                     out.push(MemberOutput::Broadcast(Envelope::Dkg(message)))
                 }
-                DkgAction::SetTimer { at, timer } => out.push(MemberOutput::SetTimer {
+                SessionAction::SetTimer { at, timer } => out.push(MemberOutput::SetTimer {
                     at,
                     timer: MemberTimer::Dkg(timer),
                 }),
-                DkgAction::Failed(reason) => {
+                SessionAction::Failed(reason) => {
                     self.phase = Phase::Failed;
                     out.push(MemberOutput::DkgFailed(reason));
                 }
-                DkgAction::Complete(output) => {
+                SessionAction::Complete(output) => {
                     out.push(MemberOutput::DkgComplete(output.clone()));
                     match Self::build_replica(
                         &self.config,

@@ -1,40 +1,47 @@
 //! Every frame a peer can send a node: decoding must never panic, what decodes
-//! re-encodes to the same bytes, and relay messages never panic the relay.
+//! re-encodes to the same bytes, and DKG messages never panic the DKG session
+//! (its relay, its agreement step).
 #![no_main]
-use beacon::{MinPk, NodeIndex};
+use beacon::dkg::relay::SigningKey;
+use beacon::dkg::session::{DkgSession, SessionInput};
+use beacon::dkg::DkgConfig;
+use beacon::{MinPk, NodeIndex, Time};
+use consensus::Envelope;
 use libfuzzer_sys::fuzz_target;
-use node::config::Peer;
-use node::relay::BroadcastRelay;
-use node::runtime::Frame;
-use std::sync::OnceLock;
+use std::sync::Arc;
 
-fn peers() -> &'static (Vec<libp2p::identity::Keypair>, Vec<Peer>) {
-    static PEERS: OnceLock<(Vec<libp2p::identity::Keypair>, Vec<Peer>)> = OnceLock::new();
-    PEERS.get_or_init(|| {
-        let keys: Vec<_> = (0..4u8)
-            .map(|i| libp2p::identity::Keypair::ed25519_from_bytes([i + 1; 32]).unwrap())
-            .collect();
-        let peers = keys
-            .iter()
-            .enumerate()
-            .map(|(i, k)| Peer {
-                index: NodeIndex(i as u32),
-                id: k.public().to_peer_id(),
-                address: "/ip4/127.0.0.1/tcp/1".parse().unwrap(),
-            })
-            .collect();
-        (keys, peers)
-    })
+fn session() -> DkgSession<MinPk> {
+    let secrets: Vec<SigningKey> = (0..4u8).map(|i| SigningKey::from_bytes(&[i + 1; 32])).collect();
+    let keys = Arc::new(secrets.iter().map(|k| k.verifying_key()).collect());
+    let config = DkgConfig {
+        session: [1; 32],
+        n: 4,
+        thresholds: vec![2],
+        dealers: Vec::new(),
+        phase_timeout_us: 1_000,
+        min_qualified: 2,
+        max_faulty: 1,
+        max_attempts: 2,
+    };
+    let memo = beacon::memo::Memo::disabled();
+    let mut s = DkgSession::new(config, NodeIndex(0), [0; 32], memo, secrets[0].clone(), keys)
+        .unwrap();
+    let _ = s.handle(Time::ZERO, SessionInput::Start);
+    s
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(frame) = beacon::wire::decode::<Frame<MinPk>>(data) else {
+    let Ok(frame) = beacon::wire::decode::<Envelope<MinPk>>(data) else {
         return;
     };
     assert_eq!(beacon::wire::encode(&frame).unwrap(), data);
-    if let Frame::Relay(message) = frame {
-        let (keys, peers) = peers();
-        let mut relay = BroadcastRelay::new(NodeIndex(0), keys[0].clone(), peers).unwrap();
-        let _ = relay.receive::<MinPk>(NodeIndex(1), message);
+    if let Envelope::Dkg(message) = frame {
+        let _ = session().handle(
+            Time::ZERO,
+            SessionInput::Message {
+                from: NodeIndex(1),
+                message,
+            },
+        );
     }
 });

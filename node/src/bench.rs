@@ -320,6 +320,8 @@ fn dkg<S: Scheme>(args: &DkgArgs) -> Result<()> {
             dealers: if k == n { Vec::new() } else { committee(n, k) },
             phase_timeout_us: 1_000_000,
             min_qualified: 1,
+            max_faulty: 0,
+            max_attempts: 1,
         };
         let memo = beacon::memo::Memo::shared();
         let start = Instant::now();

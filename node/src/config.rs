@@ -68,6 +68,13 @@ pub struct NetworkSection {
     /// Length of each DKG phase in milliseconds.
     #[serde(default = "default_dkg_phase_ms")]
     pub dkg_phase_ms: u64,
+    /// Smallest DKG committee (0: every member deals); the committee is drawn
+    /// from the genesis seed and sized by the committee rule.
+    #[serde(default)]
+    pub dkg_dealers: u32,
+    /// DKG attempts (fresh session, doubled phases) before the node gives up.
+    #[serde(default = "default_dkg_attempts")]
+    pub dkg_attempts: u32,
     /// How long to wait for every peer before starting the DKG with those present.
     #[serde(default = "default_peer_wait_ms")]
     pub peer_wait_ms: u64,
@@ -81,6 +88,9 @@ pub struct NetworkSection {
 
 fn default_dkg_phase_ms() -> u64 {
     3_000
+}
+fn default_dkg_attempts() -> u32 {
+    3
 }
 fn default_peer_wait_ms() -> u64 {
     60_000

@@ -2,6 +2,7 @@
 //! as hex of libp2p's protobuf encoding in a file only its owner can read.
 
 use crate::NodeError;
+use beacon::dkg::relay::{SigningKey, VerifyingKey};
 use libp2p::identity::Keypair;
 use libp2p::PeerId;
 use std::io::Write as _;
@@ -49,6 +50,41 @@ pub fn load(path: &Path) -> Result<Keypair, NodeError> {
         .map_err(|e| NodeError::Identity(format!("{}: not a libp2p key: {e}", path.display())))
 }
 
+/// The member key of the DKG (signing its broadcasts and results): the ed25519
+/// secret of the node identity itself, so that the public keys are the ones
+/// embedded in the peers' IDs and the config needs no extra field.
+pub fn member_key(key: &Keypair) -> Result<SigningKey, NodeError> {
+    let ed = key
+        .clone()
+        .try_into_ed25519()
+        .map_err(|_| NodeError::Identity("the identity is not an ed25519 key".into()))?;
+    let secret: [u8; 32] = ed
+        .secret()
+        .as_ref()
+        .try_into()
+        .map_err(|_| NodeError::Identity("ed25519 secret of the wrong length".into()))?;
+    Ok(SigningKey::from_bytes(&secret))
+}
+
+/// The DKG member public key of `peer`: the ed25519 key inside its
+/// (identity-hashed) peer ID.
+pub fn member_public_key(peer: &PeerId) -> Result<VerifyingKey, NodeError> {
+    let bad = || {
+        NodeError::Config(format!(
+            "peer ID {peer} does not embed an ed25519 public key"
+        ))
+    };
+    let hash: &libp2p::multihash::Multihash<64> = peer.as_ref();
+    if hash.code() != 0 {
+        return Err(bad());
+    }
+    let public = libp2p::identity::PublicKey::try_decode_protobuf(hash.digest())
+        .map_err(|_| bad())?
+        .try_into_ed25519()
+        .map_err(|_| bad())?;
+    VerifyingKey::from_bytes(&public.to_bytes()).map_err(|_| bad())
+}
+
 /// The peer ID of `key`.
 pub fn peer_id(key: &Keypair) -> PeerId {
     key.public().to_peer_id()
@@ -72,6 +108,14 @@ mod tests {
             let mode = std::fs::metadata(&path).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o600);
         }
+    }
+
+    #[test]
+    fn the_member_key_matches_the_peer_id() {
+        let key = generate();
+        let signing = member_key(&key).unwrap();
+        let public = member_public_key(&peer_id(&key)).unwrap();
+        assert_eq!(signing.verifying_key(), public);
     }
 
     #[test]

@@ -6,7 +6,6 @@
 //! - [`config`]: `node.toml`, validated on load;
 //! - [`identity`]: libp2p key pairs in owner-only files;
 //! - [`net`]: TCP + noise + yamux, allow-listed peers, length-prefixed frames;
-//! - [`relay`]: signed, attested and pulled DKG broadcasts (consistent delivery);
 //! - [`store`]: key material file and the redb chain database;
 //! - [`http`]: drand's v1 API, `/health`, `/metrics`, `/stats/rounds`;
 //! - [`metrics`]: the Prometheus registry;
@@ -17,7 +16,6 @@ pub mod http;
 pub mod identity;
 pub mod metrics;
 pub mod net;
-pub mod relay;
 pub mod runtime;
 pub mod store;
 

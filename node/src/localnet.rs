@@ -132,6 +132,8 @@ pub fn write_configs(
         // (n = 4: 1 s per phase, 16: 1.3 s, 32: 3 s, 64: 17 s).
         dkg_phase_ms: 1_000 + u64::from(n).pow(3) / 16,
         peer_wait_ms: 60_000,
+        dkg_dealers: 0,
+        dkg_attempts: 3,
         fast_path_timeout_ms: 50,
         view_change_timeout_ms: 1_000,
     };

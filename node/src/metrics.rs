@@ -64,8 +64,8 @@ pub struct Metrics {
     pub connected_peers: Gauge,
     /// Invalid shares (and other provable misbehaviour) by `signer`.
     pub invalid_shares: Family<Labels, Counter>,
-    /// Frames dropped, label `reason`: `malformed`, `oversized`, `queue-full`,
-    /// `unsigned-dkg-broadcast`, `invalid-dkg-broadcast`.
+    /// Frames dropped, label `reason`: `malformed`, `oversized`, `queue-full`
+    /// (invalid DKG relay messages are dropped by the DKG session itself).
     pub dropped_frames: Family<Labels, Counter>,
     /// Connections refused because the peer ID is not in the config.
     pub refused_connections: Counter,

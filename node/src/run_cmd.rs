@@ -13,9 +13,10 @@ pub struct RunArgs {
     /// The node's config file.
     #[arg(long, value_name = "FILE")]
     config: PathBuf,
-    /// Make this node's replica Byzantine, to test the others' defences (never in
+    /// Make this node Byzantine, to test the others' defences (never in
     /// production): equivocating-primary, bad-shares, withhold-shares,
-    /// silent-collector, conflicting-view-change, silent.
+    /// silent-collector, conflicting-view-change, silent (its replica), or
+    /// complaint-versions, replay-old-session (its DKG).
     #[arg(long, value_name = "BEHAVIOUR")]
     byzantine: Option<consensus::Behaviour>,
     /// Worker threads of the runtime (1: everything on the main thread).

@@ -14,10 +14,9 @@ use crate::config::Validated;
 use crate::http::{ApiState, BlockJson, ChainView, RoundStat};
 use crate::metrics::{Metrics, Phase};
 use crate::net::Network;
-use crate::relay::{BroadcastRelay, Kind, RelayAction, RelayMessage};
 use crate::store::Store;
 use crate::{identity, NodeError};
-use beacon::dkg::{DkgConfig, DkgOutput};
+use beacon::dkg::DkgOutput;
 use beacon::memo::Memo;
 use beacon::{Beacon, ChainInfo, NodeIndex, Point as _, Scheme, Time};
 use consensus::{
@@ -92,16 +91,9 @@ fn check_key_material<S: Scheme>(cfg: &Validated, output: &DkgOutput<S>) -> Resu
     Ok(())
 }
 
-/// What travels between nodes: the members' messages, and the relay's for the
-/// DKG's broadcasts (which never travel as plain member messages).
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-#[serde(bound = "")]
-pub enum Frame<S: Scheme> {
-    /// A member message (DKG shares, consensus).
-    Member(Envelope<S>),
-    /// A relay message (signed DKG broadcasts, attestations, pulls).
-    Relay(RelayMessage),
-}
+/// What travels between nodes: the members' messages (the DKG's signed
+/// broadcasts, attestations and results included, see `beacon::dkg::session`).
+pub type Frame<S> = Envelope<S>;
 
 /// Writes finalized heights durably, then makes them visible to the API.
 fn persistence_thread<S: Scheme>(
@@ -162,7 +154,6 @@ fn publish<S: Scheme>(view: &mut ChainView, entry: &CommittedEntry<S>) {
 /// The node's event loop state.
 struct Node<S: Scheme> {
     member: Member<S>,
-    relay: BroadcastRelay,
     net: Network,
     timers: BTreeMap<(Time, u64), MemberTimer>,
     timer_seq: u64,
@@ -217,49 +208,10 @@ impl<S: Scheme> Node<S> {
 
     /// Handles a frame from member `from`.
     fn receive(&mut self, from: NodeIndex, frame: Frame<S>) -> Result<(), NodeError> {
-        match frame {
-            Frame::Member(Envelope::Dkg(m)) if Kind::of(&m).is_some() => {
-                self.state.metrics.frames_dropped("unsigned-dkg-broadcast");
-                debug!(peer = from.0, "unsigned DKG broadcast dropped");
-                Ok(())
-            }
-            Frame::Member(envelope) => self.handle(MemberInput::Message { from, envelope }),
-            Frame::Relay(message) => match self.relay.receive::<S>(from, message) {
-                Ok(actions) => self.relay_actions(actions),
-                Err(e) => {
-                    self.state.metrics.frames_dropped("invalid-dkg-broadcast");
-                    warn!(peer = from.0, error = %e, "relay message dropped");
-                    Ok(())
-                }
-            },
-        }
-    }
-
-    fn relay_actions(&mut self, actions: Vec<RelayAction<S>>) -> Result<(), NodeError> {
-        for action in actions {
-            match action {
-                RelayAction::Deliver { origin, message } => self.handle(MemberInput::Message {
-                    from: origin,
-                    envelope: Envelope::Dkg(message),
-                })?,
-                RelayAction::Send { to, message } => {
-                    self.net
-                        .send(to, Arc::new(encode(&Frame::<S>::Relay(message))?));
-                }
-                RelayAction::SendAll(message) => {
-                    self.net
-                        .broadcast(Arc::new(encode(&Frame::<S>::Relay(message))?));
-                }
-                RelayAction::Equivocation(dealer) => {
-                    warn!(
-                        dealer = dealer.0,
-                        "DKG: dealer signed two versions of a broadcast"
-                    );
-                    self.handle(MemberInput::DkgEquivocation(dealer))?;
-                }
-            }
-        }
-        Ok(())
+        self.handle(MemberInput::Message {
+            from,
+            envelope: frame,
+        })
     }
 
     fn apply(&mut self, outputs: Vec<MemberOutput<S>>) -> Result<(), NodeError> {
@@ -267,18 +219,11 @@ impl<S: Scheme> Node<S> {
             match o {
                 MemberOutput::Send { to, envelope } => {
                     if to != self.cfg.me {
-                        self.net
-                            .send(to, Arc::new(encode(&Frame::Member(envelope))?));
+                        self.net.send(to, Arc::new(encode(&envelope)?));
                     }
                 }
-                MemberOutput::Broadcast(Envelope::Dkg(message)) if Kind::of(&message).is_some() => {
-                    let signed = self.relay.sign(&message)?;
-                    self.net
-                        .broadcast(Arc::new(encode(&Frame::<S>::Relay(signed))?));
-                }
                 MemberOutput::Broadcast(envelope) => {
-                    self.net
-                        .broadcast(Arc::new(encode(&Frame::Member(envelope))?));
+                    self.net.broadcast(Arc::new(encode(&envelope)?));
                 }
                 MemberOutput::SetTimer { at, timer } => {
                     self.timers.insert((at, self.timer_seq), timer);
@@ -496,7 +441,13 @@ async fn run_inner<S: Scheme>(
         metrics.height.set(view.latest() as i64);
     }
     crate::http::serve(cfg.http, state.clone()).await?;
-    let relay = BroadcastRelay::new(me, key.clone(), &cfg.peers)?;
+    let member_key = identity::member_key(&key)?;
+    let member_keys = Arc::new(
+        cfg.peers
+            .iter()
+            .map(|p| identity::member_public_key(&p.id))
+            .collect::<Result<Vec<_>, _>>()?,
+    );
     let (mut net, mut inbound) = Network::start::<Frame<S>>(key, &cfg, metrics.clone())?;
     let mut seed = [0u8; 32];
     rand::rngs::OsRng.fill_bytes(&mut seed);
@@ -523,23 +474,29 @@ async fn run_inner<S: Scheme>(
                     "not every peer connected in time; starting the DKG with those present"
                 );
             }
-            let f = cfg.replica.f;
-            let dkg = DkgConfig {
-                session: cfg.dkg_session(),
-                n: cfg.replica.n,
-                thresholds: cfg.replica.dkg_thresholds(),
-                dealers: Vec::new(),
-                phase_timeout_us: cfg.raw.network.dkg_phase_ms * 1000,
-                min_qualified: f + 1,
-            };
-            Member::new(cfg.replica.clone(), dkg, me, seed, memo, behaviour)?
+            let network = &cfg.raw.network;
+            let dkg = cfg.replica.dkg_config(
+                cfg.dkg_session(),
+                network.dkg_dealers,
+                network.dkg_phase_ms * 1000,
+                network.dkg_attempts,
+            );
+            Member::new(
+                cfg.replica.clone(),
+                dkg,
+                me,
+                seed,
+                memo,
+                member_key,
+                member_keys,
+                behaviour,
+            )?
         }
     };
     let (persist_tx, persist_rx) = std::sync::mpsc::channel();
     let persister = persistence_thread::<S>(store.clone(), state.clone(), persist_rx);
     let mut node = Node {
         member,
-        relay,
         net,
         timers: BTreeMap::new(),
         timer_seq: 0,

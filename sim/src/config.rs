@@ -130,10 +130,14 @@ impl Default for ProtocolConfig {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DkgSection {
-    /// Committee size (0, or at least the number of nodes: every member deals).
+    /// Smallest committee of dealers (0, or at least the number of nodes: every
+    /// member deals). The committee is drawn from the genesis seed and raised to
+    /// the size the committee rule needs (`beacon::dkg::committee`).
     pub dealers: u32,
-    /// Length of each DKG phase (ms).
+    /// Length of each DKG phase in the first attempt (ms; doubled per attempt).
     pub phase_timeout_ms: u64,
+    /// DKG attempts before the DKG fails (each reruns it with a fresh session).
+    pub max_attempts: u32,
 }
 
 impl Default for DkgSection {
@@ -141,6 +145,7 @@ impl Default for DkgSection {
         DkgSection {
             dealers: 0,
             phase_timeout_ms: 2_000,
+            max_attempts: 3,
         }
     }
 }

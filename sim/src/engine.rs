@@ -25,7 +25,7 @@ use crate::network::Network;
 use crate::report::{percentiles, FinalBeacon, Report, RoundStats};
 use crate::SimError;
 use beacon::chain::{BeaconJson, ChainInfo, ChainInfoJson};
-use beacon::dkg::{DkgConfig, DkgOutput};
+use beacon::dkg::DkgOutput;
 use beacon::memo::Memo;
 use beacon::{NodeIndex, Point, Scheme, Time};
 use consensus::{
@@ -265,6 +265,9 @@ struct Engine<S: Scheme> {
     processed: u64,
     // Statistics.
     dkg_done: Vec<Option<Time>>,
+    dkg_dealers: u32,
+    dkg_qualified: u32,
+    dkg_disqualified: BTreeMap<u32, String>,
     dkg_end: Option<Time>,
     rounds_started_wall: Option<Instant>,
     consensus_messages: u64,
@@ -374,26 +377,23 @@ impl<S: Scheme> Engine<S> {
         } else {
             (0..n).map(|_| rng.gen_bool(0.5)).collect()
         };
-        let dealers = if cfg.dkg.dealers == 0 || cfg.dkg.dealers >= n {
-            Vec::new()
-        } else {
-            (0..cfg.dkg.dealers)
-                .map(|i| NodeIndex((i as u64 * n as u64 / cfg.dkg.dealers as u64) as u32))
-                .collect()
-        };
-        let dealer_count = if dealers.is_empty() {
-            n
-        } else {
-            dealers.len() as u32
-        };
-        let dkg = DkgConfig {
-            session: Sha256::digest(format!("sbft-beacon sim dkg {}", cfg.seed)).into(),
-            n,
-            thresholds: replica.dkg_thresholds(),
-            dealers,
-            phase_timeout_us: cfg.dkg.phase_timeout_ms * 1000,
-            min_qualified: ((dealer_count - 1) / 3 + 1).min(dealer_count),
-        };
+        // The committee is drawn from the genesis seed (public, fixed with the
+        // membership), its size and min_qualified from the committee rule.
+        let session: [u8; 32] = Sha256::digest(format!("sbft-beacon sim dkg {}", cfg.seed)).into();
+        let dkg = replica.dkg_config(
+            session,
+            cfg.dkg.dealers,
+            cfg.dkg.phase_timeout_ms * 1000,
+            cfg.dkg.max_attempts,
+        );
+        dkg.validate()
+            .map_err(|e| SimError::Config(format!("DKG: {e}")))?;
+        let keys: Arc<Vec<_>> = Arc::new(
+            (0..n)
+                .map(|i| consensus::member_key(&member_seed(cfg.seed, i)).verifying_key())
+                .collect(),
+        );
+        let dealer_count = dkg.dealer_list().len() as u32;
         let memo = Memo::shared();
         let mut slots = Vec::with_capacity(n as usize);
         for i in 0..n {
@@ -403,6 +403,8 @@ impl<S: Scheme> Engine<S> {
                 NodeIndex(i),
                 member_seed(cfg.seed, i),
                 memo.clone(),
+                consensus::member_key(&member_seed(cfg.seed, i)),
+                keys.clone(),
                 behaviours[i as usize],
             )
             .map_err(|e| SimError::Config(e.to_string()))?;
@@ -456,6 +458,9 @@ impl<S: Scheme> Engine<S> {
             trace: Sha256::new(),
             processed: 0,
             dkg_done: vec![None; total],
+            dkg_dealers: dealer_count,
+            dkg_qualified: 0,
+            dkg_disqualified: BTreeMap::new(),
             dkg_end: None,
             rounds_started_wall: None,
             consensus_messages: 0,
@@ -800,6 +805,12 @@ impl<S: Scheme> Engine<S> {
         if self.slots[node as usize].honest {
             let key = out.keys[0].group_key().to_bytes();
             self.checker.on_group_key(node, at, key);
+            self.dkg_qualified = out.qual.len() as u32;
+            for (dealer, reason) in &out.disqualified {
+                self.dkg_disqualified
+                    .entry(dealer.0)
+                    .or_insert_with(|| reason.clone());
+            }
         }
         let all_done = self
             .slots
@@ -981,6 +992,9 @@ impl<S: Scheme> Engine<S> {
             },
             view_changes: self.view_changes.len() as u64,
             dkg_virtual_ms: self.dkg_end.map(|t| t.as_millis_f64()).unwrap_or(0.0),
+            dkg_dealers: self.dkg_dealers,
+            dkg_qualified: self.dkg_qualified,
+            dkg_disqualified: self.dkg_disqualified.clone(),
             dkg_wall_s,
             beacon_latency_ms: percentiles(&all_beacon),
             commit_latency_ms: percentiles(&all_commit),

@@ -89,6 +89,12 @@ pub struct Report {
     pub view_changes: u64,
     /// Virtual time at which the last honest node finished the DKG (ms).
     pub dkg_virtual_ms: f64,
+    /// Dealers of the DKG (the committee drawn from the genesis seed, or all).
+    pub dkg_dealers: u32,
+    /// Qualified dealers in the honest members' result.
+    pub dkg_qualified: u32,
+    /// Dealers an honest member excluded, with its reason.
+    pub dkg_disqualified: BTreeMap<u32, String>,
     /// Wall time of the DKG part (s).
     pub dkg_wall_s: f64,
     /// Beacon round latency (ms): from learning beta_{h-1} to learning beta_h.

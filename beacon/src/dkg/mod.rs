@@ -26,8 +26,13 @@
 //!
 //! # Model
 //! As in Pedersen's and GJKR's protocols, broadcasts are assumed consistent: every
-//! member receives the same broadcast message from a given sender (the simulator
-//! delivers one message to all; a real network runs an echo broadcast for the DKG).
+//! member receives the same broadcast message from a given sender. [`Dkg`] is one
+//! attempt under that assumption (the in-memory [`harness`] delivers one message
+//! to all); [`session::DkgSession`] provides it over point-to-point links with the
+//! signed, attested relay ([`relay`]), checks agreement on the result, and reruns
+//! the attempt when agreement fails. The simulator and the node both run the
+//! session. Dealers are every member or a committee drawn from the genesis seed
+//! ([`committee`]).
 //! Point-to-point channels are authenticated and private. Phases are bounded by
 //! timeouts (a synchronous DKG): all honest members, seeing the same broadcasts,
 //! compute the same `QUAL`. A dealer that deals bad shares and then reveals shares
@@ -46,7 +51,10 @@
 //! messages for a phase already over, from non-members, for another session, or
 //! repeated, are ignored.
 
+pub mod committee;
 pub mod harness;
+pub mod relay;
+pub mod session;
 
 use crate::curve::Point;
 use crate::field::Scalar;
@@ -77,8 +85,15 @@ pub struct DkgConfig {
     /// Length of each phase, in microseconds.
     pub phase_timeout_us: u64,
     /// Fewest qualified dealers for success (at least one must be honest for the
-    /// secret to be unknown: use f + 1 when up to f dealers may be Byzantine).
+    /// secret to be unknown: f + 1 when every member deals; see
+    /// [`committee::Committee`] for a drawn committee).
     pub min_qualified: u32,
+    /// Fault bound `f`: the agreement step of [`session::DkgSession`] needs
+    /// `n - f` members signing the same result.
+    pub max_faulty: u32,
+    /// Attempts of [`session::DkgSession`] before it fails (each with a fresh
+    /// session nonce and twice the phase length of the one before).
+    pub max_attempts: u32,
 }
 
 impl DkgConfig {
@@ -107,6 +122,15 @@ impl DkgConfig {
                     n: self.n,
                 });
             }
+        }
+        if 3 * u64::from(self.max_faulty) >= u64::from(self.n) {
+            return Err(Error::Dkg(format!(
+                "fault bound f = {} needs n > 3f (n = {})",
+                self.max_faulty, self.n
+            )));
+        }
+        if self.max_attempts == 0 || self.max_attempts > 16 {
+            return Err(Error::Dkg("max_attempts must be in 1..=16".into()));
         }
         let k = self.dealer_count();
         if self.min_qualified == 0 || self.min_qualified > k {
@@ -274,12 +298,14 @@ pub enum DkgInput<S: Scheme> {
     },
     /// A timer requested earlier fired.
     Timer(DkgTimer),
-    /// The transport proved that `dealer` broadcast two different versions of
-    /// one message (e.g. two signed deals): it is disqualified. Every honest
-    /// member must learn this before the complaint phase ends for QUAL to agree.
-    Equivocation {
-        /// The equivocating dealer.
-        dealer: NodeIndex,
+    /// The relay proved that `member` broadcast two different versions of one
+    /// message (two signed deals, complaints or justifications): it is faulty,
+    /// excluded as a dealer and its complaints ignored. Every honest member must
+    /// learn this before the justification phase ends for QUAL to agree (the
+    /// session's agreement step catches the runs where some did not).
+    Faulty {
+        /// The equivocating member.
+        member: NodeIndex,
     },
 }
 
@@ -438,6 +464,8 @@ pub struct Dkg<S: Scheme> {
     my_complaints: BTreeSet<NodeIndex>,
     /// dealer -> complainers.
     complaints: BTreeMap<NodeIndex, BTreeSet<NodeIndex>>,
+    /// Members proven to equivocate: their complaints do not count.
+    faulty: BTreeSet<NodeIndex>,
     justifications: BTreeMap<NodeIndex, Arc<Justification>>,
     /// As a dealer: the evaluations of its own polynomials at every member (secret).
     dealt: Option<Vec<Vec<Scalar>>>,
@@ -476,6 +504,7 @@ impl<S: Scheme> Dkg<S> {
             shares: BTreeMap::new(),
             my_complaints: BTreeSet::new(),
             complaints: BTreeMap::new(),
+            faulty: BTreeSet::new(),
             justifications: BTreeMap::new(),
             dealt: None,
             derived: BTreeMap::new(),
@@ -512,11 +541,18 @@ impl<S: Scheme> Dkg<S> {
                 self.finalize()
             }
             DkgInput::Timer(_) => Vec::new(),
-            DkgInput::Equivocation { dealer } => {
-                if self.config.is_dealer(dealer)
+            DkgInput::Faulty { member } => {
+                if member.0 < self.config.n
                     && !matches!(self.phase, DkgPhase::Done | DkgPhase::Failed)
                 {
-                    self.disqualify(dealer, "equivocating broadcasts");
+                    self.faulty.insert(member);
+                    for complainers in self.complaints.values_mut() {
+                        complainers.remove(&member);
+                    }
+                    self.complaints.retain(|_, c| !c.is_empty());
+                    if self.config.is_dealer(member) {
+                        self.disqualify(member, "equivocating broadcasts");
+                    }
                 }
                 Vec::new()
             }
@@ -615,7 +651,11 @@ impl<S: Scheme> Dkg<S> {
                     self.phase,
                     DkgPhase::Idle | DkgPhase::Dealing | DkgPhase::Complaining
                 );
-                if c.session != self.config.session || c.from != from || !accepting {
+                if c.session != self.config.session
+                    || c.from != from
+                    || !accepting
+                    || self.faulty.contains(&from)
+                {
                     return;
                 }
                 for d in c.dealers {

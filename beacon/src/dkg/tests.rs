@@ -13,6 +13,8 @@ fn config(n: u32, dealers: Vec<NodeIndex>) -> DkgConfig {
         dealers,
         phase_timeout_us: 1_000,
         min_qualified: f + 1,
+        max_faulty: f,
+        max_attempts: 3,
     }
 }
 
@@ -362,8 +364,8 @@ impl<S: Scheme> DkgParticipant<S> for ToldOfEquivocation<S> {
         if matches!(input, DkgInput::Timer(DkgTimer::EndOfDeal)) {
             out.extend(self.inner.handle(
                 now,
-                DkgInput::Equivocation {
-                    dealer: self.dealer,
+                DkgInput::Faulty {
+                    member: self.dealer,
                 },
             ));
         }

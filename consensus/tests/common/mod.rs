@@ -24,6 +24,8 @@ pub fn dkg<S: Scheme>(config: &ReplicaConfig, seed: u64) -> Vec<Arc<DkgOutput<S>
         dealers: Vec::new(),
         phase_timeout_us: 1000,
         min_qualified: 1,
+        max_faulty: 0,
+        max_attempts: 1,
     };
     let memo = Memo::shared();
     let run = harness::run::<S>(

@@ -1,0 +1,615 @@
+//! A whole DKG run as members drive it: attempts of the Joint-Feldman machine
+//! ([`Dkg`]) over the consistent-broadcast relay ([`BroadcastRelay`]), each
+//! followed by an agreement step. Pure (no I/O): the simulator and the node run
+//! this same code.
+//!
+//! # Steps
+//! 1. **Attempt `a`.** The session of attempt `a` is
+//!    `SHA-256("sbft-beacon/dkg-attempt/1" || base session || u32_be(a))`; every
+//!    message names it (the relay's signatures cover it), so nothing of one attempt
+//!    counts in another. Phases last `phase_timeout * 2^a`. The DKG's broadcasts go
+//!    through the relay; its shares go point to point; a relay proof of
+//!    equivocation makes the origin faulty ([`DkgInput::Faulty`]).
+//! 2. **Agreement.** When the attempt's DKG finalizes, the member signs
+//!    `(attempt session, QUAL, SHA-256 of every group public polynomial)` with its
+//!    member key and sends it to everyone ([`SignedResult`]). It outputs its result
+//!    ([`SessionAction::Complete`]) only once `n - f` members signed the same
+//!    `(QUAL, digest)` as its own.
+//! 3. **Rerun.** At `4 * phase` after the attempt began, a member with no such
+//!    quorum starts attempt `a + 1` (a deterministic schedule: every member reruns
+//!    at the same local time), until `max_attempts`; then it fails. A member that
+//!    sees `n - f` signatures on a result other than its own fails at once: the
+//!    honest members that output a key all output the same one.
+//!
+//! Messages of the next attempt that arrive early are kept (bounded) and handled
+//! when it begins; messages of any other attempt are dropped.
+
+use super::relay::{BroadcastRelay, RelayAction, RelayMessage, SigningKey, VerifyingKey};
+use super::*;
+use ed25519_dalek::{Signer as _, Verifier as _};
+
+/// Domain separation of the agreement signatures.
+const RESULT_DOMAIN: &[u8] = b"sbft-beacon/dkg-result/1";
+
+/// Most messages of the next attempt kept per member of the network.
+const EARLY_PER_MEMBER: usize = 64;
+
+/// A member's signed statement of its DKG result in one attempt.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignedResult {
+    /// The attempt.
+    pub attempt: u32,
+    /// The signer.
+    pub from: NodeIndex,
+    /// Its qualified dealers.
+    pub qual: Vec<NodeIndex>,
+    /// SHA-256 of its group public polynomials ([`keys_digest`]).
+    pub keys_digest: [u8; 32],
+    /// ed25519 signature over `(attempt session, from, qual, keys_digest)`.
+    #[serde(with = "crate::wire::hex_bytes")]
+    pub signature: Vec<u8>,
+}
+
+/// What travels between the sessions of members.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum SessionMessage {
+    /// A relay message (signed broadcasts, attestations, pulls).
+    Relay {
+        /// The attempt.
+        attempt: u32,
+        /// The message.
+        message: RelayMessage,
+    },
+    /// A dealer's private shares for the recipient.
+    Shares {
+        /// The attempt.
+        attempt: u32,
+        /// The shares.
+        shares: DealtShares,
+    },
+    /// A member's signed result.
+    Result(SignedResult),
+}
+
+impl SessionMessage {
+    /// The attempt the message belongs to.
+    pub fn attempt(&self) -> u32 {
+        match self {
+            SessionMessage::Relay { attempt, .. } | SessionMessage::Shares { attempt, .. } => {
+                *attempt
+            }
+            SessionMessage::Result(r) => r.attempt,
+        }
+    }
+
+    /// Short name of the message kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SessionMessage::Relay {
+                message: RelayMessage::Broadcast { .. },
+                ..
+            } => "dkg-broadcast",
+            SessionMessage::Relay {
+                message: RelayMessage::Echo(_),
+                ..
+            } => "dkg-echo",
+            SessionMessage::Relay {
+                message: RelayMessage::Pull { .. },
+                ..
+            } => "dkg-pull",
+            SessionMessage::Shares { .. } => "dkg-shares",
+            SessionMessage::Result(_) => "dkg-result",
+        }
+    }
+}
+
+/// Timers of a session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum SessionTimer {
+    /// A phase of an attempt's DKG ended.
+    Phase {
+        /// The attempt.
+        attempt: u32,
+        /// The phase timer.
+        timer: DkgTimer,
+    },
+    /// The time for an attempt (and its agreement) is over.
+    EndOfAttempt {
+        /// The attempt.
+        attempt: u32,
+    },
+}
+
+/// Inputs of a session.
+#[derive(Clone, Debug)]
+pub enum SessionInput {
+    /// Begin attempt 0.
+    Start,
+    /// A message from an authenticated peer.
+    Message {
+        /// The sender (as authenticated by the transport).
+        from: NodeIndex,
+        /// The message.
+        message: SessionMessage,
+    },
+    /// A timer fired.
+    Timer(SessionTimer),
+}
+
+/// Outputs of a session.
+#[derive(Clone, Debug)]
+pub enum SessionAction<S: Scheme> {
+    /// Send to one member.
+    Send {
+        /// Recipient.
+        to: NodeIndex,
+        /// Message.
+        message: SessionMessage,
+    },
+    /// Send to every other member.
+    Broadcast(SessionMessage),
+    /// Fire `timer` at `at`.
+    SetTimer {
+        /// When.
+        at: Time,
+        /// Which.
+        timer: SessionTimer,
+    },
+    /// `n - f` members agree with this result: persist it and use it.
+    Complete(Arc<DkgOutput<S>>),
+    /// No agreement within the attempts (or a quorum agreed on another result).
+    Failed(String),
+}
+
+/// Anything that can stand in a DKG session: the honest [`DkgSession`] or a
+/// Byzantine wrapper around it.
+pub trait SessionParticipant<S: Scheme>: Send {
+    /// Handles one input at `now`.
+    fn handle(&mut self, now: Time, input: SessionInput) -> Vec<SessionAction<S>>;
+    /// Whether this participant follows the protocol.
+    fn is_honest(&self) -> bool {
+        true
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Idle,
+    Running,
+    Over,
+}
+
+/// One member's DKG session.
+pub struct DkgSession<S: Scheme> {
+    base: DkgConfig,
+    me: NodeIndex,
+    seed: [u8; 32],
+    memo: Arc<Memo>,
+    key: SigningKey,
+    keys: Arc<Vec<VerifyingKey>>,
+    state: State,
+    attempt: u32,
+    dkg: Dkg<S>,
+    relay: BroadcastRelay,
+    result: Option<Arc<DkgOutput<S>>>,
+    last_failure: Option<String>,
+    /// First valid signed result of each member in this attempt.
+    votes: BTreeMap<NodeIndex, SignedResult>,
+    early: Vec<(NodeIndex, SessionMessage)>,
+}
+
+/// The session of attempt `attempt` of the run with session `base`.
+pub fn attempt_session(base: &[u8; 32], attempt: u32) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(b"sbft-beacon/dkg-attempt/1");
+    h.update(base);
+    h.update(attempt.to_be_bytes());
+    h.finalize().into()
+}
+
+/// SHA-256 of every group public polynomial of `output`, in threshold order.
+pub fn keys_digest<S: Scheme>(output: &DkgOutput<S>) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(b"sbft-beacon/dkg-keys/1");
+    for k in &output.keys {
+        h.update(k.threshold.to_be_bytes());
+        for p in k.public_polynomial.iter() {
+            h.update(p.to_bytes());
+        }
+    }
+    h.finalize().into()
+}
+
+fn result_bytes(
+    session: &[u8; 32],
+    from: NodeIndex,
+    qual: &[NodeIndex],
+    digest: &[u8; 32],
+) -> Vec<u8> {
+    let mut m = RESULT_DOMAIN.to_vec();
+    m.extend_from_slice(session);
+    m.extend_from_slice(&from.0.to_be_bytes());
+    m.extend_from_slice(&(qual.len() as u32).to_be_bytes());
+    for d in qual {
+        m.extend_from_slice(&d.0.to_be_bytes());
+    }
+    m.extend_from_slice(digest);
+    m
+}
+
+/// The RNG seed of attempt `attempt` from a member's DKG seed.
+fn attempt_seed(seed: &[u8; 32], attempt: u32) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(b"sbft-beacon/dkg-attempt-seed/1");
+    h.update(seed);
+    h.update(attempt.to_be_bytes());
+    h.finalize().into()
+}
+
+impl<S: Scheme> DkgSession<S> {
+    /// Member `me` of the run `config`; `key` signs its broadcasts and results,
+    /// `keys` are every member's public keys by index. `seed` feeds the dealings.
+    pub fn new(
+        config: DkgConfig,
+        me: NodeIndex,
+        seed: [u8; 32],
+        memo: Arc<Memo>,
+        key: SigningKey,
+        keys: Arc<Vec<VerifyingKey>>,
+    ) -> Result<Self, Error> {
+        config.validate()?;
+        if keys.len() != config.n as usize {
+            return Err(Error::Dkg(format!(
+                "{} member keys for n = {}",
+                keys.len(),
+                config.n
+            )));
+        }
+        if keys.get(me.0 as usize) != Some(&key.verifying_key()) {
+            return Err(Error::Dkg(format!(
+                "member {}: the signing key does not match the listed public key",
+                me.0
+            )));
+        }
+        let (dkg, relay) = Self::attempt_parts(&config, me, &seed, &memo, &key, &keys, 0)?;
+        Ok(DkgSession {
+            base: config,
+            me,
+            seed,
+            memo,
+            key,
+            keys,
+            state: State::Idle,
+            attempt: 0,
+            dkg,
+            relay,
+            result: None,
+            last_failure: None,
+            votes: BTreeMap::new(),
+            early: Vec::new(),
+        })
+    }
+
+    fn attempt_parts(
+        base: &DkgConfig,
+        me: NodeIndex,
+        seed: &[u8; 32],
+        memo: &Arc<Memo>,
+        key: &SigningKey,
+        keys: &Arc<Vec<VerifyingKey>>,
+        attempt: u32,
+    ) -> Result<(Dkg<S>, BroadcastRelay), Error> {
+        let session = attempt_session(&base.session, attempt);
+        let config = DkgConfig {
+            session,
+            phase_timeout_us: base.phase_timeout_us.saturating_mul(1 << attempt.min(16)),
+            ..base.clone()
+        };
+        let dkg = Dkg::new(config, me, attempt_seed(seed, attempt), memo.clone())?;
+        let relay = BroadcastRelay::new(me, session, key.clone(), keys.clone());
+        Ok((dkg, relay))
+    }
+
+    /// The current attempt (0-based).
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// The run's configuration (the base session, not an attempt's).
+    pub fn config(&self) -> &DkgConfig {
+        &self.base
+    }
+
+    /// This member.
+    pub fn me(&self) -> NodeIndex {
+        self.me
+    }
+
+    /// The session of the current attempt.
+    pub fn session(&self) -> [u8; 32] {
+        self.dkg.config().session
+    }
+
+    /// Signs a broadcast of this member for the current attempt (as the relay
+    /// would); for Byzantine wrappers that send versions of their own.
+    pub fn sign_broadcast(&mut self, message: &DkgMessage<S>) -> Result<SessionMessage, Error> {
+        Ok(SessionMessage::Relay {
+            attempt: self.attempt,
+            message: self.relay.sign(message)?,
+        })
+    }
+
+    fn phase_us(&self) -> u64 {
+        self.dkg.config().phase_timeout_us
+    }
+
+    fn begin(&mut self, now: Time, out: &mut Vec<SessionAction<S>>) {
+        self.state = State::Running;
+        out.push(SessionAction::SetTimer {
+            at: now.plus_micros(self.phase_us().saturating_mul(4)),
+            timer: SessionTimer::EndOfAttempt {
+                attempt: self.attempt,
+            },
+        });
+        let actions = self.dkg.handle(now, DkgInput::Start);
+        self.on_dkg(now, actions, out);
+        for (from, message) in std::mem::take(&mut self.early) {
+            if self.state == State::Running {
+                self.on_message(now, from, message, out);
+            }
+        }
+    }
+
+    fn on_dkg(&mut self, now: Time, actions: Vec<DkgAction<S>>, out: &mut Vec<SessionAction<S>>) {
+        let attempt = self.attempt;
+        for action in actions {
+            match action {
+                DkgAction::Send {
+                    to,
+                    message: DkgMessage::Shares(shares),
+                } => out.push(SessionAction::Send {
+                    to,
+                    message: SessionMessage::Shares { attempt, shares },
+                }),
+                // The DKG sends nothing else point to point.
+                DkgAction::Send { .. } => {}
+                DkgAction::Broadcast(message) => {
+                    if let Ok(signed) = self.sign_broadcast(&message) {
+                        out.push(SessionAction::Broadcast(signed));
+                    }
+                }
+                DkgAction::SetTimer { at, timer } => out.push(SessionAction::SetTimer {
+                    at,
+                    timer: SessionTimer::Phase { attempt, timer },
+                }),
+                DkgAction::Complete(output) => self.on_result(now, output, out),
+                DkgAction::Failed(reason) => self.last_failure = Some(reason),
+            }
+        }
+    }
+
+    fn on_relay(
+        &mut self,
+        now: Time,
+        actions: Vec<RelayAction<S>>,
+        out: &mut Vec<SessionAction<S>>,
+    ) {
+        let attempt = self.attempt;
+        for action in actions {
+            match action {
+                RelayAction::Deliver { origin, message } => {
+                    let actions = self.dkg.handle(
+                        now,
+                        DkgInput::Message {
+                            from: origin,
+                            message,
+                        },
+                    );
+                    self.on_dkg(now, actions, out);
+                }
+                RelayAction::Send { to, message } => out.push(SessionAction::Send {
+                    to,
+                    message: SessionMessage::Relay { attempt, message },
+                }),
+                RelayAction::SendAll(message) => {
+                    out.push(SessionAction::Broadcast(SessionMessage::Relay {
+                        attempt,
+                        message,
+                    }))
+                }
+                RelayAction::Equivocation(member) => {
+                    let actions = self.dkg.handle(now, DkgInput::Faulty { member });
+                    self.on_dkg(now, actions, out);
+                }
+            }
+        }
+    }
+
+    /// Step 2: sign and send this attempt's result.
+    fn on_result(
+        &mut self,
+        _now: Time,
+        output: Arc<DkgOutput<S>>,
+        out: &mut Vec<SessionAction<S>>,
+    ) {
+        let digest = keys_digest(&output);
+        let session = self.session();
+        let signature = self
+            .key
+            .sign(&result_bytes(&session, self.me, &output.qual, &digest))
+            .to_bytes()
+            .to_vec();
+        let vote = SignedResult {
+            attempt: self.attempt,
+            from: self.me,
+            qual: output.qual.clone(),
+            keys_digest: digest,
+            signature,
+        };
+        self.result = Some(output);
+        self.votes.insert(self.me, vote.clone());
+        out.push(SessionAction::Broadcast(SessionMessage::Result(vote)));
+        self.check_quorum(out);
+    }
+
+    fn on_vote(&mut self, from: NodeIndex, vote: SignedResult, out: &mut Vec<SessionAction<S>>) {
+        if vote.from != from || from.0 >= self.base.n || self.votes.contains_key(&from) {
+            return;
+        }
+        let Ok(signature) = ed25519_dalek::Signature::from_slice(&vote.signature) else {
+            return;
+        };
+        let bytes = result_bytes(&self.session(), from, &vote.qual, &vote.keys_digest);
+        if self.keys[from.0 as usize]
+            .verify(&bytes, &signature)
+            .is_err()
+        {
+            return;
+        }
+        self.votes.insert(from, vote);
+        self.check_quorum(out);
+    }
+
+    fn check_quorum(&mut self, out: &mut Vec<SessionAction<S>>) {
+        let quorum = (self.base.n - self.base.max_faulty) as usize;
+        let count = |qual: &[NodeIndex], digest: &[u8; 32]| {
+            self.votes
+                .values()
+                .filter(|v| v.qual == qual && &v.keys_digest == digest)
+                .count()
+        };
+        if let Some(mine) = &self.result {
+            let digest = keys_digest(mine);
+            if count(&mine.qual, &digest) >= quorum {
+                let output = DkgOutput {
+                    session: self.base.session,
+                    ..(**mine).clone()
+                };
+                self.state = State::Over;
+                out.push(SessionAction::Complete(Arc::new(output)));
+                return;
+            }
+        }
+        let other = self
+            .votes
+            .values()
+            .any(|v| count(&v.qual, &v.keys_digest) >= quorum);
+        if other {
+            self.state = State::Over;
+            out.push(SessionAction::Failed(format!(
+                "attempt {}: n - f members agreed on a result this member does not hold",
+                self.attempt
+            )));
+        }
+    }
+
+    /// Step 3: rerun, or give up.
+    fn end_of_attempt(&mut self, now: Time, out: &mut Vec<SessionAction<S>>) {
+        let next = self.attempt + 1;
+        if next >= self.base.max_attempts {
+            self.state = State::Over;
+            let why = self
+                .last_failure
+                .clone()
+                .unwrap_or_else(|| "no n - f members signed the same result".into());
+            out.push(SessionAction::Failed(format!(
+                "no agreement after {next} attempts (last: {why})"
+            )));
+            return;
+        }
+        let parts = Self::attempt_parts(
+            &self.base, self.me, &self.seed, &self.memo, &self.key, &self.keys, next,
+        );
+        let Ok((dkg, relay)) = parts else {
+            self.state = State::Over;
+            out.push(SessionAction::Failed(
+                "cannot start the next attempt".into(),
+            ));
+            return;
+        };
+        self.attempt = next;
+        self.dkg = dkg;
+        self.relay = relay;
+        self.result = None;
+        self.last_failure = None;
+        self.votes.clear();
+        self.begin(now, out);
+    }
+
+    fn on_message(
+        &mut self,
+        now: Time,
+        from: NodeIndex,
+        message: SessionMessage,
+        out: &mut Vec<SessionAction<S>>,
+    ) {
+        if from.0 >= self.base.n || from == self.me {
+            return;
+        }
+        let attempt = message.attempt();
+        if attempt != self.attempt || self.state == State::Idle {
+            let next = if self.state == State::Idle {
+                self.attempt
+            } else {
+                self.attempt.saturating_add(1)
+            };
+            let room = EARLY_PER_MEMBER.saturating_mul(self.base.n as usize);
+            if attempt == next && attempt < self.base.max_attempts && self.early.len() < room {
+                self.early.push((from, message));
+            }
+            return;
+        }
+        match message {
+            SessionMessage::Relay { message, .. } => {
+                if let Ok(actions) = self.relay.receive::<S>(from, message) {
+                    self.on_relay(now, actions, out);
+                }
+            }
+            SessionMessage::Shares { shares, .. } => {
+                let actions = self.dkg.handle(
+                    now,
+                    DkgInput::Message {
+                        from,
+                        message: DkgMessage::Shares(shares),
+                    },
+                );
+                self.on_dkg(now, actions, out);
+            }
+            SessionMessage::Result(vote) => self.on_vote(from, vote, out),
+        }
+    }
+
+    /// Handles one input at `now`.
+    pub fn handle(&mut self, now: Time, input: SessionInput) -> Vec<SessionAction<S>> {
+        let mut out = Vec::new();
+        if self.state == State::Over {
+            return out;
+        }
+        match input {
+            SessionInput::Start if self.state == State::Idle => self.begin(now, &mut out),
+            SessionInput::Start => {}
+            SessionInput::Message { from, message } => {
+                self.on_message(now, from, message, &mut out)
+            }
+            SessionInput::Timer(SessionTimer::Phase { attempt, timer })
+                if attempt == self.attempt && self.state == State::Running =>
+            {
+                let actions = self.dkg.handle(now, DkgInput::Timer(timer));
+                self.on_dkg(now, actions, &mut out);
+            }
+            SessionInput::Timer(SessionTimer::EndOfAttempt { attempt })
+                if attempt == self.attempt && self.state == State::Running =>
+            {
+                self.end_of_attempt(now, &mut out)
+            }
+            SessionInput::Timer(_) => {}
+        }
+        out
+    }
+}
+
+impl<S: Scheme> SessionParticipant<S> for DkgSession<S> {
+    fn handle(&mut self, now: Time, input: SessionInput) -> Vec<SessionAction<S>> {
+        DkgSession::handle(self, now, input)
+    }
+}

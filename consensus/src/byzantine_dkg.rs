@@ -1,0 +1,155 @@
+//! Byzantine DKG sessions as swappable implementations: each wraps an honest
+//! [`DkgSession`] and rewrites what it sends, the way
+//! [`crate::byzantine::ByzantineReplica`] rewrites a replica's outputs. The
+//! honest code has no fault flags.
+//!
+//! - `complaint-versions`: at the end of the deal phase, signs three versions of
+//!   its complaint — two harmless ones (naming nobody, naming itself) and one
+//!   against the first other dealer — and sends the first harmless one to the
+//!   first other member (that dealer), the harmful one to the second, the other
+//!   harmless one to the third, one hop each. Without the relay's equivocation
+//!   rule the second member disqualifies a dealer the others keep.
+//! - `replay-old-session`: keeps the signed broadcasts it receives in an attempt
+//!   and, when the next attempt begins, sends them to everyone as messages of the
+//!   new attempt. Without per-attempt signatures an honest dealer's old deal looks
+//!   like a second version of its new one.
+
+use crate::byzantine::Behaviour;
+use beacon::dkg::relay::{Kind, RelayMessage};
+use beacon::dkg::session::{
+    DkgSession, SessionAction, SessionInput, SessionMessage, SessionParticipant, SessionTimer,
+};
+use beacon::dkg::{Complaint, DkgMessage, DkgTimer};
+use beacon::{NodeIndex, Scheme, Time};
+
+/// Most broadcasts a replaying member keeps per member of the network.
+const KEPT_PER_MEMBER: usize = 8;
+
+impl Behaviour {
+    /// Whether the behaviour is a DKG one (it wraps the DKG session, not the replica).
+    pub fn is_dkg(&self) -> bool {
+        matches!(
+            self,
+            Behaviour::ComplaintVersions | Behaviour::ReplayOldSession
+        )
+    }
+}
+
+/// A Byzantine DKG session: an honest [`DkgSession`] whose outputs are rewritten.
+pub struct ByzantineSession<S: Scheme> {
+    inner: DkgSession<S>,
+    behaviour: Behaviour,
+    /// Signed broadcasts of others received in the current attempt.
+    kept: Vec<RelayMessage>,
+}
+
+impl<S: Scheme> ByzantineSession<S> {
+    /// Wraps `inner` with `behaviour` (a DKG behaviour; others change nothing).
+    pub fn new(inner: DkgSession<S>, behaviour: Behaviour) -> Self {
+        ByzantineSession {
+            inner,
+            behaviour,
+            kept: Vec::new(),
+        }
+    }
+
+    /// The three complaint versions and their recipients.
+    fn complaint_versions(&mut self) -> Vec<SessionAction<S>> {
+        let me = self.inner.me();
+        let n = self.inner.config().n;
+        let others: Vec<NodeIndex> = (0..n).map(NodeIndex).filter(|j| *j != me).collect();
+        let Some(victim) = self
+            .inner
+            .config()
+            .dealer_list()
+            .into_iter()
+            .find(|d| *d != me)
+        else {
+            return Vec::new();
+        };
+        let session = self.inner.session();
+        let versions = [Vec::new(), vec![victim], vec![me]];
+        let mut out = Vec::new();
+        for (dealers, to) in versions.into_iter().zip(others) {
+            let complaint = DkgMessage::<S>::Complaint(Complaint {
+                session,
+                from: me,
+                dealers,
+            });
+            if let Ok(message) = self.inner.sign_broadcast(&complaint) {
+                out.push(SessionAction::Send { to, message });
+            }
+        }
+        out
+    }
+
+    fn rewrite(&mut self, action: SessionAction<S>, out: &mut Vec<SessionAction<S>>) {
+        match (self.behaviour, action) {
+            (
+                Behaviour::ComplaintVersions,
+                SessionAction::Broadcast(SessionMessage::Relay {
+                    message: RelayMessage::Broadcast { attestation, .. },
+                    ..
+                }),
+            ) if attestation.kind == Kind::Complaint => {}
+            (
+                Behaviour::ComplaintVersions,
+                a @ SessionAction::SetTimer {
+                    timer:
+                        SessionTimer::Phase {
+                            timer: DkgTimer::EndOfComplaints,
+                            ..
+                        },
+                    ..
+                },
+            ) => {
+                out.push(a);
+                out.extend(self.complaint_versions());
+            }
+            (_, a) => out.push(a),
+        }
+    }
+}
+
+impl<S: Scheme> SessionParticipant<S> for ByzantineSession<S> {
+    fn handle(&mut self, now: Time, input: SessionInput) -> Vec<SessionAction<S>> {
+        let attempt = self.inner.attempt();
+        if self.behaviour == Behaviour::ReplayOldSession {
+            if let SessionInput::Message {
+                message:
+                    SessionMessage::Relay {
+                        attempt: a,
+                        message: message @ RelayMessage::Broadcast { .. },
+                    },
+                ..
+            } = &input
+            {
+                let room = KEPT_PER_MEMBER * self.inner.config().n as usize;
+                if *a == attempt && self.kept.len() < room {
+                    self.kept.push(message.clone());
+                }
+            }
+        }
+        let actions = self.inner.handle(now, input);
+        let mut out = Vec::with_capacity(actions.len());
+        for a in actions {
+            self.rewrite(a, &mut out);
+        }
+        let next = self.inner.attempt();
+        if next != attempt {
+            for message in std::mem::take(&mut self.kept) {
+                if self.behaviour == Behaviour::ReplayOldSession {
+                    out.push(SessionAction::Broadcast(SessionMessage::Relay {
+                        attempt: next,
+                        message,
+                    }));
+                }
+            }
+        }
+        out
+    }
+
+    fn is_honest(&self) -> bool {
+        false
+    }
+}
