@@ -57,6 +57,24 @@ const FUTURE_LIMIT: usize = 20_000;
 const FUTURE_HEIGHTS: u64 = 64;
 /// Most entries in one sync response.
 const SYNC_BATCH: usize = 64;
+/// Most bytes of blocks in one sync response (one entry is always sent, so a
+/// response is at most this plus one block and its proof).
+pub const SYNC_RESPONSE_BYTES: usize = 4 << 20;
+
+/// Bytes of a block's wire encoding: height, parent, previous beacon, and each
+/// transaction with its 8-byte length.
+pub fn block_bytes(block: &Block) -> usize {
+    block_header_bytes(block.previous_beacon.len())
+        + block
+            .transactions
+            .iter()
+            .map(|t| t.len() + 8)
+            .sum::<usize>()
+}
+
+fn block_header_bytes(previous_beacon: usize) -> usize {
+    8 + 32 + 8 + previous_beacon + 8
+}
 
 /// Inputs of a replica.
 #[derive(Clone, Debug)]
@@ -324,6 +342,7 @@ pub struct Replica<S: Scheme> {
     round: RoundState<S>,
     mempool: VecDeque<Vec<u8>>,
     mempool_index: HashSet<Digest>,
+    mempool_bytes: usize,
     future: BTreeMap<Height, Vec<(NodeIndex, Message<S>)>>,
     future_count: usize,
     last_sync_request: Option<Time>,
@@ -373,6 +392,7 @@ impl<S: Scheme> Replica<S> {
             round,
             mempool: VecDeque::new(),
             mempool_index: HashSet::new(),
+            mempool_bytes: 0,
             future: BTreeMap::new(),
             future_count: 0,
             last_sync_request: None,
@@ -551,16 +571,28 @@ impl<S: Scheme> Replica<S> {
     }
 
     fn fresh_block(&self) -> Block {
+        let mut room = self
+            .config
+            .max_block_bytes
+            .saturating_sub(block_header_bytes(self.previous_beacon.len()));
+        let transactions = self
+            .mempool
+            .iter()
+            .take(self.config.max_batch)
+            .take_while(|t| match room.checked_sub(t.len() + 8) {
+                Some(left) => {
+                    room = left;
+                    true
+                }
+                None => false,
+            })
+            .cloned()
+            .collect();
         Block {
             height: self.height,
             parent: self.last_digest(),
             previous_beacon: self.previous_beacon.clone(),
-            transactions: self
-                .mempool
-                .iter()
-                .take(self.config.max_batch)
-                .cloned()
-                .collect(),
+            transactions,
         }
     }
 
@@ -573,16 +605,19 @@ impl<S: Scheme> Replica<S> {
                 .transactions
                 .iter()
                 .all(|t| t.len() <= self.config.max_transaction_bytes)
+            && block_bytes(block) <= self.config.max_block_bytes
     }
 
     fn add_transaction(&mut self, tx: Vec<u8>) {
         if tx.len() > self.config.max_transaction_bytes
             || self.mempool.len() >= self.config.mempool_limit
+            || self.mempool_bytes + tx.len() > self.config.mempool_bytes_limit
         {
             return;
         }
         let id: Digest = Sha256::digest(&tx).into();
         if self.mempool_index.insert(id) {
+            self.mempool_bytes += tx.len();
             self.mempool.push_back(tx);
         }
     }
@@ -1126,6 +1161,7 @@ impl<S: Scheme> Replica<S> {
             .map(Vec::as_slice)
             .collect();
         if !committed.is_empty() {
+            self.mempool_bytes -= committed.iter().map(|t| t.len()).sum::<usize>();
             self.mempool.retain(|t| !committed.contains(t.as_slice()));
         }
         let proposed_at = self.round.proposal_seen_at.unwrap_or(now);
@@ -1775,12 +1811,22 @@ impl<S: Scheme> Replica<S> {
             return;
         }
         let end = (start + SYNC_BATCH).min(self.chain.len());
-        let entries = self.chain[start..end].to_vec();
+        let mut bytes = 0;
+        let entries = self.chain[start..end]
+            .iter()
+            .take_while(|e| {
+                let first = bytes == 0;
+                bytes += block_bytes(&e.block);
+                first || bytes <= SYNC_RESPONSE_BYTES
+            })
+            .cloned()
+            .collect();
         self.send_to(from, Message::SyncResponse { entries });
     }
 
     fn on_sync_response(&mut self, now: Time, entries: Vec<Arc<CommittedEntry<S>>>) {
-        let more = entries.len() == SYNC_BATCH;
+        // A full response (by count or by bytes) may have a successor.
+        let more = !entries.is_empty();
         let mut last_from = None;
         for entry in entries {
             if entry.block.height != self.height {
