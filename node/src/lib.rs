@@ -5,6 +5,7 @@
 //!
 //! - [`config`]: `node.toml`, validated on load;
 //! - [`identity`]: libp2p key pairs in owner-only files;
+//! - [`limits`]: `[limits]` and the admission of frames by kind;
 //! - [`net`]: TCP + noise + yamux, allow-listed peers, length-prefixed frames;
 //! - [`relay`]: signed, attested and pulled DKG broadcasts (consistent delivery);
 //! - [`store`]: key material file and the redb chain database;
@@ -15,6 +16,7 @@
 pub mod config;
 pub mod http;
 pub mod identity;
+pub mod limits;
 pub mod metrics;
 pub mod net;
 pub mod relay;
