@@ -24,8 +24,11 @@ pub struct NodeConfig {
     pub network: NetworkSection,
     /// Every member, this node included.
     pub peers: Vec<PeerEntry>,
-    /// Resource limits (every field has a default).
-    #[serde(default)]
+    /// Resource limits (every field has a default; written only when changed).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::limits::LimitsSection::is_default"
+    )]
     pub limits: crate::limits::LimitsSection,
     /// The directory the config was read from (relative paths start there).
     #[serde(skip)]

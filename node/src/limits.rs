@@ -74,6 +74,11 @@ impl Default for LimitsSection {
 }
 
 impl LimitsSection {
+    /// Whether every limit has its default.
+    pub fn is_default(&self) -> bool {
+        *self == LimitsSection::default()
+    }
+
     /// Checks the limits and applies the block and mempool bounds to `replica`.
     pub fn apply(&self, replica: &mut ReplicaConfig) -> Result<(), NodeError> {
         let err = |m: String| Err(NodeError::Config(format!("[limits] {m}")));
