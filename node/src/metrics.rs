@@ -73,6 +73,8 @@ pub struct Metrics {
     pub refused_connections: Counter,
     /// Last finalized height.
     pub height: Gauge,
+    /// Bytes queued for each peer, label `peer` (at most `peer_queue_bytes`).
+    pub queued_bytes: Family<Labels, Gauge>,
     /// Times a peer's stream was paused for being over its decoding CPU budget.
     pub decode_pauses: Counter,
     /// HTTP requests refused, label `reason`: `rate` (a client over its rate),
@@ -106,6 +108,12 @@ impl Metrics {
         let refused_connections = Counter::default();
         let height = Gauge::default();
         let decode_pauses = Counter::default();
+        let queued_bytes = Family::<Labels, Gauge>::default();
+        registry.register(
+            "queued_bytes",
+            "Bytes of frames queued for each peer",
+            queued_bytes.clone(),
+        );
         let refused_requests = Family::<Labels, Counter>::default();
         registry.register(
             "decode_pauses",
@@ -165,6 +173,7 @@ impl Metrics {
             refused_connections,
             height,
             decode_pauses,
+            queued_bytes,
             refused_requests,
             phases,
             by_path,
@@ -193,6 +202,13 @@ impl Metrics {
         self.dropped_frames
             .get_or_create(&label("reason", reason))
             .inc();
+    }
+
+    /// The gauge of bytes queued for `peer`.
+    pub fn queued_for(&self, peer: u32) -> Gauge {
+        self.queued_bytes
+            .get_or_create(&label("peer", &peer.to_string()))
+            .clone()
     }
 
     /// Counts a refused HTTP request.

@@ -90,6 +90,7 @@ pub struct NetLimits {
 struct Outbound {
     tx: mpsc::UnboundedSender<Frame>,
     queued: Arc<AtomicUsize>,
+    gauge: prometheus_client::metrics::gauge::Gauge,
 }
 
 /// The running transport.
@@ -147,9 +148,11 @@ impl Network {
             }
             let (tx, rx) = mpsc::unbounded_channel();
             let queued = Arc::new(AtomicUsize::new(0));
+            let gauge = metrics.queued_for(p.index.0);
             outbound[p.index.0 as usize] = Some(Outbound {
                 tx,
                 queued: queued.clone(),
+                gauge: gauge.clone(),
             });
             let connected = Arc::new(Notify::new());
             wake.insert(p.id, connected.clone());
@@ -159,6 +162,7 @@ impl Network {
                 control: control.clone(),
                 queue: rx,
                 queued,
+                gauge,
                 connected,
                 metrics: metrics.clone(),
             };
@@ -216,6 +220,7 @@ impl Network {
         if out.tx.send(frame).is_err() {
             out.queued.fetch_sub(cost, Ordering::Relaxed);
         }
+        out.gauge.set(out.queued.load(Ordering::Relaxed) as i64);
     }
 
     /// Bytes queued for member `to` now.
@@ -375,6 +380,7 @@ struct Writer {
     control: libp2p_stream::Control,
     queue: mpsc::UnboundedReceiver<Frame>,
     queued: Arc<AtomicUsize>,
+    gauge: prometheus_client::metrics::gauge::Gauge,
     connected: Arc<Notify>,
     metrics: Arc<Metrics>,
 }
@@ -461,7 +467,8 @@ impl Writer {
     /// Forgets the frames of `pending` and the bytes they held in the queue.
     fn release(&self, pending: &mut Vec<Frame>) {
         let bytes: usize = pending.iter().map(|f| f.len() + FRAME_OVERHEAD).sum();
-        self.queued.fetch_sub(bytes, Ordering::Relaxed);
+        let left = self.queued.fetch_sub(bytes, Ordering::Relaxed) - bytes;
+        self.gauge.set(left as i64);
         pending.clear();
     }
 }

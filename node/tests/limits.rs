@@ -441,15 +441,25 @@ fn a_members_largest_frames_do_not_stall_the_node() {
     assert!(metrics.contains("reason=\"oversized\""), "{metrics}");
 }
 
-/// Issue 16, finding 3: outbound queues held 4,096 frames per peer. A member
-/// that accepts its streams but never reads them must not grow its senders'
-/// memory past `peer_queue_bytes` (plus the process's normal footprint).
+/// The largest `sbft_beacon_queued_bytes{peer="3"}` in a metrics text.
+fn queued_for_3(metrics: &str) -> f64 {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("sbft_beacon_queued_bytes{peer=\"3\"} "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// Issue 16, finding 3: outbound queues held 4,096 frames per peer (4 GiB of
+/// 1 MiB blocks). A member that accepts its streams but never reads them must
+/// not make its senders queue more than `peer_queue_bytes` for it: the queue
+/// fills, frames are dropped and counted, and the chain goes on.
 #[test]
-#[ignore = "about 1.5 minutes; run by scripts/soak.sh"]
+#[ignore = "about a minute; run by scripts/soak.sh"]
 fn a_peer_that_never_reads_does_not_grow_its_senders_memory() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // The smallest queue the config allows (the frame limit): 16 MiB.
-    let budget_mb = 16.0;
+    let budget = 16.0 * 1024.0 * 1024.0;
     let mut net = Net::configs(
         4,
         0,
@@ -469,42 +479,41 @@ fn a_peer_that_never_reads_does_not_grow_its_senders_memory() {
         net.start(i);
     }
     let c = client();
-    // Three of four make progress on the slow path once the DKG gives up on 3:
-    // node 3 never sends, so the DKG runs without it.
+    // Three of four make progress on the slow path (node 3 deals nothing).
     for i in 0..3 {
         net.wait_for(&c, i, 3, 180);
     }
     let before: Vec<f64> = (0..3).map(|i| rss_mb(net.pid(i))).collect();
-    // Big blocks for 3 to never read: 64 KiB transactions to every node.
+    // Blocks of big transactions for 3 never to read: 20 transactions of 64 KiB
+    // per second to every node.
     let start = Instant::now();
     let mut k = 0u32;
     let mut peak = before.clone();
+    let mut queued: f64 = 0.0;
     while start.elapsed() < Duration::from_secs(40) {
         for (i, api) in net.apis.iter().take(3).enumerate() {
             let mut tx = vec![i as u8; 65_536];
             tx[..4].copy_from_slice(&k.to_be_bytes());
             c.post(&format!("{api}/tx"), tx);
+            queued = queued.max(queued_for_3(&c.text(&format!("{api}/metrics"))));
         }
         k += 1;
         for (i, p) in peak.iter_mut().enumerate() {
             *p = p.max(rss_mb(net.pid(i)));
         }
+        std::thread::sleep(Duration::from_millis(50));
     }
     let _ = stop_tx.send(());
     let _ = rt.block_on(silent);
     let metrics = c.text(&format!("{}/metrics", net.apis[0]));
     eprintln!(
-        "slow reader: RSS before {before:?} MB, peak {peak:?} MB, {k} rounds of transactions"
+        "slow reader: most queued for the silent peer {:.1} MiB (budget 16 MiB); RSS before {before:.1?} MB, peak {peak:.1?} MB; {k} transactions per node",
+        queued / 1048576.0
     );
-    for i in 0..3 {
-        // The queue to 3, the mempool's share of the flood, the frames in flight.
-        let allowed = before[i] + budget_mb + 40.0;
-        assert!(
-            peak[i] < allowed,
-            "node {i}: RSS {:.1} MB over {allowed:.1} MB",
-            peak[i]
-        );
-    }
+    assert!(
+        queued <= budget,
+        "{queued} bytes queued for the silent peer"
+    );
     assert!(
         metrics.contains("reason=\"queue-full\""),
         "the queue to the silent peer never filled:\n{metrics}"
