@@ -80,6 +80,12 @@ pub struct ChainView {
     max_rounds: usize,
 }
 
+/// Blocks kept in memory (older ones are read from the store).
+const RECENT_BLOCKS: usize = 64;
+
+/// Reads an older block from the store.
+pub type BlockSource = Box<dyn Fn(u64) -> Option<BlockJson> + Send + Sync>;
+
 /// Round statistics kept when nothing else is set.
 const ROUND_STATS: usize = 10_000;
 
@@ -101,6 +107,9 @@ impl ChainView {
             self.transactions.insert(id, block.height);
         }
         self.blocks.insert(block.height, block);
+        while self.blocks.len() > RECENT_BLOCKS {
+            self.blocks.pop_first();
+        }
         self.beacons.insert(beacon.round, beacon);
     }
 
@@ -152,6 +161,8 @@ pub struct ApiState {
     /// Token `POST /tx` requires, if any.
     token: Option<String>,
     limits: crate::limits::LimitsSection,
+    /// Where blocks older than the recent ones are read.
+    pub older_blocks: std::sync::OnceLock<BlockSource>,
 }
 
 impl ApiState {
@@ -178,6 +189,7 @@ impl ApiState {
             per_client: RateLimiter::keyed(quota),
             token: limits.tx_token.clone(),
             limits: limits.clone(),
+            older_blocks: std::sync::OnceLock::new(),
         }
     }
 }
@@ -443,9 +455,17 @@ async fn block(State(s): Shared, Path(height): Path<String>) -> Response {
     let Ok(height) = height.parse::<u64>() else {
         return (StatusCode::BAD_REQUEST, format!("bad height {height:?}\n")).into_response();
     };
-    let view = s.chain.read().unwrap_or_else(|e| e.into_inner());
-    match view.blocks.get(&height) {
-        Some(b) => Json(b.clone()).into_response(),
+    let (recent, latest) = {
+        let view = s.chain.read().unwrap_or_else(|e| e.into_inner());
+        (view.blocks.get(&height).cloned(), view.latest())
+    };
+    let block = match recent {
+        Some(b) => Some(b),
+        None if height <= latest => s.older_blocks.get().and_then(|read| read(height)),
+        None => None,
+    };
+    match block {
+        Some(b) => Json(b).into_response(),
         None => not_found(format!("height {height} is not known here")),
     }
 }

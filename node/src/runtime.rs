@@ -130,6 +130,19 @@ fn persistence_thread<S: Scheme>(
     })
 }
 
+/// A committed block as the API shows it.
+fn block_json<S: Scheme>(entry: &CommittedEntry<S>) -> BlockJson {
+    let block = &entry.block;
+    BlockJson {
+        height: block.height,
+        digest: hex::encode(entry.certificate.digest),
+        parent: hex::encode(block.parent),
+        view: entry.certificate.view,
+        path: entry.certificate.path.as_str(),
+        transactions: block.transactions.iter().map(hex::encode).collect(),
+    }
+}
+
 /// Adds a durable entry's beacon and block to the API view.
 fn publish<S: Scheme>(view: &mut ChainView, entry: &CommittedEntry<S>) {
     let round = entry.block.height;
@@ -138,14 +151,7 @@ fn publish<S: Scheme>(view: &mut ChainView, entry: &CommittedEntry<S>) {
         return;
     };
     let block = &entry.block;
-    let json = BlockJson {
-        height: block.height,
-        digest: hex::encode(entry.certificate.digest),
-        parent: hex::encode(block.parent),
-        view: entry.certificate.view,
-        path: entry.certificate.path.as_str(),
-        transactions: block.transactions.iter().map(hex::encode).collect(),
-    };
+    let json = block_json(entry);
     let ids = block
         .transactions
         .iter()
@@ -494,6 +500,14 @@ async fn run_inner<S: Scheme>(
         cfg.replica.max_transaction_bytes,
         limits,
     ));
+    let source = store.clone();
+    let _ = state.older_blocks.set(Box::new(move |height| {
+        source
+            .get::<S>(height)
+            .ok()
+            .flatten()
+            .map(|e| block_json(&e))
+    }));
     if let Some(output) = &stored {
         let mut view = state.chain.write().unwrap_or_else(|e| e.into_inner());
         view.set_info(chain_info(&cfg, output));

@@ -83,6 +83,18 @@ impl Store {
         Ok(out)
     }
 
+    /// The stored entry of `height`, if any.
+    pub fn get<S: Scheme>(&self, height: u64) -> Result<Option<CommittedEntry<S>>, NodeError> {
+        let tx = self.db.begin_read().map_err(db_err)?;
+        let table = tx.open_table(CHAIN).map_err(db_err)?;
+        let Some(v) = table.get(height).map_err(db_err)? else {
+            return Ok(None);
+        };
+        beacon::wire::decode(v.value())
+            .map(Some)
+            .map_err(|e| NodeError::Store(format!("height {height}: {e}")))
+    }
+
     /// Appends finalized heights in one durable transaction.
     pub fn append<S: Scheme>(&self, entries: &[Arc<CommittedEntry<S>>]) -> Result<(), NodeError> {
         let tx = self.db.begin_write().map_err(db_err)?;
