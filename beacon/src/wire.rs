@@ -57,6 +57,45 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
     Ok(value)
 }
 
+thread_local! {
+    /// Points the current [`decode_with_point_budget`] may still decode (`None`:
+    /// no budget).
+    static POINT_BUDGET: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// Decodes like [`decode`], but fails as soon as more than `max_points` group
+/// elements have been decoded: each point costs a decompression and a subgroup
+/// check (tens of microseconds), so a message of known kind gets a budget of what
+/// an honest one holds, and a hostile frame packed with points is refused after
+/// that many instead of after all of them.
+pub fn decode_with_point_budget<T: DeserializeOwned>(
+    bytes: &[u8],
+    max_points: usize,
+) -> Result<T, Error> {
+    struct Reset(Option<usize>);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            POINT_BUDGET.with(|b| b.set(self.0));
+        }
+    }
+    let _reset = Reset(POINT_BUDGET.with(|b| b.replace(Some(max_points))));
+    decode(bytes)
+}
+
+/// Takes one point from the current budget, if any.
+fn spend_point() -> Result<(), Error> {
+    POINT_BUDGET.with(|b| match b.get() {
+        None => Ok(()),
+        Some(0) => Err(Error::Wire(
+            "more points than this message kind may hold".into(),
+        )),
+        Some(k) => {
+            b.set(Some(k - 1));
+            Ok(())
+        }
+    })
+}
+
 /// Serializes canonical bytes: raw in binary formats, hex in human-readable ones.
 fn serialize_bytes<S: Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
     if serializer.is_human_readable() {
@@ -112,6 +151,7 @@ macro_rules! point_serde {
         impl<'de> Deserialize<'de> for $t {
             fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
                 let bytes = deserialize_bytes(deserializer)?;
+                spend_point().map_err(de::Error::custom)?;
                 <$t>::from_bytes(&bytes).map_err(de::Error::custom)
             }
         }
@@ -171,6 +211,20 @@ mod tests {
         assert_eq!(decode::<(G1, G2, Scalar)>(&bytes).unwrap(), (p, q, s));
         let json = serde_json::to_string(&(p, s)).unwrap();
         assert_eq!(serde_json::from_str::<(G1, Scalar)>(&json).unwrap(), (p, s));
+    }
+
+    #[test]
+    fn point_budget_stops_decoding_after_that_many_points() {
+        let points = vec![G1::generator(); 10];
+        let bytes = encode(&points).unwrap();
+        assert_eq!(
+            decode_with_point_budget::<Vec<G1>>(&bytes, 10).unwrap(),
+            points
+        );
+        let err = decode_with_point_budget::<Vec<G1>>(&bytes, 9).unwrap_err();
+        assert!(err.to_string().contains("more points"), "{err}");
+        // The budget ends with the call.
+        assert_eq!(decode::<Vec<G1>>(&bytes).unwrap(), points);
     }
 
     #[test]

@@ -49,6 +49,36 @@ pub struct ReplicaConfig {
     pub max_transaction_bytes: usize,
     /// Most pending transactions held.
     pub mempool_limit: usize,
+    /// Most bytes of pending transactions held (sum of their lengths).
+    #[serde(default = "default_mempool_bytes")]
+    pub mempool_bytes_limit: usize,
+    /// Largest block (its wire encoding, bytes). A NEW-VIEW carries up to
+    /// `Q = 2f + 2c + 1` view changes, each with a block, plus the block itself,
+    /// so `(Q + 1) * (max_block_bytes + VIEW_CHANGE_OVERHEAD) + MESSAGE_OVERHEAD`
+    /// must fit the wire limit ([`beacon::wire::MAX_MESSAGE_BYTES`], 16 MiB):
+    /// [`ReplicaConfig::new`] picks `min(1 MiB, what fits)` and
+    /// [`ReplicaConfig::validate`] checks it. n = 4: Q = 3, up to 4,176,896 bytes
+    /// fit, the default 1 MiB gives NEW-VIEWs of at most 4.07 MiB; n = 64: Q = 43,
+    /// (16 MiB - 64 KiB) / 44 - 1 KiB = 378,786 bytes.
+    #[serde(default = "default_max_block_bytes")]
+    pub max_block_bytes: usize,
+}
+
+/// Upper bound of what a view change adds to its block on the wire (bytes):
+/// sender, height, view, a prepare certificate, a fast vote, a beacon share,
+/// option and length tags (about 400 bytes with G2 signatures).
+pub const VIEW_CHANGE_OVERHEAD: usize = 1024;
+/// Upper bound of a NEW-VIEW's own fields and tags besides its blocks (bytes).
+pub const MESSAGE_OVERHEAD: usize = 64 * 1024;
+/// Largest block [`ReplicaConfig::new`] picks (bytes).
+pub const DEFAULT_MAX_BLOCK_BYTES: usize = 1 << 20;
+
+fn default_mempool_bytes() -> usize {
+    64 << 20
+}
+
+fn default_max_block_bytes() -> usize {
+    DEFAULT_MAX_BLOCK_BYTES
 }
 
 impl ReplicaConfig {
@@ -57,7 +87,7 @@ impl ReplicaConfig {
     pub fn new(n: u32, c: u32) -> Result<Self, ConsensusError> {
         check_size(n, c)?;
         let f = (n - 2 * c - 1) / 3;
-        let cfg = ReplicaConfig {
+        let mut cfg = ReplicaConfig {
             n,
             f,
             c,
@@ -74,7 +104,10 @@ impl ReplicaConfig {
             max_batch: 256,
             max_transaction_bytes: 64 * 1024,
             mempool_limit: 100_000,
+            mempool_bytes_limit: default_mempool_bytes(),
+            max_block_bytes: 0,
         };
+        cfg.max_block_bytes = DEFAULT_MAX_BLOCK_BYTES.min(cfg.largest_block_that_fits());
         cfg.validate()?;
         Ok(cfg)
     }
@@ -109,7 +142,33 @@ impl ReplicaConfig {
         if self.max_batch == 0 {
             return err("max_batch must be at least 1".into());
         }
+        let fits = self.largest_block_that_fits();
+        if self.max_block_bytes > fits {
+            return err(format!(
+                "max_block_bytes = {} does not fit a NEW-VIEW of {} view changes in a {} byte message (at most {fits})",
+                self.max_block_bytes,
+                self.view_change_quorum(),
+                beacon::wire::MAX_MESSAGE_BYTES
+            ));
+        }
+        if self.max_block_bytes < 1024 {
+            return err("max_block_bytes must be at least 1024".into());
+        }
         Ok(())
+    }
+
+    /// Largest `max_block_bytes` for which a NEW-VIEW (`Q` view changes with their
+    /// blocks, and the block) fits one wire message.
+    pub fn largest_block_that_fits(&self) -> usize {
+        let blocks = self.view_change_quorum() as usize + 1;
+        (beacon::wire::MAX_MESSAGE_BYTES.saturating_sub(MESSAGE_OVERHEAD) / blocks)
+            .saturating_sub(VIEW_CHANGE_OVERHEAD)
+    }
+
+    /// Bound of a NEW-VIEW's encoding under this config (bytes).
+    pub fn max_new_view_bytes(&self) -> usize {
+        let blocks = self.view_change_quorum() as usize + 1;
+        blocks * (self.max_block_bytes + VIEW_CHANGE_OVERHEAD) + MESSAGE_OVERHEAD
     }
 
     /// Fast-path threshold `3f + c + 1`.

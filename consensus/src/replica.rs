@@ -66,6 +66,24 @@ pub const VIEW_WINDOW: View = 1024;
 const VIEW_CHANGE_STORE_WINDOW: View = 8;
 /// Most proposals held until a paced round's release time.
 const HELD_LIMIT: usize = 64;
+/// Most bytes of blocks in one sync response (one entry is always sent, so a
+/// response is at most this plus one block and its proof).
+pub const SYNC_RESPONSE_BYTES: usize = 4 << 20;
+
+/// Bytes of a block's wire encoding: height, parent, previous beacon, and each
+/// transaction with its 8-byte length.
+pub fn block_bytes(block: &Block) -> usize {
+    block_header_bytes(block.previous_beacon.len())
+        + block
+            .transactions
+            .iter()
+            .map(|t| t.len() + 8)
+            .sum::<usize>()
+}
+
+fn block_header_bytes(previous_beacon: usize) -> usize {
+    8 + 32 + 8 + previous_beacon + 8
+}
 
 /// Inputs of a replica.
 #[derive(Clone, Debug)]
@@ -343,6 +361,7 @@ pub struct Replica<S: Scheme> {
     round: RoundState<S>,
     mempool: VecDeque<Vec<u8>>,
     mempool_index: HashSet<Digest>,
+    mempool_bytes: usize,
     future: BTreeMap<Height, Vec<(NodeIndex, Message<S>)>>,
     future_count: usize,
     last_sync_request: Option<Time>,
@@ -392,6 +411,7 @@ impl<S: Scheme> Replica<S> {
             round,
             mempool: VecDeque::new(),
             mempool_index: HashSet::new(),
+            mempool_bytes: 0,
             future: BTreeMap::new(),
             future_count: 0,
             last_sync_request: None,
@@ -581,16 +601,28 @@ impl<S: Scheme> Replica<S> {
     /// A block for the current height from the mempool, as the primary would
     /// propose it.
     pub fn fresh_block(&self) -> Block {
+        let mut room = self
+            .config
+            .max_block_bytes
+            .saturating_sub(block_header_bytes(self.previous_beacon.len()));
+        let transactions = self
+            .mempool
+            .iter()
+            .take(self.config.max_batch)
+            .take_while(|t| match room.checked_sub(t.len() + 8) {
+                Some(left) => {
+                    room = left;
+                    true
+                }
+                None => false,
+            })
+            .cloned()
+            .collect();
         Block {
             height: self.height,
             parent: self.last_digest(),
             previous_beacon: self.previous_beacon.clone(),
-            transactions: self
-                .mempool
-                .iter()
-                .take(self.config.max_batch)
-                .cloned()
-                .collect(),
+            transactions,
         }
     }
 
@@ -603,16 +635,19 @@ impl<S: Scheme> Replica<S> {
                 .transactions
                 .iter()
                 .all(|t| t.len() <= self.config.max_transaction_bytes)
+            && block_bytes(block) <= self.config.max_block_bytes
     }
 
     fn add_transaction(&mut self, tx: Vec<u8>) {
         if tx.len() > self.config.max_transaction_bytes
             || self.mempool.len() >= self.config.mempool_limit
+            || self.mempool_bytes + tx.len() > self.config.mempool_bytes_limit
         {
             return;
         }
         let id: Digest = Sha256::digest(&tx).into();
         if self.mempool_index.insert(id) {
+            self.mempool_bytes += tx.len();
             self.mempool.push_back(tx);
         }
     }
@@ -1231,6 +1266,7 @@ impl<S: Scheme> Replica<S> {
             .map(Vec::as_slice)
             .collect();
         if !committed.is_empty() {
+            self.mempool_bytes -= committed.iter().map(|t| t.len()).sum::<usize>();
             self.mempool.retain(|t| !committed.contains(t.as_slice()));
         }
         let proposed_at = self.round.proposal_seen_at.unwrap_or(now);
@@ -1931,12 +1967,22 @@ impl<S: Scheme> Replica<S> {
             return;
         }
         let end = (start + SYNC_BATCH).min(self.chain.len());
-        let entries = self.chain[start..end].to_vec();
+        let mut bytes = 0;
+        let entries = self.chain[start..end]
+            .iter()
+            .take_while(|e| {
+                let first = bytes == 0;
+                bytes += block_bytes(&e.block);
+                first || bytes <= SYNC_RESPONSE_BYTES
+            })
+            .cloned()
+            .collect();
         self.send_to(from, Message::SyncResponse { entries });
     }
 
     fn on_sync_response(&mut self, now: Time, entries: Vec<Arc<CommittedEntry<S>>>) {
-        let more = entries.len() == SYNC_BATCH;
+        // A full response (by count or by bytes) may have a successor.
+        let more = !entries.is_empty();
         let mut last_from = None;
         for entry in entries {
             if entry.block.height != self.height {

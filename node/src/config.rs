@@ -24,6 +24,12 @@ pub struct NodeConfig {
     pub network: NetworkSection,
     /// Every member, this node included.
     pub peers: Vec<PeerEntry>,
+    /// Resource limits (every field has a default; written only when changed).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::limits::LimitsSection::is_default"
+    )]
+    pub limits: crate::limits::LimitsSection,
     /// The directory the config was read from (relative paths start there).
     #[serde(skip)]
     pub base_dir: PathBuf,
@@ -268,6 +274,7 @@ impl NodeConfig {
         replica
             .validate()
             .map_err(|e| NodeError::Config(e.to_string()))?;
+        self.limits.apply(&mut replica)?;
         if self.network.dkg_phase_ms == 0 {
             return err("dkg_phase_ms must be positive".into());
         }
@@ -399,6 +406,12 @@ mod tests {
         assert!(m.contains("genesis_seed"), "{m}");
         let m = error(d, &ok.replace("id = \"test\"", "id = \"test\"\nbogus = 1"));
         assert!(m.contains("bogus"), "{m}");
+        let m = error(d, &format!("{ok}\n[limits]\nbogus = 1\n"));
+        assert!(m.contains("bogus"), "{m}");
+        let m = error(d, &format!("{ok}\n[limits]\nhttp_concurrency = 0\n"));
+        assert!(m.contains("http_concurrency"), "{m}");
+        let cfg = load(d, &format!("{ok}\n[limits]\nmax_block_bytes = 200000\n")).unwrap();
+        assert_eq!(cfg.replica.max_block_bytes, 200_000);
         let m = error(d, "[node]\n");
         assert!(m.contains("missing field"), "{m}");
     }

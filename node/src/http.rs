@@ -6,20 +6,29 @@
 //! it), `GET /blocks/{height}`.
 //!
 //! Handlers read [`ChainView`], which holds only what the store has made durable.
+//!
+//! The API runs on its own thread and runtime, so that no client can delay the
+//! protocol thread; every request has a time limit, a bounded number run at
+//! once, `POST /tx` is rate-limited per client IP (governor) and may require a
+//! token, transactions waiting for the event loop are bounded in bytes, and
+//! `/stats/rounds` is paginated (`?from=ROUND&limit=N`).
 
 use crate::metrics::Metrics;
-use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::extract::{ConnectInfo, Path, Query, Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use beacon::{Beacon, BeaconJson, ChainInfo, ChainInfoJson};
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use serde::Serialize;
 use sha2::Digest as _;
 use std::collections::{BTreeMap, HashMap};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
+use std::num::NonZeroU32;
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::info;
 
 /// When a beacon was learned here and what it cost.
@@ -67,10 +76,18 @@ pub struct ChainView {
     blocks: BTreeMap<u64, BlockJson>,
     transactions: HashMap<[u8; 32], u64>,
     rounds: BTreeMap<u64, RoundStat>,
+    /// Most round statistics kept (0: the default).
+    max_rounds: usize,
 }
 
-/// Most round statistics kept.
-const ROUND_STATS: usize = 100_000;
+/// Blocks kept in memory (older ones are read from the store).
+const RECENT_BLOCKS: usize = 64;
+
+/// Reads an older block from the store.
+pub type BlockSource = Box<dyn Fn(u64) -> Option<BlockJson> + Send + Sync>;
+
+/// Round statistics kept when nothing else is set.
+const ROUND_STATS: usize = 10_000;
 
 impl ChainView {
     /// Sets the chain parameters (after the DKG or on restart).
@@ -90,6 +107,9 @@ impl ChainView {
             self.transactions.insert(id, block.height);
         }
         self.blocks.insert(block.height, block);
+        while self.blocks.len() > RECENT_BLOCKS {
+            self.blocks.pop_first();
+        }
         self.beacons.insert(beacon.round, beacon);
     }
 
@@ -110,11 +130,19 @@ impl ChainView {
     /// Records the statistics of a beacon learned live.
     pub fn record(&mut self, stat: RoundStat) {
         self.rounds.insert(stat.round, stat);
-        while self.rounds.len() > ROUND_STATS {
+        let max = if self.max_rounds == 0 {
+            ROUND_STATS
+        } else {
+            self.max_rounds
+        };
+        while self.rounds.len() > max {
             self.rounds.pop_first();
         }
     }
 }
+
+/// A submitted transaction and the share of the submit queue's bytes it holds.
+pub type Submitted = (Vec<u8>, OwnedSemaphorePermit);
 
 /// Shared state of the handlers.
 pub struct ApiState {
@@ -123,9 +151,47 @@ pub struct ApiState {
     /// Metrics.
     pub metrics: Arc<Metrics>,
     /// Where submitted transactions go (the node's event loop).
-    pub submit: tokio::sync::mpsc::Sender<Vec<u8>>,
+    pub submit: tokio::sync::mpsc::Sender<Submitted>,
     /// Largest transaction accepted (bytes).
     pub max_transaction_bytes: usize,
+    /// Bytes of transactions waiting for the event loop.
+    submit_bytes: Arc<Semaphore>,
+    /// `POST /tx` requests per client IP.
+    per_client: DefaultKeyedRateLimiter<IpAddr>,
+    /// Token `POST /tx` requires, if any.
+    token: Option<String>,
+    limits: crate::limits::LimitsSection,
+    /// Where blocks older than the recent ones are read.
+    pub older_blocks: std::sync::OnceLock<BlockSource>,
+}
+
+impl ApiState {
+    /// State for an API with `limits`, handing transactions to `submit`.
+    pub fn new(
+        metrics: Arc<Metrics>,
+        submit: tokio::sync::mpsc::Sender<Submitted>,
+        max_transaction_bytes: usize,
+        limits: &crate::limits::LimitsSection,
+    ) -> Self {
+        let one = NonZeroU32::MIN;
+        let quota = Quota::per_second(NonZeroU32::new(limits.tx_per_s_per_client).unwrap_or(one))
+            .allow_burst(NonZeroU32::new(limits.tx_burst_per_client).unwrap_or(one));
+        let chain = ChainView {
+            max_rounds: limits.stats_rounds,
+            ..ChainView::default()
+        };
+        ApiState {
+            chain: RwLock::new(chain),
+            metrics,
+            submit,
+            max_transaction_bytes,
+            submit_bytes: Arc::new(Semaphore::new(limits.submit_queue_bytes)),
+            per_client: RateLimiter::keyed(quota),
+            token: limits.tx_token.clone(),
+            limits: limits.clone(),
+            older_blocks: std::sync::OnceLock::new(),
+        }
+    }
 }
 
 type Shared = State<Arc<ApiState>>;
@@ -248,31 +314,112 @@ async fn metrics(State(s): Shared) -> Response {
         .into_response()
 }
 
-async fn rounds(State(s): Shared) -> Response {
-    let view = s.chain.read().unwrap_or_else(|e| e.into_inner());
-    let list: Vec<&RoundStat> = view.rounds.values().collect();
+/// `/stats/rounds` query: the first round wanted and how many.
+#[derive(serde::Deserialize)]
+struct Page {
+    #[serde(default)]
+    from: u64,
+    limit: Option<usize>,
+}
+
+async fn rounds(State(s): Shared, Query(page): Query<Page>) -> Response {
+    let limit = page
+        .limit
+        .unwrap_or(s.limits.stats_page)
+        .min(s.limits.stats_page);
+    // Copy the page under the lock; serialize after releasing it.
+    let list: Vec<RoundStat> = {
+        let view = s.chain.read().unwrap_or_else(|e| e.into_inner());
+        view.rounds
+            .range(page.from..)
+            .take(limit)
+            .map(|(_, r)| r.clone())
+            .collect()
+    };
     Json(list).into_response()
 }
 
 #[derive(Serialize)]
-struct Submitted {
+struct Accepted {
     id: String,
 }
 
-async fn submit(State(s): Shared, body: Bytes) -> Response {
+fn refused(s: &ApiState, status: StatusCode, reason: &str, what: &str) -> Response {
+    s.metrics.refused(reason);
+    (status, format!("{what}\n")).into_response()
+}
+
+async fn submit(State(s): Shared, request: Request) -> Response {
+    if let Some(token) = &s.token {
+        let given = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        if given != Some(token.as_str()) {
+            return refused(
+                &s,
+                StatusCode::UNAUTHORIZED,
+                "token",
+                "a valid token is required",
+            );
+        }
+    }
+    let client = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(IpAddr::from([0, 0, 0, 0]), |c| c.0.ip());
+    if s.per_client.check_key(&client).is_err() {
+        return refused(
+            &s,
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate",
+            "too many transactions from this client; retry later",
+        );
+    }
+    let body = match axum::body::to_bytes(request.into_body(), s.max_transaction_bytes).await {
+        Ok(b) => b,
+        Err(_) => {
+            return (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "a transaction is at most {} bytes\n",
+                    s.max_transaction_bytes
+                ),
+            )
+                .into_response()
+        }
+    };
     if body.is_empty() {
         return (StatusCode::BAD_REQUEST, "empty transaction\n").into_response();
     }
+    let Ok(held) = s
+        .submit_bytes
+        .clone()
+        .try_acquire_many_owned(body.len() as u32)
+    else {
+        return refused(
+            &s,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "queue-full",
+            "the node is not accepting transactions now",
+        );
+    };
     let id: [u8; 32] = sha2::Sha256::digest(&body).into();
-    match s.submit.try_send(body.to_vec()) {
+    match s.submit.try_send((body.to_vec(), held)) {
         Ok(()) => (
             StatusCode::ACCEPTED,
-            Json(Submitted {
+            Json(Accepted {
                 id: hex::encode(id),
             }),
         )
             .into_response(),
-        Err(_) => unavailable("the node is not accepting transactions now"),
+        Err(_) => refused(
+            &s,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "queue-full",
+            "the node is not accepting transactions now",
+        ),
     }
 }
 
@@ -308,18 +455,28 @@ async fn block(State(s): Shared, Path(height): Path<String>) -> Response {
     let Ok(height) = height.parse::<u64>() else {
         return (StatusCode::BAD_REQUEST, format!("bad height {height:?}\n")).into_response();
     };
-    let view = s.chain.read().unwrap_or_else(|e| e.into_inner());
-    match view.blocks.get(&height) {
-        Some(b) => Json(b.clone()).into_response(),
+    let (recent, latest) = {
+        let view = s.chain.read().unwrap_or_else(|e| e.into_inner());
+        (view.blocks.get(&height).cloned(), view.latest())
+    };
+    let block = match recent {
+        Some(b) => Some(b),
+        None if height <= latest => s.older_blocks.get().and_then(|read| read(height)),
+        None => None,
+    };
+    match block {
+        Some(b) => Json(b).into_response(),
         None => not_found(format!("height {height} is not known here")),
     }
 }
 
-/// The API's routes.
+/// The API's routes, with a time limit per request and a bound on the requests
+/// handled at once (waiting for a slot counts toward the time limit).
 pub fn router(state: Arc<ApiState>) -> Router {
-    let limit = state.max_transaction_bytes;
+    let timeout = Duration::from_millis(state.limits.http_timeout_ms);
+    let concurrency = state.limits.http_concurrency;
     Router::new()
-        .route("/tx", post(submit).layer(DefaultBodyLimit::max(limit)))
+        .route("/tx", post(submit))
         .route("/tx/{id}", get(transaction))
         .route("/blocks/{height}", get(block))
         .route("/info", get(info))
@@ -333,6 +490,11 @@ pub fn router(state: Arc<ApiState>) -> Router {
         .route("/{hash}/public/latest", get(latest_of))
         .route("/{hash}/public/{round}", get(round_of))
         .with_state(state)
+        .layer(tower::limit::GlobalConcurrencyLimitLayer::new(concurrency))
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            timeout,
+        ))
 }
 
 /// Fetches `url` from a node's API as JSON; a failed request, a non-success
@@ -356,16 +518,45 @@ pub async fn get_json(
         .map_err(|e| err(format!("not JSON: {e}")))
 }
 
-/// Binds `addr` and serves the API in the background.
-pub async fn serve(addr: SocketAddr, state: Arc<ApiState>) -> Result<(), crate::NodeError> {
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| crate::NodeError::Io(format!("cannot bind the HTTP API to {addr}: {e}")))?;
+/// Binds `addr` and serves the API on a thread of its own (with its own
+/// single-threaded runtime), apart from the protocol thread.
+pub fn serve(
+    addr: SocketAddr,
+    state: Arc<ApiState>,
+) -> Result<std::thread::JoinHandle<()>, crate::NodeError> {
+    let io = |e: std::io::Error| crate::NodeError::Io(format!("the HTTP API on {addr}: {e}"));
+    let listener = std::net::TcpListener::bind(addr).map_err(io)?;
+    listener.set_nonblocking(true).map_err(io)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(io)?;
     info!(%addr, "HTTP API listening");
-    tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, router(state)).await {
-            tracing::error!(error = %e, "HTTP API stopped");
-        }
-    });
-    Ok(())
+    let span = tracing::Span::current();
+    std::thread::Builder::new()
+        .name("http".into())
+        .spawn(move || {
+            let _span = span.enter();
+            runtime.block_on(async move {
+                let listener = match tokio::net::TcpListener::from_std(listener) {
+                    Ok(l) => l,
+                    Err(e) => return tracing::error!(error = %e, "HTTP API stopped"),
+                };
+                // Forget idle clients of the per-client rate limit now and then.
+                let forget = state.clone();
+                tokio::spawn(async move {
+                    let mut tick = tokio::time::interval(Duration::from_secs(60));
+                    loop {
+                        tick.tick().await;
+                        forget.per_client.retain_recent();
+                        forget.per_client.shrink_to_fit();
+                    }
+                });
+                let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
+                if let Err(e) = axum::serve(listener, app).await {
+                    tracing::error!(error = %e, "HTTP API stopped");
+                }
+            })
+        })
+        .map_err(io)
 }

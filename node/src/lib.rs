@@ -5,6 +5,7 @@
 //!
 //! - [`config`]: `node.toml`, validated on load;
 //! - [`identity`]: libp2p key pairs in owner-only files;
+//! - [`limits`]: `[limits]` and the admission of frames by kind;
 //! - [`net`]: TCP + noise + yamux, allow-listed peers, length-prefixed frames;
 //! - [`store`]: key material file and the redb chain database;
 //! - [`http`]: drand's v1 API, `/health`, `/metrics`, `/stats/rounds`;
@@ -14,6 +15,7 @@
 pub mod config;
 pub mod http;
 pub mod identity;
+pub mod limits;
 pub mod metrics;
 pub mod net;
 pub mod runtime;

@@ -53,6 +53,10 @@ pub struct LocalnetArgs {
     /// Give up after this many seconds without reaching `--rounds`.
     #[arg(long, default_value_t = 300)]
     timeout_s: u64,
+    /// Post this many transactions of the largest size (64 KiB) to every node
+    /// while the rounds run, and report `p99_under_flood_ms`.
+    #[arg(long, default_value_t = 0)]
+    flood: u32,
 }
 
 /// A node process of the local network.
@@ -149,6 +153,7 @@ pub fn write_configs(
             },
             network: network.clone(),
             peers: peers.clone(),
+            limits: Default::default(),
             base_dir: PathBuf::new(),
         };
         let path = dir.join(format!("node-{i}")).join("node.toml");
@@ -237,13 +242,60 @@ struct Outcome {
     delay: Percentiles,
     protocol_cpu: Percentiles,
     process_cpu: Percentiles,
+    /// Resident set size of each node (MB) once a quarter of the rounds are
+    /// done (after warm-up) and at the end.
+    rss_warm_mb: Vec<f64>,
+    rss_end_mb: Vec<f64>,
 }
 
-async fn observe(procs: &mut [Proc], rounds: u64, timeout: Duration) -> Result<Outcome> {
+/// Resident set size of process `pid` in MB (0 where /proc is not there).
+fn rss_mb(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// Posts `count` transactions of 64 KiB to `api` (retrying while it starts).
+async fn flood(client: reqwest::Client, api: String, node: usize, count: u32) {
+    for k in 0..count {
+        let mut tx = vec![node as u8; 64 * 1024];
+        tx[..4].copy_from_slice(&k.to_be_bytes());
+        for _ in 0..100 {
+            let r = client
+                .post(format!("{api}/tx"))
+                .body(tx.clone())
+                .send()
+                .await;
+            if r.is_ok_and(|r| r.status() != reqwest::StatusCode::TOO_MANY_REQUESTS) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+async fn observe(
+    procs: &mut [Proc],
+    rounds: u64,
+    timeout: Duration,
+    flood_count: u32,
+) -> Result<Outcome> {
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(5))
         .build()?;
     let start = Instant::now();
+    let floods: Vec<_> = procs
+        .iter()
+        .enumerate()
+        .filter(|_| flood_count > 0)
+        .map(|(i, p)| tokio::spawn(flood(client.clone(), p.http.clone(), i, flood_count)))
+        .collect();
+    let mut rss_warm_mb = Vec::new();
+    let procs_pids: Vec<u32> = procs.iter().map(|p| p.child.id()).collect();
+    let procs_rss = |pids: &[u32]| pids.iter().map(|&p| rss_mb(p)).collect::<Vec<f64>>();
     // Wait for every node to serve round `rounds`.
     for p in procs.iter_mut() {
         loop {
@@ -259,6 +311,9 @@ async fn observe(procs: &mut [Proc], rounds: u64, timeout: Duration) -> Result<O
                 .ok()
                 .and_then(|v| v["round"].as_u64())
                 .unwrap_or(0);
+            if rss_warm_mb.is_empty() && latest >= (rounds / 4).max(2) {
+                rss_warm_mb = procs_rss(procs_pids.as_slice());
+            }
             if latest >= rounds {
                 break;
             }
@@ -273,6 +328,10 @@ async fn observe(procs: &mut [Proc], rounds: u64, timeout: Duration) -> Result<O
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+    let rss_end_mb = procs_rss(&procs_pids);
+    for f in floods {
+        f.abort();
     }
     // Every node's rounds 1..=rounds.
     let mut chains: Vec<Vec<serde_json::Value>> = Vec::new();
@@ -302,8 +361,7 @@ async fn observe(procs: &mut [Proc], rounds: u64, timeout: Duration) -> Result<O
     let (mut latencies, mut protocol_cpu, mut process_cpu) = (Vec::new(), Vec::new(), Vec::new());
     let mut delays = Vec::new();
     for p in procs.iter() {
-        let stats = node::http::get_json(&client, &format!("{}/stats/rounds", p.http)).await?;
-        for s in stats.as_array().into_iter().flatten() {
+        for s in stats_rounds(&client, &p.http, 2, rounds).await? {
             let round = s["round"].as_u64().unwrap_or(0);
             if (2..=rounds).contains(&round) {
                 latencies.push(s["latency_ms"].as_f64().unwrap_or(0.0));
@@ -323,7 +381,31 @@ async fn observe(procs: &mut [Proc], rounds: u64, timeout: Duration) -> Result<O
         delay: percentiles(&delays),
         protocol_cpu: percentiles(&protocol_cpu),
         process_cpu: percentiles(&process_cpu),
+        rss_warm_mb,
+        rss_end_mb,
     })
+}
+
+/// The round statistics of rounds `from..=to` of the node at `api`, page by page.
+async fn stats_rounds(
+    client: &reqwest::Client,
+    api: &str,
+    from: u64,
+    to: u64,
+) -> Result<Vec<serde_json::Value>> {
+    let mut out = Vec::new();
+    let mut next = from;
+    while next <= to {
+        let url = format!("{api}/stats/rounds?from={next}");
+        let page = node::http::get_json(client, &url).await?;
+        let page = page.as_array().cloned().unwrap_or_default();
+        let Some(last) = page.last().and_then(|s| s["round"].as_u64()) else {
+            break;
+        };
+        out.extend(page);
+        next = last + 1;
+    }
+    Ok(out)
 }
 
 /// Runs `localnet`.
@@ -395,6 +477,7 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
         &mut procs,
         args.rounds,
         Duration::from_secs(args.timeout_s),
+        args.flood,
     ));
     let outcome = match outcome {
         Ok(o) => o,
@@ -424,6 +507,20 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
     if args.period > 0 {
         report["beacon_delay_ms"] = json!(delay);
     }
+    let growth = outcome
+        .rss_end_mb
+        .iter()
+        .zip(&outcome.rss_warm_mb)
+        .map(|(e, w)| e - w)
+        .fold(0.0, f64::max);
+    report["soak_rss_mb"] = json!({
+        "warm": outcome.rss_warm_mb,
+        "end": outcome.rss_end_mb,
+        "growth_max": growth,
+    });
+    if args.flood > 0 {
+        report["p99_under_flood_ms"] = json!(lat.p99);
+    }
     if args.json {
         println!("{report}");
     } else {
@@ -452,6 +549,16 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
                 .collect::<Vec<_>>()
                 .join(" ")
         );
+        println!(
+            "RSS per node (MB): after warm-up {:?}, at the end {:?} (growth at most {growth:.1})",
+            outcome.rss_warm_mb, outcome.rss_end_mb
+        );
+        if args.flood > 0 {
+            println!(
+                "round latency p99 under a flood of {} transactions of 64 KiB per node: {:.2} ms",
+                args.flood, lat.p99
+            );
+        }
         println!("wall {:.1} s", wall.elapsed().as_secs_f64());
     }
     use std::io::Write as _;

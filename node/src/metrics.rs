@@ -64,13 +64,22 @@ pub struct Metrics {
     pub connected_peers: Gauge,
     /// Invalid shares (and other provable misbehaviour) by `signer`.
     pub invalid_shares: Family<Labels, Counter>,
-    /// Frames dropped, label `reason`: `malformed`, `oversized`, `queue-full`
-    /// (invalid DKG relay messages are dropped by the DKG session itself).
+    /// Frames dropped, label `reason`: `malformed`, `oversized` (over the frame
+    /// limit or its kind's), `queue-full`, `too-large-to-send`, `undeliverable`
+    /// (a batch that failed several streams); invalid DKG relay messages are
+    /// dropped by the DKG session itself.
     pub dropped_frames: Family<Labels, Counter>,
     /// Connections refused because the peer ID is not in the config.
     pub refused_connections: Counter,
     /// Last finalized height.
     pub height: Gauge,
+    /// Bytes queued for each peer, label `peer` (at most `peer_queue_bytes`).
+    pub queued_bytes: Family<Labels, Gauge>,
+    /// Times a peer's stream was paused for being over its decoding CPU budget.
+    pub decode_pauses: Counter,
+    /// HTTP requests refused, label `reason`: `rate` (a client over its rate),
+    /// `token` (missing or wrong token), `queue-full` (transactions waiting).
+    pub refused_requests: Family<Labels, Counter>,
     /// The `phase` series, by [`Phase`] (created once: observing allocates nothing).
     phases: [Histogram; 4],
     /// The `commits` series: fast, slow.
@@ -98,6 +107,24 @@ impl Metrics {
         let dropped_frames = Family::<Labels, Counter>::default();
         let refused_connections = Counter::default();
         let height = Gauge::default();
+        let decode_pauses = Counter::default();
+        let queued_bytes = Family::<Labels, Gauge>::default();
+        registry.register(
+            "queued_bytes",
+            "Bytes of frames queued for each peer",
+            queued_bytes.clone(),
+        );
+        let refused_requests = Family::<Labels, Counter>::default();
+        registry.register(
+            "decode_pauses",
+            "Times a peer was paused for being over its decoding CPU budget",
+            decode_pauses.clone(),
+        );
+        registry.register(
+            "refused_requests",
+            "HTTP requests refused, by reason",
+            refused_requests.clone(),
+        );
         registry.register(
             "round_latency_seconds",
             "Time between consecutive beacons learned by this node",
@@ -145,6 +172,9 @@ impl Metrics {
             dropped_frames,
             refused_connections,
             height,
+            decode_pauses,
+            queued_bytes,
+            refused_requests,
             phases,
             by_path,
         }
@@ -170,6 +200,20 @@ impl Metrics {
     /// Counts a dropped frame.
     pub fn frames_dropped(&self, reason: &str) {
         self.dropped_frames
+            .get_or_create(&label("reason", reason))
+            .inc();
+    }
+
+    /// The gauge of bytes queued for `peer`.
+    pub fn queued_for(&self, peer: u32) -> Gauge {
+        self.queued_bytes
+            .get_or_create(&label("peer", &peer.to_string()))
+            .clone()
+    }
+
+    /// Counts a refused HTTP request.
+    pub fn refused(&self, reason: &str) {
+        self.refused_requests
             .get_or_create(&label("reason", reason))
             .inc();
     }

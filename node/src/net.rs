@@ -4,8 +4,17 @@
 //! big-endian length, then one wire-encoded message of at most
 //! [`MAX_FRAME_BYTES`]). Writers reconnect with exponential backoff; readers drop
 //! malformed frames (and close the stream on an oversized one) with a log line.
+//!
+//! Bounds (see [`crate::limits`]): a frame over the limit is never queued; the
+//! frames queued for a peer are bounded in bytes; a reader reads a frame's kind
+//! from its first bytes, closes the stream on a frame over its kind's limit,
+//! reads the rest incrementally (no allocation of the announced size up front),
+//! holds at most `peer_inbound_bytes` of a peer's frames until the event loop has
+//! handled them, and decodes on the blocking pool (never on the protocol thread)
+//! with a budget of points per kind and of decoding CPU per peer.
 
 use crate::config::Validated;
+use crate::limits::{Admission, HEAD_BYTES};
 use crate::metrics::Metrics;
 use crate::NodeError;
 use beacon::NodeIndex;
@@ -15,18 +24,28 @@ use libp2p::swarm::{ListenError, NetworkBehaviour, SwarmEvent};
 use libp2p::{allow_block_list, noise, tcp, yamux, PeerId, StreamProtocol, SwarmBuilder};
 use serde::de::DeserializeOwned;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, watch, Notify};
+use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit, Semaphore};
 use tracing::{debug, info, warn, Instrument as _};
 
 /// The stream protocol of wire frames.
 pub const PROTOCOL: StreamProtocol = StreamProtocol::new("/sbft-beacon/wire/1");
 /// Largest frame accepted (the wire codec's limit).
 pub const MAX_FRAME_BYTES: usize = beacon::wire::MAX_MESSAGE_BYTES;
-/// Frames queued per peer while it is unreachable; more are dropped (the protocol
-/// retransmits what matters).
-const QUEUE: usize = 4096;
+/// Decoded messages waiting for the event loop (their bytes are bounded per peer).
+const INBOX: usize = 4096;
+/// Accounting overhead of one queued frame (its `Arc` and queue slot).
+const FRAME_OVERHEAD: usize = 64;
+/// Times a batch of frames is written to fresh streams before it is dropped (a
+/// reader closes a stream on a frame it refuses: retrying forever would poison
+/// the link).
+const WRITE_ATTEMPTS: u32 = 3;
+/// Most bytes coalesced into one flush.
+const FLUSH_BYTES: usize = 1 << 20;
+/// Longest a reader pauses a peer that is over its decoding CPU budget, per frame.
+const CPU_PAUSE_MAX: Duration = Duration::from_secs(1);
 /// The byte a reader sends when it accepted a stream.
 const STREAM_ACK: u8 = 0xAC;
 /// How long a writer waits for that byte.
@@ -50,11 +69,34 @@ pub struct Inbound<M> {
     pub from: NodeIndex,
     /// Decoded message.
     pub message: M,
+    /// The sender's inbound bytes this message holds (released when dropped).
+    pub held: Option<OwnedSemaphorePermit>,
+}
+
+/// The limits the transport enforces.
+#[derive(Clone, Debug)]
+pub struct NetLimits {
+    /// Most bytes queued per peer.
+    pub peer_queue_bytes: usize,
+    /// Most bytes received from a peer and not yet handled.
+    pub peer_inbound_bytes: usize,
+    /// Decoding CPU per peer (ms per second).
+    pub peer_decode_cpu_ms_per_s: u64,
+    /// Sizes and point budgets by frame kind.
+    pub admission: Admission,
+}
+
+/// One peer's outbound queue: frames and the bytes they hold.
+struct Outbound {
+    tx: mpsc::UnboundedSender<Frame>,
+    queued: Arc<AtomicUsize>,
+    gauge: prometheus_client::metrics::gauge::Gauge,
 }
 
 /// The running transport.
 pub struct Network {
-    outbound: Vec<Option<mpsc::Sender<Frame>>>,
+    outbound: Vec<Option<Outbound>>,
+    peer_queue_bytes: usize,
     /// Number of members connected.
     pub connected: watch::Receiver<usize>,
     metrics: Arc<Metrics>,
@@ -69,6 +111,7 @@ impl Network {
     pub fn start<M: DeserializeOwned + Send + 'static>(
         key: Keypair,
         cfg: &Validated,
+        limits: NetLimits,
         metrics: Arc<Metrics>,
     ) -> Result<(Self, Inbox<M>), NodeError> {
         let net = |e: String| NodeError::Network(e);
@@ -95,24 +138,40 @@ impl Network {
         let incoming = control
             .accept(PROTOCOL)
             .map_err(|e| net(format!("protocol {PROTOCOL}: {e}")))?;
-        let (in_tx, in_rx) = mpsc::channel(QUEUE);
+        let (in_tx, in_rx) = mpsc::channel(INBOX);
         let (conn_tx, conn_rx) = watch::channel(0usize);
-        let mut outbound = vec![None; cfg.peers.len()];
+        let mut outbound: Vec<Option<Outbound>> = (0..cfg.peers.len()).map(|_| None).collect();
         let mut wake = HashMap::new();
         for p in &cfg.peers {
             if p.index == cfg.me {
                 continue;
             }
-            let (tx, rx) = mpsc::channel(QUEUE);
-            outbound[p.index.0 as usize] = Some(tx);
+            let (tx, rx) = mpsc::unbounded_channel();
+            let queued = Arc::new(AtomicUsize::new(0));
+            let gauge = metrics.queued_for(p.index.0);
+            outbound[p.index.0 as usize] = Some(Outbound {
+                tx,
+                queued: queued.clone(),
+                gauge: gauge.clone(),
+            });
             let connected = Arc::new(Notify::new());
             wake.insert(p.id, connected.clone());
-            tokio::spawn(
-                write_loop(p.id, p.index, control.clone(), rx, connected).in_current_span(),
-            );
+            let writer = Writer {
+                peer: p.id,
+                index: p.index,
+                control: control.clone(),
+                queue: rx,
+                queued,
+                gauge,
+                connected,
+                metrics: metrics.clone(),
+            };
+            tokio::spawn(writer.run().in_current_span());
         }
+        let peer_queue_bytes = limits.peer_queue_bytes;
         tokio::spawn(
-            accept_loop::<M>(incoming, index_of.clone(), in_tx, metrics.clone()).in_current_span(),
+            accept_loop::<M>(incoming, index_of.clone(), in_tx, limits, metrics.clone())
+                .in_current_span(),
         );
         let addresses = cfg
             .peers
@@ -127,6 +186,7 @@ impl Network {
         Ok((
             Network {
                 outbound,
+                peer_queue_bytes,
                 connected: conn_rx,
                 metrics,
             },
@@ -134,14 +194,40 @@ impl Network {
         ))
     }
 
-    /// Queues `frame` for member `to` (dropped with a debug line if its queue is full).
+    /// Queues `frame` for member `to`. A frame over the limit, or one that would
+    /// take the peer's queue over its bytes, is dropped and counted.
     pub fn send(&self, to: NodeIndex, frame: Frame) {
-        let Some(Some(tx)) = self.outbound.get(to.0 as usize) else {
+        let Some(Some(out)) = self.outbound.get(to.0 as usize) else {
             return;
         };
-        if tx.try_send(frame).is_err() {
+        if frame.len() > MAX_FRAME_BYTES {
+            self.metrics.frames_dropped("too-large-to-send");
+            warn!(
+                to = to.0,
+                size = frame.len(),
+                "frame over the limit of {MAX_FRAME_BYTES} bytes: not sent"
+            );
+            return;
+        }
+        let cost = frame.len() + FRAME_OVERHEAD;
+        let before = out.queued.fetch_add(cost, Ordering::Relaxed);
+        if before + cost > self.peer_queue_bytes {
+            out.queued.fetch_sub(cost, Ordering::Relaxed);
             self.metrics.frames_dropped("queue-full");
             debug!(to = to.0, "queue to peer full: frame dropped");
+            return;
+        }
+        if out.tx.send(frame).is_err() {
+            out.queued.fetch_sub(cost, Ordering::Relaxed);
+        }
+        out.gauge.set(out.queued.load(Ordering::Relaxed) as i64);
+    }
+
+    /// Bytes queued for member `to` now.
+    pub fn queued_bytes(&self, to: NodeIndex) -> usize {
+        match self.outbound.get(to.0 as usize) {
+            Some(Some(out)) => out.queued.load(Ordering::Relaxed),
+            _ => 0,
         }
     }
 
@@ -284,135 +370,331 @@ async fn swarm_loop(
     }
 }
 
-/// Keeps one stream to `peer` open and writes its queued frames, reconnecting
-/// with exponential backoff (cut short when the swarm connects to the peer); the
-/// frames being written when a stream fails are kept.
-async fn write_loop(
+/// Keeps one stream to a peer open and writes its queued frames, reconnecting
+/// with exponential backoff (cut short when the swarm connects to the peer). The
+/// frames being written when a stream fails are written again on the next stream,
+/// at most [`WRITE_ATTEMPTS`] times.
+struct Writer {
     peer: PeerId,
     index: NodeIndex,
-    mut control: libp2p_stream::Control,
-    mut queue: mpsc::Receiver<Frame>,
+    control: libp2p_stream::Control,
+    queue: mpsc::UnboundedReceiver<Frame>,
+    queued: Arc<AtomicUsize>,
+    gauge: prometheus_client::metrics::gauge::Gauge,
     connected: Arc<Notify>,
-) {
-    let mut backoff = BACKOFF_MIN;
-    let mut pending: Vec<Frame> = Vec::new();
-    loop {
-        let mut stream = match control.open_stream(peer, PROTOCOL).await {
-            Ok(s) => s,
-            Err(e) => {
-                debug!(peer = index.0, error = %e, ?backoff, "cannot open stream; retrying");
-                tokio::select! {
-                    _ = tokio::time::sleep(backoff) => {}
-                    _ = connected.notified() => {}
+    metrics: Arc<Metrics>,
+}
+
+impl Writer {
+    async fn run(mut self) {
+        let index = self.index;
+        let mut backoff = BACKOFF_MIN;
+        let mut pending: Vec<Frame> = Vec::new();
+        let mut attempts = 0u32;
+        loop {
+            let mut stream = match self.control.open_stream(self.peer, PROTOCOL).await {
+                Ok(s) => s,
+                Err(e) => {
+                    debug!(peer = index.0, error = %e, ?backoff, "cannot open stream; retrying");
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {}
+                        _ = self.connected.notified() => {}
+                    }
+                    backoff = (backoff * 2).min(BACKOFF_MAX);
+                    continue;
                 }
+            };
+            // The reader acknowledges a stream it accepted with one byte; libp2p drops
+            // inbound streams it cannot hand over at once, and frames written into
+            // such a stream would be lost.
+            let mut ack = [0u8; 1];
+            let accepted = tokio::time::timeout(ACK_TIMEOUT, stream.read_exact(&mut ack)).await;
+            if !matches!(accepted, Ok(Ok(()))) || ack[0] != STREAM_ACK {
+                debug!(peer = index.0, ?backoff, "stream not accepted; retrying");
+                tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(BACKOFF_MAX);
                 continue;
             }
-        };
-        // The reader acknowledges a stream it accepted with one byte; libp2p drops
-        // inbound streams it cannot hand over at once, and frames written into
-        // such a stream would be lost.
-        let mut ack = [0u8; 1];
-        let accepted = tokio::time::timeout(ACK_TIMEOUT, stream.read_exact(&mut ack)).await;
-        if !matches!(accepted, Ok(Ok(()))) || ack[0] != STREAM_ACK {
-            debug!(peer = index.0, ?backoff, "stream not accepted; retrying");
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(BACKOFF_MAX);
-            continue;
-        }
-        backoff = BACKOFF_MIN;
-        loop {
-            if pending.is_empty() {
-                match queue.recv().await {
-                    Some(f) => pending.push(f),
-                    None => return,
-                }
-                // Coalesce whatever else is queued into one flush.
-                while pending.len() < 64 {
-                    match queue.try_recv() {
-                        Ok(f) => pending.push(f),
-                        Err(_) => break,
+            backoff = BACKOFF_MIN;
+            loop {
+                if pending.is_empty() {
+                    match self.queue.recv().await {
+                        Some(f) => pending.push(f),
+                        None => return,
                     }
+                    // Coalesce whatever else is queued into one flush.
+                    let mut bytes = pending[0].len();
+                    while bytes < FLUSH_BYTES {
+                        match self.queue.try_recv() {
+                            Ok(f) => {
+                                bytes += f.len();
+                                pending.push(f);
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                    attempts = 0;
                 }
-            }
-            let mut buf = Vec::with_capacity(pending.iter().map(|f| f.len() + 4).sum());
-            for f in &pending {
-                buf.extend_from_slice(&(f.len() as u32).to_be_bytes());
-                buf.extend_from_slice(f);
-            }
-            let written = async {
-                stream.write_all(&buf).await?;
-                stream.flush().await
-            }
-            .await;
-            match written {
-                Ok(()) => pending.clear(),
-                Err(e) => {
-                    debug!(peer = index.0, error = %e, "stream failed; reconnecting");
-                    break;
+                attempts += 1;
+                let written = async {
+                    for f in &pending {
+                        stream.write_all(&(f.len() as u32).to_be_bytes()).await?;
+                        stream.write_all(f).await?;
+                    }
+                    stream.flush().await
+                }
+                .await;
+                match written {
+                    Ok(()) => self.release(&mut pending),
+                    Err(e) => {
+                        if attempts >= WRITE_ATTEMPTS {
+                            self.metrics.frames_dropped("undeliverable");
+                            warn!(
+                                peer = index.0,
+                                frames = pending.len(),
+                                "frames failed {WRITE_ATTEMPTS} streams: dropped"
+                            );
+                            self.release(&mut pending);
+                        }
+                        debug!(peer = index.0, error = %e, "stream failed; reconnecting");
+                        break;
+                    }
                 }
             }
         }
     }
+
+    /// Forgets the frames of `pending` and the bytes they held in the queue.
+    fn release(&self, pending: &mut Vec<Frame>) {
+        let bytes: usize = pending.iter().map(|f| f.len() + FRAME_OVERHEAD).sum();
+        let left = self.queued.fetch_sub(bytes, Ordering::Relaxed) - bytes;
+        self.gauge.set(left as i64);
+        pending.clear();
+    }
 }
 
-/// Accepts the streams peers open to us and reads each in its own task.
+/// Accepts the streams peers open to us and reads each in its own task; the
+/// streams of one peer share its inbound byte budget.
 async fn accept_loop<M: DeserializeOwned + Send + 'static>(
     mut incoming: libp2p_stream::IncomingStreams,
     index_of: HashMap<PeerId, NodeIndex>,
     tx: mpsc::Sender<Inbound<M>>,
+    limits: NetLimits,
     metrics: Arc<Metrics>,
 ) {
+    let budgets: HashMap<NodeIndex, Arc<Semaphore>> = index_of
+        .values()
+        .map(|&i| (i, Arc::new(Semaphore::new(limits.peer_inbound_bytes))))
+        .collect();
+    let cpu: HashMap<NodeIndex, Arc<std::sync::Mutex<CpuBudget>>> = index_of
+        .values()
+        .map(|&i| {
+            let b = CpuBudget::new(limits.peer_decode_cpu_ms_per_s);
+            (i, Arc::new(std::sync::Mutex::new(b)))
+        })
+        .collect();
     while let Some((peer, stream)) = incoming.next().await {
         let Some(&from) = index_of.get(&peer) else {
             warn!(%peer, "stream from a peer not in the config: closed");
             continue;
         };
-        tokio::spawn(read_loop(from, stream, tx.clone(), metrics.clone()).in_current_span());
+        let (Some(bytes), Some(cpu)) = (budgets.get(&from), cpu.get(&from)) else {
+            continue;
+        };
+        let reader = Reader {
+            from,
+            tx: tx.clone(),
+            admission: limits.admission.clone(),
+            bytes: bytes.clone(),
+            cpu: cpu.clone(),
+            metrics: metrics.clone(),
+        };
+        tokio::spawn(reader.run(stream).in_current_span());
     }
 }
 
-/// Reads frames from one peer's stream until it ends or sends an oversized frame.
-async fn read_loop<M: DeserializeOwned + Send + 'static>(
-    from: NodeIndex,
-    mut stream: libp2p::Stream,
-    tx: mpsc::Sender<Inbound<M>>,
-    metrics: Arc<Metrics>,
-) {
-    let acked = async {
-        stream.write_all(&[STREAM_ACK]).await?;
-        stream.flush().await
-    };
-    if acked.await.is_err() {
-        return;
+/// A peer's decoding CPU as a leaky bucket: it drains at the allowed rate and may
+/// hold one second's worth.
+#[derive(Debug)]
+pub struct CpuBudget {
+    debt_ns: u64,
+    at: std::time::Instant,
+    rate_ns_per_s: u64,
+}
+
+impl CpuBudget {
+    /// A budget of `ms_per_s` milliseconds of CPU per second.
+    pub fn new(ms_per_s: u64) -> Self {
+        CpuBudget {
+            debt_ns: 0,
+            at: std::time::Instant::now(),
+            rate_ns_per_s: ms_per_s.saturating_mul(1_000_000),
+        }
     }
-    let mut len = [0u8; 4];
-    loop {
-        if stream.read_exact(&mut len).await.is_err() {
+
+    /// Charges `spent_ns` at `now`; returns how long the peer must wait before
+    /// its next frame is read.
+    pub fn charge(&mut self, now: std::time::Instant, spent_ns: u64) -> Duration {
+        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
+        let drained = (elapsed * self.rate_ns_per_s as f64) as u64;
+        self.at = now;
+        self.debt_ns = self
+            .debt_ns
+            .saturating_sub(drained)
+            .saturating_add(spent_ns);
+        let over = self.debt_ns.saturating_sub(self.rate_ns_per_s);
+        Duration::from_secs_f64(over as f64 / self.rate_ns_per_s.max(1) as f64)
+    }
+}
+
+/// Reads one stream of a peer.
+struct Reader<M> {
+    from: NodeIndex,
+    tx: mpsc::Sender<Inbound<M>>,
+    admission: Admission,
+    bytes: Arc<Semaphore>,
+    cpu: Arc<std::sync::Mutex<CpuBudget>>,
+    metrics: Arc<Metrics>,
+}
+
+impl<M: DeserializeOwned + Send + 'static> Reader<M> {
+    /// Reads frames until the stream ends or a frame is over its limit.
+    async fn run(self, mut stream: libp2p::Stream) {
+        let from = self.from;
+        let acked = async {
+            stream.write_all(&[STREAM_ACK]).await?;
+            stream.flush().await
+        };
+        if acked.await.is_err() {
             return;
         }
-        let size = u32::from_be_bytes(len) as usize;
-        if size > MAX_FRAME_BYTES {
-            metrics.frames_dropped("oversized");
-            warn!(
-                peer = from.0,
-                size, "oversized frame (limit {MAX_FRAME_BYTES} bytes): dropped, stream closed"
-            );
-            return;
-        }
-        let mut buf = vec![0u8; size];
-        if stream.read_exact(&mut buf).await.is_err() {
-            return;
-        }
-        match beacon::wire::decode::<M>(&buf) {
-            Ok(message) => {
-                if tx.send(Inbound { from, message }).await.is_err() {
-                    return;
+        let mut len = [0u8; 4];
+        loop {
+            if stream.read_exact(&mut len).await.is_err() {
+                return;
+            }
+            let size = u32::from_be_bytes(len) as usize;
+            if size > MAX_FRAME_BYTES {
+                self.metrics.frames_dropped("oversized");
+                warn!(
+                    peer = from.0,
+                    size, "oversized frame (limit {MAX_FRAME_BYTES} bytes): dropped, stream closed"
+                );
+                return;
+            }
+            let mut head = [0u8; HEAD_BYTES];
+            let head = &mut head[..size.min(HEAD_BYTES)];
+            if stream.read_exact(head).await.is_err() {
+                return;
+            }
+            let admit = self.admission.admit(head);
+            if admit.max_bytes == 0 {
+                self.metrics.frames_dropped("malformed");
+                warn!(
+                    peer = from.0,
+                    size, "malformed frame (unknown kind): dropped, stream closed"
+                );
+                return;
+            }
+            if size > admit.max_bytes {
+                self.metrics.frames_dropped("oversized");
+                warn!(
+                    peer = from.0,
+                    size,
+                    kind = admit.kind,
+                    limit = admit.max_bytes,
+                    "frame over its kind's limit: dropped, stream closed"
+                );
+                return;
+            }
+            // Hold the frame's bytes in the peer's budget until the event loop
+            // has handled it; while the budget is spent the stream is not read.
+            let Ok(held) = self.bytes.clone().acquire_many_owned(size as u32).await else {
+                return;
+            };
+            let mut buf = Vec::with_capacity(size.min(64 * 1024));
+            buf.extend_from_slice(head);
+            let rest = (size - head.len()) as u64;
+            match (&mut stream).take(rest).read_to_end(&mut buf).await {
+                Ok(n) if n as u64 == rest => {}
+                _ => return,
+            }
+            let points = admit.max_points;
+            let decoded = tokio::task::spawn_blocking(move || {
+                let cpu = crate::runtime::thread_cpu_ns();
+                let m = beacon::wire::decode_with_point_budget::<M>(&buf, points);
+                (m, crate::runtime::thread_cpu_ns().saturating_sub(cpu))
+            })
+            .await;
+            let Ok((decoded, spent)) = decoded else {
+                return;
+            };
+            let pause = self
+                .cpu
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .charge(std::time::Instant::now(), spent);
+            match decoded {
+                Ok(message) => {
+                    let inbound = Inbound {
+                        from,
+                        message,
+                        held: Some(held),
+                    };
+                    if self.tx.send(inbound).await.is_err() {
+                        return;
+                    }
+                }
+                Err(e) => {
+                    self.metrics.frames_dropped("malformed");
+                    warn!(peer = from.0, size, kind = admit.kind, error = %e, "malformed frame: dropped");
                 }
             }
-            Err(e) => {
-                metrics.frames_dropped("malformed");
-                warn!(peer = from.0, size, error = %e, "malformed frame: dropped");
+            if !pause.is_zero() {
+                self.metrics.decode_pauses.inc();
+                debug!(
+                    peer = from.0,
+                    ?pause,
+                    "peer over its decoding CPU budget: paused"
+                );
+                tokio::time::sleep(pause.min(CPU_PAUSE_MAX)).await;
+            }
+        }
+    }
+}
+
+/// Listens on `address` as `key` and accepts every stream of [`PROTOCOL`] without
+/// ever reading it (a peer that stalls its senders), until `stop` resolves: lets
+/// tests check that a sender's memory stays within its budget.
+pub async fn serve_silent(
+    key: Keypair,
+    address: libp2p::Multiaddr,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<(), NodeError> {
+    let net = |e: String| NodeError::Network(e);
+    let mut swarm = build_swarm(
+        key,
+        libp2p_stream::Behaviour::new(),
+        Duration::from_secs(3600),
+    )?;
+    swarm
+        .listen_on(address)
+        .map_err(|e| net(format!("listen: {e}")))?;
+    let mut incoming = swarm
+        .behaviour()
+        .new_control()
+        .accept(PROTOCOL)
+        .map_err(|e| net(format!("protocol: {e}")))?;
+    let mut held = Vec::new();
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            _ = &mut stop => return Ok(()),
+            _ = swarm.next() => {}
+            Some((_, mut stream)) = incoming.next() => {
+                if stream.write_all(&[STREAM_ACK]).await.is_ok() && stream.flush().await.is_ok() {
+                    held.push(stream);
+                }
             }
         }
     }

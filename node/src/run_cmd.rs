@@ -47,7 +47,10 @@ fn node<S: Scheme>(args: (Validated, usize, Option<consensus::Behaviour>)) -> Re
         b.worker_threads(threads);
         b
     };
+    // Frames are decoded on the blocking pool (never on the protocol thread); a
+    // few threads are enough, and bound the CPU that decoding can take.
     let runtime = builder
+        .max_blocking_threads(4)
         .enable_all()
         .build()
         .context("starting the runtime")?;

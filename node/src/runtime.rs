@@ -12,8 +12,9 @@
 
 use crate::config::Validated;
 use crate::http::{ApiState, BlockJson, ChainView, RoundStat};
+use crate::limits::Admission;
 use crate::metrics::{Metrics, Phase};
-use crate::net::Network;
+use crate::net::{NetLimits, Network};
 use crate::store::Store;
 use crate::{identity, NodeError};
 use beacon::dkg::DkgOutput;
@@ -26,11 +27,13 @@ use consensus::{
 use rand::RngCore as _;
 use sha2::Digest as _;
 use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 use tracing::{debug, error, info, info_span, warn, Instrument as _};
 
-/// Transactions submitted over HTTP and not yet handed to the replica.
+/// Transactions submitted over HTTP and not yet handed to the replica (their
+/// bytes are bounded by `[limits] submit_queue_bytes`).
 const SUBMIT_QUEUE: usize = 10_000;
 
 /// How often the node logs a status line.
@@ -46,7 +49,7 @@ pub fn now() -> Time {
 }
 
 /// CPU time of the calling thread, in nanoseconds.
-fn thread_cpu_ns() -> u64 {
+pub fn thread_cpu_ns() -> u64 {
     cpu_clock(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
@@ -119,6 +122,19 @@ fn persistence_thread<S: Scheme>(
     })
 }
 
+/// A committed block as the API shows it.
+fn block_json<S: Scheme>(entry: &CommittedEntry<S>) -> BlockJson {
+    let block = &entry.block;
+    BlockJson {
+        height: block.height,
+        digest: hex::encode(entry.certificate.digest),
+        parent: hex::encode(block.parent),
+        view: entry.certificate.view,
+        path: entry.certificate.path.as_str(),
+        transactions: block.transactions.iter().map(hex::encode).collect(),
+    }
+}
+
 /// Adds a durable entry's beacon and block to the API view.
 fn publish<S: Scheme>(view: &mut ChainView, entry: &CommittedEntry<S>) {
     let round = entry.block.height;
@@ -127,14 +143,7 @@ fn publish<S: Scheme>(view: &mut ChainView, entry: &CommittedEntry<S>) {
         return;
     };
     let block = &entry.block;
-    let json = BlockJson {
-        height: block.height,
-        digest: hex::encode(entry.certificate.digest),
-        parent: hex::encode(block.parent),
-        view: entry.certificate.view,
-        path: entry.certificate.path.as_str(),
-        transactions: block.transactions.iter().map(hex::encode).collect(),
-    };
+    let json = block_json(entry);
     let ids = block
         .transactions
         .iter()
@@ -166,6 +175,8 @@ struct Node<S: Scheme> {
     process_cpu_at_beacon: u64,
     /// Whether the last beacon was learned live (its successor's latency is meaningful).
     live: bool,
+    /// Set once the DKG is done (or restored): DKG frames are no longer wanted.
+    dkg_done: Arc<AtomicBool>,
 }
 
 impl<S: Scheme> Node<S> {
@@ -233,6 +244,7 @@ impl<S: Scheme> Node<S> {
                     // Durable before the replica's first signature leaves this node:
                     // the outputs that follow are only sent after this returns.
                     self.store.save_dkg(&output)?;
+                    self.dkg_done.store(true, Ordering::Relaxed);
                     let info = chain_info(&self.cfg, &output);
                     info!(
                         chain = hex::encode(info.hash()),
@@ -426,12 +438,21 @@ async fn run_inner<S: Scheme>(
     let chain = store.load_chain::<S>()?;
     let metrics = Arc::new(Metrics::new());
     let (submit, mut submitted) = tokio::sync::mpsc::channel(SUBMIT_QUEUE);
-    let state = Arc::new(ApiState {
-        chain: RwLock::new(ChainView::default()),
-        metrics: metrics.clone(),
+    let limits = &cfg.raw.limits;
+    let state = Arc::new(ApiState::new(
+        metrics.clone(),
         submit,
-        max_transaction_bytes: cfg.replica.max_transaction_bytes,
-    });
+        cfg.replica.max_transaction_bytes,
+        limits,
+    ));
+    let source = store.clone();
+    let _ = state.older_blocks.set(Box::new(move |height| {
+        source
+            .get::<S>(height)
+            .ok()
+            .flatten()
+            .map(|e| block_json(&e))
+    }));
     if let Some(output) = &stored {
         let mut view = state.chain.write().unwrap_or_else(|e| e.into_inner());
         view.set_info(chain_info(&cfg, output));
@@ -440,7 +461,7 @@ async fn run_inner<S: Scheme>(
         }
         metrics.height.set(view.latest() as i64);
     }
-    crate::http::serve(cfg.http, state.clone()).await?;
+    let _api = crate::http::serve(cfg.http, state.clone())?;
     let member_key = identity::member_key(&key)?;
     let member_keys = Arc::new(
         cfg.peers
@@ -448,10 +469,20 @@ async fn run_inner<S: Scheme>(
             .map(|p| identity::member_public_key(&p.id))
             .collect::<Result<Vec<_>, _>>()?,
     );
-    let (mut net, mut inbound) = Network::start::<Frame<S>>(key, &cfg, metrics.clone())?;
+    let dkg_done = Arc::new(AtomicBool::new(stored.is_some()));
+    let net_limits = NetLimits {
+        peer_queue_bytes: limits.peer_queue_bytes,
+        peer_inbound_bytes: limits.peer_inbound_bytes,
+        peer_decode_cpu_ms_per_s: limits.peer_decode_cpu_ms_per_s,
+        admission: Admission::new(&cfg.replica, dkg_done.clone()),
+    };
+    let (mut net, mut inbound) =
+        Network::start::<Frame<S>>(key, &cfg, net_limits, metrics.clone())?;
     let mut seed = [0u8; 32];
     rand::rngs::OsRng.fill_bytes(&mut seed);
-    let memo = Memo::shared();
+    // The memo shares results between replicas of one process (the simulator);
+    // a node has one replica, and an unbounded cache there would only grow.
+    let memo = Memo::disabled();
     let member = match &stored {
         Some(output) => {
             info!(
@@ -507,6 +538,7 @@ async fn run_inner<S: Scheme>(
         cpu_since_beacon: 0,
         process_cpu_at_beacon: process_cpu_ns(),
         live: false,
+        dkg_done,
     };
     node.handle(MemberInput::Start)?;
     let stop = shutdown_signal();
@@ -521,7 +553,7 @@ async fn run_inner<S: Scheme>(
                 info!("stopping");
                 break Ok(());
             }
-            Some(tx) = submitted.recv() => {
+            Some((tx, _held)) = submitted.recv() => {
                 if let Err(e) = node.handle(MemberInput::ClientTransaction(tx)) {
                     break Err(e);
                 }

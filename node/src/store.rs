@@ -23,12 +23,19 @@ fn db_err(e: impl std::fmt::Display) -> NodeError {
     NodeError::Store(e.to_string())
 }
 
+/// Page cache of the chain database (bytes).
+const CACHE_BYTES: usize = 4 << 20;
+
 impl Store {
     /// Opens (creating if needed) the store in `dir`.
     pub fn open(dir: &Path) -> Result<Self, NodeError> {
         std::fs::create_dir_all(dir)
             .map_err(|e| NodeError::Io(format!("creating {}: {e}", dir.display())))?;
-        let db = Database::create(dir.join("chain.redb")).map_err(db_err)?;
+        // redb's page cache defaults to 1 GiB; the node reads little back.
+        let db = redb::Builder::new()
+            .set_cache_size(CACHE_BYTES)
+            .create(dir.join("chain.redb"))
+            .map_err(db_err)?;
         let tx = db.begin_write().map_err(db_err)?;
         tx.open_table(CHAIN).map_err(db_err)?;
         tx.commit().map_err(db_err)?;
@@ -81,6 +88,18 @@ impl Store {
             out.push(Arc::new(entry));
         }
         Ok(out)
+    }
+
+    /// The stored entry of `height`, if any.
+    pub fn get<S: Scheme>(&self, height: u64) -> Result<Option<CommittedEntry<S>>, NodeError> {
+        let tx = self.db.begin_read().map_err(db_err)?;
+        let table = tx.open_table(CHAIN).map_err(db_err)?;
+        let Some(v) = table.get(height).map_err(db_err)? else {
+            return Ok(None);
+        };
+        beacon::wire::decode(v.value())
+            .map(Some)
+            .map_err(|e| NodeError::Store(format!("height {height}: {e}")))
     }
 
     /// Appends finalized heights in one durable transaction.

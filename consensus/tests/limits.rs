@@ -1,0 +1,92 @@
+//! Byte bounds of what a replica builds: a mempool full of the largest
+//! transactions gives blocks whose largest carrier (a NEW-VIEW with a quorum of
+//! view changes, each with the block) still fits one wire message; sync
+//! responses are bounded in bytes.
+
+mod common;
+
+use beacon::{wire, MinPk, NodeIndex, Point as _, Scheme, Time};
+use common::Net;
+use consensus::messages::ViewChange;
+use consensus::replica::Input;
+use consensus::{Message, ReplicaConfig};
+use std::sync::Arc;
+
+fn config(n: u32) -> ReplicaConfig {
+    let mut cfg = ReplicaConfig::new(n, 0).unwrap();
+    cfg.fast_path_timeout_us = 30_000;
+    cfg.view_change_timeout_us = 300_000;
+    cfg
+}
+
+/// The largest NEW-VIEW an honest primary could send for `block`.
+fn new_view_bytes<S: Scheme>(cfg: &ReplicaConfig, block: Arc<consensus::Block>) -> usize {
+    let share = S::Signature::generator();
+    let vc = Arc::new(ViewChange::<S> {
+        from: NodeIndex(0),
+        height: block.height,
+        new_view: 1,
+        prepared: Some(consensus::messages::PrepareCertificate {
+            view: 0,
+            digest: [0; 32],
+            signature: share,
+        }),
+        fast_vote: Some(consensus::messages::FastVote {
+            view: 0,
+            digest: [0; 32],
+            share,
+        }),
+        beacon_share: Some(share),
+        block: Some(block.clone()),
+        signature: share,
+    });
+    let message = Message::<S>::NewView {
+        height: block.height,
+        view: 1,
+        view_changes: vec![vc; cfg.view_change_quorum() as usize],
+        block,
+    };
+    wire::encode(&message).unwrap().len()
+}
+
+#[test]
+fn blocks_of_the_largest_transactions_fit_every_message_that_carries_them() {
+    let cfg = config(4);
+    let mut net = Net::<MinPk>::new(cfg.clone(), 5, &[]);
+    // 260 transactions of 64 KiB to every replica (the flood of issue 16).
+    for i in 0..net.nodes.len() {
+        for k in 0..260u32 {
+            let mut tx = vec![i as u8; cfg.max_transaction_bytes];
+            tx[..4].copy_from_slice(&k.to_be_bytes());
+            net.nodes[i].handle(Time::ZERO, Input::ClientTransaction(tx));
+        }
+    }
+    net.start();
+    assert!(net.run_until(3, Time::from_millis(120_000)), "no progress");
+    net.assert_agreement();
+    let chain = net.nodes[0].finalized();
+    assert!(chain.iter().any(|e| !e.block.transactions.is_empty()));
+    for entry in chain {
+        let block = entry.block.clone();
+        let bytes = wire::encode(block.as_ref()).unwrap().len();
+        assert_eq!(bytes, consensus::replica::block_bytes(&block));
+        assert!(bytes <= cfg.max_block_bytes, "block of {bytes} bytes");
+        let nv = new_view_bytes::<MinPk>(&cfg, block);
+        assert!(nv <= cfg.max_new_view_bytes(), "NEW-VIEW of {nv} bytes");
+        assert!(nv <= wire::MAX_MESSAGE_BYTES, "NEW-VIEW of {nv} bytes");
+    }
+}
+
+#[test]
+fn block_limits_fit_the_new_view_for_any_n() {
+    for n in [4, 7, 16, 64, 256, 1024] {
+        let cfg = ReplicaConfig::new(n, 0).unwrap();
+        assert!(
+            cfg.max_new_view_bytes() <= wire::MAX_MESSAGE_BYTES,
+            "n = {n}"
+        );
+        let mut bad = cfg.clone();
+        bad.max_block_bytes = cfg.largest_block_that_fits() + 1;
+        assert!(bad.validate().is_err(), "n = {n}");
+    }
+}
