@@ -413,3 +413,21 @@ fn a_byzantine_node_is_named_in_the_metrics_and_beacons_go_on() {
     });
     assert!(named, "no honest node named signer 3");
 }
+
+#[test]
+fn a_node_signing_complaint_versions_does_not_split_the_dkg() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut net = Network::configs(4);
+    for i in 0..3 {
+        net.start(i, "run");
+    }
+    net.start_with(3, "run", &["--byzantine", "complaint-versions"]);
+    for i in 0..3 {
+        wait_for_round(&net.apis[i], 5, 120, &net.log(i, "run"));
+    }
+    // One group key (the chains agree), and member 3 was found equivocating.
+    assert_eq!(chain(&net.apis[0], 5), chain(&net.apis[1], 5));
+    assert_eq!(chain(&net.apis[0], 5), chain(&net.apis[2], 5));
+    let faulted = (0..3).any(|i| net.read_log(i, "run").contains("equivocating"));
+    assert!(faulted, "no honest node excluded member 3");
+}
