@@ -433,4 +433,20 @@ fn huge_views_and_forged_view_changes_from_a_member_kill_no_node() {
         assert_eq!(chain(&net.apis[0], 15), chain(&net.apis[1], 15), "{kind}");
         assert_eq!(chain(&net.apis[0], 15), chain(&net.apis[2], 15), "{kind}");
     }
+
+fn a_node_signing_complaint_versions_does_not_split_the_dkg() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut net = Network::configs(4);
+    for i in 0..3 {
+        net.start(i, "run");
+    }
+    net.start_with(3, "run", &["--byzantine", "complaint-versions"]);
+    for i in 0..3 {
+        wait_for_round(&net.apis[i], 5, 120, &net.log(i, "run"));
+    }
+    // One group key (the chains agree), and member 3 was found equivocating.
+    assert_eq!(chain(&net.apis[0], 5), chain(&net.apis[1], 5));
+    assert_eq!(chain(&net.apis[0], 5), chain(&net.apis[2], 5));
+    let faulted = (0..3).any(|i| net.read_log(i, "run").contains("equivocating"));
+    assert!(faulted, "no honest node excluded member 3");
 }
