@@ -380,7 +380,10 @@ mod tests {
         let m = error(d, &ok.replace("pedersen-bls-chained", "insecure-mock"));
         assert!(m.contains("cannot sign"), "{m}");
         let m = error(d, &ok.replace("id = \"test\"", "id = \"test\"\nc = 2"));
-        assert!(m.contains("not 3f + 2c + 1") && m.contains("nearest valid n"), "{m}");
+        assert!(
+            m.contains("not 3f + 2c + 1") && m.contains("nearest valid n"),
+            "{m}"
+        );
         let m = error(
             d,
             &ok.replace("identity = \"id.key\"", "identity = \"nope.key\""),
