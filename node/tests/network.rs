@@ -433,7 +433,9 @@ fn huge_views_and_forged_view_changes_from_a_member_kill_no_node() {
         assert_eq!(chain(&net.apis[0], 15), chain(&net.apis[1], 15), "{kind}");
         assert_eq!(chain(&net.apis[0], 15), chain(&net.apis[2], 15), "{kind}");
     }
+}
 
+#[test]
 fn a_node_signing_complaint_versions_does_not_split_the_dkg() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut net = Network::configs(4);
