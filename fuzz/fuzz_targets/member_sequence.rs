@@ -33,6 +33,8 @@ fn fixture() -> &'static Fixture {
             dealers: Vec::new(),
             phase_timeout_us: 1000,
             min_qualified: 1,
+            max_faulty: 0,
+            max_attempts: 1,
         };
         let memo = Memo::disabled();
         let run = harness::run::<S>(
