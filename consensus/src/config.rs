@@ -256,7 +256,7 @@ impl ReplicaConfig {
 /// quorums derived from `f` overlap in too few honest replicas and two blocks
 /// can commit at one height. The error names the nearest valid sizes.
 pub fn check_size(n: u32, c: u32) -> Result<(), ConsensusError> {
-    if n >= 1 && u64::from(n) >= 2 * u64::from(c) + 1 && (n - 2 * c - 1) % 3 == 0 {
+    if valid_size(n, c) {
         return Ok(());
     }
     let below = (1..=n).rev().find(|m| valid_size(*m, c));
@@ -281,7 +281,7 @@ pub fn check_size(n: u32, c: u32) -> Result<(), ConsensusError> {
 }
 
 fn valid_size(n: u32, c: u32) -> bool {
-    u64::from(n) >= 2 * u64::from(c) + 1 && (n - 2 * c - 1) % 3 == 0
+    u64::from(n) > 2 * u64::from(c) && (n - 2 * c - 1) % 3 == 0
 }
 
 /// The smallest `c` (0, 1 or 2) with `n = 3f + 2c + 1`, if any.
