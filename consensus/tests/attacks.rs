@@ -139,8 +139,10 @@ fn forged_view_changes_do_not_fork_the_chain() {
     // View 0 runs, but the collector's proof and beacon reach nobody; the forged
     // NEW-VIEW is held back until the collector has committed.
     let held = net.drain(|from, _, m| {
-        !(from == collector && matches!(m, Message::CommitProof { .. } | Message::Beacon { .. }))
-            && !matches!(m, Message::NewView { .. })
+        let withheld =
+            from == collector && matches!(m, Message::CommitProof { .. } | Message::Beacon { .. });
+        let forged = matches!(m, Message::NewView { .. });
+        !(withheld || forged)
     });
     let d0 = *net
         .commits

@@ -72,8 +72,6 @@ pub struct Net<S: Scheme> {
     pub honest_sends: Vec<(Time, NodeIndex, &'static str, Option<u64>)>,
     /// Every beacon an honest replica learned: (time, replica, round).
     pub learned: Vec<(Time, NodeIndex, u64)>,
-    /// Messages for which this returns true are dropped (from, to, message).
-    pub drop: Option<Box<dyn Fn(NodeIndex, NodeIndex, &Message<S>) -> bool>>,
 }
 
 impl<S: Scheme> Net<S> {
@@ -115,7 +113,6 @@ impl<S: Scheme> Net<S> {
             messages: 0,
             honest_sends: Vec::new(),
             learned: Vec::new(),
-            drop: None,
         }
     }
 
@@ -261,9 +258,6 @@ impl<S: Scheme> Net<S> {
             let event = self.events.remove(&id).unwrap();
             let (who, input) = match event {
                 Event::Deliver { from, to, message } => {
-                    if self.drop.as_ref().is_some_and(|d| d(from, to, &message)) {
-                        continue;
-                    }
                     self.messages += 1;
                     (to, Input::Message { from, message })
                 }
