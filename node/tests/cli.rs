@@ -73,7 +73,7 @@ fn bad_configs_stop_the_node_with_a_message() {
             "bad listen address",
         ),
         (good.replace("identity.key", "missing.key"), "is missing"),
-        (good.replace("c = 0", "c = 2"), "too small for c"),
+        (good.replace("c = 0", "c = 2"), "not 3f + 2c + 1"),
     ];
     for (text, expected) in cases {
         std::fs::write(&config, text).unwrap();

@@ -20,7 +20,7 @@ fn simulated_chain_verifies_and_tampering_is_caught() {
     let chain = temp("chain.json");
     let out = bin()
         .args([
-            "sim", "--config", "lossy", "--nodes", "4", "--rounds", "4", "--chain",
+            "sim", "--config", "lossy", "--nodes", "8", "--rounds", "4", "--chain",
         ])
         .arg(&chain)
         .output()

@@ -353,11 +353,8 @@ impl SimConfig {
         if self.nodes < 1 {
             return err("nodes must be at least 1".into());
         }
-        if self.nodes < 2 * self.protocol.c + 1 {
-            return err(format!(
-                "nodes = {} too small for c = {}",
-                self.nodes, self.protocol.c
-            ));
+        if let Err(e) = consensus::config::check_size(self.nodes, self.protocol.c) {
+            return err(e.to_string());
         }
         if self.rounds == 0 {
             return err("rounds must be at least 1".into());
