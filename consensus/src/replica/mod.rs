@@ -31,6 +31,13 @@
 //! shares become [`Evidence`], never a bad proof or beacon. Rank-0 collectors act at
 //! once; a backup collector of rank `r` acts after `r` backup delays if the result
 //! has not reached it by then.
+//!
+//! Submodules: `beacon_shares` (the beacon from shares, and BEACON-SHARE when
+//! the collectors withhold it), `view_change_checks` (signatures and claims of
+//! the view changes in a NEW-VIEW).
+
+mod beacon_shares;
+mod view_change_checks;
 
 use crate::config::{ReplicaConfig, ReplicaKeys};
 use crate::election::Election;
@@ -38,7 +45,7 @@ use crate::messages::{
     signed, Block, CommitCertificate, CommitPath, CommittedEntry, Digest, FastVote, Message,
     PrepareCertificate, ViewChange,
 };
-use crate::view_change::{fast_candidate, safe_value};
+use crate::view_change::safe_value;
 use crate::{Height, View};
 use beacon::chain::round_message;
 use beacon::memo::Memo;
@@ -789,69 +796,6 @@ impl<S: Scheme> Replica<S> {
         }
     }
 
-    /// A beacon share sent to everyone by a replica that committed without a
-    /// beacon: count it (anyone with `t_b` shares recovers the beacon) and join
-    /// in if we are in the same situation. A share for the height we just
-    /// finished is answered with the beacon.
-    fn on_beacon_share(&mut self, now: Time, from: NodeIndex, round: Height, share: S::Signature) {
-        if round.checked_add(1) == Some(self.height) && from != self.me() {
-            if let Some(entry) = self.chain.last() {
-                let signature = entry.beacon;
-                self.send_to(from, Message::Beacon { round, signature });
-            }
-            return;
-        }
-        if round != self.height || self.round.beacon.is_some() {
-            return;
-        }
-        self.add_beacon_share(from, share);
-        if self.round.committed.is_some() {
-            self.send_beacon_share(now);
-        }
-        if let Some(sig) = self.try_beacon(now) {
-            // Peers still waiting may have missed shares that we hold.
-            self.broadcast(Message::Beacon {
-                round,
-                signature: sig,
-            });
-        }
-    }
-
-    /// Sends our beacon share of this round to every member, once per height,
-    /// never before the round's release time.
-    fn send_beacon_share(&mut self, now: Time) {
-        if self.round.beacon_share_sent || now < Time(self.config.release_time(self.height)) {
-            return;
-        }
-        self.round.beacon_share_sent = true;
-        let share = self.sign(&self.keys.beacon.share, &self.round_message());
-        let me = self.me();
-        self.add_beacon_share(me, share);
-        self.broadcast(Message::BeaconShare {
-            round: self.height,
-            share,
-        });
-    }
-
-    /// Recovers the beacon once `t_b` shares are in (bad shares are named and
-    /// dropped); returns it when learned here.
-    fn try_beacon(&mut self, now: Time) -> Option<S::Signature> {
-        if self.round.beacon.is_some()
-            || self.round.beacon_shares.len() < self.config.beacon_threshold as usize
-        {
-            return None;
-        }
-        let set = self.round.beacon_shares.clone();
-        let (sig, invalid) = self.recover("beacon", self.keys.beacon.public.clone(), &set);
-        for i in invalid {
-            self.round.beacon_invalid.insert(i);
-            self.round.beacon_shares.remove(i);
-        }
-        let sig = sig?;
-        self.learn_beacon(now, sig);
-        Some(sig)
-    }
-
     fn buffer_future_view(&mut self, from: NodeIndex, message: Message<S>) {
         if self.round.future_views.len() < FUTURE_LIMIT {
             self.round.future_views.push((from, message));
@@ -981,22 +925,6 @@ impl<S: Scheme> Replica<S> {
             self.timer(at, Timer::FastPath { height: h, view });
         }
         self.try_collect(now, view);
-    }
-
-    fn add_beacon_share(&mut self, from: NodeIndex, share: S::Signature) {
-        if self.round.beacon.is_none()
-            && !self.round.beacon_invalid.contains(&from)
-            && !self.convicted.contains(&from)
-        {
-            let message = self.round_message();
-            let _ = self.round.beacon_shares.insert(
-                &message,
-                SignatureShare {
-                    signer: from,
-                    signature: share,
-                },
-            );
-        }
     }
 
     /// Recovers a threshold signature from `set`, reporting invalid shares.
@@ -1722,90 +1650,6 @@ impl<S: Scheme> Replica<S> {
         self.on_new_view(now, me, view, chosen, block);
     }
 
-    /// The senders whose VIEW-CHANGE signature does not verify: one batch per
-    /// signed message (honest replicas with the same claims sign the same
-    /// message), bisection only when a batch fails.
-    fn forged_view_changes(&mut self, vcs: &[Arc<ViewChange<S>>]) -> BTreeSet<NodeIndex> {
-        let mut by_message: BTreeMap<Digest, Vec<SignatureShare<S>>> = BTreeMap::new();
-        for vc in vcs {
-            by_message
-                .entry(vc.signed_message())
-                .or_default()
-                .push(SignatureShare {
-                    signer: vc.from,
-                    signature: vc.signature,
-                });
-        }
-        let mut bad = BTreeSet::new();
-        for (msg, shares) in by_message {
-            if !self.shares_verify(&self.keys.tau.public, &msg, &shares) {
-                let hashed = self.hash(&msg);
-                bad.extend(
-                    self.keys
-                        .tau
-                        .public
-                        .find_invalid(&hashed, &shares, &mut self.rng),
-                );
-            }
-        }
-        bad
-    }
-
-    /// The view changes whose signatures, certificates and votes verify
-    /// (batch-verified per group of identical claims).
-    fn valid_view_changes(&mut self, vcs: &[Arc<ViewChange<S>>]) -> Vec<Arc<ViewChange<S>>> {
-        let h = self.height;
-        let mut bad = self.forged_view_changes(vcs);
-        let mut certs: BTreeMap<(View, Digest), Vec<NodeIndex>> = BTreeMap::new();
-        let mut votes: BTreeMap<(View, Digest), Vec<SignatureShare<S>>> = BTreeMap::new();
-        for vc in vcs {
-            if let Some(p) = &vc.prepared {
-                certs.entry((p.view, p.digest)).or_default().push(vc.from);
-            }
-            if let Some(v) = &vc.fast_vote {
-                votes
-                    .entry((v.view, v.digest))
-                    .or_default()
-                    .push(SignatureShare {
-                        signer: vc.from,
-                        signature: v.share,
-                    });
-            }
-        }
-        for ((view, digest), senders) in &certs {
-            // Identical claims carry the same signature only if honest; check each distinct one.
-            let mut seen: Vec<S::Signature> = Vec::new();
-            for vc in vcs.iter().filter(|v| senders.contains(&v.from)) {
-                let sig = vc.prepared.as_ref().expect("grouped").signature;
-                if seen.contains(&sig) {
-                    continue;
-                }
-                if self.verify(
-                    &self.keys.tau.public,
-                    &signed::prepare(h, *view, digest),
-                    &sig,
-                ) {
-                    seen.push(sig);
-                } else {
-                    bad.insert(vc.from);
-                }
-            }
-        }
-        for ((view, digest), shares) in votes {
-            let hashed = self.hash(&signed::fast_vote(h, view, &digest));
-            let invalid = self
-                .keys
-                .sigma
-                .public
-                .find_invalid(&hashed, &shares, &mut self.rng);
-            bad.extend(invalid);
-        }
-        vcs.iter()
-            .filter(|v| !bad.contains(&v.from))
-            .cloned()
-            .collect()
-    }
-
     /// NEW-VIEW: check the view changes and the block, then vote in the new view.
     fn on_new_view(
         &mut self,
@@ -1868,78 +1712,6 @@ impl<S: Scheme> Replica<S> {
             }
             self.on_message(now, from, m);
         }
-    }
-
-    /// Verifies only the claims that decide [`safe_value`]: the highest prepare
-    /// certificate and the fast votes of the winning digest.
-    fn deciding_claims_verify(&mut self, vcs: &[Arc<ViewChange<S>>]) -> bool {
-        let h = self.height;
-        if let Some(p) = vcs
-            .iter()
-            .filter_map(|v| v.prepared.as_ref())
-            .max_by_key(|p| p.view)
-        {
-            if !self.verify(
-                &self.keys.tau.public,
-                &signed::prepare(h, p.view, &p.digest),
-                &p.signature,
-            ) {
-                return false;
-            }
-        }
-        if let Some((from_view, digest)) = fast_candidate(vcs, self.config.f, self.config.c) {
-            let mut by_view: BTreeMap<View, Vec<SignatureShare<S>>> = BTreeMap::new();
-            for vc in vcs {
-                if let Some(v) = vc
-                    .fast_vote
-                    .as_ref()
-                    .filter(|v| v.view >= from_view && v.digest == digest)
-                {
-                    by_view.entry(v.view).or_default().push(SignatureShare {
-                        signer: vc.from,
-                        signature: v.share,
-                    });
-                }
-            }
-            for (view, shares) in by_view {
-                if !self.votes_verify(&signed::fast_vote(h, view, &digest), &shares) {
-                    return false;
-                }
-            }
-        }
-        true
-    }
-
-    /// Batch-verifies sigma shares on `msg`, shared between simulated replicas.
-    /// The random weights are derived from a hash of every share (Fiat-Shamir), so
-    /// the check is a pure function of public data and stays sound: no share can
-    /// be chosen after the weights.
-    fn votes_verify(&self, msg: &[u8], shares: &[SignatureShare<S>]) -> bool {
-        self.shares_verify(&self.keys.sigma.public, msg, shares)
-    }
-
-    /// Batch-verifies shares of `public`'s key on `msg` (weights as in
-    /// [`Self::votes_verify`]).
-    fn shares_verify(
-        &self,
-        public: &ThresholdPublicKey<S>,
-        msg: &[u8],
-        shares: &[SignatureShare<S>],
-    ) -> bool {
-        let mut h = Sha256::new();
-        h.update(b"batch-verify shares");
-        h.update(public.group_key().to_bytes());
-        h.update(msg);
-        for s in shares {
-            h.update(s.signer.0.to_be_bytes());
-            h.update(s.signature.to_bytes());
-        }
-        let key: [u8; 32] = h.finalize().into();
-        let hashed = self.hash(msg);
-        *self.memo.get_or_compute(key, || {
-            let mut rng = ChaCha20Rng::from_seed(key);
-            public.batch_verify(&hashed, shares, &mut rng)
-        })
     }
 
     // ----- catch-up ------------------------------------------------------------
