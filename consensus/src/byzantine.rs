@@ -173,6 +173,24 @@ impl<S: Scheme> ByzantineReplica<S> {
         Arc::new(block)
     }
 
+    /// Sends `make(a)` to the other even-indexed members and `make(b)` to the odd ones.
+    fn split(
+        &self,
+        out: &mut Vec<Output<S>>,
+        a: &Arc<Block>,
+        b: &Arc<Block>,
+        make: impl Fn(Arc<Block>) -> Message<S>,
+    ) {
+        let me = self.inner.me().0;
+        for j in (0..self.inner.config().n).filter(|j| *j != me) {
+            let block = if j % 2 == 0 { a.clone() } else { b.clone() };
+            out.push(Output::Send {
+                to: NodeIndex(j),
+                message: make(block),
+            });
+        }
+    }
+
     /// Attacks that do not wait for an output to rewrite.
     fn attack(&mut self, out: &mut Vec<Output<S>>) {
         let h = self.inner.height();
@@ -247,8 +265,6 @@ impl<S: Scheme> ByzantineReplica<S> {
     }
 
     fn rewrite(&self, output: Output<S>, out: &mut Vec<Output<S>>) {
-        let n = self.inner.config().n;
-        let me = self.inner.me();
         match (self.behaviour, output) {
             (Behaviour::Silent, Output::Send { .. } | Output::Broadcast(_)) => {}
             (
@@ -262,21 +278,11 @@ impl<S: Scheme> ByzantineReplica<S> {
                 let mut other = (*block).clone();
                 other.transactions.push(b"equivocation".to_vec());
                 let other = Arc::new(other);
-                for j in (0..n).filter(|j| *j != me.0) {
-                    let b = if j % 2 == 0 {
-                        block.clone()
-                    } else {
-                        other.clone()
-                    };
-                    out.push(Output::Send {
-                        to: NodeIndex(j),
-                        message: Message::PrePrepare {
-                            height,
-                            view,
-                            block: b,
-                        },
-                    });
-                }
+                self.split(out, &block, &other, |block| Message::PrePrepare {
+                    height,
+                    view,
+                    block,
+                });
             }
             (
                 Behaviour::BadShares,
@@ -367,22 +373,12 @@ impl<S: Scheme> ByzantineReplica<S> {
                 }),
             ) => {
                 let other = self.rogue_block(b"split new view");
-                for j in (0..n).filter(|j| *j != me.0) {
-                    let block = if j % 2 == 0 {
-                        block.clone()
-                    } else {
-                        other.clone()
-                    };
-                    out.push(Output::Send {
-                        to: NodeIndex(j),
-                        message: Message::NewView {
-                            height,
-                            view,
-                            view_changes: view_changes.clone(),
-                            block,
-                        },
-                    });
-                }
+                self.split(out, &block, &other, |block| Message::NewView {
+                    height,
+                    view,
+                    view_changes: view_changes.clone(),
+                    block,
+                });
             }
             (
                 Behaviour::WithholdBeacon,
