@@ -9,11 +9,35 @@ use crate::config::{ReplicaConfig, ReplicaKeys};
 use crate::messages::Message;
 use crate::replica::{Input, Output, Replica, Timer};
 use crate::{Height, View};
-use beacon::dkg::DkgOutput;
+use beacon::dkg::{harness, DkgConfig, DkgOutput};
 use beacon::memo::Memo;
 use beacon::{NodeIndex, Scheme, Time};
 use std::collections::VecDeque;
 use std::sync::Arc;
+
+/// Key material of an all-honest DKG for `config`, run in memory (seeded):
+/// what protocol tests and fuzzers start replicas from.
+pub fn honest_dkg<S: Scheme>(config: &ReplicaConfig, seed: u64) -> Vec<Arc<DkgOutput<S>>> {
+    let dkg = DkgConfig {
+        session: [seed as u8; 32],
+        n: config.n,
+        thresholds: config.dkg_thresholds(),
+        dealers: Vec::new(),
+        phase_timeout_us: 1000,
+        min_qualified: 1,
+        max_faulty: 0,
+        max_attempts: 1,
+    };
+    let memo = Memo::shared();
+    let Ok(dealers) = harness::honest(&dkg, seed, &memo) else {
+        return Vec::new();
+    };
+    harness::run::<S>(dealers, seed, &harness::Disturbances::default())
+        .results
+        .into_iter()
+        .filter_map(|r| r.and_then(Result::ok))
+        .collect()
+}
 
 /// Every message delivered while `outputs.len()` honest replicas finalize
 /// `heights` heights, with a view change forced at height 2: (sender, message).

@@ -3,10 +3,10 @@
 //! fuzzed envelopes, and fuzzed timers. Nothing may panic, and the member never
 //! commits two blocks at one height.
 #![no_main]
-use beacon::dkg::{harness, DkgConfig, DkgOutput};
+use beacon::dkg::DkgOutput;
 use beacon::memo::Memo;
 use beacon::{MinSig, NodeIndex, Time};
-use consensus::corpus::{genuine_messages, relabel};
+use consensus::corpus::{genuine_messages, honest_dkg, relabel};
 use consensus::{
     Envelope, Member, MemberInput, MemberOutput, MemberTimer, Message, Output, ReplicaConfig, Timer,
 };
@@ -26,23 +26,7 @@ fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
         let config = ReplicaConfig::new(4, 0).unwrap();
-        let dkg = DkgConfig {
-            session: [7; 32],
-            n: 4,
-            thresholds: config.dkg_thresholds(),
-            dealers: Vec::new(),
-            phase_timeout_us: 1000,
-            min_qualified: 1,
-            max_faulty: 0,
-            max_attempts: 1,
-        };
-        let memo = Memo::disabled();
-        let run = harness::run::<S>(
-            harness::honest(&dkg, 7, &memo).unwrap(),
-            7,
-            &harness::Disturbances::default(),
-        );
-        let outputs: Vec<_> = run.results.into_iter().map(|r| r.unwrap().unwrap()).collect();
+        let outputs = honest_dkg(&config, 7);
         let messages = genuine_messages(&config, &outputs, 4);
         Fixture { config, outputs, messages }
     })

@@ -6,6 +6,8 @@
 //! Only the flood runs by default (about a minute); the others are `#[ignore]`d
 //! and run by `scripts/soak.sh` (`cargo test -p node --test limits -- --ignored`).
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
@@ -86,27 +88,8 @@ impl Net {
     /// Configs of `n` nodes (`period` seconds between rounds), with `limits`
     /// appended as a `[limits]` section.
     fn configs(n: u32, period: u32, limits: &str) -> Net {
-        let dir = tempfile::tempdir().unwrap();
-        let out = Command::new(BIN)
-            .args(["localnet", "--nodes", &n.to_string(), "--period"])
-            .arg(period.to_string())
-            .args(["--configs-only", "--dir"])
-            .arg(dir.path())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let apis = String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .map(|l| {
-                let start = l.find("(API ").unwrap() + 5;
-                l[start..l.len() - 1].to_string()
-            })
-            .collect();
+        let period = period.to_string();
+        let (dir, apis) = common::localnet_configs(BIN, n, &["--period", &period]);
         let net = Net {
             dir,
             nodes: (0..n).map(|_| None).collect(),

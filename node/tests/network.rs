@@ -5,6 +5,8 @@
 //!
 //! The tests share the machine's two cores, so they run one at a time.
 
+mod common;
+
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -69,31 +71,7 @@ struct Network {
 
 impl Network {
     fn configs(n: u32) -> Network {
-        let dir = tempfile::tempdir().unwrap();
-        let out = Command::new(BIN)
-            .args([
-                "localnet",
-                "--nodes",
-                &n.to_string(),
-                "--configs-only",
-                "--dir",
-            ])
-            .arg(dir.path())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let apis = String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .map(|l| {
-                let start = l.find("(API ").unwrap() + 5;
-                l[start..l.len() - 1].to_string()
-            })
-            .collect();
+        let (dir, apis) = common::localnet_configs(BIN, n, &[]);
         Network {
             dir,
             nodes: (0..n).map(|_| None).collect(),

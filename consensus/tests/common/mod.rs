@@ -3,7 +3,7 @@
 //! version of this; the pump stays small on purpose.)
 #![allow(dead_code)]
 
-use beacon::dkg::{harness, DkgConfig, DkgOutput};
+use beacon::dkg::DkgOutput;
 use beacon::memo::Memo;
 use beacon::{ChainInfo, NodeIndex, Point, Scheme, Time};
 use consensus::{
@@ -17,26 +17,9 @@ use std::collections::{BTreeMap, BinaryHeap};
 use std::sync::Arc;
 
 pub fn dkg<S: Scheme>(config: &ReplicaConfig, seed: u64) -> Vec<Arc<DkgOutput<S>>> {
-    let dkg = DkgConfig {
-        session: [seed as u8; 32],
-        n: config.n,
-        thresholds: config.dkg_thresholds(),
-        dealers: Vec::new(),
-        phase_timeout_us: 1000,
-        min_qualified: 1,
-        max_faulty: 0,
-        max_attempts: 1,
-    };
-    let memo = Memo::shared();
-    let run = harness::run::<S>(
-        harness::honest(&dkg, seed, &memo).unwrap(),
-        seed,
-        &harness::Disturbances::default(),
-    );
-    run.results
-        .into_iter()
-        .map(|r| r.unwrap().unwrap())
-        .collect()
+    let outputs = consensus::corpus::honest_dkg(config, seed);
+    assert_eq!(outputs.len(), config.n as usize, "the honest DKG completes");
+    outputs
 }
 
 enum Event<S: Scheme> {
