@@ -16,6 +16,7 @@ pub mod config;
 pub mod http;
 pub mod identity;
 pub mod limits;
+pub mod logs;
 pub mod metrics;
 pub mod net;
 pub mod runtime;

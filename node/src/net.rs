@@ -87,6 +87,7 @@ pub struct NetLimits {
 }
 
 /// One peer's outbound queue: frames and the bytes they hold.
+#[derive(Clone)]
 struct Outbound {
     tx: mpsc::UnboundedSender<Frame>,
     queued: Arc<AtomicUsize>,
@@ -94,6 +95,7 @@ struct Outbound {
 }
 
 /// The running transport.
+#[derive(Clone)]
 pub struct Network {
     outbound: Vec<Option<Outbound>>,
     peer_queue_bytes: usize,
@@ -202,7 +204,7 @@ impl Network {
         };
         if frame.len() > MAX_FRAME_BYTES {
             self.metrics.frames_dropped("too-large-to-send");
-            warn!(
+            crate::warn_throttled!(
                 to = to.0,
                 size = frame.len(),
                 "frame over the limit of {MAX_FRAME_BYTES} bytes: not sent"
@@ -350,7 +352,7 @@ async fn swarm_loop(
             } => match error {
                 ListenError::Denied { .. } => {
                     metrics.refused_connections.inc();
-                    warn!(
+                    crate::warn_throttled!(
                         peer_id = ?peer_id.map(|p| p.to_string()),
                         from = %send_back_addr,
                         "refused connection: peer ID not in the config"
@@ -449,7 +451,7 @@ impl Writer {
                     Err(e) => {
                         if attempts >= WRITE_ATTEMPTS {
                             self.metrics.frames_dropped("undeliverable");
-                            warn!(
+                            crate::warn_throttled!(
                                 peer = index.0,
                                 frames = pending.len(),
                                 "frames failed {WRITE_ATTEMPTS} streams: dropped"
@@ -576,9 +578,10 @@ impl<M: DeserializeOwned + Send + 'static> Reader<M> {
             let size = u32::from_be_bytes(len) as usize;
             if size > MAX_FRAME_BYTES {
                 self.metrics.frames_dropped("oversized");
-                warn!(
+                crate::warn_throttled!(
                     peer = from.0,
-                    size, "oversized frame (limit {MAX_FRAME_BYTES} bytes): dropped, stream closed"
+                    size,
+                    "oversized frame (limit {MAX_FRAME_BYTES} bytes): dropped, stream closed"
                 );
                 return;
             }
@@ -590,15 +593,16 @@ impl<M: DeserializeOwned + Send + 'static> Reader<M> {
             let admit = self.admission.admit(head);
             if admit.max_bytes == 0 {
                 self.metrics.frames_dropped("malformed");
-                warn!(
+                crate::warn_throttled!(
                     peer = from.0,
-                    size, "malformed frame (unknown kind): dropped, stream closed"
+                    size,
+                    "malformed frame (unknown kind): dropped, stream closed"
                 );
                 return;
             }
             if size > admit.max_bytes {
                 self.metrics.frames_dropped("oversized");
-                warn!(
+                crate::warn_throttled!(
                     peer = from.0,
                     size,
                     kind = admit.kind,
@@ -647,7 +651,7 @@ impl<M: DeserializeOwned + Send + 'static> Reader<M> {
                 }
                 Err(e) => {
                     self.metrics.frames_dropped("malformed");
-                    warn!(peer = from.0, size, kind = admit.kind, error = %e, "malformed frame: dropped");
+                    crate::warn_throttled!(peer = from.0, size, kind = admit.kind, error = %e, "malformed frame: dropped");
                 }
             }
             if !pause.is_zero() {

@@ -20,12 +20,12 @@ use crate::{identity, NodeError};
 use beacon::dkg::DkgOutput;
 use beacon::memo::Memo;
 use beacon::{Beacon, ChainInfo, NodeIndex, Point as _, Scheme, Time};
+use consensus::replica::{sync_response, CHAIN_WINDOW};
 use consensus::{
     Behaviour, CommittedEntry, Envelope, EvidenceKind, Member, MemberInput, MemberOutput,
     MemberTimer, Message, Output,
 };
 use rand::RngCore as _;
-use sha2::Digest as _;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -142,22 +142,51 @@ fn publish<S: Scheme>(view: &mut ChainView, entry: &CommittedEntry<S>) {
         warn!(round, "beacon without its predecessor: not served");
         return;
     };
-    let block = &entry.block;
-    let json = block_json(entry);
-    let ids = block
-        .transactions
-        .iter()
-        .map(|tx| sha2::Sha256::digest(tx).into())
-        .collect();
     view.insert(
         Beacon {
             round,
             signature: entry.beacon.to_bytes(),
             previous_signature,
         },
-        json,
-        ids,
+        block_json(entry),
     );
+}
+
+/// The store as the API's archive of older beacons, blocks and transactions.
+struct StoreArchive<S> {
+    store: Arc<Store>,
+    genesis_seed: Vec<u8>,
+    scheme: std::marker::PhantomData<fn() -> S>,
+}
+
+impl<S: Scheme> crate::http::ChainArchive for StoreArchive<S> {
+    fn block(&self, height: u64) -> Option<BlockJson> {
+        let entry = self.store.get::<S>(height).ok().flatten()?;
+        Some(block_json(&entry))
+    }
+
+    fn beacon(&self, round: u64) -> Option<Beacon> {
+        let entry = self.store.get::<S>(round).ok().flatten()?;
+        let previous_signature = match round {
+            1 => self.genesis_seed.clone(),
+            _ => self
+                .store
+                .get::<S>(round - 1)
+                .ok()
+                .flatten()?
+                .beacon
+                .to_bytes(),
+        };
+        Some(Beacon {
+            round,
+            signature: entry.beacon.to_bytes(),
+            previous_signature,
+        })
+    }
+
+    fn transaction(&self, id: &[u8; 32]) -> Option<u64> {
+        self.store.transaction_height(id).ok().flatten()
+    }
 }
 
 /// The node's event loop state.
@@ -177,7 +206,12 @@ struct Node<S: Scheme> {
     live: bool,
     /// Set once the DKG is done (or restored): DKG frames are no longer wanted.
     dkg_done: Arc<AtomicBool>,
+    /// Permits to read the store for peers' sync requests.
+    store_readers: Arc<tokio::sync::Semaphore>,
 }
+
+/// Sync requests answered from the store at once.
+const STORE_READERS: usize = 2;
 
 impl<S: Scheme> Node<S> {
     fn handle(&mut self, input: MemberInput<S>) -> Result<(), NodeError> {
@@ -329,7 +363,7 @@ impl<S: Scheme> Node<S> {
             }
             Output::ViewChanged { height, view } => {
                 metrics.view_changes.inc();
-                warn!(height, view, "view change");
+                crate::warn_throttled!(height, view, "view change");
             }
             Output::Evidence(e) => {
                 let what = match &e.kind {
@@ -340,15 +374,42 @@ impl<S: Scheme> Node<S> {
                     EvidenceKind::InvalidProof { what } => format!("invalid {what}"),
                 };
                 metrics.misbehaved(e.culprit.0);
-                warn!(
+                crate::warn_throttled!(
                     culprit = e.culprit.0,
                     height = e.height,
                     what,
                     "misbehaviour"
                 );
             }
+            Output::SyncFromStore { to, from_height } => self.serve_from_store(to, from_height),
             Output::Send { .. } | Output::Broadcast(_) | Output::SetTimer { .. } => {}
         }
+    }
+
+    /// Answers a sync request for heights the replica no longer keeps from the
+    /// store, on a blocking thread: at most [`STORE_READERS`] at once, and a
+    /// request beyond that is dropped (the peer asks again).
+    fn serve_from_store(&self, to: NodeIndex, from_height: u64) {
+        let Ok(permit) = self.store_readers.clone().try_acquire_owned() else {
+            self.state.metrics.frames_dropped("store-readers-busy");
+            return;
+        };
+        let store = self.store.clone();
+        let net = self.net.clone();
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            let entries = sync_response::<S>(from_height, |h| {
+                store.get::<S>(h).ok().flatten().map(Arc::new)
+            });
+            if entries.is_empty() {
+                return;
+            }
+            let frame: Frame<S> = Envelope::Consensus(Message::SyncResponse { entries });
+            match encode(&frame) {
+                Ok(bytes) => net.send(to, Arc::new(bytes)),
+                Err(e) => warn!(error = %e, "cannot answer a sync request"),
+            }
+        });
     }
 
     /// Fires every timer that is due.
@@ -435,7 +496,7 @@ async fn run_inner<S: Scheme>(
     if let Some(output) = &stored {
         check_key_material(&cfg, output)?;
     }
-    let chain = store.load_chain::<S>()?;
+    let chain = store.load_recent::<S>(CHAIN_WINDOW)?;
     let metrics = Arc::new(Metrics::new());
     let (submit, mut submitted) = tokio::sync::mpsc::channel(SUBMIT_QUEUE);
     let limits = &cfg.raw.limits;
@@ -445,18 +506,23 @@ async fn run_inner<S: Scheme>(
         cfg.replica.max_transaction_bytes,
         limits,
     ));
-    let source = store.clone();
-    let _ = state.older_blocks.set(Box::new(move |height| {
-        source
-            .get::<S>(height)
-            .ok()
-            .flatten()
-            .map(|e| block_json(&e))
+    let _ = state.archive.set(Box::new(StoreArchive::<S> {
+        store: store.clone(),
+        genesis_seed: cfg.replica.genesis_seed.to_vec(),
+        scheme: std::marker::PhantomData,
     }));
     if let Some(output) = &stored {
         let mut view = state.chain.write().unwrap_or_else(|e| e.into_inner());
         view.set_info(chain_info(&cfg, output));
-        for entry in &chain {
+        for (i, entry) in chain.iter().enumerate() {
+            let height = entry.block.height;
+            if i == 0 && height > 1 {
+                // Its predecessor is older than what was loaded: the store has it.
+                if let Some(b) = state.archive.get().and_then(|a| a.beacon(height)) {
+                    view.insert(b, block_json(entry));
+                }
+                continue;
+            }
             publish(&mut view, entry);
         }
         metrics.height.set(view.latest() as i64);
@@ -486,7 +552,7 @@ async fn run_inner<S: Scheme>(
     let member = match &stored {
         Some(output) => {
             info!(
-                height = chain.len(),
+                height = chain.last().map_or(0, |e| e.block.height),
                 "key material found: skipping the DKG, resuming from the stored chain"
             );
             Member::restore(cfg.replica.clone(), output, chain, seed, memo, behaviour)?
@@ -539,6 +605,7 @@ async fn run_inner<S: Scheme>(
         process_cpu_at_beacon: process_cpu_ns(),
         live: false,
         dkg_done,
+        store_readers: Arc::new(tokio::sync::Semaphore::new(STORE_READERS)),
     };
     node.handle(MemberInput::Start)?;
     let stop = shutdown_signal();
@@ -559,7 +626,7 @@ async fn run_inner<S: Scheme>(
                 }
             }
             _ = status.tick() => {
-                let height = node.member.replica().map_or(0, |r| r.finalized().len() as u64);
+                let height = node.member.replica().map_or(0, |r| r.finalized().height());
                 let elapsed = last_status.1.elapsed().as_secs_f64();
                 let rate = height.saturating_sub(last_status.0) as f64 / elapsed.max(1e-3);
                 if height > 0 {
