@@ -3,43 +3,14 @@
 
 use crate::config::ReplicaKeys;
 use crate::messages::{signed, Block, FastVote, Message, ViewChange};
+use crate::participant::Participant;
 use crate::replica::{ChainWindow, Input, Output, Replica, Timer};
 use crate::{Height, View};
+use beacon::effect::Effect;
 use beacon::{NodeIndex, Point, Scheme, Time};
 use sha2::{Digest as _, Sha256};
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
-
-/// Anything that can stand in the protocol: the honest [`Replica`] or a wrapper.
-pub trait Participant<S: Scheme>: Send {
-    /// Handles one input (see [`Replica::handle`]).
-    fn handle(&mut self, now: Time, input: Input<S>) -> Vec<Output<S>>;
-    /// The member index.
-    fn index(&self) -> NodeIndex;
-    /// Finalized heights.
-    fn finalized(&self) -> &ChainWindow<S>;
-    /// The height being decided.
-    fn current_height(&self) -> Height;
-    /// Whether this participant follows the protocol.
-    fn is_honest(&self) -> bool {
-        true
-    }
-}
-
-impl<S: Scheme> Participant<S> for Replica<S> {
-    fn handle(&mut self, now: Time, input: Input<S>) -> Vec<Output<S>> {
-        Replica::handle(self, now, input)
-    }
-    fn index(&self) -> NodeIndex {
-        self.me()
-    }
-    fn finalized(&self) -> &ChainWindow<S> {
-        self.chain()
-    }
-    fn current_height(&self) -> Height {
-        self.height()
-    }
-}
 
 /// Kinds of Byzantine behaviour.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -184,10 +155,7 @@ impl<S: Scheme> ByzantineReplica<S> {
         let me = self.inner.me().0;
         for j in (0..self.inner.config().n).filter(|j| *j != me) {
             let block = if j % 2 == 0 { a.clone() } else { b.clone() };
-            out.push(Output::Send {
-                to: NodeIndex(j),
-                message: make(block),
-            });
+            out.push(Output::send(NodeIndex(j), make(block)));
         }
     }
 
@@ -223,7 +191,7 @@ impl<S: Scheme> ByzantineReplica<S> {
                         Arc::new(vc)
                     })
                     .collect();
-                out.push(Output::Broadcast(Message::NewView {
+                out.push(Output::broadcast(Message::NewView {
                     height: h,
                     view,
                     view_changes,
@@ -247,14 +215,14 @@ impl<S: Scheme> ByzantineReplica<S> {
                 self.sign_view_change(&mut vc);
                 let vc = Arc::new(vc);
                 let block = self.rogue_block(b"huge view");
-                out.push(Output::Broadcast(Message::ViewChange(vc.clone())));
-                out.push(Output::Broadcast(Message::NewView {
+                out.push(Output::broadcast(Message::ViewChange(vc.clone())));
+                out.push(Output::broadcast(Message::NewView {
                     height: h,
                     view: View::MAX,
                     view_changes: vec![vc],
                     block: block.clone(),
                 }));
-                out.push(Output::Broadcast(Message::PrePrepare {
+                out.push(Output::broadcast(Message::PrePrepare {
                     height: h,
                     view: View::MAX,
                     block,
@@ -265,11 +233,14 @@ impl<S: Scheme> ByzantineReplica<S> {
     }
 
     fn rewrite(&self, output: Output<S>, out: &mut Vec<Output<S>>) {
-        match (self.behaviour, output) {
-            (Behaviour::Silent, Output::Send { .. } | Output::Broadcast(_)) => {}
+        let Output::Effect(effect) = output else {
+            return out.push(output);
+        };
+        match (self.behaviour, effect) {
+            (Behaviour::Silent, Effect::Send { .. } | Effect::Broadcast(_)) => {}
             (
                 Behaviour::EquivocatingPrimary,
-                Output::Broadcast(Message::PrePrepare {
+                Effect::Broadcast(Message::PrePrepare {
                     height,
                     view,
                     block,
@@ -286,7 +257,7 @@ impl<S: Scheme> ByzantineReplica<S> {
             }
             (
                 Behaviour::BadShares,
-                Output::Send {
+                Effect::Send {
                     to,
                     message:
                         Message::SignShare {
@@ -307,11 +278,11 @@ impl<S: Scheme> ByzantineReplica<S> {
                     tau: Self::corrupt(tau),
                     beacon: Self::corrupt(beacon),
                 };
-                out.push(Output::Send { to, message });
+                out.push(Output::send(to, message));
             }
             (
                 Behaviour::BadShares,
-                Output::Send {
+                Effect::Send {
                     to,
                     message:
                         Message::CommitShare {
@@ -322,30 +293,28 @@ impl<S: Scheme> ByzantineReplica<S> {
                         },
                 },
             ) => {
-                out.push(Output::Send {
-                    to,
-                    message: Message::CommitShare {
-                        height,
-                        view,
-                        digest,
-                        share: Self::corrupt(share),
-                    },
-                });
+                let message = Message::CommitShare {
+                    height,
+                    view,
+                    digest,
+                    share: Self::corrupt(share),
+                };
+                out.push(Output::send(to, message));
             }
             (
                 Behaviour::WithholdShares,
-                Output::Send {
+                Effect::Send {
                     message: Message::SignShare { .. } | Message::CommitShare { .. },
                     ..
                 },
             ) => {}
             (
                 Behaviour::SilentCollector,
-                Output::Broadcast(
+                Effect::Broadcast(
                     Message::CommitProof { .. } | Message::Prepare { .. } | Message::Beacon { .. },
                 ),
             ) => {}
-            (Behaviour::ConflictingViewChange, Output::Broadcast(Message::ViewChange(vc))) => {
+            (Behaviour::ConflictingViewChange, Effect::Broadcast(Message::ViewChange(vc))) => {
                 let digest: [u8; 32] =
                     Sha256::digest(format!("never proposed {}", vc.height)).into();
                 let view = vc.new_view.saturating_sub(1);
@@ -361,11 +330,11 @@ impl<S: Scheme> ByzantineReplica<S> {
                     ..(*vc).clone()
                 };
                 self.sign_view_change(&mut forged);
-                out.push(Output::Broadcast(Message::ViewChange(Arc::new(forged))));
+                out.push(Output::broadcast(Message::ViewChange(Arc::new(forged))));
             }
             (
                 Behaviour::SplitNewView,
-                Output::Broadcast(Message::NewView {
+                Effect::Broadcast(Message::NewView {
                     height,
                     view,
                     view_changes,
@@ -382,12 +351,12 @@ impl<S: Scheme> ByzantineReplica<S> {
             }
             (
                 Behaviour::WithholdBeacon,
-                Output::Broadcast(
+                Effect::Broadcast(
                     Message::Beacon { .. }
                     | Message::BeaconShare { .. }
                     | Message::SyncResponse { .. },
                 )
-                | Output::Send {
+                | Effect::Send {
                     message:
                         Message::Beacon { .. }
                         | Message::BeaconShare { .. }
@@ -397,12 +366,12 @@ impl<S: Scheme> ByzantineReplica<S> {
             ) => {}
             (
                 Behaviour::WithholdBeacon,
-                Output::Broadcast(Message::CommitProof { certificate, .. }),
-            ) => out.push(Output::Broadcast(Message::CommitProof {
+                Effect::Broadcast(Message::CommitProof { certificate, .. }),
+            ) => out.push(Output::broadcast(Message::CommitProof {
                 certificate,
                 beacon: None,
             })),
-            (_, o) => out.push(o),
+            (_, e) => out.push(Output::Effect(e)),
         }
     }
 }
@@ -416,10 +385,10 @@ impl<S: Scheme> Participant<S> for ByzantineReplica<S> {
                 // An eager primary does not wait for the round's time.
                 (
                     Behaviour::EagerPrimary,
-                    Output::SetTimer {
+                    Output::Effect(Effect::SetTimer {
                         timer: timer @ Timer::Propose { .. },
                         ..
-                    },
+                    }),
                 ) => pending.extend(self.inner.handle(now, Input::Timer(timer))),
                 (_, o) => self.rewrite(o, &mut out),
             }

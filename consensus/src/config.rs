@@ -120,48 +120,58 @@ impl ReplicaConfig {
     /// `c`, and is only safe at that size: `SAFETY.md`), threshold bounds and
     /// timeouts.
     pub fn validate(&self) -> Result<(), ConsensusError> {
-        let err = |m: String| Err(ConsensusError::Config(m));
         check_size(self.n, self.c)?;
         let expected = u64::from(self.f) * 3 + u64::from(self.c) * 2 + 1;
         if u64::from(self.n) != expected {
-            return err(format!(
-                "n = {} but 3f + 2c + 1 = {expected} (f = {}, c = {}): the quorums are only safe at n = 3f + 2c + 1",
-                self.n, self.f, self.c
-            ));
+            return Err(ConsensusError::QuorumMismatch {
+                n: self.n,
+                f: self.f,
+                c: self.c,
+                expected,
+            });
         }
-        if self.beacon_threshold < self.f + 1 || self.beacon_threshold > self.n - self.f {
-            return err(format!(
-                "beacon threshold {} outside [f + 1, n - f] = [{}, {}]",
-                self.beacon_threshold,
-                self.f + 1,
-                self.n - self.f
-            ));
-        }
-        if self.election_lag == 0 || self.election_lag > MAX_ELECTION_LAG {
-            return err(format!(
-                "election lag must be between 1 and {MAX_ELECTION_LAG}, not {}",
-                self.election_lag
-            ));
-        }
-        if self.fast_path_timeout_us == 0 || self.view_change_timeout_us == 0 {
-            return err("timeouts must be positive".into());
-        }
-        if self.max_batch == 0 {
-            return err("max_batch must be at least 1".into());
+        let range = |name, value: u64, min: u64, max: u64| {
+            if value < min || value > max {
+                return Err(ConsensusError::OutOfRange {
+                    name,
+                    value,
+                    min,
+                    max,
+                });
+            }
+            Ok(())
+        };
+        range(
+            "beacon_threshold",
+            self.beacon_threshold.into(),
+            u64::from(self.f) + 1,
+            u64::from(self.n - self.f),
+        )?;
+        range("election_lag", self.election_lag, 1, MAX_ELECTION_LAG)?;
+        for (name, value) in [
+            ("fast_path_timeout_us", self.fast_path_timeout_us),
+            ("view_change_timeout_us", self.view_change_timeout_us),
+            ("max_batch", self.max_batch as u64),
+        ] {
+            if value == 0 {
+                return Err(ConsensusError::NotPositive { name });
+            }
         }
         let fits = self.largest_block_that_fits();
         if self.max_block_bytes > fits {
-            return err(format!(
-                "max_block_bytes = {} does not fit a NEW-VIEW of {} view changes in a {} byte message (at most {fits})",
-                self.max_block_bytes,
-                self.view_change_quorum(),
-                beacon::wire::MAX_MESSAGE_BYTES
-            ));
+            return Err(ConsensusError::BlockTooLarge {
+                max_block_bytes: self.max_block_bytes,
+                view_changes: self.view_change_quorum(),
+                message_bytes: beacon::wire::MAX_MESSAGE_BYTES,
+                fits,
+            });
         }
-        if self.max_block_bytes < 1024 {
-            return err("max_block_bytes must be at least 1024".into());
-        }
-        Ok(())
+        range(
+            "max_block_bytes",
+            self.max_block_bytes as u64,
+            1024,
+            fits as u64,
+        )
     }
 
     /// Largest `max_block_bytes` for which a NEW-VIEW (`Q` view changes with their
@@ -268,14 +278,20 @@ pub fn check_size(n: u32, c: u32) -> Result<(), ConsensusError> {
     }
     let below = (1..=n).rev().find(|m| valid_size(*m, c));
     let above = (n.saturating_add(1)..=n.saturating_add(3)).find(|m| valid_size(*m, c));
-    let sizes: Vec<String> = below
-        .into_iter()
-        .chain(above)
-        .map(|m| m.to_string())
-        .collect();
-    let other_c = smallest_collector_slack(n);
-    let mut msg = format!("n = {n} is not 3f + 2c + 1 for c = {c}");
-    if !sizes.is_empty() {
+    Err(ConsensusError::NetworkSize {
+        n,
+        c,
+        nearest: below.into_iter().chain(above).collect(),
+        other_c: smallest_collector_slack(n),
+    })
+}
+
+/// The rest of [`ConsensusError::NetworkSize`]'s message: the nearest valid
+/// sizes, and the `c` that makes `n` valid.
+pub(crate) fn size_hint(n: u32, c: u32, nearest: &[u32], other_c: Option<u32>) -> String {
+    let mut msg = String::new();
+    if !nearest.is_empty() {
+        let sizes: Vec<String> = nearest.iter().map(u32::to_string).collect();
         msg += &format!("; nearest valid n for c = {c}: {}", sizes.join(" or "));
     }
     if let Some(oc) = other_c {
@@ -284,7 +300,7 @@ pub fn check_size(n: u32, c: u32) -> Result<(), ConsensusError> {
             (n - 2 * oc - 1) / 3
         );
     }
-    Err(ConsensusError::Config(msg))
+    msg
 }
 
 fn valid_size(n: u32, c: u32) -> bool {
@@ -324,10 +340,12 @@ impl<S: Scheme> ReplicaKeys<S> {
         let expected = config.dkg_thresholds();
         let got: Vec<u32> = output.keys.iter().map(|k| k.threshold).collect();
         if got != expected || output.n != config.n {
-            return Err(ConsensusError::Config(format!(
-                "DKG output (n = {}, thresholds {got:?}) does not match the config (n = {}, thresholds {expected:?})",
-                output.n, config.n
-            )));
+            return Err(ConsensusError::DkgMismatch {
+                dkg_n: output.n,
+                dkg_thresholds: got,
+                n: config.n,
+                thresholds: expected,
+            });
         }
         let domain = SignerDomain::shared(config.n)?;
         let key = |i: usize| -> Result<KeyShare<S>, ConsensusError> {

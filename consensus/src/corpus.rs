@@ -10,6 +10,7 @@ use crate::messages::Message;
 use crate::replica::{Input, Output, Replica, Timer};
 use crate::{Height, View};
 use beacon::dkg::{harness, DkgConfig, DkgOutput};
+use beacon::effect::Effect;
 use beacon::memo::Memo;
 use beacon::{NodeIndex, Scheme, Time};
 use std::collections::VecDeque;
@@ -68,14 +69,18 @@ pub fn genuine_messages<S: Scheme>(
         |who: NodeIndex, out: Vec<Output<S>>, queue: &mut VecDeque<_>, timers: &mut Vec<_>| {
             for o in out {
                 match o {
-                    Output::Send { to, message } => queue.push_back((who, to, message)),
-                    Output::Broadcast(message) => {
+                    Output::Effect(Effect::Send { to, message }) => {
+                        queue.push_back((who, to, message))
+                    }
+                    Output::Effect(Effect::Broadcast(message)) => {
                         for j in (0..n).filter(|j| *j != who.0) {
                             queue.push_back((who, NodeIndex(j), message.clone()));
                         }
                     }
-                    Output::SetTimer { at, timer } => timers.push((who, at, timer)),
-                    _ => {}
+                    Output::Effect(Effect::SetTimer { at, timer }) => {
+                        timers.push((who, at, timer))
+                    }
+                    Output::SyncFromStore { .. } | Output::Event(_) => {}
                 }
             }
         };

@@ -6,30 +6,37 @@
 //! - [`election`]: primary and collectors drawn from a past beacon;
 //! - [`messages`]: blocks and messages (PRE-PREPARE, SIGN-SHARE, ...), wire encoding;
 //! - [`replica`]: the honest replica (protocol steps in its module docs);
-//! - [`view_change`]: the view-change rule (the only safe block of a new view);
+//! - [`participant`]: what drivers hold, the honest replica or a wrapper;
 //! - [`byzantine`]: swappable Byzantine replicas for simulations and tests;
 //! - [`byzantine_dkg`]: swappable Byzantine DKG sessions (the DKG-side behaviours);
 //! - [`member`]: DKG then replica, the driver logic shared by simulator and node;
+//! - [`latency`]: round latency from the events drivers stamp;
 //! - [`corpus`]: genuine messages for fuzzing message sequences.
 //!
 //! The safety argument is in `SAFETY.md` next to this crate's manifest.
+
+#![forbid(unsafe_code)]
 
 pub mod byzantine;
 pub mod byzantine_dkg;
 pub mod config;
 pub mod corpus;
 pub mod election;
+pub mod latency;
 pub mod member;
 pub mod messages;
+pub mod participant;
 pub mod replica;
-pub mod view_change;
 
-pub use byzantine::{Behaviour, ByzantineReplica, Participant};
+pub use byzantine::{Behaviour, ByzantineReplica};
 pub use config::{KeyShare, ReplicaConfig, ReplicaKeys};
 pub use election::Election;
 pub use member::{member_key, Envelope, Member, MemberInput, MemberOutput, MemberTimer};
 pub use messages::{Block, CommitCertificate, CommitPath, CommittedEntry, Digest, Message};
-pub use replica::{Evidence, EvidenceKind, Input, Output, Replica, Timer};
+pub use participant::Participant;
+pub use replica::{
+    Event, Evidence, EvidenceKind, Input, Output, ProofKind, Replica, ShareKind, Timer,
+};
 
 /// A height of the chain (= the beacon round decided with it).
 pub type Height = u64;
@@ -39,9 +46,76 @@ pub type View = u64;
 /// The consensus crate's error type.
 #[derive(Debug, thiserror::Error)]
 pub enum ConsensusError {
-    /// A configuration is inconsistent.
-    #[error("invalid configuration: {0}")]
-    Config(String),
+    /// `n` is not `3f + 2c + 1` for the configured `c`: quorums derived from `f`
+    /// would not be safe.
+    #[error("n = {n} is not 3f + 2c + 1 for c = {c}{}", config::size_hint(*.n, *.c, .nearest, *.other_c))]
+    NetworkSize {
+        /// Replicas.
+        n: u32,
+        /// Extra collectors' slack.
+        c: u32,
+        /// The nearest valid sizes for this `c`.
+        nearest: Vec<u32>,
+        /// The smallest `c` that makes `n` valid, if any.
+        other_c: Option<u32>,
+    },
+    /// `n`, `f` and `c` disagree.
+    #[error("n = {n} but 3f + 2c + 1 = {expected} (f = {f}, c = {c}): the quorums are only safe at n = 3f + 2c + 1")]
+    QuorumMismatch {
+        /// Replicas.
+        n: u32,
+        /// Byzantine replicas tolerated.
+        f: u32,
+        /// Extra collectors' slack.
+        c: u32,
+        /// `3f + 2c + 1`.
+        expected: u64,
+    },
+    /// A parameter outside its bounds.
+    #[error("{name} = {value} outside [{min}, {max}]")]
+    OutOfRange {
+        /// The parameter.
+        name: &'static str,
+        /// Its value.
+        value: u64,
+        /// Smallest accepted.
+        min: u64,
+        /// Largest accepted.
+        max: u64,
+    },
+    /// A parameter that must be positive is zero.
+    #[error("{name} must be positive")]
+    NotPositive {
+        /// The parameter.
+        name: &'static str,
+    },
+    /// The largest block does not fit a NEW-VIEW in one wire message.
+    #[error("max_block_bytes = {max_block_bytes} does not fit a NEW-VIEW of {view_changes} view changes in a {message_bytes} byte message (at most {fits})")]
+    BlockTooLarge {
+        /// Configured largest block.
+        max_block_bytes: usize,
+        /// View changes in a NEW-VIEW.
+        view_changes: u32,
+        /// The wire limit.
+        message_bytes: usize,
+        /// The largest block that fits.
+        fits: usize,
+    },
+    /// Key material from a DKG with other parameters than the replica's.
+    #[error("DKG (n = {dkg_n}, thresholds {dkg_thresholds:?}) does not match the replica config (n = {n}, thresholds {thresholds:?})")]
+    DkgMismatch {
+        /// The DKG's `n`.
+        dkg_n: u32,
+        /// The DKG's thresholds.
+        dkg_thresholds: Vec<u32>,
+        /// The replica's `n`.
+        n: u32,
+        /// The thresholds the replica needs.
+        thresholds: Vec<u32>,
+    },
+    /// A restored chain whose heights are not consecutive.
+    #[error("the stored chain's heights are not consecutive")]
+    ChainGap,
     /// A cryptographic or encoding error from the beacon crate.
     #[error(transparent)]
     Beacon(#[from] beacon::Error),

@@ -6,17 +6,20 @@
 //! a bound) and replayed when the replica starts. A member restored from persisted
 //! key material and chain skips the DKG.
 
-use crate::byzantine::{Behaviour, ByzantineReplica, Participant};
+use crate::byzantine::{Behaviour, ByzantineReplica};
+use crate::participant::Participant;
 use crate::byzantine_dkg::ByzantineSession;
 use crate::config::{ReplicaConfig, ReplicaKeys};
 use crate::messages::{CommittedEntry, Message};
-use crate::replica::{ChainWindow, Input, Output, Replica, Timer};
+use crate::replica::{ChainWindow, Event, Input, Output, Replica, Timer};
+use crate::Height;
 use crate::ConsensusError;
 use beacon::dkg::relay::{SigningKey, VerifyingKey};
 use beacon::dkg::session::{
     DkgSession, SessionAction, SessionInput, SessionMessage, SessionParticipant, SessionTimer,
 };
 use beacon::dkg::{DkgConfig, DkgOutput};
+use beacon::effect::Effect;
 use beacon::memo::Memo;
 use beacon::{wire, NodeIndex, Scheme, Time};
 use serde::{Deserialize, Serialize};
@@ -83,31 +86,25 @@ pub enum MemberInput<S: Scheme> {
     ClientTransaction(Vec<u8>),
 }
 
-/// Outputs of a member.
+/// Outputs of a member: effects for its driver, and events.
 #[derive(Clone, Debug)]
 pub enum MemberOutput<S: Scheme> {
-    /// Send to one peer.
-    Send {
-        /// Recipient.
+    /// Send, broadcast, or set a timer (DKG and replica alike).
+    Effect(Effect<Envelope<S>, MemberTimer>),
+    /// Answer a peer's sync request from the store (see
+    /// [`Output::SyncFromStore`]).
+    SyncFromStore {
+        /// Who asked.
         to: NodeIndex,
-        /// Message.
-        envelope: Envelope<S>,
-    },
-    /// Send to every other member.
-    Broadcast(Envelope<S>),
-    /// Fire `timer` at `at`.
-    SetTimer {
-        /// When.
-        at: Time,
-        /// Which.
-        timer: MemberTimer,
+        /// First height wanted.
+        from_height: Height,
     },
     /// The DKG finished: persist the key material.
     DkgComplete(Arc<DkgOutput<S>>),
     /// The DKG failed.
     DkgFailed(String),
     /// An event of the replica (commits, beacons, finalized heights, evidence...).
-    Replica(Output<S>),
+    Event(Event<S>),
 }
 
 enum Phase<S: Scheme> {
@@ -159,13 +156,12 @@ impl<S: Scheme> Member<S> {
     ) -> Result<Self, ConsensusError> {
         config.validate()?;
         if dkg.thresholds != config.dkg_thresholds() || dkg.n != config.n {
-            return Err(ConsensusError::Config(format!(
-                "DKG (n = {}, thresholds {:?}) does not match the replica config (n = {}, thresholds {:?})",
-                dkg.n,
-                dkg.thresholds,
-                config.n,
-                config.dkg_thresholds()
-            )));
+            return Err(ConsensusError::DkgMismatch {
+                dkg_n: dkg.n,
+                dkg_thresholds: dkg.thresholds.clone(),
+                n: config.n,
+                thresholds: config.dkg_thresholds(),
+            });
         }
         let session = DkgSession::new(dkg, me, derive(&seed, b"dkg"), memo.clone(), key, keys)?;
         let state: Box<dyn SessionParticipant<S>> = match behaviour {
@@ -217,9 +213,7 @@ impl<S: Scheme> Member<S> {
         behaviour: Option<Behaviour>,
     ) -> Result<Box<dyn Participant<S>>, ConsensusError> {
         let keys = ReplicaKeys::from_dkg(config, output)?;
-        let chain = ChainWindow::resume(chain).ok_or_else(|| {
-            ConsensusError::Config("the stored chain's heights are not consecutive".into())
-        })?;
+        let chain = ChainWindow::resume(chain).ok_or(ConsensusError::ChainGap)?;
         let replica = Replica::restore(
             config.clone(),
             keys.clone(),
@@ -308,20 +302,15 @@ impl<S: Scheme> Member<S> {
     }
 
     fn wrap(outputs: Vec<Output<S>>, out: &mut Vec<MemberOutput<S>>) {
-        for o in outputs {
-            out.push(match o {
-                Output::Send { to, message } => MemberOutput::Send {
-                    to,
-                    envelope: Envelope::Consensus(message),
-                },
-                Output::Broadcast(message) => MemberOutput::Broadcast(Envelope::Consensus(message)),
-                Output::SetTimer { at, timer } => MemberOutput::SetTimer {
-                    at,
-                    timer: MemberTimer::Replica(timer),
-                },
-                other => MemberOutput::Replica(other),
-            });
-        }
+        out.extend(outputs.into_iter().map(|o| match o {
+            Output::Effect(e) => {
+                MemberOutput::Effect(e.map(Envelope::Consensus, MemberTimer::Replica))
+            }
+            Output::SyncFromStore { to, from_height } => {
+                MemberOutput::SyncFromStore { to, from_height }
+            }
+            Output::Event(e) => MemberOutput::Event(e),
+        }));
     }
 
     fn on_dkg_actions(
@@ -332,17 +321,23 @@ impl<S: Scheme> Member<S> {
     ) {
         for action in actions {
             match action {
-                SessionAction::Send { to, message } => out.push(MemberOutput::Send {
-                    to,
-                    envelope: Envelope::Dkg(message),
-                }),
-                SessionAction::Broadcast(message) => {
-                    out.push(MemberOutput::Broadcast(Envelope::Dkg(message)))
+                SessionAction::Send { to, message } => {
+                    out.push(MemberOutput::Effect(Effect::Send {
+                        to,
+                        message: Envelope::Dkg(message),
+                    }))
                 }
-                SessionAction::SetTimer { at, timer } => out.push(MemberOutput::SetTimer {
-                    at,
-                    timer: MemberTimer::Dkg(timer),
-                }),
+                SessionAction::Broadcast(message) => {
+                    out.push(MemberOutput::Effect(Effect::Broadcast(Envelope::Dkg(
+                        message,
+                    ))))
+                }
+                SessionAction::SetTimer { at, timer } => {
+                    out.push(MemberOutput::Effect(Effect::SetTimer {
+                        at,
+                        timer: MemberTimer::Dkg(timer),
+                    }))
+                }
                 SessionAction::Failed(reason) => {
                     self.phase = Phase::Failed;
                     out.push(MemberOutput::DkgFailed(reason));

@@ -10,9 +10,11 @@ use beacon::memo::Memo;
 use beacon::{InterpolationMethod, MinSig, NodeIndex, Point, Scheme, SignatureShare, Time};
 use common::Net;
 use consensus::messages::{signed, CommitCertificate, PrepareCertificate, ViewChange};
+use beacon::effect::Effect;
 use consensus::{
-    Behaviour, ByzantineReplica, CommitPath, Election, Envelope, EvidenceKind, Input, Member,
-    MemberInput, MemberOutput, Message, Output, Participant, Replica, ReplicaConfig, ReplicaKeys,
+    Behaviour, ByzantineReplica, CommitPath, Election, Envelope, Event, EvidenceKind, Input,
+    Member, MemberInput, MemberOutput, Message, Output, Participant, ProofKind, Replica,
+    ReplicaConfig, ReplicaKeys,
 };
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -75,16 +77,18 @@ impl Manual {
         let out = self.nodes[who.0 as usize].handle(Time::ZERO, input);
         for o in &out {
             match o {
-                Output::Send { to, message } => self.queue.push_back((who, *to, message.clone())),
-                Output::Broadcast(message) => {
+                Output::Effect(Effect::Send { to, message }) => {
+                    self.queue.push_back((who, *to, message.clone()))
+                }
+                Output::Effect(Effect::Broadcast(message)) => {
                     for j in (0..self.n).filter(|j| *j != who.0) {
                         self.queue.push_back((who, NodeIndex(j), message.clone()));
                     }
                 }
-                Output::Committed { certificate, .. } => {
+                Output::Event(Event::Committed { certificate, .. }) => {
                     self.commits.insert(who.0, certificate.digest);
                 }
-                Output::Evidence(e) => self.evidence.push((who, e.kind.clone())),
+                Output::Event(Event::Evidence(e)) => self.evidence.push((who, e.kind)),
                 _ => {}
             }
         }
@@ -163,10 +167,10 @@ fn forged_view_changes_do_not_fork_the_chain() {
     let mut sign_shares = Vec::new();
     for (from, to, m) in forged {
         for o in net.deliver(from, to, m) {
-            if let Output::Send {
+            if let Output::Effect(Effect::Send {
                 message: message @ Message::SignShare { .. },
                 to: c,
-            } = o
+            }) = o
             {
                 assert_eq!(c, byzantine);
                 sign_shares.push((to, message));
@@ -204,10 +208,10 @@ fn forged_view_changes_do_not_fork_the_chain() {
                 certificate: prepare.clone(),
             };
             for o in net.deliver(byzantine, *v, prepare) {
-                if let Output::Send {
+                if let Output::Effect(Effect::Send {
                     message: Message::CommitShare { share, .. },
                     ..
-                } = o
+                }) = o
                 {
                     commit_shares.push(SignatureShare {
                         signer: *v,
@@ -241,7 +245,9 @@ fn forged_view_changes_do_not_fork_the_chain() {
     for v in victims {
         assert!(
             net.evidence.iter().any(|(who, e)| *who == v
-                && matches!(e, EvidenceKind::InvalidProof { what: "new-view" })),
+                && matches!(e, EvidenceKind::InvalidProof {
+                        proof: ProofKind::NewView
+                    })),
             "replica {} does not name the forger",
             v.0
         );
@@ -367,7 +373,7 @@ fn a_huge_view_number_is_ignored() {
                 );
                 assert!(
                     !out.iter()
-                        .any(|o| matches!(o, MemberOutput::Replica(Output::ViewChanged { .. }))),
+                        .any(|o| matches!(o, MemberOutput::Event(Event::ViewChanged { .. }))),
                     "a huge view moved the replica"
                 );
             }

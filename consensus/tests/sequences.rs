@@ -9,7 +9,7 @@ use beacon::memo::Memo;
 use beacon::{MinSig, NodeIndex, Time};
 use consensus::corpus::{genuine_messages, relabel};
 use consensus::{
-    Envelope, Member, MemberInput, MemberOutput, MemberTimer, Message, Output, ReplicaConfig, Timer,
+    Envelope, Member, MemberInput, MemberOutput, MemberTimer, Message, Event, ReplicaConfig, Timer,
 };
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -91,7 +91,7 @@ proptest! {
         let mut committed: BTreeMap<u64, [u8; 32]> = BTreeMap::new();
         let mut check = |out: Vec<MemberOutput<S>>| {
             for o in out {
-                if let MemberOutput::Replica(Output::Committed { certificate, .. }) = o {
+                if let MemberOutput::Event(Event::Committed { certificate, .. }) = o {
                     let d = committed.entry(certificate.height).or_insert(certificate.digest);
                     assert_eq!(*d, certificate.digest, "two commits at height {}", certificate.height);
                 }

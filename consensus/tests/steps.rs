@@ -1,314 +1,621 @@
-//! Table-driven step tests: one replica, one input, the expected outputs.
+//! Step tables, one per role: one replica, one input per step, and the outputs
+//! it must produce, written as data in the order it produces them
+//! (`Output`'s `Display`: `send sign-share to 2`, `timer retransmit(1,0)`,
+//! `beacon 1`, `evidence invalid sigma share by 3`, ...). The replica's own
+//! messages travel through its loopback inside one step, so a step shows
+//! everything one input causes.
+//!
+//! Roles: voter, collector (fast path), slow path, view change, catch-up. The
+//! network is `n = 4, c = 0` (`f = 1`; fast path 4 shares, slow path 3, beacon
+//! 2, view change 3), with a genesis seed where the primary and the collector of
+//! `(1, 0)` differ.
 
 mod common;
 
+use beacon::dkg::DkgOutput;
 use beacon::memo::Memo;
-use beacon::{MinSig, NodeIndex, Point, Scheme, Time};
-use consensus::messages::{signed, CommitCertificate};
+use beacon::{InterpolationMethod, MinSig, NodeIndex, Point, Scheme, SignatureShare, Time};
+use common::Net;
+use consensus::messages::{
+    signed, CommitCertificate, CommittedEntry, Digest, PrepareCertificate, ViewChange,
+};
 use consensus::{
-    Block, CommitPath, Election, EvidenceKind, Input, Message, Output, Replica, ReplicaConfig,
-    ReplicaKeys, Timer,
+    Block, CommitPath, Election, Input, Message, Replica, ReplicaConfig, ReplicaKeys, Timer,
 };
 use std::sync::Arc;
 
 type S = MinSig;
+type Sig = <S as Scheme>::Signature;
 
+/// One input and the outputs it must produce, in order.
 struct Step {
     desc: &'static str,
     input: Input<S>,
-    expect: fn(&[Output<S>]) -> bool,
+    expected: Vec<String>,
 }
 
-fn kinds(out: &[Output<S>]) -> Vec<String> {
-    out.iter()
-        .map(|o| match o {
-            Output::Send { to, message } => format!("send {} to {}", message.kind(), to.0),
-            Output::Broadcast(m) => format!("broadcast {}", m.kind()),
-            Output::SetTimer { timer, .. } => format!("timer {timer:?}"),
-            Output::Committed { .. } => "committed".into(),
-            Output::Beacon { .. } => "beacon".into(),
-            Output::Finalized(_) => "finalized".into(),
-            Output::ViewChanged { .. } => "view-changed".into(),
-            Output::Evidence(e) => format!("evidence {:?}", e.kind),
-            Output::SyncFromStore { to, from_height } => {
-                format!("sync {} from store from {from_height}", to.0)
-            }
-        })
-        .collect()
-}
-
-fn has(out: &[Output<S>], pred: impl Fn(&Output<S>) -> bool) -> bool {
-    out.iter().any(pred)
-}
-
-#[test]
-fn single_replica_transitions() {
-    let config = ReplicaConfig::new(4, 0).unwrap();
-    let outputs = common::dkg::<S>(&config, 77);
-    let election = Election::draw(&config.genesis_seed, 1, 0, 4, 1);
-    // A replica that is neither the primary nor the collector of (1, 0), if any.
-    let me = (0..4u32)
-        .map(NodeIndex)
-        .find(|i| *i != election.primary && !election.collectors.contains(i))
-        .unwrap_or(NodeIndex((election.primary.0 + 1) % 4));
-    let keys = ReplicaKeys::from_dkg(&config, &outputs[me.0 as usize]).unwrap();
-    let mut replica = Replica::<S>::new(config.clone(), keys, [1; 32], Memo::disabled());
-    let primary = election.primary;
-    let collector = election.collectors[0];
-    let block = Arc::new(Block {
-        height: 1,
-        parent: [0; 32],
-        previous_beacon: config.genesis_seed.to_vec(),
-        transactions: vec![b"tx".to_vec()],
-    });
-    let other = Arc::new(Block {
-        transactions: vec![b"other".to_vec()],
-        ..(*block).clone()
-    });
-    let not_primary = (0..4u32)
-        .map(NodeIndex)
-        .find(|i| *i != primary && *i != me)
-        .unwrap();
-    // A valid fast-path certificate for `other`, made from everyone's sigma shares.
-    let digest = other.digest();
-    let msg = signed::fast_vote(1, 0, &digest);
-    let shares: Vec<_> = outputs
-        .iter()
-        .map(|o| o.keys[2].secret_share.sign::<S>(&msg))
-        .collect();
-    let sigma_public = ReplicaKeys::from_dkg(&config, &outputs[0])
-        .unwrap()
-        .sigma
-        .public;
-    let signature = sigma_public
-        .aggregate(&shares, beacon::InterpolationMethod::RootsOfUnity)
-        .unwrap();
-    let certificate = CommitCertificate {
-        height: 1,
-        view: 0,
-        digest,
-        path: CommitPath::Fast,
-        signature,
-    };
-
-    let steps = vec![
-        Step {
-            desc: "start: arm the view-change timer",
-            input: Input::Start,
-            expect: |o| {
-                has(o, |x| {
-                    matches!(
-                        x,
-                        Output::SetTimer {
-                            timer: Timer::ViewChange { height: 1, view: 0 },
-                            ..
-                        }
-                    )
-                })
-            },
-        },
-        Step {
-            desc: "pre-prepare from a replica that is not the primary: ignored",
-            input: Input::Message {
-                from: not_primary,
-                message: Message::PrePrepare {
-                    height: 1,
-                    view: 0,
-                    block: block.clone(),
-                },
-            },
-            expect: |o| o.is_empty(),
-        },
-        Step {
-            desc: "pre-prepare from the primary: one sign-share to the collector, kept for retransmission",
-            input: Input::Message {
-                from: primary,
-                message: Message::PrePrepare {
-                    height: 1,
-                    view: 0,
-                    block: block.clone(),
-                },
-            },
-            expect: |o| {
-                o.len() == 2
-                    && has(o, |x| {
-                        matches!(
-                            x,
-                            Output::Send {
-                                message: Message::SignShare { .. },
-                                ..
-                            }
-                        )
-                    })
-                    && has(o, |x| {
-                        matches!(
-                            x,
-                            Output::SetTimer {
-                                timer: Timer::Retransmit { height: 1, view: 0 },
-                                ..
-                            }
-                        )
-                    })
-            },
-        },
-        Step {
-            desc: "the same pre-prepare again: nothing",
-            input: Input::Message {
-                from: primary,
-                message: Message::PrePrepare {
-                    height: 1,
-                    view: 0,
-                    block: block.clone(),
-                },
-            },
-            expect: |o| o.is_empty(),
-        },
-        Step {
-            desc: "a second, different pre-prepare: evidence against the primary",
-            input: Input::Message {
-                from: primary,
-                message: Message::PrePrepare {
-                    height: 1,
-                    view: 0,
-                    block: other.clone(),
-                },
-            },
-            expect: |o| {
-                o.len() == 1
-                    && has(
-                        o,
-                        |x| matches!(x, Output::Evidence(e) if e.kind == EvidenceKind::ConflictingProposals { view: 0 }),
-                    )
-            },
-        },
-        Step {
-            desc: "an invalid beacon: evidence against its sender",
-            input: Input::Message {
-                from: collector,
-                message: Message::Beacon {
-                    round: 1,
-                    signature: <S as Scheme>::Signature::generator(),
-                },
-            },
-            expect: |o| {
-                has(
-                    o,
-                    |x| matches!(x, Output::Evidence(e) if e.kind == EvidenceKind::InvalidProof { what: "beacon" }),
-                )
-            },
-        },
-        Step {
-            desc: "a valid commit proof for a block never seen: ask the sender for it",
-            input: Input::Message {
-                from: collector,
-                message: Message::CommitProof {
-                    certificate: certificate.clone(),
-                    beacon: None,
-                },
-            },
-            expect: |o| {
-                o.len() == 1
-                    && has(o, |x| {
-                        matches!(
-                            x,
-                            Output::Send {
-                                message: Message::BlockRequest { height: 1, .. },
-                                ..
-                            }
-                        )
-                    })
-            },
-        },
-        Step {
-            desc: "the block arrives: committed (no beacon yet, so not finalized)",
-            input: Input::Message {
-                from: collector,
-                message: Message::BlockResponse {
-                    block: other.clone(),
-                },
-            },
-            expect: |o| {
-                has(o, |x| matches!(x, Output::Committed { .. }))
-                    && !has(o, |x| matches!(x, Output::Finalized(_)))
-            },
-        },
-        Step {
-            desc: "a message two heights ahead: ask its sender to sync",
-            input: Input::Message {
-                from: not_primary,
-                message: Message::Beacon {
-                    round: 3,
-                    signature: <S as Scheme>::Signature::generator(),
-                },
-            },
-            expect: |o| {
-                has(o, |x| {
-                    matches!(
-                        x,
-                        Output::Send {
-                            message: Message::SyncRequest { from_height: 1 },
-                            ..
-                        }
-                    )
-                })
-            },
-        },
-        Step {
-            desc: "view-change timer after a commit without beacon: re-armed, no view change",
-            input: Input::Timer(Timer::ViewChange { height: 1, view: 0 }),
-            expect: |o| {
-                !has(o, |x| matches!(x, Output::ViewChanged { .. }))
-                    && has(o, |x| matches!(x, Output::SetTimer { .. }))
-            },
-        },
-    ];
-    for (i, step) in steps.into_iter().enumerate() {
-        let out = replica.handle(Time::from_millis(i as u64), step.input);
-        assert!(
-            (step.expect)(&out),
-            "step {i} ({}): got {:?}",
-            step.desc,
-            kinds(&out)
-        );
+fn step(desc: &'static str, input: Input<S>, expected: Vec<String>) -> Step {
+    Step {
+        desc,
+        input,
+        expected,
     }
 }
 
-#[test]
-fn view_change_timer_without_commit_changes_view() {
-    let config = ReplicaConfig::new(4, 0).unwrap();
-    let outputs = common::dkg::<S>(&config, 78);
-    let keys = ReplicaKeys::from_dkg(&config, &outputs[2]).unwrap();
-    let mut replica = Replica::<S>::new(config, keys, [2; 32], Memo::disabled());
-    replica.handle(Time::ZERO, Input::Start);
-    let out = replica.handle(
-        Time::from_millis(5),
-        Input::Timer(Timer::ViewChange { height: 1, view: 0 }),
-    );
-    assert!(
-        has(&out, |x| matches!(
-            x,
-            Output::ViewChanged { height: 1, view: 1 }
-        )),
-        "{:?}",
-        kinds(&out)
-    );
-    assert!(has(
-        &out,
-        |x| matches!(x, Output::Broadcast(Message::ViewChange(v)) if v.new_view == 1)
-    ));
-    assert!(has(&out, |x| matches!(
-        x,
-        Output::SetTimer {
-            timer: Timer::ViewChange { height: 1, view: 1 },
-            ..
+/// Runs `steps` on `replica`, step `i` at `i` ms.
+fn check(replica: &mut Replica<S>, steps: Vec<Step>) {
+    for (i, step) in steps.into_iter().enumerate() {
+        let out: Vec<String> = replica
+            .handle(Time::from_millis(i as u64), step.input)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(out, step.expected, "step {i}: {}", step.desc);
+    }
+}
+
+fn msg(from: NodeIndex, message: Message<S>) -> Input<S> {
+    Input::Message { from, message }
+}
+
+/// The keys of a 4-replica network, and the roles of `(1, 0)`.
+struct Fixture {
+    config: ReplicaConfig,
+    keys: Vec<ReplicaKeys<S>>,
+    /// Primary and collector of `(1, 0)`.
+    primary: NodeIndex,
+    collector: NodeIndex,
+    /// The other two.
+    others: [NodeIndex; 2],
+}
+
+impl Fixture {
+    fn new(seed: u64) -> Self {
+        let mut config = ReplicaConfig::new(4, 0).unwrap();
+        let (primary, collector) = (0..=255u8)
+            .find_map(|g| {
+                config.genesis_seed = [g; 32];
+                let e = Election::draw(&config.genesis_seed, 1, 0, 4, 1);
+                (e.primary != e.collectors[0]).then_some((e.primary, e.collectors[0]))
+            })
+            .unwrap();
+        let outputs: Vec<Arc<DkgOutput<S>>> = common::dkg(&config, seed);
+        let keys = outputs
+            .iter()
+            .map(|o| ReplicaKeys::from_dkg(&config, o).unwrap())
+            .collect();
+        let rest: Vec<NodeIndex> = (0..4)
+            .map(NodeIndex)
+            .filter(|i| *i != primary && *i != collector)
+            .collect();
+        Fixture {
+            config,
+            keys,
+            primary,
+            collector,
+            others: [rest[0], rest[1]],
         }
-    )));
-    // A stale timer does nothing.
-    let out = replica.handle(
-        Time::from_millis(6),
-        Input::Timer(Timer::ViewChange { height: 1, view: 0 }),
+    }
+
+    fn replica(&self, i: NodeIndex) -> Replica<S> {
+        let keys = self.keys[i.0 as usize].clone();
+        Replica::new(self.config.clone(), keys, [i.0 as u8; 32], Memo::disabled())
+    }
+
+    /// A valid block of height 1.
+    fn block(&self, tag: &[u8]) -> Arc<Block> {
+        Arc::new(Block {
+            height: 1,
+            parent: [0; 32],
+            previous_beacon: self.config.genesis_seed.to_vec(),
+            transactions: vec![tag.to_vec()],
+        })
+    }
+
+    fn proposal(&self, view: u64, block: &Arc<Block>) -> Message<S> {
+        Message::PrePrepare {
+            height: 1,
+            view,
+            block: block.clone(),
+        }
+    }
+
+    fn sign(&self, i: NodeIndex, key: usize, msg: &[u8]) -> Sig {
+        let k = &self.keys[i.0 as usize];
+        let share = [&k.beacon, &k.tau, &k.sigma][key];
+        share.share.sign::<S>(msg).signature
+    }
+
+    fn round_message(&self) -> [u8; 32] {
+        beacon::chain::round_message(S::ID, 1, &self.config.genesis_seed)
+    }
+
+    /// `i`'s SIGN-SHARE on `block` in `view`; `bad` corrupts the share named.
+    fn sign_share(&self, i: NodeIndex, view: u64, block: &Block, bad: &str) -> Message<S> {
+        let digest = block.digest();
+        let corrupt = |s: Sig, name: &str| {
+            if bad == name {
+                s.add(&Sig::generator())
+            } else {
+                s
+            }
+        };
+        Message::SignShare {
+            height: 1,
+            view,
+            digest,
+            sigma: corrupt(self.sign(i, 2, &signed::fast_vote(1, view, &digest)), "sigma"),
+            tau: corrupt(self.sign(i, 1, &signed::prepare(1, view, &digest)), "tau"),
+            beacon: corrupt(self.sign(i, 0, &self.round_message()), "beacon"),
+        }
+    }
+
+    fn commit_share(&self, i: NodeIndex, view: u64, digest: Digest) -> Message<S> {
+        Message::CommitShare {
+            height: 1,
+            view,
+            digest,
+            share: self.sign(i, 1, &signed::commit(1, view, &digest)),
+        }
+    }
+
+    fn beacon_share(&self, i: NodeIndex) -> Message<S> {
+        Message::BeaconShare {
+            round: 1,
+            share: self.sign(i, 0, &self.round_message()),
+        }
+    }
+
+    /// A threshold signature of `key` on `msg` from everyone's shares.
+    fn aggregate(&self, key: usize, msg: &[u8]) -> Sig {
+        let shares: Vec<SignatureShare<S>> = (0..4)
+            .map(|i| SignatureShare {
+                signer: NodeIndex(i),
+                signature: self.sign(NodeIndex(i), key, msg),
+            })
+            .collect();
+        let k = &self.keys[0];
+        let public = [&k.beacon, &k.tau, &k.sigma][key].public.clone();
+        public
+            .aggregate(&shares, InterpolationMethod::RootsOfUnity)
+            .unwrap()
+    }
+
+    /// A valid fast-path proof of `block`.
+    fn fast_proof(&self, block: &Block) -> CommitCertificate<S> {
+        let digest = block.digest();
+        CommitCertificate {
+            height: 1,
+            view: 0,
+            digest,
+            path: CommitPath::Fast,
+            signature: self.aggregate(2, &signed::fast_vote(1, 0, &digest)),
+        }
+    }
+
+    /// `i`'s signed VIEW-CHANGE to `view`, with nothing prepared or voted.
+    fn view_change(&self, i: NodeIndex, view: u64) -> Message<S> {
+        let mut vc = ViewChange {
+            from: i,
+            height: 1,
+            new_view: view,
+            prepared: None::<PrepareCertificate<S>>,
+            fast_vote: None,
+            beacon_share: Some(self.sign(i, 0, &self.round_message())),
+            block: None,
+            signature: Sig::generator(),
+        };
+        vc.signature = self.sign(i, 1, &vc.signed_message());
+        Message::ViewChange(Arc::new(vc))
+    }
+
+    /// The block a primary with an empty mempool proposes at height 1.
+    fn fresh_block(&self) -> Block {
+        Block {
+            height: 1,
+            parent: [0; 32],
+            previous_beacon: self.config.genesis_seed.to_vec(),
+            transactions: vec![],
+        }
+    }
+
+    /// The primary of `(2, 0)`, elected by the beacon of round 1.
+    fn primary_of_height_2(&self) -> NodeIndex {
+        let beacon = self.aggregate(0, &self.round_message());
+        let randomness = beacon::chain::randomness(&beacon.to_bytes());
+        Election::draw(&randomness, 2, 0, 4, 1).primary
+    }
+}
+
+/// Strings with `{}` filled in from `args`, for expected outputs.
+macro_rules! outs {
+    ($($fmt:literal $(, $arg:expr)*);* $(;)?) => {
+        vec![$(format!($fmt $(, $arg)*)),*]
+    };
+}
+
+/// A voter (neither primary nor collector): one SIGN-SHARE per view to the
+/// collector, evidence for a second proposal and a bad beacon, a commit proof
+/// whose block it lacks, catch-up on messages from ahead, and the withheld-beacon
+/// rule after a commit.
+#[test]
+fn voter() {
+    let fx = Fixture::new(77);
+    let (p, c) = (fx.primary, fx.collector);
+    let next = fx.primary_of_height_2();
+    let me = *fx.others.iter().find(|i| **i != next).unwrap();
+    let x = *fx.others.iter().find(|i| **i != me).unwrap();
+    let (block, other) = (fx.block(b"tx"), fx.block(b"other"));
+    let bad_beacon = Message::Beacon {
+        round: 1,
+        signature: Sig::generator(),
+    };
+    let ahead = Message::Beacon {
+        round: 3,
+        signature: Sig::generator(),
+    };
+    let steps = vec![
+        step("start: arm the view timer", Input::Start, outs!["timer view-change(1,0)"]),
+        step(
+            "pre-prepare from a replica that is not the primary: ignored",
+            msg(x, fx.proposal(0, &block)),
+            vec![],
+        ),
+        step(
+            "pre-prepare from the primary: one sign-share to the collector, kept for retransmission",
+            msg(p, fx.proposal(0, &block)),
+            outs!["send sign-share to {}", c; "timer retransmit(1,0)"],
+        ),
+        step("the same pre-prepare again: nothing", msg(p, fx.proposal(0, &block)), vec![]),
+        step(
+            "a second, different pre-prepare: evidence against the primary",
+            msg(p, fx.proposal(0, &other)),
+            outs!["evidence conflicting proposals in view 0 by {}", p],
+        ),
+        step(
+            "an invalid beacon: evidence against its sender",
+            msg(c, bad_beacon),
+            outs!["evidence invalid beacon by {}", c],
+        ),
+        step(
+            "a valid commit proof for a block never accepted: ask the sender for it",
+            msg(
+                c,
+                Message::CommitProof {
+                    certificate: fx.fast_proof(&other),
+                    beacon: None,
+                },
+            ),
+            outs!["send block-request to {}", c],
+        ),
+        step(
+            "the block arrives: committed, not finalized (no beacon yet)",
+            msg(c, Message::BlockResponse { block: other }),
+            outs!["committed 1"],
+        ),
+        step(
+            "a message two heights ahead: ask its sender to sync",
+            msg(x, ahead),
+            outs!["send sync-request to {}", x],
+        ),
+        step(
+            "view timer after a commit without beacon: beacon share to all, timer re-armed",
+            Input::Timer(Timer::ViewChange { height: 1, view: 0 }),
+            outs!["broadcast beacon-share"; "timer view-change(1,0)"],
+        ),
+        step(
+            "a second beacon share makes the beacon: broadcast it, finalize, enter height 2",
+            msg(p, fx.beacon_share(p)),
+            outs!["beacon 1"; "broadcast beacon"; "finalized 1"; "timer view-change(2,0)"],
+        ),
+        step(
+            "a beacon share of the finished round is answered with the beacon",
+            msg(x, fx.beacon_share(x)),
+            outs!["send beacon to {}", x],
+        ),
+        step(
+            "a sync request is answered from the chain window",
+            msg(x, Message::SyncRequest { from_height: 1 }),
+            outs!["send sync-response to {}", x],
+        ),
+    ];
+    check(&mut fx.replica(me), steps);
+}
+
+/// The rank-0 collector on the fast path: its own vote through the loopback,
+/// the beacon from `t_b = 2` shares (broadcast at once), the proof from 4
+/// sigma shares, then commit, finalize and the next height in one step — where
+/// it is the primary, so its proposal and its own vote on it follow (the vote
+/// after the height's timers: it travels through the loopback).
+#[test]
+fn collector() {
+    let fx = Fixture::new(78);
+    let (p, c) = (fx.primary, fx.collector);
+    let [a, b] = fx.others;
+    let next = Election::draw(
+        &beacon::chain::randomness(&fx.aggregate(0, &fx.round_message()).to_bytes()),
+        2,
+        0,
+        4,
+        1,
     );
-    assert!(out.is_empty());
+    assert_eq!(next.primary, c, "fixture: the collector proposes height 2");
+    let block = fx.block(b"tx");
+    let steps = vec![
+        step("start", Input::Start, outs!["timer view-change(1,0)"]),
+        step(
+            "pre-prepare: its own sign-share goes to itself, which starts the fast-path timer",
+            msg(p, fx.proposal(0, &block)),
+            outs!["timer retransmit(1,0)"; "timer fast-path(1,0)"],
+        ),
+        step(
+            "a second beacon share: the beacon, broadcast at once (rank 0, early beacon)",
+            msg(p, fx.sign_share(p, 0, &block, "")),
+            outs!["beacon 1"; "broadcast beacon"],
+        ),
+        step("a third sigma share: not yet", msg(a, fx.sign_share(a, 0, &block, "")), vec![]),
+        step("a duplicate: nothing", msg(a, fx.sign_share(a, 0, &block, "")), vec![]),
+        step(
+            "the fourth: fast-path proof, commit, finalize; height 2 proposed and voted on",
+            msg(b, fx.sign_share(b, 0, &block, "")),
+            outs![
+                "broadcast commit-proof"; "committed 1"; "finalized 1"; "broadcast pre-prepare";
+                "timer view-change(2,0)"; "send sign-share to {}", next.collectors[0];
+                "timer retransmit(2,0)"
+            ],
+        ),
+    ];
+    check(&mut fx.replica(c), steps);
+}
+
+/// The slow path at the collector: a bad sigma share stalls the fast path (the
+/// sender is named and its later shares ignored); after the fast-path timer,
+/// tau shares make PREPARE, whose COMMIT shares make the slow-path proof.
+#[test]
+fn slow_path() {
+    let fx = Fixture::new(79);
+    let (p, c) = (fx.primary, fx.collector);
+    assert_eq!(
+        fx.primary_of_height_2(),
+        c,
+        "fixture: the collector proposes and collects height 2"
+    );
+    let [a, x] = fx.others;
+    let block = fx.block(b"tx");
+    let digest = block.digest();
+    let steps = vec![
+        step("start", Input::Start, outs!["timer view-change(1,0)"]),
+        step(
+            "pre-prepare",
+            msg(p, fx.proposal(0, &block)),
+            outs!["timer retransmit(1,0)"; "timer fast-path(1,0)"],
+        ),
+        step(
+            "a sign-share with a bad sigma share (its beacon share is good)",
+            msg(x, fx.sign_share(x, 0, &block, "sigma")),
+            outs!["beacon 1"; "broadcast beacon"],
+        ),
+        step("a third", msg(p, fx.sign_share(p, 0, &block, "")), vec![]),
+        step(
+            "the fourth: the fast proof fails, the bad share is found and named",
+            msg(a, fx.sign_share(a, 0, &block, "")),
+            outs!["evidence invalid sigma share by {}", x],
+        ),
+        step(
+            "fast-path timer: PREPARE from the tau shares; its own COMMIT share goes to itself",
+            Input::Timer(Timer::FastPath { height: 1, view: 0 }),
+            outs!["broadcast prepare"],
+        ),
+        step(
+            "a second COMMIT share",
+            msg(p, fx.commit_share(p, 0, digest)),
+            vec![],
+        ),
+        step(
+            "a COMMIT share from the convicted replica: ignored",
+            msg(x, fx.commit_share(x, 0, digest)),
+            vec![],
+        ),
+        step(
+            "the third: slow-path proof, commit, finalize; height 2 proposed, its own vote collected",
+            msg(a, fx.commit_share(a, 0, digest)),
+            outs![
+                "broadcast commit-proof"; "committed 1"; "finalized 1"; "broadcast pre-prepare";
+                "timer view-change(2,0)"; "timer retransmit(2,0)"; "timer fast-path(2,0)"
+            ],
+        ),
+    ];
+    check(&mut fx.replica(c), steps);
+}
+
+/// The primary of view 1: its view timer starts the view change (its own
+/// VIEW-CHANGE through the loopback), a second view change's beacon share makes
+/// the beacon, the third makes NEW-VIEW with a fresh block, which it then votes
+/// on as the view's collector — all in one step.
+#[test]
+fn view_change() {
+    let fx = Fixture::new(80);
+    let e1 = Election::draw(&fx.config.genesis_seed, 1, 1, 4, 1);
+    let me = e1.primary;
+    let [a, b] = {
+        let v: Vec<NodeIndex> = (0..4).map(NodeIndex).filter(|i| *i != me).collect();
+        [v[0], v[1]]
+    };
+    let steps = vec![
+        step("start", Input::Start, outs!["timer view-change(1,0)"]),
+        step(
+            "view timer without a commit: to view 1",
+            Input::Timer(Timer::ViewChange { height: 1, view: 0 }),
+            outs!["view-changed (1,1)"; "timer view-change(1,1)"; "broadcast view-change"],
+        ),
+        step(
+            "a second view change: its beacon share makes the beacon",
+            msg(a, fx.view_change(a, 1)),
+            outs!["beacon 1"; "broadcast beacon"],
+        ),
+        step(
+            "the third: NEW-VIEW with a fresh block, accepted and voted on by itself",
+            msg(b, fx.view_change(b, 1)),
+            outs!["broadcast new-view"; "timer view-change(1,1)"; "timer retransmit(1,1)";
+                  "timer fast-path(1,1)"],
+        ),
+        step(
+            "a stale view timer: nothing",
+            Input::Timer(Timer::ViewChange { height: 1, view: 0 }),
+            vec![],
+        ),
+        step(
+            "the same view change again: nothing",
+            msg(a, fx.view_change(a, 1)),
+            vec![],
+        ),
+        step(
+            "a sign-share of view 1 from a replica: counted",
+            msg(a, fx.sign_share(a, 1, &fx.fresh_block(), "")),
+            vec![],
+        ),
+    ];
+    check(&mut fx.replica(me), steps);
+}
+
+/// A replica that is not the new primary: it changes view on its timer, then
+/// accepts the NEW-VIEW (its view changes verified) and votes in view 1; a
+/// NEW-VIEW whose view changes carry forged signatures is evidence.
+#[test]
+fn new_view() {
+    let fx = Fixture::new(81);
+    let e1 = Election::draw(&fx.config.genesis_seed, 1, 1, 4, 1);
+    let q = e1.primary;
+    let others: Vec<NodeIndex> = (0..4).map(NodeIndex).filter(|i| *i != q).collect();
+    let me = *others.iter().find(|i| **i != fx.primary).unwrap();
+    let [a, b] = {
+        let v: Vec<NodeIndex> = others.iter().copied().filter(|i| *i != me).collect();
+        [v[0], v[1]]
+    };
+    let vcs: Vec<Arc<ViewChange<S>>> = [q, a, b]
+        .iter()
+        .map(|i| match fx.view_change(*i, 1) {
+            Message::ViewChange(vc) => vc,
+            _ => unreachable!(),
+        })
+        .collect();
+    let new_view = |vcs: Vec<Arc<ViewChange<S>>>| Message::NewView {
+        height: 1,
+        view: 1,
+        view_changes: vcs,
+        block: Arc::new(fx.fresh_block()),
+    };
+    // The same view changes, each signed by the new primary instead of its sender.
+    let forged: Vec<Arc<ViewChange<S>>> = vcs
+        .iter()
+        .map(|vc| {
+            let mut vc = (**vc).clone();
+            vc.signature = fx.sign(q, 1, &vc.signed_message());
+            Arc::new(vc)
+        })
+        .collect();
+    let steps = vec![
+        step("start", Input::Start, outs!["timer view-change(1,0)"]),
+        step(
+            "view timer without a commit: to view 1",
+            Input::Timer(Timer::ViewChange { height: 1, view: 0 }),
+            outs!["view-changed (1,1)"; "timer view-change(1,1)"; "broadcast view-change"],
+        ),
+        step(
+            "a NEW-VIEW whose view changes the new primary signed itself: evidence",
+            msg(q, new_view(forged)),
+            outs!["evidence invalid new-view by {}", q],
+        ),
+        step(
+            "a NEW-VIEW from a replica that is not the primary of view 1: ignored",
+            msg(a, new_view(vcs.clone())),
+            vec![],
+        ),
+        step(
+            "the NEW-VIEW: accepted, and a vote in view 1 to its collector",
+            msg(q, new_view(vcs.clone())),
+            outs!["timer view-change(1,1)"; "send sign-share to {}", e1.collectors[0];
+                  "timer retransmit(1,1)"],
+        ),
+        step("the same NEW-VIEW again: nothing", msg(q, new_view(vcs)), vec![]),
+    ];
+    check(&mut fx.replica(me), steps);
+}
+
+/// Catch-up: a sync response with three heights is applied height by height
+/// in one step (each entry checked, committed, finalized), and a forged beacon
+/// in an entry stops it.
+#[test]
+fn catch_up() {
+    let config = {
+        let mut cfg = ReplicaConfig::new(4, 0).unwrap();
+        cfg.fast_path_timeout_us = 30_000;
+        cfg.view_change_timeout_us = 300_000;
+        cfg
+    };
+    let (net, me) = (1..50u64)
+        .find_map(|seed| {
+            let mut net = Net::<S>::new(config.clone(), seed, &[]);
+            net.start();
+            assert!(net.run_until(3, Time::from_millis(60_000)));
+            // A replica that is primary of none of heights 1 to 4.
+            let chain = &net.disks[0];
+            let primaries: Vec<NodeIndex> = (1..=4u64)
+                .map(|h| {
+                    let randomness = match h {
+                        1 => config.genesis_seed.to_vec(),
+                        _ => beacon::chain::randomness(&chain[h as usize - 2].beacon.to_bytes())
+                            .to_vec(),
+                    };
+                    Election::draw(&randomness, h, 0, 4, 1).primary
+                })
+                .collect();
+            let me = (0..4).map(NodeIndex).find(|i| !primaries.contains(i))?;
+            Some((net, me))
+        })
+        .unwrap();
+    let entries: Vec<Arc<CommittedEntry<S>>> = net.disks[0][..3].to_vec();
+    let peer = NodeIndex((me.0 + 1) % 4);
+    let keys = ReplicaKeys::from_dkg(&config, &net.outputs[me.0 as usize]).unwrap();
+    let fresh = || Replica::<S>::new(config.clone(), keys.clone(), [9; 32], Memo::disabled());
+    let sync = |entries: Vec<Arc<CommittedEntry<S>>>| msg(peer, Message::SyncResponse { entries });
+    let mut applied = Vec::new();
+    for h in 1..=3 {
+        applied.extend([
+            format!("beacon {h}"),
+            format!("committed {h}"),
+            format!("finalized {h}"),
+            format!("timer view-change({},0)", h + 1),
+        ]);
+    }
+    let digest = entries[1].certificate.digest;
+    let steps = vec![
+        step("start", Input::Start, outs!["timer view-change(1,0)"]),
+        step("three heights in one response", sync(entries.clone()), applied),
+        step(
+            "a block request for a finalized height",
+            msg(peer, Message::BlockRequest { height: 2, digest }),
+            outs!["send block-response to {}", peer],
+        ),
+        step(
+            "a sync request from height 2",
+            msg(peer, Message::SyncRequest { from_height: 2 }),
+            outs!["send sync-response to {}", peer],
+        ),
+    ];
+    check(&mut fresh(), steps);
+    // An entry whose beacon is another round's: refused, and nothing after it.
+    let mut forged = (*entries[0]).clone();
+    forged.beacon = entries[1].beacon;
+    let steps = vec![
+        step("start", Input::Start, outs!["timer view-change(1,0)"]),
+        step(
+            "a forged beacon: nothing applied",
+            sync(vec![Arc::new(forged), entries[1].clone()]),
+            vec![],
+        ),
+    ];
+    check(&mut fresh(), steps);
 }
 
 #[test]
@@ -334,7 +641,7 @@ fn malformed_messages_decode_to_errors() {
     assert!(Message::<S>::decode(&trailing).is_err());
     let share = Message::<S>::Beacon {
         round: 1,
-        signature: <S as Scheme>::Signature::generator(),
+        signature: Sig::generator(),
     }
     .encode()
     .unwrap();

@@ -8,7 +8,7 @@ use beacon::memo::Memo;
 use beacon::{MinSig, NodeIndex, Time};
 use consensus::corpus::{genuine_messages, honest_dkg, relabel};
 use consensus::{
-    Envelope, Member, MemberInput, MemberOutput, MemberTimer, Message, Output, ReplicaConfig, Timer,
+    Envelope, Member, MemberInput, MemberOutput, MemberTimer, Message, Event, ReplicaConfig, Timer,
 };
 use libfuzzer_sys::fuzz_target;
 use std::collections::BTreeMap;
@@ -58,7 +58,7 @@ fuzz_target!(|data: &[u8]| {
     let mut committed: BTreeMap<u64, [u8; 32]> = BTreeMap::new();
     let mut check = |out: Vec<MemberOutput<S>>| {
         for o in out {
-            if let MemberOutput::Replica(Output::Committed { certificate, .. }) = o {
+            if let MemberOutput::Event(Event::Committed { certificate, .. }) = o {
                 let d = committed.entry(certificate.height).or_insert(certificate.digest);
                 assert_eq!(*d, certificate.digest);
             }

@@ -20,10 +20,12 @@ use crate::{identity, NodeError};
 use beacon::dkg::DkgOutput;
 use beacon::memo::Memo;
 use beacon::{Beacon, ChainInfo, NodeIndex, Point as _, Scheme, Time};
+use beacon::effect::Effect;
+use consensus::latency::RoundClock;
 use consensus::replica::{sync_response, CHAIN_WINDOW};
 use consensus::{
-    Behaviour, CommittedEntry, Envelope, EvidenceKind, Member, MemberInput, MemberOutput,
-    MemberTimer, Message, Output,
+    Behaviour, CommittedEntry, Envelope, Event, Member, MemberInput, MemberOutput, MemberTimer,
+    Message,
 };
 use rand::RngCore as _;
 use std::collections::BTreeMap;
@@ -204,6 +206,8 @@ struct Node<S: Scheme> {
     process_cpu_at_beacon: u64,
     /// Whether the last beacon was learned live (its successor's latency is meaningful).
     live: bool,
+    /// When recent beacons were learned here (round latency).
+    clock: RoundClock,
     /// Set once the DKG is done (or restored): DKG frames are no longer wanted.
     dkg_done: Arc<AtomicBool>,
     /// Permits to read the store for peers' sync requests.
@@ -234,7 +238,12 @@ impl<S: Scheme> Node<S> {
         beacon::cost::take_timings();
         let cpu = thread_cpu_ns();
         let at = now();
+        let start = matches!(input, MemberInput::Start);
         let outputs = self.member.handle(at, input);
+        if start && self.member.has_keys() {
+            // A restored replica starts now (a new one when its DKG completes).
+            self.clock.start(at);
+        }
         let spent = thread_cpu_ns().saturating_sub(cpu);
         self.cpu_since_beacon += spent;
         let timings = beacon::cost::take_timings();
@@ -248,7 +257,7 @@ impl<S: Scheme> Node<S> {
         if timings.pairing_ns > 0 {
             metrics.observe_phase(Phase::Verify, timings.pairing_ns as f64 * 1e-9);
         }
-        self.apply(outputs)
+        self.apply(at, outputs)
     }
 
     /// Handles a frame from member `from`.
@@ -259,22 +268,27 @@ impl<S: Scheme> Node<S> {
         })
     }
 
-    fn apply(&mut self, outputs: Vec<MemberOutput<S>>) -> Result<(), NodeError> {
+    /// Carries out the outputs of a `handle` call made at `at`.
+    fn apply(&mut self, at: Time, outputs: Vec<MemberOutput<S>>) -> Result<(), NodeError> {
         for o in outputs {
             match o {
-                MemberOutput::Send { to, envelope } => {
+                MemberOutput::Effect(Effect::Send { to, message }) => {
                     if to != self.cfg.me {
-                        self.net.send(to, Arc::new(encode(&envelope)?));
+                        self.net.send(to, Arc::new(encode(&message)?));
                     }
                 }
-                MemberOutput::Broadcast(envelope) => {
+                MemberOutput::Effect(Effect::Broadcast(envelope)) => {
                     self.net.broadcast(Arc::new(encode(&envelope)?));
                 }
-                MemberOutput::SetTimer { at, timer } => {
+                MemberOutput::Effect(Effect::SetTimer { at, timer }) => {
                     self.timers.insert((at, self.timer_seq), timer);
                     self.timer_seq += 1;
                 }
+                MemberOutput::SyncFromStore { to, from_height } => {
+                    self.serve_from_store(to, from_height)
+                }
                 MemberOutput::DkgComplete(output) => {
+                    self.clock.start(at);
                     // Durable before the replica's first signature leaves this node:
                     // the outputs that follow are only sent after this returns.
                     self.store.save_dkg(&output)?;
@@ -297,26 +311,26 @@ impl<S: Scheme> Node<S> {
                 MemberOutput::DkgFailed(reason) => {
                     return Err(NodeError::Dkg(reason));
                 }
-                MemberOutput::Replica(event) => self.observe(event),
+                MemberOutput::Event(event) => self.observe(at, event),
             }
         }
         Ok(())
     }
 
-    fn observe(&mut self, event: Output<S>) {
+    /// An event of the replica, from a `handle` call made at `learned_at`.
+    fn observe(&mut self, learned_at: Time, event: Event<S>) {
         let metrics = &self.state.metrics;
         match event {
-            Output::Finalized(entry) => {
+            Event::Finalized(entry) => {
                 // The receiver lives as long as the node; a send error means it
                 // already stopped on a store failure.
                 let _ = self.persist.send(entry);
             }
-            Output::Beacon {
-                beacon,
-                previous_learned_at,
-                learned_at,
-            } => {
-                let latency_us = learned_at.micros_since(previous_learned_at);
+            Event::Beacon(beacon) => {
+                let latency_us = self
+                    .clock
+                    .beacon(beacon.round, learned_at)
+                    .map_or(0, |d| d.as_micros() as u64);
                 let process = process_cpu_ns();
                 let stat = RoundStat {
                     round: beacon.round,
@@ -349,9 +363,7 @@ impl<S: Scheme> Node<S> {
                     "beacon"
                 );
             }
-            Output::Committed {
-                block, certificate, ..
-            } => {
+            Event::Committed { block, certificate } => {
                 let path = certificate.path;
                 metrics.committed(path);
                 debug!(
@@ -361,18 +373,12 @@ impl<S: Scheme> Node<S> {
                     "committed"
                 );
             }
-            Output::ViewChanged { height, view } => {
+            Event::ViewChanged { height, view } => {
                 metrics.view_changes.inc();
                 crate::warn_throttled!(height, view, "view change");
             }
-            Output::Evidence(e) => {
-                let what = match &e.kind {
-                    EvidenceKind::InvalidShare { key } => format!("invalid {key} share"),
-                    EvidenceKind::ConflictingProposals { view } => {
-                        format!("conflicting proposals in view {view}")
-                    }
-                    EvidenceKind::InvalidProof { what } => format!("invalid {what}"),
-                };
+            Event::Evidence(e) => {
+                let what = e.kind.to_string();
                 metrics.misbehaved(e.culprit.0);
                 crate::warn_throttled!(
                     culprit = e.culprit.0,
@@ -381,8 +387,6 @@ impl<S: Scheme> Node<S> {
                     "misbehaviour"
                 );
             }
-            Output::SyncFromStore { to, from_height } => self.serve_from_store(to, from_height),
-            Output::Send { .. } | Output::Broadcast(_) | Output::SetTimer { .. } => {}
         }
     }
 
@@ -604,6 +608,7 @@ async fn run_inner<S: Scheme>(
         cpu_since_beacon: 0,
         process_cpu_at_beacon: process_cpu_ns(),
         live: false,
+        clock: RoundClock::new(),
         dkg_done,
         store_readers: Arc::new(tokio::sync::Semaphore::new(STORE_READERS)),
     };

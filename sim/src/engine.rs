@@ -28,10 +28,12 @@ use beacon::chain::{BeaconJson, ChainInfo, ChainInfoJson};
 use beacon::dkg::DkgOutput;
 use beacon::memo::Memo;
 use beacon::{NodeIndex, Point, Scheme, Time};
+use beacon::effect::Effect;
+use consensus::latency::RoundClock;
 use consensus::replica::{sync_response, CHAIN_WINDOW};
 use consensus::{
-    Behaviour, CommitPath, CommittedEntry, Envelope, Member, MemberInput, MemberOutput,
-    MemberTimer, Message, Output, ReplicaConfig,
+    Behaviour, CommitPath, CommittedEntry, Envelope, Event as ReplicaEvent, Member, MemberInput,
+    MemberOutput, MemberTimer, Message, ReplicaConfig,
 };
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -232,7 +234,7 @@ fn run_node<S: Scheme>(
         slot.busy_until = done;
         for o in outputs {
             match o {
-                MemberOutput::SetTimer { at, timer } if at < end => {
+                MemberOutput::Effect(Effect::SetTimer { at, timer }) if at < end => {
                     local.insert((at, order), Event::Timer(timer));
                     order += 1;
                 }
@@ -240,20 +242,20 @@ fn run_node<S: Scheme>(
                     slot.disk.dkg = Some(out.clone());
                     fx.outputs.push((done, MemberOutput::DkgComplete(out)));
                 }
-                MemberOutput::Replica(Output::SyncFromStore { to, from_height }) => {
+                MemberOutput::SyncFromStore { to, from_height } => {
                     // The node's disk answers what its replica no longer keeps.
                     let disk = &slot.disk.chain;
                     let entries = sync_response(from_height, |h| disk.get(h as usize - 1).cloned());
                     if !entries.is_empty() {
-                        let message = Message::SyncResponse { entries };
-                        let send = Output::Send { to, message };
-                        fx.outputs.push((done, MemberOutput::Replica(send)));
+                        let message = Envelope::Consensus(Message::SyncResponse { entries });
+                        let send = MemberOutput::Effect(Effect::Send { to, message });
+                        fx.outputs.push((done, send));
                     }
                 }
-                MemberOutput::Replica(Output::Finalized(entry)) => {
+                MemberOutput::Event(ReplicaEvent::Finalized(entry)) => {
                     slot.disk.chain.push(entry.clone());
-                    fx.outputs
-                        .push((done, MemberOutput::Replica(Output::Finalized(entry))));
+                    let event = ReplicaEvent::Finalized(entry);
+                    fx.outputs.push((done, MemberOutput::Event(event)));
                 }
                 other => fx.outputs.push((done, other)),
             }
@@ -289,7 +291,8 @@ struct Engine<S: Scheme> {
     rounds_started_wall: Option<Instant>,
     consensus_messages: u64,
     consensus_bytes: u64,
-    beacon_learned: Vec<BTreeMap<u64, Time>>,
+    /// Per slot: when it learned its recent beacons (round latency).
+    clocks: Vec<RoundClock>,
     beacon_samples: BTreeMap<u64, Vec<f64>>,
     commit_samples: BTreeMap<u64, Vec<f64>>,
     paths: BTreeMap<u64, CommitPath>,
@@ -482,7 +485,7 @@ impl<S: Scheme> Engine<S> {
             rounds_started_wall: None,
             consensus_messages: 0,
             consensus_bytes: 0,
-            beacon_learned: vec![BTreeMap::new(); total],
+            clocks: vec![RoundClock::new(); total],
             beacon_samples: BTreeMap::new(),
             commit_samples: BTreeMap::new(),
             paths: BTreeMap::new(),
@@ -708,8 +711,10 @@ impl<S: Scheme> Engine<S> {
         let node = fx.node;
         for (at, output) in fx.outputs {
             match output {
-                MemberOutput::Send { to, envelope } => self.send(node, at, &[to], envelope),
-                MemberOutput::Broadcast(envelope) => {
+                MemberOutput::Effect(Effect::Send { to, message }) => {
+                    self.send(node, at, &[to], message)
+                }
+                MemberOutput::Effect(Effect::Broadcast(envelope)) => {
                     let me = self.slots[node as usize].identity;
                     let all: Vec<NodeIndex> = (0..self.cfg.nodes)
                         .filter(|j| *j != me)
@@ -717,9 +722,11 @@ impl<S: Scheme> Engine<S> {
                         .collect();
                     self.send(node, at, &all, envelope);
                 }
-                MemberOutput::SetTimer { at: when, timer } => {
+                MemberOutput::Effect(Effect::SetTimer { at: when, timer }) => {
                     self.push(when, node, Event::Timer(timer))
                 }
+                // Answered from the node's disk in `run_node`.
+                MemberOutput::SyncFromStore { .. } => {}
                 MemberOutput::DkgComplete(out) => self.on_dkg_complete(node, at, &out),
                 MemberOutput::DkgFailed(reason) => {
                     if self.slots[node as usize].honest {
@@ -731,7 +738,7 @@ impl<S: Scheme> Engine<S> {
                         );
                     }
                 }
-                MemberOutput::Replica(o) => self.observe(node, at, o),
+                MemberOutput::Event(e) => self.observe(node, at, e),
             }
         }
         if let Some((t, msg)) = fx.panic {
@@ -798,7 +805,7 @@ impl<S: Scheme> Engine<S> {
 
     fn on_dkg_complete(&mut self, node: u32, at: Time, out: &Arc<DkgOutput<S>>) {
         self.dkg_done[node as usize] = Some(at);
-        self.beacon_learned[node as usize].insert(0, at);
+        self.clocks[node as usize].start(at);
         if let Some(twin) = self.twin_slot.get(node as usize).copied().flatten() {
             // The second instance: the same keys, its own randomness.
             let mut seed = member_seed(self.cfg.seed, node);
@@ -815,7 +822,7 @@ impl<S: Scheme> Engine<S> {
                 slot.member = Some(m);
                 slot.disk.dkg = Some(out.clone());
                 self.dkg_done[twin as usize] = Some(at);
-                self.beacon_learned[twin as usize].insert(0, at);
+                self.clocks[twin as usize].start(at);
                 self.push(at, twin, Event::Start);
             }
         }
@@ -851,27 +858,24 @@ impl<S: Scheme> Engine<S> {
         }
     }
 
-    fn observe(&mut self, node: u32, at: Time, output: Output<S>) {
+    /// An event of `node`'s replica, stamped `at`.
+    fn observe(&mut self, node: u32, at: Time, event: ReplicaEvent<S>) {
         let honest = self.slots[node as usize].honest;
-        match output {
-            Output::Committed {
-                block,
-                certificate,
-                proposed_at,
-                committed_at,
-            } => {
+        match event {
+            ReplicaEvent::Committed { block, certificate } => {
                 if honest {
                     self.checker
                         .on_commit(node, at, block.height, certificate.digest);
                     self.paths.entry(block.height).or_insert(certificate.path);
-                    let ms = committed_at.micros_since(proposed_at) as f64 / 1000.0;
-                    self.commit_samples
-                        .entry(block.height)
-                        .or_default()
-                        .push(ms);
+                    if let Some(latency) = self.clocks[node as usize].commit(block.height, at) {
+                        self.commit_samples
+                            .entry(block.height)
+                            .or_default()
+                            .push(latency.as_secs_f64() * 1000.0);
+                    }
                 }
             }
-            Output::Beacon { beacon, .. } => {
+            ReplicaEvent::Beacon(beacon) => {
                 if honest {
                     let release = self.replica.release_time(beacon.round);
                     if at.0 < release {
@@ -886,40 +890,33 @@ impl<S: Scheme> Engine<S> {
                         );
                     }
                     self.checker.on_beacon(node, at, &beacon);
-                    let learned = &mut self.beacon_learned[node as usize];
-                    if let Some(prev) = learned.get(&(beacon.round - 1)).copied() {
-                        let ms = at.micros_since(prev) as f64 / 1000.0;
+                    if let Some(latency) = self.clocks[node as usize].beacon(beacon.round, at) {
                         self.beacon_samples
                             .entry(beacon.round)
                             .or_default()
-                            .push(ms);
+                            .push(latency.as_secs_f64() * 1000.0);
                     }
-                    learned.insert(beacon.round, at);
                 }
             }
-            Output::Finalized(entry) => {
+            ReplicaEvent::Finalized(entry) => {
                 self.finalized[node as usize] = entry.block.height;
                 if honest {
                     self.checker.on_progress(at, entry.block.height);
                 }
             }
-            Output::ViewChanged { height, view } => {
+            ReplicaEvent::ViewChanged { height, view } => {
                 if honest {
                     self.view_changes.insert((height, view), ());
                 }
             }
-            Output::Evidence(e) => {
+            ReplicaEvent::Evidence(e) => {
                 if honest {
                     *self
                         .evidence
-                        .entry(format!("{:?} by {}", e.kind, e.culprit))
+                        .entry(format!("{} by {}", e.kind, e.culprit))
                         .or_default() += 1;
                 }
             }
-            Output::Send { .. }
-            | Output::Broadcast(_)
-            | Output::SetTimer { .. }
-            | Output::SyncFromStore { .. } => {}
         }
     }
 

@@ -13,6 +13,8 @@
 //! The seed decides everything; the same seed and scenario give the same trace
 //! hash and beacon chain.
 
+#![forbid(unsafe_code)]
+
 pub mod campaign;
 pub mod config;
 pub mod cost_model;

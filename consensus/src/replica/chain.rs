@@ -8,7 +8,7 @@
 //! becomes [`super::Output::SyncFromStore`], answered there. So a replica's
 //! memory does not grow with the chain.
 
-use super::{block_bytes, SYNC_BATCH, SYNC_RESPONSE_BYTES};
+use super::sync::{block_bytes, SYNC_BATCH, SYNC_RESPONSE_BYTES};
 use crate::messages::CommittedEntry;
 use crate::Height;
 use beacon::Scheme;

@@ -6,9 +6,10 @@
 use beacon::dkg::DkgOutput;
 use beacon::memo::Memo;
 use beacon::{ChainInfo, NodeIndex, Point, Scheme, Time};
+use beacon::effect::Effect;
 use consensus::{
-    Behaviour, ByzantineReplica, CommitPath, CommittedEntry, Input, Message, Output, Participant,
-    Replica, ReplicaConfig, ReplicaKeys,
+    Behaviour, ByzantineReplica, CommitPath, CommittedEntry, Event as ReplicaEvent, Input,
+    Message, Output, Participant, Replica, ReplicaConfig, ReplicaKeys,
 };
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -123,50 +124,20 @@ impl<S: Scheme> Net<S> {
 
     fn apply(&mut self, who: NodeIndex, outputs: Vec<Output<S>>) {
         let debug = std::env::var("PUMP_DEBUG").is_ok();
+        let honest = self.nodes[who.0 as usize].is_honest();
         for o in outputs {
             if debug {
                 let h = self.nodes[who.0 as usize].current_height();
-                match &o {
-                    Output::Send { to, message } => eprintln!(
-                        "{} n{} h{} -> n{} {} {:?}",
-                        self.now,
-                        who.0,
-                        h,
-                        to.0,
-                        message.kind(),
-                        message.height()
-                    ),
-                    Output::Broadcast(message) => eprintln!(
-                        "{} n{} h{} -> all {} {:?}",
-                        self.now,
-                        who.0,
-                        h,
-                        message.kind(),
-                        message.height()
-                    ),
-                    Output::SetTimer { timer, at } => {
-                        eprintln!("{} n{} h{} timer {:?} at {}", self.now, who.0, h, timer, at)
-                    }
-                    Output::Committed { block, .. } => {
-                        eprintln!("{} n{} committed {}", self.now, who.0, block.height)
-                    }
-                    Output::Beacon { beacon, .. } => {
-                        eprintln!("{} n{} beacon {}", self.now, who.0, beacon.round)
-                    }
-                    Output::ViewChanged { height, view } => {
-                        eprintln!("{} n{} view change h{} v{}", self.now, who.0, height, view)
-                    }
-                    _ => {}
-                }
+                eprintln!("{} n{} h{}: {o}", self.now, who.0, h);
             }
-            if self.nodes[who.0 as usize].is_honest() {
-                if let Output::Send { message, .. } | Output::Broadcast(message) = &o {
+            if honest {
+                if let Some(message) = o.message() {
                     self.honest_sends
                         .push((self.now, who, message.kind(), message.height()));
                 }
             }
             match o {
-                Output::Send { to, message } => {
+                Output::Effect(Effect::Send { to, message }) => {
                     let at = self.now.plus_micros(self.delay());
                     self.push(
                         at,
@@ -177,7 +148,7 @@ impl<S: Scheme> Net<S> {
                         },
                     );
                 }
-                Output::Broadcast(message) => {
+                Output::Effect(Effect::Broadcast(message)) => {
                     for j in 0..self.config.n {
                         if j != who.0 {
                             let at = self.now.plus_micros(self.delay());
@@ -192,11 +163,11 @@ impl<S: Scheme> Net<S> {
                         }
                     }
                 }
-                Output::SetTimer { at, timer } => self.push(at, Event::Timer { who, timer }),
-                Output::Committed {
-                    block, certificate, ..
-                } => {
-                    if self.nodes[who.0 as usize].is_honest() {
+                Output::Effect(Effect::SetTimer { at, timer }) => {
+                    self.push(at, Event::Timer { who, timer })
+                }
+                Output::Event(ReplicaEvent::Committed { block, certificate }) => {
+                    if honest {
                         self.commits.entry(block.height).or_default().push((
                             who,
                             certificate.digest,
@@ -204,8 +175,8 @@ impl<S: Scheme> Net<S> {
                         ));
                     }
                 }
-                Output::Beacon { beacon, .. } => {
-                    if self.nodes[who.0 as usize].is_honest() {
+                Output::Event(ReplicaEvent::Beacon(beacon)) => {
+                    if honest {
                         self.learned.push((self.now, who, beacon.round));
                         self.beacons
                             .entry(beacon.round)
@@ -213,16 +184,18 @@ impl<S: Scheme> Net<S> {
                             .push((who, beacon.signature));
                     }
                 }
-                Output::Evidence(e) => {
-                    if self.nodes[who.0 as usize].is_honest() {
+                Output::Event(ReplicaEvent::Evidence(e)) => {
+                    if honest {
                         if matches!(e.kind, consensus::EvidenceKind::InvalidShare { .. }) {
                             self.convictions.insert((who.0, e.culprit.0), e.height);
                         }
                         self.evidence.push(e)
                     }
                 }
-                Output::ViewChanged { .. } => self.view_changes += 1,
-                Output::Finalized(entry) => self.disks[who.0 as usize].push(entry),
+                Output::Event(ReplicaEvent::ViewChanged { .. }) => self.view_changes += 1,
+                Output::Event(ReplicaEvent::Finalized(entry)) => {
+                    self.disks[who.0 as usize].push(entry)
+                }
                 Output::SyncFromStore { to, from_height } => {
                     let disk = &self.disks[who.0 as usize];
                     let entries = consensus::replica::sync_response(from_height, |h| {

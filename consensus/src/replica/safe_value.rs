@@ -1,4 +1,4 @@
-//! The view-change rule: which block is safe to propose in a new view, given a
+//! Step 5, the view-change rule: which block is safe to propose in a new view, given a
 //! quorum of signed VIEW-CHANGE messages (SBFT's rule; the argument is in
 //! `SAFETY.md`). Pure functions of the view changes, shared by the new primary
 //! (which picks the block) and every replica (which checks it).

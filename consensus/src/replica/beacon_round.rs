@@ -1,0 +1,165 @@
+//! Step 4, the beacon of the height being decided: its message
+//! (`SHA-256(beta_{h-1} || u64_be(h))`, drand's chained rule), the shares this
+//! replica holds, and `beta_h` once known — recovered here from `t_b` shares
+//! (the [`Tally`] path) or received and verified. Also the withheld-beacon
+//! rule: a replica that committed without a beacon sends its share to everyone
+//! (`SAFETY.md`, "A withheld beacon"; `t_b` honest shares make the beacon, so no
+//! single collector can withhold it).
+
+use super::interface::{Event, EvidenceKind, ProofKind, ShareKind};
+use super::outbox::Origin;
+use super::tally::Tally;
+use super::verifier::Key;
+use super::Replica;
+use crate::messages::Message;
+use crate::Height;
+use beacon::chain::round_message;
+use beacon::{NodeIndex, Point, Scheme, Time};
+
+/// The beacon round of one height.
+pub(super) struct BeaconRound<S: Scheme> {
+    round: Height,
+    message: [u8; 32],
+    previous: Vec<u8>,
+    shares: Tally<S, ()>,
+    beacon: Option<S::Signature>,
+    /// Whether this replica sent its share to everyone (BEACON-SHARE).
+    share_sent: bool,
+}
+
+impl<S: Scheme> BeaconRound<S> {
+    /// Round `round`, chained on `previous` (the previous beacon's signature,
+    /// or the genesis seed), among `n` signers.
+    pub fn new(round: Height, previous: &[u8], n: u32) -> Self {
+        BeaconRound {
+            round,
+            message: round_message(S::ID, round, previous),
+            previous: previous.to_vec(),
+            shares: Tally::new(ShareKind::Beacon, n),
+            beacon: None,
+            share_sent: false,
+        }
+    }
+
+    /// What the round's shares sign.
+    pub fn message(&self) -> &[u8; 32] {
+        &self.message
+    }
+
+    /// `beta_h`, once known.
+    pub fn known(&self) -> Option<S::Signature> {
+        self.beacon
+    }
+}
+
+impl<S: Scheme> Replica<S> {
+    /// Step 4: a beacon on its own, or riding on a commit proof. Checked once
+    /// against the group key; a bad one is evidence against its sender.
+    pub(super) fn on_beacon(&mut self, origin: Origin, signature: S::Signature) {
+        if self.round.beacon.beacon.is_some() {
+            return;
+        }
+        let valid = origin.local
+            || self
+                .verifier
+                .verify(Key::Beacon, self.round.beacon.message(), &signature);
+        if valid {
+            self.learn_beacon(signature);
+        } else {
+            let proof = ProofKind::Beacon;
+            let height = self.height;
+            self.outbox
+                .evidence(origin.from, height, EvidenceKind::InvalidProof { proof });
+        }
+    }
+
+    /// BEACON-SHARE, sent to everyone by a replica that committed without a
+    /// beacon: count it (anyone with `t_b` shares recovers the beacon) and join
+    /// in if we are in the same situation. A share for the height we just
+    /// finished is answered with the beacon.
+    pub(super) fn on_beacon_share(
+        &mut self,
+        now: Time,
+        origin: Origin,
+        round: Height,
+        share: S::Signature,
+    ) {
+        if round.checked_add(1) == Some(self.height) && !origin.local {
+            if let Some(entry) = self.chain.last() {
+                let signature = entry.beacon;
+                self.outbox
+                    .send(origin.from, Message::Beacon { round, signature });
+            }
+            return;
+        }
+        if round != self.height || self.round.beacon.beacon.is_some() {
+            return;
+        }
+        self.add_beacon_share(origin.from, share);
+        if self.round.commit.committed().is_some() {
+            self.send_beacon_share(now);
+        }
+        if let Some(signature) = self.recover_beacon() {
+            // Peers still waiting may have missed shares that we hold.
+            self.outbox.broadcast(Message::Beacon { round, signature });
+        }
+    }
+
+    /// Counts `from`'s beacon share of this round (unless the beacon is known or
+    /// `from` is convicted).
+    pub(super) fn add_beacon_share(&mut self, from: NodeIndex, share: S::Signature) {
+        let round = &mut self.round.beacon;
+        if round.beacon.is_none() && !self.verifier.is_convicted(from, self.height) {
+            round.shares.insert((), &round.message, from, share);
+        }
+    }
+
+    /// Recovers `beta_h` once `t_b` shares are in (bad shares are named and
+    /// dropped) and learns it; returns it when it was learned just now.
+    pub(super) fn recover_beacon(&mut self) -> Option<S::Signature> {
+        if self.round.beacon.beacon.is_some() {
+            return None;
+        }
+        let threshold = self.config.beacon_threshold as usize;
+        let (_, signature) = self.round.beacon.shares.recover(
+            threshold,
+            &mut self.verifier,
+            self.height,
+            &mut self.outbox,
+        )?;
+        self.learn_beacon(signature);
+        Some(signature)
+    }
+
+    /// Records a verified `beta_h` and reports it. The height is finalized by
+    /// the post-step once its block is committed too.
+    pub(super) fn learn_beacon(&mut self, signature: S::Signature) {
+        let round = &mut self.round.beacon;
+        if round.beacon.is_some() {
+            return;
+        }
+        round.beacon = Some(signature);
+        self.outbox.event(Event::Beacon(beacon::Beacon {
+            round: round.round,
+            signature: signature.to_bytes(),
+            previous_signature: round.previous.clone(),
+        }));
+    }
+
+    /// Sends our beacon share of this round to every member, once per height,
+    /// never before the round's release time.
+    pub(super) fn send_beacon_share(&mut self, now: Time) {
+        let round = &self.round.beacon;
+        if round.share_sent || now < Time(self.config.release_time(self.height)) {
+            return;
+        }
+        self.round.beacon.share_sent = true;
+        let share = self.verifier.sign(Key::Beacon, self.round.beacon.message());
+        let me = self.me();
+        self.add_beacon_share(me, share);
+        self.outbox.broadcast(Message::BeaconShare {
+            round: self.height,
+            share,
+        });
+    }
+}

@@ -1,0 +1,241 @@
+//! Step 3 as a collector (one of the `c + 1` drawn for the view): tally the
+//! voters' shares and say what is ready — a commit proof from `3f + c + 1` sigma
+//! shares (fast path) or `2f + c + 1` COMMIT shares (slow path), a PREPARE from
+//! `2f + c + 1` tau shares once the fast-path timer expired — and, with the
+//! beacon shares that ride on SIGN-SHARE, `beta_h` (step 4). What is ready is
+//! broadcast (through the backup rule, [`super::backup`]) and delivered to this
+//! replica through the loopback like anyone else's: the collector never commits
+//! or votes itself.
+
+use super::interface::{ShareKind, Timer};
+use super::outbox::{Origin, Outbox};
+use super::tally::Tally;
+use super::verifier::Verifier;
+use super::Replica;
+use crate::config::ReplicaConfig;
+use crate::messages::{
+    signed, CommitCertificate, CommitPath, Digest, Message, PrepareCertificate,
+};
+use crate::{Height, View};
+use beacon::{Scheme, Time};
+use std::collections::BTreeMap;
+
+/// A collector's state at one height, by view.
+pub(super) struct Collector<S: Scheme> {
+    views: BTreeMap<View, Collecting<S>>,
+}
+
+/// A collector's state for one view.
+struct Collecting<S: Scheme> {
+    rank: usize,
+    fast_timer_fired: bool,
+    sigma: Tally<S, Digest>,
+    tau: Tally<S, Digest>,
+    commit: Tally<S, Digest>,
+    prepare_sent: bool,
+    proof_sent: bool,
+}
+
+/// What a collector has ready to send.
+enum Collected<S: Scheme> {
+    /// A commit proof (fast or slow path).
+    Proof(CommitCertificate<S>),
+    /// A prepare certificate (first half of the slow path).
+    Prepare(PrepareCertificate<S>),
+}
+
+impl<S: Scheme> Collector<S> {
+    /// Nothing collected.
+    pub fn new() -> Self {
+        Collector {
+            views: BTreeMap::new(),
+        }
+    }
+
+    /// This collector's rank in `view` (0 acts at once), if it collects there.
+    pub fn rank(&self, view: View) -> Option<usize> {
+        self.views.get(&view).map(|c| c.rank)
+    }
+
+    /// What is ready in `view` at height `h`, in order: the fast-path proof,
+    /// the slow-path proof, then (after the fast-path timer) the PREPARE.
+    fn ready(
+        &mut self,
+        view: View,
+        h: Height,
+        config: &ReplicaConfig,
+        verifier: &mut Verifier<S>,
+        outbox: &mut Outbox<S>,
+    ) -> Option<Collected<S>> {
+        let col = self.views.get_mut(&view)?;
+        if col.proof_sent {
+            return None;
+        }
+        let fast_t = config.fast_threshold() as usize;
+        let slow_t = config.slow_threshold() as usize;
+        let proof = |digest, path, signature| {
+            Collected::Proof(CommitCertificate {
+                height: h,
+                view,
+                digest,
+                path,
+                signature,
+            })
+        };
+        if let Some((digest, sig)) = col.sigma.recover(fast_t, verifier, h, outbox) {
+            col.proof_sent = true;
+            return Some(proof(digest, CommitPath::Fast, sig));
+        }
+        if let Some((digest, sig)) = col.commit.recover(slow_t, verifier, h, outbox) {
+            col.proof_sent = true;
+            return Some(proof(digest, CommitPath::Slow, sig));
+        }
+        if !col.fast_timer_fired || col.prepare_sent {
+            return None;
+        }
+        let (digest, signature) = col.tau.recover(slow_t, verifier, h, outbox)?;
+        col.prepare_sent = true;
+        Some(Collected::Prepare(PrepareCertificate {
+            view,
+            digest,
+            signature,
+        }))
+    }
+}
+
+impl<S: Scheme> Replica<S> {
+    /// The collecting state of `view`, when this replica is one of its
+    /// collectors and `view` is current.
+    fn collecting(&mut self, view: View) -> Option<&mut Collecting<S>> {
+        let rank = self.round.election.rank(self.me())?;
+        if view != self.view {
+            return None;
+        }
+        let n = self.config.n;
+        Some(
+            self.round
+                .collector
+                .views
+                .entry(view)
+                .or_insert_with(|| Collecting {
+                    rank,
+                    fast_timer_fired: false,
+                    sigma: Tally::new(ShareKind::Sigma, n),
+                    tau: Tally::new(ShareKind::Tau, n),
+                    commit: Tally::new(ShareKind::Commit, n),
+                    prepare_sent: false,
+                    proof_sent: false,
+                }),
+        )
+    }
+
+    /// Step 3: a SIGN-SHARE. The first one of a view starts the fast-path
+    /// timer; the beacon share goes to the beacon round (step 4).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn on_sign_share(
+        &mut self,
+        now: Time,
+        origin: Origin,
+        view: View,
+        digest: Digest,
+        sigma: S::Signature,
+        tau: S::Signature,
+        beacon: S::Signature,
+    ) {
+        let (from, h) = (origin.from, self.height);
+        if self.verifier.is_convicted(from, h) {
+            return;
+        }
+        let Some(col) = self.collecting(view) else {
+            return;
+        };
+        let first = col.sigma.is_empty() && col.tau.is_empty();
+        col.sigma
+            .insert(digest, &signed::fast_vote(h, view, &digest), from, sigma);
+        col.tau
+            .insert(digest, &signed::prepare(h, view, &digest), from, tau);
+        self.add_beacon_share(from, beacon);
+        if first {
+            let at = now.plus_micros(self.config.fast_path_timeout_us);
+            self.outbox
+                .timer(at, Timer::FastPath { height: h, view });
+        }
+        self.collect(now, view);
+    }
+
+    /// Step 3, slow path: a COMMIT share.
+    pub(super) fn on_commit_share(
+        &mut self,
+        now: Time,
+        origin: Origin,
+        view: View,
+        digest: Digest,
+        share: S::Signature,
+    ) {
+        let (from, h) = (origin.from, self.height);
+        if self.verifier.is_convicted(from, h) {
+            return;
+        }
+        let Some(col) = self.collecting(view) else {
+            return;
+        };
+        col.commit
+            .insert(digest, &signed::commit(h, view, &digest), from, share);
+        self.collect(now, view);
+    }
+
+    /// Step 3: the fast-path wait of `view` is over; the slow path may start.
+    pub(super) fn on_fast_path_timer(&mut self, now: Time, view: View) {
+        if let Some(col) = self.round.collector.views.get_mut(&view) {
+            col.fast_timer_fired = true;
+            self.collect(now, view);
+        }
+    }
+
+    /// Sends what is ready in `view`: the beacon (with `early_beacon`), then a
+    /// commit proof (carrying the beacon when known) or a PREPARE (kept for
+    /// retransmission). Each goes to this replica too, through the loopback.
+    fn collect(&mut self, now: Time, view: View) {
+        let h = self.height;
+        let me = self.me();
+        if self.round.election.rank(me).is_some() {
+            if let Some(signature) = self.recover_beacon() {
+                if self.config.early_beacon {
+                    let beacon = Message::Beacon {
+                        round: h,
+                        signature,
+                    };
+                    self.collector_broadcast(now, view, beacon);
+                }
+            }
+        }
+        if self.round.commit.committed().is_some() {
+            return;
+        }
+        let ready = self.round.collector.ready(
+            view,
+            h,
+            &self.config,
+            &mut self.verifier,
+            &mut self.outbox,
+        );
+        let message = match ready {
+            None => return,
+            Some(Collected::Proof(certificate)) => Message::CommitProof {
+                certificate,
+                beacon: self.round.beacon.known(),
+            },
+            Some(Collected::Prepare(certificate)) => {
+                let prepare = Message::Prepare {
+                    height: h,
+                    certificate,
+                };
+                // Broadcast again with the retransmissions until the height commits.
+                self.round.retransmit.keep_broadcast(view, prepare.clone());
+                prepare
+            }
+        };
+        self.collector_broadcast(now, view, message.clone());
+        self.outbox.to_self(me, message);
+    }
+}

@@ -1,0 +1,96 @@
+//! Messages that arrive too early wait here, bounded, and are replayed through
+//! the loopback when their time comes: messages of later heights (replayed on
+//! entering that height), of later views (replayed when a NEW-VIEW is
+//! accepted), and, on a paced chain, proposals that arrive before the round's
+//! release time (replayed by the release timer; signing them earlier would
+//! release our beacon share early).
+
+use crate::messages::Message;
+use crate::Height;
+use beacon::{NodeIndex, Scheme};
+use std::collections::BTreeMap;
+
+/// Most messages buffered for future heights, and for future views.
+pub(super) const FUTURE_LIMIT: usize = 20_000;
+/// Furthest height ahead that is buffered.
+pub(super) const FUTURE_HEIGHTS: u64 = 64;
+/// Most proposals held until a paced round's release time.
+const HELD_LIMIT: usize = 64;
+
+/// Messages of later heights (kept across heights).
+pub(super) struct FutureHeights<S: Scheme> {
+    by_height: BTreeMap<Height, Vec<(NodeIndex, Message<S>)>>,
+    count: usize,
+}
+
+impl<S: Scheme> FutureHeights<S> {
+    /// Empty.
+    pub fn new() -> Self {
+        FutureHeights {
+            by_height: BTreeMap::new(),
+            count: 0,
+        }
+    }
+
+    /// Keeps `message` of height `h` (the current height is `current`) if it is
+    /// near enough and there is room.
+    pub fn keep(&mut self, current: Height, h: Height, from: NodeIndex, message: Message<S>) {
+        if h <= current.saturating_add(FUTURE_HEIGHTS) && self.count < FUTURE_LIMIT {
+            self.by_height.entry(h).or_default().push((from, message));
+            self.count += 1;
+        }
+    }
+
+    /// The messages of height `h`, in arrival order.
+    pub fn take(&mut self, h: Height) -> Vec<(NodeIndex, Message<S>)> {
+        let taken = self.by_height.remove(&h).unwrap_or_default();
+        self.count -= taken.len();
+        taken
+    }
+
+    /// The sender of some message of a later height: a replica ahead of us.
+    pub fn first_sender(&self) -> Option<NodeIndex> {
+        self.by_height.values().flatten().map(|(from, _)| *from).next()
+    }
+}
+
+/// Messages of the current height that wait for a later view or the release
+/// time.
+pub(super) struct Waiting<S: Scheme> {
+    views: Vec<(NodeIndex, Message<S>)>,
+    held: Vec<(NodeIndex, Message<S>)>,
+}
+
+impl<S: Scheme> Waiting<S> {
+    /// Empty.
+    pub fn new() -> Self {
+        Waiting {
+            views: Vec::new(),
+            held: Vec::new(),
+        }
+    }
+
+    /// Keeps a message of a later view, if there is room.
+    pub fn keep_for_view(&mut self, from: NodeIndex, message: Message<S>) {
+        if self.views.len() < FUTURE_LIMIT {
+            self.views.push((from, message));
+        }
+    }
+
+    /// The messages kept for later views.
+    pub fn take_views(&mut self) -> Vec<(NodeIndex, Message<S>)> {
+        std::mem::take(&mut self.views)
+    }
+
+    /// Holds a proposal until the release time, if there is room.
+    pub fn hold(&mut self, from: NodeIndex, message: Message<S>) {
+        if self.held.len() < HELD_LIMIT {
+            self.held.push((from, message));
+        }
+    }
+
+    /// The proposals held.
+    pub fn take_held(&mut self) -> Vec<(NodeIndex, Message<S>)> {
+        std::mem::take(&mut self.held)
+    }
+}

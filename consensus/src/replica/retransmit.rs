@@ -1,0 +1,85 @@
+//! Liveness on lossy links (steps 2-3): a voter's shares go to the collectors
+//! of their view and are sent again every two fast-path timeouts until the
+//! height commits or the view ends, and so is a collector's PREPARE. On a lossy
+//! network with only `2f + c + 1` honest replicas, one lost share would
+//! otherwise cost a whole view.
+
+use super::interface::Timer;
+use super::Replica;
+use crate::messages::Message;
+use crate::View;
+use beacon::{Scheme, Time};
+use std::collections::BTreeSet;
+
+/// What is sent again at one height.
+pub(super) struct Retransmit<S: Scheme> {
+    /// Shares sent to the collectors, by view.
+    shares: Vec<(View, Message<S>)>,
+    /// Views whose retransmission timer runs.
+    armed: BTreeSet<View>,
+    /// As a collector: PREPAREs to broadcast again.
+    broadcasts: Vec<(View, Message<S>)>,
+}
+
+impl<S: Scheme> Retransmit<S> {
+    /// Nothing sent yet.
+    pub fn new() -> Self {
+        Retransmit {
+            shares: Vec::new(),
+            armed: BTreeSet::new(),
+            broadcasts: Vec::new(),
+        }
+    }
+
+    /// Keeps a collector's broadcast of `view` (a PREPARE) to send again.
+    pub fn keep_broadcast(&mut self, view: View, message: Message<S>) {
+        self.broadcasts.push((view, message));
+    }
+}
+
+impl<S: Scheme> Replica<S> {
+    /// Sends a voter's share (SIGN-SHARE or COMMIT) to the collectors of the
+    /// current view — to itself through the loopback when it is one of them —
+    /// and keeps it to send again.
+    pub(super) fn send_to_collectors(&mut self, now: Time, view: View, message: Message<S>) {
+        let me = self.me();
+        for c in &self.round.election.collectors {
+            if *c == me {
+                self.outbox.to_self(me, message.clone());
+            } else {
+                self.outbox.send(*c, message.clone());
+            }
+        }
+        let retransmit = &mut self.round.retransmit;
+        retransmit.shares.push((view, message));
+        if retransmit.armed.insert(view) {
+            let at = now.plus_micros(2 * self.config.fast_path_timeout_us);
+            let height = self.height;
+            self.outbox.timer(at, Timer::Retransmit { height, view });
+        }
+    }
+
+    /// Retransmission timer of `view`: send this view's shares (and PREPARE)
+    /// again unless the height committed or the view is over.
+    pub(super) fn on_retransmit_timer(&mut self, now: Time, view: View) {
+        if view != self.view
+            || self.round.commit.committed().is_some()
+            || self.round.view_change.in_progress()
+        {
+            return;
+        }
+        let me = self.me();
+        let retransmit = &self.round.retransmit;
+        for (_, m) in retransmit.shares.iter().filter(|(v, _)| *v == view) {
+            for c in self.round.election.collectors.iter().filter(|c| **c != me) {
+                self.outbox.send(*c, m.clone());
+            }
+        }
+        for (_, m) in retransmit.broadcasts.iter().filter(|(v, _)| *v == view) {
+            self.outbox.broadcast(m.clone());
+        }
+        let at = now.plus_micros(2 * self.config.fast_path_timeout_us);
+        let height = self.height;
+        self.outbox.timer(at, Timer::Retransmit { height, view });
+    }
+}

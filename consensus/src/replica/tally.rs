@@ -1,0 +1,95 @@
+//! Shares toward a threshold signature: the one aggregation path of the
+//! replica. A collector tallies sigma, tau and commit shares per block digest
+//! (step 3); every replica tallies the beacon shares of its round (step 4).
+//! Recovery is optimistic (one check of the interpolated signature) and falls
+//! back to batch verification with bisection; invalid shares are dropped from
+//! every set of the tally, reported as evidence, and kept out afterwards.
+
+use super::interface::{EvidenceKind, ShareKind};
+use super::outbox::Outbox;
+use super::verifier::{Key, Verifier};
+use crate::Height;
+use beacon::{NodeIndex, Scheme, ShareSet, SignatureShare};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Shares of one kind, by what they sign (a digest, or `()` for the beacon).
+pub(super) struct Tally<S: Scheme, K> {
+    kind: ShareKind,
+    n: u32,
+    sets: BTreeMap<K, ShareSet<S>>,
+    invalid: BTreeSet<NodeIndex>,
+}
+
+impl<S: Scheme, K: Ord + Copy> Tally<S, K> {
+    /// No shares yet, among `n` signers.
+    pub fn new(kind: ShareKind, n: u32) -> Self {
+        Tally {
+            kind,
+            n,
+            sets: BTreeMap::new(),
+            invalid: BTreeSet::new(),
+        }
+    }
+
+    /// Adds `from`'s share on `key`, whose signed message is `message`, unless
+    /// `from` sent an invalid share of this kind before (duplicates and
+    /// out-of-range signers are ignored by the share set).
+    pub fn insert(&mut self, key: K, message: &[u8], from: NodeIndex, signature: S::Signature) {
+        if self.invalid.contains(&from) {
+            return;
+        }
+        let n = self.n;
+        let set = self
+            .sets
+            .entry(key)
+            .or_insert_with(|| ShareSet::new(message.to_vec(), n));
+        let _ = set.insert(
+            message,
+            SignatureShare {
+                signer: from,
+                signature,
+            },
+        );
+    }
+
+    /// Whether no share arrived.
+    pub fn is_empty(&self) -> bool {
+        self.sets.values().all(ShareSet::is_empty)
+    }
+
+    /// The threshold signature of the first key (in order) whose shares reach
+    /// `threshold` and recover. Invalid shares found on the way are dropped
+    /// from every key's set and reported as evidence at `height`.
+    pub fn recover(
+        &mut self,
+        threshold: usize,
+        verifier: &mut Verifier<S>,
+        height: Height,
+        outbox: &mut Outbox<S>,
+    ) -> Option<(K, S::Signature)> {
+        let ready: Vec<K> = self
+            .sets
+            .iter()
+            .filter(|(_, s)| s.len() >= threshold)
+            .map(|(k, _)| *k)
+            .collect();
+        for key in ready {
+            let set = self.sets.get(&key)?;
+            if set.len() < threshold {
+                continue;
+            }
+            let recovered = verifier.recover(Key::of(self.kind), set, height);
+            for culprit in recovered.invalid {
+                outbox.evidence(culprit, height, EvidenceKind::InvalidShare { share: self.kind });
+                self.invalid.insert(culprit);
+                for s in self.sets.values_mut() {
+                    s.remove(culprit);
+                }
+            }
+            if let Some(signature) = recovered.signature {
+                return Some((key, signature));
+            }
+        }
+        None
+    }
+}

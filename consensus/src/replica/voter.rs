@@ -1,0 +1,174 @@
+//! Steps 2 and 3 as a voter: accept one proposal per view and send SIGN-SHARE
+//! (sigma, tau and beacon shares) to the collectors; answer a valid PREPARE with
+//! a COMMIT share. What a voter holds — its fast vote and its highest prepare
+//! certificate — is what its VIEW-CHANGE reports in step 5.
+
+use super::interface::{EvidenceKind, ProofKind};
+use super::outbox::Origin;
+use super::verifier::Key;
+use super::Replica;
+use crate::messages::{signed, Block, Digest, FastVote, Message, PrepareCertificate};
+use crate::View;
+use beacon::{Scheme, Time};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// A voter's state at one height.
+pub(super) struct Voter<S: Scheme> {
+    /// The digest accepted in each view.
+    accepted: BTreeMap<View, Digest>,
+    /// The latest fast-path vote.
+    fast_vote: Option<FastVote<S>>,
+    /// The highest prepare certificate seen.
+    prepared: Option<PrepareCertificate<S>>,
+    /// Views whose COMMIT share was sent.
+    commit_share_sent: BTreeSet<View>,
+}
+
+impl<S: Scheme> Voter<S> {
+    /// Nothing accepted or voted.
+    pub fn new() -> Self {
+        Voter {
+            accepted: BTreeMap::new(),
+            fast_vote: None,
+            prepared: None,
+            commit_share_sent: BTreeSet::new(),
+        }
+    }
+
+    /// The latest fast-path vote.
+    pub fn fast_vote(&self) -> Option<&FastVote<S>> {
+        self.fast_vote.as_ref()
+    }
+
+    /// The highest prepare certificate.
+    pub fn prepared(&self) -> Option<&PrepareCertificate<S>> {
+        self.prepared.as_ref()
+    }
+
+    /// Whether a proposal of `view` was accepted.
+    pub fn has_accepted(&self, view: View) -> bool {
+        self.accepted.contains_key(&view)
+    }
+
+    /// The digest a VIEW-CHANGE carries the block of: the prepared one, else the
+    /// fast-voted one.
+    pub fn claimed(&self) -> Option<Digest> {
+        self.prepared
+            .as_ref()
+            .map(|p| p.digest)
+            .or(self.fast_vote.as_ref().map(|v| v.digest))
+    }
+}
+
+impl<S: Scheme> Replica<S> {
+    /// Steps 1-2: a proposal. From the network, only view 0's primary proposes
+    /// in PRE-PREPARE; blocks of later views come in NEW-VIEW, which decides
+    /// what is safe and hands the block here as a local PRE-PREPARE (so does the
+    /// primary's own proposal). One proposal per view: a second, different one
+    /// is evidence against the primary. The vote is one SIGN-SHARE to the
+    /// collectors with sigma and tau shares on the digest and the beacon share.
+    pub(super) fn on_pre_prepare(
+        &mut self,
+        now: Time,
+        origin: Origin,
+        view: View,
+        block: Arc<Block>,
+    ) {
+        if view != self.view || self.round.view_change.in_progress() {
+            return;
+        }
+        if !origin.local && (origin.from != self.round.election.primary || view > 0) {
+            return;
+        }
+        if !self.block_is_valid(&block) {
+            return;
+        }
+        let digest = block.digest();
+        let h = self.height;
+        let voter = &mut self.round.voter;
+        if let Some(existing) = voter.accepted.get(&view) {
+            if *existing != digest {
+                let primary = self.round.election.primary;
+                let kind = EvidenceKind::ConflictingProposals { view };
+                self.outbox.evidence(primary, h, kind);
+            }
+            return;
+        }
+        voter.accepted.insert(view, digest);
+        self.round.blocks.insert(digest, block);
+        let sigma = self
+            .verifier
+            .sign(Key::Sigma, &signed::fast_vote(h, view, &digest));
+        let tau = self
+            .verifier
+            .sign(Key::Tau, &signed::prepare(h, view, &digest));
+        let beacon = self
+            .verifier
+            .sign(Key::Beacon, self.round.beacon.message());
+        self.round.voter.fast_vote = Some(FastVote {
+            view,
+            digest,
+            share: sigma,
+        });
+        let message = Message::SignShare {
+            height: h,
+            view,
+            digest,
+            sigma,
+            tau,
+            beacon,
+        };
+        self.send_to_collectors(now, view, message);
+    }
+
+    /// Step 3, slow path: a valid prepare certificate is recorded (the highest
+    /// one goes into view changes) and, in the current view, earns one COMMIT
+    /// share to the collectors.
+    pub(super) fn on_prepare(
+        &mut self,
+        now: Time,
+        origin: Origin,
+        certificate: PrepareCertificate<S>,
+    ) {
+        let h = self.height;
+        let view = certificate.view;
+        let voter = &self.round.voter;
+        if voter.prepared.as_ref().is_some_and(|p| p.view >= view) && view != self.view {
+            return;
+        }
+        let message = signed::prepare(h, view, &certificate.digest);
+        if !origin.local
+            && !self
+                .verifier
+                .verify(Key::Tau, &message, &certificate.signature)
+        {
+            let kind = EvidenceKind::InvalidProof {
+                proof: ProofKind::Prepare,
+            };
+            self.outbox.evidence(origin.from, h, kind);
+            return;
+        }
+        let voter = &mut self.round.voter;
+        if voter.prepared.as_ref().is_none_or(|p| p.view < view) {
+            voter.prepared = Some(certificate.clone());
+        }
+        if view != self.view
+            || self.round.view_change.in_progress()
+            || !self.round.voter.commit_share_sent.insert(view)
+        {
+            return;
+        }
+        let digest = certificate.digest;
+        let share = self
+            .verifier
+            .sign(Key::Tau, &signed::commit(h, view, &digest));
+        let message = Message::CommitShare {
+            height: h,
+            view,
+            digest,
+            share,
+        };
+        self.send_to_collectors(now, view, message);
+    }
+}
