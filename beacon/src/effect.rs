@@ -50,7 +50,10 @@ impl<M, T> Effect<M, T> {
                 message: message(m),
             },
             Effect::Broadcast(m) => Effect::Broadcast(message(m)),
-            Effect::SetTimer { at, timer: t } => Effect::SetTimer { at, timer: timer(t) },
+            Effect::SetTimer { at, timer: t } => Effect::SetTimer {
+                at,
+                timer: timer(t),
+            },
         }
     }
 

@@ -65,25 +65,23 @@ pub fn genuine_messages<S: Scheme>(
     let mut seen = Vec::new();
     let mut now = Time::ZERO;
     let n = replicas.len() as u32;
-    let push =
-        |who: NodeIndex, out: Vec<Output<S>>, queue: &mut VecDeque<_>, timers: &mut Vec<_>| {
-            for o in out {
-                match o {
-                    Output::Effect(Effect::Send { to, message }) => {
-                        queue.push_back((who, to, message))
+    let push = |who: NodeIndex,
+                out: Vec<Output<S>>,
+                queue: &mut VecDeque<_>,
+                timers: &mut Vec<_>| {
+        for o in out {
+            match o {
+                Output::Effect(Effect::Send { to, message }) => queue.push_back((who, to, message)),
+                Output::Effect(Effect::Broadcast(message)) => {
+                    for j in (0..n).filter(|j| *j != who.0) {
+                        queue.push_back((who, NodeIndex(j), message.clone()));
                     }
-                    Output::Effect(Effect::Broadcast(message)) => {
-                        for j in (0..n).filter(|j| *j != who.0) {
-                            queue.push_back((who, NodeIndex(j), message.clone()));
-                        }
-                    }
-                    Output::Effect(Effect::SetTimer { at, timer }) => {
-                        timers.push((who, at, timer))
-                    }
-                    Output::SyncFromStore { .. } | Output::Event(_) => {}
                 }
+                Output::Effect(Effect::SetTimer { at, timer }) => timers.push((who, at, timer)),
+                Output::SyncFromStore { .. } | Output::Event(_) => {}
             }
-        };
+        }
+    };
     for r in replicas.iter_mut() {
         let out = r.handle(now, Input::Start);
         push(r.me(), out, &mut queue, &mut timers);

@@ -7,13 +7,13 @@
 //! key material and chain skips the DKG.
 
 use crate::byzantine::{Behaviour, ByzantineReplica};
-use crate::participant::Participant;
 use crate::byzantine_dkg::ByzantineSession;
 use crate::config::{ReplicaConfig, ReplicaKeys};
 use crate::messages::{CommittedEntry, Message};
+use crate::participant::Participant;
 use crate::replica::{ChainWindow, Event, Input, Output, Replica, Timer};
-use crate::Height;
 use crate::ConsensusError;
+use crate::Height;
 use beacon::dkg::relay::{SigningKey, VerifyingKey};
 use beacon::dkg::session::{
     DkgSession, SessionAction, SessionInput, SessionMessage, SessionParticipant, SessionTimer,
@@ -327,11 +327,9 @@ impl<S: Scheme> Member<S> {
                         message: Envelope::Dkg(message),
                     }))
                 }
-                SessionAction::Broadcast(message) => {
-                    out.push(MemberOutput::Effect(Effect::Broadcast(Envelope::Dkg(
-                        message,
-                    ))))
-                }
+                SessionAction::Broadcast(message) => out.push(MemberOutput::Effect(
+                    Effect::Broadcast(Envelope::Dkg(message)),
+                )),
                 SessionAction::SetTimer { at, timer } => {
                     out.push(MemberOutput::Effect(Effect::SetTimer {
                         at,

@@ -6,11 +6,11 @@
 mod common;
 
 use beacon::dkg::DkgOutput;
+use beacon::effect::Effect;
 use beacon::memo::Memo;
 use beacon::{InterpolationMethod, MinSig, NodeIndex, Point, Scheme, SignatureShare, Time};
 use common::Net;
 use consensus::messages::{signed, CommitCertificate, PrepareCertificate, ViewChange};
-use beacon::effect::Effect;
 use consensus::{
     Behaviour, ByzantineReplica, CommitPath, Election, Envelope, Event, EvidenceKind, Input,
     Member, MemberInput, MemberOutput, Message, Output, Participant, ProofKind, Replica,
@@ -245,9 +245,12 @@ fn forged_view_changes_do_not_fork_the_chain() {
     for v in victims {
         assert!(
             net.evidence.iter().any(|(who, e)| *who == v
-                && matches!(e, EvidenceKind::InvalidProof {
+                && matches!(
+                    e,
+                    EvidenceKind::InvalidProof {
                         proof: ProofKind::NewView
-                    })),
+                    }
+                )),
             "replica {} does not name the forger",
             v.0
         );

@@ -9,7 +9,7 @@ use beacon::memo::Memo;
 use beacon::{MinSig, NodeIndex, Time};
 use consensus::corpus::{genuine_messages, relabel};
 use consensus::{
-    Envelope, Member, MemberInput, MemberOutput, MemberTimer, Message, Event, ReplicaConfig, Timer,
+    Envelope, Event, Member, MemberInput, MemberOutput, MemberTimer, Message, ReplicaConfig, Timer,
 };
 use proptest::prelude::*;
 use std::collections::BTreeMap;

@@ -144,7 +144,10 @@ impl Fixture {
             height: 1,
             view,
             digest,
-            sigma: corrupt(self.sign(i, 2, &signed::fast_vote(1, view, &digest)), "sigma"),
+            sigma: corrupt(
+                self.sign(i, 2, &signed::fast_vote(1, view, &digest)),
+                "sigma",
+            ),
             tau: corrupt(self.sign(i, 1, &signed::prepare(1, view, &digest)), "tau"),
             beacon: corrupt(self.sign(i, 0, &self.round_message()), "beacon"),
         }
@@ -353,8 +356,16 @@ fn collector() {
             msg(p, fx.sign_share(p, 0, &block, "")),
             outs!["beacon 1"; "broadcast beacon"],
         ),
-        step("a third sigma share: not yet", msg(a, fx.sign_share(a, 0, &block, "")), vec![]),
-        step("a duplicate: nothing", msg(a, fx.sign_share(a, 0, &block, "")), vec![]),
+        step(
+            "a third sigma share: not yet",
+            msg(a, fx.sign_share(a, 0, &block, "")),
+            vec![],
+        ),
+        step(
+            "a duplicate: nothing",
+            msg(a, fx.sign_share(a, 0, &block, "")),
+            vec![],
+        ),
         step(
             "the fourth: fast-path proof, commit, finalize; height 2 proposed and voted on",
             msg(b, fx.sign_share(b, 0, &block, "")),
@@ -537,7 +548,11 @@ fn new_view() {
             outs!["timer view-change(1,1)"; "send sign-share to {}", e1.collectors[0];
                   "timer retransmit(1,1)"],
         ),
-        step("the same NEW-VIEW again: nothing", msg(q, new_view(vcs)), vec![]),
+        step(
+            "the same NEW-VIEW again: nothing",
+            msg(q, new_view(vcs)),
+            vec![],
+        ),
     ];
     check(&mut fx.replica(me), steps);
 }
@@ -591,7 +606,11 @@ fn catch_up() {
     let digest = entries[1].certificate.digest;
     let steps = vec![
         step("start", Input::Start, outs!["timer view-change(1,0)"]),
-        step("three heights in one response", sync(entries.clone()), applied),
+        step(
+            "three heights in one response",
+            sync(entries.clone()),
+            applied,
+        ),
         step(
             "a block request for a finalized height",
             msg(peer, Message::BlockRequest { height: 2, digest }),

@@ -18,9 +18,9 @@ use crate::net::{NetLimits, Network};
 use crate::store::Store;
 use crate::{identity, NodeError};
 use beacon::dkg::DkgOutput;
+use beacon::effect::Effect;
 use beacon::memo::Memo;
 use beacon::{Beacon, ChainInfo, NodeIndex, Point as _, Scheme, Time};
-use beacon::effect::Effect;
 use consensus::latency::RoundClock;
 use consensus::replica::{sync_response, CHAIN_WINDOW};
 use consensus::{

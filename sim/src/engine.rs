@@ -26,9 +26,9 @@ use crate::report::{percentiles, FinalBeacon, Report, RoundStats};
 use crate::SimError;
 use beacon::chain::{BeaconJson, ChainInfo, ChainInfoJson};
 use beacon::dkg::DkgOutput;
+use beacon::effect::Effect;
 use beacon::memo::Memo;
 use beacon::{NodeIndex, Point, Scheme, Time};
-use beacon::effect::Effect;
 use consensus::latency::RoundClock;
 use consensus::replica::{sync_response, CHAIN_WINDOW};
 use consensus::{

@@ -13,9 +13,7 @@ use super::tally::Tally;
 use super::verifier::Verifier;
 use super::Replica;
 use crate::config::ReplicaConfig;
-use crate::messages::{
-    signed, CommitCertificate, CommitPath, Digest, Message, PrepareCertificate,
-};
+use crate::messages::{signed, CommitCertificate, CommitPath, Digest, Message, PrepareCertificate};
 use crate::{Height, View};
 use beacon::{Scheme, Time};
 use std::collections::BTreeMap;
@@ -157,8 +155,7 @@ impl<S: Scheme> Replica<S> {
         self.add_beacon_share(from, beacon);
         if first {
             let at = now.plus_micros(self.config.fast_path_timeout_us);
-            self.outbox
-                .timer(at, Timer::FastPath { height: h, view });
+            self.outbox.timer(at, Timer::FastPath { height: h, view });
         }
         self.collect(now, view);
     }
@@ -212,13 +209,10 @@ impl<S: Scheme> Replica<S> {
         if self.round.commit.committed().is_some() {
             return;
         }
-        let ready = self.round.collector.ready(
-            view,
-            h,
-            &self.config,
-            &mut self.verifier,
-            &mut self.outbox,
-        );
+        let ready =
+            self.round
+                .collector
+                .ready(view, h, &self.config, &mut self.verifier, &mut self.outbox);
         let message = match ready {
             None => return,
             Some(Collected::Proof(certificate)) => Message::CommitProof {
@@ -236,6 +230,6 @@ impl<S: Scheme> Replica<S> {
             }
         };
         self.collector_broadcast(now, view, message.clone());
-        self.outbox.to_self(me, message);
+        self.outbox.loop_back(me, message);
     }
 }

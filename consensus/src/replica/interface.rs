@@ -283,13 +283,17 @@ impl<S: Scheme> fmt::Display for Output<S> {
             Output::SyncFromStore { to, from_height } => {
                 write!(f, "sync-from-store {} from {from_height}", to.0)
             }
-            Output::Event(Event::Committed { block, .. }) => write!(f, "committed {}", block.height),
+            Output::Event(Event::Committed { block, .. }) => {
+                write!(f, "committed {}", block.height)
+            }
             Output::Event(Event::Beacon(b)) => write!(f, "beacon {}", b.round),
             Output::Event(Event::Finalized(e)) => write!(f, "finalized {}", e.block.height),
             Output::Event(Event::ViewChanged { height, view }) => {
                 write!(f, "view-changed ({height},{view})")
             }
-            Output::Event(Event::Evidence(e)) => write!(f, "evidence {} by {}", e.kind, e.culprit.0),
+            Output::Event(Event::Evidence(e)) => {
+                write!(f, "evidence {} by {}", e.kind, e.culprit.0)
+            }
         }
     }
 }

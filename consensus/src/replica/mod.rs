@@ -261,9 +261,7 @@ impl<S: Scheme> Replica<S> {
     fn dispatch(&mut self, now: Time, origin: Origin, message: Message<S>) {
         let from = origin.from;
         let message = match message {
-            Message::SyncRequest { from_height } => {
-                return self.on_sync_request(from, from_height)
-            }
+            Message::SyncRequest { from_height } => return self.on_sync_request(from, from_height),
             Message::SyncResponse { entries } => return self.on_sync_response(origin, entries),
             Message::BlockRequest { height, digest } => {
                 return self.on_block_request(from, height, digest)
@@ -280,7 +278,11 @@ impl<S: Scheme> Replica<S> {
         {
             return;
         }
-        if !origin.local && matches!(message, Message::CommitProof { .. } | Message::Beacon { .. })
+        if !origin.local
+            && matches!(
+                message,
+                Message::CommitProof { .. } | Message::Beacon { .. }
+            )
         {
             self.backups.note_peer_result(h, &message);
         }
@@ -295,7 +297,12 @@ impl<S: Scheme> Replica<S> {
         }
         if !origin.local {
             let early = now < Time(self.config.release_time(h));
-            if early && matches!(message, Message::PrePrepare { .. } | Message::NewView { .. }) {
+            if early
+                && matches!(
+                    message,
+                    Message::PrePrepare { .. } | Message::NewView { .. }
+                )
+            {
                 // Signing it would release our beacon share before the round's time.
                 return self.round.waiting.hold(from, message);
             }
@@ -312,7 +319,9 @@ impl<S: Scheme> Replica<S> {
             }
         }
         match message {
-            Message::PrePrepare { view, block, .. } => self.on_pre_prepare(now, origin, view, block),
+            Message::PrePrepare { view, block, .. } => {
+                self.on_pre_prepare(now, origin, view, block)
+            }
             Message::SignShare {
                 view,
                 digest,
@@ -382,8 +391,7 @@ impl<S: Scheme> Replica<S> {
     fn advance(&mut self, now: Time) -> bool {
         if let Some((block, certificate)) = self.round.commit.take_ready(&self.round.blocks) {
             self.mempool.remove_committed(&block);
-            self.outbox
-                .event(Event::Committed { block, certificate });
+            self.outbox.event(Event::Committed { block, certificate });
         }
         let (Some((block, certificate)), Some(beacon)) =
             (self.round.commit.committed(), self.round.beacon.known())

@@ -31,9 +31,7 @@ impl<S: Scheme> Replica<S> {
             return;
         }
         let h = self.height;
-        let valid = self
-            .verifier
-            .valid_view_changes(h, &candidates);
+        let valid = self.verifier.valid_view_changes(h, &candidates);
         if valid.len() < quorum {
             return;
         }
@@ -41,9 +39,13 @@ impl<S: Scheme> Replica<S> {
         let block = match safe_value(&chosen, self.config.f, self.config.c) {
             Some(d) => {
                 let carried = || chosen.iter().filter_map(|v| v.block.clone());
-                match self.round.blocks.get(&d).cloned().or_else(|| {
-                    carried().find(|b| b.digest() == d)
-                }) {
+                match self
+                    .round
+                    .blocks
+                    .get(&d)
+                    .cloned()
+                    .or_else(|| carried().find(|b| b.digest() == d))
+                {
                     Some(b) => b,
                     None => return,
                 }
@@ -58,7 +60,7 @@ impl<S: Scheme> Replica<S> {
             block,
         };
         self.outbox.broadcast(message.clone());
-        self.outbox.to_self(self.me(), message);
+        self.outbox.loop_back(self.me(), message);
     }
 
     /// Step 5: NEW-VIEW from the primary of `view`. A NEW-VIEW whose view
@@ -128,7 +130,7 @@ impl<S: Scheme> Replica<S> {
             view,
             block,
         };
-        self.outbox.to_self(self.me(), proposal);
+        self.outbox.loop_back(self.me(), proposal);
         for (from, message) in self.round.waiting.take_views() {
             self.outbox.replay(from, message);
         }

@@ -52,7 +52,8 @@ impl<S: Scheme> Outbox<S> {
 
     /// Send `message` to every other replica.
     pub fn broadcast(&mut self, message: Message<S>) {
-        self.outputs.push(Output::Effect(Effect::Broadcast(message)));
+        self.outputs
+            .push(Output::Effect(Effect::Broadcast(message)));
     }
 
     /// Fire `timer` at `at`.
@@ -81,7 +82,7 @@ impl<S: Scheme> Outbox<S> {
     }
 
     /// Deliver `message` to this replica (`me`) after the current one.
-    pub fn to_self(&mut self, me: NodeIndex, message: Message<S>) {
+    pub fn loop_back(&mut self, me: NodeIndex, message: Message<S>) {
         let origin = Origin {
             from: me,
             local: true,

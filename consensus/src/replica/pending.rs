@@ -50,7 +50,11 @@ impl<S: Scheme> FutureHeights<S> {
 
     /// The sender of some message of a later height: a replica ahead of us.
     pub fn first_sender(&self) -> Option<NodeIndex> {
-        self.by_height.values().flatten().map(|(from, _)| *from).next()
+        self.by_height
+            .values()
+            .flatten()
+            .map(|(from, _)| *from)
+            .next()
     }
 }
 

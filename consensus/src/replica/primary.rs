@@ -66,7 +66,7 @@ impl<S: Scheme> Replica<S> {
             block: Arc::new(self.fresh_block()),
         };
         self.outbox.broadcast(proposal.clone());
-        self.outbox.to_self(self.me(), proposal);
+        self.outbox.loop_back(self.me(), proposal);
     }
 
     /// The primary of `view` at the current height (elections cached per view).

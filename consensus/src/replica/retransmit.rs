@@ -45,7 +45,7 @@ impl<S: Scheme> Replica<S> {
         let me = self.me();
         for c in &self.round.election.collectors {
             if *c == me {
-                self.outbox.to_self(me, message.clone());
+                self.outbox.loop_back(me, message.clone());
             } else {
                 self.outbox.send(*c, message.clone());
             }

@@ -73,8 +73,7 @@ impl<S: Scheme> Replica<S> {
         }
         self.sync.last_request = Some(now);
         let from_height = self.height;
-        self.outbox
-            .send(from, Message::SyncRequest { from_height });
+        self.outbox.send(from, Message::SyncRequest { from_height });
     }
 
     /// A peer asks for finalized heights from `from_height` on: answered from

@@ -80,7 +80,11 @@ impl<S: Scheme, K: Ord + Copy> Tally<S, K> {
             }
             let recovered = verifier.recover(Key::of(self.kind), set, height);
             for culprit in recovered.invalid {
-                outbox.evidence(culprit, height, EvidenceKind::InvalidShare { share: self.kind });
+                outbox.evidence(
+                    culprit,
+                    height,
+                    EvidenceKind::InvalidShare { share: self.kind },
+                );
                 self.invalid.insert(culprit);
                 for s in self.sets.values_mut() {
                     s.remove(culprit);

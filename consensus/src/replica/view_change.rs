@@ -172,7 +172,7 @@ impl<S: Scheme> Replica<S> {
         );
         self.outbox.broadcast(message.clone());
         self.round.view_change.latest = Some(message.clone());
-        self.outbox.to_self(self.me(), message);
+        self.outbox.loop_back(self.me(), message);
     }
 
     /// Step 5: a VIEW-CHANGE (ours included). Answers replicas behind us,

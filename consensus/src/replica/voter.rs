@@ -103,9 +103,7 @@ impl<S: Scheme> Replica<S> {
         let tau = self
             .verifier
             .sign(Key::Tau, &signed::prepare(h, view, &digest));
-        let beacon = self
-            .verifier
-            .sign(Key::Beacon, self.round.beacon.message());
+        let beacon = self.verifier.sign(Key::Beacon, self.round.beacon.message());
         self.round.voter.fast_vote = Some(FastVote {
             view,
             digest,

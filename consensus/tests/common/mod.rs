@@ -4,12 +4,12 @@
 #![allow(dead_code)]
 
 use beacon::dkg::DkgOutput;
+use beacon::effect::Effect;
 use beacon::memo::Memo;
 use beacon::{ChainInfo, NodeIndex, Point, Scheme, Time};
-use beacon::effect::Effect;
 use consensus::{
-    Behaviour, ByzantineReplica, CommitPath, CommittedEntry, Event as ReplicaEvent, Input,
-    Message, Output, Participant, Replica, ReplicaConfig, ReplicaKeys,
+    Behaviour, ByzantineReplica, CommitPath, CommittedEntry, Event as ReplicaEvent, Input, Message,
+    Output, Participant, Replica, ReplicaConfig, ReplicaKeys,
 };
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
