@@ -1,6 +1,7 @@
 //! Byzantine replicas as swappable implementations: each wraps an honest
 //! [`Replica`] and rewrites what it sends. The honest code has no fault flags.
 
+pub use crate::behaviour::Behaviour;
 use crate::config::ReplicaKeys;
 use crate::messages::{signed, Block, FastVote, Message, ViewChange};
 use crate::participant::Participant;
@@ -11,96 +12,6 @@ use beacon::{NodeIndex, Point, Scheme, Time};
 use sha2::{Digest as _, Sha256};
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
-
-/// Kinds of Byzantine behaviour.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Behaviour {
-    /// As primary, sends one block to even-indexed replicas and another to odd ones.
-    EquivocatingPrimary,
-    /// Every signature share it sends (sigma, tau, commit, beacon) is invalid.
-    BadShares,
-    /// Never sends its signature shares (a silent voter).
-    WithholdShares,
-    /// As collector, never sends what it aggregates (proofs, prepares, beacons).
-    SilentCollector,
-    /// Its view changes claim a fast vote for a block nobody proposed.
-    ConflictingViewChange,
-    /// Sends nothing at all.
-    Silent,
-    /// As the primary of the next view, sends a NEW-VIEW built on view changes it
-    /// wrote in the other members' names (claiming nothing was prepared or
-    /// voted) with a fresh block of its own.
-    ForgedViewChange,
-    /// As a new primary, sends its NEW-VIEW with one block to even-indexed
-    /// members and another to odd ones.
-    SplitNewView,
-    /// As collector, never sends the beacon: commit proofs go out without it,
-    /// beacons, beacon shares and sync responses (which carry beacons) not at all.
-    WithholdBeacon,
-    /// As primary, proposes at once, ignoring the round's time on paced chains.
-    EagerPrimary,
-    /// Sends VIEW-CHANGE, NEW-VIEW and PRE-PREPARE for view `u64::MAX`.
-    HugeView,
-    /// DKG: signs three versions of its complaint (two harmless, one against an
-    /// honest dealer) and sends each to a different member.
-    ComplaintVersions,
-    /// DKG: replays honest members' signed broadcasts of a failed attempt in the
-    /// next attempt.
-    ReplayOldSession,
-}
-
-impl Behaviour {
-    /// Every kind, for campaigns.
-    pub const ALL: [Behaviour; 13] = [
-        Behaviour::EquivocatingPrimary,
-        Behaviour::BadShares,
-        Behaviour::WithholdShares,
-        Behaviour::SilentCollector,
-        Behaviour::ConflictingViewChange,
-        Behaviour::Silent,
-        Behaviour::ForgedViewChange,
-        Behaviour::SplitNewView,
-        Behaviour::WithholdBeacon,
-        Behaviour::EagerPrimary,
-        Behaviour::HugeView,
-        Behaviour::ComplaintVersions,
-        Behaviour::ReplayOldSession,
-    ];
-
-    /// Name used in configs.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Behaviour::EquivocatingPrimary => "equivocating-primary",
-            Behaviour::BadShares => "bad-shares",
-            Behaviour::WithholdShares => "withhold-shares",
-            Behaviour::SilentCollector => "silent-collector",
-            Behaviour::ConflictingViewChange => "conflicting-view-change",
-            Behaviour::Silent => "silent",
-            Behaviour::ForgedViewChange => "forged-view-change",
-            Behaviour::SplitNewView => "split-new-view",
-            Behaviour::WithholdBeacon => "withhold-beacon",
-            Behaviour::EagerPrimary => "eager-primary",
-            Behaviour::HugeView => "huge-view",
-            Behaviour::ComplaintVersions => "complaint-versions",
-            Behaviour::ReplayOldSession => "replay-old-session",
-        }
-    }
-}
-
-impl std::str::FromStr for Behaviour {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Behaviour::ALL
-            .into_iter()
-            .find(|b| b.as_str() == s)
-            .ok_or_else(|| {
-                format!(
-                    "unknown behaviour {s:?}; known: {}",
-                    Behaviour::ALL.map(|b| b.as_str()).join(", ")
-                )
-            })
-    }
-}
 
 /// A Byzantine replica: an honest [`Replica`] whose outputs are rewritten.
 pub struct ByzantineReplica<S: Scheme> {

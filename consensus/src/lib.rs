@@ -7,7 +7,8 @@
 //! - [`messages`]: blocks and messages (PRE-PREPARE, SIGN-SHARE, ...), wire encoding;
 //! - [`replica`]: the honest replica (protocol steps in its module docs);
 //! - [`participant`]: what drivers hold, the honest replica or a wrapper;
-//! - [`byzantine`]: swappable Byzantine replicas for simulations and tests;
+//! - [`behaviour`], [`byzantine`]: the Byzantine kinds, and swappable Byzantine
+//!   replicas for simulations and tests;
 //! - [`byzantine_dkg`]: swappable Byzantine DKG sessions (the DKG-side behaviours);
 //! - [`member`]: DKG then replica, the driver logic shared by simulator and node;
 //! - [`latency`]: round latency from the events drivers stamp;
@@ -17,6 +18,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod behaviour;
 pub mod byzantine;
 pub mod byzantine_dkg;
 pub mod config;

@@ -28,6 +28,10 @@ pub const BUILT_IN: &[(&str, &str)] = &[
         include_str!("../../configs/sim/lossy.toml"),
     ),
     (
+        "sim/crash-restart.toml",
+        include_str!("../../configs/sim/crash-restart.toml"),
+    ),
+    (
         "regions/wan.toml",
         include_str!("../../configs/regions/wan.toml"),
     ),
@@ -341,7 +345,7 @@ impl SimConfig {
             .map(|(_, t)| *t)
             .ok_or_else(|| {
                 SimError::Config(format!(
-                    "no scenario file {path_or_name:?} and no built-in scenario of that name (default, large, byzantine, lossy)"
+                    "no scenario file {path_or_name:?} and no built-in scenario of that name (default, large, byzantine, lossy, crash-restart)"
                 ))
             })?;
         Self::from_toml(text, None)

@@ -52,7 +52,7 @@ pub struct RoundStats {
     pub round: u64,
     /// Beacon latency across honest nodes (ms).
     pub beacon_ms: Percentiles,
-    /// Commit latency across honest nodes (ms).
+    /// Commit round latency across honest nodes (ms).
     pub commit_ms: Percentiles,
     /// Commit path of the height.
     pub path: Option<String>,
@@ -99,7 +99,8 @@ pub struct Report {
     pub dkg_wall_s: f64,
     /// Beacon round latency (ms): from learning beta_{h-1} to learning beta_h.
     pub beacon_latency_ms: Percentiles,
-    /// Commit latency (ms): from seeing the proposal to committing.
+    /// Commit round latency (ms): from committing block h-1 to committing block
+    /// h (`consensus::latency`).
     pub commit_latency_ms: Percentiles,
     /// Consensus messages per height, whole network.
     pub messages_per_round: f64,

@@ -31,7 +31,8 @@
 //!    `h + 1`.
 //!
 //! Around the steps: catch-up from peers (`sync.rs`), messages that arrive
-//! early (`pending.rs`), keys, memo and RNG (`verifier.rs`), the input and output
+//! early (`pending.rs`), keys, memo and RNG (`verifier.rs`), the state of the
+//! height by role (`round.rs`), the input and output
 //! vocabulary (`interface.rs`), and the outbox with the loopback (`outbox.rs`).
 //!
 //! # Data flow
@@ -58,6 +59,7 @@ mod outbox;
 mod pending;
 mod primary;
 mod retransmit;
+mod round;
 pub mod safe_value;
 mod sync;
 mod tally;
@@ -75,67 +77,23 @@ pub use verifier::CONVICTION_HEIGHTS;
 
 use crate::config::{ReplicaConfig, ReplicaKeys};
 use crate::election::Election;
-use crate::messages::{Block, CommittedEntry, Digest, Message};
+use crate::messages::{CommittedEntry, Message};
 use crate::{Height, View};
 use backup::Backups;
 use beacon::memo::Memo;
 use beacon::{NodeIndex, Point, Scheme, Time};
-use beacon_round::BeaconRound;
-use collector::Collector;
-use commit::Commit;
 use mempool::Mempool;
 use outbox::{Origin, Outbox};
-use pending::{FutureHeights, Waiting};
-use primary::{elect, Primary};
-use retransmit::Retransmit;
-use std::collections::BTreeMap;
+use pending::FutureHeights;
+use primary::elect;
+use round::Round;
 use std::sync::Arc;
 use verifier::Verifier;
-use view_change::ViewChanges;
-use voter::Voter;
 
 /// Messages for views more than this far above the current one are ignored: no
 /// honest replica gets there before the timeouts in between have run, and a view
 /// number from the network must never drive arithmetic or memory.
 pub const VIEW_WINDOW: View = 1024;
-
-/// Everything about the height being decided, by role.
-struct Round<S: Scheme> {
-    /// Primary and collectors of the current view.
-    election: Election,
-    /// Blocks of this height known here (proposed, fetched or synced), by digest.
-    blocks: BTreeMap<Digest, Arc<Block>>,
-    primary: Primary,
-    voter: Voter<S>,
-    collector: Collector<S>,
-    beacon: BeaconRound<S>,
-    commit: Commit<S>,
-    view_change: ViewChanges<S>,
-    retransmit: Retransmit<S>,
-    waiting: Waiting<S>,
-}
-
-impl<S: Scheme> Round<S> {
-    fn new(
-        config: &ReplicaConfig,
-        chain: &ChainWindow<S>,
-        height: Height,
-        previous_beacon: &[u8],
-    ) -> Self {
-        Round {
-            election: elect(config, chain, height, 0),
-            blocks: BTreeMap::new(),
-            primary: Primary::new(),
-            voter: Voter::new(),
-            collector: Collector::new(),
-            beacon: BeaconRound::new(height, previous_beacon, config.n),
-            commit: Commit::new(),
-            view_change: ViewChanges::new(),
-            retransmit: Retransmit::new(),
-            waiting: Waiting::new(),
-        }
-    }
-}
 
 /// One honest replica.
 pub struct Replica<S: Scheme> {
