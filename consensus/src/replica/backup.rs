@@ -47,8 +47,8 @@ impl<S: Scheme> Backups<S> {
 }
 
 impl<S: Scheme> Replica<S> {
-    /// Broadcasts a collector's `message` of `view`: at once at rank 0, else
-    /// after `rank` backup delays unless a peer's result comes first.
+    /// Step 3: broadcasts a collector's `message` of `view`: at once at rank
+    /// 0, else after `rank` backup delays unless a peer's result comes first.
     pub(super) fn collector_broadcast(&mut self, now: Time, view: View, message: Message<S>) {
         let h = self.height;
         let rank = self.round.collector.rank(view).unwrap_or(0);
@@ -70,7 +70,7 @@ impl<S: Scheme> Replica<S> {
         }
     }
 
-    /// A backup collector's turn: broadcast what no peer has sent yet.
+    /// Step 3, a backup collector's turn: broadcast what no peer has sent yet.
     pub(super) fn on_backup_timer(&mut self, height: Height, view: View) {
         let Some(held) = self.backups.held.remove(&(height, view)) else {
             return;

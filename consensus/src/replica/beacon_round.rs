@@ -73,10 +73,10 @@ impl<S: Scheme> Replica<S> {
         }
     }
 
-    /// BEACON-SHARE, sent to everyone by a replica that committed without a
-    /// beacon: count it (anyone with `t_b` shares recovers the beacon) and join
-    /// in if we are in the same situation. A share for the height we just
-    /// finished is answered with the beacon.
+    /// Step 4, withheld beacon: BEACON-SHARE, sent to everyone by a replica
+    /// that committed without a beacon. Count it (anyone with `t_b` shares
+    /// recovers the beacon) and join in if we are in the same situation. A
+    /// share for the height we just finished is answered with the beacon.
     pub(super) fn on_beacon_share(
         &mut self,
         now: Time,

@@ -100,8 +100,8 @@ impl<S: Scheme> Replica<S> {
         self.round.commit.certify(certificate);
     }
 
-    /// A peer asks for a block a commit proof named (of this height, or a
-    /// recent finalized one).
+    /// Step 3: a peer asks for the block a commit proof named (of this height,
+    /// or a recent finalized one).
     pub(super) fn on_block_request(&mut self, from: NodeIndex, height: Height, digest: Digest) {
         let block = if height == self.height {
             self.round.blocks.get(&digest).cloned()
@@ -116,7 +116,7 @@ impl<S: Scheme> Replica<S> {
         }
     }
 
-    /// The block a certificate is waiting for.
+    /// Step 3: the block a verified certificate is waiting for.
     pub(super) fn on_block_response(&mut self, block: Arc<Block>) {
         let Some(cert) = &self.round.commit.certified else {
             return;

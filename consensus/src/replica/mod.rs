@@ -2,7 +2,8 @@
 //! `handle(now, input) -> Vec<Output>`, with no I/O, clock or hidden randomness.
 //!
 //! # The protocol (DESIGN.md section 3; `SAFETY.md` says why it is safe)
-//! Per height `h` and view `v`, each step in the files named:
+//! Per height `h` and view `v`, each step in the files named (steps 1-5 are
+//! DESIGN.md section 3's; every handler cites its step as "Step N"):
 //! 1. **Propose** (`primary.rs`, `mempool.rs`): the beacon of round `h - k`
 //!    draws the primary and `c + 1` collectors of `(h, v)`; the primary of view
 //!    0 proposes a block in PRE-PREPARE, no earlier than the round's time.
@@ -37,12 +38,12 @@
 //!
 //! # Data flow
 //! [`Replica::handle`] dispatches one input to the handler of its step
-//! ([`Replica::dispatch`], [`Replica::on_timer`]). A handler changes its role's
+//! (`Replica::dispatch`, `Replica::on_timer`). A handler changes its role's
 //! state and writes to the outbox: effects, events, and messages to this
 //! replica itself — a collector's own vote, a primary's own proposal, a
 //! collector's proof, replays of buffered messages — which go to the loopback
 //! queue. `handle` drains the loopback through the same dispatcher, then runs
-//! the post-step ([`Replica::advance`]): commit once a verified certificate and
+//! the post-step (`Replica::advance`): commit once a verified certificate and
 //! its block are known, finalize once the beacon is known too, and enter the
 //! next height (whose buffered messages are replayed: drain again). No handler
 //! calls another, and the height changes only in the post-step.

@@ -59,8 +59,8 @@ impl<S: Scheme> Replica<S> {
         }
     }
 
-    /// Retransmission timer of `view`: send this view's shares (and PREPARE)
-    /// again unless the height committed or the view is over.
+    /// Steps 2-3, retransmission timer of `view`: send this view's shares (and
+    /// PREPARE) again unless the height committed or the view is over.
     pub(super) fn on_retransmit_timer(&mut self, now: Time, view: View) {
         if view != self.view
             || self.round.commit.committed().is_some()

@@ -76,7 +76,8 @@ impl<S: Scheme> Replica<S> {
         self.outbox.send(from, Message::SyncRequest { from_height });
     }
 
-    /// A peer asks for finalized heights from `from_height` on: answered from
+    /// Catch-up (DESIGN.md section 5): a peer asks for finalized heights from
+    /// `from_height` on: answered from
     /// the chain window, bounded in entries and bytes, or from the store.
     pub(super) fn on_sync_request(&mut self, from: NodeIndex, from_height: Height) {
         match self
@@ -90,7 +91,8 @@ impl<S: Scheme> Replica<S> {
         }
     }
 
-    /// Finalized heights from a peer: the entry of the current height, if it
+    /// Catch-up (DESIGN.md section 5): finalized heights from a peer. The
+    /// entry of the current height, if it
     /// verifies (block, certificate and beacon), is recorded for the post-step
     /// to commit and finalize; later entries wait for the next height.
     pub(super) fn on_sync_response(
