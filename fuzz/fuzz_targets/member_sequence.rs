@@ -8,7 +8,7 @@ use beacon::memo::Memo;
 use beacon::{MinSig, NodeIndex, Time};
 use consensus::corpus::{genuine_messages, honest_dkg, relabel};
 use consensus::{
-    Envelope, Member, MemberInput, MemberOutput, MemberTimer, Message, Event, ReplicaConfig, Timer,
+    Envelope, Event, Member, MemberInput, MemberOutput, MemberTimer, Message, ReplicaConfig, Timer,
 };
 use libfuzzer_sys::fuzz_target;
 use std::collections::BTreeMap;
