@@ -16,6 +16,7 @@ macro_rules! with_bls_scheme {
 }
 
 mod bench;
+mod compare;
 mod keys_cmd;
 mod localnet;
 mod plot;
@@ -42,6 +43,9 @@ enum Command {
     Keys(keys_cmd::KeysArgs),
     /// Start a local network of N node processes and measure its rounds.
     Localnet(localnet::LocalnetArgs),
+    /// The simulator against a real network over the emulated WAN: same
+    /// topology, parameters and seed, one report with the relative errors.
+    Compare(compare::CompareArgs),
     /// Simulate a whole network deterministically (DKG, then beacon rounds).
     Sim(Box<sim_cmd::SimArgs>),
     /// Verify a beacon chain with drand's rules.
@@ -59,6 +63,7 @@ fn main() -> Result<()> {
         Command::Run(args) => run_cmd::run(args),
         Command::Keys(args) => keys_cmd::run(args),
         Command::Localnet(args) => localnet::run(args),
+        Command::Compare(args) => compare::run(args),
         Command::Sim(args) => sim_cmd::run(*args),
         Command::Verify(args) => verify_cmd::run(args),
         Command::Bench { which } => bench::run(which),

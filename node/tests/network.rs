@@ -280,7 +280,10 @@ fn killed_node_restarts_without_dkg_and_catches_up() {
         let toml = std::fs::read_to_string(&path).unwrap();
         let toml = toml
             .replace("fast_path_timeout_ms = 50", "fast_path_timeout_ms = 10")
-            .replace("view_change_timeout_ms = 1000", "view_change_timeout_ms = 150");
+            .replace(
+                "view_change_timeout_ms = 1000",
+                "view_change_timeout_ms = 150",
+            );
         std::fs::write(&path, toml).unwrap();
     }
     for i in 0..4 {
