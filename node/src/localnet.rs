@@ -460,8 +460,10 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
     let _wan = match node::wan::WanModel::from_args(&args.wan, args.nodes)? {
         Some(model) => {
             let paths: Vec<PathBuf> = configs.iter().map(|(p, _)| p.clone()).collect();
-            let targets = node::wan::listen_addresses(&paths)?;
-            let wan = node::wan::LinkEmulator::start(model, targets)?;
+            let nodes = node::wan::node_addresses(&paths)?;
+            let reserved: Vec<u16> = nodes.iter().flat_map(|(a, h)| [a.port(), *h]).collect();
+            let targets = nodes.iter().map(|(a, _)| *a).collect();
+            let wan = node::wan::LinkEmulator::start(model, targets, &reserved)?;
             node::wan::route_through(&paths, &wan)?;
             if !args.json {
                 eprintln!(

@@ -135,8 +135,10 @@ pub struct LinkEmulator {
 }
 
 impl LinkEmulator {
-    /// Starts relays for `model` in front of the nodes listening at `targets`.
-    pub fn start(model: WanModel, targets: Vec<SocketAddr>) -> Result<Self> {
+    /// Starts relays for `model` in front of the nodes listening at `targets`,
+    /// on free ports other than `reserved` (ports the nodes were given but may
+    /// not have bound yet).
+    pub fn start(model: WanModel, targets: Vec<SocketAddr>, reserved: &[u16]) -> Result<Self> {
         let n = targets.len();
         if model.one_way_us.len() != n {
             bail!(
@@ -146,14 +148,25 @@ impl LinkEmulator {
         }
         let mut listeners = Vec::new();
         let mut ports = vec![vec![0u16; n]; n];
+        // Held until every relay is bound, so that none lands on them again.
+        let mut skipped = Vec::new();
         for (i, row) in ports.iter_mut().enumerate() {
             for (j, port) in row.iter_mut().enumerate().filter(|(j, _)| *j != i) {
-                let l = std::net::TcpListener::bind("127.0.0.1:0").context("binding a relay")?;
+                let l = loop {
+                    let l =
+                        std::net::TcpListener::bind("127.0.0.1:0").context("binding a relay")?;
+                    if reserved.contains(&l.local_addr()?.port()) {
+                        skipped.push(l);
+                    } else {
+                        break l;
+                    }
+                };
                 l.set_nonblocking(true)?;
                 *port = l.local_addr()?.port();
                 listeners.push((i, j, l));
             }
         }
+        drop(skipped);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -214,14 +227,19 @@ impl Drop for LinkEmulator {
     }
 }
 
-/// Points every node's peers at the relays of `wan`: in `configs[i]` (node
-/// `i`'s `node.toml`), peer `j` is reached at relay `i -> j`. Returns each
-/// node's real listen address (the relays' targets), read before the rewrite.
-pub fn listen_addresses(configs: &[PathBuf]) -> Result<Vec<SocketAddr>> {
+/// Each node's real listen address (the relays' targets) and HTTP port, from
+/// its `node.toml`.
+pub fn node_addresses(configs: &[PathBuf]) -> Result<Vec<(SocketAddr, u16)>> {
     configs
         .iter()
         .map(|path| {
             let cfg = read(path)?;
+            let http = cfg
+                .node
+                .http
+                .parse::<SocketAddr>()
+                .map(|a| a.port())
+                .with_context(|| format!("{}: bad http address", path.display()))?;
             let port = cfg
                 .node
                 .listen
@@ -234,7 +252,7 @@ pub fn listen_addresses(configs: &[PathBuf]) -> Result<Vec<SocketAddr>> {
                         cfg.node.listen
                     )
                 })?;
-            Ok(SocketAddr::from(([127, 0, 0, 1], port)))
+            Ok((SocketAddr::from(([127, 0, 0, 1], port)), http))
         })
         .collect()
 }
@@ -411,7 +429,7 @@ mod tests {
             jitter_us: 2_000,
             uplink_bytes_per_s: None,
         };
-        let wan = LinkEmulator::start(model, vec![target, target]).unwrap();
+        let wan = LinkEmulator::start(model, vec![target, target], &[]).unwrap();
         let mut s = std::net::TcpStream::connect(("127.0.0.1", wan.port(0, 1))).unwrap();
         let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
         let start = std::time::Instant::now();
