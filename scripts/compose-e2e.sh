@@ -91,7 +91,11 @@ COMPOSE=$(compose_cmd)
 
 dockerd_pid=""
 dockerd_log=$(mktemp)
+forward_policy=""
 if ! docker_ok; then
+  # dockerd sets the FORWARD policy to DROP, which (with br_netfilter) breaks
+  # plain network-namespace bridges: put it back when this dockerd stops.
+  forward_policy=$(iptables -S FORWARD 2>/dev/null | awk '$1 == "-P" {print $3; exit}')
   # A dockerd killed earlier may have left its pid file behind.
   if [ -f /var/run/docker.pid ] && ! kill -0 "$(cat /var/run/docker.pid)" 2>/dev/null; then
     rm -f /var/run/docker.pid
@@ -106,6 +110,7 @@ if ! docker_ok; then
   if ! docker_ok; then
     kill "$dockerd_pid" 2>/dev/null
     wait "$dockerd_pid" 2>/dev/null
+    [ -z "$forward_policy" ] || iptables -P FORWARD "$forward_policy" 2>/dev/null
     skip "dockerd does not run here: $(tail -n 3 "$dockerd_log" | tr '\n' ' ')"
   fi
   echo "compose-e2e: started dockerd (pid $dockerd_pid)"
@@ -137,6 +142,7 @@ cleanup() {
     for _ in $(seq 60); do kill -0 "$dockerd_pid" 2>/dev/null || break; sleep 0.5; done
     kill -9 "$dockerd_pid" 2>/dev/null
     wait "$dockerd_pid" 2>/dev/null
+    [ -z "$forward_policy" ] || iptables -P FORWARD "$forward_policy" 2>/dev/null
     echo "compose-e2e: stopped dockerd"
   fi
   rm -f "$dockerd_log"
@@ -348,9 +354,16 @@ if [ "${E2E_MEASURE:-0}" = 1 ]; then
     note "n = $n: compose up to first beacon $((($(date +%s%N) - t0) / 1000000)) ms"
     # Beacon p50 over rounds 2..50 on every node, as localnet measures it.
     ids=$($COMPOSE -p "$p" -f "$d/compose.yml" ps -q)
+    end=$((SECONDS + 180))
     for c in $ids; do
       ip=$(docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}' "$c" | awk '{print $1}')
-      until [ "$(curl -sf --max-time 3 "http://$ip:8000/public/latest" | jq -r '.round // 0' 2>/dev/null || echo 0)" -ge 50 ]; do sleep 0.2; done
+      until [ "$(curl -sf --max-time 3 "http://$ip:8000/public/latest" | jq -r '.round // 0' 2>/dev/null || echo 0)" -ge 50 ]; do
+        if [ $SECONDS -ge $end ]; then
+          note "n = $n: $(docker inspect -f '{{.Name}}' "$c") has no round 50 after 180 s (restarts: $(docker inspect -f '{{.RestartCount}}' "$c"))"
+          break
+        fi
+        sleep 0.2
+      done
     done
     lat=$(for c in $ids; do
       ip=$(docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}' "$c" | awk '{print $1}')

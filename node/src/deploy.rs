@@ -282,13 +282,21 @@ fn network_id(n: u32) -> String {
 }
 
 /// The effective user and group of this process.
+#[cfg(unix)]
 fn current_ids() -> (u32, u32) {
     // SAFETY: geteuid and getegid cannot fail and touch no memory.
     unsafe { (libc::geteuid(), libc::getegid()) }
 }
 
+/// Elsewhere: the image's user (files are not handed over).
+#[cfg(not(unix))]
+fn current_ids() -> (u32, u32) {
+    (IMAGE_UID, IMAGE_UID)
+}
+
 /// Gives `path` and everything under it to `uid:gid`.
 fn chown_tree(path: &Path, uid: u32, gid: u32) -> Result<()> {
+    #[cfg(unix)]
     std::os::unix::fs::chown(path, Some(uid), Some(gid))
         .with_context(|| format!("handing {} to {uid}:{gid}", path.display()))?;
     if path.is_dir() {
@@ -741,8 +749,16 @@ mod tests {
     fn bad_deployments_are_refused_with_a_reason() {
         let dir = tempfile::tempdir().unwrap();
         let err = |a: ComposeArgs| write(&a).unwrap_err().to_string();
-        let e = err(args(&dir.path().join("a"), 5, &[]));
+        let mut a = args(&dir.path().join("a"), 5, &[]);
+        a.c = Some(0);
+        let e = err(a);
         assert!(e.contains("3f + 2c + 1"), "{e}");
+        let e = err(args(
+            &dir.path().join("a2"),
+            4,
+            &["h1", "h2", "h3", "h4", "h5"],
+        ));
+        assert!(e.contains("every host runs at least one node"), "{e}");
         let e = err(args(&dir.path().join("b"), 4, &["good", "bad_host!"]));
         assert!(e.contains("neither an IP address nor a host name"), "{e}");
         let e = err(args(&dir.path().join("c"), 4, &["h1", "H1"]));

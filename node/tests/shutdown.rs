@@ -132,7 +132,7 @@ fn latest(api: &str) -> u64 {
 /// Asserts a clean, quick stop and prints how long it took.
 fn assert_clean(what: &str, (status, took): (ExitStatus, Duration), log: &Path) {
     let text = std::fs::read_to_string(log).unwrap_or_default();
-    eprintln!("{what}: exit {status} after {} ms", took.as_millis());
+    eprintln!("{what}: {status} after {} ms", took.as_millis());
     assert!(status.success(), "{what}: exit {status}; log:\n{text}");
     assert!(took < STOP_BOUND, "{what}: took {took:?}; log:\n{text}");
 }
