@@ -21,6 +21,7 @@ pub mod metrics;
 pub mod net;
 pub mod runtime;
 pub mod store;
+pub mod wan;
 
 /// The node crate's error type.
 #[derive(Debug, thiserror::Error)]

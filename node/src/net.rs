@@ -1,5 +1,6 @@
 //! The node's transport: libp2p over TCP with noise and yamux, admitting only the
-//! peer IDs of the config. Every ordered pair of members has one long-lived
+//! peer IDs of the config. Peer addresses may name hosts (`/dns4/node-3/tcp/9000`):
+//! names are resolved at each dial and cached for seconds only. Every ordered pair of members has one long-lived
 //! stream (`/sbft-beacon/wire/1`) carrying length-prefixed frames (a 4-byte
 //! big-endian length, then one wire-encoded message of at most
 //! [`MAX_FRAME_BYTES`]). Writers reconnect with exponential backoff; readers drop
@@ -50,6 +51,8 @@ const CPU_PAUSE_MAX: Duration = Duration::from_secs(1);
 const STREAM_ACK: u8 = 0xAC;
 /// How long a writer waits for that byte.
 const ACK_TIMEOUT: Duration = Duration::from_secs(5);
+/// Longest a name lookup is cached (answers and "no such name" alike).
+const DNS_MAX_TTL: Duration = Duration::from_secs(5);
 const BACKOFF_MIN: Duration = Duration::from_millis(50);
 const BACKOFF_MAX: Duration = Duration::from_secs(2);
 
@@ -241,13 +244,14 @@ impl Network {
     }
 }
 
-/// The node's transport (TCP without Nagle, noise, yamux) on tokio, carrying
-/// `behaviour`; connections idle for `idle` close.
+/// The node's transport (TCP without Nagle, names resolved by DNS, noise,
+/// yamux) on tokio, carrying `behaviour`; connections idle for `idle` close.
 fn build_swarm<B: NetworkBehaviour>(
     key: Keypair,
     behaviour: B,
     idle: Duration,
 ) -> Result<libp2p::Swarm<B>, NodeError> {
+    let dns = resolver();
     Ok(SwarmBuilder::with_existing_identity(key)
         .with_tokio()
         .with_tcp(
@@ -256,10 +260,33 @@ fn build_swarm<B: NetworkBehaviour>(
             yamux::Config::default,
         )
         .map_err(|e| NodeError::Network(format!("transport: {e}")))?
+        .with_dns_config(dns.0, dns.1)
         .with_behaviour(|_| behaviour)
         .map_err(|e| NodeError::Network(format!("behaviour: {e}")))?
         .with_swarm_config(|c| c.with_idle_connection_timeout(idle))
         .build())
+}
+
+/// The resolver behind `/dns4` and `/dns6` addresses: the system's name
+/// servers and options (`/etc/resolv.conf`), with answers cached for a few
+/// seconds at most, so that a peer whose address changed (a container that was
+/// reconnected or recreated) is found at its new address by the next redial.
+/// Where `/etc/resolv.conf` cannot be read, names resolve from `/etc/hosts` only
+/// (and `/ip4` and `/ip6` addresses work as ever).
+fn resolver() -> (libp2p::dns::ResolverConfig, libp2p::dns::ResolverOpts) {
+    let (config, mut opts) = match hickory_resolver::system_conf::read_system_conf() {
+        Ok(system) => system,
+        Err(e) => {
+            warn!(error = %e, "no usable /etc/resolv.conf: names resolve from /etc/hosts only");
+            (
+                libp2p::dns::ResolverConfig::from_parts(None, Vec::new(), Vec::new()),
+                libp2p::dns::ResolverOpts::default(),
+            )
+        }
+    };
+    opts.positive_max_ttl = Some(DNS_MAX_TTL);
+    opts.negative_max_ttl = Some(DNS_MAX_TTL);
+    (config, opts)
 }
 
 /// When to dial a disconnected peer next, and the backoff after that.

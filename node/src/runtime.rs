@@ -9,6 +9,10 @@
 //! heights are fetched from peers, verified, then stored); otherwise wait for
 //! every peer (at most `peer_wait_ms`), run the DKG and persist its result before
 //! signing anything with it.
+//!
+//! Shutdown: SIGTERM or SIGINT, in any phase (waiting for peers, DKG, rounds),
+//! ends the event loop at its next turn; the persistence thread writes what it
+//! was given, the store closes and `run` returns `Ok` (exit status 0).
 
 use crate::config::Validated;
 use crate::http::{ApiState, BlockJson, ChainView, RoundStat};
@@ -156,28 +160,23 @@ fn publish<S: Scheme>(view: &mut ChainView, entry: &CommittedEntry<S>) {
 
 /// The store as the API's archive of older beacons, blocks and transactions.
 struct StoreArchive<S> {
-    store: Arc<Store>,
+    store: std::sync::Weak<Store>,
     genesis_seed: Vec<u8>,
     scheme: std::marker::PhantomData<fn() -> S>,
 }
 
 impl<S: Scheme> crate::http::ChainArchive for StoreArchive<S> {
     fn block(&self, height: u64) -> Option<BlockJson> {
-        let entry = self.store.get::<S>(height).ok().flatten()?;
+        let entry = self.store.upgrade()?.get::<S>(height).ok().flatten()?;
         Some(block_json(&entry))
     }
 
     fn beacon(&self, round: u64) -> Option<Beacon> {
-        let entry = self.store.get::<S>(round).ok().flatten()?;
+        let store = self.store.upgrade()?;
+        let entry = store.get::<S>(round).ok().flatten()?;
         let previous_signature = match round {
             1 => self.genesis_seed.clone(),
-            _ => self
-                .store
-                .get::<S>(round - 1)
-                .ok()
-                .flatten()?
-                .beacon
-                .to_bytes(),
+            _ => store.get::<S>(round - 1).ok().flatten()?.beacon.to_bytes(),
         };
         Some(Beacon {
             round,
@@ -187,7 +186,7 @@ impl<S: Scheme> crate::http::ChainArchive for StoreArchive<S> {
     }
 
     fn transaction(&self, id: &[u8; 32]) -> Option<u64> {
-        self.store.transaction_height(id).ok().flatten()
+        self.store.upgrade()?.transaction_height(id).ok().flatten()
     }
 }
 
@@ -443,26 +442,55 @@ fn encode<S: Scheme>(frame: &Frame<S>) -> Result<Vec<u8>, NodeError> {
     beacon::wire::encode(frame).map_err(|e| NodeError::Network(format!("encoding a frame: {e}")))
 }
 
+/// The process's stop request: SIGTERM or SIGINT. The handlers are installed
+/// when this is created (not when it is first awaited), so that a signal that
+/// arrives at any point after start-up, in any phase, is a request to stop
+/// rather than the default action (death, or nothing at all for PID 1 in a
+/// container).
+pub struct StopSignal {
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl StopSignal {
+    /// Installs the handlers (inside a tokio runtime).
+    pub fn new() -> Result<Self, NodeError> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let install = |kind: SignalKind| {
+                signal(kind).map_err(|e| NodeError::Io(format!("installing a signal handler: {e}")))
+            };
+            Ok(StopSignal {
+                term: install(SignalKind::terminate())?,
+                interrupt: install(SignalKind::interrupt())?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(StopSignal {})
+    }
+
+    /// Resolves at the first SIGTERM or SIGINT since [`StopSignal::new`].
+    pub async fn wait(&mut self) {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.interrupt.recv() => {}
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
 /// Resolves when the process is asked to stop (SIGINT or SIGTERM).
 pub async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = match signal(SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-                return;
-            }
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
+    match StopSignal::new() {
+        Ok(mut stop) => stop.wait().await,
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
         }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
     }
 }
 
@@ -478,6 +506,9 @@ async fn run_inner<S: Scheme>(
     cfg: Validated,
     behaviour: Option<Behaviour>,
 ) -> Result<(), NodeError> {
+    // First of all: from here on SIGTERM and SIGINT stop the node cleanly,
+    // whatever phase it is in (waiting for peers, DKG, rounds).
+    let mut stop = StopSignal::new()?;
     if let Some(b) = behaviour {
         warn!(
             behaviour = b.as_str(),
@@ -510,8 +541,10 @@ async fn run_inner<S: Scheme>(
         cfg.replica.max_transaction_bytes,
         limits,
     ));
+    // The API thread outlives the event loop: it holds the store weakly, so
+    // that the store closes cleanly when the node stops.
     let _ = state.archive.set(Box::new(StoreArchive::<S> {
-        store: store.clone(),
+        store: Arc::downgrade(&store),
         genesis_seed: cfg.replica.genesis_seed.to_vec(),
         scheme: std::marker::PhantomData,
     }));
@@ -566,7 +599,14 @@ async fn run_inner<S: Scheme>(
             info!(peers = others, "waiting for peers before the DKG");
             let wait = Duration::from_millis(cfg.raw.network.peer_wait_ms);
             let all = net.connected.wait_for(|c| *c >= others);
-            let in_time = tokio::time::timeout(wait, all).await.is_ok();
+            let in_time = tokio::select! {
+                biased;
+                _ = stop.wait() => {
+                    info!("stopping while waiting for peers");
+                    return Ok(());
+                }
+                r = tokio::time::timeout(wait, all) => r.is_ok(),
+            };
             if in_time {
                 info!("all peers connected; starting the DKG");
             } else {
@@ -613,16 +653,15 @@ async fn run_inner<S: Scheme>(
         store_readers: Arc::new(tokio::sync::Semaphore::new(STORE_READERS)),
     };
     node.handle(MemberInput::Start)?;
-    let stop = shutdown_signal();
-    tokio::pin!(stop);
     let mut status = tokio::time::interval(STATUS_EVERY);
     let mut last_status = (0u64, std::time::Instant::now());
     let result = loop {
         let deadline = node.next_deadline();
         tokio::select! {
             biased;
-            _ = &mut stop => {
-                info!("stopping");
+            _ = stop.wait() => {
+                let phase = if node.dkg_done.load(Ordering::Relaxed) { "rounds" } else { "the DKG" };
+                info!("stopping during {phase}");
                 break Ok(());
             }
             Some((tx, _held)) = submitted.recv() => {
@@ -656,8 +695,12 @@ async fn run_inner<S: Scheme>(
             break Err(e);
         }
     };
-    // Let the persistence thread write what it was given.
+    // Let the persistence thread write what it was given (each batch is one
+    // durable transaction); the store closes with its last holder.
     drop(node);
     let _ = tokio::task::spawn_blocking(move || persister.join()).await;
+    if result.is_ok() {
+        info!("store flushed; stopped");
+    }
     result
 }

@@ -903,7 +903,7 @@ impl<S: Scheme> Dkg<S> {
 
 /// Whether `shares` (one per threshold) of member `j` match the dealer's commitments:
 /// `g^{s_k} == sum_i C_{k,i} x_j^i` (one MSM per threshold).
-fn share_matches<S: Scheme>(
+pub(crate) fn share_matches<S: Scheme>(
     domain: &SignerDomain,
     deal: &Deal<S>,
     j: NodeIndex,
