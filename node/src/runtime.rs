@@ -177,6 +177,8 @@ struct Node<S: Scheme> {
     live: bool,
     /// Set once the DKG is done (or restored): DKG frames are no longer wanted.
     dkg_done: Arc<AtomicBool>,
+    /// When this node started its DKG (none when restored).
+    dkg_started: Option<std::time::Instant>,
 }
 
 impl<S: Scheme> Node<S> {
@@ -246,9 +248,13 @@ impl<S: Scheme> Node<S> {
                     self.store.save_dkg(&output)?;
                     self.dkg_done.store(true, Ordering::Relaxed);
                     let info = chain_info(&self.cfg, &output);
+                    let dkg_ms = self
+                        .dkg_started
+                        .map_or(0, |t| t.elapsed().as_millis() as u64);
                     info!(
                         chain = hex::encode(info.hash()),
                         qualified = output.qual.len(),
+                        dkg_ms,
                         "DKG complete; key material saved"
                     );
                     for (dealer, reason) in &output.disqualified {
@@ -538,6 +544,7 @@ async fn run_inner<S: Scheme>(
         cpu_since_beacon: 0,
         process_cpu_at_beacon: process_cpu_ns(),
         live: false,
+        dkg_started: stored.is_none().then(std::time::Instant::now),
         dkg_done,
     };
     node.handle(MemberInput::Start)?;

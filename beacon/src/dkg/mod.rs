@@ -8,21 +8,25 @@
 //! 1. **Deal.** Dealer `D` broadcasts a [`Deal`]: Feldman commitments `g^{a_{D,k,i}}`
 //!    for every threshold; and sends member `j` its shares `f_{D,k}(w^j)` point to
 //!    point ([`DealtShares`]).
-//! 2. **Complaints** (at the end of the deal phase). A dealer with no deal or a
-//!    commitment of the wrong degree is disqualified by everyone (the deal is a
-//!    broadcast). Member `j` checks the *sum* of its shares against the *sum* of the
-//!    commitments first — `g^{sum_D s_{D,j}}` against the `j`-th verification key of
-//!    the summed polynomial, obtained for all `j` at once by an FFT in the exponent —
-//!    and looks at single dealings only if that fails. It broadcasts a
-//!    [`Complaint`] naming every dealer whose share is missing or wrong.
-//! 3. **Justifications** (at the end of the complaint phase). A dealer with
+//! 2. **Complaints** (when every dealer's deal and shares are in). A dealer with no
+//!    deal or a commitment of the wrong degree is disqualified by everyone (the
+//!    deal is a broadcast). Member `j` checks all its shares at once: a random
+//!    linear combination of the Feldman equations `g^{s_{D,k}} = sum_i x_j^i
+//!    C_{D,k,i}` of every dealer and threshold, with weights drawn (Fiat–Shamir)
+//!    from the deals and its own shares, is one multi-scalar multiplication
+//!    ([`batch_check`]); only when it fails does it check dealings one by one.
+//!    Every member broadcasts a [`Complaint`] naming every dealer whose share is
+//!    missing or wrong — naming nobody when all are good, so that the others know
+//!    it has nothing to say.
+//! 3. **Justifications** (when every member's complaint is in). A dealer with
 //!    complaints broadcasts a [`Justification`] revealing the complainers' shares.
-//! 4. **Finalize** (at the end of the justification phase). `QUAL` = dealers with a
-//!    well-formed deal whose every complaint is answered by a revealed share that
-//!    matches their commitments. A complainer uses the revealed share. Per
-//!    threshold: the group polynomial is the sum of the QUAL commitments, the group
-//!    key its constant term, the own share the sum of the QUAL shares, and every
-//!    member's verification key one FFT in the exponent away.
+//! 4. **Finalize** (when every justification that can still come is in: at once
+//!    when nobody complained). `QUAL` = dealers with a well-formed deal whose
+//!    every complaint is answered by a revealed share that matches their
+//!    commitments. A complainer uses the revealed share. Per threshold: the group
+//!    polynomial is the sum of the QUAL commitments, the group key its constant
+//!    term, the own share the sum of the QUAL shares, and every member's
+//!    verification key one FFT in the exponent away.
 //!
 //! # Model
 //! As in Pedersen's and GJKR's protocols, broadcasts are assumed consistent: every
@@ -33,23 +37,29 @@
 //! the attempt when agreement fails. The simulator and the node both run the
 //! session. Dealers are every member or a committee drawn from the genesis seed
 //! ([`committee`]).
-//! Point-to-point channels are authenticated and private. Phases are bounded by
-//! timeouts (a synchronous DKG): all honest members, seeing the same broadcasts,
-//! compute the same `QUAL`. A dealer that deals bad shares and then reveals shares
-//! that match its commitments stays qualified — the complainers take the revealed
-//! shares — as in GJKR.
+//! Point-to-point channels are authenticated and private. A phase ends as soon as
+//! everything it can still receive is in; its timeout only bounds the wait for
+//! silent (or slow) members, and then all honest members, seeing the same
+//! broadcasts within it, compute the same `QUAL` (a synchronous DKG). Over the
+//! relay ([`Dkg::with_relay`]) a phase also waits for the relay's word that every
+//! member holds the same versions of its broadcasts ([`DkgInput::Confirmed`]), so
+//! that ending early never outruns the detection of an equivocating member. A
+//! dealer that deals bad shares and then reveals shares that match its
+//! commitments stays qualified — the complainers take the revealed shares — as in
+//! GJKR.
 //!
 //! # Phase transitions
-//! | from            | input                      | to              |
-//! |-----------------|----------------------------|-----------------|
-//! | `Idle`          | `Start`                    | `Dealing`       |
-//! | `Dealing`       | timer `EndOfDeal`          | `Complaining`   |
-//! | `Complaining`   | timer `EndOfComplaints`    | `Justifying`    |
-//! | `Justifying`    | timer `EndOfJustifications`| `Done`/`Failed` |
+//! | from            | input                                                  | to              |
+//! |-----------------|--------------------------------------------------------|-----------------|
+//! | `Idle`          | `Start`                                                | `Dealing`       |
+//! | `Dealing`       | last deal or share in, or timer `EndOfDeal`            | `Complaining`   |
+//! | `Complaining`   | last complaint in (and deals and complaints confirmed), or timer `EndOfComplaints` | `Justifying` |
+//! | `Justifying`    | no justification due, last one in (and confirmed), or timer `EndOfJustifications` | `Done`/`Failed` |
 //!
-//! Messages for a later phase are accepted early (and kept until their phase);
-//! messages for a phase already over, from non-members, for another session, or
-//! repeated, are ignored.
+//! One input may cross several rows (a member that gets the last complaint and
+//! owes no justification finalizes at once). Messages for a later phase are
+//! accepted early (and kept until their phase); messages for a phase already
+//! over, from non-members, for another session, or repeated, are ignored.
 
 pub mod committee;
 pub mod harness;
@@ -65,7 +75,8 @@ use crate::scheme::Scheme;
 use crate::threshold::{SecretShare, ThresholdPublicKey};
 use crate::{wire, Error, NodeIndex, Time};
 use rand_chacha::ChaCha20Rng;
-use rand_core::SeedableRng;
+use rand_core::{RngCore as _, SeedableRng};
+use relay::Kind;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
@@ -151,7 +162,8 @@ impl DkgConfig {
         }
     }
 
-    fn dealer_count(&self) -> u32 {
+    /// How many dealers there are.
+    pub fn dealer_count(&self) -> u32 {
         if self.dealers.is_empty() {
             self.n
         } else {
@@ -307,6 +319,10 @@ pub enum DkgInput<S: Scheme> {
         /// The equivocating member.
         member: NodeIndex,
     },
+    /// The relay confirms that every member (save proven equivocators) holds the
+    /// same versions of the broadcasts of this kind as this member (only used
+    /// by a DKG built [`Dkg::with_relay`]).
+    Confirmed(Kind),
 }
 
 /// Outputs of the state machine.
@@ -332,6 +348,11 @@ pub enum DkgAction<S: Scheme> {
     Complete(Arc<DkgOutput<S>>),
     /// The DKG failed (too few qualified dealers, inconsistent result).
     Failed(String),
+    /// This member holds every broadcast of this kind it waits for (or its phase
+    /// is over): the relay should tell the others which versions it holds, and
+    /// answer with [`DkgInput::Confirmed`] once they all hold the same. Only a DKG
+    /// built [`Dkg::with_relay`] emits it.
+    Announce(Kind),
 }
 
 /// Key material for one threshold.
@@ -467,6 +488,13 @@ pub struct Dkg<S: Scheme> {
     /// Members proven to equivocate: their complaints do not count.
     faulty: BTreeSet<NodeIndex>,
     justifications: BTreeMap<NodeIndex, Arc<Justification>>,
+    /// Members whose complaint (possibly naming nobody) was delivered.
+    complainers: BTreeSet<NodeIndex>,
+    /// Whether phases wait for the relay's confirmations ([`Dkg::with_relay`]).
+    relayed: bool,
+    /// Kinds announced to, and confirmed by, the relay.
+    announced: BTreeSet<Kind>,
+    confirmed: BTreeSet<Kind>,
     /// As a dealer: the evaluations of its own polynomials at every member (secret).
     dealt: Option<Vec<Vec<Scalar>>>,
     /// Group polynomials and verification keys already derived, per threshold, for
@@ -506,9 +534,20 @@ impl<S: Scheme> Dkg<S> {
             complaints: BTreeMap::new(),
             faulty: BTreeSet::new(),
             justifications: BTreeMap::new(),
+            complainers: BTreeSet::new(),
+            relayed: false,
+            announced: BTreeSet::new(),
+            confirmed: BTreeSet::new(),
             dealt: None,
             derived: BTreeMap::new(),
         })
+    }
+
+    /// Runs over the relay: phases also wait for its confirmations (see
+    /// [`DkgInput::Confirmed`] and [`DkgAction::Announce`]).
+    pub fn with_relay(mut self) -> Self {
+        self.relayed = true;
+        self
     }
 
     /// The current phase.
@@ -523,7 +562,7 @@ impl<S: Scheme> Dkg<S> {
 
     /// Handles one input at time `now` and returns the resulting actions.
     pub fn handle(&mut self, now: Time, input: DkgInput<S>) -> Vec<DkgAction<S>> {
-        match input {
+        let mut out = match input {
             DkgInput::Start => self.start(now),
             DkgInput::Message { from, message } => {
                 self.on_message(from, message);
@@ -556,7 +595,117 @@ impl<S: Scheme> Dkg<S> {
                 }
                 Vec::new()
             }
+            DkgInput::Confirmed(kind) => {
+                self.confirmed.insert(kind);
+                Vec::new()
+            }
+        };
+        self.advance(now, &mut out);
+        out
+    }
+
+    /// Ends every phase whose messages are all in (several in a row when the
+    /// next one has nothing left to wait for), and announces complete kinds.
+    fn advance(&mut self, now: Time, out: &mut Vec<DkgAction<S>>) {
+        loop {
+            self.announce_complete(out);
+            let next = match self.phase {
+                DkgPhase::Dealing if self.deals_in() && self.shares_in() => self.end_of_deal(now),
+                DkgPhase::Complaining
+                    if self.complaints_in()
+                        && self.is_confirmed(Kind::Deal)
+                        && self.is_confirmed(Kind::Complaint) =>
+                {
+                    self.end_of_complaints(now)
+                }
+                DkgPhase::Justifying
+                    if self.expected_justifications().is_empty()
+                        || (self.justifications_in() && self.is_confirmed(Kind::Justification)) =>
+                {
+                    self.finalize()
+                }
+                _ => return,
+            };
+            out.extend(next);
         }
+    }
+
+    fn is_confirmed(&self, kind: Kind) -> bool {
+        !self.relayed || self.confirmed.contains(&kind)
+    }
+
+    fn announce(&mut self, kind: Kind, out: &mut Vec<DkgAction<S>>) {
+        if self.relayed && self.announced.insert(kind) {
+            out.push(DkgAction::Announce(kind));
+        }
+    }
+
+    /// Announces each kind of broadcast once this member holds all it waits for.
+    fn announce_complete(&mut self, out: &mut Vec<DkgAction<S>>) {
+        if !self.relayed
+            || matches!(
+                self.phase,
+                DkgPhase::Idle | DkgPhase::Done | DkgPhase::Failed
+            )
+        {
+            return;
+        }
+        if self.deals_in() {
+            self.announce(Kind::Deal, out);
+        }
+        if self.complaints_in() {
+            self.announce(Kind::Complaint, out);
+        }
+        if self.phase == DkgPhase::Justifying
+            && !self.expected_justifications().is_empty()
+            && self.justifications_in()
+        {
+            self.announce(Kind::Justification, out);
+        }
+    }
+
+    /// Whether every dealer's deal is in (proven equivocators aside).
+    fn deals_in(&self) -> bool {
+        let missing_faulty = self
+            .faulty
+            .iter()
+            .filter(|m| self.config.is_dealer(**m) && !self.deals.contains_key(m))
+            .count();
+        self.deals.len() + missing_faulty >= self.config.dealer_count() as usize
+    }
+
+    /// Whether every dealer with a well-formed deal sent this member's shares.
+    fn shares_in(&self) -> bool {
+        self.deals
+            .keys()
+            .all(|d| self.shares.contains_key(d) || self.disqualified.contains_key(d))
+    }
+
+    /// Whether every member's complaint is in (proven equivocators aside).
+    fn complaints_in(&self) -> bool {
+        let missing_faulty = self
+            .faulty
+            .iter()
+            .filter(|m| !self.complainers.contains(m))
+            .count();
+        self.complainers.len() + missing_faulty >= self.config.n as usize
+    }
+
+    /// Dealers that owe a justification: complained about, deal in, not
+    /// disqualified.
+    fn expected_justifications(&self) -> Vec<NodeIndex> {
+        self.complaints
+            .keys()
+            .filter(|d| self.deals.contains_key(d) && !self.disqualified.contains_key(d))
+            .copied()
+            .collect()
+    }
+
+    /// Whether every justification that is due is in (at once when none is).
+    fn justifications_in(&self) -> bool {
+        self.expected_justifications()
+            .iter()
+            .all(|d| self.justifications.contains_key(d) || self.faulty.contains(d))
     }
 
     fn timer(&self, now: Time, timer: DkgTimer) -> DkgAction<S> {
@@ -655,6 +804,7 @@ impl<S: Scheme> Dkg<S> {
                     || c.from != from
                     || !accepting
                     || self.faulty.contains(&from)
+                    || !self.complainers.insert(from)
                 {
                     return;
                 }
@@ -693,8 +843,12 @@ impl<S: Scheme> Dkg<S> {
             .collect()
     }
 
-    /// Step 2: disqualify silent dealers, check own shares, complain.
+    /// Step 2: disqualify silent dealers, check own shares, complain (naming
+    /// nobody when every share is good).
     fn end_of_deal(&mut self, now: Time) -> Vec<DkgAction<S>> {
+        let mut out = Vec::new();
+        // The deals this member holds are final: let the relay compare them.
+        self.announce(Kind::Deal, &mut out);
         for d in self.config.dealer_list() {
             if !self.deals.contains_key(&d) {
                 self.disqualify(d, "no deal before the deadline");
@@ -706,39 +860,31 @@ impl<S: Scheme> Dkg<S> {
             .filter(|d| !self.shares.contains_key(d))
             .copied()
             .collect();
-        let with_shares: Vec<NodeIndex> = candidates
+        let dealings: Vec<(&Deal<S>, &[Scalar])> = candidates
             .iter()
             .filter(|d| !bad.contains(d))
-            .copied()
+            .map(|d| (self.deals[d].as_ref(), self.shares[d].as_slice()))
             .collect();
-        // The cheap check first: the summed share against the summed commitments.
-        let all_ok = (0..self.config.thresholds.len()).all(|k| {
-            let sum: Scalar = with_shares.iter().map(|d| self.shares[d][k]).sum();
-            let (_, keys) = self.derive(k, &with_shares);
-            S::PublicKey::generator().mul(&sum) == keys[self.me.0 as usize]
-        });
-        if !all_ok {
-            for d in &with_shares {
-                let deal = &self.deals[d];
-                if !share_matches::<S>(&self.domain, deal, self.me, &self.shares[d]) {
-                    bad.insert(*d);
+        // One batched check of every dealing; single ones only if it fails.
+        if !batch_check::<S>(&self.domain, &self.config.session, self.me, &dealings) {
+            for (deal, shares) in &dealings {
+                if !share_matches::<S>(&self.domain, deal, self.me, shares) {
+                    bad.insert(deal.dealer);
                 }
             }
         }
         self.phase = DkgPhase::Complaining;
-        let mut out = Vec::new();
-        if !bad.is_empty() {
-            self.my_complaints = bad.clone();
-            for d in &bad {
-                self.complaints.entry(*d).or_default().insert(self.me);
-            }
-            let complaint = Complaint {
-                session: self.config.session,
-                from: self.me,
-                dealers: bad.into_iter().collect(),
-            };
-            out.push(DkgAction::Broadcast(DkgMessage::Complaint(complaint)));
+        self.my_complaints = bad.clone();
+        for d in &bad {
+            self.complaints.entry(*d).or_default().insert(self.me);
         }
+        self.complainers.insert(self.me);
+        let complaint = Complaint {
+            session: self.config.session,
+            from: self.me,
+            dealers: bad.into_iter().collect(),
+        };
+        out.push(DkgAction::Broadcast(DkgMessage::Complaint(complaint)));
         out.push(self.timer(now, DkgTimer::EndOfComplaints));
         out
     }
@@ -747,6 +893,7 @@ impl<S: Scheme> Dkg<S> {
     fn end_of_complaints(&mut self, now: Time) -> Vec<DkgAction<S>> {
         self.phase = DkgPhase::Justifying;
         let mut out = Vec::new();
+        self.announce(Kind::Complaint, &mut out);
         let complainers = self.complaints.get(&self.me).cloned().unwrap_or_default();
         if self.config.is_dealer(self.me)
             && !complainers.is_empty()
@@ -903,7 +1050,7 @@ impl<S: Scheme> Dkg<S> {
 
 /// Whether `shares` (one per threshold) of member `j` match the dealer's commitments:
 /// `g^{s_k} == sum_i C_{k,i} x_j^i` (one MSM per threshold).
-fn share_matches<S: Scheme>(
+pub fn share_matches<S: Scheme>(
     domain: &SignerDomain,
     deal: &Deal<S>,
     j: NodeIndex,
@@ -919,6 +1066,76 @@ fn share_matches<S: Scheme>(
         }
         S::PublicKey::msm(c, &powers) == S::PublicKey::generator().mul(s)
     })
+}
+
+/// Domain separation of the batch check's Fiat–Shamir weights.
+const BATCH_DOMAIN: &[u8] = b"sbft-beacon/dkg-batch-check/1";
+
+/// Whether every dealing in `dealings` (a deal and member `j`'s shares from it,
+/// one per threshold) passes its Feldman check, tested at once: with weights
+/// `r_{D,k}` drawn from a ChaCha20 stream seeded by SHA-256 of the session, `j`,
+/// every deal's digest and every share (Fiat–Shamir: a dealer cannot choose its
+/// shares knowing the weights, since they depend on them),
+/// `sum_{D,k} r_{D,k} (sum_i x_j^i C_{D,k,i} - g^{s_{D,k}})` must be the identity.
+/// That is one multi-scalar multiplication over every commitment and the
+/// generator. A bad share passes only with probability about `2^-128` (the
+/// weights are 128-bit), so `true` means every dealing is good, and `false`
+/// that at least one is bad (then check them one by one with
+/// [`share_matches`]). Malformed input (a deal or share vector of the wrong
+/// length, a point outside the domain) is `false`.
+pub fn batch_check<S: Scheme>(
+    domain: &SignerDomain,
+    session: &[u8; 32],
+    j: NodeIndex,
+    dealings: &[(&Deal<S>, &[Scalar])],
+) -> bool {
+    let Ok(x) = domain.point(j) else { return false };
+    let mut h = Sha256::new();
+    h.update(BATCH_DOMAIN);
+    h.update(session);
+    h.update(j.0.to_be_bytes());
+    let mut points = 0usize;
+    let mut degree = 0usize;
+    for (deal, shares) in dealings {
+        if deal.commitments.len() != shares.len() {
+            return false;
+        }
+        h.update(deal.digest());
+        for s in *shares {
+            h.update(s.to_bytes_le());
+        }
+        for c in &deal.commitments {
+            points += c.len();
+            degree = degree.max(c.len());
+        }
+    }
+    if dealings.is_empty() {
+        return true;
+    }
+    let mut rng = ChaCha20Rng::from_seed(h.finalize().into());
+    let mut powers = Vec::with_capacity(degree);
+    let mut acc = Scalar::one();
+    for _ in 0..degree {
+        powers.push(acc);
+        acc *= x;
+    }
+    let mut bases = Vec::with_capacity(points + 1);
+    let mut scalars = Vec::with_capacity(points + 1);
+    let mut shares_sum = Scalar::ZERO;
+    for (deal, shares) in dealings {
+        for (c, s) in deal.commitments.iter().zip(shares.iter()) {
+            let r =
+                Scalar::from_u128(u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64()));
+            shares_sum += r * *s;
+            for (p, power) in c.iter().zip(&powers) {
+                bases.push(*p);
+                scalars.push(r * *power);
+            }
+        }
+    }
+    bases.push(S::PublicKey::generator());
+    scalars.push(-shares_sum);
+    S::PublicKey::msm(&bases, &scalars).is_identity()
 }
 
 /// Evaluates the polynomial with coefficients `g^{a_i}` "in the exponent" at every

@@ -90,9 +90,17 @@ impl SessionMessage {
                 ..
             } => "dkg-broadcast",
             SessionMessage::Relay {
-                message: RelayMessage::Echo(_),
+                message: RelayMessage::Summary { .. },
                 ..
-            } => "dkg-echo",
+            } => "dkg-summary",
+            SessionMessage::Relay {
+                message: RelayMessage::PullVersions { .. },
+                ..
+            } => "dkg-pull-versions",
+            SessionMessage::Relay {
+                message: RelayMessage::Versions { .. },
+                ..
+            } => "dkg-versions",
             SessionMessage::Relay {
                 message: RelayMessage::Pull { .. },
                 ..
@@ -192,9 +200,13 @@ pub struct DkgSession<S: Scheme> {
     dkg: Dkg<S>,
     relay: BroadcastRelay,
     result: Option<Arc<DkgOutput<S>>>,
+    /// [`result_id`] of `result`.
+    result_id: Option<[u8; 32]>,
     last_failure: Option<String>,
     /// First valid signed result of each member in this attempt.
     votes: BTreeMap<NodeIndex, SignedResult>,
+    /// Votes per result ([`result_id`]) in this attempt.
+    tally: BTreeMap<[u8; 32], usize>,
     early: Vec<(NodeIndex, SessionMessage)>,
 }
 
@@ -235,6 +247,17 @@ fn result_bytes(
     }
     m.extend_from_slice(digest);
     m
+}
+
+/// Identifies a result `(QUAL, keys digest)` for counting votes.
+fn result_id(qual: &[NodeIndex], digest: &[u8; 32]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update((qual.len() as u64).to_be_bytes());
+    for d in qual {
+        h.update(d.0.to_be_bytes());
+    }
+    h.update(digest);
+    h.finalize().into()
 }
 
 /// The RNG seed of attempt `attempt` from a member's DKG seed.
@@ -284,8 +307,10 @@ impl<S: Scheme> DkgSession<S> {
             dkg,
             relay,
             result: None,
+            result_id: None,
             last_failure: None,
             votes: BTreeMap::new(),
+            tally: BTreeMap::new(),
             early: Vec::new(),
         })
     }
@@ -305,8 +330,8 @@ impl<S: Scheme> DkgSession<S> {
             phase_timeout_us: base.phase_timeout_us.saturating_mul(1 << attempt.min(16)),
             ..base.clone()
         };
-        let dkg = Dkg::new(config, me, attempt_seed(seed, attempt), memo.clone())?;
-        let relay = BroadcastRelay::new(me, session, key.clone(), keys.clone());
+        let dkg = Dkg::new(config, me, attempt_seed(seed, attempt), memo.clone())?.with_relay();
+        let relay = BroadcastRelay::new(me, session, key.clone(), keys.clone(), memo.clone());
         Ok((dkg, relay))
     }
 
@@ -382,6 +407,10 @@ impl<S: Scheme> DkgSession<S> {
                     at,
                     timer: SessionTimer::Phase { attempt, timer },
                 }),
+                DkgAction::Announce(kind) => {
+                    let actions = self.relay.announce::<S>(kind);
+                    self.on_relay(now, actions, out);
+                }
                 DkgAction::Complete(output) => self.on_result(now, output, out),
                 DkgAction::Failed(reason) => {
                     self.last_failure = Some(reason);
@@ -424,6 +453,10 @@ impl<S: Scheme> DkgSession<S> {
                     let actions = self.dkg.handle(now, DkgInput::Faulty { member });
                     self.on_dkg(now, actions, out);
                 }
+                RelayAction::Consistent(kind) => {
+                    let actions = self.dkg.handle(now, DkgInput::Confirmed(kind));
+                    self.on_dkg(now, actions, out);
+                }
             }
         }
     }
@@ -449,8 +482,9 @@ impl<S: Scheme> DkgSession<S> {
             keys_digest: digest,
             signature,
         };
+        self.result_id = Some(result_id(&output.qual, &digest));
         self.result = Some(output);
-        self.votes.insert(self.me, vote.clone());
+        self.record(vote.clone());
         out.push(SessionAction::Broadcast(SessionMessage::Result(vote)));
         self.check_quorum(out);
     }
@@ -469,21 +503,22 @@ impl<S: Scheme> DkgSession<S> {
         {
             return;
         }
-        self.votes.insert(from, vote);
+        self.record(vote);
         self.check_quorum(out);
+    }
+
+    fn record(&mut self, vote: SignedResult) {
+        *self
+            .tally
+            .entry(result_id(&vote.qual, &vote.keys_digest))
+            .or_default() += 1;
+        self.votes.insert(vote.from, vote);
     }
 
     fn check_quorum(&mut self, out: &mut Vec<SessionAction<S>>) {
         let quorum = (self.base.n - self.base.max_faulty) as usize;
-        let count = |qual: &[NodeIndex], digest: &[u8; 32]| {
-            self.votes
-                .values()
-                .filter(|v| v.qual == qual && &v.keys_digest == digest)
-                .count()
-        };
-        if let Some(mine) = &self.result {
-            let digest = keys_digest(mine);
-            if count(&mine.qual, &digest) >= quorum {
+        if let (Some(mine), Some(id)) = (&self.result, &self.result_id) {
+            if self.tally.get(id).copied().unwrap_or(0) >= quorum {
                 let output = DkgOutput {
                     session: self.base.session,
                     ..(**mine).clone()
@@ -496,10 +531,7 @@ impl<S: Scheme> DkgSession<S> {
         // Only a member whose own attempt is over (with another result, or none)
         // gives up; one that has not finalized yet may still match the quorum.
         let finished = self.result.is_some() || self.last_failure.is_some();
-        let other = self
-            .votes
-            .values()
-            .any(|v| count(&v.qual, &v.keys_digest) >= quorum);
+        let other = self.tally.values().any(|c| *c >= quorum);
         if finished && other {
             self.state = State::Over;
             out.push(SessionAction::Failed(format!(
@@ -537,8 +569,10 @@ impl<S: Scheme> DkgSession<S> {
         self.dkg = dkg;
         self.relay = relay;
         self.result = None;
+        self.result_id = None;
         self.last_failure = None;
         self.votes.clear();
+        self.tally.clear();
         self.begin(now, out);
     }
 
