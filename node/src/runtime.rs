@@ -368,6 +368,10 @@ impl<S: Scheme> Node<S> {
                 return Ok(());
             }
             let timer = entry.remove();
+            if let (MemberTimer::Dkg(t), Some(progress)) = (&timer, self.member.dkg_progress()) {
+                // A DKG deadline passed before the DKG was over: say what it lacked.
+                info!(timer = ?t, progress, "DKG deadline");
+            }
             self.handle(MemberInput::Timer(timer))?;
         }
     }

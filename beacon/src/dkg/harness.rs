@@ -60,6 +60,12 @@ pub enum DealerFault {
     Equivocate,
     /// Sends nothing at all.
     Silent,
+    /// Correct shares to `victims`, but not the ones its deal's share root
+    /// commits to (a wrong salt): they complain, and it reveals the shares.
+    UncommittedShares {
+        /// Recipients of the uncommitted shares.
+        victims: Vec<NodeIndex>,
+    },
 }
 
 /// A Byzantine dealer: an honest [`Dkg`] whose outputs are rewritten.
@@ -78,7 +84,8 @@ impl<S: Scheme> ByzantineDealer<S> {
         match &self.fault {
             DealerFault::BadShares { victims }
             | DealerFault::BadSharesThenJustified { victims }
-            | DealerFault::InvalidJustification { victims } => Some(victims),
+            | DealerFault::InvalidJustification { victims }
+            | DealerFault::UncommittedShares { victims } => Some(victims),
             _ => None,
         }
     }
@@ -113,8 +120,21 @@ impl<S: Scheme> DkgParticipant<S> for ByzantineDealer<S> {
                     for c in &mut commitments {
                         c.pop();
                     }
-                    let bad = Deal::new(d.session, d.dealer, commitments);
+                    let bad = Deal::new(d.session, d.dealer, commitments, d.share_root);
                     out.push(DkgAction::Broadcast(DkgMessage::Deal(Arc::new(bad))));
+                }
+                (
+                    DealerFault::UncommittedShares { .. },
+                    DkgAction::Send {
+                        to,
+                        message: DkgMessage::Shares(mut s),
+                    },
+                ) if self.is_victim(to) => {
+                    s.salt[0] ^= 1;
+                    out.push(DkgAction::Send {
+                        to,
+                        message: DkgMessage::Shares(s),
+                    });
                 }
                 (
                     _,
@@ -324,6 +344,7 @@ fn other_session<S: Scheme>(message: &DkgMessage<S>) -> DkgMessage<S> {
             flip(d.session),
             d.dealer,
             d.commitments.clone(),
+            d.share_root,
         ))),
         DkgMessage::Shares(s) => DkgMessage::Shares(DealtShares {
             session: flip(s.session),

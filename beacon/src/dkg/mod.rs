@@ -10,11 +10,11 @@
 //!    point ([`DealtShares`]).
 //! 2. **Complaints** (when every dealer's deal and shares are in). A dealer with no
 //!    deal or a commitment of the wrong degree is disqualified by everyone (the
-//!    deal is a broadcast). Member `j` checks all its shares at once: a random
+//!    deal is a broadcast). Member `j` checks all its shares at once: one random
 //!    linear combination of the Feldman equations `g^{s_{D,k}} = sum_i x_j^i
-//!    C_{D,k,i}` of every dealer and threshold, with weights drawn (Fiat–Shamir)
-//!    from the deals and its own shares, is one multi-scalar multiplication
-//!    ([`batch_check`]); only when it fails does it check dealings one by one.
+//!    C_{D,k,i}` of every dealer and threshold, with Fiat–Shamir weights drawn
+//!    from the deals (which commit to the shares they deal: [`batch`]); only when
+//!    it fails does it check dealings one by one.
 //!    Every member broadcasts a [`Complaint`] naming every dealer whose share is
 //!    missing or wrong — naming nobody when all are good, so that the others know
 //!    it has nothing to say.
@@ -61,6 +61,7 @@
 //! accepted early (and kept until their phase); messages for a phase already
 //! over, from non-members, for another session, or repeated, are ignored.
 
+pub mod batch;
 pub mod committee;
 pub mod harness;
 pub mod relay;
@@ -74,6 +75,7 @@ use crate::poly::log2_ceil;
 use crate::scheme::Scheme;
 use crate::threshold::{SecretShare, ThresholdPublicKey};
 use crate::{wire, Error, NodeIndex, Time};
+use batch::{batch_check, in_share_tree, share_leaf, ShareTree};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore as _, SeedableRng};
 use relay::Kind;
@@ -191,17 +193,26 @@ pub struct Deal<S: Scheme> {
     pub dealer: NodeIndex,
     /// `commitments[k][i] = g^{a_{k,i}}` for threshold `k`, coefficient `i`.
     pub commitments: Vec<Vec<S::PublicKey>>,
+    /// Root of the dealer's [`ShareTree`]: commits to the shares it deals
+    /// (see [`batch`]).
+    pub share_root: [u8; 32],
     #[serde(skip)]
     digest: OnceLock<[u8; 32]>,
 }
 
 impl<S: Scheme> Deal<S> {
     /// A deal message.
-    pub fn new(session: [u8; 32], dealer: NodeIndex, commitments: Vec<Vec<S::PublicKey>>) -> Self {
+    pub fn new(
+        session: [u8; 32],
+        dealer: NodeIndex,
+        commitments: Vec<Vec<S::PublicKey>>,
+        share_root: [u8; 32],
+    ) -> Self {
         Deal {
             session,
             dealer,
             commitments,
+            share_root,
             digest: OnceLock::new(),
         }
     }
@@ -218,6 +229,7 @@ impl<S: Scheme> Deal<S> {
                     h.update(p.to_bytes());
                 }
             }
+            h.update(self.share_root);
             h.finalize().into()
         })
     }
@@ -234,6 +246,10 @@ pub struct DealtShares {
     pub recipient: NodeIndex,
     /// `f_{dealer,k}(w^recipient)` per threshold `k`.
     pub shares: Vec<Scalar>,
+    /// The salt of the recipient's leaf in the dealer's [`ShareTree`].
+    pub salt: [u8; 32],
+    /// The leaf's authentication path up to the deal's `share_root`.
+    pub path: Vec<[u8; 32]>,
 }
 
 /// A member's broadcast complaint against dealers whose shares were missing or bad.
@@ -482,6 +498,8 @@ pub struct Dkg<S: Scheme> {
     /// Dealers excluded so far, with the reason (first reason wins).
     disqualified: BTreeMap<NodeIndex, String>,
     shares: BTreeMap<NodeIndex, Vec<Scalar>>,
+    /// Whether each dealer's shares are in its share tree (see [`batch`]).
+    shares_committed: BTreeMap<NodeIndex, ([u8; 32], Vec<[u8; 32]>)>,
     my_complaints: BTreeSet<NodeIndex>,
     /// dealer -> complainers.
     complaints: BTreeMap<NodeIndex, BTreeSet<NodeIndex>>,
@@ -530,6 +548,7 @@ impl<S: Scheme> Dkg<S> {
             deals: BTreeMap::new(),
             disqualified: BTreeMap::new(),
             shares: BTreeMap::new(),
+            shares_committed: BTreeMap::new(),
             my_complaints: BTreeSet::new(),
             complaints: BTreeMap::new(),
             faulty: BTreeSet::new(),
@@ -558,6 +577,64 @@ impl<S: Scheme> Dkg<S> {
     /// The configuration.
     pub fn config(&self) -> &DkgConfig {
         &self.config
+    }
+
+    /// What this member waits for, for logs: its phase and how many of the
+    /// messages it expects are in.
+    pub fn progress(&self) -> String {
+        let confirmed = |k: Kind| {
+            if self.is_confirmed(k) {
+                "confirmed"
+            } else {
+                "unconfirmed"
+            }
+        };
+        match self.phase {
+            DkgPhase::Dealing => format!(
+                "dealing: {}/{} deals (faulty {}), shares from {}",
+                self.deals.len(),
+                self.config.dealer_count(),
+                self.faulty.len(),
+                self.shares.len(),
+            ),
+            DkgPhase::Complaining => format!(
+                "complaining: {}/{} complaints (faulty {}), deals {}, complaints {}",
+                self.complainers.len(),
+                self.config.n,
+                self.faulty.len(),
+                confirmed(Kind::Deal),
+                confirmed(Kind::Complaint),
+            ),
+            DkgPhase::Justifying => {
+                let due = self.expected_justifications();
+                let have = due
+                    .iter()
+                    .filter(|d| self.justifications.contains_key(d))
+                    .count();
+                format!(
+                    "justifying: {have}/{} justifications, {}",
+                    due.len(),
+                    confirmed(Kind::Justification)
+                )
+            }
+            other => format!("{other:?}").to_lowercase(),
+        }
+    }
+
+    /// A digest of everything the group polynomials of `qual` depend on (the
+    /// session, the thresholds and those dealers' deals): a key for sharing
+    /// computations on them ([`Memo`]); `None` if a deal of `qual` is missing.
+    pub fn qual_digest(&self, qual: &[NodeIndex]) -> Option<[u8; 32]> {
+        let mut h = Sha256::new();
+        h.update(b"sbft-beacon/dkg-qual/1");
+        h.update(self.config.session);
+        for t in &self.config.thresholds {
+            h.update(t.to_be_bytes());
+        }
+        for d in qual {
+            h.update(self.deals.get(d)?.digest());
+        }
+        Some(h.finalize().into())
     }
 
     /// Handles one input at time `now` and returns the resulting actions.
@@ -731,20 +808,45 @@ impl<S: Scheme> Dkg<S> {
                 commitments.push(poly.iter().map(|a| g.mul(a)).collect());
                 evaluations.push(self.domain.evaluate_all(&poly));
             }
-            let deal = Arc::new(Deal::new(self.config.session, self.me, commitments));
-            self.dealt = Some(evaluations.clone());
+            let session = self.config.session;
+            let member_shares =
+                |j: u32| -> Vec<Scalar> { evaluations.iter().map(|e| e[j as usize]).collect() };
+            let salts: Vec<[u8; 32]> = (0..self.config.n)
+                .map(|_| {
+                    let mut salt = [0u8; 32];
+                    self.rng.fill_bytes(&mut salt);
+                    salt
+                })
+                .collect();
+            let leaves = (0..self.config.n)
+                .map(|j| {
+                    share_leaf(
+                        &session,
+                        self.me,
+                        NodeIndex(j),
+                        &salts[j as usize],
+                        &member_shares(j),
+                    )
+                })
+                .collect();
+            let tree = ShareTree::new(leaves);
+            let deal = Arc::new(Deal::new(session, self.me, commitments, tree.root()));
             self.deals.insert(self.me, deal.clone());
             out.push(DkgAction::Broadcast(DkgMessage::Deal(deal)));
             for j in 0..self.config.n {
-                let shares: Vec<Scalar> = evaluations.iter().map(|e| e[j as usize]).collect();
+                let shares = member_shares(j);
                 if j == self.me.0 {
+                    self.shares_committed
+                        .insert(self.me, (salts[j as usize], tree.path(NodeIndex(j))));
                     self.shares.insert(self.me, shares);
                 } else {
                     let message = DealtShares {
-                        session: self.config.session,
+                        session,
                         dealer: self.me,
                         recipient: NodeIndex(j),
                         shares,
+                        salt: salts[j as usize],
+                        path: tree.path(NodeIndex(j)),
                     };
                     out.push(DkgAction::Send {
                         to: NodeIndex(j),
@@ -752,6 +854,7 @@ impl<S: Scheme> Dkg<S> {
                     });
                 }
             }
+            self.dealt = Some(evaluations);
         }
         out.push(self.timer(now, DkgTimer::EndOfDeal));
         out
@@ -791,8 +894,12 @@ impl<S: Scheme> Dkg<S> {
                 {
                     return;
                 }
-                if self.config.is_dealer(from) && s.shares.len() == thresholds {
-                    self.shares.entry(from).or_insert(s.shares);
+                if self.config.is_dealer(from)
+                    && s.shares.len() == thresholds
+                    && !self.shares.contains_key(&from)
+                {
+                    self.shares_committed.insert(from, (s.salt, s.path));
+                    self.shares.insert(from, s.shares);
                 }
             }
             DkgMessage::Complaint(c) => {
@@ -855,9 +962,19 @@ impl<S: Scheme> Dkg<S> {
             }
         }
         let candidates = self.candidates();
+        // Missing shares, or shares the dealer did not commit to, are bad.
+        let size = self.domain.size();
         let mut bad: BTreeSet<NodeIndex> = candidates
             .iter()
-            .filter(|d| !self.shares.contains_key(d))
+            .filter(|d| {
+                let (Some(shares), Some((salt, path))) =
+                    (self.shares.get(d), self.shares_committed.get(d))
+                else {
+                    return true;
+                };
+                let leaf = share_leaf(&self.config.session, **d, self.me, salt, shares);
+                !in_share_tree(&self.deals[d].share_root, leaf, self.me, path, size)
+            })
             .copied()
             .collect();
         let dealings: Vec<(&Deal<S>, &[Scalar])> = candidates
@@ -866,7 +983,8 @@ impl<S: Scheme> Dkg<S> {
             .map(|d| (self.deals[d].as_ref(), self.shares[d].as_slice()))
             .collect();
         // One batched check of every dealing; single ones only if it fails.
-        if !batch_check::<S>(&self.domain, &self.config.session, self.me, &dealings) {
+        let session = self.config.session;
+        if !batch_check::<S>(&self.domain, &self.memo, &session, self.me, &dealings) {
             for (deal, shares) in &dealings {
                 if !share_matches::<S>(&self.domain, deal, self.me, shares) {
                     bad.insert(deal.dealer);
@@ -1066,76 +1184,6 @@ pub fn share_matches<S: Scheme>(
         }
         S::PublicKey::msm(c, &powers) == S::PublicKey::generator().mul(s)
     })
-}
-
-/// Domain separation of the batch check's Fiat–Shamir weights.
-const BATCH_DOMAIN: &[u8] = b"sbft-beacon/dkg-batch-check/1";
-
-/// Whether every dealing in `dealings` (a deal and member `j`'s shares from it,
-/// one per threshold) passes its Feldman check, tested at once: with weights
-/// `r_{D,k}` drawn from a ChaCha20 stream seeded by SHA-256 of the session, `j`,
-/// every deal's digest and every share (Fiat–Shamir: a dealer cannot choose its
-/// shares knowing the weights, since they depend on them),
-/// `sum_{D,k} r_{D,k} (sum_i x_j^i C_{D,k,i} - g^{s_{D,k}})` must be the identity.
-/// That is one multi-scalar multiplication over every commitment and the
-/// generator. A bad share passes only with probability about `2^-128` (the
-/// weights are 128-bit), so `true` means every dealing is good, and `false`
-/// that at least one is bad (then check them one by one with
-/// [`share_matches`]). Malformed input (a deal or share vector of the wrong
-/// length, a point outside the domain) is `false`.
-pub fn batch_check<S: Scheme>(
-    domain: &SignerDomain,
-    session: &[u8; 32],
-    j: NodeIndex,
-    dealings: &[(&Deal<S>, &[Scalar])],
-) -> bool {
-    let Ok(x) = domain.point(j) else { return false };
-    let mut h = Sha256::new();
-    h.update(BATCH_DOMAIN);
-    h.update(session);
-    h.update(j.0.to_be_bytes());
-    let mut points = 0usize;
-    let mut degree = 0usize;
-    for (deal, shares) in dealings {
-        if deal.commitments.len() != shares.len() {
-            return false;
-        }
-        h.update(deal.digest());
-        for s in *shares {
-            h.update(s.to_bytes_le());
-        }
-        for c in &deal.commitments {
-            points += c.len();
-            degree = degree.max(c.len());
-        }
-    }
-    if dealings.is_empty() {
-        return true;
-    }
-    let mut rng = ChaCha20Rng::from_seed(h.finalize().into());
-    let mut powers = Vec::with_capacity(degree);
-    let mut acc = Scalar::one();
-    for _ in 0..degree {
-        powers.push(acc);
-        acc *= x;
-    }
-    let mut bases = Vec::with_capacity(points + 1);
-    let mut scalars = Vec::with_capacity(points + 1);
-    let mut shares_sum = Scalar::ZERO;
-    for (deal, shares) in dealings {
-        for (c, s) in deal.commitments.iter().zip(shares.iter()) {
-            let r =
-                Scalar::from_u128(u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64()));
-            shares_sum += r * *s;
-            for (p, power) in c.iter().zip(&powers) {
-                bases.push(*p);
-                scalars.push(r * *power);
-            }
-        }
-    }
-    bases.push(S::PublicKey::generator());
-    scalars.push(-shares_sum);
-    S::PublicKey::msm(&bases, &scalars).is_identity()
 }
 
 /// Evaluates the polynomial with coefficients `g^{a_i}` "in the exponent" at every

@@ -26,7 +26,7 @@
 
 use super::relay::{BroadcastRelay, RelayAction, RelayMessage, SigningKey, VerifyingKey};
 use super::*;
-use ed25519_dalek::{Signer as _, Verifier as _};
+use ed25519_dalek::Signer as _;
 
 /// Domain separation of the agreement signatures.
 const RESULT_DOMAIN: &[u8] = b"sbft-beacon/dkg-result/1";
@@ -177,6 +177,10 @@ pub trait SessionParticipant<S: Scheme>: Send {
     /// Whether this participant follows the protocol.
     fn is_honest(&self) -> bool {
         true
+    }
+    /// What it waits for, for logs (empty if it does not say).
+    fn progress(&self) -> String {
+        String::new()
     }
 }
 
@@ -350,6 +354,21 @@ impl<S: Scheme> DkgSession<S> {
         self.me
     }
 
+    /// What this member waits for, for logs: the attempt, the DKG's phase and
+    /// what is in, or the agreement votes.
+    pub fn progress(&self) -> String {
+        let quorum = self.base.n - self.base.max_faulty;
+        match (&self.result, &self.result_id) {
+            (Some(_), Some(id)) => format!(
+                "attempt {}: agreement, {}/{quorum} votes for this result ({} votes in)",
+                self.attempt,
+                self.tally.get(id).copied().unwrap_or(0),
+                self.votes.len()
+            ),
+            _ => format!("attempt {}: {}", self.attempt, self.dkg.progress()),
+        }
+    }
+
     /// The session of the current attempt.
     pub fn session(&self) -> [u8; 32] {
         self.dkg.config().session
@@ -468,7 +487,20 @@ impl<S: Scheme> DkgSession<S> {
         output: Arc<DkgOutput<S>>,
         out: &mut Vec<SessionAction<S>>,
     ) {
-        let digest = keys_digest(&output);
+        // Every member with this QUAL digests the same polynomials: once, when
+        // the memo is shared (compressing thousands of points each time is not
+        // free).
+        let digest = match self.dkg.qual_digest(&output.qual) {
+            Some(qual) => {
+                let mut key = Sha256::new();
+                key.update(b"sbft-beacon/dkg-keys-digest/1");
+                key.update(qual);
+                *self
+                    .memo
+                    .get_or_compute(key.finalize().into(), || keys_digest(&output))
+            }
+            None => keys_digest(&output),
+        };
         let session = self.session();
         let signature = self
             .key
@@ -493,14 +525,13 @@ impl<S: Scheme> DkgSession<S> {
         if vote.from != from || from.0 >= self.base.n || self.votes.contains_key(&from) {
             return;
         }
-        let Ok(signature) = ed25519_dalek::Signature::from_slice(&vote.signature) else {
-            return;
-        };
         let bytes = result_bytes(&self.session(), from, &vote.qual, &vote.keys_digest);
-        if self.keys[from.0 as usize]
-            .verify(&bytes, &signature)
-            .is_err()
-        {
+        if !super::relay::verify(
+            &self.memo,
+            &self.keys[from.0 as usize],
+            &bytes,
+            &vote.signature,
+        ) {
             return;
         }
         self.record(vote);
@@ -651,6 +682,10 @@ impl<S: Scheme> DkgSession<S> {
 impl<S: Scheme> SessionParticipant<S> for DkgSession<S> {
     fn handle(&mut self, now: Time, input: SessionInput) -> Vec<SessionAction<S>> {
         DkgSession::handle(self, now, input)
+    }
+
+    fn progress(&self) -> String {
+        DkgSession::progress(self)
     }
 }
 

@@ -269,7 +269,7 @@ fn malformed_messages_are_errors_not_panics() {
         &Disturbances::default(),
     );
     assert!(run.results.iter().all(|r| matches!(r, Some(Ok(_)))));
-    let deal = Deal::<MinPk>::new([1; 32], NodeIndex(0), vec![vec![G1Gen::gen(); 2]]);
+    let deal = Deal::<MinPk>::new([1; 32], NodeIndex(0), vec![vec![G1Gen::gen(); 2]], [0; 32]);
     let bytes = DkgMessage::Deal(Arc::new(deal)).encode().unwrap();
     assert!(DkgMessage::<MinPk>::decode(&bytes).is_ok());
     for cut in [0, 1, 10, bytes.len() - 1] {
@@ -297,6 +297,8 @@ fn malformed_messages_are_errors_not_panics() {
         dealer: NodeIndex(2),
         recipient: NodeIndex(0),
         shares: vec![],
+        salt: [0; 32],
+        path: Vec::new(),
     };
     assert!(dkg
         .handle(
@@ -429,7 +431,10 @@ fn dealings<S: Scheme>(
                 commitments.push(poly.iter().map(|a| g.mul(a)).collect());
                 shares.push(domain.evaluate_all(&poly)[j.0 as usize]);
             }
-            (Deal::new([3; 32], NodeIndex(d), commitments), shares)
+            (
+                Deal::new([3; 32], NodeIndex(d), commitments, [0; 32]),
+                shares,
+            )
         })
         .collect()
 }
@@ -437,7 +442,7 @@ fn dealings<S: Scheme>(
 fn batch_of<S: Scheme>(n: u32, j: NodeIndex, d: &[(Deal<S>, Vec<Scalar>)]) -> bool {
     let domain = SignerDomain::new(n).unwrap();
     let view: Vec<(&Deal<S>, &[Scalar])> = d.iter().map(|(a, b)| (a, b.as_slice())).collect();
-    batch_check::<S>(&domain, &[3; 32], j, &view)
+    batch::batch_check::<S>(&domain, &Memo::disabled(), &[3; 32], j, &view)
 }
 
 fn singles_of<S: Scheme>(n: u32, j: NodeIndex, d: &[(Deal<S>, Vec<Scalar>)]) -> Vec<bool> {
@@ -583,4 +588,71 @@ fn honest_sessions_end_on_events_with_bounded_attestations() {
     assert_eq!(count("dkg-summary"), 2 * pairs, "{:?}", run.traffic);
     assert_eq!(count("dkg-broadcast"), 2 * pairs + count("dkg-pull"));
     assert!(count("dkg-pull-versions") <= 2 * pairs, "{:?}", run.traffic);
+}
+
+#[test]
+fn share_trees_authenticate_exactly_their_leaves() {
+    let leaves: Vec<[u8; 32]> = (0..5u8).map(|i| [i + 1; 32]).collect();
+    let tree = batch::ShareTree::new(leaves.clone());
+    for (j, leaf) in leaves.iter().enumerate() {
+        let path = tree.path(NodeIndex(j as u32));
+        assert_eq!(path.len(), 3);
+        assert!(batch::in_share_tree(
+            &tree.root(),
+            *leaf,
+            NodeIndex(j as u32),
+            &path,
+            8
+        ));
+        // Another index, another leaf, a short path or another size: no.
+        let other = NodeIndex((j as u32 + 1) % 5);
+        assert!(!batch::in_share_tree(&tree.root(), *leaf, other, &path, 8));
+        assert!(!batch::in_share_tree(
+            &tree.root(),
+            [9; 32],
+            NodeIndex(j as u32),
+            &path,
+            8
+        ));
+        assert!(!batch::in_share_tree(
+            &tree.root(),
+            *leaf,
+            NodeIndex(j as u32),
+            &path[1..],
+            8
+        ));
+        assert!(!batch::in_share_tree(
+            &tree.root(),
+            *leaf,
+            NodeIndex(j as u32),
+            &path,
+            16
+        ));
+    }
+    assert!(!batch::in_share_tree(
+        &tree.root(),
+        leaves[0],
+        NodeIndex(9),
+        &tree.path(NodeIndex(0)),
+        8
+    ));
+}
+
+/// Correct shares the deal does not commit to count as bad: the victims
+/// complain, the dealer reveals the shares, and it stays qualified.
+#[test]
+fn shares_outside_the_share_root_draw_a_complaint() {
+    let n = 7;
+    let faults = vec![(
+        4,
+        DealerFault::UncommittedShares {
+            victims: vec![NodeIndex(1), NodeIndex(6)],
+        },
+    )];
+    let run = with_faults::<MinPk>(n, &faults, 23, &Disturbances::default());
+    let all: Vec<u32> = (0..n).collect();
+    let qual: Vec<NodeIndex> = (0..n).map(NodeIndex).collect();
+    check_agreement(&run, &all, &qual);
+    // A justification phase ran (the complaints were answered).
+    assert!(run.messages > u64::from(n * (n - 1)) * 3);
 }
