@@ -8,6 +8,8 @@
 //! - [`scheme`]: the signature group as a type parameter ([`MinPk`], [`MinSig`]);
 //! - [`threshold`]: shares, recovery by one multi-scalar multiplication, batch
 //!   verification with bisection;
+//! - [`dkg`], [`reshare`]: distributed key generation, and resharing of a
+//!   group key to a new member set and threshold (the key stays the same);
 //! - [`chain`]: drand's beacon chain format;
 //! - [`wire`]: the one codec (bincode 2, size-limited);
 //! - [`mock`]: an INSECURE stand-in scheme for protocol-only simulations.
@@ -32,6 +34,7 @@ pub mod lagrange;
 pub mod memo;
 pub mod mock;
 pub mod poly;
+pub mod reshare;
 pub mod scheme;
 pub mod threshold;
 pub mod wire;

@@ -3,8 +3,8 @@
 
 use crate::config::ReplicaKeys;
 use crate::messages::{signed, Block, FastVote, Message, ViewChange};
-use crate::replica::{Input, Output, Replica, Timer};
-use crate::{CommittedEntry, Height, View};
+use crate::replica::{ChainWindow, Input, Output, Replica, Timer};
+use crate::{Height, View};
 use beacon::{NodeIndex, Point, Scheme, Time};
 use sha2::{Digest as _, Sha256};
 use std::collections::{BTreeSet, VecDeque};
@@ -17,7 +17,7 @@ pub trait Participant<S: Scheme>: Send {
     /// The member index.
     fn index(&self) -> NodeIndex;
     /// Finalized heights.
-    fn finalized(&self) -> &[Arc<CommittedEntry<S>>];
+    fn finalized(&self) -> &ChainWindow<S>;
     /// The height being decided.
     fn current_height(&self) -> Height;
     /// Whether this participant follows the protocol.
@@ -33,7 +33,7 @@ impl<S: Scheme> Participant<S> for Replica<S> {
     fn index(&self) -> NodeIndex {
         self.me()
     }
-    fn finalized(&self) -> &[Arc<CommittedEntry<S>>] {
+    fn finalized(&self) -> &ChainWindow<S> {
         self.chain()
     }
     fn current_height(&self) -> Height {
@@ -430,7 +430,7 @@ impl<S: Scheme> Participant<S> for ByzantineReplica<S> {
     fn index(&self) -> NodeIndex {
         self.inner.me()
     }
-    fn finalized(&self) -> &[Arc<CommittedEntry<S>>] {
+    fn finalized(&self) -> &ChainWindow<S> {
         self.inner.chain()
     }
     fn current_height(&self) -> Height {

@@ -10,6 +10,10 @@ use serde::{Deserialize, Serialize};
 /// are typically within a few milliseconds of each other).
 pub const DEFAULT_CLOCK_SKEW_US: u64 = 100_000;
 
+/// Largest `election_lag`: the electing beacon must still be in the replica's
+/// chain window ([`crate::replica::CHAIN_WINDOW`]).
+pub const MAX_ELECTION_LAG: u64 = 64;
+
 /// Parameters every replica of one network shares.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReplicaConfig {
@@ -133,8 +137,11 @@ impl ReplicaConfig {
                 self.n - self.f
             ));
         }
-        if self.election_lag == 0 {
-            return err("election lag must be at least 1".into());
+        if self.election_lag == 0 || self.election_lag > MAX_ELECTION_LAG {
+            return err(format!(
+                "election lag must be between 1 and {MAX_ELECTION_LAG}, not {}",
+                self.election_lag
+            ));
         }
         if self.fast_path_timeout_us == 0 || self.view_change_timeout_us == 0 {
             return err("timeouts must be positive".into());

@@ -85,7 +85,7 @@ pub fn genuine_messages<S: Scheme>(
     }
     let mut forced = false;
     for _ in 0..100_000 {
-        if replicas.iter().all(|r| r.chain().len() as u64 >= heights) {
+        if replicas.iter().all(|r| r.chain().height() >= heights) {
             break;
         }
         // Once everyone is at height 2: a view change, as if view 0 timed out.

@@ -10,7 +10,7 @@ use crate::byzantine::{Behaviour, ByzantineReplica, Participant};
 use crate::byzantine_dkg::ByzantineSession;
 use crate::config::{ReplicaConfig, ReplicaKeys};
 use crate::messages::{CommittedEntry, Message};
-use crate::replica::{Input, Output, Replica, Timer};
+use crate::replica::{ChainWindow, Input, Output, Replica, Timer};
 use crate::ConsensusError;
 use beacon::dkg::relay::{SigningKey, VerifyingKey};
 use beacon::dkg::session::{
@@ -183,7 +183,9 @@ impl<S: Scheme> Member<S> {
         })
     }
 
-    /// A member restored from persisted key material and finalized chain: no DKG.
+    /// A member restored from persisted key material and its most recent finalized
+    /// heights (consecutive, ending at the last; at least the last
+    /// [`crate::replica::CHAIN_WINDOW`] of them when the chain is that long): no DKG.
     pub fn restore(
         config: ReplicaConfig,
         output: &DkgOutput<S>,
@@ -215,6 +217,9 @@ impl<S: Scheme> Member<S> {
         behaviour: Option<Behaviour>,
     ) -> Result<Box<dyn Participant<S>>, ConsensusError> {
         let keys = ReplicaKeys::from_dkg(config, output)?;
+        let chain = ChainWindow::resume(chain).ok_or_else(|| {
+            ConsensusError::Config("the stored chain's heights are not consecutive".into())
+        })?;
         let replica = Replica::restore(
             config.clone(),
             keys.clone(),

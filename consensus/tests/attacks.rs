@@ -475,3 +475,61 @@ fn view_change_signatures_bind_the_claims() {
     });
     assert_ne!(other.signed_message(), msg);
 }
+
+/// A replica convicted of invalid shares is ignored for a while, not forever: once
+/// it behaves again (say it restored a corrupted key), its shares count again
+/// after `CONVICTION_HEIGHTS`, and the fast path (which needs every replica's vote
+/// at n = 4) comes back.
+#[test]
+fn a_conviction_expires() {
+    use consensus::replica::CONVICTION_HEIGHTS;
+    let mut cfg = ReplicaConfig::new(4, 0).unwrap();
+    cfg.fast_path_timeout_us = 30_000;
+    cfg.view_change_timeout_us = 300_000;
+    let mut net = Net::<MinSig>::new(cfg, 5, &[(3, Behaviour::BadShares)]);
+    net.start();
+    // Faulty until every honest replica, as a collector, convicted it.
+    let mut h = 2;
+    while (0..3).any(|i| !net.convictions.contains_key(&(i, 3))) {
+        assert!(
+            h < 60,
+            "not every replica convicted it: {:?}",
+            net.convictions
+        );
+        assert!(net.run_until(h, Time::from_millis(600_000)), "no progress");
+        h += 1;
+    }
+    net.restart_honest(3);
+    let back = net.nodes[3].finalized().height() + 1;
+    let first = *net.convictions.values().min().unwrap();
+    let last = *net.convictions.values().max().unwrap();
+    let end = last + CONVICTION_HEIGHTS + 12;
+    assert!(
+        net.run_until(end, Time::from_millis(600_000)),
+        "no progress"
+    );
+    net.assert_agreement();
+    let fast = |heights: std::ops::Range<u64>| {
+        heights
+            .filter(|h| net.commits[h].iter().all(|c| c.2 == CommitPath::Fast))
+            .count()
+    };
+    // While the other collectors hold the conviction, its votes are ignored: the
+    // fast path is left only where it collects itself (about a quarter).
+    let convicted = back + 1..first + CONVICTION_HEIGHTS;
+    let len = convicted.end - convicted.start;
+    assert!(len > 20);
+    let during = fast(convicted) as u64;
+    assert!(
+        during * 2 < len,
+        "{during} of {len} heights fast while convicted"
+    );
+    // Once the convictions expired, its votes count again everywhere.
+    let after = last + CONVICTION_HEIGHTS + 1..end;
+    let len = after.end - after.start;
+    let now = fast(after) as u64;
+    assert!(
+        now * 10 >= len * 9,
+        "{now} of {len} heights fast after expiry"
+    );
+}

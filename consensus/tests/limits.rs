@@ -1,7 +1,8 @@
 //! Byte bounds of what a replica builds: a mempool full of the largest
 //! transactions gives blocks whose largest carrier (a NEW-VIEW with a quorum of
 //! view changes, each with the block) still fits one wire message; sync
-//! responses are bounded in bytes.
+//! responses are bounded in bytes; a replica's memory holds a window of the
+//! chain, and a replica further behind catches up from its peers' stores.
 
 mod common;
 
@@ -66,7 +67,7 @@ fn blocks_of_the_largest_transactions_fit_every_message_that_carries_them() {
     net.assert_agreement();
     let chain = net.nodes[0].finalized();
     assert!(chain.iter().any(|e| !e.block.transactions.is_empty()));
-    for entry in chain {
+    for entry in chain.iter() {
         let block = entry.block.clone();
         let bytes = wire::encode(block.as_ref()).unwrap().len();
         assert_eq!(bytes, consensus::replica::block_bytes(&block));
@@ -89,4 +90,32 @@ fn block_limits_fit_the_new_view_for_any_n() {
         bad.max_block_bytes = cfg.largest_block_that_fits() + 1;
         assert!(bad.validate().is_err(), "n = {n}");
     }
+}
+
+#[test]
+fn a_replica_further_behind_than_the_window_catches_up_from_the_stores() {
+    let window = consensus::replica::CHAIN_WINDOW as u64;
+    let mut net = Net::<MinPk>::new(config(4), 11, &[]);
+    net.down.insert(3);
+    net.start();
+    let ahead = window + 30;
+    assert!(
+        net.run_until(ahead, Time::from_millis(600_000)),
+        "no progress"
+    );
+    for node in &net.nodes[..3] {
+        let chain = node.finalized();
+        assert!(chain.len() <= consensus::replica::CHAIN_WINDOW);
+        assert!(chain.first() > 1, "the window still holds height 1");
+    }
+    // Back: everything it lacks is older than its peers keep in memory.
+    net.down.clear();
+    let target = net.nodes[0].finalized().height() + 5;
+    assert!(
+        net.run_until(target, Time::from_millis(1_200_000)),
+        "the replica that was cut off did not catch up (at {})",
+        net.nodes[3].finalized().height()
+    );
+    net.assert_agreement();
+    assert!(net.nodes[3].finalized().height() >= target);
 }

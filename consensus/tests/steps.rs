@@ -30,6 +30,9 @@ fn kinds(out: &[Output<S>]) -> Vec<String> {
             Output::Finalized(_) => "finalized".into(),
             Output::ViewChanged { .. } => "view-changed".into(),
             Output::Evidence(e) => format!("evidence {:?}", e.kind),
+            Output::SyncFromStore { to, from_height } => {
+                format!("sync {} from store from {from_height}", to.0)
+            }
         })
         .collect()
 }

@@ -102,10 +102,12 @@ fn default_dkg_attempts() -> u32 {
 fn default_peer_wait_ms() -> u64 {
     60_000
 }
-fn default_fast_path_ms() -> u64 {
+/// Default fast-path timeout of a node (ms).
+pub fn default_fast_path_ms() -> u64 {
     50
 }
-fn default_view_change_ms() -> u64 {
+/// Default view-change timeout of a node (ms).
+pub fn default_view_change_ms() -> u64 {
     1_000
 }
 

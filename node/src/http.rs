@@ -23,7 +23,7 @@ use beacon::{Beacon, BeaconJson, ChainInfo, ChainInfoJson};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use serde::Serialize;
 use sha2::Digest as _;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroU32;
 use std::sync::{Arc, RwLock};
@@ -67,14 +67,15 @@ pub struct BlockJson {
     pub transactions: Vec<String>,
 }
 
-/// What the API serves: chain info (once the DKG is done), durable beacons and
-/// blocks, and where each transaction committed.
+/// What the API serves from memory: chain info (once the DKG is done) and the
+/// most recent durable beacons and blocks. Older ones, and where transactions
+/// committed, are read from the store ([`ChainArchive`]), so the view does not
+/// grow with the chain.
 #[derive(Default)]
 pub struct ChainView {
     info: Option<(ChainInfo, ChainInfoJson)>,
     beacons: BTreeMap<u64, Beacon>,
     blocks: BTreeMap<u64, BlockJson>,
-    transactions: HashMap<[u8; 32], u64>,
     rounds: BTreeMap<u64, RoundStat>,
     /// Most round statistics kept (0: the default).
     max_rounds: usize,
@@ -83,8 +84,18 @@ pub struct ChainView {
 /// Blocks kept in memory (older ones are read from the store).
 const RECENT_BLOCKS: usize = 64;
 
-/// Reads an older block from the store.
-pub type BlockSource = Box<dyn Fn(u64) -> Option<BlockJson> + Send + Sync>;
+/// Beacons kept in memory (older ones are read from the store).
+const RECENT_BEACONS: usize = 1024;
+
+/// The durable chain beyond what [`ChainView`] keeps: the node's store.
+pub trait ChainArchive: Send + Sync {
+    /// The block of `height`, if stored.
+    fn block(&self, height: u64) -> Option<BlockJson>;
+    /// The beacon of `round`, if stored.
+    fn beacon(&self, round: u64) -> Option<Beacon>;
+    /// The height at which the transaction with SHA-256 `id` committed, if any.
+    fn transaction(&self, id: &[u8; 32]) -> Option<u64>;
+}
 
 /// Round statistics kept when nothing else is set.
 const ROUND_STATS: usize = 10_000;
@@ -101,16 +112,22 @@ impl ChainView {
         self.info.as_ref().map(|(i, _)| i)
     }
 
-    /// Adds a durable beacon and its block (whose transactions' SHA-256 are `ids`).
-    pub fn insert(&mut self, beacon: Beacon, block: BlockJson, ids: Vec<[u8; 32]>) {
-        for id in ids {
-            self.transactions.insert(id, block.height);
-        }
+    /// Adds a durable beacon and its block, forgetting the oldest beyond the
+    /// recent ones (the store keeps them).
+    pub fn insert(&mut self, beacon: Beacon, block: BlockJson) {
         self.blocks.insert(block.height, block);
         while self.blocks.len() > RECENT_BLOCKS {
             self.blocks.pop_first();
         }
         self.beacons.insert(beacon.round, beacon);
+        while self.beacons.len() > RECENT_BEACONS {
+            self.beacons.pop_first();
+        }
+    }
+
+    /// Entries in memory: (beacons, blocks, round statistics).
+    pub fn sizes(&self) -> (usize, usize, usize) {
+        (self.beacons.len(), self.blocks.len(), self.rounds.len())
     }
 
     /// The previous signature round `round` chains on: the beacon of `round - 1`,
@@ -161,8 +178,9 @@ pub struct ApiState {
     /// Token `POST /tx` requires, if any.
     token: Option<String>,
     limits: crate::limits::LimitsSection,
-    /// Where blocks older than the recent ones are read.
-    pub older_blocks: std::sync::OnceLock<BlockSource>,
+    /// Where beacons and blocks older than the recent ones, and transactions,
+    /// are read.
+    pub archive: std::sync::OnceLock<Box<dyn ChainArchive>>,
 }
 
 impl ApiState {
@@ -189,7 +207,7 @@ impl ApiState {
             per_client: RateLimiter::keyed(quota),
             token: limits.tx_token.clone(),
             limits: limits.clone(),
-            older_blocks: std::sync::OnceLock::new(),
+            archive: std::sync::OnceLock::new(),
         }
     }
 }
@@ -219,10 +237,19 @@ async fn chains(State(s): Shared) -> Response {
 }
 
 fn beacon(s: &ApiState, round: u64) -> Response {
-    let view = s.chain.read().unwrap_or_else(|e| e.into_inner());
-    let round = if round == 0 { view.latest() } else { round };
-    match view.beacons.get(&round) {
-        Some(b) => Json(BeaconJson::from(b)).into_response(),
+    let (recent, round, latest) = {
+        let view = s.chain.read().unwrap_or_else(|e| e.into_inner());
+        let latest = view.latest();
+        let round = if round == 0 { latest } else { round };
+        (view.beacons.get(&round).cloned(), round, latest)
+    };
+    let beacon = match recent {
+        Some(b) => Some(b),
+        None if round != 0 && round <= latest => s.archive.get().and_then(|a| a.beacon(round)),
+        None => None,
+    };
+    match beacon {
+        Some(b) => Json(BeaconJson::from(&b)).into_response(),
         None if round == 0 => not_found("no beacon yet".into()),
         None => not_found(format!("round {round} is not known here")),
     }
@@ -440,13 +467,8 @@ async fn transaction(State(s): Shared, Path(id): Path<String>) -> Response {
         )
             .into_response();
     };
-    let view = s.chain.read().unwrap_or_else(|e| e.into_inner());
-    match view.transactions.get(&key) {
-        Some(height) => Json(Committed {
-            id,
-            height: *height,
-        })
-        .into_response(),
+    match s.archive.get().and_then(|a| a.transaction(&key)) {
+        Some(height) => Json(Committed { id, height }).into_response(),
         None => not_found(format!("transaction {id} is not committed (yet)")),
     }
 }
@@ -461,7 +483,7 @@ async fn block(State(s): Shared, Path(height): Path<String>) -> Response {
     };
     let block = match recent {
         Some(b) => Some(b),
-        None if height <= latest => s.older_blocks.get().and_then(|read| read(height)),
+        None if height <= latest => s.archive.get().and_then(|a| a.block(height)),
         None => None,
     };
     match block {
@@ -559,4 +581,46 @@ pub fn serve(
             })
         })
         .map_err(io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(height: u64) -> BlockJson {
+        BlockJson {
+            height,
+            digest: String::new(),
+            parent: String::new(),
+            view: 0,
+            path: "fast",
+            transactions: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_view_keeps_only_recent_heights() {
+        let mut view = ChainView::default();
+        for round in 1..=(RECENT_BEACONS as u64 + 500) {
+            let beacon = Beacon {
+                round,
+                signature: vec![round as u8; 96],
+                previous_signature: vec![0; 96],
+            };
+            view.insert(beacon, block(round));
+            view.record(RoundStat {
+                round,
+                learned_at_us: 0,
+                latency_ms: 1.0,
+                delay_ms: None,
+                protocol_cpu_ms: 0.0,
+                process_cpu_ms: 0.0,
+            });
+        }
+        assert_eq!(view.latest(), RECENT_BEACONS as u64 + 500);
+        let (beacons, blocks, rounds) = view.sizes();
+        assert_eq!((beacons, blocks), (RECENT_BEACONS, RECENT_BLOCKS));
+        assert!(rounds <= ROUND_STATS);
+        assert!(view.previous_signature(view.latest() + 1).is_some());
+    }
 }

@@ -16,10 +16,12 @@ pub mod config;
 pub mod http;
 pub mod identity;
 pub mod limits;
+pub mod logs;
 pub mod metrics;
 pub mod net;
 pub mod runtime;
 pub mod store;
+pub mod wan;
 
 /// The node crate's error type.
 #[derive(Debug, thiserror::Error)]

@@ -57,6 +57,9 @@ pub struct LocalnetArgs {
     /// while the rounds run, and report `p99_under_flood_ms`.
     #[arg(long, default_value_t = 0)]
     flood: u32,
+    /// Emulated WAN between the nodes (userspace relays per directed link).
+    #[command(flatten)]
+    wan: node::wan::WanArgs,
 }
 
 /// A node process of the local network.
@@ -530,11 +533,35 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
         args.base_port,
     )?;
     if args.configs_only {
+        if args.wan.enabled() {
+            bail!(
+                "--configs-only writes plain configs: the WAN emulator runs only with the network"
+            );
+        }
         for (path, http) in &configs {
             println!("{}  (API {http})", path.display());
         }
         return Ok(());
     }
+    // Kept alive until the nodes are stopped (dropping it stops the relays).
+    let _wan = match node::wan::WanModel::from_args(&args.wan, args.nodes)? {
+        Some(model) => {
+            let paths: Vec<PathBuf> = configs.iter().map(|(p, _)| p.clone()).collect();
+            let nodes = node::wan::node_addresses(&paths)?;
+            let reserved: Vec<u16> = nodes.iter().flat_map(|(a, h)| [a.port(), *h]).collect();
+            let targets = nodes.iter().map(|(a, _)| *a).collect();
+            let wan = node::wan::LinkEmulator::start(model, targets, &reserved)?;
+            node::wan::route_through(&paths, &wan)?;
+            if !args.json {
+                eprintln!(
+                    "emulated WAN: {} relays in userspace",
+                    args.nodes * args.nodes.saturating_sub(1)
+                );
+            }
+            Some(wan)
+        }
+        None => None,
+    };
     let launched = Instant::now();
     let mut procs = Vec::new();
     for (path, http) in &configs {
@@ -599,6 +626,15 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
     });
     if args.period > 0 {
         report["beacon_delay_ms"] = json!(delay);
+    }
+    if args.wan.enabled() {
+        report["wan"] = json!({
+            "regions": args.wan.regions.as_ref().map(|p| p.display().to_string()),
+            "latency_ms": args.wan.latency_ms,
+            "jitter_ms": args.wan.jitter_ms,
+            "bandwidth_mbps": args.wan.bandwidth_mbps,
+            "backend": "userspace",
+        });
     }
     let growth = outcome
         .rss_end_mb

@@ -1,4 +1,5 @@
-//! The `sbft-beacon` binary: real nodes (`run`, `keys`, `localnet`), the
+//! The `sbft-beacon` binary: real nodes (`run`, `keys`, `localnet`), deployments
+//! (`deploy compose`, and `health` for container health checks), the
 //! deterministic simulator (`sim`), chain verification (`verify`) and benchmarks
 //! (`bench`).
 
@@ -16,6 +17,8 @@ macro_rules! with_bls_scheme {
 }
 
 mod bench;
+mod compare;
+mod deploy;
 mod keys_cmd;
 mod localnet;
 mod plot;
@@ -42,6 +45,14 @@ enum Command {
     Keys(keys_cmd::KeysArgs),
     /// Start a local network of N node processes and measure its rounds.
     Localnet(localnet::LocalnetArgs),
+    /// The simulator against a real network over the emulated WAN: same
+    /// topology, parameters and seed, one report with the relative errors.
+    Compare(compare::CompareArgs),
+    /// Write a whole network as files for a deployment engine (Docker Compose,
+    /// on one machine or on N hosts).
+    Deploy(deploy::DeployArgs),
+    /// Probe a node's `/health` (the container image's health check).
+    Health(deploy::HealthArgs),
     /// Simulate a whole network deterministically (DKG, then beacon rounds).
     Sim(Box<sim_cmd::SimArgs>),
     /// Verify a beacon chain with drand's rules.
@@ -59,6 +70,9 @@ fn main() -> Result<()> {
         Command::Run(args) => run_cmd::run(args),
         Command::Keys(args) => keys_cmd::run(args),
         Command::Localnet(args) => localnet::run(args),
+        Command::Compare(args) => compare::run(args),
+        Command::Deploy(args) => deploy::run(args),
+        Command::Health(args) => deploy::health(args),
         Command::Sim(args) => sim_cmd::run(*args),
         Command::Verify(args) => verify_cmd::run(args),
         Command::Bench { which } => bench::run(which),

@@ -1,5 +1,6 @@
 //! The node's transport: libp2p over TCP with noise and yamux, admitting only the
-//! peer IDs of the config. Every ordered pair of members has one long-lived
+//! peer IDs of the config. Peer addresses may name hosts (`/dns4/node-3/tcp/9000`):
+//! names are resolved at each dial and cached for seconds only. Every ordered pair of members has one long-lived
 //! stream (`/sbft-beacon/wire/1`) carrying length-prefixed frames (a 4-byte
 //! big-endian length, then one wire-encoded message of at most
 //! [`MAX_FRAME_BYTES`]). Writers reconnect with exponential backoff; readers drop
@@ -50,6 +51,8 @@ const CPU_PAUSE_MAX: Duration = Duration::from_secs(1);
 const STREAM_ACK: u8 = 0xAC;
 /// How long a writer waits for that byte.
 const ACK_TIMEOUT: Duration = Duration::from_secs(5);
+/// Longest a name lookup is cached (answers and "no such name" alike).
+const DNS_MAX_TTL: Duration = Duration::from_secs(5);
 const BACKOFF_MIN: Duration = Duration::from_millis(50);
 const BACKOFF_MAX: Duration = Duration::from_secs(2);
 
@@ -87,6 +90,7 @@ pub struct NetLimits {
 }
 
 /// One peer's outbound queue: frames and the bytes they hold.
+#[derive(Clone)]
 struct Outbound {
     tx: mpsc::UnboundedSender<Frame>,
     queued: Arc<AtomicUsize>,
@@ -94,6 +98,7 @@ struct Outbound {
 }
 
 /// The running transport.
+#[derive(Clone)]
 pub struct Network {
     outbound: Vec<Option<Outbound>>,
     peer_queue_bytes: usize,
@@ -202,7 +207,7 @@ impl Network {
         };
         if frame.len() > MAX_FRAME_BYTES {
             self.metrics.frames_dropped("too-large-to-send");
-            warn!(
+            crate::warn_throttled!(
                 to = to.0,
                 size = frame.len(),
                 "frame over the limit of {MAX_FRAME_BYTES} bytes: not sent"
@@ -239,13 +244,14 @@ impl Network {
     }
 }
 
-/// The node's transport (TCP without Nagle, noise, yamux) on tokio, carrying
-/// `behaviour`; connections idle for `idle` close.
+/// The node's transport (TCP without Nagle, names resolved by DNS, noise,
+/// yamux) on tokio, carrying `behaviour`; connections idle for `idle` close.
 fn build_swarm<B: NetworkBehaviour>(
     key: Keypair,
     behaviour: B,
     idle: Duration,
 ) -> Result<libp2p::Swarm<B>, NodeError> {
+    let dns = resolver();
     Ok(SwarmBuilder::with_existing_identity(key)
         .with_tokio()
         .with_tcp(
@@ -254,10 +260,33 @@ fn build_swarm<B: NetworkBehaviour>(
             yamux::Config::default,
         )
         .map_err(|e| NodeError::Network(format!("transport: {e}")))?
+        .with_dns_config(dns.0, dns.1)
         .with_behaviour(|_| behaviour)
         .map_err(|e| NodeError::Network(format!("behaviour: {e}")))?
         .with_swarm_config(|c| c.with_idle_connection_timeout(idle))
         .build())
+}
+
+/// The resolver behind `/dns4` and `/dns6` addresses: the system's name
+/// servers and options (`/etc/resolv.conf`), with answers cached for a few
+/// seconds at most, so that a peer whose address changed (a container that was
+/// reconnected or recreated) is found at its new address by the next redial.
+/// Where `/etc/resolv.conf` cannot be read, names resolve from `/etc/hosts` only
+/// (and `/ip4` and `/ip6` addresses work as ever).
+fn resolver() -> (libp2p::dns::ResolverConfig, libp2p::dns::ResolverOpts) {
+    let (config, mut opts) = match hickory_resolver::system_conf::read_system_conf() {
+        Ok(system) => system,
+        Err(e) => {
+            warn!(error = %e, "no usable /etc/resolv.conf: names resolve from /etc/hosts only");
+            (
+                libp2p::dns::ResolverConfig::from_parts(None, Vec::new(), Vec::new()),
+                libp2p::dns::ResolverOpts::default(),
+            )
+        }
+    };
+    opts.positive_max_ttl = Some(DNS_MAX_TTL);
+    opts.negative_max_ttl = Some(DNS_MAX_TTL);
+    (config, opts)
 }
 
 /// When to dial a disconnected peer next, and the backoff after that.
@@ -350,7 +379,7 @@ async fn swarm_loop(
             } => match error {
                 ListenError::Denied { .. } => {
                     metrics.refused_connections.inc();
-                    warn!(
+                    crate::warn_throttled!(
                         peer_id = ?peer_id.map(|p| p.to_string()),
                         from = %send_back_addr,
                         "refused connection: peer ID not in the config"
@@ -449,7 +478,7 @@ impl Writer {
                     Err(e) => {
                         if attempts >= WRITE_ATTEMPTS {
                             self.metrics.frames_dropped("undeliverable");
-                            warn!(
+                            crate::warn_throttled!(
                                 peer = index.0,
                                 frames = pending.len(),
                                 "frames failed {WRITE_ATTEMPTS} streams: dropped"
@@ -576,9 +605,10 @@ impl<M: DeserializeOwned + Send + 'static> Reader<M> {
             let size = u32::from_be_bytes(len) as usize;
             if size > MAX_FRAME_BYTES {
                 self.metrics.frames_dropped("oversized");
-                warn!(
+                crate::warn_throttled!(
                     peer = from.0,
-                    size, "oversized frame (limit {MAX_FRAME_BYTES} bytes): dropped, stream closed"
+                    size,
+                    "oversized frame (limit {MAX_FRAME_BYTES} bytes): dropped, stream closed"
                 );
                 return;
             }
@@ -590,15 +620,16 @@ impl<M: DeserializeOwned + Send + 'static> Reader<M> {
             let admit = self.admission.admit(head);
             if admit.max_bytes == 0 {
                 self.metrics.frames_dropped("malformed");
-                warn!(
+                crate::warn_throttled!(
                     peer = from.0,
-                    size, "malformed frame (unknown kind): dropped, stream closed"
+                    size,
+                    "malformed frame (unknown kind): dropped, stream closed"
                 );
                 return;
             }
             if size > admit.max_bytes {
                 self.metrics.frames_dropped("oversized");
-                warn!(
+                crate::warn_throttled!(
                     peer = from.0,
                     size,
                     kind = admit.kind,
@@ -647,7 +678,7 @@ impl<M: DeserializeOwned + Send + 'static> Reader<M> {
                 }
                 Err(e) => {
                     self.metrics.frames_dropped("malformed");
-                    warn!(peer = from.0, size, kind = admit.kind, error = %e, "malformed frame: dropped");
+                    crate::warn_throttled!(peer = from.0, size, kind = admit.kind, error = %e, "malformed frame: dropped");
                 }
             }
             if !pause.is_zero() {

@@ -1,41 +1,69 @@
 //! Latency plots of a simulation report: a CDF of beacon and commit latencies
 //! and a per-round timeline (plotters; SVG or PNG by file extension).
+//!
+//! Text is set in a font compiled into the binary (a subset of DejaVu Sans,
+//! `node/assets/`, drawn by plotters' `ab_glyph` backend), so that plots render
+//! on hosts without fontconfig or any font installed, containers included.
 
 use anyhow::{bail, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use sim::report::RoundStats;
 use sim::Report;
 use std::path::Path;
 
+/// The embedded font: printable ASCII and a few symbols of DejaVu Sans.
+static FONT: &[u8] = include_bytes!("../assets/DejaVuSans-subset.ttf");
+
+/// Registers [`FONT`] as the `sans-serif` family (once per process).
+fn register_font() -> Result<()> {
+    static REGISTERED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let ok = *REGISTERED.get_or_init(|| {
+        plotters::style::register_font("sans-serif", FontStyle::Normal, FONT).is_ok()
+    });
+    if !ok {
+        bail!("the embedded font does not load");
+    }
+    Ok(())
+}
+
 /// Draws the report's latency figures into `path` (.svg or .png).
 pub fn draw(report: &Report, path: &Path) -> Result<()> {
+    draw_rounds(&report.scenario, &report.per_round, path)
+}
+
+/// Draws the figures of `rounds` under the title `scenario` into `path`.
+fn draw_rounds(scenario: &str, rounds: &[RoundStats], path: &Path) -> Result<()> {
+    register_font()?;
     match path.extension().and_then(|e| e.to_str()) {
         Some("svg") => {
             let root = SVGBackend::new(path, (1200, 500)).into_drawing_area();
-            panels(report, &root)
+            panels(scenario, rounds, &root)
         }
         Some("png") => {
             let root = BitMapBackend::new(path, (1200, 500)).into_drawing_area();
-            panels(report, &root)
+            panels(scenario, rounds, &root)
         }
         _ => bail!("--plot needs a .svg or .png file name"),
     }
 }
 
-fn panels<DB: DrawingBackend>(report: &Report, root: &DrawingArea<DB, Shift>) -> Result<()>
+fn panels<DB: DrawingBackend>(
+    scenario: &str,
+    per_round: &[RoundStats],
+    root: &DrawingArea<DB, Shift>,
+) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
     root.fill(&WHITE).map_err(|e| anyhow::anyhow!("{e}"))?;
     let (left, right) = root.split_horizontally(600);
-    let beacon: Vec<f64> = report
-        .per_round
+    let beacon: Vec<f64> = per_round
         .iter()
         .map(|r| r.beacon_ms.p50)
         .filter(|v| *v > 0.0)
         .collect();
-    let commit: Vec<f64> = report
-        .per_round
+    let commit: Vec<f64> = per_round
         .iter()
         .map(|r| r.commit_ms.p50)
         .filter(|v| *v > 0.0)
@@ -45,7 +73,7 @@ where
     // CDF of per-round median latencies.
     let mut cdf = ChartBuilder::on(&left)
         .caption(
-            format!("{}: latency CDF (per-round medians)", report.scenario),
+            format!("{scenario}: latency CDF (per-round medians)"),
             ("sans-serif", 18),
         )
         .margin(10)
@@ -76,9 +104,8 @@ where
         .map_err(|e| anyhow::anyhow!("{e}"))?;
 
     // Timeline: per-round p50 and p99 beacon latency.
-    let rounds = report.per_round.len().max(1) as u64;
-    let top = report
-        .per_round
+    let rounds = per_round.len().max(1) as u64;
+    let top = per_round
         .iter()
         .map(|r| r.beacon_ms.p99.max(r.commit_ms.p50))
         .fold(1.0, f64::max)
@@ -97,8 +124,7 @@ where
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let series = [
         (
-            report
-                .per_round
+            per_round
                 .iter()
                 .map(|r| (r.round, r.beacon_ms.p50))
                 .collect::<Vec<_>>(),
@@ -106,8 +132,7 @@ where
             "beacon p50",
         ),
         (
-            report
-                .per_round
+            per_round
                 .iter()
                 .map(|r| (r.round, r.beacon_ms.p99))
                 .collect::<Vec<_>>(),
@@ -115,8 +140,7 @@ where
             "beacon p99",
         ),
         (
-            report
-                .per_round
+            per_round
                 .iter()
                 .map(|r| (r.round, r.commit_ms.p50))
                 .collect::<Vec<_>>(),
@@ -136,4 +160,40 @@ where
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     root.present().map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Five rounds of made-up latencies.
+    fn rounds() -> Vec<RoundStats> {
+        (1..=5u64)
+            .map(|r| {
+                let ms = sim::report::percentiles(&[10.0 * r as f64, 15.0 * r as f64]);
+                RoundStats {
+                    round: r,
+                    beacon_ms: ms,
+                    commit_ms: ms,
+                    path: Some("fast".into()),
+                    view_changes: 0,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn png_and_svg_render_with_the_embedded_font() {
+        let dir = tempfile::tempdir().unwrap();
+        let rounds = rounds();
+        let png = dir.path().join("plot.png");
+        draw_rounds("plot-test", &rounds, &png).unwrap();
+        let bytes = std::fs::read(&png).unwrap();
+        assert!(bytes.starts_with(b"\x89PNG"), "not a PNG");
+        let svg = dir.path().join("plot.svg");
+        draw_rounds("plot-test", &rounds, &svg).unwrap();
+        let text = std::fs::read_to_string(&svg).unwrap();
+        assert!(text.contains("latency CDF"), "the captions are in the SVG");
+        assert!(draw_rounds("plot-test", &rounds, &dir.path().join("plot.pdf")).is_err());
+    }
 }

@@ -1,11 +1,15 @@
 //! `sbft-beacon run --config node.toml`: loads and validates the config, sets up
-//! logging and the tokio runtime, and runs the node until SIGINT or SIGTERM.
+//! logging and the tokio runtime, and runs the node until SIGINT or SIGTERM
+//! (which end it with status 0 in any phase, see [`node::runtime`]).
 
 use anyhow::{Context, Result};
 use beacon::Scheme;
 use clap::Args;
 use node::config::{NodeConfig, Validated};
 use std::path::PathBuf;
+
+/// How long a stopping node waits for its runtime's blocking tasks.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Options of `run`.
 #[derive(Args)]
@@ -54,7 +58,11 @@ fn node<S: Scheme>(args: (Validated, usize, Option<consensus::Behaviour>)) -> Re
         .enable_all()
         .build()
         .context("starting the runtime")?;
-    runtime.block_on(node::runtime::run::<S>(cfg, behaviour))?;
+    let result = runtime.block_on(node::runtime::run::<S>(cfg, behaviour));
+    // Dropping a runtime waits for its blocking tasks without a bound; a
+    // stopping node gives them a moment (frames being decoded are not needed).
+    runtime.shutdown_timeout(SHUTDOWN_GRACE);
+    result?;
     Ok(())
 }
 

@@ -9,6 +9,10 @@
 //! heights are fetched from peers, verified, then stored); otherwise wait for
 //! every peer (at most `peer_wait_ms`), run the DKG and persist its result before
 //! signing anything with it.
+//!
+//! Shutdown: SIGTERM or SIGINT, in any phase (waiting for peers, DKG, rounds),
+//! ends the event loop at its next turn; the persistence thread writes what it
+//! was given, the store closes and `run` returns `Ok` (exit status 0).
 
 use crate::config::Validated;
 use crate::http::{ApiState, BlockJson, ChainView, RoundStat};
@@ -20,12 +24,12 @@ use crate::{identity, NodeError};
 use beacon::dkg::DkgOutput;
 use beacon::memo::Memo;
 use beacon::{Beacon, ChainInfo, NodeIndex, Point as _, Scheme, Time};
+use consensus::replica::{sync_response, CHAIN_WINDOW};
 use consensus::{
     Behaviour, CommittedEntry, Envelope, EvidenceKind, Member, MemberInput, MemberOutput,
     MemberTimer, Message, Output,
 };
 use rand::RngCore as _;
-use sha2::Digest as _;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -142,22 +146,46 @@ fn publish<S: Scheme>(view: &mut ChainView, entry: &CommittedEntry<S>) {
         warn!(round, "beacon without its predecessor: not served");
         return;
     };
-    let block = &entry.block;
-    let json = block_json(entry);
-    let ids = block
-        .transactions
-        .iter()
-        .map(|tx| sha2::Sha256::digest(tx).into())
-        .collect();
     view.insert(
         Beacon {
             round,
             signature: entry.beacon.to_bytes(),
             previous_signature,
         },
-        json,
-        ids,
+        block_json(entry),
     );
+}
+
+/// The store as the API's archive of older beacons, blocks and transactions.
+struct StoreArchive<S> {
+    store: std::sync::Weak<Store>,
+    genesis_seed: Vec<u8>,
+    scheme: std::marker::PhantomData<fn() -> S>,
+}
+
+impl<S: Scheme> crate::http::ChainArchive for StoreArchive<S> {
+    fn block(&self, height: u64) -> Option<BlockJson> {
+        let entry = self.store.upgrade()?.get::<S>(height).ok().flatten()?;
+        Some(block_json(&entry))
+    }
+
+    fn beacon(&self, round: u64) -> Option<Beacon> {
+        let store = self.store.upgrade()?;
+        let entry = store.get::<S>(round).ok().flatten()?;
+        let previous_signature = match round {
+            1 => self.genesis_seed.clone(),
+            _ => store.get::<S>(round - 1).ok().flatten()?.beacon.to_bytes(),
+        };
+        Some(Beacon {
+            round,
+            signature: entry.beacon.to_bytes(),
+            previous_signature,
+        })
+    }
+
+    fn transaction(&self, id: &[u8; 32]) -> Option<u64> {
+        self.store.upgrade()?.transaction_height(id).ok().flatten()
+    }
 }
 
 /// The node's event loop state.
@@ -179,7 +207,12 @@ struct Node<S: Scheme> {
     dkg_done: Arc<AtomicBool>,
     /// When this node started its DKG (none when restored).
     dkg_started: Option<std::time::Instant>,
+    /// Permits to read the store for peers' sync requests.
+    store_readers: Arc<tokio::sync::Semaphore>,
 }
+
+/// Sync requests answered from the store at once.
+const STORE_READERS: usize = 2;
 
 impl<S: Scheme> Node<S> {
     fn handle(&mut self, input: MemberInput<S>) -> Result<(), NodeError> {
@@ -335,7 +368,7 @@ impl<S: Scheme> Node<S> {
             }
             Output::ViewChanged { height, view } => {
                 metrics.view_changes.inc();
-                warn!(height, view, "view change");
+                crate::warn_throttled!(height, view, "view change");
             }
             Output::Evidence(e) => {
                 let what = match &e.kind {
@@ -346,15 +379,42 @@ impl<S: Scheme> Node<S> {
                     EvidenceKind::InvalidProof { what } => format!("invalid {what}"),
                 };
                 metrics.misbehaved(e.culprit.0);
-                warn!(
+                crate::warn_throttled!(
                     culprit = e.culprit.0,
                     height = e.height,
                     what,
                     "misbehaviour"
                 );
             }
+            Output::SyncFromStore { to, from_height } => self.serve_from_store(to, from_height),
             Output::Send { .. } | Output::Broadcast(_) | Output::SetTimer { .. } => {}
         }
+    }
+
+    /// Answers a sync request for heights the replica no longer keeps from the
+    /// store, on a blocking thread: at most [`STORE_READERS`] at once, and a
+    /// request beyond that is dropped (the peer asks again).
+    fn serve_from_store(&self, to: NodeIndex, from_height: u64) {
+        let Ok(permit) = self.store_readers.clone().try_acquire_owned() else {
+            self.state.metrics.frames_dropped("store-readers-busy");
+            return;
+        };
+        let store = self.store.clone();
+        let net = self.net.clone();
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            let entries = sync_response::<S>(from_height, |h| {
+                store.get::<S>(h).ok().flatten().map(Arc::new)
+            });
+            if entries.is_empty() {
+                return;
+            }
+            let frame: Frame<S> = Envelope::Consensus(Message::SyncResponse { entries });
+            match encode(&frame) {
+                Ok(bytes) => net.send(to, Arc::new(bytes)),
+                Err(e) => warn!(error = %e, "cannot answer a sync request"),
+            }
+        });
     }
 
     /// Fires every timer that is due.
@@ -388,26 +448,55 @@ fn encode<S: Scheme>(frame: &Frame<S>) -> Result<Vec<u8>, NodeError> {
     beacon::wire::encode(frame).map_err(|e| NodeError::Network(format!("encoding a frame: {e}")))
 }
 
+/// The process's stop request: SIGTERM or SIGINT. The handlers are installed
+/// when this is created (not when it is first awaited), so that a signal that
+/// arrives at any point after start-up, in any phase, is a request to stop
+/// rather than the default action (death, or nothing at all for PID 1 in a
+/// container).
+pub struct StopSignal {
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl StopSignal {
+    /// Installs the handlers (inside a tokio runtime).
+    pub fn new() -> Result<Self, NodeError> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let install = |kind: SignalKind| {
+                signal(kind).map_err(|e| NodeError::Io(format!("installing a signal handler: {e}")))
+            };
+            Ok(StopSignal {
+                term: install(SignalKind::terminate())?,
+                interrupt: install(SignalKind::interrupt())?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(StopSignal {})
+    }
+
+    /// Resolves at the first SIGTERM or SIGINT since [`StopSignal::new`].
+    pub async fn wait(&mut self) {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.interrupt.recv() => {}
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
 /// Resolves when the process is asked to stop (SIGINT or SIGTERM).
 pub async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = match signal(SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-                return;
-            }
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
+    match StopSignal::new() {
+        Ok(mut stop) => stop.wait().await,
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
         }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
     }
 }
 
@@ -423,6 +512,9 @@ async fn run_inner<S: Scheme>(
     cfg: Validated,
     behaviour: Option<Behaviour>,
 ) -> Result<(), NodeError> {
+    // First of all: from here on SIGTERM and SIGINT stop the node cleanly,
+    // whatever phase it is in (waiting for peers, DKG, rounds).
+    let mut stop = StopSignal::new()?;
     if let Some(b) = behaviour {
         warn!(
             behaviour = b.as_str(),
@@ -445,7 +537,7 @@ async fn run_inner<S: Scheme>(
     if let Some(output) = &stored {
         check_key_material(&cfg, output)?;
     }
-    let chain = store.load_chain::<S>()?;
+    let chain = store.load_recent::<S>(CHAIN_WINDOW)?;
     let metrics = Arc::new(Metrics::new());
     let (submit, mut submitted) = tokio::sync::mpsc::channel(SUBMIT_QUEUE);
     let limits = &cfg.raw.limits;
@@ -455,18 +547,25 @@ async fn run_inner<S: Scheme>(
         cfg.replica.max_transaction_bytes,
         limits,
     ));
-    let source = store.clone();
-    let _ = state.older_blocks.set(Box::new(move |height| {
-        source
-            .get::<S>(height)
-            .ok()
-            .flatten()
-            .map(|e| block_json(&e))
+    // The API thread outlives the event loop: it holds the store weakly, so
+    // that the store closes cleanly when the node stops.
+    let _ = state.archive.set(Box::new(StoreArchive::<S> {
+        store: Arc::downgrade(&store),
+        genesis_seed: cfg.replica.genesis_seed.to_vec(),
+        scheme: std::marker::PhantomData,
     }));
     if let Some(output) = &stored {
         let mut view = state.chain.write().unwrap_or_else(|e| e.into_inner());
         view.set_info(chain_info(&cfg, output));
-        for entry in &chain {
+        for (i, entry) in chain.iter().enumerate() {
+            let height = entry.block.height;
+            if i == 0 && height > 1 {
+                // Its predecessor is older than what was loaded: the store has it.
+                if let Some(b) = state.archive.get().and_then(|a| a.beacon(height)) {
+                    view.insert(b, block_json(entry));
+                }
+                continue;
+            }
             publish(&mut view, entry);
         }
         metrics.height.set(view.latest() as i64);
@@ -496,7 +595,7 @@ async fn run_inner<S: Scheme>(
     let member = match &stored {
         Some(output) => {
             info!(
-                height = chain.len(),
+                height = chain.last().map_or(0, |e| e.block.height),
                 "key material found: skipping the DKG, resuming from the stored chain"
             );
             Member::restore(cfg.replica.clone(), output, chain, seed, memo, behaviour)?
@@ -506,7 +605,14 @@ async fn run_inner<S: Scheme>(
             info!(peers = others, "waiting for peers before the DKG");
             let wait = Duration::from_millis(cfg.raw.network.peer_wait_ms);
             let all = net.connected.wait_for(|c| *c >= others);
-            let in_time = tokio::time::timeout(wait, all).await.is_ok();
+            let in_time = tokio::select! {
+                biased;
+                _ = stop.wait() => {
+                    info!("stopping while waiting for peers");
+                    return Ok(());
+                }
+                r = tokio::time::timeout(wait, all) => r.is_ok(),
+            };
             if in_time {
                 info!("all peers connected; starting the DKG");
             } else {
@@ -550,18 +656,18 @@ async fn run_inner<S: Scheme>(
         live: false,
         dkg_started: stored.is_none().then(std::time::Instant::now),
         dkg_done,
+        store_readers: Arc::new(tokio::sync::Semaphore::new(STORE_READERS)),
     };
     node.handle(MemberInput::Start)?;
-    let stop = shutdown_signal();
-    tokio::pin!(stop);
     let mut status = tokio::time::interval(STATUS_EVERY);
     let mut last_status = (0u64, std::time::Instant::now());
     let result = loop {
         let deadline = node.next_deadline();
         tokio::select! {
             biased;
-            _ = &mut stop => {
-                info!("stopping");
+            _ = stop.wait() => {
+                let phase = if node.dkg_done.load(Ordering::Relaxed) { "rounds" } else { "the DKG" };
+                info!("stopping during {phase}");
                 break Ok(());
             }
             Some((tx, _held)) = submitted.recv() => {
@@ -570,7 +676,7 @@ async fn run_inner<S: Scheme>(
                 }
             }
             _ = status.tick() => {
-                let height = node.member.replica().map_or(0, |r| r.finalized().len() as u64);
+                let height = node.member.replica().map_or(0, |r| r.finalized().height());
                 let elapsed = last_status.1.elapsed().as_secs_f64();
                 let rate = height.saturating_sub(last_status.0) as f64 / elapsed.max(1e-3);
                 if height > 0 {
@@ -595,8 +701,12 @@ async fn run_inner<S: Scheme>(
             break Err(e);
         }
     };
-    // Let the persistence thread write what it was given.
+    // Let the persistence thread write what it was given (each batch is one
+    // durable transaction); the store closes with its last holder.
     drop(node);
     let _ = tokio::task::spawn_blocking(move || persister.join()).await;
+    if result.is_ok() {
+        info!("store flushed; stopped");
+    }
     result
 }

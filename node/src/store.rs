@@ -8,10 +8,13 @@ use beacon::dkg::DkgOutput;
 use beacon::Scheme;
 use consensus::CommittedEntry;
 use redb::{Database, ReadableDatabase as _, ReadableTable as _, TableDefinition};
+use sha2::{Digest as _, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 const CHAIN: TableDefinition<u64, &[u8]> = TableDefinition::new("chain");
+/// Where each committed transaction (by SHA-256) is: its height.
+const TRANSACTIONS: TableDefinition<&[u8; 32], u64> = TableDefinition::new("transactions");
 
 /// A node's store.
 pub struct Store {
@@ -38,6 +41,7 @@ impl Store {
             .map_err(db_err)?;
         let tx = db.begin_write().map_err(db_err)?;
         tx.open_table(CHAIN).map_err(db_err)?;
+        tx.open_table(TRANSACTIONS).map_err(db_err)?;
         tx.commit().map_err(db_err)?;
         Ok(Store {
             dir: dir.to_path_buf(),
@@ -69,25 +73,47 @@ impl Store {
         write_private(&self.key_path(), &bytes)
     }
 
-    /// Every finalized height in order; an undecodable entry or a gap is an error.
-    pub fn load_chain<S: Scheme>(&self) -> Result<Vec<Arc<CommittedEntry<S>>>, NodeError> {
+    /// The most recent `count` finalized heights in order (what a restarted
+    /// replica keeps in memory); an undecodable entry or a gap is an error.
+    pub fn load_recent<S: Scheme>(
+        &self,
+        count: usize,
+    ) -> Result<Vec<Arc<CommittedEntry<S>>>, NodeError> {
         let tx = self.db.begin_read().map_err(db_err)?;
         let table = tx.open_table(CHAIN).map_err(db_err)?;
         let mut out = Vec::new();
-        for row in table.iter().map_err(db_err)? {
+        for row in table.iter().map_err(db_err)?.rev().take(count) {
             let (k, v) = row.map_err(db_err)?;
             let height = k.value();
             let entry: CommittedEntry<S> = beacon::wire::decode(v.value())
                 .map_err(|e| NodeError::Store(format!("height {height}: {e}")))?;
-            if entry.block.height != height || height != out.len() as u64 + 1 {
+            let expected = out.last().map_or(height, |next: &Arc<CommittedEntry<S>>| {
+                next.block.height - 1
+            });
+            if entry.block.height != height || height != expected || height == 0 {
                 return Err(NodeError::Store(format!(
-                    "height {height} is out of place (expected {})",
-                    out.len() + 1
+                    "height {height} is out of place (expected {expected})"
                 )));
             }
             out.push(Arc::new(entry));
         }
+        out.reverse();
         Ok(out)
+    }
+
+    /// The last finalized height stored (0 if none).
+    pub fn latest_height(&self) -> Result<u64, NodeError> {
+        let tx = self.db.begin_read().map_err(db_err)?;
+        let table = tx.open_table(CHAIN).map_err(db_err)?;
+        let last = table.last().map_err(db_err)?.map_or(0, |(k, _)| k.value());
+        Ok(last)
+    }
+
+    /// The height at which the transaction with SHA-256 `id` committed, if any.
+    pub fn transaction_height(&self, id: &[u8; 32]) -> Result<Option<u64>, NodeError> {
+        let tx = self.db.begin_read().map_err(db_err)?;
+        let table = tx.open_table(TRANSACTIONS).map_err(db_err)?;
+        Ok(table.get(id).map_err(db_err)?.map(|v| v.value()))
     }
 
     /// The stored entry of `height`, if any.
@@ -102,16 +128,22 @@ impl Store {
             .map_err(|e| NodeError::Store(format!("height {height}: {e}")))
     }
 
-    /// Appends finalized heights in one durable transaction.
+    /// Appends finalized heights, and the index of their transactions, in one
+    /// durable transaction.
     pub fn append<S: Scheme>(&self, entries: &[Arc<CommittedEntry<S>>]) -> Result<(), NodeError> {
         let tx = self.db.begin_write().map_err(db_err)?;
         {
             let mut table = tx.open_table(CHAIN).map_err(db_err)?;
+            let mut index = tx.open_table(TRANSACTIONS).map_err(db_err)?;
             for e in entries {
                 let bytes = beacon::wire::encode(e.as_ref()).map_err(db_err)?;
                 table
                     .insert(e.block.height, bytes.as_slice())
                     .map_err(db_err)?;
+                for t in &e.block.transactions {
+                    let id: [u8; 32] = Sha256::digest(t).into();
+                    index.insert(&id, e.block.height).map_err(db_err)?;
+                }
             }
         }
         tx.commit().map_err(db_err)
@@ -151,20 +183,34 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         {
             let store = Store::open(dir.path()).unwrap();
-            assert!(store.load_chain::<MinSig>().unwrap().is_empty());
+            assert!(store.load_recent::<MinSig>(10).unwrap().is_empty());
+            assert_eq!(store.latest_height().unwrap(), 0);
             assert!(store.load_dkg::<MinSig>().unwrap().is_none());
             store.append(&[entry(1), entry(2)]).unwrap();
             store.append(&[entry(3)]).unwrap();
         }
         let store = Store::open(dir.path()).unwrap();
-        let chain = store.load_chain::<MinSig>().unwrap();
+        let chain = store.load_recent::<MinSig>(10).unwrap();
         assert_eq!(chain.len(), 3);
         assert_eq!(chain[2], entry(3));
+        assert_eq!(store.latest_height().unwrap(), 3);
+        let recent = store.load_recent::<MinSig>(2).unwrap();
+        assert_eq!(recent, vec![entry(2), entry(3)]);
         store.append(&[entry(5)]).unwrap();
         assert!(matches!(
-            store.load_chain::<MinSig>(),
+            store.load_recent::<MinSig>(10),
             Err(NodeError::Store(_))
         ));
+    }
+
+    #[test]
+    fn transactions_are_indexed_by_their_digest() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store.append(&[entry(1), entry(2)]).unwrap();
+        let id: [u8; 32] = Sha256::digest(2u64.to_be_bytes()).into();
+        assert_eq!(store.transaction_height(&id).unwrap(), Some(2));
+        assert_eq!(store.transaction_height(&[7; 32]).unwrap(), None);
     }
 
     #[test]

@@ -279,7 +279,23 @@ fn localnet_serves_one_chain_that_verify_url_accepts() {
 #[test]
 fn killed_node_restarts_without_dkg_and_catches_up() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let mut net = Network::started(4, "first");
+    let mut net = Network::configs(4);
+    // Short timeouts: the three left run hundreds of rounds without the fourth
+    // (slow path, and a view change where it is the primary).
+    for i in 0..4 {
+        let path = net.config(i);
+        let toml = std::fs::read_to_string(&path).unwrap();
+        let toml = toml
+            .replace("fast_path_timeout_ms = 50", "fast_path_timeout_ms = 10")
+            .replace(
+                "view_change_timeout_ms = 1000",
+                "view_change_timeout_ms = 150",
+            );
+        std::fs::write(&path, toml).unwrap();
+    }
+    for i in 0..4 {
+        net.start(i, "first");
+    }
     wait_for_round(&net.apis[3], 5, 120, &net.log(3, "first"));
     let served = latest(&net.apis[3]);
     net.kill(3);
@@ -288,16 +304,14 @@ fn killed_node_restarts_without_dkg_and_catches_up() {
     let cfg = node::config::NodeConfig::load(&net.config(3)).unwrap();
     let stored = node::store::Store::open(&cfg.data_dir)
         .unwrap()
-        .load_chain::<beacon::MinPk>()
+        .latest_height()
         .unwrap();
-    assert!(
-        stored.len() as u64 >= served,
-        "served {served}, stored {}",
-        stored.len()
-    );
-    // The others go on without it.
+    assert!(stored >= served, "served {served}, stored {stored}");
+    // The others go on without it, further than their replicas keep in memory:
+    // its catch-up is served from their stores.
     let others = latest(&net.apis[0]);
-    wait_for_round(&net.apis[0], others + 10, 60, &net.log(0, "first"));
+    let ahead = others + consensus::replica::CHAIN_WINDOW as u64 + 40;
+    wait_for_round(&net.apis[0], ahead, 120, &net.log(0, "first"));
     net.start(3, "second");
     let target = latest(&net.apis[0]);
     wait_for_round(&net.apis[3], target, 60, &net.log(3, "second"));

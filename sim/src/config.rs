@@ -440,24 +440,39 @@ impl SimConfig {
             return Ok(None);
         };
         let text = read_relative(self.base_dir.as_deref(), file)?;
+        RegionTable::parse(&text, file).map(Some)
+    }
+}
+
+impl RegionTable {
+    /// Parses and checks a region table (`name` names it in errors).
+    pub fn parse(text: &str, name: &str) -> Result<Self, SimError> {
         let table: RegionTable =
-            toml::from_str(&text).map_err(|e| SimError::Config(format!("{file}: {e}")))?;
+            toml::from_str(text).map_err(|e| SimError::Config(format!("{name}: {e}")))?;
         let k = table.regions.len();
         if k == 0 || table.latency_ms.len() != k || table.latency_ms.iter().any(|r| r.len() != k) {
             return Err(SimError::Config(format!(
-                "{file}: latency_ms must be a {k} x {k} table"
+                "{name}: latency_ms must be a {k} x {k} table"
             )));
         }
         if table
             .latency_ms
             .iter()
             .flatten()
-            .any(|v| v.is_nan() || *v < 0.0)
+            .any(|v| !v.is_finite() || *v < 0.0)
         {
             return Err(SimError::Config(format!(
-                "{file}: latencies must be non-negative numbers"
+                "{name}: latencies must be non-negative numbers"
             )));
         }
-        Ok(Some(table))
+        Ok(table)
+    }
+
+    /// The region of each of `nodes` nodes: round-robin, node `i` in region
+    /// `i mod k` (the one placement rule of the simulator and emulated networks).
+    pub fn placement(&self, nodes: u32) -> Vec<usize> {
+        (0..nodes as usize)
+            .map(|i| i % self.regions.len())
+            .collect()
     }
 }

@@ -28,9 +28,10 @@ use beacon::chain::{BeaconJson, ChainInfo, ChainInfoJson};
 use beacon::dkg::DkgOutput;
 use beacon::memo::Memo;
 use beacon::{NodeIndex, Point, Scheme, Time};
+use consensus::replica::{sync_response, CHAIN_WINDOW};
 use consensus::{
     Behaviour, CommitPath, CommittedEntry, Envelope, Member, MemberInput, MemberOutput,
-    MemberTimer, Output, ReplicaConfig,
+    MemberTimer, Message, Output, ReplicaConfig,
 };
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -121,6 +122,12 @@ struct Shared<'a> {
     seed: u64,
 }
 
+/// The most recent entries of a node's disk, which a restarted member resumes
+/// from (its replica keeps no more).
+fn recent<S: Scheme>(disk: &[Arc<CommittedEntry<S>>]) -> Vec<Arc<CommittedEntry<S>>> {
+    disk[disk.len().saturating_sub(CHAIN_WINDOW)..].to_vec()
+}
+
 fn member_seed(seed: u64, node: u32) -> [u8; 32] {
     let mut h = Sha256::new();
     h.update(b"sbft-beacon sim member");
@@ -175,7 +182,7 @@ fn run_node<S: Scheme>(
                 let restored = Member::restore(
                     shared.replica.clone(),
                     &dkg,
-                    slot.disk.chain.clone(),
+                    recent(&slot.disk.chain),
                     member_seed(shared.seed, node),
                     shared.memo.clone(),
                     slot.behaviour,
@@ -232,6 +239,16 @@ fn run_node<S: Scheme>(
                 MemberOutput::DkgComplete(out) => {
                     slot.disk.dkg = Some(out.clone());
                     fx.outputs.push((done, MemberOutput::DkgComplete(out)));
+                }
+                MemberOutput::Replica(Output::SyncFromStore { to, from_height }) => {
+                    // The node's disk answers what its replica no longer keeps.
+                    let disk = &slot.disk.chain;
+                    let entries = sync_response(from_height, |h| disk.get(h as usize - 1).cloned());
+                    if !entries.is_empty() {
+                        let message = Message::SyncResponse { entries };
+                        let send = Output::Send { to, message };
+                        fx.outputs.push((done, MemberOutput::Replica(send)));
+                    }
                 }
                 MemberOutput::Replica(Output::Finalized(entry)) => {
                     slot.disk.chain.push(entry.clone());
@@ -899,7 +916,10 @@ impl<S: Scheme> Engine<S> {
                         .or_default() += 1;
                 }
             }
-            Output::Send { .. } | Output::Broadcast(_) | Output::SetTimer { .. } => {}
+            Output::Send { .. }
+            | Output::Broadcast(_)
+            | Output::SetTimer { .. }
+            | Output::SyncFromStore { .. } => {}
         }
     }
 

@@ -60,7 +60,7 @@ impl Network {
                 min_us: us(*min_ms),
             },
             (Latency::Regions { .. }, Some(t)) => LinkLatency::Regions {
-                placement: (0..nodes as usize).map(|i| i % t.regions.len()).collect(),
+                placement: t.placement(nodes),
                 table_us: t
                     .latency_ms
                     .iter()

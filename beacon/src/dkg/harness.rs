@@ -333,7 +333,8 @@ fn encoded_len<S: Scheme>(message: &DkgMessage<S>) -> u64 {
     message.encode().map(|b| b.len() as u64).unwrap_or(0)
 }
 
-fn other_session<S: Scheme>(message: &DkgMessage<S>) -> DkgMessage<S> {
+/// The same message under another session (a replay from another run).
+pub(crate) fn other_session<S: Scheme>(message: &DkgMessage<S>) -> DkgMessage<S> {
     let flip = |s: [u8; 32]| {
         let mut s = s;
         s[0] ^= 0xff;

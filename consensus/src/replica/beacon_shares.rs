@@ -81,7 +81,7 @@ impl<S: Scheme> Replica<S> {
     pub(super) fn add_beacon_share(&mut self, from: NodeIndex, share: S::Signature) {
         if self.round.beacon.is_none()
             && !self.round.beacon_invalid.contains(&from)
-            && !self.convicted.contains(&from)
+            && !self.is_convicted(from)
         {
             let message = self.round_message();
             let _ = self.round.beacon_shares.insert(

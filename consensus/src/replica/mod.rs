@@ -37,6 +37,7 @@
 //! the view changes in a NEW-VIEW).
 
 mod beacon_shares;
+mod chain;
 mod view_change_checks;
 
 use crate::config::{ReplicaConfig, ReplicaKeys};
@@ -53,6 +54,7 @@ use beacon::{
     InterpolationMethod, NodeIndex, Point, Scheme, ShareSet, SignatureShare, ThresholdPublicKey,
     Time,
 };
+pub use chain::{sync_response, ChainWindow, CHAIN_WINDOW};
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use sha2::{Digest as _, Sha256};
@@ -71,6 +73,8 @@ const SYNC_BATCH: usize = 64;
 pub const VIEW_WINDOW: View = 1024;
 /// A new primary keeps view changes for views at most this far above its own.
 const VIEW_CHANGE_STORE_WINDOW: View = 8;
+/// Heights for which a replica proven to send invalid shares is ignored.
+pub const CONVICTION_HEIGHTS: Height = 64;
 /// Most proposals held until a paced round's release time.
 const HELD_LIMIT: usize = 64;
 /// Most bytes of blocks in one sync response (one entry is always sent, so a
@@ -234,6 +238,15 @@ pub enum Output<S: Scheme> {
     },
     /// Provable misbehaviour of another replica.
     Evidence(Evidence),
+    /// A peer asked for finalized heights older than this replica keeps in
+    /// memory: the driver answers from its store with a
+    /// [`Message::SyncResponse`] (see [`sync_response`]).
+    SyncFromStore {
+        /// Who asked.
+        to: NodeIndex,
+        /// First height wanted.
+        from_height: Height,
+    },
 }
 
 /// Which shares a collector aggregates.
@@ -360,7 +373,7 @@ pub struct Replica<S: Scheme> {
     memo: Arc<Memo>,
     rng: ChaCha20Rng,
     started: bool,
-    chain: Vec<Arc<CommittedEntry<S>>>,
+    chain: ChainWindow<S>,
     height: Height,
     view: View,
     previous_beacon: Vec<u8>,
@@ -373,8 +386,9 @@ pub struct Replica<S: Scheme> {
     future_count: usize,
     last_sync_request: Option<Time>,
     deferred: BTreeMap<(Height, View), Deferred<S>>,
-    /// Replicas proven to have sent invalid shares: their shares are ignored.
-    convicted: BTreeSet<NodeIndex>,
+    /// Replicas proven to have sent invalid shares, with the height of their
+    /// last conviction: their shares are ignored for [`CONVICTION_HEIGHTS`].
+    convicted: BTreeMap<NodeIndex, Height>,
     out: Vec<Output<S>>,
 }
 
@@ -387,18 +401,19 @@ impl<S: Scheme> Replica<S> {
         seed: [u8; 32],
         memo: Arc<Memo>,
     ) -> Self {
-        Self::restore(config, keys, seed, memo, Vec::new())
+        Self::restore(config, keys, seed, memo, ChainWindow::default())
     }
 
-    /// A replica resuming after `chain` (its persisted finalized heights 1..=len).
+    /// A replica resuming after `chain` (its most recent persisted finalized
+    /// heights; see [`ChainWindow::resume`]).
     pub fn restore(
         config: ReplicaConfig,
         keys: ReplicaKeys<S>,
         seed: [u8; 32],
         memo: Arc<Memo>,
-        chain: Vec<Arc<CommittedEntry<S>>>,
+        chain: ChainWindow<S>,
     ) -> Self {
-        let height = chain.len() as u64 + 1;
+        let height = chain.height() + 1;
         let previous_beacon = chain
             .last()
             .map(|e| e.beacon.to_bytes())
@@ -423,7 +438,7 @@ impl<S: Scheme> Replica<S> {
             future_count: 0,
             last_sync_request: None,
             deferred: BTreeMap::new(),
-            convicted: BTreeSet::new(),
+            convicted: BTreeMap::new(),
             out: Vec::new(),
         }
     }
@@ -443,8 +458,8 @@ impl<S: Scheme> Replica<S> {
         self.keys.me
     }
 
-    /// Finalized heights.
-    pub fn chain(&self) -> &[Arc<CommittedEntry<S>>] {
+    /// The most recent finalized heights.
+    pub fn chain(&self) -> &ChainWindow<S> {
         &self.chain
     }
 
@@ -526,10 +541,19 @@ impl<S: Scheme> Replica<S> {
         self.out.push(Output::SetTimer { at, timer });
     }
 
+    /// Whether `from`'s shares are ignored: convicted less than
+    /// [`CONVICTION_HEIGHTS`] ago (a conviction expires, so a replica that was
+    /// faulty once, say with a corrupted key it has since restored, counts again).
+    fn is_convicted(&self, from: NodeIndex) -> bool {
+        self.convicted
+            .get(&from)
+            .is_some_and(|at| self.height < at.saturating_add(CONVICTION_HEIGHTS))
+    }
+
     fn evidence(&mut self, culprit: NodeIndex, kind: EvidenceKind) {
         if matches!(kind, EvidenceKind::InvalidShare { .. }) {
-            // Proven faulty: its shares are not worth verifying again.
-            self.convicted.insert(culprit);
+            // Proven faulty: its shares are not worth verifying for a while.
+            self.convicted.insert(culprit, self.height);
         }
         let height = self.height;
         self.out.push(Output::Evidence(Evidence {
@@ -897,7 +921,7 @@ impl<S: Scheme> Replica<S> {
         tau: S::Signature,
         beacon: S::Signature,
     ) {
-        if self.convicted.contains(&from) {
+        if self.is_convicted(from) {
             return;
         }
         let h = self.height;
@@ -1213,7 +1237,7 @@ impl<S: Scheme> Replica<S> {
             self.round.blocks.get(&digest).cloned()
         } else {
             self.chain
-                .get((height as usize).wrapping_sub(1))
+                .get(height)
                 .filter(|e| e.certificate.digest == digest)
                 .map(|e| e.block.clone())
         };
@@ -1406,7 +1430,7 @@ impl<S: Scheme> Replica<S> {
         digest: Digest,
         share: S::Signature,
     ) {
-        if self.convicted.contains(&from) {
+        if self.is_convicted(from) {
             return;
         }
         let h = self.height;
@@ -1734,22 +1758,18 @@ impl<S: Scheme> Replica<S> {
     }
 
     fn on_sync_request(&mut self, from: NodeIndex, from_height: Height) {
-        let start = from_height.max(1) as usize - 1;
-        if start >= self.chain.len() {
-            return;
+        match self
+            .chain
+            .range(from_height, SYNC_BATCH, SYNC_RESPONSE_BYTES, |e| {
+                block_bytes(&e.block)
+            }) {
+            None => self.out.push(Output::SyncFromStore {
+                to: from,
+                from_height,
+            }),
+            Some(entries) if entries.is_empty() => {}
+            Some(entries) => self.send_to(from, Message::SyncResponse { entries }),
         }
-        let end = (start + SYNC_BATCH).min(self.chain.len());
-        let mut bytes = 0;
-        let entries = self.chain[start..end]
-            .iter()
-            .take_while(|e| {
-                let first = bytes == 0;
-                bytes += block_bytes(&e.block);
-                first || bytes <= SYNC_RESPONSE_BYTES
-            })
-            .cloned()
-            .collect();
-        self.send_to(from, Message::SyncResponse { entries });
     }
 
     fn on_sync_response(&mut self, now: Time, entries: Vec<Arc<CommittedEntry<S>>>) {
@@ -1796,7 +1816,7 @@ impl<S: Scheme> Replica<S> {
 impl<S: Scheme> RoundState<S> {
     fn new(
         config: &ReplicaConfig,
-        chain: &[Arc<CommittedEntry<S>>],
+        chain: &ChainWindow<S>,
         height: Height,
         view: View,
         previous_beacon: &[u8],
@@ -1838,14 +1858,14 @@ impl<S: Scheme> RoundState<S> {
     /// The election of `(height, view)` from the beacon of `height - k`.
     fn elect(
         config: &ReplicaConfig,
-        chain: &[Arc<CommittedEntry<S>>],
+        chain: &ChainWindow<S>,
         height: Height,
         view: View,
     ) -> Election {
         let electing = height.saturating_sub(config.election_lag);
         let randomness: Vec<u8> = if electing >= 1 {
             chain
-                .get(electing as usize - 1)
+                .get(electing)
                 .map(|e| beacon::chain::randomness(&e.beacon.to_bytes()).to_vec())
                 .unwrap_or_else(|| config.genesis_seed.to_vec())
         } else {

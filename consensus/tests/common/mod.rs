@@ -7,8 +7,8 @@ use beacon::dkg::DkgOutput;
 use beacon::memo::Memo;
 use beacon::{ChainInfo, NodeIndex, Point, Scheme, Time};
 use consensus::{
-    Behaviour, ByzantineReplica, CommitPath, Input, Message, Output, Participant, Replica,
-    ReplicaConfig, ReplicaKeys,
+    Behaviour, ByzantineReplica, CommitPath, CommittedEntry, Input, Message, Output, Participant,
+    Replica, ReplicaConfig, ReplicaKeys,
 };
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -55,11 +55,19 @@ pub struct Net<S: Scheme> {
     pub honest_sends: Vec<(Time, NodeIndex, &'static str, Option<u64>)>,
     /// Every beacon an honest replica learned: (time, replica, round).
     pub learned: Vec<(Time, NodeIndex, u64)>,
+    /// Each replica's finalized entries, as a node's store keeps them.
+    pub disks: Vec<Vec<Arc<CommittedEntry<S>>>>,
+    /// Per honest replica, the height of its latest invalid-share evidence
+    /// against each culprit: (reporter, culprit) -> height.
+    pub convictions: BTreeMap<(u32, u32), u64>,
+    /// Replicas cut off: what is delivered to them, and their timers, are lost.
+    pub down: std::collections::BTreeSet<u32>,
 }
 
 impl<S: Scheme> Net<S> {
     pub fn new(config: ReplicaConfig, seed: u64, byzantine: &[(u32, Behaviour)]) -> Self {
         let outputs = dkg::<S>(&config, seed);
+        let disks = vec![Vec::new(); config.n as usize];
         let memo = Memo::shared();
         let nodes = outputs
             .iter()
@@ -93,6 +101,9 @@ impl<S: Scheme> Net<S> {
             beacons: BTreeMap::new(),
             evidence: Vec::new(),
             view_changes: 0,
+            disks,
+            down: Default::default(),
+            convictions: BTreeMap::new(),
             messages: 0,
             honest_sends: Vec::new(),
             learned: Vec::new(),
@@ -204,13 +215,48 @@ impl<S: Scheme> Net<S> {
                 }
                 Output::Evidence(e) => {
                     if self.nodes[who.0 as usize].is_honest() {
+                        if matches!(e.kind, consensus::EvidenceKind::InvalidShare { .. }) {
+                            self.convictions.insert((who.0, e.culprit.0), e.height);
+                        }
                         self.evidence.push(e)
                     }
                 }
                 Output::ViewChanged { .. } => self.view_changes += 1,
-                Output::Finalized(_) => {}
+                Output::Finalized(entry) => self.disks[who.0 as usize].push(entry),
+                Output::SyncFromStore { to, from_height } => {
+                    let disk = &self.disks[who.0 as usize];
+                    let entries = consensus::replica::sync_response(from_height, |h| {
+                        disk.get(h as usize - 1).cloned()
+                    });
+                    if !entries.is_empty() {
+                        let at = self.now.plus_micros(self.delay());
+                        let message = Message::SyncResponse { entries };
+                        let deliver = Event::Deliver {
+                            from: who,
+                            to,
+                            message,
+                        };
+                        self.push(at, deliver);
+                    }
+                }
             }
         }
+    }
+
+    /// Replaces replica `i` by an honest one resuming from its disk, started now.
+    pub fn restart_honest(&mut self, i: usize) {
+        let keys = ReplicaKeys::from_dkg(&self.config, &self.outputs[i]).unwrap();
+        let chain = consensus::replica::ChainWindow::resume(self.disks[i].clone()).unwrap();
+        let replica = Replica::restore(
+            self.config.clone(),
+            keys,
+            [i as u8 ^ 0x55; 32],
+            Memo::shared(),
+            chain,
+        );
+        self.nodes[i] = Box::new(replica);
+        let out = self.nodes[i].handle(self.now, Input::Start);
+        self.apply(NodeIndex(i as u32), out);
     }
 
     pub fn start(&mut self) {
@@ -226,8 +272,8 @@ impl<S: Scheme> Net<S> {
             if self
                 .nodes
                 .iter()
-                .filter(|n| n.is_honest())
-                .all(|n| n.finalized().len() as u64 >= heights)
+                .filter(|n| n.is_honest() && !self.down.contains(&n.index().0))
+                .all(|n| n.finalized().height() >= heights)
             {
                 return true;
             }
@@ -246,6 +292,9 @@ impl<S: Scheme> Net<S> {
                 }
                 Event::Timer { who, timer } => (who, Input::Timer(timer)),
             };
+            if self.down.contains(&who.0) {
+                continue;
+            }
             let out = self.nodes[who.0 as usize].handle(self.now, input);
             self.apply(who, out);
         }

@@ -1,0 +1,285 @@
+//! One participant's resharing state machine: message intake and the four steps
+//! of the protocol (see the [module documentation](super)).
+
+mod steps;
+
+use super::verify::OldKeys;
+use super::*;
+use crate::dkg::evaluate_in_exponent;
+use crate::field::Scalar;
+use crate::lagrange::{InterpolationMethod, LagrangeCoefficients};
+use crate::memo::Memo;
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
+use std::collections::BTreeSet;
+
+/// Old groups of at least this many members interpolate with the roots-of-unity
+/// coefficients (all methods give the same result; this one is O(N log N)).
+const ROOTS_OF_UNITY_FROM: u32 = 32;
+
+/// One participant of a resharing.
+pub struct Resharer<S: Scheme> {
+    epoch: ReshareEpoch<S>,
+    session: [u8; 32],
+    roster: Roster,
+    me: NodeIndex,
+    old_share: Option<SecretShare>,
+    old_keys: OldKeys<S>,
+    new_domain: Arc<SignerDomain>,
+    memo: Arc<Memo>,
+    rng: ChaCha20Rng,
+    phase: DkgPhase,
+    deals: BTreeMap<NodeIndex, Arc<Deal<S>>>,
+    /// Dealers excluded so far, with the reason (first reason wins).
+    disqualified: BTreeMap<NodeIndex, String>,
+    /// As a new member: the sub-share of each dealer.
+    shares: BTreeMap<NodeIndex, Scalar>,
+    /// dealer -> complainers.
+    complaints: BTreeMap<NodeIndex, BTreeSet<NodeIndex>>,
+    /// Participants proven to equivocate: their complaints do not count.
+    faulty: BTreeSet<NodeIndex>,
+    justifications: BTreeMap<NodeIndex, Arc<Justification>>,
+    /// As a dealer: its sub-polynomial at every new member (secret).
+    dealt: Option<Vec<Scalar>>,
+}
+
+impl<S: Scheme> Resharer<S> {
+    /// Participant `me` of the resharing `epoch`. An old member passes its current
+    /// share (`None` if it lost it: it then only receives). `seed` feeds the
+    /// sub-polynomial and the verification weights (real entropy in production,
+    /// the scenario seed in simulation); `memo` shares pure public computations
+    /// between simulated participants.
+    pub fn new(
+        epoch: ReshareEpoch<S>,
+        me: MemberId,
+        old_share: Option<SecretShare>,
+        seed: [u8; 32],
+        memo: Arc<Memo>,
+    ) -> Result<Self, Error> {
+        epoch.validate()?;
+        let roster = epoch.roster();
+        let Some(p) = roster.index_of(&me) else {
+            return Err(Error::Reshare(format!(
+                "{me:?} is neither an old nor a new member"
+            )));
+        };
+        let session = epoch.session();
+        let old_keys = OldKeys::new(&epoch, &session, memo.clone())?;
+        if let Some(share) = &old_share {
+            if roster.old_index(p) != Some(share.index) {
+                return Err(Error::Reshare(format!(
+                    "{me:?} holds a share of old index {}, but is participant {p}",
+                    share.index
+                )));
+            }
+            if share.verification_key::<S>() != old_keys.key(share.index) {
+                return Err(Error::Reshare(format!(
+                    "the old share of {} does not match the old public polynomial",
+                    share.index
+                )));
+            }
+        }
+        let new_domain = SignerDomain::shared(epoch.new_members.len() as u32)?;
+        Ok(Resharer {
+            session,
+            roster,
+            me: p,
+            old_share,
+            old_keys,
+            new_domain,
+            memo,
+            rng: ChaCha20Rng::from_seed(seed),
+            phase: DkgPhase::Idle,
+            deals: BTreeMap::new(),
+            disqualified: BTreeMap::new(),
+            shares: BTreeMap::new(),
+            complaints: BTreeMap::new(),
+            faulty: BTreeSet::new(),
+            justifications: BTreeMap::new(),
+            dealt: None,
+            epoch,
+        })
+    }
+
+    /// The current phase.
+    pub fn phase(&self) -> DkgPhase {
+        self.phase
+    }
+
+    /// The epoch.
+    pub fn epoch(&self) -> &ReshareEpoch<S> {
+        &self.epoch
+    }
+
+    /// The session id every message names.
+    pub fn session(&self) -> [u8; 32] {
+        self.session
+    }
+
+    /// The participants.
+    pub fn roster(&self) -> &Roster {
+        &self.roster
+    }
+
+    /// This participant's index.
+    pub fn me(&self) -> NodeIndex {
+        self.me
+    }
+
+    /// Handles one input at time `now` and returns the resulting actions.
+    pub fn handle(&mut self, now: Time, input: ReshareInput<S>) -> Vec<ReshareAction<S>> {
+        match input {
+            ReshareInput::Start => self.start(now),
+            ReshareInput::Message { from, message } => {
+                self.on_message(from, message);
+                Vec::new()
+            }
+            ReshareInput::Timer(DkgTimer::EndOfDeal) if self.phase == DkgPhase::Dealing => {
+                self.end_of_deal(now)
+            }
+            ReshareInput::Timer(DkgTimer::EndOfComplaints)
+                if self.phase == DkgPhase::Complaining =>
+            {
+                self.end_of_complaints(now)
+            }
+            ReshareInput::Timer(DkgTimer::EndOfJustifications)
+                if self.phase == DkgPhase::Justifying =>
+            {
+                self.finalize()
+            }
+            ReshareInput::Timer(_) => Vec::new(),
+            ReshareInput::Faulty { member } => {
+                if member.0 < self.roster.len() && !self.is_over() {
+                    self.faulty.insert(member);
+                    for complainers in self.complaints.values_mut() {
+                        complainers.remove(&member);
+                    }
+                    self.complaints.retain(|_, c| !c.is_empty());
+                    if self.roster.old_index(member).is_some() {
+                        self.disqualify(member, "equivocating broadcasts");
+                    }
+                }
+                Vec::new()
+            }
+        }
+    }
+
+    fn is_over(&self) -> bool {
+        matches!(self.phase, DkgPhase::Done | DkgPhase::Failed)
+    }
+
+    fn timer(&self, now: Time, timer: DkgTimer) -> ReshareAction<S> {
+        ReshareAction::SetTimer {
+            at: now.plus_micros(self.epoch.phase_timeout_us),
+            timer,
+        }
+    }
+
+    fn disqualify(&mut self, dealer: NodeIndex, reason: &str) {
+        self.disqualified
+            .entry(dealer)
+            .or_insert_with(|| reason.to_string());
+    }
+
+    /// Step 1: deal sub-shares of the old share (if held) and arm the deal phase.
+    fn start(&mut self, now: Time) -> Vec<ReshareAction<S>> {
+        if self.phase != DkgPhase::Idle {
+            return Vec::new();
+        }
+        self.phase = DkgPhase::Dealing;
+        let mut out = Vec::new();
+        if let Some(share) = &self.old_share {
+            let t_new = self.epoch.new_threshold as usize;
+            let mut poly = Vec::with_capacity(t_new);
+            poly.push(*share.value());
+            poly.extend((1..t_new).map(|_| Scalar::random(&mut self.rng)));
+            let g = S::PublicKey::generator();
+            let commitments = poly.iter().map(|a| g.mul(a)).collect();
+            let evaluations = self.new_domain.evaluate_all(&poly);
+            let deal = Arc::new(Deal::new(self.session, self.me, vec![commitments]));
+            self.deals.insert(self.me, deal.clone());
+            out.push(ReshareAction::Broadcast(DkgMessage::Deal(deal)));
+            for (j, value) in evaluations.iter().enumerate() {
+                let Some(to) = self.roster.participant_of_new(NodeIndex(j as u32)) else {
+                    continue;
+                };
+                if to == self.me {
+                    self.shares.insert(self.me, *value);
+                } else {
+                    let message = DealtShares {
+                        session: self.session,
+                        dealer: self.me,
+                        recipient: to,
+                        shares: vec![*value],
+                    };
+                    out.push(ReshareAction::Send {
+                        to,
+                        message: DkgMessage::Shares(message),
+                    });
+                }
+            }
+            self.dealt = Some(evaluations);
+        }
+        out.push(self.timer(now, DkgTimer::EndOfDeal));
+        out
+    }
+
+    fn on_message(&mut self, from: NodeIndex, message: ReshareMessage<S>) {
+        if from.0 >= self.roster.len() || self.is_over() {
+            return;
+        }
+        let from_old = self.roster.old_index(from).is_some();
+        let dealing = matches!(self.phase, DkgPhase::Idle | DkgPhase::Dealing);
+        match message {
+            DkgMessage::Deal(deal) => {
+                if deal.session != self.session || deal.dealer != from || !dealing || !from_old {
+                    return;
+                }
+                if self.deals.contains_key(&from) {
+                    return;
+                }
+                let t_new = self.epoch.new_threshold as usize;
+                if !matches!(deal.commitments.as_slice(), [c] if c.len() == t_new) {
+                    self.disqualify(from, "commitments of the wrong degree");
+                }
+                self.deals.insert(from, deal);
+            }
+            DkgMessage::Shares(s) => {
+                let to_me = s.recipient == self.me && self.roster.new_index(self.me).is_some();
+                if s.session != self.session || s.dealer != from || !to_me || !dealing {
+                    return;
+                }
+                if let ([value], true) = (s.shares.as_slice(), from_old) {
+                    self.shares.entry(from).or_insert(*value);
+                }
+            }
+            DkgMessage::Complaint(c) => {
+                let open = dealing || self.phase == DkgPhase::Complaining;
+                let from_new = self.roster.new_index(from).is_some();
+                if c.session != self.session
+                    || c.from != from
+                    || !open
+                    || !from_new
+                    || self.faulty.contains(&from)
+                {
+                    return;
+                }
+                for d in c.dealers {
+                    if self.roster.old_index(d).is_some() {
+                        self.complaints.entry(d).or_default().insert(from);
+                    }
+                }
+            }
+            DkgMessage::Justification(j) => {
+                if j.session != self.session
+                    || j.dealer != from
+                    || !from_old
+                    || self.phase == DkgPhase::Idle
+                {
+                    return;
+                }
+                self.justifications.entry(from).or_insert(j);
+            }
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! `sbft-beacon compare`: the simulator and a real network over the emulated WAN
+//! (`localnet` with the same `--regions`/`--latency-ms` options), on the same
+//! topology, placement, protocol parameters and seed, in one report with the
+//! relative error of each figure, `(sim - real) / real`.
+
+use anyhow::{bail, Context as _, Result};
+use clap::Args;
+use serde_json::{json, Value};
+use sim::config::Latency;
+use sim::SimConfig;
+use std::process::Command;
+
+/// Options of `compare`.
+#[derive(Args)]
+pub struct CompareArgs {
+    /// Number of nodes.
+    #[arg(long, default_value_t = 4)]
+    nodes: u32,
+    /// Beacon rounds.
+    #[arg(long, default_value_t = 50)]
+    rounds: u64,
+    /// Seed of the simulation.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The WAN: the same options as `localnet`.
+    #[command(flatten)]
+    wan: node::wan::WanArgs,
+    /// Print one JSON object `{"sim", "real", "error"}` instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The simulator's scenario for what `args` runs on real nodes: the node's
+/// protocol defaults, no client load, the same latency model and placement.
+fn scenario(args: &CompareArgs) -> Result<SimConfig> {
+    let mut cfg = SimConfig::load("default")?;
+    cfg.name = "compare".into();
+    cfg.nodes = args.nodes;
+    cfg.rounds = args.rounds;
+    cfg.seed = args.seed;
+    cfg.scheme = beacon::SchemeId::PedersenBlsChained;
+    let replica = consensus::ReplicaConfig::new(
+        args.nodes,
+        consensus::config::smallest_collector_slack(args.nodes)
+            .with_context(|| format!("no c gives n = 3f + 2c + 1 for {} nodes", args.nodes))?,
+    )?;
+    let p = &mut cfg.protocol;
+    p.c = replica.c;
+    p.election_lag = replica.election_lag;
+    p.period_ms = 0;
+    p.fast_path_timeout_ms = node::config::default_fast_path_ms();
+    p.view_change_timeout_ms = node::config::default_view_change_ms();
+    p.backup_collector_delay_ms = replica.backup_collector_delay_us / 1000;
+    p.early_beacon = replica.early_beacon;
+    p.max_batch = replica.max_batch;
+    cfg.load.tx_per_second = 0.0;
+    let wan = &args.wan;
+    cfg.network.latency = match &wan.regions {
+        Some(path) => {
+            let path = path
+                .canonicalize()
+                .with_context(|| format!("reading {}", path.display()))?;
+            cfg.base_dir = path.parent().map(|d| d.to_path_buf());
+            let file = path
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .context("a region table file")?;
+            Latency::Regions { file }
+        }
+        None => Latency::Constant {
+            ms: wan.latency_ms.unwrap_or(0.0),
+        },
+    };
+    cfg.network.jitter_ms = wan.jitter_ms;
+    cfg.network.bandwidth_mbps = wan.bandwidth_mbps;
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+/// Runs `localnet` over the emulated WAN and returns its `--json` report.
+fn real(args: &CompareArgs) -> Result<Value> {
+    let exe = std::env::current_exe().context("locating sbft-beacon")?;
+    let mut command = Command::new(exe);
+    command
+        .args(["localnet", "--json", "--nodes"])
+        .arg(args.nodes.to_string())
+        .arg("--rounds")
+        .arg(args.rounds.to_string());
+    let wan = &args.wan;
+    if let Some(r) = &wan.regions {
+        command.arg("--regions").arg(r);
+    }
+    if let Some(ms) = wan.latency_ms {
+        command.arg("--latency-ms").arg(ms.to_string());
+    }
+    command
+        .arg("--jitter-ms")
+        .arg(wan.jitter_ms.to_string())
+        .arg("--bandwidth-mbps")
+        .arg(wan.bandwidth_mbps.to_string());
+    let out = command.output().context("running localnet")?;
+    if !out.status.success() {
+        bail!(
+            "localnet failed ({}):\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .context("localnet printed no JSON report")?;
+    serde_json::from_str(line).context("parsing localnet's report")
+}
+
+/// `(sim - real) / real`, or null where `real` is zero or missing.
+fn error(sim: &Value, real: &Value) -> Value {
+    match (sim.as_f64(), real.as_f64()) {
+        (Some(s), Some(r)) if r != 0.0 => json!((s - r) / r),
+        _ => Value::Null,
+    }
+}
+
+/// Runs `compare`.
+pub fn run(args: CompareArgs) -> Result<()> {
+    if !args.wan.enabled() {
+        bail!("compare needs a WAN: --regions FILE or --latency-ms X");
+    }
+    let cfg = scenario(&args)?;
+    let (report, _) = sim::run(&cfg, None)?;
+    let sim = serde_json::to_value(&report)?;
+    let real = real(&args)?;
+    let mut errors = serde_json::Map::new();
+    for q in ["p50", "p90", "p99", "max"] {
+        errors.insert(
+            format!("beacon_{q}"),
+            error(&sim["beacon_latency_ms"][q], &real["beacon_latency_ms"][q]),
+        );
+    }
+    let out = json!({ "sim": sim, "real": real, "error": errors });
+    if args.json {
+        println!("{out}");
+        return Ok(());
+    }
+    println!(
+        "{} nodes, {} rounds; beacon latency (ms), simulated vs emulated real network:",
+        args.nodes, args.rounds
+    );
+    println!("{:>6} {:>10} {:>10} {:>8}", "", "sim", "real", "error");
+    for q in ["p50", "p90", "p99", "max"] {
+        let s = sim["beacon_latency_ms"][q].as_f64().unwrap_or(f64::NAN);
+        let r = real["beacon_latency_ms"][q].as_f64().unwrap_or(f64::NAN);
+        let e = out["error"][format!("beacon_{q}")]
+            .as_f64()
+            .map_or("-".to_string(), |e| format!("{:+.1}%", e * 100.0));
+        println!("{q:>6} {s:>10.2} {r:>10.2} {e:>8}");
+    }
+    println!(
+        "simulated: messages per round {:.1}, fast path {:.0}%",
+        report.messages_per_round,
+        report.fast_path_ratio * 100.0
+    );
+    Ok(())
+}
