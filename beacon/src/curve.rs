@@ -41,6 +41,12 @@ pub trait Point: Copy + Eq + Send + Sync + fmt::Debug + 'static {
     /// Multi-scalar multiplication `sum_i scalars[i] * points[i]` (blst's Pippenger,
     /// multi-threaded for large inputs). Panics if the lengths differ (a caller bug).
     fn msm(points: &[Self], scalars: &[Scalar]) -> Self;
+    /// [`Point::msm`] with 128-bit scalars (random weights): half the doublings.
+    /// Panics if the lengths differ (a caller bug).
+    fn msm_u128(points: &[Self], scalars: &[u128]) -> Self {
+        let scalars: Vec<Scalar> = scalars.iter().map(|s| Scalar::from_u128(*s)).collect();
+        Self::msm(points, &scalars)
+    }
     /// Hash to the curve per RFC 9380 (`XMD:SHA-256_SSWU_RO`) with domain separation tag `dst`.
     fn hash_to_curve(msg: &[u8], dst: &[u8]) -> Self;
     /// Canonical compressed encoding.
@@ -151,6 +157,23 @@ macro_rules! group {
                         bytes.extend_from_slice(&s.to_bytes_le());
                     }
                     $name(affine.as_slice().mult(&bytes, 255))
+                })
+            }
+
+            fn msm_u128(points: &[Self], scalars: &[u128]) -> Self {
+                assert_eq!(points.len(), scalars.len(), "msm: length mismatch");
+                match points.len() {
+                    0 => return Self::identity(),
+                    1 => return points[0].mul(&Scalar::from_u128(scalars[0])),
+                    n => cost::record_msm($tag, n),
+                }
+                cost::timed(true, || {
+                    let affine = Self::batch_to_affine(points);
+                    let mut bytes = Vec::with_capacity(16 * scalars.len());
+                    for s in scalars {
+                        bytes.extend_from_slice(&s.to_le_bytes());
+                    }
+                    $name(affine.as_slice().mult(&bytes, 128))
                 })
             }
 
@@ -378,6 +401,13 @@ mod tests {
                 .zip(&scalars)
                 .fold(G2::identity(), |acc, (p, s)| acc.add(&p.mul(s)));
             assert_eq!(G2::msm(&points2, &scalars), naive2);
+            let short: Vec<u128> = (0..n).map(|i| (i as u128 + 3) << 100 | 12345).collect();
+            let as_scalars: Vec<Scalar> = short.iter().map(|s| Scalar::from_u128(*s)).collect();
+            assert_eq!(G1::msm_u128(&points, &short), G1::msm(&points, &as_scalars));
+            assert_eq!(
+                G2::msm_u128(&points2, &short),
+                G2::msm(&points2, &as_scalars)
+            );
         }
     }
 

@@ -237,6 +237,14 @@ impl<S: Scheme> Member<S> {
         matches!(self.phase, Phase::Replica(_))
     }
 
+    /// What the DKG waits for, while it runs (for logs).
+    pub fn dkg_progress(&self) -> Option<String> {
+        match &self.phase {
+            Phase::Dkg(dkg) => Some(dkg.progress()),
+            _ => None,
+        }
+    }
+
     /// The replica, once the DKG is over.
     pub fn replica(&self) -> Option<&dyn Participant<S>> {
         match &self.phase {

@@ -21,6 +21,9 @@ pub enum BenchCommand {
     Verify(VerifyArgs),
     /// A whole DKG in-process (all n members), per-phase CPU and traffic.
     Dkg(DkgArgs),
+    /// Whole DKG sessions in-process over the relay (attempts, agreement): the
+    /// messages and bytes of each kind, the relay's attestations among them.
+    Relay(RelayArgs),
     /// Measure the cost of each cryptographic operation and write the simulator's
     /// cost model.
     Calibrate(CalibrateArgs),
@@ -53,6 +56,27 @@ pub struct DkgArgs {
     #[arg(long)]
     json: bool,
     /// Seed for the polynomials and the delivery order.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+/// Options of `bench relay`.
+#[derive(Args)]
+pub struct RelayArgs {
+    /// Numbers of members (every member deals).
+    #[arg(long, value_delimiter = ',', default_value = "128")]
+    n: Vec<u32>,
+    /// Delivery order: `fifo` (equal latency everywhere) or `random` (any
+    /// message may overtake any other).
+    #[arg(long, default_value = "fifo")]
+    delivery: String,
+    /// Signature scheme (decides the key group).
+    #[arg(long, default_value = "pedersen-bls-chained")]
+    scheme: SchemeId,
+    /// One JSON object per line instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Seed for the polynomials, keys and delivery order.
     #[arg(long, default_value_t = 1)]
     seed: u64,
 }
@@ -100,6 +124,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
         BenchCommand::Interpolation(a) => with_bls_scheme!(a.scheme, interpolation, &a),
         BenchCommand::Verify(a) => with_bls_scheme!(a.scheme, verify, &a),
         BenchCommand::Dkg(a) => with_bls_scheme!(a.scheme, dkg, &a),
+        BenchCommand::Relay(a) => with_bls_scheme!(a.scheme, relay, &a),
         BenchCommand::Calibrate(a) => calibrate(&a),
     }
 }
@@ -357,6 +382,93 @@ fn dkg<S: Scheme>(args: &DkgArgs) -> Result<()> {
                 "{n:>6} {k:>7} {th:>18} {deal:>9.2} {verify:>10.2} {finalize:>11.2} {cpu:>12.2} {wall:>13.0} {bytes:>14}"
             );
         }
+    }
+    Ok(())
+}
+
+fn relay<S: Scheme>(args: &RelayArgs) -> Result<()> {
+    use beacon::dkg::{harness, DkgConfig};
+    let delivery = match args.delivery.as_str() {
+        "fifo" => harness::Delivery::Fifo,
+        "random" => harness::Delivery::Random,
+        other => bail!("--delivery {other}: expected fifo or random"),
+    };
+    for &n in &args.n {
+        if n < 4 {
+            bail!("--n must be at least 4");
+        }
+        let f = (n - 1) / 3;
+        let config = DkgConfig {
+            session: [args.seed as u8; 32],
+            n,
+            thresholds: vec![f + 1, 2 * f + 1, 3 * f + 1],
+            dealers: Vec::new(),
+            phase_timeout_us: 1_000_000,
+            min_qualified: f + 1,
+            max_faulty: f,
+            max_attempts: 1,
+        };
+        let memo = beacon::memo::Memo::shared();
+        let start = Instant::now();
+        let members = harness::honest_sessions::<S>(&config, args.seed, &memo)?;
+        let run = harness::run_sessions(members, args.seed, delivery);
+        let wall_s = start.elapsed().as_secs_f64();
+        let failed = run
+            .results
+            .iter()
+            .filter(|r| !matches!(r, Some(Ok(_))))
+            .count();
+        if failed > 0 {
+            bail!("n = {n}: {failed} members did not finish the DKG");
+        }
+        // The relay's own traffic besides the broadcasts themselves.
+        let attestation_kinds = ["dkg-summary", "dkg-pull-versions", "dkg-versions"];
+        let (mut messages, mut bytes) = (0u64, 0u64);
+        for k in attestation_kinds {
+            if let Some((m, b)) = run.traffic.get(k) {
+                messages += m;
+                bytes += b;
+            }
+        }
+        // Distinct broadcasts: every member's deal and complaint (+ justifications).
+        let broadcasts = u64::from(2 * n);
+        let traffic: serde_json::Map<String, serde_json::Value> = run
+            .traffic
+            .iter()
+            .map(|(k, (m, b))| (k.to_string(), json!({"messages": m, "bytes": b})))
+            .collect();
+        let report = json!({
+            "n": n,
+            "scheme": S::ID.as_str(),
+            "delivery": args.delivery,
+            "traffic": traffic,
+            "attestation_messages": messages,
+            "attestation_bytes": bytes,
+            "attestation_messages_per_broadcast": messages as f64 / broadcasts as f64,
+            "attestation_bytes_per_broadcast": bytes as f64 / broadcasts as f64,
+            "attestation_bytes_per_member": bytes as f64 / f64::from(n),
+            "echo_design_messages_per_broadcast": u64::from(n) * u64::from(n - 1),
+            "wall_s": wall_s,
+        });
+        if args.json {
+            println!("{report}");
+            continue;
+        }
+        println!(
+            "n = {n}, {} delivery, scheme {} ({wall_s:.1} s):",
+            args.delivery,
+            S::ID
+        );
+        println!("{:>20} {:>10} {:>14}", "kind", "messages", "bytes");
+        for (k, (m, b)) in &run.traffic {
+            println!("{k:>20} {m:>10} {b:>14}");
+        }
+        println!(
+            "attestations: {messages} messages, {bytes} bytes in all; per broadcast ({broadcasts}): {:.0} messages, {:.0} bytes (one attestation per member pair would be {} messages)",
+            messages as f64 / broadcasts as f64,
+            bytes as f64 / broadcasts as f64,
+            u64::from(n) * u64::from(n - 1)
+        );
     }
     Ok(())
 }

@@ -71,7 +71,8 @@ pub struct NetworkSection {
     /// Hex of the 32-byte seed round 1 chains on (default: SHA-256 of `id`).
     #[serde(default)]
     pub genesis_seed: Option<String>,
-    /// Length of each DKG phase in milliseconds.
+    /// Longest wait of each DKG phase for silent members, in milliseconds (a
+    /// phase ends as soon as everything it waits for is in).
     #[serde(default = "default_dkg_phase_ms")]
     pub dkg_phase_ms: u64,
     /// Smallest DKG committee (0: every member deals); the committee is drawn

@@ -209,6 +209,8 @@ struct Node<S: Scheme> {
     clock: RoundClock,
     /// Set once the DKG is done (or restored): DKG frames are no longer wanted.
     dkg_done: Arc<AtomicBool>,
+    /// When this node started its DKG (none when restored).
+    dkg_started: Option<std::time::Instant>,
     /// Permits to read the store for peers' sync requests.
     store_readers: Arc<tokio::sync::Semaphore>,
 }
@@ -293,9 +295,13 @@ impl<S: Scheme> Node<S> {
                     self.store.save_dkg(&output)?;
                     self.dkg_done.store(true, Ordering::Relaxed);
                     let info = chain_info(&self.cfg, &output);
+                    let dkg_ms = self
+                        .dkg_started
+                        .map_or(0, |t| t.elapsed().as_millis() as u64);
                     info!(
                         chain = hex::encode(info.hash()),
                         qualified = output.qual.len(),
+                        dkg_ms,
                         "DKG complete; key material saved"
                     );
                     for (dealer, reason) in &output.disqualified {
@@ -426,6 +432,10 @@ impl<S: Scheme> Node<S> {
                 return Ok(());
             }
             let timer = entry.remove();
+            if let (MemberTimer::Dkg(t), Some(progress)) = (&timer, self.member.dkg_progress()) {
+                // A DKG deadline passed before the DKG was over: say what it lacked.
+                info!(timer = ?t, progress, "DKG deadline");
+            }
             self.handle(MemberInput::Timer(timer))?;
         }
     }
@@ -649,6 +659,7 @@ async fn run_inner<S: Scheme>(
         process_cpu_at_beacon: process_cpu_ns(),
         live: false,
         clock: RoundClock::new(),
+        dkg_started: stored.is_none().then(std::time::Instant::now),
         dkg_done,
         store_readers: Arc::new(tokio::sync::Semaphore::new(STORE_READERS)),
     };

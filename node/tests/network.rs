@@ -174,6 +174,13 @@ fn localnet_serves_one_chain_that_verify_url_accepts() {
         assert!(report["beacon_latency_ms"][field].as_f64().unwrap() > 0.0);
     }
     assert!(report["wall_s"].as_f64().unwrap() > 0.0);
+    // Start-up figures: the DKG (as the nodes logged it) is part of start-up.
+    let startup = report["startup_s"].as_f64().unwrap();
+    let dkg = report["dkg_s"].as_f64().unwrap();
+    assert!(
+        dkg > 0.0 && startup >= dkg,
+        "startup {startup} s, DKG {dkg} s"
+    );
     let apis: Vec<String> = report["http"]
         .as_array()
         .unwrap()

@@ -4,6 +4,10 @@
 //! `sbft-beacon bench dkg`, and by the simulator's set-up; Byzantine dealers are
 //! swappable [`DkgParticipant`] implementations wrapping an honest [`Dkg`].
 
+use super::relay::SigningKey;
+use super::session::{
+    DkgSession, SessionAction, SessionInput, SessionMessage, SessionParticipant, SessionTimer,
+};
 use super::*;
 use rand_core::RngCore;
 use std::cmp::Reverse;
@@ -14,11 +18,19 @@ use std::time::{Duration, Instant};
 pub trait DkgParticipant<S: Scheme>: Send {
     /// Handles one input (see [`Dkg::handle`]).
     fn handle(&mut self, now: Time, input: DkgInput<S>) -> Vec<DkgAction<S>>;
+    /// The phase of the honest machine inside, if any (for CPU accounting).
+    fn phase(&self) -> Option<DkgPhase> {
+        None
+    }
 }
 
 impl<S: Scheme> DkgParticipant<S> for Dkg<S> {
     fn handle(&mut self, now: Time, input: DkgInput<S>) -> Vec<DkgAction<S>> {
         Dkg::handle(self, now, input)
+    }
+
+    fn phase(&self) -> Option<DkgPhase> {
+        Some(Dkg::phase(self))
     }
 }
 
@@ -48,6 +60,12 @@ pub enum DealerFault {
     Equivocate,
     /// Sends nothing at all.
     Silent,
+    /// Correct shares to `victims`, but not the ones its deal's share root
+    /// commits to (a wrong salt): they complain, and it reveals the shares.
+    UncommittedShares {
+        /// Recipients of the uncommitted shares.
+        victims: Vec<NodeIndex>,
+    },
 }
 
 /// A Byzantine dealer: an honest [`Dkg`] whose outputs are rewritten.
@@ -66,7 +84,8 @@ impl<S: Scheme> ByzantineDealer<S> {
         match &self.fault {
             DealerFault::BadShares { victims }
             | DealerFault::BadSharesThenJustified { victims }
-            | DealerFault::InvalidJustification { victims } => Some(victims),
+            | DealerFault::InvalidJustification { victims }
+            | DealerFault::UncommittedShares { victims } => Some(victims),
             _ => None,
         }
     }
@@ -84,6 +103,10 @@ impl<S: Scheme> ByzantineDealer<S> {
 }
 
 impl<S: Scheme> DkgParticipant<S> for ByzantineDealer<S> {
+    fn phase(&self) -> Option<DkgPhase> {
+        Some(self.inner.phase())
+    }
+
     fn handle(&mut self, now: Time, input: DkgInput<S>) -> Vec<DkgAction<S>> {
         let actions = self.inner.handle(now, input);
         let mut out = Vec::with_capacity(actions.len());
@@ -97,8 +120,21 @@ impl<S: Scheme> DkgParticipant<S> for ByzantineDealer<S> {
                     for c in &mut commitments {
                         c.pop();
                     }
-                    let bad = Deal::new(d.session, d.dealer, commitments);
+                    let bad = Deal::new(d.session, d.dealer, commitments, d.share_root);
                     out.push(DkgAction::Broadcast(DkgMessage::Deal(Arc::new(bad))));
+                }
+                (
+                    DealerFault::UncommittedShares { .. },
+                    DkgAction::Send {
+                        to,
+                        message: DkgMessage::Shares(mut s),
+                    },
+                ) if self.is_victim(to) => {
+                    s.salt[0] ^= 1;
+                    out.push(DkgAction::Send {
+                        to,
+                        message: DkgMessage::Shares(s),
+                    });
                 }
                 (
                     _,
@@ -157,15 +193,16 @@ pub struct Disturbances {
 pub struct DkgRun<S: Scheme> {
     /// Per member: its output, or its failure, or `None` if it produced neither.
     pub results: Vec<Option<Result<Arc<DkgOutput<S>>, String>>>,
-    /// Virtual time at the end (microseconds).
+    /// Virtual time of the last result (messages take no time: an honest run
+    /// ends at zero, one that waits for silent members at its timeouts).
     pub finished_at: Time,
     /// Bytes each member sent (wire encoding; a broadcast counts once per recipient).
     pub bytes_sent: Vec<u64>,
     /// CPU time each member spent in `handle`, plus what shared computations would
     /// have cost it.
     pub cpu: Vec<Duration>,
-    /// CPU time per phase (deal = start, verify = end of deal, finalize = the rest),
-    /// summed over members.
+    /// CPU time per phase (deal = start, verify = the input that ends the deal
+    /// phase, finalize = the rest), summed over members.
     pub phase_cpu: [Duration; 3],
     /// Messages delivered.
     pub messages: u64,
@@ -188,6 +225,7 @@ pub fn run<S: Scheme>(
     let mut phase_cpu = [Duration::ZERO; 3];
     let mut messages = 0u64;
     let mut now = Time::ZERO;
+    let mut finished_at = Time::ZERO;
     let _ = crate::memo::take_charged_time();
 
     let mut pending: Vec<(NodeIndex, DkgInput<S>)> = (0..n as u32)
@@ -195,14 +233,20 @@ pub fn run<S: Scheme>(
         .collect();
     loop {
         for (who, input) in pending.drain(..) {
-            let phase = match &input {
-                DkgInput::Start => 0,
-                DkgInput::Timer(DkgTimer::EndOfDeal) => 1,
+            let participant = &mut participants[who.0 as usize];
+            let before = participant.phase();
+            let start_input = matches!(input, DkgInput::Start);
+            let end_of_deal = matches!(input, DkgInput::Timer(DkgTimer::EndOfDeal));
+            let start = Instant::now();
+            let actions = participant.handle(now, input);
+            let spent = start.elapsed() + crate::memo::take_charged_time();
+            let after = participant.phase();
+            let phase = match (before, after) {
+                _ if start_input => 0,
+                (Some(DkgPhase::Dealing), Some(p)) if p != DkgPhase::Dealing => 1,
+                (None, None) if end_of_deal => 1,
                 _ => 2,
             };
-            let start = Instant::now();
-            let actions = participants[who.0 as usize].handle(now, input);
-            let spent = start.elapsed() + crate::memo::take_charged_time();
             cpu[who.0 as usize] += spent;
             phase_cpu[phase] += spent;
             for action in actions {
@@ -221,8 +265,16 @@ pub fn run<S: Scheme>(
                         seq += 1;
                         timers.push(Reverse((at, seq, who.0, timer)));
                     }
-                    DkgAction::Complete(out) => results[who.0 as usize] = Some(Ok(out)),
-                    DkgAction::Failed(e) => results[who.0 as usize] = Some(Err(e)),
+                    DkgAction::Complete(out) => {
+                        results[who.0 as usize] = Some(Ok(out));
+                        finished_at = now;
+                    }
+                    DkgAction::Failed(e) => {
+                        results[who.0 as usize] = Some(Err(e));
+                        finished_at = now;
+                    }
+                    // No relay here: broadcasts are consistent by construction.
+                    DkgAction::Announce(_) => {}
                 }
             }
         }
@@ -268,7 +320,7 @@ pub fn run<S: Scheme>(
     }
     DkgRun {
         results,
-        finished_at: now,
+        finished_at,
         bytes_sent,
         cpu,
         phase_cpu,
@@ -293,6 +345,7 @@ pub(crate) fn other_session<S: Scheme>(message: &DkgMessage<S>) -> DkgMessage<S>
             flip(d.session),
             d.dealer,
             d.commitments.clone(),
+            d.share_root,
         ))),
         DkgMessage::Shares(s) => DkgMessage::Shares(DealtShares {
             session: flip(s.session),
@@ -335,4 +388,149 @@ pub fn member_seed(seed: u64, i: u32) -> [u8; 32] {
     h.update(seed.to_be_bytes());
     h.update(i.to_be_bytes());
     h.finalize().into()
+}
+
+/// What a run of whole sessions ([`run_sessions`]) produced.
+pub struct SessionRun<S: Scheme> {
+    /// Per member: its output, its failure, or `None`.
+    pub results: Vec<Option<Result<Arc<DkgOutput<S>>, String>>>,
+    /// Virtual time of the last result.
+    pub finished_at: Time,
+    /// Messages and wire bytes sent, by kind ([`SessionMessage::kind`]); a
+    /// broadcast counts once per recipient.
+    pub traffic: BTreeMap<&'static str, (u64, u64)>,
+    /// CPU time each member spent, shared computations included.
+    pub cpu: Vec<Duration>,
+}
+
+/// Honest sessions for `config`, member keys and seeds derived from `seed`.
+pub fn honest_sessions<S: Scheme>(
+    config: &DkgConfig,
+    seed: u64,
+    memo: &Arc<Memo>,
+) -> Result<Vec<Box<dyn SessionParticipant<S>>>, Error> {
+    let secrets: Vec<SigningKey> = (0..config.n)
+        .map(|i| SigningKey::from_bytes(&member_seed(seed ^ 0x6b65_7973, i)))
+        .collect();
+    let keys = Arc::new(
+        secrets
+            .iter()
+            .map(|k| k.verifying_key())
+            .collect::<Vec<_>>(),
+    );
+    secrets
+        .into_iter()
+        .enumerate()
+        .map(|(i, key)| {
+            let s = DkgSession::<S>::new(
+                config.clone(),
+                NodeIndex(i as u32),
+                member_seed(seed, i as u32),
+                memo.clone(),
+                key,
+                keys.clone(),
+            )?;
+            Ok(Box::new(s) as Box<dyn SessionParticipant<S>>)
+        })
+        .collect()
+}
+
+/// The order in which [`run_sessions`] delivers messages in flight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delivery {
+    /// In the order sent: every link has the same latency.
+    Fifo,
+    /// In an order drawn from the seed: any message may overtake any other.
+    Random,
+}
+
+/// Runs whole sessions (relay, attempts, agreement) to completion over a
+/// network that delivers one message at a time, in `delivery` order, and fires
+/// timers only when nothing is in flight. Counts the traffic by kind.
+pub fn run_sessions<S: Scheme>(
+    mut members: Vec<Box<dyn SessionParticipant<S>>>,
+    seed: u64,
+    delivery: Delivery,
+) -> SessionRun<S> {
+    let n = members.len();
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let mut queue: std::collections::VecDeque<(u32, u32, SessionMessage)> = Default::default();
+    let mut timers: BinaryHeap<Reverse<(Time, u64, u32, SessionTimer)>> = BinaryHeap::new();
+    let mut seq = 0u64;
+    let mut results = vec![None; n];
+    let mut traffic: BTreeMap<&'static str, (u64, u64)> = BTreeMap::new();
+    let mut cpu = vec![Duration::ZERO; n];
+    let mut now = Time::ZERO;
+    let mut finished_at = Time::ZERO;
+    let _ = crate::memo::take_charged_time();
+    let mut pending: Vec<(u32, SessionInput)> =
+        (0..n as u32).map(|i| (i, SessionInput::Start)).collect();
+    loop {
+        for (who, input) in pending.drain(..) {
+            let start = Instant::now();
+            let actions = members[who as usize].handle(now, input);
+            cpu[who as usize] += start.elapsed() + crate::memo::take_charged_time();
+            for action in actions {
+                let mut count = |m: &SessionMessage, copies: u64| {
+                    let bytes = wire::encode(m).map_or(0, |b| b.len() as u64);
+                    let t = traffic.entry(m.kind()).or_default();
+                    t.0 += copies;
+                    t.1 += bytes * copies;
+                };
+                match action {
+                    SessionAction::Send { to, message } => {
+                        count(&message, 1);
+                        queue.push_back((who, to.0, message));
+                    }
+                    SessionAction::Broadcast(message) => {
+                        count(&message, n as u64 - 1);
+                        for j in (0..n as u32).filter(|j| *j != who) {
+                            queue.push_back((who, j, message.clone()));
+                        }
+                    }
+                    SessionAction::SetTimer { at, timer } => {
+                        seq += 1;
+                        timers.push(Reverse((at, seq, who, timer)));
+                    }
+                    SessionAction::Complete(out) => {
+                        results[who as usize] = Some(Ok(out));
+                        finished_at = now;
+                    }
+                    SessionAction::Failed(e) => {
+                        results[who as usize] = Some(Err(e));
+                        finished_at = now;
+                    }
+                }
+            }
+        }
+        let next = match delivery {
+            Delivery::Fifo => queue.pop_front(),
+            Delivery::Random if !queue.is_empty() => {
+                let i = (rng.next_u64() % queue.len() as u64) as usize;
+                queue.swap_remove_back(i)
+            }
+            Delivery::Random => None,
+        };
+        if let Some((from, to, message)) = next {
+            pending.push((
+                to,
+                SessionInput::Message {
+                    from: NodeIndex(from),
+                    message,
+                },
+            ));
+            continue;
+        }
+        let Some(Reverse((at, _, who, timer))) = timers.pop() else {
+            break;
+        };
+        now = now.max(at);
+        pending.push((who, SessionInput::Timer(timer)));
+    }
+    SessionRun {
+        results,
+        finished_at,
+        traffic,
+        cpu,
+    }
 }

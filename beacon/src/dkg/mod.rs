@@ -8,21 +8,25 @@
 //! 1. **Deal.** Dealer `D` broadcasts a [`Deal`]: Feldman commitments `g^{a_{D,k,i}}`
 //!    for every threshold; and sends member `j` its shares `f_{D,k}(w^j)` point to
 //!    point ([`DealtShares`]).
-//! 2. **Complaints** (at the end of the deal phase). A dealer with no deal or a
-//!    commitment of the wrong degree is disqualified by everyone (the deal is a
-//!    broadcast). Member `j` checks the *sum* of its shares against the *sum* of the
-//!    commitments first — `g^{sum_D s_{D,j}}` against the `j`-th verification key of
-//!    the summed polynomial, obtained for all `j` at once by an FFT in the exponent —
-//!    and looks at single dealings only if that fails. It broadcasts a
-//!    [`Complaint`] naming every dealer whose share is missing or wrong.
-//! 3. **Justifications** (at the end of the complaint phase). A dealer with
+//! 2. **Complaints** (when every dealer's deal and shares are in). A dealer with no
+//!    deal or a commitment of the wrong degree is disqualified by everyone (the
+//!    deal is a broadcast). Member `j` checks all its shares at once: one random
+//!    linear combination of the Feldman equations `g^{s_{D,k}} = sum_i x_j^i
+//!    C_{D,k,i}` of every dealer and threshold, with Fiat–Shamir weights drawn
+//!    from the deals (which commit to the shares they deal: [`batch`]); only when
+//!    it fails does it check dealings one by one.
+//!    Every member broadcasts a [`Complaint`] naming every dealer whose share is
+//!    missing or wrong — naming nobody when all are good, so that the others know
+//!    it has nothing to say.
+//! 3. **Justifications** (when every member's complaint is in). A dealer with
 //!    complaints broadcasts a [`Justification`] revealing the complainers' shares.
-//! 4. **Finalize** (at the end of the justification phase). `QUAL` = dealers with a
-//!    well-formed deal whose every complaint is answered by a revealed share that
-//!    matches their commitments. A complainer uses the revealed share. Per
-//!    threshold: the group polynomial is the sum of the QUAL commitments, the group
-//!    key its constant term, the own share the sum of the QUAL shares, and every
-//!    member's verification key one FFT in the exponent away.
+//! 4. **Finalize** (when every justification that can still come is in: at once
+//!    when nobody complained). `QUAL` = dealers with a well-formed deal whose
+//!    every complaint is answered by a revealed share that matches their
+//!    commitments. A complainer uses the revealed share. Per threshold: the group
+//!    polynomial is the sum of the QUAL commitments, the group key its constant
+//!    term, the own share the sum of the QUAL shares, and every member's
+//!    verification key one FFT in the exponent away.
 //!
 //! # Model
 //! As in Pedersen's and GJKR's protocols, broadcasts are assumed consistent: every
@@ -33,24 +37,31 @@
 //! the attempt when agreement fails. The simulator and the node both run the
 //! session. Dealers are every member or a committee drawn from the genesis seed
 //! ([`committee`]).
-//! Point-to-point channels are authenticated and private. Phases are bounded by
-//! timeouts (a synchronous DKG): all honest members, seeing the same broadcasts,
-//! compute the same `QUAL`. A dealer that deals bad shares and then reveals shares
-//! that match its commitments stays qualified — the complainers take the revealed
-//! shares — as in GJKR.
+//! Point-to-point channels are authenticated and private. A phase ends as soon as
+//! everything it can still receive is in; its timeout only bounds the wait for
+//! silent (or slow) members, and then all honest members, seeing the same
+//! broadcasts within it, compute the same `QUAL` (a synchronous DKG). Over the
+//! relay ([`Dkg::with_relay`]) a phase also waits for the relay's word that every
+//! member holds the same versions of its broadcasts ([`DkgInput::Confirmed`]), so
+//! that ending early never outruns the detection of an equivocating member. A
+//! dealer that deals bad shares and then reveals shares that match its
+//! commitments stays qualified — the complainers take the revealed shares — as in
+//! GJKR.
 //!
 //! # Phase transitions
-//! | from            | input                      | to              |
-//! |-----------------|----------------------------|-----------------|
-//! | `Idle`          | `Start`                    | `Dealing`       |
-//! | `Dealing`       | timer `EndOfDeal`          | `Complaining`   |
-//! | `Complaining`   | timer `EndOfComplaints`    | `Justifying`    |
-//! | `Justifying`    | timer `EndOfJustifications`| `Done`/`Failed` |
+//! | from            | input                                                  | to              |
+//! |-----------------|--------------------------------------------------------|-----------------|
+//! | `Idle`          | `Start`                                                | `Dealing`       |
+//! | `Dealing`       | last deal or share in, or timer `EndOfDeal`            | `Complaining`   |
+//! | `Complaining`   | last complaint in (and deals and complaints confirmed), or timer `EndOfComplaints` | `Justifying` |
+//! | `Justifying`    | no justification due, last one in (and confirmed), or timer `EndOfJustifications` | `Done`/`Failed` |
 //!
-//! Messages for a later phase are accepted early (and kept until their phase);
-//! messages for a phase already over, from non-members, for another session, or
-//! repeated, are ignored.
+//! One input may cross several rows (a member that gets the last complaint and
+//! owes no justification finalizes at once). Messages for a later phase are
+//! accepted early (and kept until their phase); messages for a phase already
+//! over, from non-members, for another session, or repeated, are ignored.
 
+pub mod batch;
 pub mod committee;
 pub mod harness;
 pub mod relay;
@@ -64,8 +75,10 @@ use crate::poly::log2_ceil;
 use crate::scheme::Scheme;
 use crate::threshold::{SecretShare, ThresholdPublicKey};
 use crate::{wire, Error, NodeIndex, Time};
+use batch::{batch_check, in_share_tree, share_leaf, ShareTree};
 use rand_chacha::ChaCha20Rng;
-use rand_core::SeedableRng;
+use rand_core::{RngCore as _, SeedableRng};
+use relay::Kind;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
@@ -151,7 +164,8 @@ impl DkgConfig {
         }
     }
 
-    fn dealer_count(&self) -> u32 {
+    /// How many dealers there are.
+    pub fn dealer_count(&self) -> u32 {
         if self.dealers.is_empty() {
             self.n
         } else {
@@ -179,17 +193,26 @@ pub struct Deal<S: Scheme> {
     pub dealer: NodeIndex,
     /// `commitments[k][i] = g^{a_{k,i}}` for threshold `k`, coefficient `i`.
     pub commitments: Vec<Vec<S::PublicKey>>,
+    /// Root of the dealer's [`ShareTree`]: commits to the shares it deals
+    /// (see [`batch`]).
+    pub share_root: [u8; 32],
     #[serde(skip)]
     digest: OnceLock<[u8; 32]>,
 }
 
 impl<S: Scheme> Deal<S> {
     /// A deal message.
-    pub fn new(session: [u8; 32], dealer: NodeIndex, commitments: Vec<Vec<S::PublicKey>>) -> Self {
+    pub fn new(
+        session: [u8; 32],
+        dealer: NodeIndex,
+        commitments: Vec<Vec<S::PublicKey>>,
+        share_root: [u8; 32],
+    ) -> Self {
         Deal {
             session,
             dealer,
             commitments,
+            share_root,
             digest: OnceLock::new(),
         }
     }
@@ -206,6 +229,7 @@ impl<S: Scheme> Deal<S> {
                     h.update(p.to_bytes());
                 }
             }
+            h.update(self.share_root);
             h.finalize().into()
         })
     }
@@ -222,6 +246,10 @@ pub struct DealtShares {
     pub recipient: NodeIndex,
     /// `f_{dealer,k}(w^recipient)` per threshold `k`.
     pub shares: Vec<Scalar>,
+    /// The salt of the recipient's leaf in the dealer's [`ShareTree`].
+    pub salt: [u8; 32],
+    /// The leaf's authentication path up to the deal's `share_root`.
+    pub path: Vec<[u8; 32]>,
 }
 
 /// A member's broadcast complaint against dealers whose shares were missing or bad.
@@ -307,6 +335,10 @@ pub enum DkgInput<S: Scheme> {
         /// The equivocating member.
         member: NodeIndex,
     },
+    /// The relay confirms that every member (save proven equivocators) holds the
+    /// same versions of the broadcasts of this kind as this member (only used
+    /// by a DKG built [`Dkg::with_relay`]).
+    Confirmed(Kind),
 }
 
 /// Outputs of the state machine.
@@ -332,6 +364,11 @@ pub enum DkgAction<S: Scheme> {
     Complete(Arc<DkgOutput<S>>),
     /// The DKG failed (too few qualified dealers, inconsistent result).
     Failed(String),
+    /// This member holds every broadcast of this kind it waits for (or its phase
+    /// is over): the relay should tell the others which versions it holds, and
+    /// answer with [`DkgInput::Confirmed`] once they all hold the same. Only a DKG
+    /// built [`Dkg::with_relay`] emits it.
+    Announce(Kind),
 }
 
 /// Key material for one threshold.
@@ -461,12 +498,21 @@ pub struct Dkg<S: Scheme> {
     /// Dealers excluded so far, with the reason (first reason wins).
     disqualified: BTreeMap<NodeIndex, String>,
     shares: BTreeMap<NodeIndex, Vec<Scalar>>,
+    /// Whether each dealer's shares are in its share tree (see [`batch`]).
+    shares_committed: BTreeMap<NodeIndex, ([u8; 32], Vec<[u8; 32]>)>,
     my_complaints: BTreeSet<NodeIndex>,
     /// dealer -> complainers.
     complaints: BTreeMap<NodeIndex, BTreeSet<NodeIndex>>,
     /// Members proven to equivocate: their complaints do not count.
     faulty: BTreeSet<NodeIndex>,
     justifications: BTreeMap<NodeIndex, Arc<Justification>>,
+    /// Members whose complaint (possibly naming nobody) was delivered.
+    complainers: BTreeSet<NodeIndex>,
+    /// Whether phases wait for the relay's confirmations ([`Dkg::with_relay`]).
+    relayed: bool,
+    /// Kinds announced to, and confirmed by, the relay.
+    announced: BTreeSet<Kind>,
+    confirmed: BTreeSet<Kind>,
     /// As a dealer: the evaluations of its own polynomials at every member (secret).
     dealt: Option<Vec<Vec<Scalar>>>,
     /// Group polynomials and verification keys already derived, per threshold, for
@@ -502,13 +548,25 @@ impl<S: Scheme> Dkg<S> {
             deals: BTreeMap::new(),
             disqualified: BTreeMap::new(),
             shares: BTreeMap::new(),
+            shares_committed: BTreeMap::new(),
             my_complaints: BTreeSet::new(),
             complaints: BTreeMap::new(),
             faulty: BTreeSet::new(),
             justifications: BTreeMap::new(),
+            complainers: BTreeSet::new(),
+            relayed: false,
+            announced: BTreeSet::new(),
+            confirmed: BTreeSet::new(),
             dealt: None,
             derived: BTreeMap::new(),
         })
+    }
+
+    /// Runs over the relay: phases also wait for its confirmations (see
+    /// [`DkgInput::Confirmed`] and [`DkgAction::Announce`]).
+    pub fn with_relay(mut self) -> Self {
+        self.relayed = true;
+        self
     }
 
     /// The current phase.
@@ -521,9 +579,67 @@ impl<S: Scheme> Dkg<S> {
         &self.config
     }
 
+    /// What this member waits for, for logs: its phase and how many of the
+    /// messages it expects are in.
+    pub fn progress(&self) -> String {
+        let confirmed = |k: Kind| {
+            if self.is_confirmed(k) {
+                "confirmed"
+            } else {
+                "unconfirmed"
+            }
+        };
+        match self.phase {
+            DkgPhase::Dealing => format!(
+                "dealing: {}/{} deals (faulty {}), shares from {}",
+                self.deals.len(),
+                self.config.dealer_count(),
+                self.faulty.len(),
+                self.shares.len(),
+            ),
+            DkgPhase::Complaining => format!(
+                "complaining: {}/{} complaints (faulty {}), deals {}, complaints {}",
+                self.complainers.len(),
+                self.config.n,
+                self.faulty.len(),
+                confirmed(Kind::Deal),
+                confirmed(Kind::Complaint),
+            ),
+            DkgPhase::Justifying => {
+                let due = self.expected_justifications();
+                let have = due
+                    .iter()
+                    .filter(|d| self.justifications.contains_key(d))
+                    .count();
+                format!(
+                    "justifying: {have}/{} justifications, {}",
+                    due.len(),
+                    confirmed(Kind::Justification)
+                )
+            }
+            other => format!("{other:?}").to_lowercase(),
+        }
+    }
+
+    /// A digest of everything the group polynomials of `qual` depend on (the
+    /// session, the thresholds and those dealers' deals): a key for sharing
+    /// computations on them ([`Memo`]); `None` if a deal of `qual` is missing.
+    pub fn qual_digest(&self, qual: &[NodeIndex]) -> Option<[u8; 32]> {
+        let mut h = Sha256::new();
+        h.update(b"sbft-beacon/dkg-qual/1");
+        h.update(self.config.session);
+        for t in &self.config.thresholds {
+            h.update(t.to_be_bytes());
+        }
+        for d in qual {
+            h.update(self.deals.get(d)?.digest());
+        }
+        Some(h.finalize().into())
+    }
+
     /// Handles one input at time `now` and returns the resulting actions.
     pub fn handle(&mut self, now: Time, input: DkgInput<S>) -> Vec<DkgAction<S>> {
-        match input {
+        let mut out = match input {
             DkgInput::Start => self.start(now),
             DkgInput::Message { from, message } => {
                 self.on_message(from, message);
@@ -556,7 +672,117 @@ impl<S: Scheme> Dkg<S> {
                 }
                 Vec::new()
             }
+            DkgInput::Confirmed(kind) => {
+                self.confirmed.insert(kind);
+                Vec::new()
+            }
+        };
+        self.advance(now, &mut out);
+        out
+    }
+
+    /// Ends every phase whose messages are all in (several in a row when the
+    /// next one has nothing left to wait for), and announces complete kinds.
+    fn advance(&mut self, now: Time, out: &mut Vec<DkgAction<S>>) {
+        loop {
+            self.announce_complete(out);
+            let next = match self.phase {
+                DkgPhase::Dealing if self.deals_in() && self.shares_in() => self.end_of_deal(now),
+                DkgPhase::Complaining
+                    if self.complaints_in()
+                        && self.is_confirmed(Kind::Deal)
+                        && self.is_confirmed(Kind::Complaint) =>
+                {
+                    self.end_of_complaints(now)
+                }
+                DkgPhase::Justifying
+                    if self.expected_justifications().is_empty()
+                        || (self.justifications_in() && self.is_confirmed(Kind::Justification)) =>
+                {
+                    self.finalize()
+                }
+                _ => return,
+            };
+            out.extend(next);
         }
+    }
+
+    fn is_confirmed(&self, kind: Kind) -> bool {
+        !self.relayed || self.confirmed.contains(&kind)
+    }
+
+    fn announce(&mut self, kind: Kind, out: &mut Vec<DkgAction<S>>) {
+        if self.relayed && self.announced.insert(kind) {
+            out.push(DkgAction::Announce(kind));
+        }
+    }
+
+    /// Announces each kind of broadcast once this member holds all it waits for.
+    fn announce_complete(&mut self, out: &mut Vec<DkgAction<S>>) {
+        if !self.relayed
+            || matches!(
+                self.phase,
+                DkgPhase::Idle | DkgPhase::Done | DkgPhase::Failed
+            )
+        {
+            return;
+        }
+        if self.deals_in() {
+            self.announce(Kind::Deal, out);
+        }
+        if self.complaints_in() {
+            self.announce(Kind::Complaint, out);
+        }
+        if self.phase == DkgPhase::Justifying
+            && !self.expected_justifications().is_empty()
+            && self.justifications_in()
+        {
+            self.announce(Kind::Justification, out);
+        }
+    }
+
+    /// Whether every dealer's deal is in (proven equivocators aside).
+    fn deals_in(&self) -> bool {
+        let missing_faulty = self
+            .faulty
+            .iter()
+            .filter(|m| self.config.is_dealer(**m) && !self.deals.contains_key(m))
+            .count();
+        self.deals.len() + missing_faulty >= self.config.dealer_count() as usize
+    }
+
+    /// Whether every dealer with a well-formed deal sent this member's shares.
+    fn shares_in(&self) -> bool {
+        self.deals
+            .keys()
+            .all(|d| self.shares.contains_key(d) || self.disqualified.contains_key(d))
+    }
+
+    /// Whether every member's complaint is in (proven equivocators aside).
+    fn complaints_in(&self) -> bool {
+        let missing_faulty = self
+            .faulty
+            .iter()
+            .filter(|m| !self.complainers.contains(m))
+            .count();
+        self.complainers.len() + missing_faulty >= self.config.n as usize
+    }
+
+    /// Dealers that owe a justification: complained about, deal in, not
+    /// disqualified.
+    fn expected_justifications(&self) -> Vec<NodeIndex> {
+        self.complaints
+            .keys()
+            .filter(|d| self.deals.contains_key(d) && !self.disqualified.contains_key(d))
+            .copied()
+            .collect()
+    }
+
+    /// Whether every justification that is due is in (at once when none is).
+    fn justifications_in(&self) -> bool {
+        self.expected_justifications()
+            .iter()
+            .all(|d| self.justifications.contains_key(d) || self.faulty.contains(d))
     }
 
     fn timer(&self, now: Time, timer: DkgTimer) -> DkgAction<S> {
@@ -582,20 +808,45 @@ impl<S: Scheme> Dkg<S> {
                 commitments.push(poly.iter().map(|a| g.mul(a)).collect());
                 evaluations.push(self.domain.evaluate_all(&poly));
             }
-            let deal = Arc::new(Deal::new(self.config.session, self.me, commitments));
-            self.dealt = Some(evaluations.clone());
+            let session = self.config.session;
+            let member_shares =
+                |j: u32| -> Vec<Scalar> { evaluations.iter().map(|e| e[j as usize]).collect() };
+            let salts: Vec<[u8; 32]> = (0..self.config.n)
+                .map(|_| {
+                    let mut salt = [0u8; 32];
+                    self.rng.fill_bytes(&mut salt);
+                    salt
+                })
+                .collect();
+            let leaves = (0..self.config.n)
+                .map(|j| {
+                    share_leaf(
+                        &session,
+                        self.me,
+                        NodeIndex(j),
+                        &salts[j as usize],
+                        &member_shares(j),
+                    )
+                })
+                .collect();
+            let tree = ShareTree::new(leaves);
+            let deal = Arc::new(Deal::new(session, self.me, commitments, tree.root()));
             self.deals.insert(self.me, deal.clone());
             out.push(DkgAction::Broadcast(DkgMessage::Deal(deal)));
             for j in 0..self.config.n {
-                let shares: Vec<Scalar> = evaluations.iter().map(|e| e[j as usize]).collect();
+                let shares = member_shares(j);
                 if j == self.me.0 {
+                    self.shares_committed
+                        .insert(self.me, (salts[j as usize], tree.path(NodeIndex(j))));
                     self.shares.insert(self.me, shares);
                 } else {
                     let message = DealtShares {
-                        session: self.config.session,
+                        session,
                         dealer: self.me,
                         recipient: NodeIndex(j),
                         shares,
+                        salt: salts[j as usize],
+                        path: tree.path(NodeIndex(j)),
                     };
                     out.push(DkgAction::Send {
                         to: NodeIndex(j),
@@ -603,6 +854,7 @@ impl<S: Scheme> Dkg<S> {
                     });
                 }
             }
+            self.dealt = Some(evaluations);
         }
         out.push(self.timer(now, DkgTimer::EndOfDeal));
         out
@@ -642,8 +894,12 @@ impl<S: Scheme> Dkg<S> {
                 {
                     return;
                 }
-                if self.config.is_dealer(from) && s.shares.len() == thresholds {
-                    self.shares.entry(from).or_insert(s.shares);
+                if self.config.is_dealer(from)
+                    && s.shares.len() == thresholds
+                    && !self.shares.contains_key(&from)
+                {
+                    self.shares_committed.insert(from, (s.salt, s.path));
+                    self.shares.insert(from, s.shares);
                 }
             }
             DkgMessage::Complaint(c) => {
@@ -655,6 +911,7 @@ impl<S: Scheme> Dkg<S> {
                     || c.from != from
                     || !accepting
                     || self.faulty.contains(&from)
+                    || !self.complainers.insert(from)
                 {
                     return;
                 }
@@ -693,52 +950,59 @@ impl<S: Scheme> Dkg<S> {
             .collect()
     }
 
-    /// Step 2: disqualify silent dealers, check own shares, complain.
+    /// Step 2: disqualify silent dealers, check own shares, complain (naming
+    /// nobody when every share is good).
     fn end_of_deal(&mut self, now: Time) -> Vec<DkgAction<S>> {
+        let mut out = Vec::new();
+        // The deals this member holds are final: let the relay compare them.
+        self.announce(Kind::Deal, &mut out);
         for d in self.config.dealer_list() {
             if !self.deals.contains_key(&d) {
                 self.disqualify(d, "no deal before the deadline");
             }
         }
         let candidates = self.candidates();
+        // Missing shares, or shares the dealer did not commit to, are bad.
+        let size = self.domain.size();
         let mut bad: BTreeSet<NodeIndex> = candidates
             .iter()
-            .filter(|d| !self.shares.contains_key(d))
+            .filter(|d| {
+                let (Some(shares), Some((salt, path))) =
+                    (self.shares.get(d), self.shares_committed.get(d))
+                else {
+                    return true;
+                };
+                let leaf = share_leaf(&self.config.session, **d, self.me, salt, shares);
+                !in_share_tree(&self.deals[d].share_root, leaf, self.me, path, size)
+            })
             .copied()
             .collect();
-        let with_shares: Vec<NodeIndex> = candidates
+        let dealings: Vec<(&Deal<S>, &[Scalar])> = candidates
             .iter()
             .filter(|d| !bad.contains(d))
-            .copied()
+            .map(|d| (self.deals[d].as_ref(), self.shares[d].as_slice()))
             .collect();
-        // The cheap check first: the summed share against the summed commitments.
-        let all_ok = (0..self.config.thresholds.len()).all(|k| {
-            let sum: Scalar = with_shares.iter().map(|d| self.shares[d][k]).sum();
-            let (_, keys) = self.derive(k, &with_shares);
-            S::PublicKey::generator().mul(&sum) == keys[self.me.0 as usize]
-        });
-        if !all_ok {
-            for d in &with_shares {
-                let deal = &self.deals[d];
-                if !share_matches::<S>(&self.domain, deal, self.me, &self.shares[d]) {
-                    bad.insert(*d);
+        // One batched check of every dealing; single ones only if it fails.
+        let session = self.config.session;
+        if !batch_check::<S>(&self.domain, &self.memo, &session, self.me, &dealings) {
+            for (deal, shares) in &dealings {
+                if !share_matches::<S>(&self.domain, deal, self.me, shares) {
+                    bad.insert(deal.dealer);
                 }
             }
         }
         self.phase = DkgPhase::Complaining;
-        let mut out = Vec::new();
-        if !bad.is_empty() {
-            self.my_complaints = bad.clone();
-            for d in &bad {
-                self.complaints.entry(*d).or_default().insert(self.me);
-            }
-            let complaint = Complaint {
-                session: self.config.session,
-                from: self.me,
-                dealers: bad.into_iter().collect(),
-            };
-            out.push(DkgAction::Broadcast(DkgMessage::Complaint(complaint)));
+        self.my_complaints = bad.clone();
+        for d in &bad {
+            self.complaints.entry(*d).or_default().insert(self.me);
         }
+        self.complainers.insert(self.me);
+        let complaint = Complaint {
+            session: self.config.session,
+            from: self.me,
+            dealers: bad.into_iter().collect(),
+        };
+        out.push(DkgAction::Broadcast(DkgMessage::Complaint(complaint)));
         out.push(self.timer(now, DkgTimer::EndOfComplaints));
         out
     }
@@ -747,6 +1011,7 @@ impl<S: Scheme> Dkg<S> {
     fn end_of_complaints(&mut self, now: Time) -> Vec<DkgAction<S>> {
         self.phase = DkgPhase::Justifying;
         let mut out = Vec::new();
+        self.announce(Kind::Complaint, &mut out);
         let complainers = self.complaints.get(&self.me).cloned().unwrap_or_default();
         if self.config.is_dealer(self.me)
             && !complainers.is_empty()
@@ -903,7 +1168,7 @@ impl<S: Scheme> Dkg<S> {
 
 /// Whether `shares` (one per threshold) of member `j` match the dealer's commitments:
 /// `g^{s_k} == sum_i C_{k,i} x_j^i` (one MSM per threshold).
-pub(crate) fn share_matches<S: Scheme>(
+pub fn share_matches<S: Scheme>(
     domain: &SignerDomain,
     deal: &Deal<S>,
     j: NodeIndex,

@@ -26,7 +26,7 @@
 
 use super::relay::{BroadcastRelay, RelayAction, RelayMessage, SigningKey, VerifyingKey};
 use super::*;
-use ed25519_dalek::{Signer as _, Verifier as _};
+use ed25519_dalek::Signer as _;
 
 /// Domain separation of the agreement signatures.
 const RESULT_DOMAIN: &[u8] = b"sbft-beacon/dkg-result/1";
@@ -90,9 +90,17 @@ impl SessionMessage {
                 ..
             } => "dkg-broadcast",
             SessionMessage::Relay {
-                message: RelayMessage::Echo(_),
+                message: RelayMessage::Summary { .. },
                 ..
-            } => "dkg-echo",
+            } => "dkg-summary",
+            SessionMessage::Relay {
+                message: RelayMessage::PullVersions { .. },
+                ..
+            } => "dkg-pull-versions",
+            SessionMessage::Relay {
+                message: RelayMessage::Versions { .. },
+                ..
+            } => "dkg-versions",
             SessionMessage::Relay {
                 message: RelayMessage::Pull { .. },
                 ..
@@ -170,6 +178,10 @@ pub trait SessionParticipant<S: Scheme>: Send {
     fn is_honest(&self) -> bool {
         true
     }
+    /// What it waits for, for logs (empty if it does not say).
+    fn progress(&self) -> String {
+        String::new()
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -192,9 +204,13 @@ pub struct DkgSession<S: Scheme> {
     dkg: Dkg<S>,
     relay: BroadcastRelay,
     result: Option<Arc<DkgOutput<S>>>,
+    /// [`result_id`] of `result`.
+    result_id: Option<[u8; 32]>,
     last_failure: Option<String>,
     /// First valid signed result of each member in this attempt.
     votes: BTreeMap<NodeIndex, SignedResult>,
+    /// Votes per result ([`result_id`]) in this attempt.
+    tally: BTreeMap<[u8; 32], usize>,
     early: Vec<(NodeIndex, SessionMessage)>,
 }
 
@@ -235,6 +251,17 @@ fn result_bytes(
     }
     m.extend_from_slice(digest);
     m
+}
+
+/// Identifies a result `(QUAL, keys digest)` for counting votes.
+fn result_id(qual: &[NodeIndex], digest: &[u8; 32]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update((qual.len() as u64).to_be_bytes());
+    for d in qual {
+        h.update(d.0.to_be_bytes());
+    }
+    h.update(digest);
+    h.finalize().into()
 }
 
 /// The RNG seed of attempt `attempt` from a member's DKG seed.
@@ -284,8 +311,10 @@ impl<S: Scheme> DkgSession<S> {
             dkg,
             relay,
             result: None,
+            result_id: None,
             last_failure: None,
             votes: BTreeMap::new(),
+            tally: BTreeMap::new(),
             early: Vec::new(),
         })
     }
@@ -305,8 +334,8 @@ impl<S: Scheme> DkgSession<S> {
             phase_timeout_us: base.phase_timeout_us.saturating_mul(1 << attempt.min(16)),
             ..base.clone()
         };
-        let dkg = Dkg::new(config, me, attempt_seed(seed, attempt), memo.clone())?;
-        let relay = BroadcastRelay::new(me, session, key.clone(), keys.clone());
+        let dkg = Dkg::new(config, me, attempt_seed(seed, attempt), memo.clone())?.with_relay();
+        let relay = BroadcastRelay::new(me, session, key.clone(), keys.clone(), memo.clone());
         Ok((dkg, relay))
     }
 
@@ -323,6 +352,21 @@ impl<S: Scheme> DkgSession<S> {
     /// This member.
     pub fn me(&self) -> NodeIndex {
         self.me
+    }
+
+    /// What this member waits for, for logs: the attempt, the DKG's phase and
+    /// what is in, or the agreement votes.
+    pub fn progress(&self) -> String {
+        let quorum = self.base.n - self.base.max_faulty;
+        match (&self.result, &self.result_id) {
+            (Some(_), Some(id)) => format!(
+                "attempt {}: agreement, {}/{quorum} votes for this result ({} votes in)",
+                self.attempt,
+                self.tally.get(id).copied().unwrap_or(0),
+                self.votes.len()
+            ),
+            _ => format!("attempt {}: {}", self.attempt, self.dkg.progress()),
+        }
     }
 
     /// The session of the current attempt.
@@ -382,6 +426,10 @@ impl<S: Scheme> DkgSession<S> {
                     at,
                     timer: SessionTimer::Phase { attempt, timer },
                 }),
+                DkgAction::Announce(kind) => {
+                    let actions = self.relay.announce::<S>(kind);
+                    self.on_relay(now, actions, out);
+                }
                 DkgAction::Complete(output) => self.on_result(now, output, out),
                 DkgAction::Failed(reason) => {
                     self.last_failure = Some(reason);
@@ -424,6 +472,10 @@ impl<S: Scheme> DkgSession<S> {
                     let actions = self.dkg.handle(now, DkgInput::Faulty { member });
                     self.on_dkg(now, actions, out);
                 }
+                RelayAction::Consistent(kind) => {
+                    let actions = self.dkg.handle(now, DkgInput::Confirmed(kind));
+                    self.on_dkg(now, actions, out);
+                }
             }
         }
     }
@@ -435,7 +487,20 @@ impl<S: Scheme> DkgSession<S> {
         output: Arc<DkgOutput<S>>,
         out: &mut Vec<SessionAction<S>>,
     ) {
-        let digest = keys_digest(&output);
+        // Every member with this QUAL digests the same polynomials: once, when
+        // the memo is shared (compressing thousands of points each time is not
+        // free).
+        let digest = match self.dkg.qual_digest(&output.qual) {
+            Some(qual) => {
+                let mut key = Sha256::new();
+                key.update(b"sbft-beacon/dkg-keys-digest/1");
+                key.update(qual);
+                *self
+                    .memo
+                    .get_or_compute(key.finalize().into(), || keys_digest(&output))
+            }
+            None => keys_digest(&output),
+        };
         let session = self.session();
         let signature = self
             .key
@@ -449,8 +514,9 @@ impl<S: Scheme> DkgSession<S> {
             keys_digest: digest,
             signature,
         };
+        self.result_id = Some(result_id(&output.qual, &digest));
         self.result = Some(output);
-        self.votes.insert(self.me, vote.clone());
+        self.record(vote.clone());
         out.push(SessionAction::Broadcast(SessionMessage::Result(vote)));
         self.check_quorum(out);
     }
@@ -459,31 +525,31 @@ impl<S: Scheme> DkgSession<S> {
         if vote.from != from || from.0 >= self.base.n || self.votes.contains_key(&from) {
             return;
         }
-        let Ok(signature) = ed25519_dalek::Signature::from_slice(&vote.signature) else {
-            return;
-        };
         let bytes = result_bytes(&self.session(), from, &vote.qual, &vote.keys_digest);
-        if self.keys[from.0 as usize]
-            .verify(&bytes, &signature)
-            .is_err()
-        {
+        if !super::relay::verify(
+            &self.memo,
+            &self.keys[from.0 as usize],
+            &bytes,
+            &vote.signature,
+        ) {
             return;
         }
-        self.votes.insert(from, vote);
+        self.record(vote);
         self.check_quorum(out);
+    }
+
+    fn record(&mut self, vote: SignedResult) {
+        *self
+            .tally
+            .entry(result_id(&vote.qual, &vote.keys_digest))
+            .or_default() += 1;
+        self.votes.insert(vote.from, vote);
     }
 
     fn check_quorum(&mut self, out: &mut Vec<SessionAction<S>>) {
         let quorum = (self.base.n - self.base.max_faulty) as usize;
-        let count = |qual: &[NodeIndex], digest: &[u8; 32]| {
-            self.votes
-                .values()
-                .filter(|v| v.qual == qual && &v.keys_digest == digest)
-                .count()
-        };
-        if let Some(mine) = &self.result {
-            let digest = keys_digest(mine);
-            if count(&mine.qual, &digest) >= quorum {
+        if let (Some(mine), Some(id)) = (&self.result, &self.result_id) {
+            if self.tally.get(id).copied().unwrap_or(0) >= quorum {
                 let output = DkgOutput {
                     session: self.base.session,
                     ..(**mine).clone()
@@ -496,10 +562,7 @@ impl<S: Scheme> DkgSession<S> {
         // Only a member whose own attempt is over (with another result, or none)
         // gives up; one that has not finalized yet may still match the quorum.
         let finished = self.result.is_some() || self.last_failure.is_some();
-        let other = self
-            .votes
-            .values()
-            .any(|v| count(&v.qual, &v.keys_digest) >= quorum);
+        let other = self.tally.values().any(|c| *c >= quorum);
         if finished && other {
             self.state = State::Over;
             out.push(SessionAction::Failed(format!(
@@ -537,8 +600,10 @@ impl<S: Scheme> DkgSession<S> {
         self.dkg = dkg;
         self.relay = relay;
         self.result = None;
+        self.result_id = None;
         self.last_failure = None;
         self.votes.clear();
+        self.tally.clear();
         self.begin(now, out);
     }
 
@@ -617,6 +682,10 @@ impl<S: Scheme> DkgSession<S> {
 impl<S: Scheme> SessionParticipant<S> for DkgSession<S> {
     fn handle(&mut self, now: Time, input: SessionInput) -> Vec<SessionAction<S>> {
         DkgSession::handle(self, now, input)
+    }
+
+    fn progress(&self) -> String {
+        DkgSession::progress(self)
     }
 }
 
