@@ -78,7 +78,7 @@ pub fn genuine_messages<S: Scheme>(
                     }
                 }
                 Output::Effect(Effect::SetTimer { at, timer }) => timers.push((who, at, timer)),
-                Output::SyncFromStore { .. } | Output::Event(_) => {}
+                Output::SyncFromStore { .. } | Output::PersistVotes(_) | Output::Event(_) => {}
             }
         }
     };

@@ -37,7 +37,8 @@ pub use member::{member_key, Envelope, Member, MemberInput, MemberOutput, Member
 pub use messages::{Block, CommitCertificate, CommitPath, CommittedEntry, Digest, Message};
 pub use participant::Participant;
 pub use replica::{
-    Event, Evidence, EvidenceKind, Input, Output, ProofKind, Replica, ShareKind, Timer,
+    Event, Evidence, EvidenceKind, Input, Output, ProofKind, Refusal, Replica, ShareKind,
+    SignedVotes, Timer,
 };
 
 /// A height of the chain (= the beacon round decided with it).

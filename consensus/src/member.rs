@@ -11,7 +11,7 @@ use crate::byzantine_dkg::ByzantineSession;
 use crate::config::{ReplicaConfig, ReplicaKeys};
 use crate::messages::{CommittedEntry, Message};
 use crate::participant::Participant;
-use crate::replica::{ChainWindow, Event, Input, Output, Replica, Timer};
+use crate::replica::{ChainWindow, Event, Input, Output, Replica, SignedVotes, Timer};
 use crate::ConsensusError;
 use crate::Height;
 use beacon::dkg::relay::{SigningKey, VerifyingKey};
@@ -99,6 +99,11 @@ pub enum MemberOutput<S: Scheme> {
         /// First height wanted.
         from_height: Height,
     },
+    /// What the replica signed at the heights not yet finalized: persist it
+    /// durably, replacing the previous record, before carrying out any output
+    /// after it (see [`Output::PersistVotes`]); [`Member::restore`] takes the
+    /// last one back.
+    PersistVotes(Vec<SignedVotes<S>>),
     /// The DKG finished: persist the key material.
     DkgComplete(Arc<DkgOutput<S>>),
     /// The DKG failed.
@@ -179,20 +184,22 @@ impl<S: Scheme> Member<S> {
         })
     }
 
-    /// A member restored from persisted key material and its most recent finalized
+    /// A member restored from persisted key material, its most recent finalized
     /// heights (consecutive, ending at the last; at least the last
-    /// [`crate::replica::CHAIN_WINDOW`] of them when the chain is that long): no DKG.
+    /// [`crate::replica::CHAIN_WINDOW`] of them when the chain is that long) and
+    /// the last [`MemberOutput::PersistVotes`] record (empty when none): no DKG.
     pub fn restore(
         config: ReplicaConfig,
         output: &DkgOutput<S>,
         chain: Vec<Arc<CommittedEntry<S>>>,
+        votes: Vec<SignedVotes<S>>,
         seed: [u8; 32],
         memo: Arc<Memo>,
         behaviour: Option<Behaviour>,
     ) -> Result<Self, ConsensusError> {
         config.validate()?;
         output.check()?;
-        let replica = Self::build_replica(&config, output, chain, &seed, &memo, behaviour)?;
+        let replica = Self::build_replica(&config, output, chain, votes, &seed, &memo, behaviour)?;
         Ok(Member {
             me: output.me,
             config,
@@ -208,6 +215,7 @@ impl<S: Scheme> Member<S> {
         config: &ReplicaConfig,
         output: &DkgOutput<S>,
         chain: Vec<Arc<CommittedEntry<S>>>,
+        votes: Vec<SignedVotes<S>>,
         seed: &[u8; 32],
         memo: &Arc<Memo>,
         behaviour: Option<Behaviour>,
@@ -220,6 +228,7 @@ impl<S: Scheme> Member<S> {
             derive(seed, b"replica"),
             memo.clone(),
             chain,
+            votes,
         );
         Ok(match behaviour {
             Some(b) => Box::new(ByzantineReplica::new(replica, keys, b)),
@@ -317,6 +326,7 @@ impl<S: Scheme> Member<S> {
             Output::SyncFromStore { to, from_height } => {
                 MemberOutput::SyncFromStore { to, from_height }
             }
+            Output::PersistVotes(record) => MemberOutput::PersistVotes(record),
             Output::Event(e) => MemberOutput::Event(e),
         }));
     }
@@ -353,6 +363,7 @@ impl<S: Scheme> Member<S> {
                     match Self::build_replica(
                         &self.config,
                         &output,
+                        Vec::new(),
                         Vec::new(),
                         &self.seed,
                         &self.memo,

@@ -268,6 +268,37 @@ impl<S: Scheme> Message<S> {
         Ok(wire::decode(bytes)?)
     }
 
+    /// The slot a sender signs at most one value for, and the value: SIGN-SHARE,
+    /// COMMIT share and PRE-PREPARE per `(height, view)`, VIEW-CHANGE per
+    /// `(height, new view)` (its `from` is the signer, which a forwarder is
+    /// not). An honest replica never sends two values for one slot, not even
+    /// across a crash (`replica/votes.rs`); checkers use this to tell.
+    pub fn vote_slot(&self) -> Option<(Height, View, &'static str, Digest)> {
+        match self {
+            Message::SignShare {
+                height,
+                view,
+                digest,
+                ..
+            }
+            | Message::CommitShare {
+                height,
+                view,
+                digest,
+                ..
+            } => Some((*height, *view, self.kind(), *digest)),
+            Message::PrePrepare {
+                height,
+                view,
+                block,
+            } => Some((*height, *view, self.kind(), block.digest())),
+            Message::ViewChange(vc) => {
+                Some((vc.height, vc.new_view, self.kind(), vc.signed_message()))
+            }
+            _ => None,
+        }
+    }
+
     /// Short name, for logs and per-kind counters.
     pub fn kind(&self) -> &'static str {
         match self {

@@ -303,6 +303,7 @@ fn network_sizes_other_than_3f_2c_1_are_refused() {
         cfg,
         &outputs[0],
         Vec::new(),
+        Vec::new(),
         [0; 32],
         Memo::disabled(),
         None
@@ -325,6 +326,7 @@ fn a_huge_view_number_is_ignored() {
     let mut member = Member::<S>::restore(
         config.clone(),
         &outputs[0],
+        Vec::new(),
         Vec::new(),
         [0; 32],
         Memo::disabled(),

@@ -82,6 +82,7 @@ proptest! {
             f.config.clone(),
             &f.outputs[me as usize],
             Vec::new(),
+            Vec::new(),
             [me as u8; 32],
             Memo::disabled(),
             None,

@@ -267,7 +267,7 @@ fn voter() {
         step(
             "pre-prepare from the primary: one sign-share to the collector, kept for retransmission",
             msg(p, fx.proposal(0, &block)),
-            outs!["send sign-share to {}", c; "timer retransmit(1,0)"],
+            outs!["persist-votes 1"; "send sign-share to {}", c; "timer retransmit(1,0)"],
         ),
         step("the same pre-prepare again: nothing", msg(p, fx.proposal(0, &block)), vec![]),
         step(
@@ -349,7 +349,7 @@ fn collector() {
         step(
             "pre-prepare: its own sign-share goes to itself, which starts the fast-path timer",
             msg(p, fx.proposal(0, &block)),
-            outs!["timer retransmit(1,0)"; "timer fast-path(1,0)"],
+            outs!["persist-votes 1"; "timer retransmit(1,0)"; "timer fast-path(1,0)"],
         ),
         step(
             "a second beacon share: the beacon, broadcast at once (rank 0, early beacon)",
@@ -369,7 +369,7 @@ fn collector() {
         step(
             "the fourth: fast-path proof, commit, finalize; height 2 proposed and voted on",
             msg(b, fx.sign_share(b, 0, &block, "")),
-            outs![
+            outs!["persist-votes 2";
                 "broadcast commit-proof"; "committed 1"; "finalized 1"; "broadcast pre-prepare";
                 "timer view-change(2,0)"; "send sign-share to {}", next.collectors[0];
                 "timer retransmit(2,0)"
@@ -399,7 +399,7 @@ fn slow_path() {
         step(
             "pre-prepare",
             msg(p, fx.proposal(0, &block)),
-            outs!["timer retransmit(1,0)"; "timer fast-path(1,0)"],
+            outs!["persist-votes 1"; "timer retransmit(1,0)"; "timer fast-path(1,0)"],
         ),
         step(
             "a sign-share with a bad sigma share (its beacon share is good)",
@@ -415,7 +415,7 @@ fn slow_path() {
         step(
             "fast-path timer: PREPARE from the tau shares; its own COMMIT share goes to itself",
             Input::Timer(Timer::FastPath { height: 1, view: 0 }),
-            outs!["broadcast prepare"],
+            outs!["persist-votes 1"; "broadcast prepare"],
         ),
         step(
             "a second COMMIT share",
@@ -430,7 +430,7 @@ fn slow_path() {
         step(
             "the third: slow-path proof, commit, finalize; height 2 proposed, its own vote collected",
             msg(a, fx.commit_share(a, 0, digest)),
-            outs![
+            outs!["persist-votes 2"; 
                 "broadcast commit-proof"; "committed 1"; "finalized 1"; "broadcast pre-prepare";
                 "timer view-change(2,0)"; "timer retransmit(2,0)"; "timer fast-path(2,0)"
             ],
@@ -457,7 +457,7 @@ fn view_change() {
         step(
             "view timer without a commit: to view 1",
             Input::Timer(Timer::ViewChange { height: 1, view: 0 }),
-            outs!["view-changed (1,1)"; "timer view-change(1,1)"; "broadcast view-change"],
+            outs!["persist-votes 1"; "view-changed (1,1)"; "timer view-change(1,1)"; "broadcast view-change"],
         ),
         step(
             "a second view change: its beacon share makes the beacon",
@@ -467,7 +467,7 @@ fn view_change() {
         step(
             "the third: NEW-VIEW with a fresh block, accepted and voted on by itself",
             msg(b, fx.view_change(b, 1)),
-            outs!["broadcast new-view"; "timer view-change(1,1)"; "timer retransmit(1,1)";
+            outs!["persist-votes 1"; "broadcast new-view"; "timer view-change(1,1)"; "timer retransmit(1,1)";
                   "timer fast-path(1,1)"],
         ),
         step(
@@ -530,7 +530,7 @@ fn new_view() {
         step(
             "view timer without a commit: to view 1",
             Input::Timer(Timer::ViewChange { height: 1, view: 0 }),
-            outs!["view-changed (1,1)"; "timer view-change(1,1)"; "broadcast view-change"],
+            outs!["persist-votes 1"; "view-changed (1,1)"; "timer view-change(1,1)"; "broadcast view-change"],
         ),
         step(
             "a NEW-VIEW whose view changes the new primary signed itself: evidence",
@@ -545,7 +545,7 @@ fn new_view() {
         step(
             "the NEW-VIEW: accepted, and a vote in view 1 to its collector",
             msg(q, new_view(vcs.clone())),
-            outs!["timer view-change(1,1)"; "send sign-share to {}", e1.collectors[0];
+            outs!["persist-votes 1"; "timer view-change(1,1)"; "send sign-share to {}", e1.collectors[0];
                   "timer retransmit(1,1)"],
         ),
         step(

@@ -48,6 +48,7 @@ fuzz_target!(|data: &[u8]| {
         f.config.clone(),
         &f.outputs[me],
         Vec::new(),
+        Vec::new(),
         [me as u8; 32],
         Memo::disabled(),
         None,

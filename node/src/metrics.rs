@@ -62,6 +62,8 @@ pub struct Metrics {
     pub view_changes: Counter,
     /// Members connected now.
     pub connected_peers: Gauge,
+    /// Records of what the replica signed, written (and fsync'd) before sending.
+    pub votes_persisted: Counter,
     /// Invalid shares (and other provable misbehaviour) by `signer`.
     pub invalid_shares: Family<Labels, Counter>,
     /// Frames dropped, label `reason`: `malformed`, `oversized` (over the frame
@@ -103,6 +105,12 @@ impl Metrics {
         let commits = Family::<Labels, Counter>::default();
         let view_changes = Counter::default();
         let connected_peers = Gauge::default();
+        let votes_persisted = Counter::default();
+        registry.register(
+            "votes_persisted",
+            "Records of signed votes written durably before sending them",
+            votes_persisted.clone(),
+        );
         let invalid_shares = Family::<Labels, Counter>::default();
         let dropped_frames = Family::<Labels, Counter>::default();
         let refused_connections = Counter::default();
@@ -168,6 +176,7 @@ impl Metrics {
             commits,
             view_changes,
             connected_peers,
+            votes_persisted,
             invalid_shares,
             dropped_frames,
             refused_connections,

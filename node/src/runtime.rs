@@ -288,6 +288,13 @@ impl<S: Scheme> Node<S> {
                 MemberOutput::SyncFromStore { to, from_height } => {
                     self.serve_from_store(to, from_height)
                 }
+                MemberOutput::PersistVotes(record) => {
+                    // Durable before the votes that follow leave this node: after
+                    // a crash the replica resumes from it and never signs a
+                    // different value for the same slot.
+                    self.store.save_votes(&record)?;
+                    self.state.metrics.votes_persisted.inc();
+                }
                 MemberOutput::DkgComplete(output) => {
                     self.clock.start(at);
                     // Durable before the replica's first signature leaves this node:
@@ -602,7 +609,16 @@ async fn run_inner<S: Scheme>(
                 height = chain.last().map_or(0, |e| e.block.height),
                 "key material found: skipping the DKG, resuming from the stored chain"
             );
-            Member::restore(cfg.replica.clone(), output, chain, seed, memo, behaviour)?
+            let votes = store.load_votes()?;
+            Member::restore(
+                cfg.replica.clone(),
+                output,
+                chain,
+                votes,
+                seed,
+                memo,
+                behaviour,
+            )?
         }
         None => {
             let others = cfg.peers.len() - 1;

@@ -1,12 +1,15 @@
 //! Durable state of a node: the DKG result in a key file only the owner can read
-//! (`dkg.key`, mode 0600) and every finalized height (block, commit proof and
-//! beacon) in an embedded redb database (`chain.redb`), keyed by height.
+//! (`dkg.key`, mode 0600), every finalized height (block, commit proof and
+//! beacon) in an embedded redb database (`chain.redb`), keyed by height, and in
+//! the same database the record of what the replica signed at the heights not
+//! yet finalized (crash safety of votes: written, fsync'd, before the votes
+//! leave the node).
 
 use crate::identity::write_private;
 use crate::NodeError;
 use beacon::dkg::DkgOutput;
 use beacon::Scheme;
-use consensus::CommittedEntry;
+use consensus::{CommittedEntry, SignedVotes};
 use redb::{Database, ReadableDatabase as _, ReadableTable as _, TableDefinition};
 use sha2::{Digest as _, Sha256};
 use std::path::{Path, PathBuf};
@@ -15,6 +18,9 @@ use std::sync::Arc;
 const CHAIN: TableDefinition<u64, &[u8]> = TableDefinition::new("chain");
 /// Where each committed transaction (by SHA-256) is: its height.
 const TRANSACTIONS: TableDefinition<&[u8; 32], u64> = TableDefinition::new("transactions");
+/// The replica's last record of what it signed (one row, [`VOTES_KEY`]).
+const VOTES: TableDefinition<&str, &[u8]> = TableDefinition::new("votes");
+const VOTES_KEY: &str = "signed";
 
 /// A node's store.
 pub struct Store {
@@ -42,6 +48,7 @@ impl Store {
         let tx = db.begin_write().map_err(db_err)?;
         tx.open_table(CHAIN).map_err(db_err)?;
         tx.open_table(TRANSACTIONS).map_err(db_err)?;
+        tx.open_table(VOTES).map_err(db_err)?;
         tx.commit().map_err(db_err)?;
         Ok(Store {
             dir: dir.to_path_buf(),
@@ -71,6 +78,29 @@ impl Store {
             .encode()
             .map_err(|e| NodeError::Store(e.to_string()))?;
         write_private(&self.key_path(), &bytes)
+    }
+
+    /// Replaces the record of what the replica signed, durably (redb commits
+    /// with fsync): it returns only once a crash can no longer lose it.
+    pub fn save_votes<S: Scheme>(&self, record: &[SignedVotes<S>]) -> Result<(), NodeError> {
+        let bytes = beacon::wire::encode(&record.to_vec()).map_err(db_err)?;
+        let tx = self.db.begin_write().map_err(db_err)?;
+        {
+            let mut table = tx.open_table(VOTES).map_err(db_err)?;
+            table.insert(VOTES_KEY, bytes.as_slice()).map_err(db_err)?;
+        }
+        tx.commit().map_err(db_err)
+    }
+
+    /// The last record of what the replica signed (empty when none).
+    pub fn load_votes<S: Scheme>(&self) -> Result<Vec<SignedVotes<S>>, NodeError> {
+        let tx = self.db.begin_read().map_err(db_err)?;
+        let table = tx.open_table(VOTES).map_err(db_err)?;
+        let Some(v) = table.get(VOTES_KEY).map_err(db_err)? else {
+            return Ok(Vec::new());
+        };
+        beacon::wire::decode(v.value())
+            .map_err(|e| NodeError::Store(format!("the vote record is corrupt: {e}")))
     }
 
     /// The most recent `count` finalized heights in order (what a restarted
@@ -201,6 +231,27 @@ mod tests {
             store.load_recent::<MinSig>(10),
             Err(NodeError::Store(_))
         ));
+    }
+
+    #[test]
+    fn the_vote_record_survives_reopening() {
+        use beacon::Point as _;
+        use consensus::messages::PrepareCertificate;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        assert!(store.load_votes::<MinSig>().unwrap().is_empty());
+        let mut record = SignedVotes::<MinSig>::new(7);
+        record.votes.insert(0, [1; 32]);
+        record.commits.insert(1, [2; 32]);
+        record.prepared = Some(PrepareCertificate {
+            view: 1,
+            digest: [2; 32],
+            signature: <MinSig as Scheme>::Signature::generator(),
+        });
+        store.save_votes(&[record.clone()]).unwrap();
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.load_votes::<MinSig>().unwrap(), vec![record]);
     }
 
     #[test]

@@ -71,6 +71,7 @@ pub fn draw(base: &SimConfig, seed: u64) -> SimConfig {
             node: rng.gen_range(0..n),
             at_ms: at,
             restart_ms: Some(at + rng.gen_range(500..5_000)),
+            lose_votes: false,
         });
     }
     cfg.network.loss = if rng.gen_bool(0.3) {

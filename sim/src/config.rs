@@ -265,6 +265,12 @@ pub struct Crash {
     /// Restart time (ms after the DKG).
     #[serde(default)]
     pub restart_ms: Option<u64>,
+    /// The node restarts without its record of what it signed (a disk restored
+    /// from an older backup, or the code before votes were persisted): it may
+    /// then sign two values for one slot, which the checker reports as a
+    /// safety violation of an honest member. Off by default.
+    #[serde(default)]
+    pub lose_votes: bool,
 }
 
 /// Client load.

@@ -30,7 +30,7 @@ use beacon::effect::Effect;
 use beacon::memo::Memo;
 use beacon::{NodeIndex, Point, Scheme, Time};
 use consensus::latency::RoundClock;
-use consensus::replica::{sync_response, CHAIN_WINDOW};
+use consensus::replica::{sync_response, SignedVotes, CHAIN_WINDOW};
 use consensus::{
     Behaviour, CommitPath, CommittedEntry, Envelope, Event as ReplicaEvent, Member, MemberInput,
     MemberOutput, MemberTimer, Message, ReplicaConfig,
@@ -56,7 +56,10 @@ enum Event<S: Scheme> {
     },
     Timer(MemberTimer),
     Transaction(Vec<u8>),
-    Crash,
+    /// The member stops; with `lose_votes` its vote record is lost too.
+    Crash {
+        lose_votes: bool,
+    },
     Restart,
 }
 
@@ -73,7 +76,7 @@ impl<S: Scheme> Event<S> {
             Event::Start => (5, "start", 0, 0),
             Event::Timer(_) => (1, "timer", 0, 0),
             Event::Transaction(_) => (2, "transaction", 0, 0),
-            Event::Crash => (3, "crash", 0, 0),
+            Event::Crash { .. } => (3, "crash", 0, 0),
             Event::Restart => (4, "restart", 0, 0),
         }
     }
@@ -84,6 +87,8 @@ impl<S: Scheme> Event<S> {
 struct Disk<S: Scheme> {
     dkg: Option<Arc<DkgOutput<S>>>,
     chain: Vec<Arc<CommittedEntry<S>>>,
+    /// The last record of what the replica signed (crash safety of votes).
+    votes: Vec<SignedVotes<S>>,
 }
 
 /// Per-node mutable state, handed to a worker for one window.
@@ -170,8 +175,11 @@ fn run_node<S: Scheme>(
         fx.trace.extend_from_slice(&height.to_be_bytes());
         fx.processed += 1;
         let (input, bytes) = match event {
-            Event::Crash => {
+            Event::Crash { lose_votes } => {
                 slot.member = None;
+                if lose_votes {
+                    slot.disk.votes.clear();
+                }
                 continue;
             }
             Event::Restart => {
@@ -185,6 +193,7 @@ fn run_node<S: Scheme>(
                     shared.replica.clone(),
                     &dkg,
                     recent(&slot.disk.chain),
+                    slot.disk.votes.clone(),
                     member_seed(shared.seed, node),
                     shared.memo.clone(),
                     slot.behaviour,
@@ -238,6 +247,8 @@ fn run_node<S: Scheme>(
                     local.insert((at, order), Event::Timer(timer));
                     order += 1;
                 }
+                // Written before anything else of this step leaves the node.
+                MemberOutput::PersistVotes(record) => slot.disk.votes = record,
                 MemberOutput::DkgComplete(out) => {
                     slot.disk.dkg = Some(out.clone());
                     fx.outputs.push((done, MemberOutput::DkgComplete(out)));
@@ -709,7 +720,20 @@ impl<S: Scheme> Engine<S> {
         self.trace.update(&fx.trace);
         self.processed += fx.processed;
         let node = fx.node;
+        let honest = self.slots[node as usize].honest;
         for (at, output) in fx.outputs {
+            if let MemberOutput::Effect(
+                Effect::Send {
+                    message: Envelope::Consensus(m),
+                    ..
+                }
+                | Effect::Broadcast(Envelope::Consensus(m)),
+            ) = &output
+            {
+                if honest {
+                    self.checker.on_signed(node, at, m);
+                }
+            }
             match output {
                 MemberOutput::Effect(Effect::Send { to, message }) => {
                     self.send(node, at, &[to], message)
@@ -725,8 +749,8 @@ impl<S: Scheme> Engine<S> {
                 MemberOutput::Effect(Effect::SetTimer { at: when, timer }) => {
                     self.push(when, node, Event::Timer(timer))
                 }
-                // Answered from the node's disk in `run_node`.
-                MemberOutput::SyncFromStore { .. } => {}
+                // Answered from (and written to) the node's disk in `run_node`.
+                MemberOutput::SyncFromStore { .. } | MemberOutput::PersistVotes(_) => {}
                 MemberOutput::DkgComplete(out) => self.on_dkg_complete(node, at, &out),
                 MemberOutput::DkgFailed(reason) => {
                     if self.slots[node as usize].honest {
@@ -814,6 +838,7 @@ impl<S: Scheme> Engine<S> {
                 self.replica.clone(),
                 out,
                 Vec::new(),
+                Vec::new(),
                 seed,
                 self.memo.clone(),
                 None,
@@ -850,7 +875,10 @@ impl<S: Scheme> Engine<S> {
                 .install_partitions(&self.cfg.partitions, end, self.cfg.nodes);
             let crashes = self.cfg.faults.crash.clone();
             for c in crashes {
-                self.push(end.plus_millis(c.at_ms), c.node, Event::Crash);
+                let crash = Event::Crash {
+                    lose_votes: c.lose_votes,
+                };
+                self.push(end.plus_millis(c.at_ms), c.node, crash);
                 if let Some(r) = c.restart_ms {
                     self.push(end.plus_millis(r), c.node, Event::Restart);
                 }

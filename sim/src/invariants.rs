@@ -1,12 +1,21 @@
 //! Invariant checkers, fed every commit, beacon and finalized height of honest
-//! members: agreement, beacon validity and uniqueness, liveness after the last
-//! fault heals. A violation is typed (safety / liveness / crash) and carries the
+//! members and every vote they send: agreement, beacon validity and
+//! uniqueness, no honest member signing two values for one slot (crash
+//! restarts included), liveness after the last fault heals. A violation is typed (safety / liveness / crash) and carries the
 //! seed and the event that broke it.
 
 use beacon::chain::ChainInfo;
-use beacon::{Beacon, SchemeId, Time};
+use beacon::{Beacon, Scheme, SchemeId, Time};
+use consensus::Message;
 use serde::Serialize;
 use std::collections::BTreeMap;
+
+/// Heights below the highest one seen by more than this are no longer checked
+/// for conflicting votes (bounded memory over long runs).
+const SIGNED_WINDOW: u64 = 512;
+
+/// A slot an honest member signs at most one value for: (member, view, kind).
+type SignedSlot = (u32, u64, &'static str);
 
 /// Kinds of failure, so a campaign can sort them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -45,6 +54,8 @@ pub struct Checker {
     commits: BTreeMap<u64, [u8; 32]>,
     beacons: BTreeMap<u64, Beacon>,
     violations: Vec<Violation>,
+    /// What each honest member signed, by height and slot.
+    signed: BTreeMap<u64, BTreeMap<SignedSlot, [u8; 32]>>,
     last_progress: Time,
     max_height: u64,
     last_time: Time,
@@ -62,6 +73,7 @@ impl Checker {
             commits: BTreeMap::new(),
             beacons: BTreeMap::new(),
             violations: Vec::new(),
+            signed: BTreeMap::new(),
             last_progress: Time::ZERO,
             max_height: 0,
             last_time: Time::ZERO,
@@ -132,6 +144,48 @@ impl Checker {
             ),
             Some(_) => {}
             None => self.group_key = Some(key),
+        }
+    }
+
+    /// An honest member `node` sent `message`: it never signs two values for
+    /// one slot — SIGN-SHARE, COMMIT share and PRE-PREPARE per `(height,
+    /// view)`, its own VIEW-CHANGE per `(height, new view)` — even after a
+    /// crash and restart (what SBFT's quorum intersections assume of it).
+    pub fn on_signed<S: Scheme>(&mut self, node: u32, at: Time, message: &Message<S>) {
+        let Some((height, view, kind, digest)) = message.vote_slot() else {
+            return;
+        };
+        if matches!(message, Message::ViewChange(vc) if vc.from.0 != node) {
+            return;
+        }
+        let floor = self.max_height.saturating_sub(SIGNED_WINDOW);
+        if height < floor {
+            return;
+        }
+        while self
+            .signed
+            .first_key_value()
+            .is_some_and(|(h, _)| *h < floor)
+        {
+            self.signed.pop_first();
+        }
+        let slots = self.signed.entry(height).or_default();
+        let Some(first) = slots.insert((node, view, kind), digest) else {
+            return;
+        };
+        if first != digest {
+            // Keep the first value: a third one is reported against it too.
+            slots.insert((node, view, kind), first);
+            self.fail(
+                FailureKind::Safety,
+                Some(node),
+                at,
+                format!(
+                    "honest member {node} signed two values for {kind} at height {height}, view {view}: {} and {}",
+                    hex::encode(&first[..4]),
+                    hex::encode(&digest[..4])
+                ),
+            );
         }
     }
 

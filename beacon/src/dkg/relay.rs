@@ -811,7 +811,7 @@ impl BroadcastRelay {
 mod tests {
     use super::*;
     use crate::dkg::{Complaint, Deal};
-    use crate::{MinSig, Point as _};
+    use crate::MinSig;
     use std::collections::VecDeque;
     use std::sync::Arc;
 

@@ -79,13 +79,13 @@ impl<S: Scheme> ByzantineResharer<S> {
             (ResharerFault::WrongDegree, ReshareAction::Broadcast(DkgMessage::Deal(d))) => {
                 let mut commitments = d.commitments.clone();
                 commitments[0].pop();
-                let bad = Deal::new(d.session, d.dealer, commitments);
+                let bad = Deal::new(d.session, d.dealer, commitments, d.share_root);
                 Some(ReshareAction::Broadcast(DkgMessage::Deal(Arc::new(bad))))
             }
             (ResharerFault::WrongConstant, ReshareAction::Broadcast(DkgMessage::Deal(d))) => {
                 let mut commitments = d.commitments.clone();
                 commitments[0][0] = commitments[0][0].add(&S::PublicKey::generator());
-                let bad = Deal::new(d.session, d.dealer, commitments);
+                let bad = Deal::new(d.session, d.dealer, commitments, d.share_root);
                 Some(ReshareAction::Broadcast(DkgMessage::Deal(Arc::new(bad))))
             }
             (

@@ -128,7 +128,7 @@ mod tests {
             .enumerate()
             .map(|(i, p)| {
                 let c = p.iter().map(|a| g.mul(a)).collect();
-                Deal::new([0; 32], NodeIndex(i as u32), vec![c])
+                Deal::new([0; 32], NodeIndex(i as u32), vec![c], [0; 32])
             })
             .collect();
         let mut received: Vec<(&Deal<MinPk>, Scalar)> = deals

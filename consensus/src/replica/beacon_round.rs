@@ -110,7 +110,7 @@ impl<S: Scheme> Replica<S> {
     pub(super) fn add_beacon_share(&mut self, from: NodeIndex, share: S::Signature) {
         let round = &mut self.round.beacon;
         if round.beacon.is_none() && !self.verifier.is_convicted(from, self.height) {
-            round.shares.insert((), &round.message, from, share);
+            let _ = round.shares.insert((), &round.message, from, share);
         }
     }
 

@@ -7,7 +7,7 @@
 //! replica through the loopback like anyone else's: the collector never commits
 //! or votes itself.
 
-use super::interface::{ShareKind, Timer};
+use super::interface::{EvidenceKind, ShareKind, Timer};
 use super::outbox::{Origin, Outbox};
 use super::tally::Tally;
 use super::verifier::Verifier;
@@ -148,10 +148,17 @@ impl<S: Scheme> Replica<S> {
             return;
         };
         let first = col.sigma.is_empty() && col.tau.is_empty();
-        col.sigma
-            .insert(digest, &signed::fast_vote(h, view, &digest), from, sigma);
-        col.tau
-            .insert(digest, &signed::prepare(h, view, &digest), from, tau);
+        let fast_vote = signed::fast_vote(h, view, &digest);
+        let single_sigma = col.sigma.insert(digest, &fast_vote, from, sigma);
+        let prepare = signed::prepare(h, view, &digest);
+        let single_tau = col.tau.insert(digest, &prepare, from, tau);
+        if !(single_sigma && single_tau) {
+            let kind = EvidenceKind::ConflictingVotes {
+                view,
+                share: ShareKind::Sigma,
+            };
+            self.outbox.evidence(from, h, kind);
+        }
         self.add_beacon_share(from, beacon);
         if first {
             let at = now.plus_micros(self.config.fast_path_timeout_us);
@@ -176,8 +183,16 @@ impl<S: Scheme> Replica<S> {
         let Some(col) = self.collecting(view) else {
             return;
         };
-        col.commit
-            .insert(digest, &signed::commit(h, view, &digest), from, share);
+        if !col
+            .commit
+            .insert(digest, &signed::commit(h, view, &digest), from, share)
+        {
+            let kind = EvidenceKind::ConflictingVotes {
+                view,
+                share: ShareKind::Commit,
+            };
+            self.outbox.evidence(from, h, kind);
+        }
         self.collect(now, view);
     }
 

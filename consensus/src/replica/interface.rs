@@ -106,6 +106,12 @@ pub enum Output<S: Scheme> {
         /// First height wanted.
         from_height: Height,
     },
+    /// What this replica signed at the heights not yet finalized (see
+    /// [`super::SignedVotes`]): always the first output of a `handle` call, and
+    /// the driver must persist it durably (replacing the previous record)
+    /// before it carries out any other output of that call. A restarted
+    /// replica is given the last record back ([`super::Replica::restore`]).
+    PersistVotes(Vec<super::SignedVotes<S>>),
     /// Something happened.
     Event(Event<S>),
 }
@@ -159,6 +165,15 @@ pub enum EvidenceKind {
         /// View.
         view: View,
     },
+    /// Two votes of one kind from one replica in one view (shares on two
+    /// different digests): equivocation, which crash safety rules out for
+    /// honest replicas.
+    ConflictingVotes {
+        /// View.
+        view: View,
+        /// Which vote.
+        share: ShareKind,
+    },
     /// A beacon, proof or certificate that does not verify.
     InvalidProof {
         /// Which message.
@@ -172,6 +187,9 @@ impl fmt::Display for EvidenceKind {
             EvidenceKind::InvalidShare { share } => write!(f, "invalid {share} share"),
             EvidenceKind::ConflictingProposals { view } => {
                 write!(f, "conflicting proposals in view {view}")
+            }
+            EvidenceKind::ConflictingVotes { view, share } => {
+                write!(f, "conflicting {share} votes in view {view}")
             }
             EvidenceKind::InvalidProof { proof } => write!(f, "invalid {proof}"),
         }
@@ -272,7 +290,7 @@ impl<S: Scheme> fmt::Display for Output<S> {
     /// One line per output, as step tables write them: `send sign-share to 2`,
     /// `broadcast commit-proof`, `timer retransmit(1,0)`, `committed 1`,
     /// `beacon 1`, `finalized 1`, `view-changed (1,1)`, `evidence invalid
-    /// beacon by 3`, `sync-from-store 2 from 1`.
+    /// beacon by 3`, `sync-from-store 2 from 1`, `persist-votes 1`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Output::Effect(Effect::Send { to, message }) => {
@@ -282,6 +300,13 @@ impl<S: Scheme> fmt::Display for Output<S> {
             Output::Effect(Effect::SetTimer { timer, .. }) => write!(f, "timer {timer}"),
             Output::SyncFromStore { to, from_height } => {
                 write!(f, "sync-from-store {} from {from_height}", to.0)
+            }
+            Output::PersistVotes(record) => {
+                write!(f, "persist-votes")?;
+                for r in record {
+                    write!(f, " {}", r.height)?;
+                }
+                Ok(())
             }
             Output::Event(Event::Committed { block, .. }) => {
                 write!(f, "committed {}", block.height)

@@ -68,6 +68,7 @@ mod verifier;
 mod view_change;
 mod view_change_checks;
 mod voter;
+mod votes;
 
 pub use chain::{sync_response, ChainWindow, CHAIN_WINDOW};
 pub use interface::{
@@ -75,6 +76,7 @@ pub use interface::{
 };
 pub use sync::{block_bytes, SYNC_RESPONSE_BYTES};
 pub use verifier::CONVICTION_HEIGHTS;
+pub use votes::{Refusal, SignedVotes};
 
 use crate::config::{ReplicaConfig, ReplicaKeys};
 use crate::election::Election;
@@ -90,6 +92,7 @@ use primary::elect;
 use round::Round;
 use std::sync::Arc;
 use verifier::Verifier;
+use votes::VoteLog;
 
 /// Messages for views more than this far above the current one are ignored: no
 /// honest replica gets there before the timeouts in between have run, and a view
@@ -111,6 +114,8 @@ pub struct Replica<S: Scheme> {
     future: FutureHeights<S>,
     sync: sync::CatchUp<S>,
     backups: Backups<S>,
+    /// What this replica signed at heights not yet finalized (crash safety).
+    votes: VoteLog<S>,
     outbox: Outbox<S>,
 }
 
@@ -123,17 +128,21 @@ impl<S: Scheme> Replica<S> {
         seed: [u8; 32],
         memo: Arc<Memo>,
     ) -> Self {
-        Self::restore(config, keys, seed, memo, ChainWindow::default())
+        Self::restore(config, keys, seed, memo, ChainWindow::default(), Vec::new())
     }
 
     /// A replica resuming after `chain` (its most recent persisted finalized
-    /// heights; see [`ChainWindow::resume`]).
+    /// heights; see [`ChainWindow::resume`]) with the record of what it signed
+    /// (the last [`Output::PersistVotes`] it emitted): it never signs anything
+    /// else for those slots, sends the same votes again, and returns to the view
+    /// it had moved to.
     pub fn restore(
         config: ReplicaConfig,
         keys: ReplicaKeys<S>,
         seed: [u8; 32],
         memo: Arc<Memo>,
         chain: ChainWindow<S>,
+        votes: Vec<SignedVotes<S>>,
     ) -> Self {
         let height = chain.height().saturating_add(1);
         let previous_beacon = chain
@@ -154,6 +163,7 @@ impl<S: Scheme> Replica<S> {
             future: FutureHeights::new(),
             sync: sync::CatchUp::new(),
             backups: Backups::new(),
+            votes: VoteLog::restore(votes, height),
             outbox: Outbox::new(),
         }
     }
@@ -211,7 +221,12 @@ impl<S: Scheme> Replica<S> {
                 break;
             }
         }
-        self.outbox.take()
+        let mut outputs = self.outbox.take();
+        if let Some(record) = self.votes.take_changed() {
+            // Persisted before anything of this call goes out.
+            outputs.insert(0, Output::PersistVotes(record));
+        }
+        outputs
     }
 
     /// Routes one message to the handler of its step, or buffers it: messages
@@ -380,6 +395,8 @@ impl<S: Scheme> Replica<S> {
         let h = self.height;
         self.view = 0;
         self.round = Round::new(&self.config, &self.chain, h, &self.previous_beacon);
+        self.votes.prune(h);
+        self.resume_votes(now);
         let round_time = Time(self.config.time_of_round(h));
         if self.round.election.primary == self.me() {
             if round_time > now {

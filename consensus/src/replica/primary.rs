@@ -60,10 +60,20 @@ impl<S: Scheme> Replica<S> {
         if self.round.view_change.in_progress() || !self.round.primary.proposed.insert(view) {
             return;
         }
+        let block = self.fresh_block();
+        // One block per view, even across a crash: a restarted primary whose
+        // mempool changed waits for the view change instead (`votes.rs`).
+        if self
+            .votes
+            .propose(self.height, view, block.digest())
+            .is_err()
+        {
+            return;
+        }
         let proposal = Message::PrePrepare {
             height: self.height,
             view,
-            block: Arc::new(self.fresh_block()),
+            block: Arc::new(block),
         };
         self.outbox.broadcast(proposal.clone());
         self.outbox.loop_back(self.me(), proposal);

@@ -33,10 +33,25 @@ impl<S: Scheme, K: Ord + Copy> Tally<S, K> {
 
     /// Adds `from`'s share on `key`, whose signed message is `message`, unless
     /// `from` sent an invalid share of this kind before (duplicates and
-    /// out-of-range signers are ignored by the share set).
-    pub fn insert(&mut self, key: K, message: &[u8], from: NodeIndex, signature: S::Signature) {
+    /// out-of-range signers are ignored by the share set). Returns false, and
+    /// keeps only the first, when `from` already sent a share on another key:
+    /// two votes in one slot, which no honest replica sends.
+    pub fn insert(
+        &mut self,
+        key: K,
+        message: &[u8],
+        from: NodeIndex,
+        signature: S::Signature,
+    ) -> bool {
         if self.invalid.contains(&from) {
-            return;
+            return true;
+        }
+        if self
+            .sets
+            .iter()
+            .any(|(k, set)| *k != key && set.contains(from))
+        {
+            return false;
         }
         let n = self.n;
         let set = self
@@ -50,6 +65,7 @@ impl<S: Scheme, K: Ord + Copy> Tally<S, K> {
                 signature,
             },
         );
+        true
     }
 
     /// Whether no share arrived.

@@ -130,34 +130,30 @@ impl<S: Scheme> Replica<S> {
 
     /// Step 5: moves to `new_view` and broadcasts our VIEW-CHANGE (to
     /// ourselves too, through the loopback).
-    fn start_view_change(&mut self, now: Time, new_view: View) {
+    pub(super) fn start_view_change(&mut self, now: Time, new_view: View) {
         if new_view <= self.view && self.round.view_change.in_progress {
             return;
         }
         let h = self.height;
+        // One VIEW-CHANGE per view and none back to an earlier view, even
+        // across a crash: the one sent before goes out again (`votes.rs`).
+        let Ok(sent) = self.votes.sent_view_change(h, new_view) else {
+            return;
+        };
         self.view = new_view;
         let vcs = &mut self.round.view_change;
         vcs.received.retain(|v, _| *v >= new_view);
         vcs.in_progress = true;
         self.round.election = elect(&self.config, &self.chain, h, new_view);
-        let voter = &self.round.voter;
-        let block = voter
-            .claimed()
-            .and_then(|d| self.round.blocks.get(&d).cloned());
-        let release = Time(self.config.release_time(h));
-        let mut vc = ViewChange {
-            from: self.me(),
-            height: h,
-            new_view,
-            prepared: voter.prepared().cloned(),
-            fast_vote: voter.fast_vote().cloned(),
-            beacon_share: (now >= release)
-                .then(|| self.verifier.sign(Key::Beacon, self.round.beacon.message())),
-            block,
-            signature: S::Signature::generator(),
+        let vc = match sent {
+            Some(vc) => vc,
+            None => {
+                let vc = Arc::new(self.view_change_message(now, new_view));
+                self.votes.view_change(vc.clone());
+                vc
+            }
         };
-        vc.signature = self.verifier.sign(Key::Tau, &vc.signed_message());
-        let message = Message::ViewChange(Arc::new(vc));
+        let message = Message::ViewChange(vc);
         self.outbox.event(Event::ViewChanged {
             height: h,
             view: new_view,
@@ -173,6 +169,30 @@ impl<S: Scheme> Replica<S> {
         self.outbox.broadcast(message.clone());
         self.round.view_change.latest = Some(message.clone());
         self.outbox.loop_back(self.me(), message);
+    }
+
+    /// Step 5: our signed VIEW-CHANGE to `new_view`: the highest prepare
+    /// certificate, the fast vote and the block they name, and the beacon
+    /// share once the round's time has come.
+    fn view_change_message(&self, now: Time, new_view: View) -> ViewChange<S> {
+        let voter = &self.round.voter;
+        let block = voter
+            .claimed()
+            .and_then(|d| self.round.blocks.get(&d).cloned());
+        let release = Time(self.config.release_time(self.height));
+        let mut vc = ViewChange {
+            from: self.me(),
+            height: self.height,
+            new_view,
+            prepared: voter.prepared().cloned(),
+            fast_vote: voter.fast_vote().cloned(),
+            beacon_share: (now >= release)
+                .then(|| self.verifier.sign(Key::Beacon, self.round.beacon.message())),
+            block,
+            signature: S::Signature::generator(),
+        };
+        vc.signature = self.verifier.sign(Key::Tau, &vc.signed_message());
+        vc
     }
 
     /// Step 5: a VIEW-CHANGE (ours included). Answers replicas behind us,

@@ -95,8 +95,19 @@ impl<S: Scheme> Replica<S> {
             }
             return;
         }
-        voter.accepted.insert(view, digest);
+        // Never two votes in one view, not even across a crash (`votes.rs`).
+        if self.votes.vote(h, view, digest).is_err() {
+            return;
+        }
+        self.round.voter.accepted.insert(view, digest);
         self.round.blocks.insert(digest, block);
+        self.send_vote(now, view, digest);
+    }
+
+    /// Step 2: signs and sends SIGN-SHARE on `digest` in `view` (sigma, tau
+    /// and the beacon share), and keeps the fast vote for view changes.
+    fn send_vote(&mut self, now: Time, view: View, digest: Digest) {
+        let h = self.height;
         let sigma = self
             .verifier
             .sign(Key::Sigma, &signed::fast_vote(h, view, &digest));
@@ -118,6 +129,36 @@ impl<S: Scheme> Replica<S> {
             beacon,
         };
         self.send_to_collectors(now, view, message);
+    }
+
+    /// After a restart (crash safety, `votes.rs`): the prepare certificate this
+    /// replica answered and its fast vote come back from the record of the
+    /// current height, it returns to the view it had asked to change to
+    /// (sending the same VIEW-CHANGE again), and it sends its vote of that view
+    /// again, the same as before.
+    pub(super) fn resume_votes(&mut self, now: Time) {
+        let Some(record) = self.votes.at(self.height).cloned() else {
+            return;
+        };
+        let voter = &mut self.round.voter;
+        voter.prepared = record.prepared.clone();
+        if let Some((&view, &digest)) = record.votes.last_key_value() {
+            let share = self
+                .verifier
+                .sign(Key::Sigma, &signed::fast_vote(self.height, view, &digest));
+            self.round.voter.fast_vote = Some(FastVote {
+                view,
+                digest,
+                share,
+            });
+        }
+        if record.view_change_view() > self.view {
+            self.start_view_change(now, record.view_change_view());
+        }
+        if let Some(&digest) = record.votes.get(&self.view) {
+            self.round.voter.accepted.insert(self.view, digest);
+            self.send_vote(now, self.view, digest);
+        }
     }
 
     /// Step 3, slow path: a valid prepare certificate is recorded (the highest
@@ -155,6 +196,9 @@ impl<S: Scheme> Replica<S> {
             || self.round.view_change.in_progress()
             || !self.round.voter.commit_share_sent.insert(view)
         {
+            return;
+        }
+        if self.votes.commit(h, &certificate).is_err() {
             return;
         }
         let digest = certificate.digest;

@@ -9,7 +9,7 @@ use beacon::memo::Memo;
 use beacon::{ChainInfo, NodeIndex, Point, Scheme, Time};
 use consensus::{
     Behaviour, ByzantineReplica, CommitPath, CommittedEntry, Event as ReplicaEvent, Input, Message,
-    Output, Participant, Replica, ReplicaConfig, ReplicaKeys,
+    Output, Participant, Replica, ReplicaConfig, ReplicaKeys, SignedVotes,
 };
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -63,12 +63,19 @@ pub struct Net<S: Scheme> {
     pub convictions: BTreeMap<(u32, u32), u64>,
     /// Replicas cut off: what is delivered to them, and their timers, are lost.
     pub down: std::collections::BTreeSet<u32>,
+    /// Each replica's last persisted record of what it signed.
+    pub vote_disks: Vec<Vec<SignedVotes<S>>>,
+    /// What each honest replica signed: (replica, height, view, kind) -> value.
+    pub signed: BTreeMap<(u32, u64, u64, &'static str), [u8; 32]>,
+    /// Slots for which an honest replica signed two values.
+    pub conflicting_votes: Vec<String>,
 }
 
 impl<S: Scheme> Net<S> {
     pub fn new(config: ReplicaConfig, seed: u64, byzantine: &[(u32, Behaviour)]) -> Self {
         let outputs = dkg::<S>(&config, seed);
-        let disks = vec![Vec::new(); config.n as usize];
+        let n = config.n as usize;
+        let disks = vec![Vec::new(); n];
         let memo = Memo::shared();
         let nodes = outputs
             .iter()
@@ -104,6 +111,9 @@ impl<S: Scheme> Net<S> {
             view_changes: 0,
             disks,
             down: Default::default(),
+            vote_disks: vec![Vec::new(); n],
+            signed: BTreeMap::new(),
+            conflicting_votes: Vec::new(),
             convictions: BTreeMap::new(),
             messages: 0,
             honest_sends: Vec::new(),
@@ -134,6 +144,7 @@ impl<S: Scheme> Net<S> {
                 if let Some(message) = o.message() {
                     self.honest_sends
                         .push((self.now, who, message.kind(), message.height()));
+                    self.check_signed(who, message);
                 }
             }
             match o {
@@ -196,6 +207,7 @@ impl<S: Scheme> Net<S> {
                 Output::Event(ReplicaEvent::Finalized(entry)) => {
                     self.disks[who.0 as usize].push(entry)
                 }
+                Output::PersistVotes(record) => self.vote_disks[who.0 as usize] = record,
                 Output::SyncFromStore { to, from_height } => {
                     let disk = &self.disks[who.0 as usize];
                     let entries = consensus::replica::sync_response(from_height, |h| {
@@ -216,8 +228,33 @@ impl<S: Scheme> Net<S> {
         }
     }
 
-    /// Replaces replica `i` by an honest one resuming from its disk, started now.
+    /// An honest replica never signs two values for one slot.
+    fn check_signed(&mut self, who: NodeIndex, message: &Message<S>) {
+        let Some((height, view, kind, digest)) = message.vote_slot() else {
+            return;
+        };
+        if matches!(message, Message::ViewChange(vc) if vc.from != who) {
+            return;
+        }
+        match self.signed.insert((who.0, height, view, kind), digest) {
+            Some(d) if d != digest => self.conflicting_votes.push(format!(
+                "replica {} signed two values for {kind} at height {height}, view {view}",
+                who.0
+            )),
+            _ => {}
+        }
+    }
+
+    /// Replaces replica `i` by an honest one resuming from its disk (chain and
+    /// vote record), started now.
     pub fn restart_honest(&mut self, i: usize) {
+        let votes = self.vote_disks[i].clone();
+        self.restart_with_votes(i, votes);
+    }
+
+    /// Replaces replica `i` by an honest one resuming from its chain and the
+    /// vote record `votes`, started now.
+    pub fn restart_with_votes(&mut self, i: usize, votes: Vec<SignedVotes<S>>) {
         let keys = ReplicaKeys::from_dkg(&self.config, &self.outputs[i]).unwrap();
         let chain = consensus::replica::ChainWindow::resume(self.disks[i].clone()).unwrap();
         let replica = Replica::restore(
@@ -226,6 +263,7 @@ impl<S: Scheme> Net<S> {
             [i as u8 ^ 0x55; 32],
             Memo::shared(),
             chain,
+            votes,
         );
         self.nodes[i] = Box::new(replica);
         let out = self.nodes[i].handle(self.now, Input::Start);
@@ -273,8 +311,14 @@ impl<S: Scheme> Net<S> {
         }
     }
 
-    /// No two honest replicas committed different blocks at one height.
+    /// No two honest replicas committed different blocks at one height, and
+    /// no honest replica signed two values for one slot.
     pub fn assert_agreement(&self) {
+        assert!(
+            self.conflicting_votes.is_empty(),
+            "{:?}",
+            self.conflicting_votes
+        );
         for (h, commits) in &self.commits {
             let first = commits[0].1;
             assert!(

@@ -5,12 +5,13 @@ mod steps;
 
 use super::verify::OldKeys;
 use super::*;
+use crate::dkg::batch::{share_leaf, ShareTree};
 use crate::dkg::evaluate_in_exponent;
 use crate::field::Scalar;
 use crate::lagrange::{InterpolationMethod, LagrangeCoefficients};
 use crate::memo::Memo;
 use rand_chacha::ChaCha20Rng;
-use rand_core::SeedableRng;
+use rand_core::{RngCore as _, SeedableRng};
 use std::collections::BTreeSet;
 
 /// Old groups of at least this many members interpolate with the roots-of-unity
@@ -196,7 +197,31 @@ impl<S: Scheme> Resharer<S> {
             let g = S::PublicKey::generator();
             let commitments = poly.iter().map(|a| g.mul(a)).collect();
             let evaluations = self.new_domain.evaluate_all(&poly);
-            let deal = Arc::new(Deal::new(self.session, self.me, vec![commitments]));
+            // The deal commits to its sub-shares as a DKG deal does (salted
+            // leaves under a Merkle root), so that both share one format.
+            let salts: Vec<[u8; 32]> = evaluations
+                .iter()
+                .map(|_| {
+                    let mut salt = [0u8; 32];
+                    self.rng.fill_bytes(&mut salt);
+                    salt
+                })
+                .collect();
+            let leaves = evaluations
+                .iter()
+                .enumerate()
+                .map(|(j, v)| {
+                    let j = NodeIndex(j as u32);
+                    share_leaf(&self.session, self.me, j, &salts[j.0 as usize], &[*v])
+                })
+                .collect();
+            let tree = ShareTree::new(leaves);
+            let deal = Arc::new(Deal::new(
+                self.session,
+                self.me,
+                vec![commitments],
+                tree.root(),
+            ));
             self.deals.insert(self.me, deal.clone());
             out.push(ReshareAction::Broadcast(DkgMessage::Deal(deal)));
             for (j, value) in evaluations.iter().enumerate() {
@@ -211,6 +236,8 @@ impl<S: Scheme> Resharer<S> {
                         dealer: self.me,
                         recipient: to,
                         shares: vec![*value],
+                        salt: salts[j],
+                        path: tree.path(NodeIndex(j as u32)),
                     };
                     out.push(ReshareAction::Send {
                         to,

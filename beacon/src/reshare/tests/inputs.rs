@@ -110,6 +110,7 @@ fn malformed_and_misaddressed_messages_are_ignored() {
             session,
             NodeIndex(dealer),
             vec![vec![crate::curve::G1::generator(); len]],
+            [0; 32],
         )))
     };
     let shares_msg = |dealer: u32, recipient: u32, values: Vec<Scalar>| {
@@ -118,6 +119,8 @@ fn malformed_and_misaddressed_messages_are_ignored() {
             dealer: NodeIndex(dealer),
             recipient: NodeIndex(recipient),
             shares: values,
+            salt: [0; 32],
+            path: Vec::new(),
         })
     };
     let hostile: Vec<(u32, DkgMessage<MinPk>)> = vec![

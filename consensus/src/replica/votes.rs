@@ -1,0 +1,268 @@
+//! Crash safety of votes: what this replica signed, by height, and the rule
+//! that it never signs anything else for the same slot — not even after a
+//! crash that lost its memory. Every vote goes through [`VoteLog`] before it is
+//! signed; a new entry makes the replica emit [`super::Output::PersistVotes`]
+//! first in the outputs of that `handle` call, and the driver persists it
+//! (durably) before it carries out any other output. A restarted replica is
+//! given the record back ([`super::Replica::restore`]) and resumes from it: it
+//! re-sends the same votes, keeps its prepare certificate, and returns to the
+//! view it had moved to.
+//!
+//! The slots and their rule (the SBFT paper's honest-replica behaviour, and
+//! what `SAFETY.md`'s quorum intersections assume of an honest replica):
+//! - SIGN-SHARE (sigma and tau): one digest per `(height, view)`.
+//! - COMMIT share: one digest per `(height, view)`, with the prepare
+//!   certificate it answers (a VIEW-CHANGE must report it).
+//! - PRE-PREPARE: one block per `(height, view)` as the primary.
+//! - VIEW-CHANGE: one per `(height, new view)`, and never a vote in a view
+//!   below the latest view this replica asked to change to.
+//!
+//! Beacon shares need no entry: threshold BLS is unique, so a replica's share
+//! of a round is the same whenever it signs it.
+
+use crate::messages::{Digest, PrepareCertificate, ViewChange};
+use crate::{Height, View};
+use beacon::Scheme;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// What one replica signed at one height (the persisted record).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub struct SignedVotes<S: Scheme> {
+    /// The height.
+    pub height: Height,
+    /// The digest of each view's SIGN-SHARE.
+    pub votes: BTreeMap<View, Digest>,
+    /// The digest of each view's COMMIT share.
+    pub commits: BTreeMap<View, Digest>,
+    /// The highest prepare certificate a COMMIT share answered.
+    pub prepared: Option<PrepareCertificate<S>>,
+    /// The digest of each view's proposal (as its primary).
+    pub proposals: BTreeMap<View, Digest>,
+    /// The latest VIEW-CHANGE sent.
+    pub view_change: Option<Arc<ViewChange<S>>>,
+}
+
+impl<S: Scheme> SignedVotes<S> {
+    /// Nothing signed at `height`.
+    pub fn new(height: Height) -> Self {
+        SignedVotes {
+            height,
+            votes: BTreeMap::new(),
+            commits: BTreeMap::new(),
+            prepared: None,
+            proposals: BTreeMap::new(),
+            view_change: None,
+        }
+    }
+
+    /// The latest view this replica asked to change to (0 when none).
+    pub fn view_change_view(&self) -> View {
+        self.view_change.as_ref().map_or(0, |vc| vc.new_view)
+    }
+}
+
+/// Why the log refused a signature.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// Another value was signed for this slot.
+    Conflict,
+    /// A VIEW-CHANGE to a later view was sent: no votes in earlier views.
+    ViewLeft,
+}
+
+/// The record of every height not yet finalized here, and whether it changed
+/// since it was last handed to the driver.
+pub(super) struct VoteLog<S: Scheme> {
+    heights: BTreeMap<Height, SignedVotes<S>>,
+    dirty: bool,
+}
+
+impl<S: Scheme> VoteLog<S> {
+    /// The log a replica resumes with: `records` from its store, those below
+    /// `height` (finalized since) dropped.
+    pub fn restore(records: Vec<SignedVotes<S>>, height: Height) -> Self {
+        VoteLog {
+            heights: records
+                .into_iter()
+                .filter(|r| r.height >= height)
+                .map(|r| (r.height, r))
+                .collect(),
+            dirty: false,
+        }
+    }
+
+    /// The record of `height`, if anything was signed there.
+    pub fn at(&self, height: Height) -> Option<&SignedVotes<S>> {
+        self.heights.get(&height)
+    }
+
+    fn entry(&mut self, height: Height) -> &mut SignedVotes<S> {
+        self.heights
+            .entry(height)
+            .or_insert_with(|| SignedVotes::new(height))
+    }
+
+    /// Records a slot of `height` (`slot` picks the map) as `digest`: `Ok`
+    /// when it is new (now recorded) or the same as before.
+    fn claim(
+        &mut self,
+        height: Height,
+        view: View,
+        digest: Digest,
+        slot: fn(&mut SignedVotes<S>) -> &mut BTreeMap<View, Digest>,
+    ) -> Result<(), Refusal> {
+        let record = self.entry(height);
+        if view < record.view_change_view() {
+            return Err(Refusal::ViewLeft);
+        }
+        match slot(record).get(&view) {
+            Some(d) if *d == digest => Ok(()),
+            Some(_) => Err(Refusal::Conflict),
+            None => {
+                slot(record).insert(view, digest);
+                self.dirty = true;
+                Ok(())
+            }
+        }
+    }
+
+    /// May this replica sign SIGN-SHARE on `digest` in `(height, view)`?
+    pub fn vote(&mut self, height: Height, view: View, digest: Digest) -> Result<(), Refusal> {
+        self.claim(height, view, digest, |r| &mut r.votes)
+    }
+
+    /// May this replica propose `digest` in `(height, view)`?
+    pub fn propose(&mut self, height: Height, view: View, digest: Digest) -> Result<(), Refusal> {
+        self.claim(height, view, digest, |r| &mut r.proposals)
+    }
+
+    /// May this replica send a COMMIT share answering `certificate` at
+    /// `height`? Records the certificate with it.
+    pub fn commit(
+        &mut self,
+        height: Height,
+        certificate: &PrepareCertificate<S>,
+    ) -> Result<(), Refusal> {
+        let (view, digest) = (certificate.view, certificate.digest);
+        self.claim(height, view, digest, |r| &mut r.commits)?;
+        let record = self.entry(height);
+        if record.prepared.as_ref().is_none_or(|p| p.view < view) {
+            record.prepared = Some(certificate.clone());
+            self.dirty = true;
+        }
+        Ok(())
+    }
+
+    /// The VIEW-CHANGE already sent for `(height, new_view)`, to be sent again
+    /// unchanged; `Err` when one for a later view was sent.
+    pub fn sent_view_change(
+        &self,
+        height: Height,
+        new_view: View,
+    ) -> Result<Option<Arc<ViewChange<S>>>, Refusal> {
+        let Some(vc) = self.at(height).and_then(|r| r.view_change.as_ref()) else {
+            return Ok(None);
+        };
+        match vc.new_view.cmp(&new_view) {
+            std::cmp::Ordering::Greater => Err(Refusal::ViewLeft),
+            std::cmp::Ordering::Equal => Ok(Some(vc.clone())),
+            std::cmp::Ordering::Less => Ok(None),
+        }
+    }
+
+    /// Records a VIEW-CHANGE about to be sent (a later one than any before).
+    pub fn view_change(&mut self, vc: Arc<ViewChange<S>>) {
+        let record = self.entry(vc.height);
+        if record.view_change_view() < vc.new_view {
+            record.view_change = Some(vc);
+            self.dirty = true;
+        }
+    }
+
+    /// Forgets the heights below `height` (finalized).
+    /// (A stored record of finalized heights is ignored on restore, so this
+    /// needs no write.)
+    pub fn prune(&mut self, height: Height) {
+        self.heights.retain(|h, _| *h >= height);
+    }
+
+    /// The whole record, when it changed since the last call.
+    pub fn take_changed(&mut self) -> Option<Vec<SignedVotes<S>>> {
+        if !std::mem::take(&mut self.dirty) {
+            return None;
+        }
+        Some(self.heights.values().cloned().collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use beacon::{MinSig, Point as _};
+
+    fn cert(view: View, digest: u8) -> PrepareCertificate<MinSig> {
+        PrepareCertificate {
+            view,
+            digest: [digest; 32],
+            signature: <MinSig as Scheme>::Signature::generator(),
+        }
+    }
+
+    fn vc(height: Height, new_view: View) -> Arc<ViewChange<MinSig>> {
+        Arc::new(ViewChange {
+            from: beacon::NodeIndex(0),
+            height,
+            new_view,
+            prepared: None,
+            fast_vote: None,
+            beacon_share: None,
+            block: None,
+            signature: <MinSig as Scheme>::Signature::generator(),
+        })
+    }
+
+    #[test]
+    fn one_digest_per_slot_and_the_same_one_again() {
+        let mut log = VoteLog::<MinSig>::restore(Vec::new(), 1);
+        assert_eq!(log.vote(3, 0, [1; 32]), Ok(()));
+        assert!(log.take_changed().is_some());
+        assert_eq!(log.vote(3, 0, [1; 32]), Ok(()));
+        assert!(log.take_changed().is_none(), "the same vote is no change");
+        assert_eq!(log.vote(3, 0, [2; 32]), Err(Refusal::Conflict));
+        assert_eq!(log.vote(3, 1, [2; 32]), Ok(()));
+        assert_eq!(log.propose(3, 0, [9; 32]), Ok(()));
+        assert_eq!(log.propose(3, 0, [8; 32]), Err(Refusal::Conflict));
+        assert_eq!(log.commit(3, &cert(1, 2)), Ok(()));
+        assert_eq!(log.commit(3, &cert(1, 3)), Err(Refusal::Conflict));
+        assert_eq!(log.at(3).unwrap().prepared, Some(cert(1, 2)));
+    }
+
+    #[test]
+    fn no_votes_below_a_view_change() {
+        let mut log = VoteLog::<MinSig>::restore(Vec::new(), 1);
+        log.view_change(vc(5, 2));
+        assert_eq!(log.vote(5, 1, [1; 32]), Err(Refusal::ViewLeft));
+        assert_eq!(log.commit(5, &cert(1, 1)), Err(Refusal::ViewLeft));
+        assert_eq!(log.vote(5, 2, [1; 32]), Ok(()));
+        assert_eq!(log.sent_view_change(5, 1), Err(Refusal::ViewLeft));
+        assert_eq!(log.sent_view_change(5, 2), Ok(Some(vc(5, 2))));
+        assert_eq!(log.sent_view_change(5, 3), Ok(None));
+        assert_eq!(log.sent_view_change(6, 1), Ok(None));
+    }
+
+    #[test]
+    fn a_restored_log_keeps_the_heights_not_finalized() {
+        let mut log = VoteLog::<MinSig>::restore(Vec::new(), 1);
+        log.vote(7, 0, [1; 32]).unwrap();
+        log.vote(8, 0, [2; 32]).unwrap();
+        let record = log.take_changed().unwrap();
+        let mut restored = VoteLog::restore(record, 8);
+        assert!(restored.at(7).is_none());
+        assert_eq!(restored.vote(8, 0, [3; 32]), Err(Refusal::Conflict));
+        restored.prune(9);
+        assert!(restored.at(8).is_none());
+    }
+}
