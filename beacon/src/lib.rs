@@ -28,9 +28,6 @@
 pub mod chain;
 pub mod cost;
 pub mod curve;
-// Named exception, until the event-driven DKG lands: `dkg::harness` (a driver,
-// not protocol code) times real DKG runs with the wall clock.
-#[allow(clippy::disallowed_methods)]
 pub mod dkg;
 pub mod effect;
 mod error;

@@ -1,9 +1,10 @@
 //! Step tables, one per role: one replica, one input per step, and the outputs
 //! it must produce, written as data in the order it produces them
 //! (`Output`'s `Display`: `send sign-share to 2`, `timer retransmit(1,0)`,
-//! `beacon 1`, `evidence invalid sigma share by 3`, ...). The replica's own
-//! messages travel through its loopback inside one step, so a step shows
-//! everything one input causes.
+//! `beacon 1`, `evidence invalid sigma share by 3`, `persist-votes 1` (the
+//! record of what it signed, first whenever a step signs something new), ...).
+//! The replica's own messages travel through its loopback inside one step, so
+//! a step shows everything one input causes.
 //!
 //! Roles: voter, collector (fast path), slow path, view change, catch-up. The
 //! network is `n = 4, c = 0` (`f = 1`; fast path 4 shares, slow path 3, beacon

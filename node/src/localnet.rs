@@ -252,6 +252,10 @@ struct Outcome {
     /// done (after warm-up) and at the end.
     rss_warm_mb: Vec<f64>,
     rss_end_mb: Vec<f64>,
+    /// RSS of each node (MB) one minute into the rounds (at the end of a
+    /// shorter run), and the largest sampled (every second).
+    rss_first_mb: Vec<f64>,
+    rss_max_mb: Vec<f64>,
     /// Seconds from launching the processes to every node serving round 1.
     startup_s: f64,
     /// CPU seconds the nodes spent until then, all together (on a shared
@@ -384,6 +388,9 @@ async fn observe(
     let mut rss_warm_mb = Vec::new();
     let procs_pids: Vec<u32> = procs.iter().map(|p| p.child.id()).collect();
     let procs_rss = |pids: &[u32]| pids.iter().map(|&p| rss_mb(p)).collect::<Vec<f64>>();
+    let mut rss_first_mb: Vec<f64> = Vec::new();
+    let mut rss_max_mb = vec![0.0f64; procs_pids.len()];
+    let mut rss_sampled = Instant::now();
     // Wait for every node to serve round `rounds`.
     for p in procs.iter_mut() {
         loop {
@@ -402,6 +409,16 @@ async fn observe(
             if rss_warm_mb.is_empty() && latest >= (rounds / 4).max(2) {
                 rss_warm_mb = procs_rss(procs_pids.as_slice());
             }
+            if rss_sampled.elapsed() >= Duration::from_secs(1) {
+                rss_sampled = Instant::now();
+                let now = procs_rss(&procs_pids);
+                for (m, r) in rss_max_mb.iter_mut().zip(&now) {
+                    *m = m.max(*r);
+                }
+                if rss_first_mb.is_empty() && start.elapsed() >= Duration::from_secs(60) {
+                    rss_first_mb = now;
+                }
+            }
             if latest >= rounds {
                 break;
             }
@@ -418,6 +435,12 @@ async fn observe(
         }
     }
     let rss_end_mb = procs_rss(&procs_pids);
+    for (m, r) in rss_max_mb.iter_mut().zip(&rss_end_mb) {
+        *m = m.max(*r);
+    }
+    if rss_first_mb.is_empty() {
+        rss_first_mb = rss_end_mb.clone();
+    }
     for f in floods {
         f.abort();
     }
@@ -471,6 +494,8 @@ async fn observe(
         process_cpu: percentiles(&process_cpu),
         rss_warm_mb,
         rss_end_mb,
+        rss_first_mb,
+        rss_max_mb,
         startup_s,
         startup_cpu_s,
     })
@@ -642,6 +667,11 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
         .zip(&outcome.rss_warm_mb)
         .map(|(e, w)| e - w)
         .fold(0.0, f64::max);
+    report["rss_mb"] = json!({
+        "first": outcome.rss_first_mb,
+        "last": outcome.rss_end_mb,
+        "max": outcome.rss_max_mb,
+    });
     report["soak_rss_mb"] = json!({
         "warm": outcome.rss_warm_mb,
         "end": outcome.rss_end_mb,
