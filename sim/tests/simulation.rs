@@ -297,3 +297,25 @@ fn crash_restarts_never_make_a_member_sign_twice() {
         "no amnesiac restart signed twice: the check is blind"
     );
 }
+
+/// Campaign seeds 689 and 845 of `byzantine` at 7 nodes (f = 0, c = 3: a view
+/// change needs all seven VIEW-CHANGEs) with 4-5% message loss stalled past the
+/// liveness bound: a lost VIEW-CHANGE was never sent again, so each view waited
+/// for the next, twice as long, view timeout. Replicas now send their
+/// VIEW-CHANGE to the new primary again on the retransmission timer, and a
+/// primary answers a VIEW-CHANGE for a view whose NEW-VIEW it sent with that
+/// NEW-VIEW.
+#[test]
+fn lost_view_changes_are_sent_again() {
+    let mut base = small("byzantine", 7, 20);
+    base.validate().unwrap();
+    for seed in [689, 845] {
+        let cfg = sim::campaign::draw(&base, seed);
+        let (report, _) = sim::run(&cfg, None).unwrap();
+        assert!(
+            report.violations.is_empty(),
+            "seed {seed}: {:?}",
+            report.violations
+        );
+    }
+}

@@ -50,9 +50,13 @@ impl<S: Scheme> Replica<S> {
                 self.outbox.send(*c, message.clone());
             }
         }
-        let retransmit = &mut self.round.retransmit;
-        retransmit.shares.push((view, message));
-        if retransmit.armed.insert(view) {
+        self.round.retransmit.shares.push((view, message));
+        self.arm_retransmit(now, view);
+    }
+
+    /// Arms the retransmission timer of `view` (once per view).
+    pub(super) fn arm_retransmit(&mut self, now: Time, view: View) {
+        if self.round.retransmit.armed.insert(view) {
             let at = now.plus_micros(2 * self.config.fast_path_timeout_us);
             let height = self.height;
             self.outbox.timer(at, Timer::Retransmit { height, view });
@@ -60,12 +64,25 @@ impl<S: Scheme> Replica<S> {
     }
 
     /// Steps 2-3, retransmission timer of `view`: send this view's shares (and
-    /// PREPARE) again unless the height committed or the view is over.
+    /// PREPARE) again unless the height committed or the view is over. During a
+    /// view change to `view` (step 5), send our VIEW-CHANGE to its primary
+    /// again instead: a lost one would otherwise wait for the next, twice as
+    /// long, view timeout, and with `c` large the primary needs nearly
+    /// everyone's.
     pub(super) fn on_retransmit_timer(&mut self, now: Time, view: View) {
-        if view != self.view
-            || self.round.commit.committed().is_some()
-            || self.round.view_change.in_progress()
-        {
+        if view != self.view || self.round.commit.committed().is_some() {
+            return;
+        }
+        if self.round.view_change.in_progress() {
+            let primary = self.primary_of(view);
+            if let Some(vc) = self.round.view_change.latest_sent() {
+                if primary != self.me() {
+                    self.outbox.send(primary, vc);
+                }
+            }
+            let at = now.plus_micros(2 * self.config.fast_path_timeout_us);
+            let height = self.height;
+            self.outbox.timer(at, Timer::Retransmit { height, view });
             return;
         }
         let me = self.me();

@@ -73,6 +73,14 @@ impl<S: Scheme> ViewChanges<S> {
         self.new_view_sent.contains(&view)
     }
 
+    /// Our VIEW-CHANGE while the view change is in progress (what the
+    /// retransmission timer sends again).
+    pub fn latest_sent(&self) -> Option<Message<S>> {
+        self.latest
+            .clone()
+            .filter(|m| self.in_progress && matches!(m, Message::ViewChange(_)))
+    }
+
     /// A NEW-VIEW was accepted: the view change is over, and the NEW-VIEW is
     /// what replicas behind us are answered with.
     pub fn accepted(&mut self, new_view: Message<S>) {
@@ -169,6 +177,7 @@ impl<S: Scheme> Replica<S> {
         self.outbox.broadcast(message.clone());
         self.round.view_change.latest = Some(message.clone());
         self.outbox.loop_back(self.me(), message);
+        self.arm_retransmit(now, new_view);
     }
 
     /// Step 5: our signed VIEW-CHANGE to `new_view`: the highest prepare
@@ -212,6 +221,17 @@ impl<S: Scheme> Replica<S> {
         let vcs = &mut self.round.view_change;
         if new_view < self.view && !origin.local && vcs.answered.insert((from, self.view)) {
             if let Some(m) = vcs.latest.clone() {
+                self.outbox.send(from, m);
+            }
+        }
+        // A VIEW-CHANGE for a view whose NEW-VIEW we sent as its primary: the
+        // sender missed the NEW-VIEW (its retransmission says so); send it again.
+        if new_view == self.view
+            && !origin.local
+            && self.round.view_change.new_view_sent(new_view)
+            && !self.round.view_change.in_progress()
+        {
+            if let Some(m @ Message::NewView { .. }) = self.round.view_change.latest.clone() {
                 self.outbox.send(from, m);
             }
         }
