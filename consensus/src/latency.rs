@@ -46,8 +46,8 @@ impl RoundClock {
     /// The node has keys and starts at `at` (after its DKG, or restored): the
     /// first round's latency counts from here.
     pub fn start(&mut self, at: Time) {
-        self.beacons.0.entry(0).or_insert(at);
-        self.commits.0.entry(0).or_insert(at);
+        self.beacons.0.entry(Height::ZERO).or_insert(at);
+        self.commits.0.entry(Height::ZERO).or_insert(at);
     }
 
     /// `beta_round` learned at `at`: the round's beacon latency, when this node

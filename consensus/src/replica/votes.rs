@@ -60,7 +60,7 @@ impl<S: Scheme> SignedVotes<S> {
 
     /// The latest view this replica asked to change to (0 when none).
     pub fn view_change_view(&self) -> View {
-        self.view_change.as_ref().map_or(0, |vc| vc.new_view)
+        self.view_change.as_ref().map_or(View::ZERO, |vc| vc.new_view)
     }
 }
 
