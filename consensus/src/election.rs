@@ -89,7 +89,10 @@ mod tests {
     #[test]
     fn elections_are_deterministic_distinct_and_spread() {
         let a = Election::draw(b"seed", Height::new(5), View::new(0), 16, 3);
-        assert_eq!(a, Election::draw(b"seed", Height::new(5), View::new(0), 16, 3));
+        assert_eq!(
+            a,
+            Election::draw(b"seed", Height::new(5), View::new(0), 16, 3)
+        );
         assert_eq!(a.collectors.len(), 3);
         let mut sorted = a.collectors.clone();
         sorted.sort();
@@ -97,10 +100,15 @@ mod tests {
         assert_eq!(sorted.len(), 3);
         let mut counts = [0u32; 16];
         for h in 0..1600 {
-            counts[Election::draw(b"seed", Height::new(h), View::new(0), 16, 1).primary.0 as usize] += 1;
+            counts[Election::draw(b"seed", Height::new(h), View::new(0), 16, 1)
+                .primary
+                .0 as usize] += 1;
         }
         assert!(counts.iter().all(|c| *c > 50), "{counts:?}");
-        assert_ne!(Election::draw(b"seed", Height::new(5), View::new(1), 16, 1), a);
+        assert_ne!(
+            Election::draw(b"seed", Height::new(5), View::new(1), 16, 1),
+            a
+        );
     }
 
     #[test]
@@ -115,7 +123,9 @@ mod tests {
     #[test]
     fn later_views_rotate_and_the_primary_collects() {
         let n = 7;
-        let first = Election::draw(b"seed", Height::new(9), View::new(0), n, 2).primary.0;
+        let first = Election::draw(b"seed", Height::new(9), View::new(0), n, 2)
+            .primary
+            .0;
         let mut primaries = Vec::new();
         for v in 1..=n as u64 {
             let e = Election::draw(b"seed", Height::new(9), View::new(v), n, 2);

@@ -141,8 +141,14 @@ mod tests {
             let bytes = beacon::wire::encode(&value).unwrap();
             assert_eq!(beacon::wire::encode(&Height::new(value)).unwrap(), bytes);
             assert_eq!(beacon::wire::encode(&View::new(value)).unwrap(), bytes);
-            assert_eq!(beacon::wire::decode::<Height>(&bytes).unwrap(), Height::new(value));
-            assert_eq!(beacon::wire::decode::<View>(&bytes).unwrap(), View::new(value));
+            assert_eq!(
+                beacon::wire::decode::<Height>(&bytes).unwrap(),
+                Height::new(value)
+            );
+            assert_eq!(
+                beacon::wire::decode::<View>(&bytes).unwrap(),
+                View::new(value)
+            );
         }
         // Inside a tuple too (messages hold them next to other fields).
         let pair = (Height::new(5), View::new(u64::MAX));

@@ -162,8 +162,8 @@ pub fn sync_response<S: Scheme>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::View;
     use crate::messages::{Block, CommitCertificate, CommitPath};
+    use crate::View;
     use beacon::{MinSig, Point};
 
     fn entry(height: u64) -> Arc<CommittedEntry<MinSig>> {
@@ -199,7 +199,10 @@ mod tests {
         assert_eq!(w.height(), Height::new(CHAIN_WINDOW as u64 + 10));
         assert_eq!(w.first(), Height::new(11));
         assert!(w.get(Height::new(10)).is_none());
-        assert_eq!(w.get(Height::new(11)).unwrap().block.height, Height::new(11));
+        assert_eq!(
+            w.get(Height::new(11)).unwrap().block.height,
+            Height::new(11)
+        );
         assert_eq!(w.last().unwrap().block.height, w.height());
         assert!(w.get(w.height().saturating_add(1)).is_none());
         assert!(w.get(Height::MAX).is_none());
@@ -219,7 +222,10 @@ mod tests {
         assert_eq!(r[0].block.height, Height::new(101));
         assert_eq!(w.range(Height::new(101), 64, 10, one).unwrap().len(), 10);
         assert_eq!(w.range(Height::new(101), 64, 0, one).unwrap().len(), 1);
-        assert!(w.range(w.height().saturating_add(1), 64, 10, one).unwrap().is_empty());
+        assert!(w
+            .range(w.height().saturating_add(1), 64, 10, one)
+            .unwrap()
+            .is_empty());
         assert!(w.range(Height::MAX, 64, 10, one).unwrap().is_empty());
     }
 

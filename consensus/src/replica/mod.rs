@@ -408,11 +408,13 @@ impl<S: Scheme> Replica<S> {
         let at = now
             .max(round_time)
             .plus_micros(self.config.view_timeout_us(0));
-        self.outbox
-            .timer(at, Timer::ViewChange {
+        self.outbox.timer(
+            at,
+            Timer::ViewChange {
                 height: h,
                 view: View::ZERO,
-            });
+            },
+        );
         let release = Time(self.config.release_time(h.get()));
         if release > now {
             self.outbox.timer(release, Timer::Release { height: h });
