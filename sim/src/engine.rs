@@ -32,8 +32,8 @@ use beacon::{NodeIndex, Point, Scheme, Time};
 use consensus::latency::RoundClock;
 use consensus::replica::{sync_response, SignedVotes, CHAIN_WINDOW};
 use consensus::{
-    Behaviour, CommitPath, CommittedEntry, Envelope, Event as ReplicaEvent, Height, Member, MemberInput,
-    MemberOutput, MemberTimer, Message, ReplicaConfig, View,
+    Behaviour, CommitPath, CommittedEntry, Envelope, Event as ReplicaEvent, Height, Member,
+    MemberInput, MemberOutput, MemberTimer, Message, ReplicaConfig, View,
 };
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -256,7 +256,10 @@ fn run_node<S: Scheme>(
                 MemberOutput::SyncFromStore { to, from_height } => {
                     // The node's disk answers what its replica no longer keeps.
                     let disk = &slot.disk.chain;
-                    let entries = sync_response(from_height, |h| disk.get(usize::try_from(h.get()).ok()?.checked_sub(1)?).cloned());
+                    let entries = sync_response(from_height, |h| {
+                        disk.get(usize::try_from(h.get()).ok()?.checked_sub(1)?)
+                            .cloned()
+                    });
                     if !entries.is_empty() {
                         let message = Envelope::Consensus(Message::SyncResponse { entries });
                         let send = MemberOutput::Effect(Effect::Send { to, message });
@@ -918,7 +921,9 @@ impl<S: Scheme> Engine<S> {
                         );
                     }
                     self.checker.on_beacon(node, at, &beacon);
-                    if let Some(latency) = self.clocks[node as usize].beacon(Height::new(beacon.round), at) {
+                    if let Some(latency) =
+                        self.clocks[node as usize].beacon(Height::new(beacon.round), at)
+                    {
                         self.beacon_samples
                             .entry(beacon.round)
                             .or_default()
@@ -999,7 +1004,11 @@ impl<S: Scheme> Engine<S> {
                         .unwrap_or(&[]),
                 ),
                 path: self.paths.get(&Height::new(r)).map(|p| p.as_str().into()),
-                view_changes: self.view_changes.keys().filter(|(h, _)| h.get() == r).count() as u64,
+                view_changes: self
+                    .view_changes
+                    .keys()
+                    .filter(|(h, _)| h.get() == r)
+                    .count() as u64,
             })
             .collect();
         let n = self.cfg.nodes as f64;
