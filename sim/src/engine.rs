@@ -330,9 +330,7 @@ pub fn run(
         beacon::SchemeId::PedersenBlsChained => run_with::<beacon::MinPk>(cfg, progress),
         beacon::SchemeId::BlsChainedG1Rfc9380 => run_with::<beacon::MinSig>(cfg, progress),
         beacon::SchemeId::InsecureMock => run_with::<beacon::mock::InsecureMock>(cfg, progress),
-        other => Err(SimError::Config(format!(
-            "{other} cannot be simulated (verification-only)"
-        ))),
+        scheme => Err(SimError::UnsupportedScheme { scheme }),
     }
 }
 
@@ -357,8 +355,7 @@ impl<S: Scheme> Engine<S> {
         let regions = cfg.region_table()?;
         let network = Network::new(&cfg.network, regions.as_ref(), cfg.nodes);
         let p = &cfg.protocol;
-        let mut replica =
-            ReplicaConfig::new(cfg.nodes, p.c).map_err(|e| SimError::Config(e.to_string()))?;
+        let mut replica = ReplicaConfig::new(cfg.nodes, p.c)?;
         if p.beacon_threshold > 0 {
             replica.beacon_threshold = p.beacon_threshold;
         }
@@ -370,14 +367,15 @@ impl<S: Scheme> Engine<S> {
         replica.early_beacon = p.early_beacon;
         replica.max_batch = p.max_batch.max(1);
         replica.genesis_seed = Sha256::digest(format!("sbft-beacon genesis {}", cfg.seed)).into();
-        replica
-            .validate()
-            .map_err(|e| SimError::Config(e.to_string()))?;
+        replica.validate()?;
         if cfg.faults.byzantine + cfg.faults.twins > replica.f {
-            return Err(SimError::Config(format!(
-                "{} Byzantine replicas and {} twins exceed f = {} for n = {}, c = {}",
-                cfg.faults.byzantine, cfg.faults.twins, replica.f, cfg.nodes, p.c
-            )));
+            return Err(SimError::TooManyFaulty {
+                byzantine: cfg.faults.byzantine,
+                twins: cfg.faults.twins,
+                f: replica.f,
+                n: cfg.nodes,
+                c: p.c,
+            });
         }
         let n = cfg.nodes;
         let mut rng = ChaCha20Rng::seed_from_u64(cfg.seed);
@@ -420,8 +418,7 @@ impl<S: Scheme> Engine<S> {
             cfg.dkg.phase_timeout_ms * 1000,
             cfg.dkg.max_attempts,
         );
-        dkg.validate()
-            .map_err(|e| SimError::Config(format!("DKG: {e}")))?;
+        dkg.validate().map_err(SimError::Dkg)?;
         let keys: Arc<Vec<_>> = Arc::new(
             (0..n)
                 .map(|i| consensus::member_key(&member_seed(cfg.seed, i)).verifying_key())
@@ -440,8 +437,7 @@ impl<S: Scheme> Engine<S> {
                 consensus::member_key(&member_seed(cfg.seed, i)),
                 keys.clone(),
                 behaviours[i as usize],
-            )
-            .map_err(|e| SimError::Config(e.to_string()))?;
+            )?;
             let twinned = twins.contains(&i);
             slots.push(Slot {
                 member: Some(member),
