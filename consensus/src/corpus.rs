@@ -92,11 +92,11 @@ pub fn genuine_messages<S: Scheme>(
             break;
         }
         // Once everyone is at height 2: a view change, as if view 0 timed out.
-        if !forced && replicas.iter().all(|r| r.height() == 2) {
+        if !forced && replicas.iter().all(|r| r.height() == Height::new(2)) {
             forced = true;
             for r in replicas.iter_mut() {
                 let timer = Timer::ViewChange {
-                    height: 2,
+                    height: Height::new(2),
                     view: r.view(),
                 };
                 let out = r.handle(now, Input::Timer(timer));

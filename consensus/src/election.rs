@@ -16,6 +16,8 @@
 use beacon::NodeIndex;
 use sha2::{Digest, Sha256};
 
+use crate::{Height, View};
+
 /// The primary and collectors of one `(height, view)`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Election {
@@ -28,14 +30,20 @@ pub struct Election {
 impl Election {
     /// Draws the election from `randomness` (SHA-256 of the electing beacon, or
     /// the genesis seed before there is one).
-    pub fn draw(randomness: &[u8], height: u64, view: u64, n: u32, collectors: u32) -> Election {
+    pub fn draw(
+        randomness: &[u8],
+        height: Height,
+        view: View,
+        n: u32,
+        collectors: u32,
+    ) -> Election {
         let mut counter = 0u64;
         let mut next = || {
             let mut h = Sha256::new();
             h.update(b"sbft-beacon/v1/election");
             h.update(randomness);
-            h.update(height.to_be_bytes());
-            h.update(view.to_be_bytes());
+            h.update(height.get().to_be_bytes());
+            h.update(view.get().to_be_bytes());
             h.update(counter.to_be_bytes());
             counter += 1;
             let out: [u8; 32] = h.finalize().into();
@@ -44,11 +52,11 @@ impl Election {
             NodeIndex((v % n as u128) as u32)
         };
         let wanted = (collectors as usize).min(n as usize);
-        if view > 0 {
-            let first = Self::draw(randomness, height, 0, n, collectors).primary;
+        if view > View::ZERO {
+            let first = Self::draw(randomness, height, View::ZERO, n, collectors).primary;
             // `view % n` first: a view number from the network may be anything.
             let n64 = u64::from(n);
-            let at = |k: u64| NodeIndex(((u64::from(first.0) + view % n64 + k) % n64) as u32);
+            let at = |k: u64| NodeIndex(((u64::from(first.0) + view.get() % n64 + k) % n64) as u32);
             return Election {
                 primary: at(0),
                 collectors: (0..wanted as u64).map(at).collect(),
@@ -80,8 +88,11 @@ mod tests {
 
     #[test]
     fn elections_are_deterministic_distinct_and_spread() {
-        let a = Election::draw(b"seed", 5, 0, 16, 3);
-        assert_eq!(a, Election::draw(b"seed", 5, 0, 16, 3));
+        let a = Election::draw(b"seed", Height::new(5), View::new(0), 16, 3);
+        assert_eq!(
+            a,
+            Election::draw(b"seed", Height::new(5), View::new(0), 16, 3)
+        );
         assert_eq!(a.collectors.len(), 3);
         let mut sorted = a.collectors.clone();
         sorted.sort();
@@ -89,16 +100,21 @@ mod tests {
         assert_eq!(sorted.len(), 3);
         let mut counts = [0u32; 16];
         for h in 0..1600 {
-            counts[Election::draw(b"seed", h, 0, 16, 1).primary.0 as usize] += 1;
+            counts[Election::draw(b"seed", Height::new(h), View::new(0), 16, 1)
+                .primary
+                .0 as usize] += 1;
         }
         assert!(counts.iter().all(|c| *c > 50), "{counts:?}");
-        assert_ne!(Election::draw(b"seed", 5, 1, 16, 1), a);
+        assert_ne!(
+            Election::draw(b"seed", Height::new(5), View::new(1), 16, 1),
+            a
+        );
     }
 
     #[test]
     fn any_view_number_is_drawn_without_overflow() {
         for view in [u64::MAX, u64::MAX - 1, 1 << 63] {
-            let e = Election::draw(b"seed", u64::MAX, view, 7, 3);
+            let e = Election::draw(b"seed", Height::new(u64::MAX), View::new(view), 7, 3);
             assert_eq!(e.collectors.len(), 3);
             assert!(e.primary.0 < 7);
         }
@@ -107,10 +123,12 @@ mod tests {
     #[test]
     fn later_views_rotate_and_the_primary_collects() {
         let n = 7;
-        let first = Election::draw(b"seed", 9, 0, n, 2).primary.0;
+        let first = Election::draw(b"seed", Height::new(9), View::new(0), n, 2)
+            .primary
+            .0;
         let mut primaries = Vec::new();
         for v in 1..=n as u64 {
-            let e = Election::draw(b"seed", 9, v, n, 2);
+            let e = Election::draw(b"seed", Height::new(9), View::new(v), n, 2);
             assert_eq!(e.primary.0, (first + v as u32) % n);
             assert_eq!(e.collectors[0], e.primary);
             assert_eq!(e.collectors[1].0, (e.primary.0 + 1) % n);

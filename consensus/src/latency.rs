@@ -46,8 +46,8 @@ impl RoundClock {
     /// The node has keys and starts at `at` (after its DKG, or restored): the
     /// first round's latency counts from here.
     pub fn start(&mut self, at: Time) {
-        self.beacons.0.entry(0).or_insert(at);
-        self.commits.0.entry(0).or_insert(at);
+        self.beacons.0.entry(Height::ZERO).or_insert(at);
+        self.commits.0.entry(Height::ZERO).or_insert(at);
     }
 
     /// `beta_round` learned at `at`: the round's beacon latency, when this node
@@ -70,27 +70,31 @@ mod tests {
     #[test]
     fn latency_counts_from_the_previous_round() {
         let mut clock = RoundClock::new();
-        assert_eq!(clock.beacon(1, Time(500)), None, "not started");
+        assert_eq!(clock.beacon(Height::new(1), Time(500)), None, "not started");
         clock.start(Time(1_000));
         assert_eq!(
-            clock.commit(1, Time(1_400)),
+            clock.commit(Height::new(1), Time(1_400)),
             Some(Duration::from_micros(400))
         );
         assert_eq!(
-            clock.beacon(2, Time(1_500)),
+            clock.beacon(Height::new(2), Time(1_500)),
             Some(Duration::from_micros(1_000))
         );
         assert_eq!(
-            clock.commit(2, Time(2_700)),
+            clock.commit(Height::new(2), Time(2_700)),
             Some(Duration::from_micros(1_300))
         );
-        assert_eq!(clock.beacon(4, Time(3_000)), None, "round 3 missed");
         assert_eq!(
-            clock.beacon(5, Time(3_100)),
+            clock.beacon(Height::new(4), Time(3_000)),
+            None,
+            "round 3 missed"
+        );
+        assert_eq!(
+            clock.beacon(Height::new(5), Time(3_100)),
             Some(Duration::from_micros(100))
         );
         for r in 6..100 {
-            clock.beacon(r, Time(3_000 + r));
+            clock.beacon(Height::new(r), Time(3_000 + r));
         }
         assert!(clock.beacons.0.len() <= KEEP);
     }

@@ -7,6 +7,7 @@
 //! - [`messages`]: blocks and messages (PRE-PREPARE, SIGN-SHARE, ...), wire encoding;
 //! - [`replica`]: the honest replica (protocol steps in its module docs);
 //! - [`participant`]: what drivers hold, the honest replica or a wrapper;
+//! - [`position`]: [`Height`] and [`View`], counters with checked arithmetic only;
 //! - [`behaviour`], [`byzantine`]: the Byzantine kinds, and swappable Byzantine
 //!   replicas for simulations and tests;
 //! - [`byzantine_dkg`]: swappable Byzantine DKG sessions (the DKG-side behaviours);
@@ -28,6 +29,7 @@ pub mod latency;
 pub mod member;
 pub mod messages;
 pub mod participant;
+pub mod position;
 pub mod replica;
 
 pub use byzantine::{Behaviour, ByzantineReplica};
@@ -41,10 +43,7 @@ pub use replica::{
     SignedVotes, Timer,
 };
 
-/// A height of the chain (= the beacon round decided with it).
-pub type Height = u64;
-/// A view within a height.
-pub type View = u64;
+pub use position::{Height, View};
 
 /// The consensus crate's error type.
 #[derive(Debug, thiserror::Error)]

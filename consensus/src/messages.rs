@@ -363,8 +363,8 @@ pub mod signed {
     fn tagged(tag: &[u8], height: Height, view: View, digest: &Digest) -> Digest {
         let mut h = Sha256::new();
         h.update(tag);
-        h.update(height.to_be_bytes());
-        h.update(view.to_be_bytes());
+        h.update(height.get().to_be_bytes());
+        h.update(view.get().to_be_bytes());
         h.update(digest);
         h.finalize().into()
     }
@@ -394,13 +394,13 @@ pub mod signed {
     ) -> Digest {
         let mut h = Sha256::new();
         h.update(b"sbft-beacon/v1/view-change");
-        h.update(height.to_be_bytes());
-        h.update(new_view.to_be_bytes());
+        h.update(height.get().to_be_bytes());
+        h.update(new_view.get().to_be_bytes());
         for claim in [prepared, fast_vote] {
             match claim {
                 Some((view, digest)) => {
                     h.update([1]);
-                    h.update(view.to_be_bytes());
+                    h.update(view.get().to_be_bytes());
                     h.update(digest);
                 }
                 None => h.update([0]),

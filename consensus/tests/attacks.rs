@@ -12,9 +12,9 @@ use beacon::{InterpolationMethod, MinSig, NodeIndex, Point, Scheme, SignatureSha
 use common::Net;
 use consensus::messages::{signed, CommitCertificate, PrepareCertificate, ViewChange};
 use consensus::{
-    Behaviour, ByzantineReplica, CommitPath, Election, Envelope, Event, EvidenceKind, Input,
-    Member, MemberInput, MemberOutput, Message, Output, Participant, ProofKind, Replica,
-    ReplicaConfig, ReplicaKeys,
+    Behaviour, ByzantineReplica, CommitPath, Election, Envelope, Event, EvidenceKind, Height,
+    Input, Member, MemberInput, MemberOutput, Message, Output, Participant, ProofKind, Replica,
+    ReplicaConfig, ReplicaKeys, View,
 };
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -130,8 +130,8 @@ fn forged_view_changes_do_not_fork_the_chain() {
     let (collector, byzantine) = (0..=255u8)
         .find_map(|g| {
             config.genesis_seed = [g; 32];
-            let e0 = Election::draw(&config.genesis_seed, 1, 0, 4, 1);
-            let e1 = Election::draw(&config.genesis_seed, 1, 1, 4, 1);
+            let e0 = Election::draw(&config.genesis_seed, Height::new(1), View::ZERO, 4, 1);
+            let e1 = Election::draw(&config.genesis_seed, Height::new(1), View::new(1), 4, 1);
             (e0.collectors[0] != e1.primary).then_some((e0.collectors[0], e1.primary))
         })
         .unwrap();
@@ -186,7 +186,7 @@ fn forged_view_changes_do_not_fork_the_chain() {
     };
     if let [(_, Message::SignShare { view, digest, .. }), ..] = sign_shares.as_slice() {
         let (view, digest) = (*view, *digest);
-        let msg = signed::prepare(1, view, &digest);
+        let msg = signed::prepare(Height::new(1), view, &digest);
         let mut shares = vec![own(&msg)];
         for (from, m) in &sign_shares {
             if let Message::SignShare { tau, .. } = m {
@@ -201,10 +201,10 @@ fn forged_view_changes_do_not_fork_the_chain() {
             digest,
             signature: tau.aggregate(&shares, InterpolationMethod::Naive).unwrap(),
         };
-        let mut commit_shares = vec![own(&signed::commit(1, view, &digest))];
+        let mut commit_shares = vec![own(&signed::commit(Height::new(1), view, &digest))];
         for v in &victims {
             let prepare = Message::Prepare {
-                height: 1,
+                height: Height::new(1),
                 certificate: prepare.clone(),
             };
             for o in net.deliver(byzantine, *v, prepare) {
@@ -224,7 +224,7 @@ fn forged_view_changes_do_not_fork_the_chain() {
             for v in &victims {
                 let proof = Message::CommitProof {
                     certificate: CommitCertificate {
-                        height: 1,
+                        height: Height::new(1),
                         view,
                         digest,
                         path: CommitPath::Slow,
@@ -335,10 +335,10 @@ fn a_huge_view_number_is_ignored() {
     .unwrap();
     member.handle(Time::ZERO, MemberInput::Start);
     let keys = ReplicaKeys::from_dkg(&config, &outputs[1]).unwrap();
-    for view in [u64::MAX, u64::MAX - 1, 1 << 63] {
+    for view in [u64::MAX, u64::MAX - 1, 1 << 63].map(View::new) {
         let mut vc = ViewChange::<S> {
             from: NodeIndex(1),
-            height: 1,
+            height: Height::new(1),
             new_view: view,
             prepared: None,
             fast_vote: None,
@@ -349,7 +349,7 @@ fn a_huge_view_number_is_ignored() {
         vc.signature = keys.tau.share.sign::<S>(&vc.signed_message()).signature;
         let vc = Arc::new(vc);
         let block = Arc::new(consensus::Block {
-            height: 1,
+            height: Height::new(1),
             parent: [0; 32],
             previous_beacon: config.genesis_seed.to_vec(),
             transactions: Vec::new(),
@@ -357,13 +357,13 @@ fn a_huge_view_number_is_ignored() {
         for message in [
             Message::ViewChange(vc.clone()),
             Message::NewView {
-                height: 1,
+                height: Height::new(1),
                 view,
                 view_changes: vec![vc.clone(); 3],
                 block: block.clone(),
             },
             Message::PrePrepare {
-                height: 1,
+                height: Height::new(1),
                 view,
                 block: block.clone(),
             },
@@ -423,14 +423,16 @@ fn an_eager_primary_does_not_make_beacons_public_early() {
         cfg.genesis_time_us = 2_000_000;
         cfg.max_clock_skew_us = 50_000;
         // The primary of height 1 is eager.
-        let eager = Election::draw(&cfg.genesis_seed, 1, 0, 4, 1).primary.0;
+        let eager = Election::draw(&cfg.genesis_seed, Height::new(1), View::ZERO, 4, 1)
+            .primary
+            .0;
         let mut net = Net::<S>::new(cfg.clone(), seed, &[(eager, Behaviour::EagerPrimary)]);
         net.start();
         assert!(net.run_until(5, Time::from_millis(60_000)));
         net.assert_agreement();
         for (at, who, kind, height) in &net.honest_sends {
             if matches!(*kind, "sign-share" | "beacon-share") {
-                let h = height.unwrap();
+                let h = height.unwrap().get();
                 assert!(
                     at.0 >= cfg.release_time(h),
                     "replica {} sent a {kind} for round {h} at {at}, before {}",
@@ -458,8 +460,8 @@ fn view_change_signatures_bind_the_claims() {
     let keys = ReplicaKeys::from_dkg(&config, &outputs[0]).unwrap();
     let mut vc = ViewChange::<S> {
         from: NodeIndex(0),
-        height: 3,
-        new_view: 2,
+        height: Height::new(3),
+        new_view: View::new(2),
         prepared: None,
         fast_vote: None,
         beacon_share: None,
@@ -476,11 +478,11 @@ fn view_change_signatures_bind_the_claims() {
     assert!(keys.tau.public.verify_share(&hashed, &share));
     // Any change of claim or view changes the signed message.
     let mut other = vc.clone();
-    other.new_view = 3;
+    other.new_view = View::new(3);
     assert_ne!(other.signed_message(), msg);
-    other.new_view = 2;
+    other.new_view = View::new(2);
     other.fast_vote = Some(consensus::messages::FastVote {
-        view: 1,
+        view: View::new(1),
         digest: [7; 32],
         share: vc.signature,
     });
@@ -511,9 +513,9 @@ fn a_conviction_expires() {
         h += 1;
     }
     net.restart_honest(3);
-    let back = net.nodes[3].finalized().height() + 1;
-    let first = *net.convictions.values().min().unwrap();
-    let last = *net.convictions.values().max().unwrap();
+    let back = net.nodes[3].finalized().height().get() + 1;
+    let first = net.convictions.values().min().unwrap().get();
+    let last = net.convictions.values().max().unwrap().get();
     let end = last + CONVICTION_HEIGHTS + 12;
     assert!(
         net.run_until(end, Time::from_millis(600_000)),
@@ -522,7 +524,11 @@ fn a_conviction_expires() {
     net.assert_agreement();
     let fast = |heights: std::ops::Range<u64>| {
         heights
-            .filter(|h| net.commits[h].iter().all(|c| c.2 == CommitPath::Fast))
+            .filter(|h| {
+                net.commits[&Height::new(*h)]
+                    .iter()
+                    .all(|c| c.2 == CommitPath::Fast)
+            })
             .count()
     };
     // While the other collectors hold the conviction, its votes are ignored: the

@@ -10,8 +10,8 @@ mod common;
 use beacon::memo::Memo;
 use beacon::{MinSig, NodeIndex, Time};
 use consensus::{
-    Block, Election, Envelope, Member, MemberInput, MemberOutput, MemberTimer, Message,
-    ReplicaConfig, SignedVotes, Timer,
+    Block, Election, Envelope, Height, Member, MemberInput, MemberOutput, MemberTimer, Message,
+    ReplicaConfig, SignedVotes, Timer, View,
 };
 use std::sync::Arc;
 
@@ -30,7 +30,7 @@ impl Fixture {
     fn new() -> Self {
         let config = ReplicaConfig::new(4, 0).unwrap();
         let outputs = common::dkg::<S>(&config, 11);
-        let e = Election::draw(&config.genesis_seed, 1, 0, 4, 1);
+        let e = Election::draw(&config.genesis_seed, Height::new(1), View::ZERO, 4, 1);
         let voter = (0..4)
             .map(NodeIndex)
             .find(|i| *i != e.primary && !e.collectors.contains(i))
@@ -62,7 +62,7 @@ impl Fixture {
     /// A valid block of height 1 with one transaction `tag`.
     fn block(&self, tag: u8) -> Arc<Block> {
         Arc::new(Block {
-            height: 1,
+            height: Height::new(1),
             parent: [0; 32],
             previous_beacon: self.config.genesis_seed.to_vec(),
             transactions: vec![vec![tag]],
@@ -72,8 +72,8 @@ impl Fixture {
     /// The primary's PRE-PREPARE of `block` in view 0, delivered to `m`.
     fn propose(&self, m: &mut Member<S>, block: &Arc<Block>) -> Vec<Out> {
         let message = Message::PrePrepare {
-            height: 1,
-            view: 0,
+            height: Height::new(1),
+            view: View::ZERO,
             block: block.clone(),
         };
         deliver(m, self.primary, message)
@@ -171,7 +171,10 @@ fn a_restarted_member_keeps_its_view_change() {
     let f = Fixture::new();
     let a = f.block(1);
     let (mut m, _) = f.member(f.voter, Vec::new());
-    let timer = MemberTimer::Replica(Timer::ViewChange { height: 1, view: 0 });
+    let timer = MemberTimer::Replica(Timer::ViewChange {
+        height: Height::new(1),
+        view: View::ZERO,
+    });
     let out = m.handle(Time::from_millis(5_000), MemberInput::Timer(timer));
     let view_change = |out: &[Out]| {
         sent(out).into_iter().find_map(|m| match m {
@@ -180,7 +183,7 @@ fn a_restarted_member_keeps_its_view_change() {
         })
     };
     let first = view_change(&out).expect("a VIEW-CHANGE to view 1");
-    assert_eq!(first.new_view, 1);
+    assert_eq!(first.new_view, View::new(1));
     let persisted = record(&out);
     drop(m);
 

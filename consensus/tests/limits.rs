@@ -10,7 +10,7 @@ use beacon::{wire, MinPk, NodeIndex, Point as _, Scheme, Time};
 use common::Net;
 use consensus::messages::ViewChange;
 use consensus::replica::Input;
-use consensus::{Message, ReplicaConfig};
+use consensus::{Height, Message, ReplicaConfig, View};
 use std::sync::Arc;
 
 fn config(n: u32) -> ReplicaConfig {
@@ -26,14 +26,14 @@ fn new_view_bytes<S: Scheme>(cfg: &ReplicaConfig, block: Arc<consensus::Block>) 
     let vc = Arc::new(ViewChange::<S> {
         from: NodeIndex(0),
         height: block.height,
-        new_view: 1,
+        new_view: View::new(1),
         prepared: Some(consensus::messages::PrepareCertificate {
-            view: 0,
+            view: View::ZERO,
             digest: [0; 32],
             signature: share,
         }),
         fast_vote: Some(consensus::messages::FastVote {
-            view: 0,
+            view: View::ZERO,
             digest: [0; 32],
             share,
         }),
@@ -43,7 +43,7 @@ fn new_view_bytes<S: Scheme>(cfg: &ReplicaConfig, block: Arc<consensus::Block>) 
     });
     let message = Message::<S>::NewView {
         height: block.height,
-        view: 1,
+        view: View::new(1),
         view_changes: vec![vc; cfg.view_change_quorum() as usize],
         block,
     };
@@ -106,16 +106,19 @@ fn a_replica_further_behind_than_the_window_catches_up_from_the_stores() {
     for node in &net.nodes[..3] {
         let chain = node.finalized();
         assert!(chain.len() <= consensus::replica::CHAIN_WINDOW);
-        assert!(chain.first() > 1, "the window still holds height 1");
+        assert!(
+            chain.first() > Height::new(1),
+            "the window still holds height 1"
+        );
     }
     // Back: everything it lacks is older than its peers keep in memory.
     net.down.clear();
-    let target = net.nodes[0].finalized().height() + 5;
+    let target = net.nodes[0].finalized().height().get() + 5;
     assert!(
         net.run_until(target, Time::from_millis(1_200_000)),
         "the replica that was cut off did not catch up (at {})",
         net.nodes[3].finalized().height()
     );
     net.assert_agreement();
-    assert!(net.nodes[3].finalized().height() >= target);
+    assert!(net.nodes[3].finalized().height() >= Height::new(target));
 }

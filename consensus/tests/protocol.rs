@@ -4,7 +4,7 @@ mod common;
 
 use beacon::{MinPk, MinSig, NodeIndex, Time};
 use common::Net;
-use consensus::{Behaviour, EvidenceKind, ReplicaConfig};
+use consensus::{Behaviour, EvidenceKind, Height, ReplicaConfig};
 
 fn config(n: u32, c: u32) -> ReplicaConfig {
     let mut cfg = ReplicaConfig::new(n, c).unwrap();
@@ -83,7 +83,7 @@ fn silent_collector_is_covered_by_the_backup_or_a_view_change() {
         let mut net = Net::<MinSig>::new(config(n, c), 14, &[(1, Behaviour::SilentCollector)]);
         net.start();
         let ok = net.run_until(10, Time::from_millis(120_000));
-        let heights: Vec<u64> = net.nodes.iter().map(|n| n.current_height()).collect();
+        let heights: Vec<Height> = net.nodes.iter().map(|n| n.current_height()).collect();
         assert!(
             ok,
             "n = {n}: heights {heights:?}, view changes {}",

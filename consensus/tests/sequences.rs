@@ -9,7 +9,8 @@ use beacon::memo::Memo;
 use beacon::{MinSig, NodeIndex, Time};
 use consensus::corpus::{genuine_messages, relabel};
 use consensus::{
-    Envelope, Event, Member, MemberInput, MemberOutput, MemberTimer, Message, ReplicaConfig, Timer,
+    Envelope, Event, Height, Member, MemberInput, MemberOutput, MemberTimer, Message,
+    ReplicaConfig, Timer, View,
 };
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -28,7 +29,7 @@ fn fixture() -> &'static Fixture {
     F.get_or_init(|| {
         let config = ReplicaConfig::new(4, 0).unwrap();
         let outputs = common::dkg::<S>(&config, 41);
-        let messages = genuine_messages(&config, &outputs, 4);
+        let messages = genuine_messages(&config, &outputs, Height::new(4));
         Fixture {
             config,
             outputs,
@@ -63,6 +64,7 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn timer(kind: u8, height: u64, view: u64) -> Timer {
+    let (height, view) = (Height::new(height), View::new(view));
     match kind {
         0 => Timer::Propose { height },
         1 => Timer::FastPath { height, view },
@@ -89,7 +91,7 @@ proptest! {
         )
         .unwrap();
         let mut now = Time::ZERO;
-        let mut committed: BTreeMap<u64, [u8; 32]> = BTreeMap::new();
+        let mut committed: BTreeMap<Height, [u8; 32]> = BTreeMap::new();
         let mut check = |out: Vec<MemberOutput<S>>| {
             for o in out {
                 if let MemberOutput::Event(Event::Committed { certificate, .. }) = o {
@@ -104,7 +106,7 @@ proptest! {
                 Op::Message { index, relabel: r, from } => {
                     let (sender, m) = &f.messages[index % f.messages.len()];
                     let message = match r {
-                        Some((h, v)) => relabel(m, h, v),
+                        Some((h, v)) => relabel(m, Height::new(h), View::new(v)),
                         None => m.clone(),
                     };
                     let from = if from < 4 { NodeIndex(from) } else { *sender };

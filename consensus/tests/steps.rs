@@ -21,7 +21,8 @@ use consensus::messages::{
     signed, CommitCertificate, CommittedEntry, Digest, PrepareCertificate, ViewChange,
 };
 use consensus::{
-    Block, CommitPath, Election, Input, Message, Replica, ReplicaConfig, ReplicaKeys, Timer,
+    Block, CommitPath, Election, Height, Input, Message, Replica, ReplicaConfig, ReplicaKeys,
+    Timer, View,
 };
 use std::sync::Arc;
 
@@ -76,7 +77,7 @@ impl Fixture {
         let (primary, collector) = (0..=255u8)
             .find_map(|g| {
                 config.genesis_seed = [g; 32];
-                let e = Election::draw(&config.genesis_seed, 1, 0, 4, 1);
+                let e = Election::draw(&config.genesis_seed, Height::new(1), View::ZERO, 4, 1);
                 (e.primary != e.collectors[0]).then_some((e.primary, e.collectors[0]))
             })
             .unwrap();
@@ -106,7 +107,7 @@ impl Fixture {
     /// A valid block of height 1.
     fn block(&self, tag: &[u8]) -> Arc<Block> {
         Arc::new(Block {
-            height: 1,
+            height: Height::new(1),
             parent: [0; 32],
             previous_beacon: self.config.genesis_seed.to_vec(),
             transactions: vec![tag.to_vec()],
@@ -114,8 +115,9 @@ impl Fixture {
     }
 
     fn proposal(&self, view: u64, block: &Arc<Block>) -> Message<S> {
+        let view = View::new(view);
         Message::PrePrepare {
-            height: 1,
+            height: Height::new(1),
             view,
             block: block.clone(),
         }
@@ -133,6 +135,7 @@ impl Fixture {
 
     /// `i`'s SIGN-SHARE on `block` in `view`; `bad` corrupts the share named.
     fn sign_share(&self, i: NodeIndex, view: u64, block: &Block, bad: &str) -> Message<S> {
+        let view = View::new(view);
         let digest = block.digest();
         let corrupt = |s: Sig, name: &str| {
             if bad == name {
@@ -142,30 +145,34 @@ impl Fixture {
             }
         };
         Message::SignShare {
-            height: 1,
+            height: Height::new(1),
             view,
             digest,
             sigma: corrupt(
-                self.sign(i, 2, &signed::fast_vote(1, view, &digest)),
+                self.sign(i, 2, &signed::fast_vote(Height::new(1), view, &digest)),
                 "sigma",
             ),
-            tau: corrupt(self.sign(i, 1, &signed::prepare(1, view, &digest)), "tau"),
+            tau: corrupt(
+                self.sign(i, 1, &signed::prepare(Height::new(1), view, &digest)),
+                "tau",
+            ),
             beacon: corrupt(self.sign(i, 0, &self.round_message()), "beacon"),
         }
     }
 
     fn commit_share(&self, i: NodeIndex, view: u64, digest: Digest) -> Message<S> {
+        let view = View::new(view);
         Message::CommitShare {
-            height: 1,
+            height: Height::new(1),
             view,
             digest,
-            share: self.sign(i, 1, &signed::commit(1, view, &digest)),
+            share: self.sign(i, 1, &signed::commit(Height::new(1), view, &digest)),
         }
     }
 
     fn beacon_share(&self, i: NodeIndex) -> Message<S> {
         Message::BeaconShare {
-            round: 1,
+            round: Height::new(1),
             share: self.sign(i, 0, &self.round_message()),
         }
     }
@@ -189,19 +196,20 @@ impl Fixture {
     fn fast_proof(&self, block: &Block) -> CommitCertificate<S> {
         let digest = block.digest();
         CommitCertificate {
-            height: 1,
-            view: 0,
+            height: Height::new(1),
+            view: View::ZERO,
             digest,
             path: CommitPath::Fast,
-            signature: self.aggregate(2, &signed::fast_vote(1, 0, &digest)),
+            signature: self.aggregate(2, &signed::fast_vote(Height::new(1), View::ZERO, &digest)),
         }
     }
 
     /// `i`'s signed VIEW-CHANGE to `view`, with nothing prepared or voted.
     fn view_change(&self, i: NodeIndex, view: u64) -> Message<S> {
+        let view = View::new(view);
         let mut vc = ViewChange {
             from: i,
-            height: 1,
+            height: Height::new(1),
             new_view: view,
             prepared: None::<PrepareCertificate<S>>,
             fast_vote: None,
@@ -216,7 +224,7 @@ impl Fixture {
     /// The block a primary with an empty mempool proposes at height 1.
     fn fresh_block(&self) -> Block {
         Block {
-            height: 1,
+            height: Height::new(1),
             parent: [0; 32],
             previous_beacon: self.config.genesis_seed.to_vec(),
             transactions: vec![],
@@ -227,7 +235,7 @@ impl Fixture {
     fn primary_of_height_2(&self) -> NodeIndex {
         let beacon = self.aggregate(0, &self.round_message());
         let randomness = beacon::chain::randomness(&beacon.to_bytes());
-        Election::draw(&randomness, 2, 0, 4, 1).primary
+        Election::draw(&randomness, Height::new(2), View::ZERO, 4, 1).primary
     }
 }
 
@@ -251,11 +259,11 @@ fn voter() {
     let x = *fx.others.iter().find(|i| **i != me).unwrap();
     let (block, other) = (fx.block(b"tx"), fx.block(b"other"));
     let bad_beacon = Message::Beacon {
-        round: 1,
+        round: Height::new(1),
         signature: Sig::generator(),
     };
     let ahead = Message::Beacon {
-        round: 3,
+        round: Height::new(3),
         signature: Sig::generator(),
     };
     let steps = vec![
@@ -304,7 +312,7 @@ fn voter() {
         ),
         step(
             "view timer after a commit without beacon: beacon share to all, timer re-armed",
-            Input::Timer(Timer::ViewChange { height: 1, view: 0 }),
+            Input::Timer(Timer::ViewChange { height: Height::new(1), view: View::ZERO }),
             outs!["broadcast beacon-share"; "timer view-change(1,0)"],
         ),
         step(
@@ -319,7 +327,7 @@ fn voter() {
         ),
         step(
             "a sync request is answered from the chain window",
-            msg(x, Message::SyncRequest { from_height: 1 }),
+            msg(x, Message::SyncRequest { from_height: Height::new(1) }),
             outs!["send sync-response to {}", x],
         ),
     ];
@@ -338,8 +346,8 @@ fn collector() {
     let [a, b] = fx.others;
     let next = Election::draw(
         &beacon::chain::randomness(&fx.aggregate(0, &fx.round_message()).to_bytes()),
-        2,
-        0,
+        Height::new(2),
+        View::ZERO,
         4,
         1,
     );
@@ -415,7 +423,7 @@ fn slow_path() {
         ),
         step(
             "fast-path timer: PREPARE from the tau shares; its own COMMIT share goes to itself",
-            Input::Timer(Timer::FastPath { height: 1, view: 0 }),
+            Input::Timer(Timer::FastPath { height: Height::new(1), view: View::ZERO }),
             outs!["persist-votes 1"; "broadcast prepare"],
         ),
         step(
@@ -447,7 +455,7 @@ fn slow_path() {
 #[test]
 fn view_change() {
     let fx = Fixture::new(80);
-    let e1 = Election::draw(&fx.config.genesis_seed, 1, 1, 4, 1);
+    let e1 = Election::draw(&fx.config.genesis_seed, Height::new(1), View::new(1), 4, 1);
     let me = e1.primary;
     let [a, b] = {
         let v: Vec<NodeIndex> = (0..4).map(NodeIndex).filter(|i| *i != me).collect();
@@ -457,7 +465,10 @@ fn view_change() {
         step("start", Input::Start, outs!["timer view-change(1,0)"]),
         step(
             "view timer without a commit: to view 1",
-            Input::Timer(Timer::ViewChange { height: 1, view: 0 }),
+            Input::Timer(Timer::ViewChange {
+                height: Height::new(1),
+                view: View::ZERO,
+            }),
             outs!["persist-votes 1"; "view-changed (1,1)"; "timer view-change(1,1)"; "broadcast view-change";
                   "timer retransmit(1,1)"],
         ),
@@ -473,7 +484,10 @@ fn view_change() {
         ),
         step(
             "a stale view timer: nothing",
-            Input::Timer(Timer::ViewChange { height: 1, view: 0 }),
+            Input::Timer(Timer::ViewChange {
+                height: Height::new(1),
+                view: View::ZERO,
+            }),
             vec![],
         ),
         step(
@@ -496,7 +510,7 @@ fn view_change() {
 #[test]
 fn new_view() {
     let fx = Fixture::new(81);
-    let e1 = Election::draw(&fx.config.genesis_seed, 1, 1, 4, 1);
+    let e1 = Election::draw(&fx.config.genesis_seed, Height::new(1), View::new(1), 4, 1);
     let q = e1.primary;
     let others: Vec<NodeIndex> = (0..4).map(NodeIndex).filter(|i| *i != q).collect();
     let me = *others.iter().find(|i| **i != fx.primary).unwrap();
@@ -512,8 +526,8 @@ fn new_view() {
         })
         .collect();
     let new_view = |vcs: Vec<Arc<ViewChange<S>>>| Message::NewView {
-        height: 1,
-        view: 1,
+        height: Height::new(1),
+        view: View::new(1),
         view_changes: vcs,
         block: Arc::new(fx.fresh_block()),
     };
@@ -530,7 +544,10 @@ fn new_view() {
         step("start", Input::Start, outs!["timer view-change(1,0)"]),
         step(
             "view timer without a commit: to view 1",
-            Input::Timer(Timer::ViewChange { height: 1, view: 0 }),
+            Input::Timer(Timer::ViewChange {
+                height: Height::new(1),
+                view: View::ZERO,
+            }),
             outs!["persist-votes 1"; "view-changed (1,1)"; "timer view-change(1,1)"; "broadcast view-change";
                   "timer retransmit(1,1)"],
         ),
@@ -583,7 +600,7 @@ fn catch_up() {
                         _ => beacon::chain::randomness(&chain[h as usize - 2].beacon.to_bytes())
                             .to_vec(),
                     };
-                    Election::draw(&randomness, h, 0, 4, 1).primary
+                    Election::draw(&randomness, Height::new(h), View::ZERO, 4, 1).primary
                 })
                 .collect();
             let me = (0..4).map(NodeIndex).find(|i| !primaries.contains(i))?;
@@ -614,12 +631,23 @@ fn catch_up() {
         ),
         step(
             "a block request for a finalized height",
-            msg(peer, Message::BlockRequest { height: 2, digest }),
+            msg(
+                peer,
+                Message::BlockRequest {
+                    height: Height::new(2),
+                    digest,
+                },
+            ),
             outs!["send block-response to {}", peer],
         ),
         step(
             "a sync request from height 2",
-            msg(peer, Message::SyncRequest { from_height: 2 }),
+            msg(
+                peer,
+                Message::SyncRequest {
+                    from_height: Height::new(2),
+                },
+            ),
             outs!["send sync-response to {}", peer],
         ),
     ];
@@ -641,14 +669,14 @@ fn catch_up() {
 #[test]
 fn malformed_messages_decode_to_errors() {
     let block = Block {
-        height: 1,
+        height: Height::new(1),
         parent: [0; 32],
         previous_beacon: vec![1; 32],
         transactions: vec![vec![7; 10]],
     };
     let m = Message::<S>::PrePrepare {
-        height: 1,
-        view: 0,
+        height: Height::new(1),
+        view: View::ZERO,
         block: Arc::new(block),
     };
     let bytes = m.encode().unwrap();
@@ -660,7 +688,7 @@ fn malformed_messages_decode_to_errors() {
     trailing.push(0);
     assert!(Message::<S>::decode(&trailing).is_err());
     let share = Message::<S>::Beacon {
-        round: 1,
+        round: Height::new(1),
         signature: Sig::generator(),
     }
     .encode()

@@ -8,7 +8,8 @@ use beacon::memo::Memo;
 use beacon::{MinSig, NodeIndex, Time};
 use consensus::corpus::{genuine_messages, honest_dkg, relabel};
 use consensus::{
-    Envelope, Event, Member, MemberInput, MemberOutput, MemberTimer, Message, ReplicaConfig, Timer,
+    Envelope, Event, Height, Member, MemberInput, MemberOutput, MemberTimer, Message, ReplicaConfig,
+    Timer, View,
 };
 use libfuzzer_sys::fuzz_target;
 use std::collections::BTreeMap;
@@ -27,7 +28,7 @@ fn fixture() -> &'static Fixture {
     F.get_or_init(|| {
         let config = ReplicaConfig::new(4, 0).unwrap();
         let outputs = honest_dkg(&config, 7);
-        let messages = genuine_messages(&config, &outputs, 4);
+        let messages = genuine_messages(&config, &outputs, Height::new(4));
         Fixture { config, outputs, messages }
     })
 }
@@ -56,7 +57,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let mut now = Time::ZERO;
-    let mut committed: BTreeMap<u64, [u8; 32]> = BTreeMap::new();
+    let mut committed: BTreeMap<Height, [u8; 32]> = BTreeMap::new();
     let mut check = |out: Vec<MemberOutput<S>>| {
         for o in out {
             if let MemberOutput::Event(Event::Committed { certificate, .. }) = o {
@@ -80,7 +81,7 @@ fuzz_target!(|data: &[u8]| {
                 let (sender, m) = &f.messages[usize::from(op[1]) % f.messages.len()];
                 MemberInput::Message {
                     from: *sender,
-                    envelope: Envelope::Consensus(relabel(m, a % 8, b)),
+                    envelope: Envelope::Consensus(relabel(m, Height::new(a % 8), View::new(b))),
                 }
             }
             2 => {
@@ -94,13 +95,14 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
             3 => {
+                let (height, view) = (Height::new(a), View::new(b));
                 let timer = match op[1] % 6 {
-                    0 => Timer::Propose { height: a },
-                    1 => Timer::FastPath { height: a, view: b },
-                    2 => Timer::ViewChange { height: a, view: b },
-                    3 => Timer::Retransmit { height: a, view: b },
-                    4 => Timer::BackupCollector { height: a, view: b },
-                    _ => Timer::Release { height: a },
+                    0 => Timer::Propose { height },
+                    1 => Timer::FastPath { height, view },
+                    2 => Timer::ViewChange { height, view },
+                    3 => Timer::Retransmit { height, view },
+                    4 => Timer::BackupCollector { height, view },
+                    _ => Timer::Release { height },
                 };
                 MemberInput::Timer(MemberTimer::Replica(timer))
             }

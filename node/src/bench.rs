@@ -524,11 +524,14 @@ fn calibrate(args: &CalibrateArgs) -> Result<()> {
     // Decoding: a message without points gives the fixed cost; a sign-share (three
     // points, each checked to be in the subgroup) the cost per KiB of protocol
     // bytes, which are mostly points.
-    let small = consensus::Message::<MinSig>::SyncRequest { from_height: 1 }.encode()?;
+    let small = consensus::Message::<MinSig>::SyncRequest {
+        from_height: consensus::Height::new(1),
+    }
+    .encode()?;
     let message = median_us(|| consensus::Message::<MinSig>::decode(&small).expect("valid"));
     let share = consensus::Message::<MinSig>::SignShare {
-        height: 1,
-        view: 0,
+        height: consensus::Height::new(1),
+        view: consensus::View::ZERO,
         digest: [1; 32],
         sigma: p1,
         tau: p1,

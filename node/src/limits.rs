@@ -291,7 +291,7 @@ mod tests {
         let done = Arc::new(AtomicBool::new(false));
         let a = Admission::new(&cfg, done.clone());
         let block = Arc::new(Block {
-            height: 1,
+            height: consensus::Height::new(1),
             parent: [0; 32],
             previous_beacon: vec![0; 32],
             transactions: vec![],
@@ -300,8 +300,8 @@ mod tests {
         let cases: Vec<(Frame<S>, &str)> = vec![
             (
                 consensus(Message::PrePrepare {
-                    height: 1,
-                    view: 0,
+                    height: consensus::Height::new(1),
+                    view: consensus::View::ZERO,
                     block: block.clone(),
                 }),
                 "pre-prepare",
@@ -314,8 +314,8 @@ mod tests {
             ),
             (
                 consensus(Message::NewView {
-                    height: 1,
-                    view: 1,
+                    height: consensus::Height::new(1),
+                    view: consensus::View::new(1),
                     view_changes: vec![],
                     block,
                 }),
@@ -327,18 +327,20 @@ mod tests {
             ),
             (
                 consensus(Message::Beacon {
-                    round: 1,
+                    round: consensus::Height::new(1),
                     signature: sig,
                 }),
                 "consensus",
             ),
             (
-                consensus(Message::SyncRequest { from_height: 1 }),
+                consensus(Message::SyncRequest {
+                    from_height: consensus::Height::new(1),
+                }),
                 "consensus",
             ),
             (
                 consensus(Message::BeaconShare {
-                    round: 1,
+                    round: consensus::Height::new(1),
                     share: sig,
                 }),
                 "consensus",

@@ -28,8 +28,8 @@ use beacon::{Beacon, ChainInfo, NodeIndex, Point as _, Scheme, Time};
 use consensus::latency::RoundClock;
 use consensus::replica::{sync_response, CHAIN_WINDOW};
 use consensus::{
-    Behaviour, CommittedEntry, Envelope, Event, Member, MemberInput, MemberOutput, MemberTimer,
-    Message,
+    Behaviour, CommittedEntry, Envelope, Event, Height, Member, MemberInput, MemberOutput,
+    MemberTimer, Message,
 };
 use rand::RngCore as _;
 use std::collections::BTreeMap;
@@ -132,10 +132,10 @@ fn persistence_thread<S: Scheme>(
 fn block_json<S: Scheme>(entry: &CommittedEntry<S>) -> BlockJson {
     let block = &entry.block;
     BlockJson {
-        height: block.height,
+        height: block.height.get(),
         digest: hex::encode(entry.certificate.digest),
         parent: hex::encode(block.parent),
-        view: entry.certificate.view,
+        view: entry.certificate.view.get(),
         path: entry.certificate.path.as_str(),
         transactions: block.transactions.iter().map(hex::encode).collect(),
     }
@@ -143,7 +143,7 @@ fn block_json<S: Scheme>(entry: &CommittedEntry<S>) -> BlockJson {
 
 /// Adds a durable entry's beacon and block to the API view.
 fn publish<S: Scheme>(view: &mut ChainView, entry: &CommittedEntry<S>) {
-    let round = entry.block.height;
+    let round = entry.block.height.get();
     let Some(previous_signature) = view.previous_signature(round) else {
         warn!(round, "beacon without its predecessor: not served");
         return;
@@ -341,7 +341,7 @@ impl<S: Scheme> Node<S> {
             Event::Beacon(beacon) => {
                 let latency_us = self
                     .clock
-                    .beacon(beacon.round, learned_at)
+                    .beacon(Height::new(beacon.round), learned_at)
                     .map_or(0, |d| d.as_micros() as u64);
                 let process = process_cpu_ns();
                 let stat = RoundStat {
@@ -379,22 +379,22 @@ impl<S: Scheme> Node<S> {
                 let path = certificate.path;
                 metrics.committed(path);
                 debug!(
-                    height = block.height,
-                    view = certificate.view,
+                    height = block.height.get(),
+                    view = certificate.view.get(),
                     path = path.as_str(),
                     "committed"
                 );
             }
             Event::ViewChanged { height, view } => {
                 metrics.view_changes.inc();
-                crate::warn_throttled!(height, view, "view change");
+                crate::warn_throttled!(height = height.get(), view = view.get(), "view change");
             }
             Event::Evidence(e) => {
                 let what = e.kind.to_string();
                 metrics.misbehaved(e.culprit.0);
                 crate::warn_throttled!(
                     culprit = e.culprit.0,
-                    height = e.height,
+                    height = e.height.get(),
                     what,
                     "misbehaviour"
                 );
@@ -405,7 +405,7 @@ impl<S: Scheme> Node<S> {
     /// Answers a sync request for heights the replica no longer keeps from the
     /// store, on a blocking thread: at most [`STORE_READERS`] at once, and a
     /// request beyond that is dropped (the peer asks again).
-    fn serve_from_store(&self, to: NodeIndex, from_height: u64) {
+    fn serve_from_store(&self, to: NodeIndex, from_height: Height) {
         let Ok(permit) = self.store_readers.clone().try_acquire_owned() else {
             self.state.metrics.frames_dropped("store-readers-busy");
             return;
@@ -415,7 +415,7 @@ impl<S: Scheme> Node<S> {
         tokio::task::spawn_blocking(move || {
             let _permit = permit;
             let entries = sync_response::<S>(from_height, |h| {
-                store.get::<S>(h).ok().flatten().map(Arc::new)
+                store.get::<S>(h.get()).ok().flatten().map(Arc::new)
             });
             if entries.is_empty() {
                 return;
@@ -569,7 +569,7 @@ async fn run_inner<S: Scheme>(
         let mut view = state.chain.write().unwrap_or_else(|e| e.into_inner());
         view.set_info(chain_info(&cfg, output));
         for (i, entry) in chain.iter().enumerate() {
-            let height = entry.block.height;
+            let height = entry.block.height.get();
             if i == 0 && height > 1 {
                 // Its predecessor is older than what was loaded: the store has it.
                 if let Some(b) = state.archive.get().and_then(|a| a.beacon(height)) {
@@ -606,7 +606,7 @@ async fn run_inner<S: Scheme>(
     let member = match &stored {
         Some(output) => {
             info!(
-                height = chain.last().map_or(0, |e| e.block.height),
+                height = chain.last().map_or(0, |e| e.block.height.get()),
                 "key material found: skipping the DKG, resuming from the stored chain"
             );
             let votes = store.load_votes()?;
@@ -697,7 +697,10 @@ async fn run_inner<S: Scheme>(
                 }
             }
             _ = status.tick() => {
-                let height = node.member.replica().map_or(0, |r| r.finalized().height());
+                let height = node
+                    .member
+                    .replica()
+                    .map_or(0, |r| r.finalized().height().get());
                 let elapsed = last_status.1.elapsed().as_secs_f64();
                 let rate = height.saturating_sub(last_status.0) as f64 / elapsed.max(1e-3);
                 if height > 0 {

@@ -118,9 +118,9 @@ impl Store {
             let entry: CommittedEntry<S> = beacon::wire::decode(v.value())
                 .map_err(|e| NodeError::Store(format!("height {height}: {e}")))?;
             let expected = out.last().map_or(height, |next: &Arc<CommittedEntry<S>>| {
-                next.block.height - 1
+                next.block.height.get().saturating_sub(1)
             });
-            if entry.block.height != height || height != expected || height == 0 {
+            if entry.block.height.get() != height || height != expected || height == 0 {
                 return Err(NodeError::Store(format!(
                     "height {height} is out of place (expected {expected})"
                 )));
@@ -168,11 +168,11 @@ impl Store {
             for e in entries {
                 let bytes = beacon::wire::encode(e.as_ref()).map_err(db_err)?;
                 table
-                    .insert(e.block.height, bytes.as_slice())
+                    .insert(e.block.height.get(), bytes.as_slice())
                     .map_err(db_err)?;
                 for t in &e.block.transactions {
                     let id: [u8; 32] = Sha256::digest(t).into();
-                    index.insert(&id, e.block.height).map_err(db_err)?;
+                    index.insert(&id, e.block.height.get()).map_err(db_err)?;
                 }
             }
         }
@@ -184,12 +184,12 @@ impl Store {
 mod tests {
     use super::*;
     use beacon::MinSig;
-    use consensus::{Block, CommitCertificate, CommitPath};
+    use consensus::{Block, CommitCertificate, CommitPath, Height, View};
 
     fn entry(height: u64) -> Arc<CommittedEntry<MinSig>> {
         use beacon::Point as _;
         let block = Arc::new(Block {
-            height,
+            height: Height::new(height),
             parent: [0; 32],
             previous_beacon: Vec::new(),
             transactions: vec![height.to_be_bytes().to_vec()],
@@ -197,8 +197,8 @@ mod tests {
         let sig = <MinSig as Scheme>::Signature::generator();
         Arc::new(CommittedEntry {
             certificate: CommitCertificate {
-                height,
-                view: 0,
+                height: Height::new(height),
+                view: View::ZERO,
                 digest: block.digest(),
                 path: CommitPath::Fast,
                 signature: sig,
@@ -240,11 +240,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         assert!(store.load_votes::<MinSig>().unwrap().is_empty());
-        let mut record = SignedVotes::<MinSig>::new(7);
-        record.votes.insert(0, [1; 32]);
-        record.commits.insert(1, [2; 32]);
+        let mut record = SignedVotes::<MinSig>::new(Height::new(7));
+        record.votes.insert(View::ZERO, [1; 32]);
+        record.commits.insert(View::new(1), [2; 32]);
         record.prepared = Some(PrepareCertificate {
-            view: 1,
+            view: View::new(1),
             digest: [2; 32],
             signature: <MinSig as Scheme>::Signature::generator(),
         });

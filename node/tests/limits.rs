@@ -318,15 +318,15 @@ fn hostile_frames() -> Vec<Vec<u8>> {
     let sig = <S as Scheme>::Signature::generator();
     let vc = Arc::new(ViewChange::<S> {
         from: NodeIndex(3),
-        height: 1,
-        new_view: 1,
+        height: consensus::Height::new(1),
+        new_view: consensus::View::new(1),
         prepared: Some(PrepareCertificate {
-            view: 0,
+            view: consensus::View::ZERO,
             digest: [0; 32],
             signature: sig,
         }),
         fast_vote: Some(FastVote {
-            view: 0,
+            view: consensus::View::ZERO,
             digest: [0; 32],
             share: sig,
         }),
@@ -337,7 +337,7 @@ fn hostile_frames() -> Vec<Vec<u8>> {
     let vc_bytes = beacon::wire::encode(vc.as_ref()).unwrap().len();
     let block = |bytes: usize| {
         Arc::new(Block {
-            height: u64::MAX / 2,
+            height: consensus::Height::new(u64::MAX / 2),
             parent: [0; 32],
             previous_beacon: vec![0; 96],
             transactions: vec![vec![7; bytes]],
@@ -345,14 +345,14 @@ fn hostile_frames() -> Vec<Vec<u8>> {
     };
     let encode = |m: Message<S>| framed(beacon::wire::encode(&Frame::<S>::Consensus(m)).unwrap());
     let new_view = encode(Message::NewView {
-        height: u64::MAX / 2,
-        view: 1,
+        height: consensus::Height::new(u64::MAX / 2),
+        view: consensus::View::new(1),
         view_changes: vec![vc; (cfg.max_new_view_bytes() - 1024) / vc_bytes],
         block: block(0),
     });
     let pre_prepare = encode(Message::PrePrepare {
-        height: u64::MAX / 2,
-        view: 0,
+        height: consensus::Height::new(u64::MAX / 2),
+        view: consensus::View::ZERO,
         block: block(cfg.max_block_bytes - 200),
     });
     // 290,000 G1 points under a consensus tag, 16 MiB: refused by its size now.

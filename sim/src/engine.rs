@@ -32,8 +32,8 @@ use beacon::{NodeIndex, Point, Scheme, Time};
 use consensus::latency::RoundClock;
 use consensus::replica::{sync_response, SignedVotes, CHAIN_WINDOW};
 use consensus::{
-    Behaviour, CommitPath, CommittedEntry, Envelope, Event as ReplicaEvent, Member, MemberInput,
-    MemberOutput, MemberTimer, Message, ReplicaConfig,
+    Behaviour, CommitPath, CommittedEntry, Envelope, Event as ReplicaEvent, Height, Member,
+    MemberInput, MemberOutput, MemberTimer, Message, ReplicaConfig, View,
 };
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -68,7 +68,7 @@ impl<S: Scheme> Event<S> {
         match self {
             Event::Deliver { from, envelope, .. } => {
                 let h = match envelope {
-                    Envelope::Consensus(m) => m.height().unwrap_or(0),
+                    Envelope::Consensus(m) => m.height().map_or(0, Height::get),
                     Envelope::Dkg(_) => 0,
                 };
                 (0, envelope.kind(), from.0, h)
@@ -256,7 +256,10 @@ fn run_node<S: Scheme>(
                 MemberOutput::SyncFromStore { to, from_height } => {
                     // The node's disk answers what its replica no longer keeps.
                     let disk = &slot.disk.chain;
-                    let entries = sync_response(from_height, |h| disk.get(h as usize - 1).cloned());
+                    let entries = sync_response(from_height, |h| {
+                        disk.get(usize::try_from(h.get()).ok()?.checked_sub(1)?)
+                            .cloned()
+                    });
                     if !entries.is_empty() {
                         let message = Envelope::Consensus(Message::SyncResponse { entries });
                         let send = MemberOutput::Effect(Effect::Send { to, message });
@@ -305,10 +308,10 @@ struct Engine<S: Scheme> {
     /// Per slot: when it learned its recent beacons (round latency).
     clocks: Vec<RoundClock>,
     beacon_samples: BTreeMap<u64, Vec<f64>>,
-    commit_samples: BTreeMap<u64, Vec<f64>>,
-    paths: BTreeMap<u64, CommitPath>,
-    view_changes: BTreeMap<(u64, u64), ()>,
-    finalized: Vec<u64>,
+    commit_samples: BTreeMap<Height, Vec<f64>>,
+    paths: BTreeMap<Height, CommitPath>,
+    view_changes: BTreeMap<(Height, View), ()>,
+    finalized: Vec<Height>,
     evidence: BTreeMap<String, u64>,
     cpu_at_rounds_start: u64,
     /// Per member: the slot of its twin's second instance, if it has one.
@@ -327,9 +330,7 @@ pub fn run(
         beacon::SchemeId::PedersenBlsChained => run_with::<beacon::MinPk>(cfg, progress),
         beacon::SchemeId::BlsChainedG1Rfc9380 => run_with::<beacon::MinSig>(cfg, progress),
         beacon::SchemeId::InsecureMock => run_with::<beacon::mock::InsecureMock>(cfg, progress),
-        other => Err(SimError::Config(format!(
-            "{other} cannot be simulated (verification-only)"
-        ))),
+        scheme => Err(SimError::UnsupportedScheme { scheme }),
     }
 }
 
@@ -354,8 +355,7 @@ impl<S: Scheme> Engine<S> {
         let regions = cfg.region_table()?;
         let network = Network::new(&cfg.network, regions.as_ref(), cfg.nodes);
         let p = &cfg.protocol;
-        let mut replica =
-            ReplicaConfig::new(cfg.nodes, p.c).map_err(|e| SimError::Config(e.to_string()))?;
+        let mut replica = ReplicaConfig::new(cfg.nodes, p.c)?;
         if p.beacon_threshold > 0 {
             replica.beacon_threshold = p.beacon_threshold;
         }
@@ -367,14 +367,15 @@ impl<S: Scheme> Engine<S> {
         replica.early_beacon = p.early_beacon;
         replica.max_batch = p.max_batch.max(1);
         replica.genesis_seed = Sha256::digest(format!("sbft-beacon genesis {}", cfg.seed)).into();
-        replica
-            .validate()
-            .map_err(|e| SimError::Config(e.to_string()))?;
+        replica.validate()?;
         if cfg.faults.byzantine + cfg.faults.twins > replica.f {
-            return Err(SimError::Config(format!(
-                "{} Byzantine replicas and {} twins exceed f = {} for n = {}, c = {}",
-                cfg.faults.byzantine, cfg.faults.twins, replica.f, cfg.nodes, p.c
-            )));
+            return Err(SimError::TooManyFaulty {
+                byzantine: cfg.faults.byzantine,
+                twins: cfg.faults.twins,
+                f: replica.f,
+                n: cfg.nodes,
+                c: p.c,
+            });
         }
         let n = cfg.nodes;
         let mut rng = ChaCha20Rng::seed_from_u64(cfg.seed);
@@ -417,8 +418,7 @@ impl<S: Scheme> Engine<S> {
             cfg.dkg.phase_timeout_ms * 1000,
             cfg.dkg.max_attempts,
         );
-        dkg.validate()
-            .map_err(|e| SimError::Config(format!("DKG: {e}")))?;
+        dkg.validate().map_err(SimError::Dkg)?;
         let keys: Arc<Vec<_>> = Arc::new(
             (0..n)
                 .map(|i| consensus::member_key(&member_seed(cfg.seed, i)).verifying_key())
@@ -437,8 +437,7 @@ impl<S: Scheme> Engine<S> {
                 consensus::member_key(&member_seed(cfg.seed, i)),
                 keys.clone(),
                 behaviours[i as usize],
-            )
-            .map_err(|e| SimError::Config(e.to_string()))?;
+            )?;
             let twinned = twins.contains(&i);
             slots.push(Slot {
                 member: Some(member),
@@ -501,7 +500,7 @@ impl<S: Scheme> Engine<S> {
             commit_samples: BTreeMap::new(),
             paths: BTreeMap::new(),
             view_changes: BTreeMap::new(),
-            finalized: vec![0; total],
+            finalized: vec![Height::ZERO; total],
             twin_slot,
             evidence: BTreeMap::new(),
             cpu_at_rounds_start: 0,
@@ -526,7 +525,7 @@ impl<S: Scheme> Engine<S> {
             .iter()
             .enumerate()
             .filter(|(_, s)| s.honest && s.member.is_some())
-            .all(|(i, _)| self.finalized[i] >= target)
+            .all(|(i, _)| self.finalized[i] >= Height::new(target))
     }
 
     fn run(&mut self, progress: Option<Progress<'_>>) {
@@ -616,7 +615,7 @@ impl<S: Scheme> Engine<S> {
             .iter()
             .enumerate()
             .filter(|(_, s)| s.honest && s.member.is_some())
-            .map(|(i, _)| self.finalized[i])
+            .map(|(i, _)| self.finalized[i].get())
             .min()
             .unwrap_or(0)
     }
@@ -918,7 +917,9 @@ impl<S: Scheme> Engine<S> {
                         );
                     }
                     self.checker.on_beacon(node, at, &beacon);
-                    if let Some(latency) = self.clocks[node as usize].beacon(beacon.round, at) {
+                    if let Some(latency) =
+                        self.clocks[node as usize].beacon(Height::new(beacon.round), at)
+                    {
                         self.beacon_samples
                             .entry(beacon.round)
                             .or_default()
@@ -994,12 +995,16 @@ impl<S: Scheme> Engine<S> {
                 ),
                 commit_ms: percentiles(
                     self.commit_samples
-                        .get(&r)
+                        .get(&Height::new(r))
                         .map(Vec::as_slice)
                         .unwrap_or(&[]),
                 ),
-                path: self.paths.get(&r).map(|p| p.as_str().into()),
-                view_changes: self.view_changes.keys().filter(|(h, _)| *h == r).count() as u64,
+                path: self.paths.get(&Height::new(r)).map(|p| p.as_str().into()),
+                view_changes: self
+                    .view_changes
+                    .keys()
+                    .filter(|(h, _)| h.get() == r)
+                    .count() as u64,
             })
             .collect();
         let n = self.cfg.nodes as f64;

@@ -6,7 +6,7 @@
 
 use beacon::chain::ChainInfo;
 use beacon::{Beacon, Scheme, SchemeId, Time};
-use consensus::Message;
+use consensus::{Height, Message, View};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 const SIGNED_WINDOW: u64 = 512;
 
 /// A slot an honest member signs at most one value for: (member, view, kind).
-type SignedSlot = (u32, u64, &'static str);
+type SignedSlot = (u32, View, &'static str);
 
 /// Kinds of failure, so a campaign can sort them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -51,13 +51,13 @@ pub struct Checker {
     honest: Vec<bool>,
     seed: u64,
     group_key: Option<Vec<u8>>,
-    commits: BTreeMap<u64, [u8; 32]>,
+    commits: BTreeMap<Height, [u8; 32]>,
     beacons: BTreeMap<u64, Beacon>,
     violations: Vec<Violation>,
     /// What each honest member signed, by height and slot.
-    signed: BTreeMap<u64, BTreeMap<SignedSlot, [u8; 32]>>,
+    signed: BTreeMap<Height, BTreeMap<SignedSlot, [u8; 32]>>,
     last_progress: Time,
-    max_height: u64,
+    max_height: Height,
     last_time: Time,
 }
 
@@ -75,7 +75,7 @@ impl Checker {
             violations: Vec::new(),
             signed: BTreeMap::new(),
             last_progress: Time::ZERO,
-            max_height: 0,
+            max_height: Height::ZERO,
             last_time: Time::ZERO,
         }
     }
@@ -120,7 +120,7 @@ impl Checker {
 
     /// Highest height committed by some honest member.
     pub fn committed_heights(&self) -> u64 {
-        self.commits.keys().next_back().copied().unwrap_or(0)
+        self.commits.keys().next_back().map_or(0, |h| h.get())
     }
 
     /// Latest event time seen.
@@ -190,7 +190,7 @@ impl Checker {
     }
 
     /// Agreement: one block per height among honest members.
-    pub fn on_commit(&mut self, node: u32, at: Time, height: u64, digest: [u8; 32]) {
+    pub fn on_commit(&mut self, node: u32, at: Time, height: Height, digest: [u8; 32]) {
         self.touch(at);
         if !self.honest[node as usize] {
             return;
@@ -282,7 +282,7 @@ impl Checker {
     }
 
     /// An honest member finalized `height`.
-    pub fn on_progress(&mut self, at: Time, height: u64) {
+    pub fn on_progress(&mut self, at: Time, height: Height) {
         self.touch(at);
         if height > self.max_height {
             self.max_height = height;

@@ -35,4 +35,30 @@ pub enum SimError {
     /// The scenario or a file it names is invalid.
     #[error("invalid scenario: {0}")]
     Config(String),
+    /// The scenario's protocol parameters make no valid replica or member.
+    #[error("invalid scenario: {0}")]
+    Protocol(#[from] consensus::ConsensusError),
+    /// The scenario's DKG parameters are invalid.
+    #[error("invalid scenario: DKG: {0}")]
+    Dkg(#[source] beacon::Error),
+    /// The scheme only verifies, it cannot sign.
+    #[error("invalid scenario: {scheme} cannot be simulated (verification-only)")]
+    UnsupportedScheme {
+        /// The scheme named.
+        scheme: beacon::SchemeId,
+    },
+    /// More faulty members than the network tolerates.
+    #[error("invalid scenario: {byzantine} Byzantine replicas and {twins} twins exceed f = {f} for n = {n}, c = {c}")]
+    TooManyFaulty {
+        /// Byzantine replicas asked for.
+        byzantine: u32,
+        /// Twinned members asked for.
+        twins: u32,
+        /// Byzantine replicas tolerated.
+        f: u32,
+        /// Replicas.
+        n: u32,
+        /// Extra collectors' slack.
+        c: u32,
+    },
 }

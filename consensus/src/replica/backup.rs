@@ -33,7 +33,11 @@ impl<S: Scheme> Backups<S> {
     /// Records that another collector's result for height `h` arrived (a
     /// commit proof, with or without the beacon, or a beacon).
     pub fn note_peer_result(&mut self, h: Height, message: &Message<S>) {
-        for held in self.held.range_mut((h, 0)..=(h, View::MAX)).map(|(_, d)| d) {
+        for held in self
+            .held
+            .range_mut((h, View::ZERO)..=(h, View::MAX))
+            .map(|(_, d)| d)
+        {
             match message {
                 Message::CommitProof { beacon, .. } => {
                     held.proof_seen = true;

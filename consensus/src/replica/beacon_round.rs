@@ -33,7 +33,7 @@ impl<S: Scheme> BeaconRound<S> {
     pub fn new(round: Height, previous: &[u8], n: u32) -> Self {
         BeaconRound {
             round,
-            message: round_message(S::ID, round, previous),
+            message: round_message(S::ID, round.get(), previous),
             previous: previous.to_vec(),
             shares: Tally::new(ShareKind::Beacon, n),
             beacon: None,
@@ -140,7 +140,7 @@ impl<S: Scheme> Replica<S> {
         }
         round.beacon = Some(signature);
         self.outbox.event(Event::Beacon(beacon::Beacon {
-            round: round.round,
+            round: round.round.get(),
             signature: signature.to_bytes(),
             previous_signature: round.previous.clone(),
         }));
@@ -150,7 +150,7 @@ impl<S: Scheme> Replica<S> {
     /// never before the round's release time.
     pub(super) fn send_beacon_share(&mut self, now: Time) {
         let round = &self.round.beacon;
-        if round.share_sent || now < Time(self.config.release_time(self.height)) {
+        if round.share_sent || now < Time(self.config.release_time(self.height.get())) {
             return;
         }
         self.round.beacon.share_sent = true;

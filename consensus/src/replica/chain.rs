@@ -31,7 +31,7 @@ impl<S: Scheme> Default for ChainWindow<S> {
     fn default() -> Self {
         ChainWindow {
             recent: VecDeque::new(),
-            height: 0,
+            height: Height::ZERO,
         }
     }
 }
@@ -43,7 +43,7 @@ impl<S: Scheme> ChainWindow<S> {
     pub fn resume(entries: Vec<Arc<CommittedEntry<S>>>) -> Option<Self> {
         let mut window = ChainWindow::default();
         for (i, entry) in entries.into_iter().enumerate() {
-            if i > 0 && entry.block.height != window.height.checked_add(1)? {
+            if i > 0 && Some(entry.block.height) != window.height.next() {
                 return None;
             }
             window.height = entry.block.height;
@@ -59,7 +59,9 @@ impl<S: Scheme> ChainWindow<S> {
 
     /// The oldest height still in memory (`height() + 1` when none is).
     pub fn first(&self) -> Height {
-        self.height + 1 - self.recent.len() as u64
+        self.height
+            .saturating_sub(self.recent.len() as u64)
+            .saturating_add(1)
     }
 
     /// The last finalized entry.
@@ -69,7 +71,7 @@ impl<S: Scheme> ChainWindow<S> {
 
     /// The entry of `height`, if it is finalized and still in memory.
     pub fn get(&self, height: Height) -> Option<&Arc<CommittedEntry<S>>> {
-        let offset = height.checked_sub(self.first())?;
+        let offset = height.get().checked_sub(self.first().get())?;
         self.recent.get(usize::try_from(offset).ok()?)
     }
 
@@ -91,7 +93,7 @@ impl<S: Scheme> ChainWindow<S> {
     /// Appends the next finalized height (whose block is at `height() + 1`),
     /// forgetting the oldest beyond the window.
     pub fn push(&mut self, entry: Arc<CommittedEntry<S>>) {
-        self.height += 1;
+        self.height = self.height.saturating_add(1);
         debug_assert_eq!(entry.block.height, self.height);
         self.push_entry(entry);
     }
@@ -114,7 +116,7 @@ impl<S: Scheme> ChainWindow<S> {
         max_bytes: usize,
         bytes: impl Fn(&CommittedEntry<S>) -> usize,
     ) -> Option<Vec<Arc<CommittedEntry<S>>>> {
-        let from = from.max(1);
+        let from = from.max(Height::new(1));
         if from < self.first() {
             return None;
         }
@@ -122,7 +124,7 @@ impl<S: Scheme> ChainWindow<S> {
         Some(
             self.recent
                 .iter()
-                .skip((from - self.first()) as usize)
+                .skip(from.saturating_since(self.first()) as usize)
                 .take(max_entries)
                 .take_while(|e| {
                     let first = total == 0;
@@ -145,7 +147,8 @@ pub fn sync_response<S: Scheme>(
 ) -> Vec<Arc<CommittedEntry<S>>> {
     let mut bytes = 0;
     let mut entries = Vec::new();
-    for h in from_height.max(1)..from_height.max(1).saturating_add(SYNC_BATCH as u64) {
+    let first = from_height.get().max(1);
+    for h in (first..first.saturating_add(SYNC_BATCH as u64)).map(Height::new) {
         let Some(entry) = read(h) else { break };
         bytes += block_bytes(&entry.block);
         if !entries.is_empty() && bytes > SYNC_RESPONSE_BYTES {
@@ -160,20 +163,22 @@ pub fn sync_response<S: Scheme>(
 mod tests {
     use super::*;
     use crate::messages::{Block, CommitCertificate, CommitPath};
+    use crate::View;
     use beacon::{MinSig, Point};
 
-    fn entry(height: Height) -> Arc<CommittedEntry<MinSig>> {
+    fn entry(height: u64) -> Arc<CommittedEntry<MinSig>> {
+        let height = Height::new(height);
         let block = Arc::new(Block {
             height,
             parent: [0; 32],
             previous_beacon: vec![],
-            transactions: vec![vec![0; height as usize % 7]],
+            transactions: vec![vec![0; height.get() as usize % 7]],
         });
         let sig = <MinSig as Scheme>::Signature::generator();
         Arc::new(CommittedEntry {
             certificate: CommitCertificate {
                 height,
-                view: 0,
+                view: View::ZERO,
                 digest: block.digest(),
                 path: CommitPath::Fast,
                 signature: sig,
@@ -186,18 +191,21 @@ mod tests {
     #[test]
     fn keeps_the_most_recent_heights_only() {
         let mut w = ChainWindow::<MinSig>::default();
-        assert_eq!((w.height(), w.first()), (0, 1));
+        assert_eq!((w.height(), w.first()), (Height::ZERO, Height::new(1)));
         for h in 1..=(CHAIN_WINDOW as u64 + 10) {
             w.push(entry(h));
         }
         assert_eq!(w.len(), CHAIN_WINDOW);
-        assert_eq!(w.height(), CHAIN_WINDOW as u64 + 10);
-        assert_eq!(w.first(), 11);
-        assert!(w.get(10).is_none());
-        assert_eq!(w.get(11).unwrap().block.height, 11);
+        assert_eq!(w.height(), Height::new(CHAIN_WINDOW as u64 + 10));
+        assert_eq!(w.first(), Height::new(11));
+        assert!(w.get(Height::new(10)).is_none());
+        assert_eq!(
+            w.get(Height::new(11)).unwrap().block.height,
+            Height::new(11)
+        );
         assert_eq!(w.last().unwrap().block.height, w.height());
-        assert!(w.get(w.height() + 1).is_none());
-        assert!(w.get(u64::MAX).is_none());
+        assert!(w.get(w.height().saturating_add(1)).is_none());
+        assert!(w.get(Height::MAX).is_none());
     }
 
     #[test]
@@ -207,25 +215,28 @@ mod tests {
             w.push(entry(h));
         }
         let one = |_: &CommittedEntry<MinSig>| 1;
-        assert!(w.range(1, 64, usize::MAX, one).is_none());
-        assert!(w.range(100, 64, usize::MAX, one).is_none());
-        let r = w.range(101, 64, usize::MAX, one).unwrap();
+        assert!(w.range(Height::new(1), 64, usize::MAX, one).is_none());
+        assert!(w.range(Height::new(100), 64, usize::MAX, one).is_none());
+        let r = w.range(Height::new(101), 64, usize::MAX, one).unwrap();
         assert_eq!(r.len(), 64);
-        assert_eq!(r[0].block.height, 101);
-        assert_eq!(w.range(101, 64, 10, one).unwrap().len(), 10);
-        assert_eq!(w.range(101, 64, 0, one).unwrap().len(), 1);
-        assert!(w.range(w.height() + 1, 64, 10, one).unwrap().is_empty());
-        assert!(w.range(u64::MAX, 64, 10, one).unwrap().is_empty());
+        assert_eq!(r[0].block.height, Height::new(101));
+        assert_eq!(w.range(Height::new(101), 64, 10, one).unwrap().len(), 10);
+        assert_eq!(w.range(Height::new(101), 64, 0, one).unwrap().len(), 1);
+        assert!(w
+            .range(w.height().saturating_add(1), 64, 10, one)
+            .unwrap()
+            .is_empty());
+        assert!(w.range(Height::MAX, 64, 10, one).unwrap().is_empty());
     }
 
     #[test]
     fn resuming_takes_a_consecutive_suffix() {
         let w = ChainWindow::resume((500..=520).map(entry).collect()).unwrap();
-        assert_eq!((w.first(), w.height()), (500, 520));
+        assert_eq!((w.first().get(), w.height().get()), (500, 520));
         assert!(ChainWindow::resume(vec![entry(1), entry(3)]).is_none());
         let empty = ChainWindow::<MinSig>::resume(vec![]).unwrap();
-        assert_eq!(empty.height(), 0);
+        assert_eq!(empty.height(), Height::ZERO);
         let long = ChainWindow::resume((1..=1000).map(entry).collect()).unwrap();
-        assert_eq!((long.first(), long.height()), (745, 1000));
+        assert_eq!((long.first().get(), long.height().get()), (745, 1000));
     }
 }

@@ -97,7 +97,7 @@ use votes::VoteLog;
 /// Messages for views more than this far above the current one are ignored: no
 /// honest replica gets there before the timeouts in between have run, and a view
 /// number from the network must never drive arithmetic or memory.
-pub const VIEW_WINDOW: View = 1024;
+pub const VIEW_WINDOW: u64 = 1024;
 
 /// One honest replica.
 pub struct Replica<S: Scheme> {
@@ -156,7 +156,7 @@ impl<S: Scheme> Replica<S> {
             started: false,
             chain,
             height,
-            view: 0,
+            view: View::ZERO,
             previous_beacon,
             round,
             mempool: Mempool::new(),
@@ -270,7 +270,7 @@ impl<S: Scheme> Replica<S> {
             return self.future.keep(self.height, h, from, message);
         }
         if !origin.local {
-            let early = now < Time(self.config.release_time(h));
+            let early = now < Time(self.config.release_time(h.get()));
             if early
                 && matches!(
                     message,
@@ -341,7 +341,7 @@ impl<S: Scheme> Replica<S> {
     fn on_timer(&mut self, now: Time, timer: Timer) {
         let h = self.height;
         match timer {
-            Timer::Propose { height } if height == h && self.view == 0 => self.propose(),
+            Timer::Propose { height } if height == h && self.view == View::ZERO => self.propose(),
             Timer::Release { height } if height == h => {
                 for (from, message) in self.round.waiting.take_held() {
                     self.outbox.replay(from, message);
@@ -372,7 +372,7 @@ impl<S: Scheme> Replica<S> {
         else {
             return false;
         };
-        let Some(next) = self.height.checked_add(1) else {
+        let Some(next) = self.height.next() else {
             return false;
         };
         let entry = Arc::new(CommittedEntry {
@@ -393,11 +393,11 @@ impl<S: Scheme> Replica<S> {
     /// height is replayed.
     fn enter_height(&mut self, now: Time) {
         let h = self.height;
-        self.view = 0;
+        self.view = View::ZERO;
         self.round = Round::new(&self.config, &self.chain, h, &self.previous_beacon);
         self.votes.prune(h);
         self.resume_votes(now);
-        let round_time = Time(self.config.time_of_round(h));
+        let round_time = Time(self.config.time_of_round(h.get()));
         if self.round.election.primary == self.me() {
             if round_time > now {
                 self.outbox.timer(round_time, Timer::Propose { height: h });
@@ -408,9 +408,14 @@ impl<S: Scheme> Replica<S> {
         let at = now
             .max(round_time)
             .plus_micros(self.config.view_timeout_us(0));
-        self.outbox
-            .timer(at, Timer::ViewChange { height: h, view: 0 });
-        let release = Time(self.config.release_time(h));
+        self.outbox.timer(
+            at,
+            Timer::ViewChange {
+                height: h,
+                view: View::ZERO,
+            },
+        );
+        let release = Time(self.config.release_time(h.get()));
         if release > now {
             self.outbox.timer(release, Timer::Release { height: h });
         }

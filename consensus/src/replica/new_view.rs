@@ -75,7 +75,7 @@ impl<S: Scheme> Replica<S> {
         block: Arc<Block>,
     ) {
         let h = self.height;
-        if view == 0 || view < self.view || self.round.voter.has_accepted(view) {
+        if view == View::ZERO || view < self.view || self.round.voter.has_accepted(view) {
             return;
         }
         let election = elect(&self.config, &self.chain, h, view);
@@ -115,7 +115,7 @@ impl<S: Scheme> Replica<S> {
             }
             self.view = view;
             self.round.election = election;
-            let at = now.plus_micros(self.config.view_timeout_us(view));
+            let at = now.plus_micros(self.config.view_timeout_us(view.get()));
             self.outbox.timer(at, Timer::ViewChange { height: h, view });
         }
         self.round.view_change.accepted(Message::NewView {

@@ -25,7 +25,7 @@ pub(super) fn elect<S: Scheme>(
     view: View,
 ) -> Election {
     let electing = height.saturating_sub(config.election_lag);
-    let randomness: Vec<u8> = if electing >= 1 {
+    let randomness: Vec<u8> = if electing > Height::ZERO {
         chain
             .get(electing)
             .map(|e| beacon::chain::randomness(&e.beacon.to_bytes()).to_vec())

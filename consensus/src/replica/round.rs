@@ -15,7 +15,7 @@ use super::voter::Voter;
 use crate::config::ReplicaConfig;
 use crate::election::Election;
 use crate::messages::{Block, Digest};
-use crate::Height;
+use crate::{Height, View};
 use beacon::Scheme;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -53,7 +53,7 @@ impl<S: Scheme> Round<S> {
         previous_beacon: &[u8],
     ) -> Self {
         Round {
-            election: elect(config, chain, height, 0),
+            election: elect(config, chain, height, View::ZERO),
             blocks: BTreeMap::new(),
             primary: Primary::new(),
             voter: Voter::new(),

@@ -61,23 +61,24 @@ pub fn safe_value<S: Scheme>(vcs: &[Arc<ViewChange<S>>], f: u32, c: u32) -> Opti
 mod tests {
     use super::*;
     use crate::messages::{FastVote, PrepareCertificate};
+    use crate::Height;
     use beacon::{MinSig, NodeIndex, Point, G1};
 
     type S = MinSig;
 
-    fn vc(from: u32, prepared: Option<(View, u8)>, fast: Option<(View, u8)>) -> Arc<ViewChange<S>> {
+    fn vc(from: u32, prepared: Option<(u64, u8)>, fast: Option<(u64, u8)>) -> Arc<ViewChange<S>> {
         let sig = G1::generator();
         Arc::new(ViewChange {
             from: NodeIndex(from),
-            height: 1,
-            new_view: 9,
+            height: Height::new(1),
+            new_view: View::new(9),
             prepared: prepared.map(|(view, d)| PrepareCertificate {
-                view,
+                view: View::new(view),
                 digest: [d; 32],
                 signature: sig,
             }),
             fast_vote: fast.map(|(view, d)| FastVote {
-                view,
+                view: View::new(view),
                 digest: [d; 32],
                 share: sig,
             }),

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Heights for which a replica proven to send invalid shares is ignored.
-pub const CONVICTION_HEIGHTS: Height = 64;
+pub const CONVICTION_HEIGHTS: u64 = 64;
 
 /// The three threshold keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// A new primary keeps view changes for views at most this far above its own.
-const VIEW_CHANGE_STORE_WINDOW: View = 8;
+const VIEW_CHANGE_STORE_WINDOW: u64 = 8;
 
 /// View-change state at one height.
 pub(super) struct ViewChanges<S: Scheme> {
@@ -90,7 +90,7 @@ impl<S: Scheme> ViewChanges<S> {
 
     /// Join-rule bookkeeping: `from` asks for `view`.
     fn count(&mut self, from: NodeIndex, view: View) {
-        let old = self.wanted.get(&from).copied().unwrap_or(0);
+        let old = self.wanted.get(&from).copied().unwrap_or_default();
         if view <= old {
             return;
         }
@@ -131,7 +131,7 @@ impl<S: Scheme> Replica<S> {
             return self.start_view_change(now, view.saturating_add(1));
         }
         self.send_beacon_share(now);
-        let at = now.plus_micros(self.config.view_timeout_us(view));
+        let at = now.plus_micros(self.config.view_timeout_us(view.get()));
         let height = self.height;
         self.outbox.timer(at, Timer::ViewChange { height, view });
     }
@@ -166,7 +166,7 @@ impl<S: Scheme> Replica<S> {
             height: h,
             view: new_view,
         });
-        let at = now.plus_micros(self.config.view_timeout_us(new_view));
+        let at = now.plus_micros(self.config.view_timeout_us(new_view.get()));
         self.outbox.timer(
             at,
             Timer::ViewChange {
@@ -188,7 +188,7 @@ impl<S: Scheme> Replica<S> {
         let block = voter
             .claimed()
             .and_then(|d| self.round.blocks.get(&d).cloned());
-        let release = Time(self.config.release_time(self.height));
+        let release = Time(self.config.release_time(self.height.get()));
         let mut vc = ViewChange {
             from: self.me(),
             height: self.height,
@@ -210,7 +210,7 @@ impl<S: Scheme> Replica<S> {
     /// send NEW-VIEW.
     pub(super) fn on_view_change(&mut self, now: Time, origin: Origin, vc: Arc<ViewChange<S>>) {
         let from = origin.from;
-        if vc.from != from || vc.new_view == 0 {
+        if vc.from != from || vc.new_view == View::ZERO {
             return;
         }
         let new_view = vc.new_view;

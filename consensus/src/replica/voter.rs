@@ -78,7 +78,7 @@ impl<S: Scheme> Replica<S> {
         if view != self.view || self.round.view_change.in_progress() {
             return;
         }
-        if !origin.local && (origin.from != self.round.election.primary || view > 0) {
+        if !origin.local && (origin.from != self.round.election.primary || view > View::ZERO) {
             return;
         }
         if !self.block_is_valid(&block) {

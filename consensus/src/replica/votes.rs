@@ -60,7 +60,9 @@ impl<S: Scheme> SignedVotes<S> {
 
     /// The latest view this replica asked to change to (0 when none).
     pub fn view_change_view(&self) -> View {
-        self.view_change.as_ref().map_or(0, |vc| vc.new_view)
+        self.view_change
+            .as_ref()
+            .map_or(View::ZERO, |vc| vc.new_view)
     }
 }
 
@@ -226,43 +228,70 @@ mod tests {
 
     #[test]
     fn one_digest_per_slot_and_the_same_one_again() {
-        let mut log = VoteLog::<MinSig>::restore(Vec::new(), 1);
-        assert_eq!(log.vote(3, 0, [1; 32]), Ok(()));
+        let mut log = VoteLog::<MinSig>::restore(Vec::new(), Height::new(1));
+        assert_eq!(log.vote(Height::new(3), View::new(0), [1; 32]), Ok(()));
         assert!(log.take_changed().is_some());
-        assert_eq!(log.vote(3, 0, [1; 32]), Ok(()));
+        assert_eq!(log.vote(Height::new(3), View::new(0), [1; 32]), Ok(()));
         assert!(log.take_changed().is_none(), "the same vote is no change");
-        assert_eq!(log.vote(3, 0, [2; 32]), Err(Refusal::Conflict));
-        assert_eq!(log.vote(3, 1, [2; 32]), Ok(()));
-        assert_eq!(log.propose(3, 0, [9; 32]), Ok(()));
-        assert_eq!(log.propose(3, 0, [8; 32]), Err(Refusal::Conflict));
-        assert_eq!(log.commit(3, &cert(1, 2)), Ok(()));
-        assert_eq!(log.commit(3, &cert(1, 3)), Err(Refusal::Conflict));
-        assert_eq!(log.at(3).unwrap().prepared, Some(cert(1, 2)));
+        assert_eq!(
+            log.vote(Height::new(3), View::new(0), [2; 32]),
+            Err(Refusal::Conflict)
+        );
+        assert_eq!(log.vote(Height::new(3), View::new(1), [2; 32]), Ok(()));
+        assert_eq!(log.propose(Height::new(3), View::new(0), [9; 32]), Ok(()));
+        assert_eq!(
+            log.propose(Height::new(3), View::new(0), [8; 32]),
+            Err(Refusal::Conflict)
+        );
+        assert_eq!(log.commit(Height::new(3), &cert(View::new(1), 2)), Ok(()));
+        assert_eq!(
+            log.commit(Height::new(3), &cert(View::new(1), 3)),
+            Err(Refusal::Conflict)
+        );
+        assert_eq!(
+            log.at(Height::new(3)).unwrap().prepared,
+            Some(cert(View::new(1), 2))
+        );
     }
 
     #[test]
     fn no_votes_below_a_view_change() {
-        let mut log = VoteLog::<MinSig>::restore(Vec::new(), 1);
-        log.view_change(vc(5, 2));
-        assert_eq!(log.vote(5, 1, [1; 32]), Err(Refusal::ViewLeft));
-        assert_eq!(log.commit(5, &cert(1, 1)), Err(Refusal::ViewLeft));
-        assert_eq!(log.vote(5, 2, [1; 32]), Ok(()));
-        assert_eq!(log.sent_view_change(5, 1), Err(Refusal::ViewLeft));
-        assert_eq!(log.sent_view_change(5, 2), Ok(Some(vc(5, 2))));
-        assert_eq!(log.sent_view_change(5, 3), Ok(None));
-        assert_eq!(log.sent_view_change(6, 1), Ok(None));
+        let mut log = VoteLog::<MinSig>::restore(Vec::new(), Height::new(1));
+        log.view_change(vc(Height::new(5), View::new(2)));
+        assert_eq!(
+            log.vote(Height::new(5), View::new(1), [1; 32]),
+            Err(Refusal::ViewLeft)
+        );
+        assert_eq!(
+            log.commit(Height::new(5), &cert(View::new(1), 1)),
+            Err(Refusal::ViewLeft)
+        );
+        assert_eq!(log.vote(Height::new(5), View::new(2), [1; 32]), Ok(()));
+        assert_eq!(
+            log.sent_view_change(Height::new(5), View::new(1)),
+            Err(Refusal::ViewLeft)
+        );
+        assert_eq!(
+            log.sent_view_change(Height::new(5), View::new(2)),
+            Ok(Some(vc(Height::new(5), View::new(2))))
+        );
+        assert_eq!(log.sent_view_change(Height::new(5), View::new(3)), Ok(None));
+        assert_eq!(log.sent_view_change(Height::new(6), View::new(1)), Ok(None));
     }
 
     #[test]
     fn a_restored_log_keeps_the_heights_not_finalized() {
-        let mut log = VoteLog::<MinSig>::restore(Vec::new(), 1);
-        log.vote(7, 0, [1; 32]).unwrap();
-        log.vote(8, 0, [2; 32]).unwrap();
+        let mut log = VoteLog::<MinSig>::restore(Vec::new(), Height::new(1));
+        log.vote(Height::new(7), View::new(0), [1; 32]).unwrap();
+        log.vote(Height::new(8), View::new(0), [2; 32]).unwrap();
         let record = log.take_changed().unwrap();
-        let mut restored = VoteLog::restore(record, 8);
-        assert!(restored.at(7).is_none());
-        assert_eq!(restored.vote(8, 0, [3; 32]), Err(Refusal::Conflict));
-        restored.prune(9);
-        assert!(restored.at(8).is_none());
+        let mut restored = VoteLog::restore(record, Height::new(8));
+        assert!(restored.at(Height::new(7)).is_none());
+        assert_eq!(
+            restored.vote(Height::new(8), View::new(0), [3; 32]),
+            Err(Refusal::Conflict)
+        );
+        restored.prune(Height::new(9));
+        assert!(restored.at(Height::new(8)).is_none());
     }
 }

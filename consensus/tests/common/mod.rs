@@ -8,8 +8,8 @@ use beacon::effect::Effect;
 use beacon::memo::Memo;
 use beacon::{ChainInfo, NodeIndex, Point, Scheme, Time};
 use consensus::{
-    Behaviour, ByzantineReplica, CommitPath, CommittedEntry, Event as ReplicaEvent, Input, Message,
-    Output, Participant, Replica, ReplicaConfig, ReplicaKeys, SignedVotes,
+    Behaviour, ByzantineReplica, CommitPath, CommittedEntry, Event as ReplicaEvent, Height, Input,
+    Message, Output, Participant, Replica, ReplicaConfig, ReplicaKeys, SignedVotes, View,
 };
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -47,26 +47,26 @@ pub struct Net<S: Scheme> {
     pub min_delay_us: u64,
     pub max_delay_us: u64,
     /// Per height: (replica, digest, path) of every commit.
-    pub commits: BTreeMap<u64, Vec<(NodeIndex, [u8; 32], CommitPath)>>,
+    pub commits: BTreeMap<Height, Vec<(NodeIndex, [u8; 32], CommitPath)>>,
     pub beacons: BTreeMap<u64, Vec<(NodeIndex, Vec<u8>)>>,
     pub evidence: Vec<consensus::Evidence>,
     pub view_changes: u64,
     pub messages: u64,
     /// Every message an honest replica sent: (time, sender, kind, height).
-    pub honest_sends: Vec<(Time, NodeIndex, &'static str, Option<u64>)>,
+    pub honest_sends: Vec<(Time, NodeIndex, &'static str, Option<Height>)>,
     /// Every beacon an honest replica learned: (time, replica, round).
     pub learned: Vec<(Time, NodeIndex, u64)>,
     /// Each replica's finalized entries, as a node's store keeps them.
     pub disks: Vec<Vec<Arc<CommittedEntry<S>>>>,
     /// Per honest replica, the height of its latest invalid-share evidence
     /// against each culprit: (reporter, culprit) -> height.
-    pub convictions: BTreeMap<(u32, u32), u64>,
+    pub convictions: BTreeMap<(u32, u32), Height>,
     /// Replicas cut off: what is delivered to them, and their timers, are lost.
     pub down: std::collections::BTreeSet<u32>,
     /// Each replica's last persisted record of what it signed.
     pub vote_disks: Vec<Vec<SignedVotes<S>>>,
     /// What each honest replica signed: (replica, height, view, kind) -> value.
-    pub signed: BTreeMap<(u32, u64, u64, &'static str), [u8; 32]>,
+    pub signed: BTreeMap<(u32, Height, View, &'static str), [u8; 32]>,
     /// Slots for which an honest replica signed two values.
     pub conflicting_votes: Vec<String>,
 }
@@ -211,7 +211,8 @@ impl<S: Scheme> Net<S> {
                 Output::SyncFromStore { to, from_height } => {
                     let disk = &self.disks[who.0 as usize];
                     let entries = consensus::replica::sync_response(from_height, |h| {
-                        disk.get(h as usize - 1).cloned()
+                        disk.get(usize::try_from(h.get()).ok()?.checked_sub(1)?)
+                            .cloned()
                     });
                     if !entries.is_empty() {
                         let at = self.now.plus_micros(self.delay());
@@ -284,7 +285,7 @@ impl<S: Scheme> Net<S> {
                 .nodes
                 .iter()
                 .filter(|n| n.is_honest() && !self.down.contains(&n.index().0))
-                .all(|n| n.finalized().height() >= heights)
+                .all(|n| n.finalized().height() >= Height::new(heights))
             {
                 return true;
             }
@@ -351,7 +352,7 @@ impl<S: Scheme> Net<S> {
                 .iter()
                 .scan(self.config.genesis_seed.to_vec(), |prev, e| {
                     let b = beacon::Beacon {
-                        round: e.block.height,
+                        round: e.block.height.get(),
                         signature: e.beacon.to_bytes(),
                         previous_signature: prev.clone(),
                     };
