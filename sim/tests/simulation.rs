@@ -307,7 +307,7 @@ fn crash_restarts_never_make_a_member_sign_twice() {
 /// NEW-VIEW.
 #[test]
 fn lost_view_changes_are_sent_again() {
-    let mut base = small("byzantine", 7, 20);
+    let base = small("byzantine", 7, 20);
     base.validate().unwrap();
     for seed in [689, 845] {
         let cfg = sim::campaign::draw(&base, seed);
