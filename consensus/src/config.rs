@@ -1,10 +1,18 @@
 //! Replica parameters and key material.
+//!
+//! [`ReplicaConfig`] is what a replica runs with (durations in microseconds);
+//! drivers build it from the `[protocol]` table with
+//! [`ReplicaConfig::from_params`] (`crate::params`). The DKG and the chain info
+//! of a network come from it too ([`ReplicaConfig::dkg_config`],
+//! [`ReplicaConfig::chain_info`]), one builder each for the simulator and the node.
 
 use crate::params::{ms_to_us, ProtocolParams};
 use crate::ConsensusError;
 use beacon::dkg::committee::Committee;
 use beacon::dkg::{DkgConfig, DkgOutput};
-use beacon::{ChainInfo, NodeIndex, Scheme, SchemeId, SecretShare, SignerDomain, ThresholdPublicKey};
+use beacon::{
+    ChainInfo, NodeIndex, Scheme, SchemeId, SecretShare, SignerDomain, ThresholdPublicKey,
+};
 use serde::{Deserialize, Serialize};
 
 /// Default tolerated clock skew on paced chains: 100 ms (NTP-synchronised hosts
@@ -157,15 +165,11 @@ impl ReplicaConfig {
             u64::from(self.n - self.f),
         )?;
         range("election_lag", self.election_lag, 1, MAX_ELECTION_LAG)?;
-        for (name, value) in [
+        check_positive([
             ("fast_path_timeout_us", self.fast_path_timeout_us),
             ("view_change_timeout_us", self.view_change_timeout_us),
             ("max_batch", self.max_batch as u64),
-        ] {
-            if value == 0 {
-                return Err(ConsensusError::NotPositive { name });
-            }
-        }
+        ])?;
         let fits = self.largest_block_that_fits();
         if self.max_block_bytes > fits {
             return Err(ConsensusError::BlockTooLarge {
@@ -298,6 +302,17 @@ impl ReplicaConfig {
     pub fn time_of_round(&self, height: u64) -> u64 {
         self.genesis_time_us
             .saturating_add(height.saturating_sub(1).saturating_mul(self.period_us))
+    }
+}
+
+/// Checks that every named value is positive; the first zero is an error
+/// naming it.
+pub(crate) fn check_positive<const N: usize>(
+    values: [(&'static str, u64); N],
+) -> Result<(), ConsensusError> {
+    match values.into_iter().find(|(_, value)| *value == 0) {
+        Some((name, _)) => Err(ConsensusError::NotPositive { name }),
+        None => Ok(()),
     }
 }
 

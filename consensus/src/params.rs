@@ -11,11 +11,11 @@
 //!   replica config the simulator ran (same `n`; the genesis time and seed are
 //!   the driver's).
 //!
-//! Bad values (zero timeouts, a lag above [`MAX_ELECTION_LAG`], a beacon
+//! Bad values (zero timeouts, a lag above [`crate::config::MAX_ELECTION_LAG`], a beacon
 //! threshold outside `[f + 1, n - f]`, a period that is not whole seconds) are
 //! [`ConsensusError`]s naming the key, never panics.
 
-use crate::config::{check_size, smallest_collector_slack, MAX_ELECTION_LAG};
+use crate::config::{check_positive, check_size, smallest_collector_slack};
 use crate::{ConsensusError, ReplicaConfig};
 use serde::{Deserialize, Serialize};
 
@@ -83,12 +83,11 @@ impl Default for ProtocolParams {
 /// Milliseconds to microseconds, the one conversion of file durations; a
 /// value too large for microseconds in a `u64` is an error naming `name`.
 pub fn ms_to_us(name: &'static str, ms: u64) -> Result<u64, ConsensusError> {
-    ms.checked_mul(US_PER_MS)
-        .ok_or(ConsensusError::Unusable {
-            name,
-            value: ms,
-            reason: "too large (microseconds overflow 64 bits)",
-        })
+    ms.checked_mul(US_PER_MS).ok_or(ConsensusError::Unusable {
+        name,
+        value: ms,
+        reason: "too large (microseconds overflow 64 bits)",
+    })
 }
 
 impl ProtocolParams {
@@ -127,26 +126,16 @@ impl ProtocolParams {
         })
     }
 
-    /// Checks what needs no `n`: positive timeouts and batch, the lag's range,
-    /// a period of whole seconds, durations that fit microseconds.
+    /// Checks what needs no `n`, named by the table's keys: positive
+    /// timeouts and batch, a period of whole seconds, durations that fit
+    /// microseconds. ([`ReplicaConfig::from_params`] checks the rest: `c`,
+    /// the beacon threshold and the election lag.)
     pub fn validate(&self) -> Result<(), ConsensusError> {
-        for (name, value) in [
+        check_positive([
             ("fast_path_timeout_ms", self.fast_path_timeout_ms),
             ("view_change_timeout_ms", self.view_change_timeout_ms),
             ("max_batch", self.max_batch as u64),
-        ] {
-            if value == 0 {
-                return Err(ConsensusError::NotPositive { name });
-            }
-        }
-        if !(1..=MAX_ELECTION_LAG).contains(&self.election_lag) {
-            return Err(ConsensusError::OutOfRange {
-                name: "election_lag",
-                value: self.election_lag,
-                min: 1,
-                max: MAX_ELECTION_LAG,
-            });
-        }
+        ])?;
         self.period_s()?;
         self.durations_us().map(|_| ())
     }
@@ -192,6 +181,7 @@ impl ReplicaConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::MAX_ELECTION_LAG;
 
     #[test]
     fn defaults_suit_real_networks() {
@@ -278,9 +268,15 @@ mod tests {
         let m = bad(|p| p.beacon_threshold = 1, 4);
         assert!(m.contains("beacon_threshold = 1 outside [2, 3]"), "{m}");
         let m = bad(|p| p.period_ms = 1_500, 4);
-        assert!(m.contains("period_ms = 1500") && m.contains("whole seconds"), "{m}");
+        assert!(
+            m.contains("period_ms = 1500") && m.contains("whole seconds"),
+            "{m}"
+        );
         let m = bad(|p| p.view_change_timeout_ms = u64::MAX, 4);
-        assert!(m.contains("view_change_timeout_ms") && m.contains("overflow"), "{m}");
+        assert!(
+            m.contains("view_change_timeout_ms") && m.contains("overflow"),
+            "{m}"
+        );
         let m = bad(|p| p.period_ms = (u64::from(u32::MAX) + 1) * 1_000, 4);
         assert!(m.contains("period_ms"), "{m}");
         let m = bad(|p| p.c = Some(1), 4);

@@ -13,8 +13,8 @@
 use crate::SimError;
 use beacon::SchemeId;
 use consensus::{ProtocolParams, ReplicaConfig};
-use sha2::{Digest as _, Sha256};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
 use std::path::{Path, PathBuf};
 
 /// The built-in scenario files, by name (the `configs/` tree at build time).
