@@ -269,8 +269,13 @@ impl NodeConfig {
             ));
         }
         let protocol = self.protocol_params()?;
+        // Where the parameters were read from, for the error message.
+        let table = match self.protocol {
+            Some(_) => "[protocol]",
+            None => "[network]",
+        };
         let mut replica = ReplicaConfig::from_params(n, &protocol)
-            .map_err(|e| NodeError::Config(format!("[protocol] {e} (n = {n} peers)")))?;
+            .map_err(|e| NodeError::Config(format!("{table} {e} (n = {n} peers)")))?;
         let genesis_time = u64::try_from(self.network.genesis_time)
             .map_err(|_| NodeError::Config("genesis_time must not be negative".into()))?;
         replica.genesis_time_us = genesis_time.checked_mul(1_000_000).ok_or_else(|| {
@@ -586,6 +591,17 @@ mod tests {
             simulated.genesis_seed = cfg.replica.genesis_seed;
             simulated.genesis_time_us = cfg.replica.genesis_time_us;
             assert_eq!(cfg.replica, simulated, "{name}");
+        }
+    }
+
+    /// The example network's files (README) use the `[protocol]` table.
+    #[test]
+    fn shipped_example_configs_load() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/localnet-4");
+        for i in 0..4 {
+            let cfg = NodeConfig::load(&dir.join(format!("node-{i}/node.toml"))).unwrap();
+            assert!(cfg.raw.protocol.is_some() && cfg.raw.network.c.is_none());
+            assert_eq!(cfg.protocol, ProtocolParams::with_c(0));
         }
     }
 
