@@ -1,9 +1,18 @@
 //! Replica parameters and key material.
+//!
+//! [`ReplicaConfig`] is what a replica runs with (durations in microseconds);
+//! drivers build it from the `[protocol]` table with
+//! [`ReplicaConfig::from_params`] (`crate::params`). The DKG and the chain info
+//! of a network come from it too ([`ReplicaConfig::dkg_config`],
+//! [`ReplicaConfig::chain_info`]), one builder each for the simulator and the node.
 
+use crate::params::{ms_to_us, ProtocolParams};
 use crate::ConsensusError;
 use beacon::dkg::committee::Committee;
 use beacon::dkg::{DkgConfig, DkgOutput};
-use beacon::{NodeIndex, Scheme, SecretShare, SignerDomain, ThresholdPublicKey};
+use beacon::{
+    ChainInfo, NodeIndex, Scheme, SchemeId, SecretShare, SignerDomain, ThresholdPublicKey,
+};
 use serde::{Deserialize, Serialize};
 
 /// Default tolerated clock skew on paced chains: 100 ms (NTP-synchronised hosts
@@ -87,8 +96,17 @@ fn default_max_block_bytes() -> usize {
 
 impl ReplicaConfig {
     /// Defaults for `n` replicas with `c` extra collectors: `f = (n - 2c - 1) / 3`,
-    /// `t_b = f + 1`, 50 ms fast-path timeout, 1 s view-change timeout.
+    /// `t_b = f + 1`, and the protocol defaults of [`ProtocolParams::default`]
+    /// (50 ms fast-path timeout, 1 s view-change timeout).
     pub fn new(n: u32, c: u32) -> Result<Self, ConsensusError> {
+        ReplicaConfig::from_params(n, &ProtocolParams::with_c(c))
+    }
+
+    /// A config for `n = 3f + 2c + 1` replicas with `t_b = f + 1` and the
+    /// driver's fields (genesis, clock skew, mempool and block bounds) set;
+    /// the other protocol fields are zero until
+    /// [`ReplicaConfig::from_params`] fills them.
+    pub(crate) fn sized(n: u32, c: u32) -> Result<Self, ConsensusError> {
         check_size(n, c)?;
         let f = (n - 2 * c - 1) / 3;
         let mut cfg = ReplicaConfig {
@@ -96,23 +114,22 @@ impl ReplicaConfig {
             f,
             c,
             beacon_threshold: f + 1,
-            election_lag: 1,
+            election_lag: 0,
             period_us: 0,
             genesis_time_us: 0,
             genesis_seed: [0; 32],
             max_clock_skew_us: DEFAULT_CLOCK_SKEW_US,
-            fast_path_timeout_us: 50_000,
-            view_change_timeout_us: 1_000_000,
-            backup_collector_delay_us: 100_000,
-            early_beacon: true,
-            max_batch: 256,
+            fast_path_timeout_us: 0,
+            view_change_timeout_us: 0,
+            backup_collector_delay_us: 0,
+            early_beacon: false,
+            max_batch: 0,
             max_transaction_bytes: 64 * 1024,
             mempool_limit: 100_000,
             mempool_bytes_limit: default_mempool_bytes(),
             max_block_bytes: 0,
         };
         cfg.max_block_bytes = DEFAULT_MAX_BLOCK_BYTES.min(cfg.largest_block_that_fits());
-        cfg.validate()?;
         Ok(cfg)
     }
 
@@ -148,15 +165,11 @@ impl ReplicaConfig {
             u64::from(self.n - self.f),
         )?;
         range("election_lag", self.election_lag, 1, MAX_ELECTION_LAG)?;
-        for (name, value) in [
+        check_positive([
             ("fast_path_timeout_us", self.fast_path_timeout_us),
             ("view_change_timeout_us", self.view_change_timeout_us),
             ("max_batch", self.max_batch as u64),
-        ] {
-            if value == 0 {
-                return Err(ConsensusError::NotPositive { name });
-            }
-        }
+        ])?;
         let fits = self.largest_block_that_fits();
         if self.max_block_bytes > fits {
             return Err(ConsensusError::BlockTooLarge {
@@ -213,27 +226,50 @@ impl ReplicaConfig {
         ]
     }
 
-    /// The DKG of this network: its thresholds, the fault bound `f` (the
-    /// agreement quorum is `n - f`), and the committee of at least
-    /// `requested_dealers` (0: every member) drawn from the genesis seed, with
-    /// `min_qualified` from the committee rule ([`Committee::draw`]).
+    /// The DKG of this network, for the simulator and the node alike: its
+    /// thresholds, the fault bound `f` (the agreement quorum is `n - f`), and
+    /// the committee of at least `requested_dealers` (0: every member) drawn
+    /// from the genesis seed, with `min_qualified` from the committee rule
+    /// ([`Committee::draw`]); phases of `phase_timeout_ms` (doubled per attempt).
     pub fn dkg_config(
         &self,
         session: [u8; 32],
         requested_dealers: u32,
-        phase_timeout_us: u64,
+        phase_timeout_ms: u64,
         max_attempts: u32,
-    ) -> DkgConfig {
+    ) -> Result<DkgConfig, ConsensusError> {
+        if phase_timeout_ms == 0 {
+            return Err(ConsensusError::NotPositive {
+                name: "phase_timeout_ms",
+            });
+        }
         let committee = Committee::draw(self.n, self.f, requested_dealers, &self.genesis_seed);
-        DkgConfig {
+        let dkg = DkgConfig {
             session,
             n: self.n,
             thresholds: self.dkg_thresholds(),
             dealers: committee.dealers,
-            phase_timeout_us,
+            phase_timeout_us: ms_to_us("phase_timeout_ms", phase_timeout_ms)?,
             min_qualified: committee.min_qualified,
             max_faulty: self.f,
             max_attempts,
+        };
+        dkg.validate()?;
+        Ok(dkg)
+    }
+
+    /// The chain info of this network under `public_key` (the beacon group
+    /// key, compressed), for the simulator and the node alike: period and
+    /// genesis time in whole seconds, the genesis seed, the default beacon id.
+    pub fn chain_info(&self, public_key: Vec<u8>, scheme: SchemeId) -> ChainInfo {
+        const US_PER_S: u64 = 1_000_000;
+        ChainInfo {
+            public_key,
+            period: u32::try_from(self.period_us / US_PER_S).unwrap_or(u32::MAX),
+            genesis_time: i64::try_from(self.genesis_time_us / US_PER_S).unwrap_or(i64::MAX),
+            genesis_seed: self.genesis_seed.to_vec(),
+            scheme,
+            beacon_id: "default".into(),
         }
     }
 
@@ -266,6 +302,17 @@ impl ReplicaConfig {
     pub fn time_of_round(&self, height: u64) -> u64 {
         self.genesis_time_us
             .saturating_add(height.saturating_sub(1).saturating_mul(self.period_us))
+    }
+}
+
+/// Checks that every named value is positive; the first zero is an error
+/// naming it.
+pub(crate) fn check_positive<const N: usize>(
+    values: [(&'static str, u64); N],
+) -> Result<(), ConsensusError> {
+    match values.into_iter().find(|(_, value)| *value == 0) {
+        Some((name, _)) => Err(ConsensusError::NotPositive { name }),
+        None => Ok(()),
     }
 }
 

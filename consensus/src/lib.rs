@@ -2,7 +2,10 @@
 //! state machine: `Replica::handle(now, input) -> Vec<Output>`. No I/O, no clock,
 //! no hidden randomness; the simulator and the real node drive the same code.
 //!
-//! - [`config`]: parameters (`n = 3f + 2c + 1`, thresholds, timeouts, pacing) and keys;
+//! - [`params`]: the `[protocol]` table of scenarios and `node.toml` (one set of
+//!   defaults, milliseconds), and the one function that turns it into a replica config;
+//! - [`config`]: replica parameters (`n = 3f + 2c + 1`, thresholds, timeouts, pacing),
+//!   the DKG and chain info they imply, and keys;
 //! - [`election`]: primary and collectors drawn from a past beacon;
 //! - [`messages`]: blocks and messages (PRE-PREPARE, SIGN-SHARE, ...), wire encoding;
 //! - [`replica`]: the honest replica (protocol steps in its module docs);
@@ -28,6 +31,7 @@ pub mod election;
 pub mod latency;
 pub mod member;
 pub mod messages;
+pub mod params;
 pub mod participant;
 pub mod position;
 pub mod replica;
@@ -37,6 +41,7 @@ pub use config::{KeyShare, ReplicaConfig, ReplicaKeys};
 pub use election::Election;
 pub use member::{member_key, Envelope, Member, MemberInput, MemberOutput, MemberTimer};
 pub use messages::{Block, CommitCertificate, CommitPath, CommittedEntry, Digest, Message};
+pub use params::ProtocolParams;
 pub use participant::Participant;
 pub use replica::{
     Event, Evidence, EvidenceKind, Input, Output, ProofKind, Refusal, Replica, ShareKind,
@@ -102,6 +107,16 @@ pub enum ConsensusError {
         message_bytes: usize,
         /// The largest block that fits.
         fits: usize,
+    },
+    /// A parameter the protocol cannot use, for the reason given.
+    #[error("{name} = {value}: {reason}")]
+    Unusable {
+        /// The parameter (its name in the `[protocol]` table).
+        name: &'static str,
+        /// Its value.
+        value: u64,
+        /// Why it cannot be used.
+        reason: &'static str,
     },
     /// Key material from a DKG with other parameters than the replica's.
     #[error("DKG (n = {dkg_n}, thresholds {dkg_thresholds:?}) does not match the replica config (n = {n}, thresholds {thresholds:?})")]

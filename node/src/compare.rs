@@ -2,12 +2,19 @@
 //! (`localnet` with the same `--regions`/`--latency-ms` options), on the same
 //! topology, placement, protocol parameters and seed, in one report with the
 //! relative error of each figure, `(sim - real) / real`.
+//!
+//! The real network runs first; the simulator then gets the `[protocol]` table
+//! its nodes loaded (read back from `node-0/node.toml`), so both build their
+//! replica config with `ReplicaConfig::from_params` from the same parameters.
 
 use anyhow::{bail, Context as _, Result};
 use clap::Args;
+use consensus::ProtocolParams;
+use node::config::NodeConfig;
 use serde_json::{json, Value};
 use sim::config::Latency;
 use sim::SimConfig;
+use std::path::Path;
 use std::process::Command;
 
 /// Options of `compare`.
@@ -30,29 +37,16 @@ pub struct CompareArgs {
     json: bool,
 }
 
-/// The simulator's scenario for what `args` runs on real nodes: the node's
-/// protocol defaults, no client load, the same latency model and placement.
-fn scenario(args: &CompareArgs) -> Result<SimConfig> {
+/// The simulator's scenario for what `args` ran on real nodes: the nodes'
+/// `[protocol]` table, no client load, the same latency model and placement.
+fn scenario(args: &CompareArgs, protocol: ProtocolParams) -> Result<SimConfig> {
     let mut cfg = SimConfig::load("default")?;
     cfg.name = "compare".into();
     cfg.nodes = args.nodes;
     cfg.rounds = args.rounds;
     cfg.seed = args.seed;
     cfg.scheme = beacon::SchemeId::PedersenBlsChained;
-    let replica = consensus::ReplicaConfig::new(
-        args.nodes,
-        consensus::config::smallest_collector_slack(args.nodes)
-            .with_context(|| format!("no c gives n = 3f + 2c + 1 for {} nodes", args.nodes))?,
-    )?;
-    let p = &mut cfg.protocol;
-    p.c = replica.c;
-    p.election_lag = replica.election_lag;
-    p.period_ms = 0;
-    p.fast_path_timeout_ms = node::config::default_fast_path_ms();
-    p.view_change_timeout_ms = node::config::default_view_change_ms();
-    p.backup_collector_delay_ms = replica.backup_collector_delay_us / 1000;
-    p.early_beacon = replica.early_beacon;
-    p.max_batch = replica.max_batch;
+    cfg.protocol = protocol;
     cfg.load.tx_per_second = 0.0;
     let wan = &args.wan;
     cfg.network.latency = match &wan.regions {
@@ -77,12 +71,16 @@ fn scenario(args: &CompareArgs) -> Result<SimConfig> {
     Ok(cfg)
 }
 
-/// Runs `localnet` over the emulated WAN and returns its `--json` report.
-fn real(args: &CompareArgs) -> Result<Value> {
+/// Runs `localnet` over the emulated WAN in `dir` and returns its `--json`
+/// report and the protocol parameters its nodes ran with.
+fn real(args: &CompareArgs, dir: &Path) -> Result<(Value, ProtocolParams)> {
     let exe = std::env::current_exe().context("locating sbft-beacon")?;
     let mut command = Command::new(exe);
     command
-        .args(["localnet", "--json", "--nodes"])
+        .arg("localnet")
+        .arg("--dir")
+        .arg(dir)
+        .args(["--json", "--nodes"])
         .arg(args.nodes.to_string())
         .arg("--rounds")
         .arg(args.rounds.to_string());
@@ -112,7 +110,9 @@ fn real(args: &CompareArgs) -> Result<Value> {
         .rev()
         .find(|l| l.starts_with('{'))
         .context("localnet printed no JSON report")?;
-    serde_json::from_str(line).context("parsing localnet's report")
+    let report = serde_json::from_str(line).context("parsing localnet's report")?;
+    let node = NodeConfig::load(&dir.join("node-0").join("node.toml"))?;
+    Ok((report, node.protocol))
 }
 
 /// `(sim - real) / real`, or null where `real` is zero or missing.
@@ -128,10 +128,11 @@ pub fn run(args: CompareArgs) -> Result<()> {
     if !args.wan.enabled() {
         bail!("compare needs a WAN: --regions FILE or --latency-ms X");
     }
-    let cfg = scenario(&args)?;
+    let dir = tempfile::tempdir().context("creating a temporary directory")?;
+    let (real, protocol) = real(&args, &dir.path().join("net"))?;
+    let cfg = scenario(&args, protocol)?;
     let (report, _) = sim::run(&cfg, None)?;
     let sim = serde_json::to_value(&report)?;
-    let real = real(&args)?;
     let mut errors = serde_json::Map::new();
     for q in ["p50", "p90", "p99", "max"] {
         errors.insert(

@@ -1,12 +1,22 @@
 //! The node's configuration file (`node.toml`): who this node is, where it
-//! listens, the network it belongs to (every member and the protocol
-//! parameters), and where it keeps its state. One type, validated on load.
+//! listens, the network it belongs to (`[network]` and every member), the
+//! protocol parameters (`[protocol]`), and where it keeps its state. One type,
+//! validated on load.
+//!
+//! `[protocol]` is [`consensus::ProtocolParams`], the table of the simulator's
+//! scenarios: a scenario's table pasted here gives the node the replica config
+//! the simulator ran (`ReplicaConfig::from_params`, one function for both).
+//! Files written before that table keep loading: without a `[protocol]`
+//! table, the old `[network]` keys `c`, `period` (seconds),
+//! `fast_path_timeout_ms` and `view_change_timeout_ms` are read into it
+//! (everything else at its default); a file with a `[protocol]` table and any
+//! of those keys in `[network]` is refused with a message naming the new place.
 //!
 //! Relative paths are resolved against the directory of the config file.
 
 use crate::NodeError;
 use beacon::{NodeIndex, SchemeId};
-use consensus::ReplicaConfig;
+use consensus::{ProtocolParams, ReplicaConfig};
 use libp2p::{Multiaddr, PeerId};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
@@ -20,8 +30,12 @@ use std::path::{Path, PathBuf};
 pub struct NodeConfig {
     /// This node.
     pub node: NodeSection,
-    /// The network: members and protocol parameters (identical on every member).
+    /// The network's identity, genesis and DKG (identical on every member).
     pub network: NetworkSection,
+    /// Protocol parameters (identical on every member); absent in files
+    /// written before this table, which set some of them in `[network]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<ProtocolParams>,
     /// Every member, this node included.
     pub peers: Vec<PeerEntry>,
     /// Resource limits (every field has a default; written only when changed).
@@ -59,12 +73,6 @@ pub struct NetworkSection {
     pub id: String,
     /// Signature scheme: `pedersen-bls-chained` or `bls-chained-g1-rfc9380`.
     pub scheme: String,
-    /// Extra collectors `c` (`f = (n - 2c - 1) / 3`, `n` = number of peers).
-    #[serde(default)]
-    pub c: u32,
-    /// Seconds between rounds (0: back-to-back rounds).
-    #[serde(default)]
-    pub period: u32,
     /// Unix time (seconds) of round 1.
     #[serde(default)]
     pub genesis_time: i64,
@@ -85,12 +93,21 @@ pub struct NetworkSection {
     /// How long to wait for every peer before starting the DKG with those present.
     #[serde(default = "default_peer_wait_ms")]
     pub peer_wait_ms: u64,
-    /// Collector's fast-path wait in milliseconds.
-    #[serde(default = "default_fast_path_ms")]
-    pub fast_path_timeout_ms: u64,
-    /// Base view-change timeout in milliseconds.
-    #[serde(default = "default_view_change_ms")]
-    pub view_change_timeout_ms: u64,
+    /// Old place of `[protocol] c`, read only from files without `[protocol]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub c: Option<u32>,
+    /// Old place of `[protocol] period_ms`, in seconds; read only from files
+    /// without `[protocol]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period: Option<u32>,
+    /// Old place of `[protocol] fast_path_timeout_ms`; read only from files
+    /// without `[protocol]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fast_path_timeout_ms: Option<u64>,
+    /// Old place of `[protocol] view_change_timeout_ms`; read only from files
+    /// without `[protocol]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view_change_timeout_ms: Option<u64>,
 }
 
 fn default_dkg_phase_ms() -> u64 {
@@ -102,15 +119,6 @@ fn default_dkg_attempts() -> u32 {
 fn default_peer_wait_ms() -> u64 {
     60_000
 }
-/// Default fast-path timeout of a node (ms).
-pub fn default_fast_path_ms() -> u64 {
-    50
-}
-/// Default view-change timeout of a node (ms).
-pub fn default_view_change_ms() -> u64 {
-    1_000
-}
-
 /// One member of the network.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -153,6 +161,9 @@ pub struct Validated {
     pub identity: PathBuf,
     /// Data directory.
     pub data_dir: PathBuf,
+    /// The protocol parameters in force (`[protocol]`, or the old `[network]`
+    /// keys of a file without it).
+    pub protocol: ProtocolParams,
     /// Replica parameters.
     pub replica: ReplicaConfig,
 }
@@ -257,12 +268,21 @@ impl NodeConfig {
                 identity.display()
             ));
         }
-        let mut replica = ReplicaConfig::new(n, self.network.c)
-            .map_err(|e| NodeError::Config(format!("n = {n}, c = {}: {e}", self.network.c)))?;
-        replica.period_us = u64::from(self.network.period) * 1_000_000;
-        replica.genesis_time_us = u64::try_from(self.network.genesis_time)
-            .map_err(|_| NodeError::Config("genesis_time must not be negative".into()))?
-            .saturating_mul(1_000_000);
+        let protocol = self.protocol_params()?;
+        // Where the parameters were read from, for the error message.
+        let table = match self.protocol {
+            Some(_) => "[protocol]",
+            None => "[network]",
+        };
+        let mut replica = ReplicaConfig::from_params(n, &protocol)
+            .map_err(|e| NodeError::Config(format!("{table} {e} (n = {n} peers)")))?;
+        let genesis_time = u64::try_from(self.network.genesis_time)
+            .map_err(|_| NodeError::Config("genesis_time must not be negative".into()))?;
+        replica.genesis_time_us = genesis_time.checked_mul(1_000_000).ok_or_else(|| {
+            NodeError::Config(format!(
+                "genesis_time = {genesis_time} is too far in the future"
+            ))
+        })?;
         replica.genesis_seed = match &self.network.genesis_seed {
             Some(h) => hex::decode(h)
                 .ok()
@@ -272,15 +292,23 @@ impl NodeConfig {
                 })?,
             None => Sha256::digest(self.network.id.as_bytes()).into(),
         };
-        replica.fast_path_timeout_us = self.network.fast_path_timeout_ms * 1000;
-        replica.view_change_timeout_us = self.network.view_change_timeout_ms * 1000;
-        replica
-            .validate()
-            .map_err(|e| NodeError::Config(e.to_string()))?;
         self.limits.apply(&mut replica)?;
         if self.network.dkg_phase_ms == 0 {
             return err("dkg_phase_ms must be positive".into());
         }
+        // The DKG the node will run (its session is known once validated).
+        replica
+            .dkg_config(
+                [0; 32],
+                self.network.dkg_dealers,
+                self.network.dkg_phase_ms,
+                self.network.dkg_attempts,
+            )
+            .map_err(|e| {
+                NodeError::Config(format!(
+                    "[network] dkg_phase_ms, dkg_dealers or dkg_attempts: {e}"
+                ))
+            })?;
         if self.network.id.is_empty() {
             return err("network.id must not be empty".into());
         }
@@ -293,9 +321,61 @@ impl NodeConfig {
             http,
             identity,
             data_dir,
+            protocol,
             replica,
             raw: self,
         })
+    }
+
+    /// The protocol parameters of this file: `[protocol]`, or for a file
+    /// written before that table, the defaults with the old `[network]` keys
+    /// (`c`, `period` in seconds, `fast_path_timeout_ms`,
+    /// `view_change_timeout_ms`) read in. Both at once is an error naming the
+    /// keys to move.
+    pub fn protocol_params(&self) -> Result<ProtocolParams, NodeError> {
+        let network = &self.network;
+        // (set in [network], old key, its place in [protocol]).
+        let moved: Vec<String> = [
+            (network.c.is_some(), "c", "c"),
+            (network.period.is_some(), "period (s)", "period_ms (ms)"),
+            (
+                network.fast_path_timeout_ms.is_some(),
+                "fast_path_timeout_ms",
+                "fast_path_timeout_ms",
+            ),
+            (
+                network.view_change_timeout_ms.is_some(),
+                "view_change_timeout_ms",
+                "view_change_timeout_ms",
+            ),
+        ]
+        .into_iter()
+        .filter(|(set, _, _)| *set)
+        .map(|(_, old, new)| format!("[network] {old} to [protocol] {new}"))
+        .collect();
+        match &self.protocol {
+            Some(params) if moved.is_empty() => Ok(params.clone()),
+            Some(_) => Err(NodeError::Config(format!(
+                "protocol parameters in two places: move {} (the [network] keys are read only from files without a [protocol] table)",
+                moved.join(", ")
+            ))),
+            None => {
+                let defaults = ProtocolParams::default();
+                Ok(ProtocolParams {
+                    c: network.c,
+                    period_ms: network
+                        .period
+                        .map_or(defaults.period_ms, |s| u64::from(s) * 1_000),
+                    fast_path_timeout_ms: network
+                        .fast_path_timeout_ms
+                        .unwrap_or(defaults.fast_path_timeout_ms),
+                    view_change_timeout_ms: network
+                        .view_change_timeout_ms
+                        .unwrap_or(defaults.view_change_timeout_ms),
+                    ..defaults
+                })
+            }
+        }
     }
 }
 
@@ -325,8 +405,14 @@ mod tests {
 
     /// A valid 4-member config in `dir` (identity file created), as TOML text.
     fn valid(dir: &Path) -> String {
+        valid_n(dir, 4)
+    }
+
+    /// A valid `n`-member config in `dir` (identity file created), as TOML
+    /// text with no `[protocol]` table.
+    fn valid_n(dir: &Path, n: u32) -> String {
         let mut peers = String::new();
-        for i in 0..4 {
+        for i in 0..n {
             let key = crate::identity::generate();
             if i == 0 {
                 crate::identity::save(&key, &dir.join("id.key")).unwrap();
@@ -352,6 +438,170 @@ mod tests {
         match load(dir, text) {
             Err(NodeError::Config(m)) => m,
             other => panic!("expected a config error, got {other:?}"),
+        }
+    }
+
+    /// `text` with `table` (a `[protocol]` table) inserted before the peers.
+    fn with_protocol(text: &str, table: &str) -> String {
+        text.replacen("[[peers]]", &format!("{table}\n[[peers]]"), 1)
+    }
+
+    #[test]
+    fn protocol_table_sets_the_replica() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        // No table at all: the one set of defaults.
+        let cfg = load(d, &valid(d)).unwrap();
+        assert_eq!(cfg.protocol, ProtocolParams::default());
+        assert_eq!(cfg.replica.fast_path_timeout_us, 50_000);
+        assert_eq!(cfg.replica.view_change_timeout_us, 1_000_000);
+        assert_eq!(cfg.replica.backup_collector_delay_us, 100_000);
+        assert_eq!(cfg.replica.period_us, 0);
+        // Every key, in milliseconds.
+        let table = "[protocol]\nc = 0\nbeacon_threshold = 3\nelection_lag = 2\nperiod_ms = 3000\n\
+                     fast_path_timeout_ms = 20\nview_change_timeout_ms = 700\n\
+                     backup_collector_delay_ms = 40\nearly_beacon = false\nmax_batch = 8\n";
+        let cfg = load(d, &with_protocol(&valid(d), table)).unwrap();
+        let r = &cfg.replica;
+        assert_eq!((r.n, r.f, r.c, r.beacon_threshold), (4, 1, 0, 3));
+        assert_eq!(r.election_lag, 2);
+        assert_eq!(r.period_us, 3_000_000);
+        assert_eq!(r.fast_path_timeout_us, 20_000);
+        assert_eq!(r.view_change_timeout_us, 700_000);
+        assert_eq!(r.backup_collector_delay_us, 40_000);
+        assert!(!r.early_beacon);
+        assert_eq!(r.max_batch, 8);
+        let key = vec![1; 48];
+        let info = r.chain_info(key, SchemeId::PedersenBlsChained);
+        assert_eq!(info.period, 3);
+        assert_eq!(info.genesis_time, cfg.raw.network.genesis_time);
+    }
+
+    #[test]
+    fn old_network_keys_still_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let old = valid(d).replace(
+            "id = \"test\"",
+            "id = \"test\"\nc = 0\nperiod = 2\nfast_path_timeout_ms = 30\nview_change_timeout_ms = 400",
+        );
+        let cfg = load(d, &old).unwrap();
+        assert_eq!(cfg.protocol.c, Some(0));
+        assert_eq!(cfg.protocol.period_ms, 2_000);
+        assert_eq!(cfg.replica.period_us, 2_000_000);
+        assert_eq!(cfg.replica.fast_path_timeout_us, 30_000);
+        assert_eq!(cfg.replica.view_change_timeout_us, 400_000);
+        // The rest at the defaults.
+        assert_eq!(cfg.replica.backup_collector_delay_us, 100_000);
+        // The same as the new table with the same values.
+        let new = with_protocol(
+            &valid(d),
+            "[protocol]\nc = 0\nperiod_ms = 2000\nfast_path_timeout_ms = 30\nview_change_timeout_ms = 400\n",
+        );
+        let new_cfg = load(d, &new).unwrap();
+        assert_eq!(new_cfg.protocol, cfg.protocol);
+        assert_eq!(new_cfg.replica, cfg.replica);
+        // Both places at once: refused, naming where each key goes.
+        let both = with_protocol(&old, "[protocol]\nmax_batch = 8\n");
+        let m = error(d, &both);
+        assert!(
+            m.contains("[network] period (s) to [protocol] period_ms (ms)")
+                && m.contains("[network] fast_path_timeout_ms to [protocol] fast_path_timeout_ms"),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn bad_protocol_values_are_config_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let ok = valid(d);
+        for (table, expected) in [
+            (
+                "fast_path_timeout_ms = 0",
+                "[protocol] fast_path_timeout_ms must be positive",
+            ),
+            (
+                "view_change_timeout_ms = 0",
+                "[protocol] view_change_timeout_ms must be positive",
+            ),
+            ("max_batch = 0", "[protocol] max_batch must be positive"),
+            ("election_lag = 65", "election_lag = 65 outside [1, 64]"),
+            (
+                "beacon_threshold = 4",
+                "beacon_threshold = 4 outside [2, 3]",
+            ),
+            ("period_ms = 500", "whole seconds"),
+            ("c = 1", "not 3f + 2c + 1"),
+            ("fast_path_timeout = 5", "unknown field `fast_path_timeout`"),
+            (
+                "view_change_timeout_ms = 18446744073709551",
+                "view_change_timeout_ms",
+            ),
+        ] {
+            let m = error(d, &with_protocol(&ok, &format!("[protocol]\n{table}\n")));
+            assert!(m.contains(expected), "{table}: {m}");
+        }
+        // Old keys with bad values, too.
+        let m = error(
+            d,
+            &ok.replace("id = \"test\"", "id = \"test\"\nview_change_timeout_ms = 0"),
+        );
+        assert!(m.contains("view_change_timeout_ms must be positive"), "{m}");
+        let m = error(
+            d,
+            &ok.replace(
+                "id = \"test\"",
+                "id = \"test\"\ngenesis_time = 9223372036854775807",
+            ),
+        );
+        assert!(m.contains("genesis_time"), "{m}");
+        let m = error(
+            d,
+            &ok.replace(
+                "id = \"test\"",
+                "id = \"test\"\ndkg_phase_ms = 18446744073709551",
+            ),
+        );
+        assert!(m.contains("dkg_phase_ms"), "{m}");
+    }
+
+    /// A scenario's `[protocol]` table pasted into `node.toml` gives the node
+    /// the replica config the simulator builds for the same `n` (the genesis
+    /// time and seed are each driver's own).
+    #[test]
+    fn scenario_table_gives_the_simulators_replica() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for name in ["default", "byzantine", "lossy", "crash-restart"] {
+            let scenario = sim::SimConfig::load(name).unwrap();
+            let text = sim::config::BUILT_IN
+                .iter()
+                .find(|(n, _)| *n == format!("sim/{name}.toml"))
+                .unwrap()
+                .1;
+            let parsed: toml::Table = toml::from_str(text).unwrap();
+            let mut table = toml::Table::new();
+            table.insert("protocol".into(), parsed["protocol"].clone());
+            let pasted = toml::to_string(&table).unwrap();
+            assert!(pasted.starts_with("[protocol]"), "{pasted}");
+            let cfg = load(d, &with_protocol(&valid_n(d, scenario.nodes), &pasted)).unwrap();
+            assert_eq!(cfg.protocol, scenario.protocol, "{name}");
+            let mut simulated = scenario.replica_config().unwrap();
+            simulated.genesis_seed = cfg.replica.genesis_seed;
+            simulated.genesis_time_us = cfg.replica.genesis_time_us;
+            assert_eq!(cfg.replica, simulated, "{name}");
+        }
+    }
+
+    /// The example network's files (README) use the `[protocol]` table.
+    #[test]
+    fn shipped_example_configs_load() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/localnet-4");
+        for i in 0..4 {
+            let cfg = NodeConfig::load(&dir.join(format!("node-{i}/node.toml"))).unwrap();
+            assert!(cfg.raw.protocol.is_some() && cfg.raw.network.c.is_none());
+            assert_eq!(cfg.protocol, ProtocolParams::with_c(0));
         }
     }
 

@@ -338,12 +338,7 @@ fn write(args: &ComposeArgs) -> Result<Written> {
     if args.nodes < 1 {
         bail!("--nodes must be at least 1");
     }
-    let c = match args.c {
-        Some(c) => c,
-        None => consensus::config::smallest_collector_slack(args.nodes)
-            .with_context(|| format!("no c gives n = 3f + 2c + 1 for {} nodes", args.nodes))?,
-    };
-    consensus::config::check_size(args.nodes, c)?;
+    let c = crate::localnet::protocol_params(args.c, args.period).collector_slack(args.nodes)?;
     for h in &args.hosts {
         check_host(h)?;
     }
@@ -673,6 +668,11 @@ mod tests {
             assert!(cfg.raw.network.id.starts_with("deploy-4-"));
             assert!(cfg.raw.network.genesis_time > unix_now() + 30);
             assert_eq!(cfg.replica.period_us, 3_000_000);
+            // The protocol parameters in their own table, none left in [network].
+            let protocol = cfg.raw.protocol.clone().expect("a [protocol] table");
+            assert_eq!(protocol.period_ms, 3_000);
+            assert_eq!(protocol.c, Some(0));
+            assert!(cfg.raw.network.period.is_none() && cfg.raw.network.c.is_none());
             ids.push((cfg.raw.network.id.clone(), cfg.dkg_session()));
         }
         assert!(ids.iter().all(|x| *x == ids[0]), "one network: {ids:?}");

@@ -7,6 +7,7 @@
 use anyhow::{bail, Context, Result};
 use beacon::{Beacon, BeaconJson, ChainInfoJson, SchemeId};
 use clap::Args;
+use consensus::ProtocolParams;
 use node::config::{NetworkSection, NodeConfig, NodeSection, PeerEntry};
 use node::identity;
 use serde_json::json;
@@ -81,6 +82,16 @@ fn free_ports(count: usize) -> Result<Vec<u16>> {
         .collect()
 }
 
+/// The `[protocol]` table `localnet` and `deploy compose` write: the defaults
+/// with `c` and the period (`period_s` seconds) of the command line.
+pub fn protocol_params(c: Option<u32>, period_s: u32) -> ProtocolParams {
+    ProtocolParams {
+        c,
+        period_ms: u64::from(period_s) * 1_000,
+        ..ProtocolParams::default()
+    }
+}
+
 /// Writes identities and `node-i/node.toml` for `n` nodes into `dir`; returns the
 /// config paths and HTTP base URLs.
 pub fn write_configs(
@@ -122,8 +133,6 @@ pub fn write_configs(
     let network = NetworkSection {
         id: format!("localnet-{n}-{}", std::process::id()),
         scheme: scheme.as_str().to_string(),
-        c,
-        period,
         // Paced chains start after the DKG (three phases) had time to finish.
         genesis_time: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -144,9 +153,12 @@ pub fn write_configs(
         peer_wait_ms: 60_000,
         dkg_dealers: 0,
         dkg_attempts: 3,
-        fast_path_timeout_ms: 50,
-        view_change_timeout_ms: 1_000,
+        c: None,
+        period: None,
+        fast_path_timeout_ms: None,
+        view_change_timeout_ms: None,
     };
+    let protocol = protocol_params(Some(c), period);
     let mut out = Vec::new();
     for i in 0..n {
         let cfg = NodeConfig {
@@ -158,6 +170,7 @@ pub fn write_configs(
                 data_dir: PathBuf::from("data"),
             },
             network: network.clone(),
+            protocol: Some(protocol.clone()),
             peers: peers.clone(),
             limits: Default::default(),
             base_dir: PathBuf::new(),
@@ -531,12 +544,7 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
     if args.rounds < 2 {
         bail!("--rounds must be at least 2 (round 1 waits for the DKG)");
     }
-    let c = match args.c {
-        Some(c) => c,
-        None => consensus::config::smallest_collector_slack(args.nodes)
-            .with_context(|| format!("no c gives n = 3f + 2c + 1 for {} nodes", args.nodes))?,
-    };
-    consensus::config::check_size(args.nodes, c)?;
+    let c = protocol_params(args.c, args.period).collector_slack(args.nodes)?;
     let wall = Instant::now();
     let temp;
     let dir = match &args.dir {

@@ -77,16 +77,11 @@ fn cpu_clock(clock: libc::clockid_t) -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// The chain parameters of a DKG result.
+/// The chain parameters of a DKG result (`ReplicaConfig::chain_info`, the
+/// simulator's builder too).
 pub fn chain_info<S: Scheme>(cfg: &Validated, output: &DkgOutput<S>) -> ChainInfo {
-    ChainInfo {
-        public_key: output.keys[0].group_key().to_bytes(),
-        period: cfg.raw.network.period,
-        genesis_time: cfg.raw.network.genesis_time,
-        genesis_seed: cfg.replica.genesis_seed.to_vec(),
-        scheme: S::ID,
-        beacon_id: "default".into(),
-    }
+    cfg.replica
+        .chain_info(output.keys[0].group_key().to_bytes(), S::ID)
 }
 
 /// Checks that stored key material belongs to this node of this network.
@@ -645,9 +640,9 @@ async fn run_inner<S: Scheme>(
             let dkg = cfg.replica.dkg_config(
                 cfg.dkg_session(),
                 network.dkg_dealers,
-                network.dkg_phase_ms * 1000,
+                network.dkg_phase_ms,
                 network.dkg_attempts,
-            );
+            )?;
             Member::new(
                 cfg.replica.clone(),
                 dkg,

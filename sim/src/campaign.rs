@@ -42,7 +42,8 @@ pub fn draw(base: &SimConfig, seed: u64) -> SimConfig {
     cfg.seed = seed;
     let mut rng = ChaCha20Rng::seed_from_u64(seed ^ 0xca4d_a16e);
     let n = cfg.nodes;
-    let f = (n.saturating_sub(2 * cfg.protocol.c + 1)) / 3;
+    let c = cfg.protocol.collector_slack(n).unwrap_or(0);
+    let f = (n.saturating_sub(2 * c + 1)) / 3;
     let count = rng.gen_range(0..=f);
     let mut kinds: Vec<Behaviour> = Behaviour::ALL.to_vec();
     kinds.shuffle(&mut rng);

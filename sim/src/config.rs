@@ -1,12 +1,20 @@
 //! Scenario configuration (TOML): network, faults, protocol parameters, cost model.
 //!
+//! The `[protocol]` table is [`consensus::ProtocolParams`], the same table a
+//! node's `node.toml` has, turned into the replicas' config by the same
+//! function ([`SimConfig::replica_config`] calls
+//! `consensus::ReplicaConfig::from_params`). Its defaults suit real networks;
+//! the scenarios of `configs/sim/` write their timeouts out.
+//!
 //! A scenario names files (region latency table, cost model) relative to its own
 //! directory; the built-in scenarios of `configs/` are also compiled in, so that
 //! the binary runs them from anywhere.
 
 use crate::SimError;
 use beacon::SchemeId;
+use consensus::{ProtocolParams, ReplicaConfig};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
 use std::path::{Path, PathBuf};
 
 /// The built-in scenario files, by name (the `configs/` tree at build time).
@@ -59,9 +67,10 @@ pub struct SimConfig {
     /// Worker threads (results do not depend on it).
     #[serde(default = "one")]
     pub threads: usize,
-    /// Protocol parameters.
+    /// Protocol parameters: the `[protocol]` table a node's `node.toml` has
+    /// too (one type, one set of defaults: `consensus::params`).
     #[serde(default)]
-    pub protocol: ProtocolConfig,
+    pub protocol: ProtocolParams,
     /// DKG parameters.
     #[serde(default)]
     pub dkg: DkgSection,
@@ -88,46 +97,6 @@ pub struct SimConfig {
 
 fn one() -> usize {
     1
-}
-
-/// Protocol parameters (see `consensus::ReplicaConfig`).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ProtocolConfig {
-    /// Extra collectors' slack `c`.
-    pub c: u32,
-    /// Beacon threshold (0: f + 1).
-    pub beacon_threshold: u32,
-    /// Election lag `k`.
-    pub election_lag: u64,
-    /// Beacon period in ms (0: back-to-back).
-    pub period_ms: u64,
-    /// Fast-path timeout (ms).
-    pub fast_path_timeout_ms: u64,
-    /// View-change timeout (ms).
-    pub view_change_timeout_ms: u64,
-    /// Backup collector delay per rank (ms).
-    pub backup_collector_delay_ms: u64,
-    /// Broadcast the beacon as soon as it exists.
-    pub early_beacon: bool,
-    /// Most transactions per block.
-    pub max_batch: usize,
-}
-
-impl Default for ProtocolConfig {
-    fn default() -> Self {
-        ProtocolConfig {
-            c: 0,
-            beacon_threshold: 0,
-            election_lag: 1,
-            period_ms: 0,
-            fast_path_timeout_ms: 500,
-            view_change_timeout_ms: 5_000,
-            backup_collector_delay_ms: 300,
-            early_beacon: true,
-            max_batch: 256,
-        }
-    }
 }
 
 /// DKG parameters.
@@ -363,9 +332,7 @@ impl SimConfig {
         if self.nodes < 1 {
             return err("nodes must be at least 1".into());
         }
-        if let Err(e) = consensus::config::check_size(self.nodes, self.protocol.c) {
-            return err(e.to_string());
-        }
+        self.replica_config()?;
         if self.rounds == 0 {
             return err("rounds must be at least 1".into());
         }
@@ -442,6 +409,15 @@ impl SimConfig {
             return err("load.tx_per_second must not be negative".into());
         }
         Ok(())
+    }
+
+    /// The replicas' config: [`ReplicaConfig::from_params`] of `[protocol]`
+    /// for `nodes` replicas, with a genesis seed derived from the seed.
+    pub fn replica_config(&self) -> Result<ReplicaConfig, SimError> {
+        let mut replica = ReplicaConfig::from_params(self.nodes, &self.protocol)
+            .map_err(|e| SimError::Config(format!("[protocol] {e}")))?;
+        replica.genesis_seed = Sha256::digest(format!("sbft-beacon genesis {}", self.seed)).into();
+        Ok(replica)
     }
 
     /// The region table, if the latency model uses one.

@@ -24,7 +24,7 @@ use crate::invariants::{Checker, FailureKind};
 use crate::network::Network;
 use crate::report::{percentiles, FinalBeacon, Report, RoundStats};
 use crate::SimError;
-use beacon::chain::{BeaconJson, ChainInfo, ChainInfoJson};
+use beacon::chain::{BeaconJson, ChainInfoJson};
 use beacon::dkg::DkgOutput;
 use beacon::effect::Effect;
 use beacon::memo::Memo;
@@ -354,27 +354,14 @@ impl<S: Scheme> Engine<S> {
         )?)?;
         let regions = cfg.region_table()?;
         let network = Network::new(&cfg.network, regions.as_ref(), cfg.nodes);
-        let p = &cfg.protocol;
-        let mut replica = ReplicaConfig::new(cfg.nodes, p.c)?;
-        if p.beacon_threshold > 0 {
-            replica.beacon_threshold = p.beacon_threshold;
-        }
-        replica.election_lag = p.election_lag;
-        replica.period_us = p.period_ms * 1000;
-        replica.fast_path_timeout_us = p.fast_path_timeout_ms * 1000;
-        replica.view_change_timeout_us = p.view_change_timeout_ms * 1000;
-        replica.backup_collector_delay_us = p.backup_collector_delay_ms * 1000;
-        replica.early_beacon = p.early_beacon;
-        replica.max_batch = p.max_batch.max(1);
-        replica.genesis_seed = Sha256::digest(format!("sbft-beacon genesis {}", cfg.seed)).into();
-        replica.validate()?;
+        let replica = cfg.replica_config()?;
         if cfg.faults.byzantine + cfg.faults.twins > replica.f {
             return Err(SimError::TooManyFaulty {
                 byzantine: cfg.faults.byzantine,
                 twins: cfg.faults.twins,
                 f: replica.f,
                 n: cfg.nodes,
-                c: p.c,
+                c: replica.c,
             });
         }
         let n = cfg.nodes;
@@ -412,13 +399,14 @@ impl<S: Scheme> Engine<S> {
         // The committee is drawn from the genesis seed (public, fixed with the
         // membership), its size and min_qualified from the committee rule.
         let session: [u8; 32] = Sha256::digest(format!("sbft-beacon sim dkg {}", cfg.seed)).into();
-        let dkg = replica.dkg_config(
-            session,
-            cfg.dkg.dealers,
-            cfg.dkg.phase_timeout_ms * 1000,
-            cfg.dkg.max_attempts,
-        );
-        dkg.validate().map_err(SimError::Dkg)?;
+        let dkg = replica
+            .dkg_config(
+                session,
+                cfg.dkg.dealers,
+                cfg.dkg.phase_timeout_ms,
+                cfg.dkg.max_attempts,
+            )
+            .map_err(|e| SimError::Config(format!("[dkg] {e}")))?;
         let keys: Arc<Vec<_>> = Arc::new(
             (0..n)
                 .map(|i| consensus::member_key(&member_seed(cfg.seed, i)).verifying_key())
@@ -471,7 +459,7 @@ impl<S: Scheme> Engine<S> {
         }
         let total = slots.len();
         Ok(Engine {
-            checker: Checker::new(S::ID, replica.genesis_seed.to_vec(), honest, cfg.seed),
+            checker: Checker::new(replica.chain_info(Vec::new(), S::ID), honest, cfg.seed),
             cfg: cfg.clone(),
             replica,
             costs,
@@ -951,14 +939,7 @@ impl<S: Scheme> Engine<S> {
 
     fn chain_json(&self) -> Option<serde_json::Value> {
         let key = self.checker.group_key()?;
-        let info = ChainInfo {
-            public_key: key.to_vec(),
-            period: (self.cfg.protocol.period_ms / 1000) as u32,
-            genesis_time: 0,
-            genesis_seed: self.replica.genesis_seed.to_vec(),
-            scheme: S::ID,
-            beacon_id: "default".into(),
-        };
+        let info = self.replica.chain_info(key.to_vec(), S::ID);
         let beacons: Vec<BeaconJson> = self
             .checker
             .beacons()

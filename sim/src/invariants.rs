@@ -5,7 +5,7 @@
 //! seed and the event that broke it.
 
 use beacon::chain::ChainInfo;
-use beacon::{Beacon, Scheme, SchemeId, Time};
+use beacon::{Beacon, Scheme, Time};
 use consensus::{Height, Message, View};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -46,8 +46,8 @@ pub struct Violation {
 
 /// The checkers' state.
 pub struct Checker {
-    scheme: SchemeId,
-    genesis_seed: Vec<u8>,
+    /// The chain's info less its group key (known after the DKG).
+    chain: ChainInfo,
     honest: Vec<bool>,
     seed: u64,
     group_key: Option<Vec<u8>>,
@@ -62,11 +62,11 @@ pub struct Checker {
 }
 
 impl Checker {
-    /// A checker for one run.
-    pub fn new(scheme: SchemeId, genesis_seed: Vec<u8>, honest: Vec<bool>, seed: u64) -> Self {
+    /// A checker for one run of the chain `chain` (its public key is ignored:
+    /// the checker takes the group key the DKG agrees on).
+    pub fn new(chain: ChainInfo, honest: Vec<bool>, seed: u64) -> Self {
         Checker {
-            scheme,
-            genesis_seed,
+            chain,
             honest,
             seed,
             group_key: None,
@@ -233,7 +233,7 @@ impl Checker {
             return;
         }
         let expected_prev = if beacon.round == 1 {
-            Some(self.genesis_seed.clone())
+            Some(self.chain.genesis_seed.clone())
         } else {
             self.beacons
                 .get(&(beacon.round - 1))
@@ -263,11 +263,7 @@ impl Checker {
         };
         let info = ChainInfo {
             public_key: key,
-            period: 0,
-            genesis_time: 0,
-            genesis_seed: self.genesis_seed.clone(),
-            scheme: self.scheme,
-            beacon_id: "default".into(),
+            ..self.chain.clone()
         };
         if let Err(e) = info.verify_beacon(beacon) {
             self.fail(

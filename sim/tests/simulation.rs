@@ -168,7 +168,7 @@ fn a_crashed_member_costs_at_most_two_failed_views_per_height() {
     for seed in 1..=4 {
         let mut cfg = small("default", 4, 40);
         cfg.seed = seed;
-        cfg.protocol.c = 0;
+        cfg.protocol.c = Some(0);
         cfg.faults.crash.push(Crash {
             node: 3,
             at_ms: 100,
@@ -199,7 +199,7 @@ fn twins_keep_agreement_and_the_chain_goes_on() {
     for seed in 1..=4 {
         let mut cfg = small("default", 7, 8);
         cfg.seed = seed;
-        cfg.protocol.c = 0;
+        cfg.protocol.c = Some(0);
         cfg.faults.twins = 2;
         cfg.load.tx_per_second = 200.0;
         cfg.load.tx_bytes = 32;
@@ -228,7 +228,7 @@ fn new_byzantine_kinds_keep_agreement_and_liveness() {
     ] {
         let mut cfg = small("default", 7, 8);
         cfg.seed = seed;
-        cfg.protocol.c = 0;
+        cfg.protocol.c = Some(0);
         cfg.protocol.period_ms = if kind == "eager-primary" { 1000 } else { 0 };
         cfg.faults.byzantine = 2;
         cfg.faults.byzantine_kinds = vec![kind.into()];

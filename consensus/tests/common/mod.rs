@@ -6,7 +6,7 @@
 use beacon::dkg::DkgOutput;
 use beacon::effect::Effect;
 use beacon::memo::Memo;
-use beacon::{ChainInfo, NodeIndex, Point, Scheme, Time};
+use beacon::{NodeIndex, Point, Scheme, Time};
 use consensus::{
     Behaviour, ByzantineReplica, CommitPath, CommittedEntry, Event as ReplicaEvent, Height, Input,
     Message, Output, Participant, Replica, ReplicaConfig, ReplicaKeys, SignedVotes, View,
@@ -338,14 +338,7 @@ impl<S: Scheme> Net<S> {
     /// Every honest replica's chain verifies with drand's chained rules.
     pub fn assert_beacons_verify(&self) {
         let key = self.outputs[0].keys[0].group_key().to_bytes();
-        let info = ChainInfo {
-            public_key: key,
-            period: 0,
-            genesis_time: 0,
-            genesis_seed: self.config.genesis_seed.to_vec(),
-            scheme: S::ID,
-            beacon_id: "default".into(),
-        };
+        let info = self.config.chain_info(key, S::ID);
         for node in self.nodes.iter().filter(|n| n.is_honest()) {
             let beacons: Vec<beacon::Beacon> = node
                 .finalized()

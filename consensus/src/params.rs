@@ -1,0 +1,288 @@
+//! The protocol parameters of a network as one table: the `[protocol]` table of
+//! a simulator scenario (`configs/sim/*.toml`) and of a node's `node.toml` alike.
+//!
+//! - One set of defaults ([`ProtocolParams::default`]), chosen for real networks
+//!   (a LAN, or a WAN of a few regions): 50 ms fast-path wait, 1 s view change,
+//!   100 ms backup collector delay. Scenarios write their own values out.
+//! - One unit in files, milliseconds; [`ms_to_us`] is the only conversion to the
+//!   microseconds of [`ReplicaConfig`].
+//! - One builder, [`ReplicaConfig::from_params`], used by the simulator and the
+//!   node, so that a scenario's table pasted into `node.toml` gives the node the
+//!   replica config the simulator ran (same `n`; the genesis time and seed are
+//!   the driver's).
+//!
+//! Bad values (zero timeouts, a lag above [`crate::config::MAX_ELECTION_LAG`], a beacon
+//! threshold outside `[f + 1, n - f]`, a period that is not whole seconds) are
+//! [`ConsensusError`]s naming the key, never panics.
+
+use crate::config::{check_positive, check_size, smallest_collector_slack};
+use crate::{ConsensusError, ReplicaConfig};
+use serde::{Deserialize, Serialize};
+
+/// Microseconds in a millisecond.
+const US_PER_MS: u64 = 1_000;
+
+/// Milliseconds in a second (chain info counts the period in seconds).
+const MS_PER_S: u64 = 1_000;
+
+/// Default fast-path wait of a collector (ms).
+pub const DEFAULT_FAST_PATH_TIMEOUT_MS: u64 = 50;
+/// Default base view-change timeout (ms).
+pub const DEFAULT_VIEW_CHANGE_TIMEOUT_MS: u64 = 1_000;
+/// Default delay per rank of a backup collector (ms).
+pub const DEFAULT_BACKUP_COLLECTOR_DELAY_MS: u64 = 100;
+/// Default most transactions in one block.
+pub const DEFAULT_MAX_BATCH: usize = 256;
+
+/// The parameters every replica of one network shares, as written in the
+/// `[protocol]` table (durations in milliseconds). Every key is optional.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProtocolParams {
+    /// Extra collectors' slack `c` (`n = 3f + 2c + 1`); absent: the smallest
+    /// `c` that makes `n` valid ([`smallest_collector_slack`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub c: Option<u32>,
+    /// Beacon threshold `t_b` (0: `f + 1`; else within `[f + 1, n - f]`).
+    pub beacon_threshold: u32,
+    /// Election lag `k`: the beacon of height `h - k` elects height `h`
+    /// (`1..=MAX_ELECTION_LAG`).
+    pub election_lag: u64,
+    /// Milliseconds between rounds, whole seconds (0: back-to-back rounds).
+    pub period_ms: u64,
+    /// How long a collector waits for the fast path before preparing (ms, > 0).
+    pub fast_path_timeout_ms: u64,
+    /// Base view-change timeout (ms, > 0; doubled per view).
+    pub view_change_timeout_ms: u64,
+    /// Delay per rank before a backup collector acts for a silent first
+    /// collector (ms).
+    pub backup_collector_delay_ms: u64,
+    /// Whether collectors broadcast the beacon as soon as it exists (else only
+    /// with the commit proof).
+    pub early_beacon: bool,
+    /// Most transactions in one block (> 0).
+    pub max_batch: usize,
+}
+
+impl Default for ProtocolParams {
+    fn default() -> Self {
+        ProtocolParams {
+            c: None,
+            beacon_threshold: 0,
+            election_lag: 1,
+            period_ms: 0,
+            fast_path_timeout_ms: DEFAULT_FAST_PATH_TIMEOUT_MS,
+            view_change_timeout_ms: DEFAULT_VIEW_CHANGE_TIMEOUT_MS,
+            backup_collector_delay_ms: DEFAULT_BACKUP_COLLECTOR_DELAY_MS,
+            early_beacon: true,
+            max_batch: DEFAULT_MAX_BATCH,
+        }
+    }
+}
+
+/// Milliseconds to microseconds, the one conversion of file durations; a
+/// value too large for microseconds in a `u64` is an error naming `name`.
+pub fn ms_to_us(name: &'static str, ms: u64) -> Result<u64, ConsensusError> {
+    ms.checked_mul(US_PER_MS).ok_or(ConsensusError::Unusable {
+        name,
+        value: ms,
+        reason: "too large (microseconds overflow 64 bits)",
+    })
+}
+
+impl ProtocolParams {
+    /// The defaults with `c` fixed.
+    pub fn with_c(c: u32) -> Self {
+        ProtocolParams {
+            c: Some(c),
+            ..ProtocolParams::default()
+        }
+    }
+
+    /// The `c` of a network of `n` replicas: the configured one if `n` is
+    /// `3f + 2c + 1` for it, else the smallest that makes `n` valid.
+    pub fn collector_slack(&self, n: u32) -> Result<u32, ConsensusError> {
+        let c = match self.c {
+            Some(c) => c,
+            None => smallest_collector_slack(n).unwrap_or(0),
+        };
+        check_size(n, c)?;
+        Ok(c)
+    }
+
+    /// The period in whole seconds, as chain info publishes it.
+    pub fn period_s(&self) -> Result<u32, ConsensusError> {
+        if self.period_ms % MS_PER_S != 0 {
+            return Err(ConsensusError::Unusable {
+                name: "period_ms",
+                value: self.period_ms,
+                reason: "must be whole seconds (chain info counts the period in seconds)",
+            });
+        }
+        u32::try_from(self.period_ms / MS_PER_S).map_err(|_| ConsensusError::Unusable {
+            name: "period_ms",
+            value: self.period_ms,
+            reason: "more seconds than chain info can hold (u32)",
+        })
+    }
+
+    /// Checks what needs no `n`, named by the table's keys: positive
+    /// timeouts and batch, a period of whole seconds, durations that fit
+    /// microseconds. ([`ReplicaConfig::from_params`] checks the rest: `c`,
+    /// the beacon threshold and the election lag.)
+    pub fn validate(&self) -> Result<(), ConsensusError> {
+        check_positive([
+            ("fast_path_timeout_ms", self.fast_path_timeout_ms),
+            ("view_change_timeout_ms", self.view_change_timeout_ms),
+            ("max_batch", self.max_batch as u64),
+        ])?;
+        self.period_s()?;
+        self.durations_us().map(|_| ())
+    }
+
+    /// Period, fast-path timeout, view-change timeout and backup delay in
+    /// microseconds.
+    fn durations_us(&self) -> Result<[u64; 4], ConsensusError> {
+        Ok([
+            ms_to_us("period_ms", self.period_ms)?,
+            ms_to_us("fast_path_timeout_ms", self.fast_path_timeout_ms)?,
+            ms_to_us("view_change_timeout_ms", self.view_change_timeout_ms)?,
+            ms_to_us("backup_collector_delay_ms", self.backup_collector_delay_ms)?,
+        ])
+    }
+}
+
+impl ReplicaConfig {
+    /// The replica config of a network of `n` replicas with these parameters:
+    /// `c` resolved ([`ProtocolParams::collector_slack`]), `f = (n - 2c - 1) / 3`,
+    /// `t_b = f + 1` unless set, durations converted by [`ms_to_us`], the rest
+    /// (genesis, clock skew, mempool and block bounds) as [`ReplicaConfig::new`]
+    /// sets them; validated.
+    pub fn from_params(n: u32, params: &ProtocolParams) -> Result<Self, ConsensusError> {
+        params.validate()?;
+        let c = params.collector_slack(n)?;
+        let mut cfg = ReplicaConfig::sized(n, c)?;
+        if params.beacon_threshold > 0 {
+            cfg.beacon_threshold = params.beacon_threshold;
+        }
+        let [period, fast_path, view_change, backup] = params.durations_us()?;
+        cfg.election_lag = params.election_lag;
+        cfg.period_us = period;
+        cfg.fast_path_timeout_us = fast_path;
+        cfg.view_change_timeout_us = view_change;
+        cfg.backup_collector_delay_us = backup;
+        cfg.early_beacon = params.early_beacon;
+        cfg.max_batch = params.max_batch;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::MAX_ELECTION_LAG;
+
+    #[test]
+    fn defaults_suit_real_networks() {
+        let p = ProtocolParams::default();
+        assert_eq!(p.c, None);
+        assert_eq!(p.beacon_threshold, 0);
+        assert_eq!(p.election_lag, 1);
+        assert_eq!(p.period_ms, 0);
+        assert_eq!(p.fast_path_timeout_ms, 50);
+        assert_eq!(p.view_change_timeout_ms, 1_000);
+        assert_eq!(p.backup_collector_delay_ms, 100);
+        assert!(p.early_beacon);
+        assert_eq!(p.max_batch, 256);
+        // An empty table is the defaults.
+        let empty: ProtocolParams = toml::from_str("").unwrap();
+        assert_eq!(empty, p);
+        // ReplicaConfig::new has the same defaults (one set).
+        let cfg = ReplicaConfig::from_params(4, &p).unwrap();
+        assert_eq!(cfg, ReplicaConfig::new(4, 0).unwrap());
+        assert_eq!(cfg.fast_path_timeout_us, 50_000);
+        assert_eq!(cfg.view_change_timeout_us, 1_000_000);
+        assert_eq!(cfg.backup_collector_delay_us, 100_000);
+        assert_eq!(cfg.beacon_threshold, cfg.f + 1);
+    }
+
+    #[test]
+    fn table_parses_and_converts_once() {
+        let p: ProtocolParams = toml::from_str(
+            "c = 1\nbeacon_threshold = 5\nelection_lag = 3\nperiod_ms = 2000\n\
+             fast_path_timeout_ms = 400\nview_change_timeout_ms = 2500\n\
+             backup_collector_delay_ms = 30\nearly_beacon = false\nmax_batch = 64\n",
+        )
+        .unwrap();
+        let cfg = ReplicaConfig::from_params(12, &p).unwrap();
+        assert_eq!((cfg.n, cfg.f, cfg.c), (12, 3, 1));
+        assert_eq!(cfg.beacon_threshold, 5);
+        assert_eq!(cfg.election_lag, 3);
+        assert_eq!(cfg.period_us, 2_000_000);
+        assert_eq!(cfg.fast_path_timeout_us, 400_000);
+        assert_eq!(cfg.view_change_timeout_us, 2_500_000);
+        assert_eq!(cfg.backup_collector_delay_us, 30_000);
+        assert!(!cfg.early_beacon);
+        assert_eq!(cfg.max_batch, 64);
+        assert_eq!(p.period_s().unwrap(), 2);
+        // Written out and read back: the same table.
+        let text = toml::to_string(&p).unwrap();
+        assert_eq!(toml::from_str::<ProtocolParams>(&text).unwrap(), p);
+        assert_eq!(ms_to_us("x", 7).unwrap(), 7_000);
+    }
+
+    #[test]
+    fn c_is_derived_from_n_when_absent() {
+        let p = ProtocolParams::default();
+        for (n, c) in [(4, 0), (6, 1), (8, 2), (64, 0), (32, 2)] {
+            assert_eq!(p.collector_slack(n).unwrap(), c, "n = {n}");
+            assert_eq!(ReplicaConfig::from_params(n, &p).unwrap().c, c);
+        }
+        assert!(p.collector_slack(2).is_err());
+        // A fixed c that does not fit n is refused with the nearest sizes.
+        let e = ProtocolParams::with_c(2).collector_slack(4).unwrap_err();
+        assert!(e.to_string().contains("nearest valid n"), "{e}");
+    }
+
+    #[test]
+    fn bad_values_are_named_errors() {
+        let bad = |edit: fn(&mut ProtocolParams), n: u32| -> String {
+            let mut p = ProtocolParams::default();
+            edit(&mut p);
+            ReplicaConfig::from_params(n, &p).unwrap_err().to_string()
+        };
+        let m = bad(|p| p.fast_path_timeout_ms = 0, 4);
+        assert_eq!(m, "fast_path_timeout_ms must be positive");
+        let m = bad(|p| p.view_change_timeout_ms = 0, 4);
+        assert_eq!(m, "view_change_timeout_ms must be positive");
+        let m = bad(|p| p.max_batch = 0, 4);
+        assert_eq!(m, "max_batch must be positive");
+        let m = bad(|p| p.election_lag = 0, 4);
+        assert!(m.contains("election_lag = 0 outside [1, 64]"), "{m}");
+        let m = bad(|p| p.election_lag = MAX_ELECTION_LAG + 1, 4);
+        assert!(m.contains("election_lag = 65 outside"), "{m}");
+        // n = 4, f = 1: t_b in [2, 3].
+        let m = bad(|p| p.beacon_threshold = 4, 4);
+        assert!(m.contains("beacon_threshold = 4 outside [2, 3]"), "{m}");
+        let m = bad(|p| p.beacon_threshold = 1, 4);
+        assert!(m.contains("beacon_threshold = 1 outside [2, 3]"), "{m}");
+        let m = bad(|p| p.period_ms = 1_500, 4);
+        assert!(
+            m.contains("period_ms = 1500") && m.contains("whole seconds"),
+            "{m}"
+        );
+        let m = bad(|p| p.view_change_timeout_ms = u64::MAX, 4);
+        assert!(
+            m.contains("view_change_timeout_ms") && m.contains("overflow"),
+            "{m}"
+        );
+        let m = bad(|p| p.period_ms = (u64::from(u32::MAX) + 1) * 1_000, 4);
+        assert!(m.contains("period_ms"), "{m}");
+        let m = bad(|p| p.c = Some(1), 4);
+        assert!(m.contains("not 3f + 2c + 1"), "{m}");
+        // Unknown keys are refused by name.
+        let e = toml::from_str::<ProtocolParams>("fast_path_timeout = 5").unwrap_err();
+        assert!(e.to_string().contains("fast_path_timeout"), "{e}");
+    }
+}
