@@ -535,7 +535,7 @@ mod tests {
             ("c = 1", "not 3f + 2c + 1"),
             ("fast_path_timeout = 5", "unknown field `fast_path_timeout`"),
             (
-                "view_change_timeout_ms = 18446744073709551",
+                "view_change_timeout_ms = 18446744073709552",
                 "view_change_timeout_ms",
             ),
         ] {
