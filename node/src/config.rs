@@ -560,7 +560,7 @@ mod tests {
             d,
             &ok.replace(
                 "id = \"test\"",
-                "id = \"test\"\ndkg_phase_ms = 18446744073709551",
+                "id = \"test\"\ndkg_phase_ms = 18446744073709552",
             ),
         );
         assert!(m.contains("dkg_phase_ms"), "{m}");
