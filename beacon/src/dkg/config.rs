@@ -1,0 +1,103 @@
+//! The parameters every member of one DKG run agrees on, and their checks.
+
+use crate::{Error, NodeIndex};
+use serde::{Deserialize, Serialize};
+
+/// Parameters every member of one DKG run agrees on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DkgConfig {
+    /// Unique identifier of this run (replays from other runs are ignored).
+    pub session: [u8; 32],
+    /// Number of members.
+    pub n: u32,
+    /// The thresholds to generate one key for each (e.g. beacon, slow path, fast path).
+    pub thresholds: Vec<u32>,
+    /// The dealers (sorted, distinct); empty means every member deals.
+    pub dealers: Vec<NodeIndex>,
+    /// Length of each phase, in microseconds.
+    pub phase_timeout_us: u64,
+    /// Fewest qualified dealers for success (at least one must be honest for the
+    /// secret to be unknown: f + 1 when every member deals; see
+    /// [`committee::Committee`] for a drawn committee).
+    pub min_qualified: u32,
+    /// Fault bound `f`: the agreement step of [`session::DkgSession`] needs
+    /// `n - f` members signing the same result.
+    pub max_faulty: u32,
+    /// Attempts of [`session::DkgSession`] before it fails (each with a fresh
+    /// session nonce and twice the phase length of the one before).
+    pub max_attempts: u32,
+}
+
+impl DkgConfig {
+    /// Checks the parameters.
+    pub fn validate(&self) -> Result<(), Error> {
+        if self.n == 0 {
+            return Err(Error::Dkg("n must be at least 1".into()));
+        }
+        if self.thresholds.is_empty() {
+            return Err(Error::Dkg("no thresholds requested".into()));
+        }
+        for &t in &self.thresholds {
+            if t == 0 || t > self.n {
+                return Err(Error::InvalidThreshold { t, n: self.n });
+            }
+        }
+        for pair in self.dealers.windows(2) {
+            if pair[0] >= pair[1] {
+                return Err(Error::Dkg("dealers must be sorted and distinct".into()));
+            }
+        }
+        if let Some(last) = self.dealers.last() {
+            if last.0 >= self.n {
+                return Err(Error::SignerOutOfRange {
+                    signer: *last,
+                    n: self.n,
+                });
+            }
+        }
+        if 3 * u64::from(self.max_faulty) >= u64::from(self.n) {
+            return Err(Error::Dkg(format!(
+                "fault bound f = {} needs n > 3f (n = {})",
+                self.max_faulty, self.n
+            )));
+        }
+        if self.max_attempts == 0 || self.max_attempts > 16 {
+            return Err(Error::Dkg("max_attempts must be in 1..=16".into()));
+        }
+        let k = self.dealer_count();
+        if self.min_qualified == 0 || self.min_qualified > k {
+            return Err(Error::Dkg(format!(
+                "min_qualified = {} must be in 1..={k}",
+                self.min_qualified
+            )));
+        }
+        Ok(())
+    }
+
+    /// The dealers (every member when none are configured).
+    pub fn dealer_list(&self) -> Vec<NodeIndex> {
+        if self.dealers.is_empty() {
+            (0..self.n).map(NodeIndex).collect()
+        } else {
+            self.dealers.clone()
+        }
+    }
+
+    /// How many dealers there are.
+    pub fn dealer_count(&self) -> u32 {
+        if self.dealers.is_empty() {
+            self.n
+        } else {
+            self.dealers.len() as u32
+        }
+    }
+
+    /// Whether `who` deals.
+    pub fn is_dealer(&self, who: NodeIndex) -> bool {
+        if self.dealers.is_empty() {
+            who.0 < self.n
+        } else {
+            self.dealers.binary_search(&who).is_ok()
+        }
+    }
+}

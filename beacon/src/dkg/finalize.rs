@@ -1,0 +1,146 @@
+//! Step 4 of the DKG: QUAL, and the keys derived from it (group polynomials and
+//! verification keys, shared through the memo between simulated members).
+
+use super::*;
+use crate::curve::Point;
+use crate::field::Scalar;
+use crate::scheme::Scheme;
+use crate::threshold::SecretShare;
+use crate::NodeIndex;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+impl<S: Scheme> Dkg<S> {
+    /// Step 4: decide QUAL and derive the keys.
+    pub(super) fn finalize(&mut self) -> Vec<DkgAction<S>> {
+        let complained: Vec<(NodeIndex, BTreeSet<NodeIndex>)> = self
+            .complaints
+            .iter()
+            .map(|(d, c)| (*d, c.clone()))
+            .collect();
+        for (dealer, complainers) in complained {
+            if self.disqualified.contains_key(&dealer) || !self.deals.contains_key(&dealer) {
+                continue;
+            }
+            let Some(j) = self.justifications.get(&dealer).cloned() else {
+                self.disqualify(dealer, "complaints left unanswered");
+                continue;
+            };
+            let deal = self.deals[&dealer].clone();
+            for c in complainers {
+                match j.revealed.iter().find(|(r, _)| *r == c) {
+                    Some((_, shares))
+                        if shares.len() == self.config.thresholds.len()
+                            && share_matches::<S>(&self.domain, &deal, c, shares) =>
+                    {
+                        if c == self.me {
+                            self.shares.insert(dealer, shares.clone());
+                        }
+                    }
+                    _ => {
+                        self.disqualify(dealer, "invalid or missing justification");
+                        break;
+                    }
+                }
+            }
+        }
+        let qual = self.candidates();
+        if (qual.len() as u32) < self.config.min_qualified {
+            self.phase = DkgPhase::Failed;
+            return vec![DkgAction::Failed(format!(
+                "only {} qualified dealers, need {}",
+                qual.len(),
+                self.config.min_qualified
+            ))];
+        }
+        let mut keys = Vec::with_capacity(self.config.thresholds.len());
+        let thresholds = self.config.thresholds.clone();
+        for (k, &t) in thresholds.iter().enumerate() {
+            let Some(value) = qual
+                .iter()
+                .map(|d| self.shares.get(d).map(|s| s[k]))
+                .sum::<Option<Scalar>>()
+            else {
+                self.phase = DkgPhase::Failed;
+                return vec![DkgAction::Failed(
+                    "a qualified dealer's share is missing".into(),
+                )];
+            };
+            let (public_polynomial, verification_keys) = self.derive(k, &qual);
+            let secret_share = SecretShare::new(self.me, value);
+            if secret_share.verification_key::<S>() != verification_keys[self.me.0 as usize] {
+                self.phase = DkgPhase::Failed;
+                return vec![DkgAction::Failed(format!(
+                    "threshold {t}: own share does not match the group polynomial"
+                ))];
+            }
+            keys.push(ThresholdKeyMaterial {
+                threshold: t,
+                public_polynomial,
+                secret_share,
+                verification_keys,
+            });
+        }
+        self.phase = DkgPhase::Done;
+        let output = DkgOutput {
+            session: self.config.session,
+            n: self.config.n,
+            me: self.me,
+            qual,
+            disqualified: self
+                .disqualified
+                .iter()
+                .map(|(d, r)| (*d, r.clone()))
+                .collect(),
+            keys,
+        };
+        vec![DkgAction::Complete(Arc::new(output))]
+    }
+
+    pub(super) fn memo_key(&self, what: &str, k: usize, dealers: &[NodeIndex]) -> [u8; 32] {
+        let mut h = Sha256::new();
+        h.update(what.as_bytes());
+        h.update(self.config.session);
+        h.update((k as u64).to_be_bytes());
+        for d in dealers {
+            h.update(self.deals[d].digest());
+        }
+        h.finalize().into()
+    }
+
+    /// The group polynomial (sum of the commitments of `dealers`) for threshold `k`
+    /// and every member's verification key under it; derived once per dealer set.
+    pub(super) fn derive(&mut self, k: usize, dealers: &[NodeIndex]) -> Derived<S> {
+        let id = (k, dealers.to_vec());
+        if let Some(found) = self.derived.get(&id) {
+            return found.clone();
+        }
+        let poly = self.group_polynomial(k, dealers);
+        let key = self.memo_key("verification-keys", k, dealers);
+        let keys = self
+            .memo
+            .get_or_compute(key, || evaluate_in_exponent(&poly, &self.domain));
+        self.derived.insert(id, (poly.clone(), keys.clone()));
+        (poly, keys)
+    }
+
+    /// Sum of the commitments of `dealers` for threshold `k`.
+    pub(super) fn group_polynomial(
+        &self,
+        k: usize,
+        dealers: &[NodeIndex],
+    ) -> Arc<Vec<S::PublicKey>> {
+        let key = self.memo_key("group-polynomial", k, dealers);
+        self.memo.get_or_compute(key, || {
+            let t = self.config.thresholds[k] as usize;
+            let mut sum = vec![S::PublicKey::identity(); t];
+            for d in dealers {
+                for (acc, c) in sum.iter_mut().zip(&self.deals[d].commitments[k]) {
+                    *acc = acc.add(c);
+                }
+            }
+            sum
+        })
+    }
+}

@@ -1,0 +1,117 @@
+//! Sessions over an in-memory network: agreement, late members, distinct attempts.
+
+use super::*;
+use crate::scheme::MinSig;
+
+/// Runs `n` honest sessions with zero latency; member `i` starts at
+/// `starts[i]`. Returns each member's last terminal action.
+fn run(n: u32, starts: &[u64]) -> Vec<Option<Result<Arc<DkgOutput<MinSig>>, String>>> {
+    let f = (n - 1) / 3;
+    let config = DkgConfig {
+        session: [9; 32],
+        n,
+        thresholds: vec![f + 1],
+        dealers: Vec::new(),
+        phase_timeout_us: 1_000,
+        min_qualified: f + 1,
+        max_faulty: f,
+        max_attempts: 2,
+    };
+    let secrets: Vec<SigningKey> = (0..n)
+        .map(|i| SigningKey::from_bytes(&[i as u8 + 1; 32]))
+        .collect();
+    let keys = Arc::new(
+        secrets
+            .iter()
+            .map(|k| k.verifying_key())
+            .collect::<Vec<_>>(),
+    );
+    let memo = Memo::disabled();
+    let mut members: Vec<DkgSession<MinSig>> = (0..n)
+        .map(|i| {
+            DkgSession::new(
+                config.clone(),
+                NodeIndex(i),
+                [i as u8; 32],
+                memo.clone(),
+                secrets[i as usize].clone(),
+                keys.clone(),
+            )
+            .unwrap()
+        })
+        .collect();
+    let mut results = vec![None; n as usize];
+    let mut timers: BTreeMap<(Time, u64), (u32, SessionInput)> = BTreeMap::new();
+    let mut seq = 0;
+    for (i, at) in starts.iter().enumerate() {
+        seq += 1;
+        timers.insert((Time(*at), seq), (i as u32, SessionInput::Start));
+    }
+    let mut now = Time::ZERO;
+    let mut queue: std::collections::VecDeque<(u32, SessionInput)> = Default::default();
+    loop {
+        while let Some((who, input)) = queue.pop_front() {
+            for action in members[who as usize].handle(now, input) {
+                match action {
+                    SessionAction::Send { to, message } => queue.push_back((
+                        to.0,
+                        SessionInput::Message {
+                            from: NodeIndex(who),
+                            message,
+                        },
+                    )),
+                    SessionAction::Broadcast(message) => {
+                        for j in (0..n).filter(|j| *j != who) {
+                            queue.push_back((
+                                j,
+                                SessionInput::Message {
+                                    from: NodeIndex(who),
+                                    message: message.clone(),
+                                },
+                            ));
+                        }
+                    }
+                    SessionAction::SetTimer { at, timer } => {
+                        seq += 1;
+                        timers.insert((at, seq), (who, SessionInput::Timer(timer)));
+                    }
+                    SessionAction::Complete(out) => results[who as usize] = Some(Ok(out)),
+                    SessionAction::Failed(e) => results[who as usize] = Some(Err(e)),
+                }
+            }
+        }
+        let Some(((at, _), (who, input))) = timers.pop_first() else {
+            break;
+        };
+        now = at;
+        queue.push_back((who, input));
+    }
+    results
+}
+
+#[test]
+fn honest_sessions_agree() {
+    let results = run(4, &[0, 0, 0, 0]);
+    let keys: Vec<_> = results
+        .iter()
+        .map(|r| r.clone().unwrap().unwrap().keys[0].group_key().to_bytes())
+        .collect();
+    assert!(keys.windows(2).all(|w| w[0] == w[1]));
+    assert_eq!(results[0].clone().unwrap().unwrap().session, [9; 32]);
+}
+
+/// A member that starts late sees the quorum form before it finalizes: it
+/// must wait for its own result, not give up.
+#[test]
+fn a_late_member_still_completes_with_the_quorum() {
+    let results = run(4, &[0, 0, 0, 400]);
+    for (i, r) in results.iter().enumerate() {
+        assert!(matches!(r, Some(Ok(_))), "member {i}: {r:?}");
+    }
+}
+
+#[test]
+fn attempts_have_distinct_sessions() {
+    assert_ne!(attempt_session(&[1; 32], 0), attempt_session(&[1; 32], 1));
+    assert_ne!(attempt_session(&[1; 32], 0), [1; 32]);
+}

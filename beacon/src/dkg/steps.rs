@@ -1,0 +1,260 @@
+//! Steps 1-3 of the DKG: deal, receive, complain and justify, and the ends of
+//! the dealing and complaint phases.
+
+use super::batch::{batch_check, in_share_tree, share_leaf, ShareTree};
+use super::relay::Kind;
+use super::*;
+use crate::curve::Point;
+use crate::field::Scalar;
+use crate::scheme::Scheme;
+use crate::{NodeIndex, Time};
+use rand_core::RngCore as _;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+impl<S: Scheme> Dkg<S> {
+    /// Step 1: deal (if a dealer) and arm the end of the deal phase.
+    pub(super) fn start(&mut self, now: Time) -> Vec<DkgAction<S>> {
+        if self.phase != DkgPhase::Idle {
+            return Vec::new();
+        }
+        self.phase = DkgPhase::Dealing;
+        let mut out = Vec::new();
+        if self.config.is_dealer(self.me) {
+            let g = S::PublicKey::generator();
+            let mut commitments = Vec::with_capacity(self.config.thresholds.len());
+            let mut evaluations = Vec::with_capacity(self.config.thresholds.len());
+            for &t in &self.config.thresholds {
+                let poly: Vec<Scalar> = (0..t).map(|_| Scalar::random(&mut self.rng)).collect();
+                commitments.push(poly.iter().map(|a| g.mul(a)).collect());
+                evaluations.push(self.domain.evaluate_all(&poly));
+            }
+            let session = self.config.session;
+            let member_shares =
+                |j: u32| -> Vec<Scalar> { evaluations.iter().map(|e| e[j as usize]).collect() };
+            let salts: Vec<[u8; 32]> = (0..self.config.n)
+                .map(|_| {
+                    let mut salt = [0u8; 32];
+                    self.rng.fill_bytes(&mut salt);
+                    salt
+                })
+                .collect();
+            let leaves = (0..self.config.n)
+                .map(|j| {
+                    share_leaf(
+                        &session,
+                        self.me,
+                        NodeIndex(j),
+                        &salts[j as usize],
+                        &member_shares(j),
+                    )
+                })
+                .collect();
+            let tree = ShareTree::new(leaves);
+            let deal = Arc::new(Deal::new(session, self.me, commitments, tree.root()));
+            self.deals.insert(self.me, deal.clone());
+            out.push(DkgAction::Broadcast(DkgMessage::Deal(deal)));
+            for j in 0..self.config.n {
+                let shares = member_shares(j);
+                if j == self.me.0 {
+                    self.shares_committed
+                        .insert(self.me, (salts[j as usize], tree.path(NodeIndex(j))));
+                    self.shares.insert(self.me, shares);
+                } else {
+                    let message = DealtShares {
+                        session,
+                        dealer: self.me,
+                        recipient: NodeIndex(j),
+                        shares,
+                        salt: salts[j as usize],
+                        path: tree.path(NodeIndex(j)),
+                    };
+                    out.push(DkgAction::Send {
+                        to: NodeIndex(j),
+                        message: DkgMessage::Shares(message),
+                    });
+                }
+            }
+            self.dealt = Some(evaluations);
+        }
+        out.push(self.timer(now, DkgTimer::EndOfDeal));
+        out
+    }
+
+    pub(super) fn on_message(&mut self, from: NodeIndex, message: DkgMessage<S>) {
+        if from.0 >= self.config.n || matches!(self.phase, DkgPhase::Done | DkgPhase::Failed) {
+            return;
+        }
+        let thresholds = self.config.thresholds.len();
+        match message {
+            DkgMessage::Deal(deal) => {
+                let accepting = matches!(self.phase, DkgPhase::Idle | DkgPhase::Dealing);
+                if deal.session != self.config.session || deal.dealer != from || !accepting {
+                    return;
+                }
+                if !self.config.is_dealer(from) || self.deals.contains_key(&from) {
+                    return;
+                }
+                let well_formed = deal.commitments.len() == thresholds
+                    && deal
+                        .commitments
+                        .iter()
+                        .zip(&self.config.thresholds)
+                        .all(|(c, t)| c.len() == *t as usize);
+                if !well_formed {
+                    self.disqualify(from, "commitments of the wrong degree");
+                }
+                self.deals.insert(from, deal);
+            }
+            DkgMessage::Shares(s) => {
+                let accepting = matches!(self.phase, DkgPhase::Idle | DkgPhase::Dealing);
+                if s.session != self.config.session
+                    || s.dealer != from
+                    || s.recipient != self.me
+                    || !accepting
+                {
+                    return;
+                }
+                if self.config.is_dealer(from)
+                    && s.shares.len() == thresholds
+                    && !self.shares.contains_key(&from)
+                {
+                    self.shares_committed.insert(from, (s.salt, s.path));
+                    self.shares.insert(from, s.shares);
+                }
+            }
+            DkgMessage::Complaint(c) => {
+                let accepting = matches!(
+                    self.phase,
+                    DkgPhase::Idle | DkgPhase::Dealing | DkgPhase::Complaining
+                );
+                if c.session != self.config.session
+                    || c.from != from
+                    || !accepting
+                    || self.faulty.contains(&from)
+                    || !self.complainers.insert(from)
+                {
+                    return;
+                }
+                for d in c.dealers {
+                    if self.config.is_dealer(d) {
+                        self.complaints.entry(d).or_default().insert(from);
+                    }
+                }
+            }
+            DkgMessage::Justification(j) => {
+                if j.session != self.config.session
+                    || j.dealer != from
+                    || self.phase == DkgPhase::Idle
+                {
+                    return;
+                }
+                if self.config.is_dealer(from) {
+                    self.justifications.entry(from).or_insert(j);
+                }
+            }
+        }
+    }
+
+    pub(super) fn disqualify(&mut self, dealer: NodeIndex, reason: &str) {
+        self.disqualified
+            .entry(dealer)
+            .or_insert_with(|| reason.to_string());
+    }
+
+    /// Dealers whose deal arrived well formed and who are not (yet) disqualified.
+    pub(super) fn candidates(&self) -> Vec<NodeIndex> {
+        self.config
+            .dealer_list()
+            .into_iter()
+            .filter(|d| self.deals.contains_key(d) && !self.disqualified.contains_key(d))
+            .collect()
+    }
+
+    /// Step 2: disqualify silent dealers, check own shares, complain (naming
+    /// nobody when every share is good).
+    pub(super) fn end_of_deal(&mut self, now: Time) -> Vec<DkgAction<S>> {
+        let mut out = Vec::new();
+        // The deals this member holds are final: let the relay compare them.
+        self.announce(Kind::Deal, &mut out);
+        for d in self.config.dealer_list() {
+            if !self.deals.contains_key(&d) {
+                self.disqualify(d, "no deal before the deadline");
+            }
+        }
+        let candidates = self.candidates();
+        // Missing shares, or shares the dealer did not commit to, are bad.
+        let size = self.domain.size();
+        let mut bad: BTreeSet<NodeIndex> = candidates
+            .iter()
+            .filter(|d| {
+                let (Some(shares), Some((salt, path))) =
+                    (self.shares.get(d), self.shares_committed.get(d))
+                else {
+                    return true;
+                };
+                let leaf = share_leaf(&self.config.session, **d, self.me, salt, shares);
+                !in_share_tree(&self.deals[d].share_root, leaf, self.me, path, size)
+            })
+            .copied()
+            .collect();
+        let dealings: Vec<(&Deal<S>, &[Scalar])> = candidates
+            .iter()
+            .filter(|d| !bad.contains(d))
+            .map(|d| (self.deals[d].as_ref(), self.shares[d].as_slice()))
+            .collect();
+        // One batched check of every dealing; single ones only if it fails.
+        let session = self.config.session;
+        if !batch_check::<S>(&self.domain, &self.memo, &session, self.me, &dealings) {
+            for (deal, shares) in &dealings {
+                if !share_matches::<S>(&self.domain, deal, self.me, shares) {
+                    bad.insert(deal.dealer);
+                }
+            }
+        }
+        self.phase = DkgPhase::Complaining;
+        self.my_complaints = bad.clone();
+        for d in &bad {
+            self.complaints.entry(*d).or_default().insert(self.me);
+        }
+        self.complainers.insert(self.me);
+        let complaint = Complaint {
+            session: self.config.session,
+            from: self.me,
+            dealers: bad.into_iter().collect(),
+        };
+        out.push(DkgAction::Broadcast(DkgMessage::Complaint(complaint)));
+        out.push(self.timer(now, DkgTimer::EndOfComplaints));
+        out
+    }
+
+    /// Step 3: answer complaints against this dealer.
+    pub(super) fn end_of_complaints(&mut self, now: Time) -> Vec<DkgAction<S>> {
+        self.phase = DkgPhase::Justifying;
+        let mut out = Vec::new();
+        self.announce(Kind::Complaint, &mut out);
+        let complainers = self.complaints.get(&self.me).cloned().unwrap_or_default();
+        if self.config.is_dealer(self.me)
+            && !complainers.is_empty()
+            && !self.disqualified.contains_key(&self.me)
+        {
+            if let Some(dealt) = &self.dealt {
+                let revealed: Vec<(NodeIndex, Vec<Scalar>)> = complainers
+                    .iter()
+                    .map(|j| (*j, dealt.iter().map(|e| e[j.0 as usize]).collect()))
+                    .collect();
+                let justification = Arc::new(Justification {
+                    session: self.config.session,
+                    dealer: self.me,
+                    revealed,
+                });
+                self.justifications.insert(self.me, justification.clone());
+                out.push(DkgAction::Broadcast(DkgMessage::Justification(
+                    justification,
+                )));
+            }
+        }
+        out.push(self.timer(now, DkgTimer::EndOfJustifications));
+        out
+    }
+}

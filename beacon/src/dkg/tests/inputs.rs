@@ -1,0 +1,123 @@
+//! Bad input and restored state: malformed messages, invalid configs, a
+//! persisted result that signs after a restart.
+
+use super::*;
+
+#[test]
+fn persisted_output_signs_after_restart() {
+    let cfg = config(7, Vec::new());
+    let run = harness::run::<MinSig>(
+        harness::honest(&cfg, 31, &Memo::shared()).unwrap(),
+        31,
+        &Disturbances::default(),
+    );
+    let outputs: Vec<Arc<DkgOutput<MinSig>>> = run
+        .results
+        .iter()
+        .map(|r| r.clone().unwrap().unwrap())
+        .collect();
+    // Member 2 "restarts": its output is reloaded from bytes; no DKG runs.
+    let bytes = outputs[2].encode().unwrap();
+    let reloaded = DkgOutput::<MinSig>::decode(&bytes).unwrap();
+    assert!(
+        !format!("{reloaded:?}").contains(&format!("{:?}", reloaded.keys[0].secret_share.value()))
+    );
+    let domain = Arc::new(SignerDomain::new(7).unwrap());
+    let public = reloaded.keys[1].public_key(domain).unwrap();
+    let msg = b"after restart";
+    let mut shares = vec![reloaded.keys[1].secret_share.sign::<MinSig>(msg)];
+    shares.extend(
+        outputs[3..]
+            .iter()
+            .map(|o| o.keys[1].secret_share.sign::<MinSig>(msg)),
+    );
+    let sig = public
+        .aggregate(&shares, InterpolationMethod::RootsOfUnity)
+        .unwrap();
+    assert!(public.verify(msg, &sig));
+    // A tampered file is rejected.
+    let mut bad = bytes.clone();
+    let last = bad.len() - 5;
+    bad[last] ^= 1;
+    assert!(DkgOutput::<MinSig>::decode(&bad).is_err());
+}
+
+#[test]
+fn malformed_messages_are_errors_not_panics() {
+    let cfg = config(4, Vec::new());
+    let run = harness::run::<MinPk>(
+        harness::honest(&cfg, 41, &Memo::shared()).unwrap(),
+        41,
+        &Disturbances::default(),
+    );
+    assert!(run.results.iter().all(|r| matches!(r, Some(Ok(_)))));
+    let deal = Deal::<MinPk>::new([1; 32], NodeIndex(0), vec![vec![G1Gen::gen(); 2]], [0; 32]);
+    let bytes = DkgMessage::Deal(Arc::new(deal)).encode().unwrap();
+    assert!(DkgMessage::<MinPk>::decode(&bytes).is_ok());
+    for cut in [0, 1, 10, bytes.len() - 1] {
+        assert!(DkgMessage::<MinPk>::decode(&bytes[..cut]).is_err());
+    }
+    // Corrupt a point: flip a byte inside the first commitment.
+    for pos in [45, 60, 80] {
+        let mut bad = bytes.clone();
+        bad[pos] ^= 0x5a;
+        let _ = DkgMessage::<MinPk>::decode(&bad); // must not panic
+    }
+    // A G1 deal decoded as a G2 deal: wrong point lengths.
+    assert!(DkgMessage::<MinSig>::decode(&bytes).is_err());
+    // Garbage.
+    let mut rng = ChaCha20Rng::seed_from_u64(3);
+    for len in [0usize, 3, 50, 500] {
+        let mut junk = vec![0u8; len];
+        rand_core::RngCore::fill_bytes(&mut rng, &mut junk);
+        let _ = DkgMessage::<MinPk>::decode(&junk);
+    }
+    // Out-of-range or inconsistent inputs to the state machine are ignored.
+    let mut dkg = Dkg::<MinPk>::new(cfg, NodeIndex(0), [0; 32], Memo::disabled()).unwrap();
+    let shares = DealtShares {
+        session: [7; 32],
+        dealer: NodeIndex(2),
+        recipient: NodeIndex(0),
+        shares: vec![],
+        salt: [0; 32],
+        path: Vec::new(),
+    };
+    assert!(dkg
+        .handle(
+            Time::ZERO,
+            DkgInput::Message {
+                from: NodeIndex(99),
+                message: DkgMessage::Shares(shares)
+            }
+        )
+        .is_empty());
+}
+
+struct G1Gen;
+impl G1Gen {
+    fn gen() -> crate::curve::G1 {
+        crate::curve::G1::generator()
+    }
+}
+
+#[test]
+fn config_validation() {
+    let mut cfg = config(4, Vec::new());
+    assert!(cfg.validate().is_ok());
+    cfg.thresholds = vec![5];
+    assert!(cfg.validate().is_err());
+    let mut cfg = config(4, vec![NodeIndex(2), NodeIndex(1)]);
+    assert!(cfg.validate().is_err());
+    cfg.dealers = vec![NodeIndex(1), NodeIndex(4)];
+    assert!(cfg.validate().is_err());
+    let mut cfg = config(4, Vec::new());
+    cfg.min_qualified = 0;
+    assert!(cfg.validate().is_err());
+    assert!(Dkg::<MinPk>::new(
+        config(4, Vec::new()),
+        NodeIndex(4),
+        [0; 32],
+        Memo::disabled()
+    )
+    .is_err());
+}
