@@ -699,3 +699,76 @@ fn malformed_messages_decode_to_errors() {
     assert!(Message::<S>::decode(&bad).is_err());
     assert!(Message::<beacon::MinPk>::decode(&share).is_err());
 }
+
+/// Crash safety of a new primary's NEW-VIEW: the primary of view 1, with a
+/// client transaction queued, sends NEW-VIEW with a fresh block holding it,
+/// crashes and loses its mempool. Restored from its vote record it sends no
+/// NEW-VIEW with another block for view 1 (restored without the record, it
+/// sends one: two proposals in one view).
+#[test]
+fn a_restarted_new_primary_sends_no_second_new_view() {
+    let fx = Fixture::new(80);
+    let e1 = Election::draw(&fx.config.genesis_seed, Height::new(1), View::new(1), 4, 1);
+    let me = e1.primary;
+    let others: Vec<NodeIndex> = (0..4).map(NodeIndex).filter(|i| *i != me).collect();
+    let new_view_blocks = |out: &[consensus::Output<S>]| -> Vec<Digest> {
+        out.iter()
+            .filter_map(|o| match o.message() {
+                Some(Message::NewView { block, .. }) => Some(block.digest()),
+                _ => None,
+            })
+            .collect()
+    };
+    // Drives `replica` (started) to view 1 and feeds it two others' view changes.
+    let to_view_one = |replica: &mut Replica<S>, record: &mut Vec<consensus::SignedVotes<S>>| {
+        let mut outputs = Vec::new();
+        let mut take = |out: Vec<consensus::Output<S>>| {
+            for o in &out {
+                if let consensus::Output::PersistVotes(r) = o {
+                    *record = r.clone();
+                }
+            }
+            outputs.extend(out);
+        };
+        take(replica.handle(Time::ZERO, Input::Start));
+        let timer = Timer::ViewChange {
+            height: Height::new(1),
+            view: View::ZERO,
+        };
+        take(replica.handle(Time::from_millis(2_000), Input::Timer(timer)));
+        for i in &others[..2] {
+            take(replica.handle(Time::from_millis(2_001), msg(*i, fx.view_change(*i, 1))));
+        }
+        outputs
+    };
+    let mut record = Vec::new();
+    let mut first = fx.replica(me);
+    first.handle(Time::ZERO, Input::ClientTransaction(vec![7; 16]));
+    let sent = new_view_blocks(&to_view_one(&mut first, &mut record));
+    assert_eq!(sent.len(), 1, "the new primary sends NEW-VIEW");
+    assert_ne!(
+        sent[0],
+        fx.fresh_block().digest(),
+        "its block holds the transaction"
+    );
+
+    let keys = fx.keys[me.0 as usize].clone();
+    let restore = |votes| {
+        Replica::restore(
+            fx.config.clone(),
+            keys.clone(),
+            [me.0 as u8; 32],
+            Memo::disabled(),
+            consensus::replica::ChainWindow::default(),
+            votes,
+        )
+    };
+    let mut ignored = Vec::new();
+    let again = new_view_blocks(&to_view_one(&mut restore(record), &mut ignored));
+    assert!(
+        again.iter().all(|d| *d == sent[0]),
+        "a second NEW-VIEW block in view 1"
+    );
+    let amnesiac = new_view_blocks(&to_view_one(&mut restore(Vec::new()), &mut ignored));
+    assert!(amnesiac.iter().any(|d| *d != sent[0]));
+}

@@ -52,6 +52,11 @@ impl<S: Scheme> Replica<S> {
             }
             None => Arc::new(self.fresh_block()),
         };
+        // One block per view from its primary, even across a crash: a restarted
+        // primary whose mempool changed sends no second NEW-VIEW (`votes.rs`).
+        if self.votes.propose(h, view, block.digest()).is_err() {
+            return;
+        }
         self.round.view_change.mark_new_view_sent(view);
         let message = Message::NewView {
             height: h,

@@ -13,7 +13,7 @@
 //! - SIGN-SHARE (sigma and tau): one digest per `(height, view)`.
 //! - COMMIT share: one digest per `(height, view)`, with the prepare
 //!   certificate it answers (a VIEW-CHANGE must report it).
-//! - PRE-PREPARE: one block per `(height, view)` as the primary.
+//! - PRE-PREPARE or NEW-VIEW: one block per `(height, view)` as its primary.
 //! - VIEW-CHANGE: one per `(height, new view)`, and never a vote in a view
 //!   below the latest view this replica asked to change to.
 //!
