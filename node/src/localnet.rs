@@ -310,6 +310,25 @@ fn logged_dkg_s(procs: &[Proc]) -> Vec<f64> {
         .collect()
 }
 
+/// The latest round node `p` serves (0 while it serves none); an error, with
+/// its log, if it exited.
+async fn latest_round(client: &reqwest::Client, p: &mut Proc) -> Result<u64> {
+    if let Ok(Some(status)) = p.child.try_wait() {
+        bail!(
+            "a node exited early ({status}); its log {}:\n{}",
+            p.log.display(),
+            tail(&p.log)
+        );
+    }
+    Ok(
+        node::http::get_json(client, &format!("{}/public/latest", p.http))
+            .await
+            .ok()
+            .and_then(|v| v["round"].as_u64())
+            .unwrap_or(0),
+    )
+}
+
 /// Waits until every node serves round 1; returns the seconds since `launched`.
 /// Asks one node at a time (every 50 ms until it serves, then the next), so
 /// that polling costs the nodes next to nothing while they start.
@@ -322,18 +341,7 @@ async fn wait_for_round_one(
     let count = procs.len();
     for (i, p) in procs.iter_mut().enumerate() {
         loop {
-            if let Ok(Some(status)) = p.child.try_wait() {
-                bail!(
-                    "a node exited early ({status}); its log {}:\n{}",
-                    p.log.display(),
-                    tail(&p.log)
-                );
-            }
-            let latest = node::http::get_json(client, &format!("{}/public/latest", p.http))
-                .await
-                .ok()
-                .and_then(|v| v["round"].as_u64())
-                .unwrap_or(0);
+            let latest = latest_round(client, p).await?;
             if latest >= 1 {
                 break;
             }
@@ -407,18 +415,7 @@ async fn observe(
     // Wait for every node to serve round `rounds`.
     for p in procs.iter_mut() {
         loop {
-            if let Ok(Some(status)) = p.child.try_wait() {
-                bail!(
-                    "a node exited early ({status}); its log {}:\n{}",
-                    p.log.display(),
-                    tail(&p.log)
-                );
-            }
-            let latest = node::http::get_json(&client, &format!("{}/public/latest", p.http))
-                .await
-                .ok()
-                .and_then(|v| v["round"].as_u64())
-                .unwrap_or(0);
+            let latest = latest_round(&client, p).await?;
             if rss_warm_mb.is_empty() && latest >= (rounds / 4).max(2) {
                 rss_warm_mb = procs_rss(procs_pids.as_slice());
             }

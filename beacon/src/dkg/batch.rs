@@ -76,6 +76,37 @@ fn inner(left: &[u8; 32], right: &[u8; 32]) -> [u8; 32] {
     h.finalize().into()
 }
 
+/// A dealer's commitment to the shares it deals to members `0..n`: a fresh salt
+/// per member from `rng` (all drawn first), and the share tree over their
+/// leaves (`shares_of(j)` are member `j`'s shares, one per threshold).
+pub fn commit_shares(
+    session: &[u8; 32],
+    dealer: NodeIndex,
+    n: u32,
+    rng: &mut impl rand_core::RngCore,
+    shares_of: impl Fn(u32) -> Vec<Scalar>,
+) -> (ShareTree, Vec<[u8; 32]>) {
+    let salts: Vec<[u8; 32]> = (0..n)
+        .map(|_| {
+            let mut salt = [0u8; 32];
+            rng.fill_bytes(&mut salt);
+            salt
+        })
+        .collect();
+    let leaves = (0..n)
+        .map(|j| {
+            share_leaf(
+                session,
+                dealer,
+                NodeIndex(j),
+                &salts[j as usize],
+                &shares_of(j),
+            )
+        })
+        .collect();
+    (ShareTree::new(leaves), salts)
+}
+
 /// A dealer's Merkle tree over its members' share leaves (padded with zero
 /// leaves to a power of two).
 pub struct ShareTree {

@@ -4,7 +4,7 @@
 //! `sbft-beacon bench dkg`, and by the simulator's set-up; Byzantine dealers are
 //! swappable [`DkgParticipant`] implementations wrapping an honest [`Dkg`].
 
-use super::relay::SigningKey;
+use super::relay::{SigningKey, VerifyingKey};
 use super::session::{
     DkgSession, SessionAction, SessionInput, SessionMessage, SessionParticipant, SessionTimer,
 };
@@ -403,21 +403,26 @@ pub struct SessionRun<S: Scheme> {
     pub cpu: Vec<Duration>,
 }
 
+/// The member keys of `n` members, member `i`'s from the 32 bytes `seed_of(i)`,
+/// and the verifying keys everyone holds.
+pub fn member_keys(
+    n: u32,
+    seed_of: impl Fn(u32) -> [u8; 32],
+) -> (Vec<SigningKey>, Arc<Vec<VerifyingKey>>) {
+    let secrets: Vec<SigningKey> = (0..n)
+        .map(|i| SigningKey::from_bytes(&seed_of(i)))
+        .collect();
+    let keys = secrets.iter().map(SigningKey::verifying_key).collect();
+    (secrets, Arc::new(keys))
+}
+
 /// Honest sessions for `config`, member keys and seeds derived from `seed`.
 pub fn honest_sessions<S: Scheme>(
     config: &DkgConfig,
     seed: u64,
     memo: &Arc<Memo>,
 ) -> Result<Vec<Box<dyn SessionParticipant<S>>>, Error> {
-    let secrets: Vec<SigningKey> = (0..config.n)
-        .map(|i| SigningKey::from_bytes(&member_seed(seed ^ 0x6b65_7973, i)))
-        .collect();
-    let keys = Arc::new(
-        secrets
-            .iter()
-            .map(|k| k.verifying_key())
-            .collect::<Vec<_>>(),
-    );
+    let (secrets, keys) = member_keys(config.n, |i| member_seed(seed ^ 0x6b65_7973, i));
     secrets
         .into_iter()
         .enumerate()

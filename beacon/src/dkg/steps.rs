@@ -1,14 +1,13 @@
 //! Steps 1-3 of the DKG: deal, receive, complain and justify, and the ends of
 //! the dealing and complaint phases.
 
-use super::batch::{batch_check, in_share_tree, share_leaf, ShareTree};
+use super::batch::{batch_check, commit_shares, in_share_tree, share_leaf};
 use super::relay::Kind;
 use super::*;
 use crate::curve::Point;
 use crate::field::Scalar;
 use crate::scheme::Scheme;
 use crate::{NodeIndex, Time};
-use rand_core::RngCore as _;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -32,25 +31,13 @@ impl<S: Scheme> Dkg<S> {
             let session = self.config.session;
             let member_shares =
                 |j: u32| -> Vec<Scalar> { evaluations.iter().map(|e| e[j as usize]).collect() };
-            let salts: Vec<[u8; 32]> = (0..self.config.n)
-                .map(|_| {
-                    let mut salt = [0u8; 32];
-                    self.rng.fill_bytes(&mut salt);
-                    salt
-                })
-                .collect();
-            let leaves = (0..self.config.n)
-                .map(|j| {
-                    share_leaf(
-                        &session,
-                        self.me,
-                        NodeIndex(j),
-                        &salts[j as usize],
-                        &member_shares(j),
-                    )
-                })
-                .collect();
-            let tree = ShareTree::new(leaves);
+            let (tree, salts) = commit_shares(
+                &session,
+                self.me,
+                self.config.n,
+                &mut self.rng,
+                &member_shares,
+            );
             let deal = Arc::new(Deal::new(session, self.me, commitments, tree.root()));
             self.deals.insert(self.me, deal.clone());
             out.push(DkgAction::Broadcast(DkgMessage::Deal(deal)));

@@ -14,15 +14,7 @@ fn relays(n: u32) -> Vec<BroadcastRelay> {
 }
 
 fn relays_for(n: u32, session: [u8; 32]) -> Vec<BroadcastRelay> {
-    let secrets: Vec<SigningKey> = (0..n)
-        .map(|i| SigningKey::from_bytes(&[i as u8 + 1; 32]))
-        .collect();
-    let keys = Arc::new(
-        secrets
-            .iter()
-            .map(|k| k.verifying_key())
-            .collect::<Vec<_>>(),
-    );
+    let (secrets, keys) = crate::dkg::harness::member_keys(n, |i| [i as u8 + 1; 32]);
     secrets
         .into_iter()
         .enumerate()

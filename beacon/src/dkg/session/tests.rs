@@ -17,15 +17,7 @@ fn run(n: u32, starts: &[u64]) -> Vec<Option<Result<Arc<DkgOutput<MinSig>>, Stri
         max_faulty: f,
         max_attempts: 2,
     };
-    let secrets: Vec<SigningKey> = (0..n)
-        .map(|i| SigningKey::from_bytes(&[i as u8 + 1; 32]))
-        .collect();
-    let keys = Arc::new(
-        secrets
-            .iter()
-            .map(|k| k.verifying_key())
-            .collect::<Vec<_>>(),
-    );
+    let (secrets, keys) = crate::dkg::harness::member_keys(n, |i| [i as u8 + 1; 32]);
     let memo = Memo::disabled();
     let mut members: Vec<DkgSession<MinSig>> = (0..n)
         .map(|i| {

@@ -5,13 +5,13 @@ mod steps;
 
 use super::verify::OldKeys;
 use super::*;
-use crate::dkg::batch::{share_leaf, ShareTree};
+use crate::dkg::batch::commit_shares;
 use crate::dkg::evaluate_in_exponent;
 use crate::field::Scalar;
 use crate::lagrange::{InterpolationMethod, LagrangeCoefficients};
 use crate::memo::Memo;
 use rand_chacha::ChaCha20Rng;
-use rand_core::{RngCore as _, SeedableRng};
+use rand_core::SeedableRng;
 use std::collections::BTreeSet;
 
 /// Old groups of at least this many members interpolate with the roots-of-unity
@@ -199,23 +199,13 @@ impl<S: Scheme> Resharer<S> {
             let evaluations = self.new_domain.evaluate_all(&poly);
             // The deal commits to its sub-shares as a DKG deal does (salted
             // leaves under a Merkle root), so that both share one format.
-            let salts: Vec<[u8; 32]> = evaluations
-                .iter()
-                .map(|_| {
-                    let mut salt = [0u8; 32];
-                    self.rng.fill_bytes(&mut salt);
-                    salt
-                })
-                .collect();
-            let leaves = evaluations
-                .iter()
-                .enumerate()
-                .map(|(j, v)| {
-                    let j = NodeIndex(j as u32);
-                    share_leaf(&self.session, self.me, j, &salts[j.0 as usize], &[*v])
-                })
-                .collect();
-            let tree = ShareTree::new(leaves);
+            let (tree, salts) = commit_shares(
+                &self.session,
+                self.me,
+                evaluations.len() as u32,
+                &mut self.rng,
+                |j| vec![evaluations[j as usize]],
+            );
             let deal = Arc::new(Deal::new(
                 self.session,
                 self.me,
