@@ -36,7 +36,7 @@ impl<S: Scheme> Dkg<S> {
                 self.me,
                 self.config.n,
                 &mut self.rng,
-                &member_shares,
+                member_shares,
             );
             let deal = Arc::new(Deal::new(session, self.me, commitments, tree.root()));
             self.deals.insert(self.me, deal.clone());
