@@ -14,7 +14,7 @@ use node::config::NodeConfig;
 use serde_json::{json, Value};
 use sim::config::Latency;
 use sim::SimConfig;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Options of `compare`.
@@ -29,6 +29,10 @@ pub struct CompareArgs {
     /// Seed of the simulation.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Protocol parameters of both runs: the `[protocol]` table of this file (a
+    /// simulator scenario, a `node.toml`); default: the nodes' defaults.
+    #[arg(long, value_name = "FILE")]
+    protocol: Option<PathBuf>,
     /// The WAN: the same options as `localnet`.
     #[command(flatten)]
     wan: node::wan::WanArgs,
@@ -84,6 +88,9 @@ fn real(args: &CompareArgs, dir: &Path) -> Result<(Value, ProtocolParams)> {
         .arg(args.nodes.to_string())
         .arg("--rounds")
         .arg(args.rounds.to_string());
+    if let Some(file) = &args.protocol {
+        command.arg("--protocol").arg(file);
+    }
     let wan = &args.wan;
     if let Some(r) = &wan.regions {
         command.arg("--regions").arg(r);

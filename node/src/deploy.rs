@@ -59,13 +59,9 @@ pub struct ComposeArgs {
     /// Number of nodes.
     #[arg(long)]
     nodes: u32,
-    /// Extra collectors `c` (default: the smallest `c` with `n = 3f + 2c + 1`;
-    /// other sizes are refused, their quorums are unsafe).
-    #[arg(long)]
-    c: Option<u32>,
-    /// Seconds between rounds (0: back-to-back rounds).
-    #[arg(long, default_value_t = 0)]
-    period: u32,
+    /// Protocol parameters: `--protocol FILE`, `--c`, `--period`.
+    #[command(flatten)]
+    protocol: crate::protocol_args::ProtocolArgs,
     /// Output directory (must not exist yet, or be empty).
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
@@ -338,7 +334,8 @@ fn write(args: &ComposeArgs) -> Result<Written> {
     if args.nodes < 1 {
         bail!("--nodes must be at least 1");
     }
-    let c = crate::localnet::protocol_params(args.c, args.period).collector_slack(args.nodes)?;
+    let protocol = args.protocol.params(args.nodes)?;
+    let period = protocol.period_s()?;
     for h in &args.hosts {
         check_host(h)?;
     }
@@ -365,10 +362,10 @@ fn write(args: &ComposeArgs) -> Result<Written> {
         .prefix(".staging")
         .tempdir_in(&args.out)
         .context("creating a staging folder")?;
-    crate::localnet::write_configs(staging.path(), args.nodes, args.scheme, c, args.period, 1)?;
+    crate::localnet::write_configs(staging.path(), args.nodes, args.scheme, &protocol, 1)?;
     let id = network_id(args.nodes);
     let genesis_time = unix_now()
-        + if args.period > 0 {
+        + if period > 0 {
             i64::from(args.genesis_delay)
         } else {
             0
@@ -586,8 +583,7 @@ mod tests {
     fn args(out: &Path, nodes: u32, hosts: &[&str]) -> ComposeArgs {
         ComposeArgs {
             nodes,
-            c: None,
-            period: 0,
+            protocol: Default::default(),
             out: out.to_path_buf(),
             hosts: hosts.iter().map(|h| h.to_string()).collect(),
             scheme: SchemeId::PedersenBlsChained,
@@ -621,7 +617,7 @@ mod tests {
         let out = dir.path().join("net");
         let mut a = args(&out, 4, &[]);
         a.publish_http = Some(18000);
-        a.period = 3;
+        a.protocol.period = Some(3);
         let written = write(&a).unwrap();
         assert_eq!(written.compose_files.len(), 1);
         let compose = yaml(&out.join("compose.yml"));
@@ -750,7 +746,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let err = |a: ComposeArgs| write(&a).unwrap_err().to_string();
         let mut a = args(&dir.path().join("a"), 5, &[]);
-        a.c = Some(0);
+        a.protocol.c = Some(0);
         let e = err(a);
         assert!(e.contains("3f + 2c + 1"), "{e}");
         let e = err(args(

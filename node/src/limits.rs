@@ -16,6 +16,9 @@ use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+/// Smallest page cache of the chain store (bytes): a few B-tree paths.
+pub const MIN_STORE_CACHE_BYTES: usize = 64 << 10;
+
 /// The `[limits]` section. Every field has a default; unknown fields are errors.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -51,6 +54,10 @@ pub struct LimitsSection {
     pub stats_page: usize,
     /// Round statistics kept for `/stats/rounds`.
     pub stats_rounds: usize,
+    /// Page cache of the chain store (bytes). The node writes far more than it
+    /// reads back (old beacons, catch-up of peers), and the cache fills as the
+    /// store grows, so it is one of the node's memory bounds.
+    pub store_cache_bytes: usize,
 }
 
 impl Default for LimitsSection {
@@ -69,6 +76,7 @@ impl Default for LimitsSection {
             http_concurrency: 64,
             stats_page: 1_000,
             stats_rounds: 10_000,
+            store_cache_bytes: 1 << 20,
         }
     }
 }
@@ -129,6 +137,11 @@ impl LimitsSection {
         }
         if self.stats_page == 0 || self.stats_rounds == 0 {
             return err("stats_page and stats_rounds must be positive".into());
+        }
+        if self.store_cache_bytes < MIN_STORE_CACHE_BYTES {
+            return err(format!(
+                "store_cache_bytes must be at least {MIN_STORE_CACHE_BYTES} (64 KiB)"
+            ));
         }
         replica
             .validate()
@@ -373,7 +386,13 @@ mod tests {
             peer_queue_bytes: 1,
             ..Default::default()
         };
-        let e = bad.apply(&mut replica).unwrap_err().to_string();
+        let e = bad.apply(&mut replica.clone()).unwrap_err().to_string();
         assert!(e.contains("peer_queue_bytes"), "{e}");
+        let bad = LimitsSection {
+            store_cache_bytes: 4096,
+            ..Default::default()
+        };
+        let e = bad.apply(&mut replica).unwrap_err().to_string();
+        assert!(e.contains("store_cache_bytes"), "{e}");
     }
 }

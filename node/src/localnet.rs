@@ -41,13 +41,9 @@ pub struct LocalnetArgs {
     /// Signature scheme.
     #[arg(long, default_value = "pedersen-bls-chained")]
     scheme: SchemeId,
-    /// Extra collectors `c` (default: the smallest `c` with `n = 3f + 2c + 1`;
-    /// other sizes are refused, their quorums are unsafe).
-    #[arg(long)]
-    c: Option<u32>,
-    /// Seconds between rounds (0: back-to-back rounds).
-    #[arg(long, default_value_t = 0)]
-    period: u32,
+    /// Protocol parameters: `--protocol FILE`, `--c`, `--period`.
+    #[command(flatten)]
+    protocol: crate::protocol_args::ProtocolArgs,
     /// First TCP port (libp2p on P + i, HTTP on P + 1000 + i); 0 picks free ports.
     #[arg(long, default_value_t = 0)]
     base_port: u16,
@@ -82,26 +78,18 @@ fn free_ports(count: usize) -> Result<Vec<u16>> {
         .collect()
 }
 
-/// The `[protocol]` table `localnet` and `deploy compose` write: the defaults
-/// with `c` and the period (`period_s` seconds) of the command line.
-pub fn protocol_params(c: Option<u32>, period_s: u32) -> ProtocolParams {
-    ProtocolParams {
-        c,
-        period_ms: u64::from(period_s) * 1_000,
-        ..ProtocolParams::default()
-    }
-}
-
-/// Writes identities and `node-i/node.toml` for `n` nodes into `dir`; returns the
-/// config paths and HTTP base URLs.
+/// Writes identities and `node-i/node.toml` for `n` nodes into `dir`, each with
+/// the `[protocol]` table `protocol` (checked for `n`, see
+/// [`crate::protocol_args::ProtocolArgs::params`]); returns the config paths and
+/// HTTP base URLs.
 pub fn write_configs(
     dir: &Path,
     n: u32,
     scheme: SchemeId,
-    c: u32,
-    period: u32,
+    protocol: &ProtocolParams,
     base_port: u16,
 ) -> Result<Vec<(PathBuf, String)>> {
+    let period = protocol.period_s()?;
     let ports: Vec<(u16, u16)> = if base_port == 0 {
         let p = free_ports(2 * n as usize)?;
         (0..n as usize).map(|i| (p[2 * i], p[2 * i + 1])).collect()
@@ -158,7 +146,6 @@ pub fn write_configs(
         fast_path_timeout_ms: None,
         view_change_timeout_ms: None,
     };
-    let protocol = protocol_params(Some(c), period);
     let mut out = Vec::new();
     for i in 0..n {
         let cfg = NodeConfig {
@@ -541,7 +528,8 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
     if args.rounds < 2 {
         bail!("--rounds must be at least 2 (round 1 waits for the DKG)");
     }
-    let c = protocol_params(args.c, args.period).collector_slack(args.nodes)?;
+    let protocol = args.protocol.params(args.nodes)?;
+    let period = protocol.period_s()?;
     let wall = Instant::now();
     let temp;
     let dir = match &args.dir {
@@ -558,8 +546,7 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
         &dir,
         args.nodes,
         args.scheme,
-        c,
-        args.period,
+        &protocol,
         args.base_port,
     )?;
     if args.configs_only {
@@ -654,7 +641,7 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
         "startup_cpu_s": outcome.startup_cpu_s,
         "dkg_s": dkg.p50,
     });
-    if args.period > 0 {
+    if period > 0 {
         report["beacon_delay_ms"] = json!(delay);
     }
     if args.wan.enabled() {
@@ -696,7 +683,7 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
             "round latency (ms, rounds 2..={} on every node, {} samples): p50 {:.2}  p90 {:.2}  p99 {:.2}  max {:.2}",
             args.rounds, outcome.samples, lat.p50, lat.p90, lat.p99, lat.max
         );
-        if args.period > 0 {
+        if period > 0 {
             println!(
                 "beacon delay after its scheduled time (ms): p50 {:.2}  p90 {:.2}  p99 {:.2}  max {:.2}",
                 delay.p50, delay.p90, delay.p99, delay.max

@@ -22,6 +22,7 @@ mod deploy;
 mod keys_cmd;
 mod localnet;
 mod plot;
+mod protocol_args;
 mod run_cmd;
 mod sim_cmd;
 mod verify_cmd;

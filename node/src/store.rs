@@ -32,17 +32,15 @@ fn db_err(e: impl std::fmt::Display) -> NodeError {
     NodeError::Store(e.to_string())
 }
 
-/// Page cache of the chain database (bytes).
-const CACHE_BYTES: usize = 4 << 20;
-
 impl Store {
-    /// Opens (creating if needed) the store in `dir`.
-    pub fn open(dir: &Path) -> Result<Self, NodeError> {
+    /// Opens (creating if needed) the store in `dir`, with a page cache of
+    /// `cache_bytes` (`[limits] store_cache_bytes`).
+    pub fn open(dir: &Path, cache_bytes: usize) -> Result<Self, NodeError> {
         std::fs::create_dir_all(dir)
             .map_err(|e| NodeError::Io(format!("creating {}: {e}", dir.display())))?;
         // redb's page cache defaults to 1 GiB; the node reads little back.
         let db = redb::Builder::new()
-            .set_cache_size(CACHE_BYTES)
+            .set_cache_size(cache_bytes)
             .create(dir.join("chain.redb"))
             .map_err(db_err)?;
         let tx = db.begin_write().map_err(db_err)?;
@@ -186,6 +184,8 @@ mod tests {
     use beacon::MinSig;
     use consensus::{Block, CommitCertificate, CommitPath, Height, View};
 
+    const TEST_CACHE: usize = 1 << 20;
+
     fn entry(height: u64) -> Arc<CommittedEntry<MinSig>> {
         use beacon::Point as _;
         let block = Arc::new(Block {
@@ -212,14 +212,14 @@ mod tests {
     fn chain_survives_reopening_and_gaps_are_errors() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let store = Store::open(dir.path()).unwrap();
+            let store = Store::open(dir.path(), TEST_CACHE).unwrap();
             assert!(store.load_recent::<MinSig>(10).unwrap().is_empty());
             assert_eq!(store.latest_height().unwrap(), 0);
             assert!(store.load_dkg::<MinSig>().unwrap().is_none());
             store.append(&[entry(1), entry(2)]).unwrap();
             store.append(&[entry(3)]).unwrap();
         }
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), TEST_CACHE).unwrap();
         let chain = store.load_recent::<MinSig>(10).unwrap();
         assert_eq!(chain.len(), 3);
         assert_eq!(chain[2], entry(3));
@@ -238,7 +238,7 @@ mod tests {
         use beacon::Point as _;
         use consensus::messages::PrepareCertificate;
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), TEST_CACHE).unwrap();
         assert!(store.load_votes::<MinSig>().unwrap().is_empty());
         let mut record = SignedVotes::<MinSig>::new(Height::new(7));
         record.votes.insert(View::ZERO, [1; 32]);
@@ -250,14 +250,14 @@ mod tests {
         });
         store.save_votes(&[record.clone()]).unwrap();
         drop(store);
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), TEST_CACHE).unwrap();
         assert_eq!(store.load_votes::<MinSig>().unwrap(), vec![record]);
     }
 
     #[test]
     fn transactions_are_indexed_by_their_digest() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), TEST_CACHE).unwrap();
         store.append(&[entry(1), entry(2)]).unwrap();
         let id: [u8; 32] = Sha256::digest(2u64.to_be_bytes()).into();
         assert_eq!(store.transaction_height(&id).unwrap(), Some(2));
@@ -267,7 +267,7 @@ mod tests {
     #[test]
     fn corrupt_key_material_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), TEST_CACHE).unwrap();
         std::fs::write(dir.path().join("dkg.key"), b"not key material").unwrap();
         assert!(matches!(
             store.load_dkg::<MinSig>(),

@@ -302,7 +302,7 @@ fn killed_node_restarts_without_dkg_and_catches_up() {
     // Everything it served before the kill is in its store (it serves only what
     // is durable), before any catch-up could refill it.
     let cfg = node::config::NodeConfig::load(&net.config(3)).unwrap();
-    let stored = node::store::Store::open(&cfg.data_dir)
+    let stored = node::store::Store::open(&cfg.data_dir, cfg.raw.limits.store_cache_bytes)
         .unwrap()
         .latest_height()
         .unwrap();
@@ -413,7 +413,7 @@ fn a_node_killed_twenty_times_never_equivocates() {
     );
     net.kill(3);
     let cfg = node::config::NodeConfig::load(&net.config(3)).unwrap();
-    let store = node::store::Store::open(&cfg.data_dir).unwrap();
+    let store = node::store::Store::open(&cfg.data_dir, cfg.raw.limits.store_cache_bytes).unwrap();
     assert!(!store
         .load_votes::<beacon::MinPk>()
         .expect("the vote record decodes")
