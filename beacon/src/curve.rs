@@ -12,11 +12,12 @@ use blst::{
     blst_final_exp, blst_fp12, blst_fp12_is_one, blst_fp12_mul, blst_hash_to_g1, blst_hash_to_g2,
     blst_miller_loop, blst_p1, blst_p1_add_or_double, blst_p1_affine, blst_p1_affine_in_g1,
     blst_p1_affine_is_inf, blst_p1_cneg, blst_p1_compress, blst_p1_from_affine, blst_p1_generator,
-    blst_p1_is_equal, blst_p1_is_inf, blst_p1_mult, blst_p1_to_affine, blst_p1_uncompress,
-    blst_p1s_to_affine, blst_p2, blst_p2_add_or_double, blst_p2_affine, blst_p2_affine_in_g2,
-    blst_p2_affine_is_inf, blst_p2_cneg, blst_p2_compress, blst_p2_from_affine, blst_p2_generator,
-    blst_p2_is_equal, blst_p2_is_inf, blst_p2_mult, blst_p2_to_affine, blst_p2_uncompress,
-    blst_p2s_to_affine, MultiPoint, BLST_ERROR,
+    blst_p1_in_g1, blst_p1_is_equal, blst_p1_is_inf, blst_p1_mult, blst_p1_to_affine,
+    blst_p1_uncompress, blst_p1s_to_affine, blst_p2, blst_p2_add_or_double, blst_p2_affine,
+    blst_p2_affine_in_g2, blst_p2_affine_is_inf, blst_p2_cneg, blst_p2_compress,
+    blst_p2_from_affine, blst_p2_generator, blst_p2_in_g2, blst_p2_is_equal, blst_p2_is_inf,
+    blst_p2_mult, blst_p2_to_affine, blst_p2_uncompress, blst_p2s_to_affine, MultiPoint,
+    BLST_ERROR,
 };
 use std::fmt;
 
@@ -53,13 +54,31 @@ pub trait Point: Copy + Eq + Send + Sync + fmt::Debug + 'static {
     fn to_bytes(&self) -> Vec<u8>;
     /// Strict decoding: length, encoding, curve membership, subgroup membership, non-identity.
     fn from_bytes(bytes: &[u8]) -> Result<Self, Error>;
+    /// [`Point::from_bytes`] without the subgroup check, which is most of the
+    /// cost of decoding: for points of which the caller checks only a combination
+    /// with [`Point::in_group`] (the DKG's deal commitments, see
+    /// `dkg::finalize`). Such a point may carry a component of small order, so
+    /// it may only be added, compared and used in [`Point::msm`], never in a
+    /// pairing or [`Point::mul`] (whose endomorphism speed-up assumes the
+    /// subgroup).
+    fn from_bytes_on_curve(bytes: &[u8]) -> Result<Self, Error>;
+    /// Whether this point lies in the prime-order subgroup (every point from
+    /// [`Point::from_bytes`] and arithmetic on such points does).
+    fn in_group(&self) -> bool;
+    /// A point of small prime order `l` on the curve (outside the prime-order
+    /// subgroup), with `l`: what a Byzantine dealer can hide in commitments, for
+    /// tests of the subgroup checks. `None` where the group has none.
+    fn small_order_point() -> Option<(Self, u32)> {
+        None
+    }
 }
 
 macro_rules! group {
     ($name:ident, $doc:literal, $len:expr, $proj:ty, $aff:ty, $add:ident, $cneg:ident, $mult:ident,
      $is_inf:ident, $is_equal:ident, $generator:ident, $hash:ident, $compress:ident,
      $uncompress:ident, $in_group:ident, $aff_is_inf:ident, $to_aff:ident, $from_aff:ident,
-     $batch_aff:ident, $tag:expr, $mulfield:ident, $hashfield:ident) => {
+     $batch_aff:ident, $tag:expr, $mulfield:ident, $hashfield:ident, $proj_in_group:ident,
+     $cofactor:expr, $small_order:expr) => {
         #[doc = $doc]
         #[derive(Clone, Copy)]
         pub struct $name(pub(crate) $proj);
@@ -203,6 +222,72 @@ macro_rules! group {
             }
 
             fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
+                Self::decode(bytes, true)
+            }
+
+            fn from_bytes_on_curve(bytes: &[u8]) -> Result<Self, Error> {
+                Self::decode(bytes, false)
+            }
+
+            fn in_group(&self) -> bool {
+                // SAFETY: valid point.
+                unsafe { $proj_in_group(&self.0) }
+            }
+
+            fn small_order_point() -> Option<(Self, u32)> {
+                let cofactor = hex::decode($cofactor).ok()?;
+                let order = hex::decode(GROUP_ORDER).ok()?;
+                let l: u32 = $small_order;
+                // The cofactor with every factor l taken out: `m * r * P` lies in
+                // the part of order a power of l (which need not be cyclic).
+                let divide = |k: &[u8]| -> (Vec<u8>, u32) {
+                    let mut rest = 0u32;
+                    let q = k
+                        .iter()
+                        .map(|b| {
+                            let acc = (rest << 8) | u32::from(*b);
+                            rest = acc % l;
+                            (acc / l) as u8
+                        })
+                        .collect();
+                    (q, rest)
+                };
+                let mut m = cofactor;
+                loop {
+                    let (q, rest) = divide(&m);
+                    if rest != 0 {
+                        break;
+                    }
+                    m = q;
+                }
+                let l_bytes = l.to_be_bytes();
+                // x = i for the first i whose point has an l-part; multiply it
+                // by l until one more step would give the identity.
+                for i in 1..=255u8 {
+                    let mut bytes = vec![0u8; $len];
+                    bytes[0] = 0x80;
+                    bytes[$len - 1] = i;
+                    let Ok(p) = Self::decode(&bytes, false) else {
+                        continue;
+                    };
+                    let mut q = p.times_integer(&order).times_integer(&m);
+                    if q.is_identity() {
+                        continue;
+                    }
+                    loop {
+                        let next = q.times_integer(&l_bytes);
+                        if next.is_identity() {
+                            return Some((q, l));
+                        }
+                        q = next;
+                    }
+                }
+                None
+            }
+        }
+
+        impl $name {
+            fn decode(bytes: &[u8], check_group: bool) -> Result<Self, Error> {
                 let what = Self::NAME;
                 if bytes.len() != $len {
                     return Err(Error::WrongLength {
@@ -226,13 +311,28 @@ macro_rules! group {
                     return Err(Error::IdentityPoint { what });
                 }
                 // SAFETY: as above.
-                if !unsafe { $in_group(&aff) } {
+                if check_group && !unsafe { $in_group(&aff) } {
                     return Err(Error::NotInSubgroup { what });
                 }
                 let mut p = <$proj>::default();
                 // SAFETY: valid affine input, valid output.
                 unsafe { $from_aff(&mut p, &aff) };
                 Ok($name(p))
+            }
+
+            /// `k * self` for an integer `k` (big-endian) of any length, by
+            /// double-and-add: valid off the subgroup too (no endomorphism).
+            fn times_integer(&self, k: &[u8]) -> Self {
+                let mut acc = Self::identity();
+                for byte in k {
+                    for bit in (0..8).rev() {
+                        acc = acc.add(&acc);
+                        if byte >> bit & 1 == 1 {
+                            acc = acc.add(self);
+                        }
+                    }
+                }
+                acc
             }
         }
     };
@@ -260,7 +360,10 @@ group!(
     blst_p1s_to_affine,
     cost::Group::G1,
     mul_g1,
-    hash_g1
+    hash_g1,
+    blst_p1_in_g1,
+    "396c8c005555e1568c00aaab0000aaab",
+    3
 );
 
 group!(
@@ -285,8 +388,14 @@ group!(
     blst_p2s_to_affine,
     cost::Group::G2,
     mul_g2,
-    hash_g2
+    hash_g2,
+    blst_p2_in_g2,
+    "05d543a95414e7f1091d50792876a202cd91de4547085abaa68a205b2e5a7ddfa628f1cb4d9e82ef21537e293a6691ae1616ec6e786f0c70cf1c38e31c7238e5",
+    13
 );
+
+/// The order `r` of the prime-order subgroups, big-endian hex.
+const GROUP_ORDER: &str = "73eda753299d7d483339d80809a1d80553bda402fffe5bfeffffffff00000001";
 
 /// Whether `prod_i e(g1_i, g2_i) == 1` in G_T. Terms with an identity point contribute 1.
 pub fn pairing_product_is_one(terms: &[(G1, G2)]) -> bool {
@@ -330,6 +439,39 @@ mod tests {
     use super::*;
     use rand_chacha::rand_core::SeedableRng;
     use rand_chacha::ChaCha20Rng;
+
+    /// A small-order point decodes on the curve, fails the subgroup check, and
+    /// strict decoding refuses it; points of the subgroup pass both ways.
+    fn small_order<P: Point>(want_l: u32) {
+        let (t, l) = P::small_order_point().unwrap();
+        assert_eq!(l, want_l);
+        assert!(!t.is_identity() && !t.in_group());
+        let mut acc = P::identity();
+        for _ in 0..l {
+            acc = acc.add(&t);
+        }
+        assert!(acc.is_identity(), "order {l}");
+        // A subgroup point plus the small-order one: on the curve, off the group.
+        let g = P::generator().mul(&Scalar::from_u64(7));
+        assert!(g.in_group());
+        let off = g.add(&t);
+        assert!(!off.in_group());
+        let bytes = off.to_bytes();
+        assert!(matches!(
+            P::from_bytes(&bytes),
+            Err(Error::NotInSubgroup { .. })
+        ));
+        assert_eq!(P::from_bytes_on_curve(&bytes).unwrap(), off);
+        assert_eq!(P::from_bytes_on_curve(&g.to_bytes()).unwrap(), g);
+        // Wrong lengths are refused by both decoders.
+        assert!(P::from_bytes_on_curve(&bytes[1..]).is_err());
+    }
+
+    #[test]
+    fn small_order_points_are_refused_by_strict_decoding_only() {
+        small_order::<G1>(3);
+        small_order::<G2>(13);
+    }
 
     fn roundtrip<P: Point>() {
         let mut rng = ChaCha20Rng::seed_from_u64(3);

@@ -65,6 +65,14 @@ impl Point for MockPoint {
         self.0.to_bytes_be().to_vec()
     }
 
+    fn from_bytes_on_curve(bytes: &[u8]) -> Result<Self, Error> {
+        Self::from_bytes(bytes)
+    }
+
+    fn in_group(&self) -> bool {
+        true
+    }
+
     fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
         let what = Self::NAME;
         let arr: [u8; 32] = bytes.try_into().map_err(|_| Error::WrongLength {

@@ -542,13 +542,7 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
             temp.path().to_path_buf()
         }
     };
-    let configs = write_configs(
-        &dir,
-        args.nodes,
-        args.scheme,
-        &protocol,
-        args.base_port,
-    )?;
+    let configs = write_configs(&dir, args.nodes, args.scheme, &protocol, args.base_port)?;
     if args.configs_only {
         if args.wan.enabled() {
             bail!(

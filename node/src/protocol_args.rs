@@ -118,11 +118,17 @@ mod tests {
     fn bad_files_are_named_errors() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("none.toml");
-        let e = format!("{:#}", args(Some(&missing), None, None).params(4).unwrap_err());
+        let e = format!(
+            "{:#}",
+            args(Some(&missing), None, None).params(4).unwrap_err()
+        );
         assert!(e.contains("none.toml"), "{e}");
         let no_table = dir.path().join("no-table.toml");
         std::fs::write(&no_table, "[network]\nid = \"x\"\n").unwrap();
-        let e = format!("{:#}", args(Some(&no_table), None, None).params(4).unwrap_err());
+        let e = format!(
+            "{:#}",
+            args(Some(&no_table), None, None).params(4).unwrap_err()
+        );
         assert!(e.contains("no [protocol] table"), "{e}");
         let bad = dir.path().join("bad.toml");
         std::fs::write(&bad, "[protocol]\nmax_batch = 0\n").unwrap();

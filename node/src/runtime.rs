@@ -538,7 +538,10 @@ async fn run_inner<S: Scheme>(
             cfg.me().id
         )));
     }
-    let store = Arc::new(Store::open(&cfg.data_dir, cfg.raw.limits.store_cache_bytes)?);
+    let store = Arc::new(Store::open(
+        &cfg.data_dir,
+        cfg.raw.limits.store_cache_bytes,
+    )?);
     let stored = store.load_dkg::<S>()?;
     if let Some(output) = &stored {
         check_key_material(&cfg, output)?;

@@ -11,7 +11,10 @@ use crate::scheme::Scheme;
 use crate::NodeIndex;
 
 /// Whether `shares` (one per threshold) of member `j` match the dealer's commitments:
-/// `g^{s_k} == sum_i C_{k,i} x_j^i` (one MSM per threshold).
+/// `g^{s_k} == sum_i C_{k,i} x_j^i` (one MSM per threshold), with every
+/// commitment in the prime-order subgroup. (Commitments are decoded on the curve
+/// only; off the subgroup an MSM's result depends on how blst splits it, which
+/// can differ between machines, so such a deal never matches.)
 pub fn share_matches<S: Scheme>(
     domain: &SignerDomain,
     deal: &Deal<S>,
@@ -19,6 +22,9 @@ pub fn share_matches<S: Scheme>(
     shares: &[Scalar],
 ) -> bool {
     let Ok(x) = domain.point(j) else { return false };
+    if !deal.commitments.iter().flatten().all(Point::in_group) {
+        return false;
+    }
     deal.commitments.iter().zip(shares).all(|(c, s)| {
         let mut powers = Vec::with_capacity(c.len());
         let mut acc = Scalar::one();

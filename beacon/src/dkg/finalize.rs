@@ -45,6 +45,7 @@ impl<S: Scheme> Dkg<S> {
                 }
             }
         }
+        self.exclude_off_group();
         let qual = self.candidates();
         if (qual.len() as u32) < self.config.min_qualified {
             self.phase = DkgPhase::Failed;
@@ -96,6 +97,34 @@ impl<S: Scheme> Dkg<S> {
             keys,
         };
         vec![DkgAction::Complete(Arc::new(output))]
+    }
+
+    /// Deal commitments are decoded on the curve only (checking each point's
+    /// subgroup was most of a member's DKG work), so step 4 checks the group
+    /// polynomials, the only commitments the output keeps: they must lie in the
+    /// prime-order subgroup. A small-order component that a Byzantine dealer hid
+    /// from every share check shows in the sum; then each candidate deal is
+    /// checked point by point, and the dealers with a point outside the subgroup
+    /// are disqualified. Every honest member holds the same deals, so all
+    /// exclude the same dealers. (Components that cancel between two dealers
+    /// leave a sum, and so keys, in the subgroup: nothing to exclude.)
+    fn exclude_off_group(&mut self) {
+        let qual = self.candidates();
+        let clean = (0..self.config.thresholds.len())
+            .all(|k| self.group_polynomial(k, &qual).iter().all(Point::in_group));
+        if clean {
+            return;
+        }
+        for d in qual {
+            if !self.deals[&d]
+                .commitments
+                .iter()
+                .flatten()
+                .all(Point::in_group)
+            {
+                self.disqualify(d, "commitments outside the prime-order group");
+            }
+        }
     }
 
     pub(super) fn memo_key(&self, what: &str, k: usize, dealers: &[NodeIndex]) -> [u8; 32] {

@@ -66,6 +66,97 @@ pub enum DealerFault {
         /// Recipients of the uncommitted shares.
         victims: Vec<NodeIndex>,
     },
+    /// Commitments of its largest threshold carry a component of small order
+    /// `l` (outside the prime-order subgroup), chosen so that it vanishes at
+    /// every other member's point: every share check passes, and only a
+    /// subgroup check sees it. Needs a threshold of at least `n`.
+    OffGroupCommitments,
+}
+
+/// `coefficients * points` mod `l` for small `l`: the integer of a scalar
+/// (its canonical representative) reduced mod `l`.
+fn residue(x: &Scalar, l: u32) -> u32 {
+    x.to_bytes_be()
+        .iter()
+        .fold(0, |acc, b| (acc * 256 + u32::from(*b)) % l)
+}
+
+/// A non-zero `c` with `rows * c = 0` over GF(`l`) (`l` prime), if one exists.
+fn null_vector(mut rows: Vec<Vec<u32>>, width: usize, l: u32) -> Option<Vec<u32>> {
+    let inverse = |a: u32| (1..l).find(|b| a * b % l == 1).unwrap_or(0);
+    let mut pivots = Vec::new();
+    let mut r = 0;
+    for col in 0..width {
+        let Some(p) = (r..rows.len()).find(|&i| rows[i][col] % l != 0) else {
+            continue;
+        };
+        rows.swap(r, p);
+        let inv = inverse(rows[r][col]);
+        for v in rows[r].iter_mut() {
+            *v = *v * inv % l;
+        }
+        for i in 0..rows.len() {
+            let factor = rows[i][col];
+            if i != r && factor != 0 {
+                for c in 0..width {
+                    rows[i][c] = (rows[i][c] + (l - factor) * rows[r][c]) % l;
+                }
+            }
+        }
+        pivots.push(col);
+        r += 1;
+    }
+    let free = (0..width).find(|c| !pivots.contains(c))?;
+    let mut x = vec![0; width];
+    x[free] = 1;
+    for (row, &col) in pivots.iter().enumerate() {
+        x[col] = (l - rows[row][free]) % l;
+    }
+    Some(x)
+}
+
+impl<S: Scheme> ByzantineDealer<S> {
+    /// `deal` with a small-order component added to the commitments of its
+    /// largest threshold that every other member's share check misses.
+    fn hide_small_order_component(&self, deal: &Deal<S>) -> Option<Deal<S>> {
+        let (torsion, l) = S::PublicKey::small_order_point()?;
+        let (k, t) = self
+            .inner
+            .config
+            .thresholds
+            .iter()
+            .enumerate()
+            .max_by_key(|(_, t)| **t)?;
+        let rows: Vec<Vec<u32>> = (0..self.inner.config.n)
+            .filter(|j| *j != self.inner.me.0)
+            .map(|j| {
+                let x = self.inner.domain.point(NodeIndex(j)).ok()?;
+                let mut power = Scalar::one();
+                Some(
+                    (0..*t)
+                        .map(|_| {
+                            let r = residue(&power, l);
+                            power *= x;
+                            r
+                        })
+                        .collect(),
+                )
+            })
+            .collect::<Option<_>>()?;
+        let c = null_vector(rows, *t as usize, l)?;
+        let mut commitments = deal.commitments.clone();
+        for (point, times) in commitments[k].iter_mut().zip(c) {
+            for _ in 0..times {
+                *point = point.add(&torsion);
+            }
+        }
+        Some(Deal::new(
+            deal.session,
+            deal.dealer,
+            commitments,
+            deal.share_root,
+        ))
+    }
 }
 
 /// A Byzantine dealer: an honest [`Dkg`] whose outputs are rewritten.
@@ -115,6 +206,12 @@ impl<S: Scheme> DkgParticipant<S> for ByzantineDealer<S> {
                 (DealerFault::Silent, a @ DkgAction::SetTimer { .. }) => out.push(a),
                 (DealerFault::Silent, DkgAction::Complete(_) | DkgAction::Failed(_)) => {}
                 (DealerFault::Silent, _) => {}
+                (DealerFault::OffGroupCommitments, DkgAction::Broadcast(DkgMessage::Deal(d))) => {
+                    let bad = self
+                        .hide_small_order_component(&d)
+                        .expect("a group with small-order points and a threshold of n");
+                    out.push(DkgAction::Broadcast(DkgMessage::Deal(Arc::new(bad))));
+                }
                 (DealerFault::WrongDegree, DkgAction::Broadcast(DkgMessage::Deal(d))) => {
                     let mut commitments = d.commitments.clone();
                     for c in &mut commitments {

@@ -20,6 +20,13 @@ pub struct Deal<S: Scheme> {
     /// The dealer.
     pub dealer: NodeIndex,
     /// `commitments[k][i] = g^{a_{k,i}}` for threshold `k`, coefficient `i`.
+    ///
+    /// Decoded on the curve only ([`wire::points_on_curve`]): checking each
+    /// point's subgroup was most of a member's DKG work. Off-group points only
+    /// enter MSMs and comparisons, and the DKG checks the subgroup of the sums
+    /// it keeps (`Dkg::exclude_off_group`, at step 4), which a Byzantine
+    /// dealer's small-order components cannot pass unseen.
+    #[serde(deserialize_with = "wire::points_on_curve::deserialize")]
     pub commitments: Vec<Vec<S::PublicKey>>,
     /// Root of the dealer's [`ShareTree`]: commits to the shares it deals
     /// (see [`batch`]).

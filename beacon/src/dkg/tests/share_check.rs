@@ -3,6 +3,7 @@
 //! not commit to as bad.
 
 use super::*;
+use crate::curve::G1;
 
 /// Dealings of `dealers` random polynomials per threshold, as member `j` gets
 /// them: (deal, j's shares).
@@ -190,4 +191,179 @@ fn shares_outside_the_share_root_draw_a_complaint() {
     check_agreement(&run, &all, &qual);
     // A justification phase ran (the complaints were answered).
     assert!(run.messages > u64::from(n * (n - 1)) * 3);
+}
+
+/// Deal commitments are decoded without per-point subgroup checks. A dealer
+/// that hides a small-order component from every share check is excluded all
+/// the same, and every honest member agrees on keys in the subgroup: by a
+/// complaint where a member's batched check (whose FFT does not keep the hidden
+/// structure) fails and the exact per-dealer check finds the deal off the
+/// group, else at step 4 by the subgroup check of the group polynomials.
+#[test]
+fn a_small_order_component_hidden_from_every_share_check_is_excluded() {
+    let runs = [(4u32, 0u32, 5u64), (7, 3, 6), (4, 2, 7)];
+    for (n, bad, seed) in runs {
+        let faults = vec![(bad, DealerFault::OffGroupCommitments)];
+        let run = with_faults::<MinPk>(n, &faults, seed, &Disturbances::default());
+        let honest: Vec<u32> = (0..n).filter(|i| *i != bad).collect();
+        let qual: Vec<NodeIndex> = honest.iter().map(|i| NodeIndex(*i)).collect();
+        check_agreement(&run, &honest, &qual);
+        for i in &honest {
+            let out = run.results[*i as usize].clone().unwrap().unwrap();
+            assert_eq!(out.disqualified.len(), 1);
+            assert_eq!(out.disqualified[0].0, NodeIndex(bad));
+            for key in &out.keys {
+                assert!(key.public_polynomial.iter().all(Point::in_group));
+                assert!(key.verification_keys.iter().all(Point::in_group));
+            }
+        }
+    }
+    // The same in G2 (keys of the G1-signature scheme): order 13.
+    let faults = [(1, DealerFault::OffGroupCommitments)];
+    let run = with_faults::<MinSig>(7, &faults, 8, &Disturbances::default());
+    let honest: Vec<u32> = (0..7).filter(|i| *i != 1).collect();
+    let qual: Vec<NodeIndex> = honest.iter().map(|i| NodeIndex(*i)).collect();
+    check_agreement(&run, &honest, &qual);
+}
+
+/// Step 4 itself: with the off-group deal among the candidates and no
+/// complaint at all (as when every batched check passed), the dealer is
+/// excluded by the subgroup check of the group polynomials, and the keys are in
+/// the group. Without that check the group key would carry the hidden component.
+#[test]
+fn step_four_excludes_a_deal_off_the_group_that_drew_no_complaint() {
+    let n = 7;
+    let cfg = config(n, Vec::new());
+    let bad = NodeIndex(3);
+    let me = NodeIndex(0);
+    let mut member = Dkg::<MinPk>::new(
+        cfg.clone(),
+        me,
+        harness::member_seed(9, 0),
+        Memo::disabled(),
+    )
+    .unwrap();
+    for action in member.handle(Time::ZERO, DkgInput::Start) {
+        if let DkgAction::Broadcast(DkgMessage::Deal(deal)) = action {
+            member.deals.insert(me, deal);
+        }
+    }
+    for i in 1..n {
+        let inner = Dkg::<MinPk>::new(
+            cfg.clone(),
+            NodeIndex(i),
+            harness::member_seed(9, i),
+            Memo::disabled(),
+        )
+        .unwrap();
+        let mut dealer: Box<dyn DkgParticipant<MinPk>> = if NodeIndex(i) == bad {
+            Box::new(ByzantineDealer::new(
+                inner,
+                DealerFault::OffGroupCommitments,
+            ))
+        } else {
+            Box::new(inner)
+        };
+        for action in dealer.handle(Time::ZERO, DkgInput::Start) {
+            match action {
+                DkgAction::Broadcast(DkgMessage::Deal(deal)) => {
+                    member.deals.insert(NodeIndex(i), deal);
+                }
+                DkgAction::Send {
+                    to,
+                    message: DkgMessage::Shares(s),
+                } if to == me => {
+                    member.shares.insert(NodeIndex(i), s.shares.clone());
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(!member.deals[&bad]
+        .commitments
+        .iter()
+        .flatten()
+        .all(Point::in_group));
+    let actions = member.finalize();
+    let Some(DkgAction::Complete(out)) = actions.first() else {
+        panic!("finalize failed: {actions:?}");
+    };
+    assert_eq!(
+        out.disqualified,
+        vec![(bad, "commitments outside the prime-order group".to_string())]
+    );
+    assert!(!out.qual.contains(&bad));
+    for key in &out.keys {
+        assert!(key.public_polynomial.iter().all(Point::in_group));
+        assert!(key.verification_keys.iter().all(Point::in_group));
+    }
+}
+
+/// The hidden component vanishes at every other member: the deal is on the
+/// curve and survives the wire, its points are not all in the group, and the
+/// shares satisfy the Feldman equations computed exactly (double-and-add, no
+/// endomorphism that assumes the subgroup). `share_matches` refuses it.
+#[test]
+fn the_hidden_component_vanishes_at_every_other_member() {
+    let n = 7;
+    let cfg = config(n, Vec::new());
+    let dealer = NodeIndex(2);
+    let seed = harness::member_seed(1, 2);
+    let mut honest = Dkg::<MinPk>::new(cfg.clone(), dealer, seed, Memo::disabled()).unwrap();
+    let actions = honest.handle(Time::ZERO, DkgInput::Start);
+    let mut byzantine = ByzantineDealer::new(
+        Dkg::<MinPk>::new(cfg, dealer, seed, Memo::disabled()).unwrap(),
+        DealerFault::OffGroupCommitments,
+    );
+    let bad_actions = byzantine.handle(Time::ZERO, DkgInput::Start);
+    let deal_of = |actions: &[DkgAction<MinPk>]| {
+        actions.iter().find_map(|a| match a {
+            DkgAction::Broadcast(DkgMessage::Deal(d)) => Some(d.clone()),
+            _ => None,
+        })
+    };
+    let (good, bad) = (deal_of(&actions).unwrap(), deal_of(&bad_actions).unwrap());
+    assert!(good.commitments.iter().flatten().all(Point::in_group));
+    assert!(!bad.commitments.iter().flatten().all(Point::in_group));
+    let encoded = crate::wire::encode(&DkgMessage::Deal(bad.clone())).unwrap();
+    let decoded: DkgMessage<MinPk> = crate::wire::decode(&encoded).unwrap();
+    assert!(matches!(decoded, DkgMessage::Deal(d) if d.digest() == bad.digest()));
+    let domain = SignerDomain::new(n).unwrap();
+    let mut checked = 0;
+    for a in &actions {
+        if let DkgAction::Send {
+            to,
+            message: DkgMessage::Shares(s),
+        } = a
+        {
+            let x = domain.point(*to).unwrap();
+            for (c, share) in bad.commitments.iter().zip(&s.shares) {
+                let mut power = Scalar::one();
+                let mut sum = G1::identity();
+                for point in c {
+                    sum = sum.add(&exact_times(point, &power));
+                    power *= x;
+                }
+                assert_eq!(sum, G1::generator().mul(share), "member {to:?}");
+            }
+            assert!(share_matches::<MinPk>(&domain, &good, *to, &s.shares));
+            assert!(!share_matches::<MinPk>(&domain, &bad, *to, &s.shares));
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, n - 1);
+}
+
+/// `k * p` by double-and-add over the bits of `k`'s integer.
+fn exact_times(p: &G1, k: &Scalar) -> G1 {
+    let mut acc = G1::identity();
+    for byte in k.to_bytes_be() {
+        for bit in (0..8).rev() {
+            acc = acc.add(&acc);
+            if byte >> bit & 1 == 1 {
+                acc = acc.add(p);
+            }
+        }
+    }
+    acc
 }

@@ -259,6 +259,11 @@ impl<S: Scheme> Resharer<S> {
                 if !matches!(deal.commitments.as_slice(), [c] if c.len() == t_new) {
                     self.disqualify(from, "commitments of the wrong degree");
                 }
+                // Decoded on the curve only (see `Deal::commitments`); resharing
+                // is rare and its deals few, so each point is checked here.
+                if !deal.commitments.iter().flatten().all(Point::in_group) {
+                    self.disqualify(from, "commitments outside the prime-order group");
+                }
                 self.deals.insert(from, deal);
             }
             DkgMessage::Shares(s) => {
