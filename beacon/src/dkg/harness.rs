@@ -95,11 +95,12 @@ fn null_vector(mut rows: Vec<Vec<u32>>, width: usize, l: u32) -> Option<Vec<u32>
         for v in rows[r].iter_mut() {
             *v = *v * inv % l;
         }
-        for i in 0..rows.len() {
-            let factor = rows[i][col];
+        let pivot = rows[r].clone();
+        for (i, row) in rows.iter_mut().enumerate() {
+            let factor = row[col];
             if i != r && factor != 0 {
-                for c in 0..width {
-                    rows[i][c] = (rows[i][c] + (l - factor) * rows[r][c]) % l;
+                for (v, p) in row.iter_mut().zip(&pivot) {
+                    *v = (*v + (l - factor) * p) % l;
                 }
             }
         }
