@@ -39,6 +39,10 @@ pub struct CompareArgs {
     /// Print one JSON object `{"sim", "real", "error"}` instead of the table.
     #[arg(long)]
     json: bool,
+    /// Draw the two CDFs of per-round median beacon latency, overlaid, into
+    /// this file (.svg or .png).
+    #[arg(long, value_name = "FILE")]
+    plot: Option<PathBuf>,
 }
 
 /// The simulator's scenario for what `args` ran on real nodes: the nodes'
@@ -148,6 +152,30 @@ pub fn run(args: CompareArgs) -> Result<()> {
         );
     }
     let out = json!({ "sim": sim, "real": real, "error": errors });
+    if let Some(path) = &args.plot {
+        let sim_rounds: Vec<f64> = report
+            .per_round
+            .iter()
+            .map(|r| r.beacon_ms.p50)
+            .filter(|v| *v > 0.0)
+            .collect();
+        let real_rounds: Vec<f64> = real["per_round_beacon_p50_ms"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_f64).collect())
+            .unwrap_or_default();
+        let title = format!(
+            "{} nodes, {} rounds: simulated vs real",
+            args.nodes, args.rounds
+        );
+        crate::plot::draw_cdfs(
+            &title,
+            &[
+                ("simulated", sim_rounds),
+                ("emulated real network", real_rounds),
+            ],
+            path,
+        )?;
+    }
     if args.json {
         println!("{out}");
         return Ok(());

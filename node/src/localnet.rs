@@ -244,6 +244,9 @@ struct Outcome {
     /// Round latency samples (rounds 2..=R on every node).
     samples: usize,
     latency: Percentiles,
+    /// Per round 2..=R: the median of its latency over the nodes (ms), as the
+    /// simulator's per-round figures.
+    per_round_p50: Vec<f64>,
     /// Delay after the scheduled time (paced chains).
     delay: Percentiles,
     protocol_cpu: Percentiles,
@@ -468,11 +471,14 @@ async fn observe(
     // Latency and CPU of rounds 2..=rounds (round 1 waits for the DKG's stragglers).
     let (mut latencies, mut protocol_cpu, mut process_cpu) = (Vec::new(), Vec::new(), Vec::new());
     let mut delays = Vec::new();
+    let mut by_round: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
     for p in procs.iter() {
         for s in stats_rounds(&client, &p.http, 2, rounds).await? {
             let round = s["round"].as_u64().unwrap_or(0);
             if (2..=rounds).contains(&round) {
-                latencies.push(s["latency_ms"].as_f64().unwrap_or(0.0));
+                let latency = s["latency_ms"].as_f64().unwrap_or(0.0);
+                latencies.push(latency);
+                by_round.entry(round).or_default().push(latency);
                 if let Some(d) = s["delay_ms"].as_f64() {
                     delays.push(d);
                 }
@@ -486,6 +492,7 @@ async fn observe(
         chain_verified,
         samples: latencies.len(),
         latency: percentiles(&latencies),
+        per_round_p50: by_round.values().map(|v| percentiles(v).p50).collect(),
         delay: percentiles(&delays),
         protocol_cpu: percentiles(&protocol_cpu),
         process_cpu: percentiles(&process_cpu),
@@ -628,6 +635,7 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
             "process_p50": outcome.process_cpu.p50,
         },
         "samples": outcome.samples,
+        "per_round_beacon_p50_ms": outcome.per_round_p50,
         "http": http,
         "dir": dir.display().to_string(),
         "wall_s": wall.elapsed().as_secs_f64(),

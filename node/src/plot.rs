@@ -32,6 +32,77 @@ pub fn draw(report: &Report, path: &Path) -> Result<()> {
     draw_rounds(&report.scenario, &report.per_round, path)
 }
 
+/// Draws CDFs of per-round median beacon latencies, one line per named series
+/// (`compare --plot`: the simulator's and the emulated real network's), into
+/// `path` (.svg or .png).
+pub fn draw_cdfs(title: &str, series: &[(&str, Vec<f64>)], path: &Path) -> Result<()> {
+    register_font()?;
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("svg") => {
+            let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
+            overlay(title, series, &root)
+        }
+        Some("png") => {
+            let root = BitMapBackend::new(path, (800, 500)).into_drawing_area();
+            overlay(title, series, &root)
+        }
+        _ => bail!("--plot needs a .svg or .png file name"),
+    }
+}
+
+fn overlay<DB: DrawingBackend>(
+    title: &str,
+    series: &[(&str, Vec<f64>)],
+    root: &DrawingArea<DB, Shift>,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let err = |e: &dyn std::fmt::Display| anyhow::anyhow!("{e}");
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let max = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().copied())
+        .fold(1.0, f64::max)
+        * 1.1;
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 18))
+        .margin(10)
+        .x_label_area_size(35)
+        .y_label_area_size(45)
+        .build_cartesian_2d(0.0..max, 0.0..1.0)
+        .map_err(|e| err(&e))?;
+    chart
+        .configure_mesh()
+        .x_desc("beacon latency, per-round median over the nodes (ms)")
+        .y_desc("fraction of rounds")
+        .draw()
+        .map_err(|e| err(&e))?;
+    let colors = [BLUE, RED, GREEN, MAGENTA];
+    for (i, (name, values)) in series.iter().enumerate() {
+        let color = colors[i % colors.len()];
+        let mut v = values.clone();
+        v.sort_by(|a, b| a.total_cmp(b));
+        let n = v.len().max(1) as f64;
+        chart
+            .draw_series(LineSeries::new(
+                v.iter().enumerate().map(|(i, x)| (*x, (i + 1) as f64 / n)),
+                color.stroke_width(2),
+            ))
+            .map_err(|e| err(&e))?
+            .label(*name)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+    }
+    chart
+        .configure_series_labels()
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::LowerRight)
+        .draw()
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}
+
 /// Draws the figures of `rounds` under the title `scenario` into `path`.
 fn draw_rounds(scenario: &str, rounds: &[RoundStats], path: &Path) -> Result<()> {
     register_font()?;
@@ -186,6 +257,13 @@ mod tests {
     fn png_and_svg_render_with_the_embedded_font() {
         let dir = tempfile::tempdir().unwrap();
         let rounds = rounds();
+        let series = [("sim", vec![10.0, 12.0, 11.0]), ("real", vec![11.0, 13.5])];
+        let svg = dir.path().join("cdf.svg");
+        draw_cdfs("compare", &series, &svg).unwrap();
+        let text = std::fs::read_to_string(&svg).unwrap();
+        assert!(text.contains("sim") && text.contains("real"), "legend");
+        draw_cdfs("compare", &series, &dir.path().join("cdf.png")).unwrap();
+        assert!(draw_cdfs("compare", &series, &dir.path().join("cdf.txt")).is_err());
         let png = dir.path().join("plot.png");
         draw_rounds("plot-test", &rounds, &png).unwrap();
         let bytes = std::fs::read(&png).unwrap();
