@@ -13,6 +13,8 @@
 //! - [`chain`]: drand's beacon chain format;
 //! - [`wire`]: the one codec (bincode 2, size-limited);
 //! - [`effect`]: the one `Send/Broadcast/SetTimer` vocabulary of the state machines;
+//! - [`schedule`]: the one time-ordered event queue of the drivers (simulator,
+//!   node timers, test pump, DKG harness);
 //! - [`mock`]: an INSECURE stand-in scheme for protocol-only simulations.
 //!
 //! ```
@@ -37,6 +39,7 @@ pub mod memo;
 pub mod mock;
 pub mod poly;
 pub mod reshare;
+pub mod schedule;
 pub mod scheme;
 pub mod threshold;
 pub mod wire;

@@ -12,6 +12,7 @@ use crate::{Height, View};
 use beacon::dkg::{harness, DkgConfig, DkgOutput};
 use beacon::effect::Effect;
 use beacon::memo::Memo;
+use beacon::schedule::EventQueue;
 use beacon::{NodeIndex, Scheme, Time};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -61,14 +62,14 @@ pub fn genuine_messages<S: Scheme>(
         })
         .collect();
     let mut queue: VecDeque<(NodeIndex, NodeIndex, Message<S>)> = VecDeque::new();
-    let mut timers: Vec<(NodeIndex, Time, Timer)> = Vec::new();
+    let mut timers: EventQueue<(NodeIndex, Timer)> = EventQueue::new();
     let mut seen = Vec::new();
     let mut now = Time::ZERO;
     let n = replicas.len() as u32;
     let push = |who: NodeIndex,
                 out: Vec<Output<S>>,
                 queue: &mut VecDeque<_>,
-                timers: &mut Vec<_>| {
+                timers: &mut EventQueue<_>| {
         for o in out {
             match o {
                 Output::Effect(Effect::Send { to, message }) => queue.push_back((who, to, message)),
@@ -77,7 +78,7 @@ pub fn genuine_messages<S: Scheme>(
                         queue.push_back((who, NodeIndex(j), message.clone()));
                     }
                 }
-                Output::Effect(Effect::SetTimer { at, timer }) => timers.push((who, at, timer)),
+                Output::Effect(Effect::SetTimer { at, timer }) => timers.push(at, (who, timer)),
                 Output::SyncFromStore { .. } | Output::PersistVotes(_) | Output::Event(_) => {}
             }
         }
@@ -113,11 +114,9 @@ pub fn genuine_messages<S: Scheme>(
             continue;
         }
         // Quiet: fire the earliest timer.
-        timers.sort_by_key(|(_, at, _)| *at);
-        if timers.is_empty() {
+        let Some((at, (who, timer))) = timers.pop() else {
             break;
-        }
-        let (who, at, timer) = timers.remove(0);
+        };
         now = now.max(at);
         let out = replicas[who.0 as usize].handle(now, Input::Timer(timer));
         push(who, out, &mut queue, &mut timers);

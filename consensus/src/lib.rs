@@ -16,6 +16,7 @@
 //! - [`byzantine_dkg`]: swappable Byzantine DKG sessions (the DKG-side behaviours);
 //! - [`member`]: DKG then replica, the driver logic shared by simulator and node;
 //! - [`latency`]: round latency from the events drivers stamp;
+//! - [`observe`]: the one observer interface of the drivers for those events;
 //! - [`corpus`]: genuine messages for fuzzing message sequences.
 //!
 //! The safety argument is in `SAFETY.md` next to this crate's manifest.
@@ -31,6 +32,7 @@ pub mod election;
 pub mod latency;
 pub mod member;
 pub mod messages;
+pub mod observe;
 pub mod params;
 pub mod participant;
 pub mod position;
@@ -41,6 +43,7 @@ pub use config::{KeyShare, ReplicaConfig, ReplicaKeys};
 pub use election::Election;
 pub use member::{member_key, Envelope, Member, MemberInput, MemberOutput, MemberTimer};
 pub use messages::{Block, CommitCertificate, CommitPath, CommittedEntry, Digest, Message};
+pub use observe::Observer;
 pub use params::ProtocolParams;
 pub use participant::Participant;
 pub use replica::{

@@ -11,10 +11,10 @@ use beacon::memo::Memo;
 use beacon::{InterpolationMethod, MinSig, NodeIndex, Point, Scheme, SignatureShare, Time};
 use common::Net;
 use consensus::messages::{signed, CommitCertificate, PrepareCertificate, ViewChange};
+use consensus::observe::{dispatch, Observer};
 use consensus::{
-    Behaviour, ByzantineReplica, CommitPath, Election, Envelope, Event, EvidenceKind, Height,
-    Input, Member, MemberInput, MemberOutput, Message, Output, Participant, ProofKind, Replica,
-    ReplicaConfig, ReplicaKeys, View,
+    Behaviour, CommitPath, Election, Envelope, Event, EvidenceKind, Height, Member, MemberInput,
+    MemberOutput, Message, ProofKind, ReplicaConfig, ReplicaKeys, View,
 };
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -29,12 +29,35 @@ fn fast_config(n: u32, c: u32) -> ReplicaConfig {
     cfg
 }
 
-/// A hand-scheduled network: messages wait in a queue until the test delivers them.
-struct Manual {
-    nodes: Vec<Box<dyn Participant<S>>>,
-    queue: VecDeque<(NodeIndex, NodeIndex, Message<S>)>,
+/// What a hand-scheduled network saw: commits and evidence by member.
+#[derive(Default)]
+struct Seen {
     commits: BTreeMap<u32, [u8; 32]>,
     evidence: Vec<(NodeIndex, EvidenceKind)>,
+}
+
+impl Observer<S> for Seen {
+    fn committed(
+        &mut self,
+        node: NodeIndex,
+        _: Time,
+        _: &Arc<consensus::Block>,
+        certificate: &CommitCertificate<S>,
+    ) {
+        self.commits.insert(node.0, certificate.digest);
+    }
+
+    fn evidence(&mut self, node: NodeIndex, _: Time, evidence: &consensus::Evidence) {
+        self.evidence.push((node, evidence.kind));
+    }
+}
+
+/// A hand-scheduled network of `Member`s: messages wait in a queue until the
+/// test delivers them.
+struct Manual {
+    nodes: Vec<Member<S>>,
+    queue: VecDeque<(NodeIndex, NodeIndex, Message<S>)>,
+    seen: Seen,
     n: u32,
 }
 
@@ -49,54 +72,55 @@ impl Manual {
         let nodes = outputs
             .iter()
             .map(|o| {
-                let keys = ReplicaKeys::from_dkg(config, o).unwrap();
-                let replica = Replica::new(
+                let behaviour = (o.me == byzantine).then_some(behaviour);
+                Member::restore(
                     config.clone(),
-                    keys.clone(),
+                    o,
+                    Vec::new(),
+                    Vec::new(),
                     [o.me.0 as u8; 32],
                     memo.clone(),
-                );
-                if o.me == byzantine {
-                    Box::new(ByzantineReplica::new(replica, keys, behaviour))
-                        as Box<dyn Participant<S>>
-                } else {
-                    Box::new(replica)
-                }
+                    behaviour,
+                )
+                .unwrap()
             })
             .collect();
         Manual {
             nodes,
             queue: VecDeque::new(),
-            commits: BTreeMap::new(),
-            evidence: Vec::new(),
+            seen: Seen::default(),
             n: config.n,
         }
     }
 
-    fn input(&mut self, who: NodeIndex, input: Input<S>) -> Vec<Output<S>> {
+    fn input(&mut self, who: NodeIndex, input: MemberInput<S>) -> Vec<MemberOutput<S>> {
         let out = self.nodes[who.0 as usize].handle(Time::ZERO, input);
         for o in &out {
             match o {
-                Output::Effect(Effect::Send { to, message }) => {
-                    self.queue.push_back((who, *to, message.clone()))
-                }
-                Output::Effect(Effect::Broadcast(message)) => {
+                MemberOutput::Effect(Effect::Send {
+                    to,
+                    message: Envelope::Consensus(m),
+                }) => self.queue.push_back((who, *to, m.clone())),
+                MemberOutput::Effect(Effect::Broadcast(Envelope::Consensus(m))) => {
                     for j in (0..self.n).filter(|j| *j != who.0) {
-                        self.queue.push_back((who, NodeIndex(j), message.clone()));
+                        self.queue.push_back((who, NodeIndex(j), m.clone()));
                     }
                 }
-                Output::Event(Event::Committed { certificate, .. }) => {
-                    self.commits.insert(who.0, certificate.digest);
-                }
-                Output::Event(Event::Evidence(e)) => self.evidence.push((who, e.kind)),
+                MemberOutput::Event(e) => dispatch(&mut self.seen, who, Time::ZERO, e),
                 _ => {}
             }
         }
         out
     }
 
-    fn deliver(&mut self, from: NodeIndex, to: NodeIndex, message: Message<S>) -> Vec<Output<S>> {
-        self.input(to, Input::Message { from, message })
+    fn deliver(
+        &mut self,
+        from: NodeIndex,
+        to: NodeIndex,
+        message: Message<S>,
+    ) -> Vec<MemberOutput<S>> {
+        let envelope = Envelope::Consensus(message);
+        self.input(to, MemberInput::Message { from, envelope })
     }
 
     /// Delivers queued messages until none is left; `keep` decides which are
@@ -138,7 +162,7 @@ fn forged_view_changes_do_not_fork_the_chain() {
     let outputs = common::dkg::<S>(&config, 11);
     let mut net = Manual::new(&config, &outputs, byzantine, Behaviour::ForgedViewChange);
     for i in 0..4 {
-        net.input(NodeIndex(i), Input::Start);
+        net.input(NodeIndex(i), MemberInput::Start);
     }
     // View 0 runs, but the collector's proof and beacon reach nobody; the forged
     // NEW-VIEW is held back until the collector has committed.
@@ -149,6 +173,7 @@ fn forged_view_changes_do_not_fork_the_chain() {
         !(withheld || forged)
     });
     let d0 = *net
+        .seen
         .commits
         .get(&collector.0)
         .expect("the collector commits d0");
@@ -167,8 +192,8 @@ fn forged_view_changes_do_not_fork_the_chain() {
     let mut sign_shares = Vec::new();
     for (from, to, m) in forged {
         for o in net.deliver(from, to, m) {
-            if let Output::Effect(Effect::Send {
-                message: message @ Message::SignShare { .. },
+            if let MemberOutput::Effect(Effect::Send {
+                message: Envelope::Consensus(message @ Message::SignShare { .. }),
                 to: c,
             }) = o
             {
@@ -208,8 +233,8 @@ fn forged_view_changes_do_not_fork_the_chain() {
                 certificate: prepare.clone(),
             };
             for o in net.deliver(byzantine, *v, prepare) {
-                if let Output::Effect(Effect::Send {
-                    message: Message::CommitShare { share, .. },
+                if let MemberOutput::Effect(Effect::Send {
+                    message: Envelope::Consensus(Message::CommitShare { share, .. }),
                     ..
                 }) = o
                 {
@@ -236,7 +261,7 @@ fn forged_view_changes_do_not_fork_the_chain() {
             }
         }
     }
-    for (who, digest) in &net.commits {
+    for (who, digest) in &net.seen.commits {
         assert_eq!(
             *digest, d0,
             "replica {who} committed another block at height 1"
@@ -244,7 +269,7 @@ fn forged_view_changes_do_not_fork_the_chain() {
     }
     for v in victims {
         assert!(
-            net.evidence.iter().any(|(who, e)| *who == v
+            net.seen.evidence.iter().any(|(who, e)| *who == v
                 && matches!(
                     e,
                     EvidenceKind::InvalidProof {
@@ -441,7 +466,7 @@ fn an_eager_primary_does_not_make_beacons_public_early() {
                 );
             }
         }
-        for (at, who, round) in &net.learned {
+        for (at, who, round) in &net.record.learned {
             assert!(
                 at.0 >= cfg.release_time(*round),
                 "replica {} learned beacon {round} at {at}",
@@ -503,19 +528,19 @@ fn a_conviction_expires() {
     net.start();
     // Faulty until every honest replica, as a collector, convicted it.
     let mut h = 2;
-    while (0..3).any(|i| !net.convictions.contains_key(&(i, 3))) {
+    while (0..3).any(|i| !net.record.convictions.contains_key(&(i, 3))) {
         assert!(
             h < 60,
             "not every replica convicted it: {:?}",
-            net.convictions
+            net.record.convictions
         );
         assert!(net.run_until(h, Time::from_millis(600_000)), "no progress");
         h += 1;
     }
     net.restart_honest(3);
-    let back = net.nodes[3].finalized().height().get() + 1;
-    let first = net.convictions.values().min().unwrap().get();
-    let last = net.convictions.values().max().unwrap().get();
+    let back = net.chain(3).height().get() + 1;
+    let first = net.record.convictions.values().min().unwrap().get();
+    let last = net.record.convictions.values().max().unwrap().get();
     let end = last + CONVICTION_HEIGHTS + 12;
     assert!(
         net.run_until(end, Time::from_millis(600_000)),
@@ -525,7 +550,7 @@ fn a_conviction_expires() {
     let fast = |heights: std::ops::Range<u64>| {
         heights
             .filter(|h| {
-                net.commits[&Height::new(*h)]
+                net.record.commits[&Height::new(*h)]
                     .iter()
                     .all(|c| c.2 == CommitPath::Fast)
             })

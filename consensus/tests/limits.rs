@@ -9,8 +9,7 @@ mod common;
 use beacon::{wire, MinPk, NodeIndex, Point as _, Scheme, Time};
 use common::Net;
 use consensus::messages::ViewChange;
-use consensus::replica::Input;
-use consensus::{Height, Message, ReplicaConfig, View};
+use consensus::{Height, MemberInput, Message, ReplicaConfig, View};
 use std::sync::Arc;
 
 fn config(n: u32) -> ReplicaConfig {
@@ -59,13 +58,13 @@ fn blocks_of_the_largest_transactions_fit_every_message_that_carries_them() {
         for k in 0..260u32 {
             let mut tx = vec![i as u8; cfg.max_transaction_bytes];
             tx[..4].copy_from_slice(&k.to_be_bytes());
-            net.nodes[i].handle(Time::ZERO, Input::ClientTransaction(tx));
+            net.nodes[i].handle(Time::ZERO, MemberInput::ClientTransaction(tx));
         }
     }
     net.start();
     assert!(net.run_until(3, Time::from_millis(120_000)), "no progress");
     net.assert_agreement();
-    let chain = net.nodes[0].finalized();
+    let chain = net.chain(0);
     assert!(chain.iter().any(|e| !e.block.transactions.is_empty()));
     for entry in chain.iter() {
         let block = entry.block.clone();
@@ -103,8 +102,8 @@ fn a_replica_further_behind_than_the_window_catches_up_from_the_stores() {
         net.run_until(ahead, Time::from_millis(600_000)),
         "no progress"
     );
-    for node in &net.nodes[..3] {
-        let chain = node.finalized();
+    for i in 0..3 {
+        let chain = net.chain(i);
         assert!(chain.len() <= consensus::replica::CHAIN_WINDOW);
         assert!(
             chain.first() > Height::new(1),
@@ -113,12 +112,12 @@ fn a_replica_further_behind_than_the_window_catches_up_from_the_stores() {
     }
     // Back: everything it lacks is older than its peers keep in memory.
     net.down.clear();
-    let target = net.nodes[0].finalized().height().get() + 5;
+    let target = net.chain(0).height().get() + 5;
     assert!(
         net.run_until(target, Time::from_millis(1_200_000)),
         "the replica that was cut off did not catch up (at {})",
-        net.nodes[3].finalized().height()
+        net.chain(3).height()
     );
     net.assert_agreement();
-    assert!(net.nodes[3].finalized().height() >= Height::new(target));
+    assert!(net.chain(3).height() >= Height::new(target));
 }

@@ -30,7 +30,7 @@ fn all_honest_commit_on_the_fast_path_with_verifying_beacons() {
             net.all_commits(),
             "n = {n}: a slow-path commit without faults"
         );
-        assert_eq!(net.view_changes, 0);
+        assert_eq!(net.record.view_changes, 0);
     }
 }
 
@@ -83,11 +83,11 @@ fn silent_collector_is_covered_by_the_backup_or_a_view_change() {
         let mut net = Net::<MinSig>::new(config(n, c), 14, &[(1, Behaviour::SilentCollector)]);
         net.start();
         let ok = net.run_until(10, Time::from_millis(120_000));
-        let heights: Vec<Height> = net.nodes.iter().map(|n| n.current_height()).collect();
+        let heights: Vec<Height> = (0..n as usize).map(|i| net.current_height(i)).collect();
         assert!(
             ok,
             "n = {n}: heights {heights:?}, view changes {}",
-            net.view_changes
+            net.record.view_changes
         );
         net.assert_agreement();
         net.assert_beacons_verify();
@@ -107,6 +107,7 @@ fn invalid_shares_are_named_and_commits_continue() {
     net.assert_agreement();
     net.assert_beacons_verify();
     let mut culprits: Vec<NodeIndex> = net
+        .record
         .evidence
         .iter()
         .filter(|e| matches!(e.kind, EvidenceKind::InvalidShare { .. }))

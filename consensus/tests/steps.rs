@@ -592,7 +592,7 @@ fn catch_up() {
             net.start();
             assert!(net.run_until(3, Time::from_millis(60_000)));
             // A replica that is primary of none of heights 1 to 4.
-            let chain = &net.disks[0];
+            let chain = &net.record.disks[0];
             let primaries: Vec<NodeIndex> = (1..=4u64)
                 .map(|h| {
                     let randomness = match h {
@@ -607,7 +607,7 @@ fn catch_up() {
             Some((net, me))
         })
         .unwrap();
-    let entries: Vec<Arc<CommittedEntry<S>>> = net.disks[0][..3].to_vec();
+    let entries: Vec<Arc<CommittedEntry<S>>> = net.record.disks[0][..3].to_vec();
     let peer = NodeIndex((me.0 + 1) % 4);
     let keys = ReplicaKeys::from_dkg(&config, &net.outputs[me.0 as usize]).unwrap();
     let fresh = || Replica::<S>::new(config.clone(), keys.clone(), [9; 32], Memo::disabled());

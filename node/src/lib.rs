@@ -10,6 +10,8 @@
 //! - [`store`]: key material file and the redb chain database;
 //! - [`http`]: drand's v1 API, `/health`, `/metrics`, `/stats/rounds`;
 //! - [`metrics`]: the Prometheus registry;
+//! - [`recorder`]: what the node does with its replica's events (metrics,
+//!   round statistics, logs, persistence);
 //! - [`runtime`]: the event loop (`sbft-beacon run`).
 
 pub mod config;
@@ -19,6 +21,7 @@ pub mod limits;
 pub mod logs;
 pub mod metrics;
 pub mod net;
+pub mod recorder;
 pub mod runtime;
 pub mod store;
 pub mod wan;

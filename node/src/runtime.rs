@@ -1,8 +1,9 @@
 //! `sbft-beacon run`: one real node. It drives the same [`consensus::Member`]
 //! (DKG, then replica) as the simulator, with the wall clock for time, libp2p
-//! ([`crate::net`]) for messages, a timer queue for the timers the protocol asks
-//! for, redb ([`crate::store`]) for what must survive a crash, and the HTTP API
-//! ([`crate::http`]) for what it serves.
+//! ([`crate::net`]) for messages, a timer queue (`beacon::schedule`) for the
+//! timers the protocol asks for, redb ([`crate::store`]) for what must survive a
+//! crash, the HTTP API ([`crate::http`]) for what it serves, and a
+//! [`Recorder`] for its replica's events.
 //!
 //! Start-up: load the identity and check it against the config; if key material
 //! is on disk, restore the replica from it and the stored chain (no DKG; missed
@@ -15,28 +16,29 @@
 //! was given, the store closes and `run` returns `Ok` (exit status 0).
 
 use crate::config::Validated;
-use crate::http::{ApiState, BlockJson, ChainView, RoundStat};
+use crate::http::{ApiState, BlockJson, ChainView};
 use crate::limits::Admission;
 use crate::metrics::{Metrics, Phase};
 use crate::net::{NetLimits, Network};
+use crate::recorder::Recorder;
 use crate::store::Store;
 use crate::{identity, NodeError};
 use beacon::dkg::DkgOutput;
 use beacon::effect::Effect;
 use beacon::memo::Memo;
+use beacon::schedule::EventQueue;
 use beacon::{Beacon, ChainInfo, NodeIndex, Point as _, Scheme, Time};
-use consensus::latency::RoundClock;
+use consensus::observe::dispatch;
 use consensus::replica::{sync_response, CHAIN_WINDOW};
 use consensus::{
-    Behaviour, CommittedEntry, Envelope, Event, Height, Member, MemberInput, MemberOutput,
-    MemberTimer, Message,
+    Behaviour, CommittedEntry, Envelope, Height, Member, MemberInput, MemberOutput, MemberTimer,
+    Message,
 };
 use rand::RngCore as _;
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tracing::{debug, error, info, info_span, warn, Instrument as _};
+use tracing::{error, info, info_span, warn, Instrument as _};
 
 /// Transactions submitted over HTTP and not yet handed to the replica (their
 /// bytes are bounded by `[limits] submit_queue_bytes`).
@@ -60,7 +62,7 @@ pub fn thread_cpu_ns() -> u64 {
 }
 
 /// CPU time of the whole process, in nanoseconds.
-fn process_cpu_ns() -> u64 {
+pub(crate) fn process_cpu_ns() -> u64 {
     cpu_clock(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 
@@ -189,19 +191,12 @@ impl<S: Scheme> crate::http::ChainArchive for StoreArchive<S> {
 struct Node<S: Scheme> {
     member: Member<S>,
     net: Network,
-    timers: BTreeMap<(Time, u64), MemberTimer>,
-    timer_seq: u64,
+    timers: EventQueue<MemberTimer>,
     store: Arc<Store>,
     state: Arc<ApiState>,
-    persist: std::sync::mpsc::Sender<Arc<CommittedEntry<S>>>,
     cfg: Validated,
-    /// Protocol-thread CPU since the last beacon (ns) and process CPU then.
-    cpu_since_beacon: u64,
-    process_cpu_at_beacon: u64,
-    /// Whether the last beacon was learned live (its successor's latency is meaningful).
-    live: bool,
-    /// When recent beacons were learned here (round latency).
-    clock: RoundClock,
+    /// Metrics, round statistics and persistence of the replica's events.
+    recorder: Recorder<S>,
     /// Set once the DKG is done (or restored): DKG frames are no longer wanted.
     dkg_done: Arc<AtomicBool>,
     /// When this node started its DKG (none when restored).
@@ -238,10 +233,10 @@ impl<S: Scheme> Node<S> {
         let outputs = self.member.handle(at, input);
         if start && self.member.has_keys() {
             // A restored replica starts now (a new one when its DKG completes).
-            self.clock.start(at);
+            self.recorder.start(at);
         }
         let spent = thread_cpu_ns().saturating_sub(cpu);
-        self.cpu_since_beacon += spent;
+        self.recorder.spent(spent);
         let timings = beacon::cost::take_timings();
         let metrics = &self.state.metrics;
         if let Some(p) = phase {
@@ -276,10 +271,7 @@ impl<S: Scheme> Node<S> {
                 MemberOutput::Effect(Effect::Broadcast(envelope)) => {
                     self.net.broadcast(Arc::new(encode(&envelope)?));
                 }
-                MemberOutput::Effect(Effect::SetTimer { at, timer }) => {
-                    self.timers.insert((at, self.timer_seq), timer);
-                    self.timer_seq += 1;
-                }
+                MemberOutput::Effect(Effect::SetTimer { at, timer }) => self.timers.push(at, timer),
                 MemberOutput::SyncFromStore { to, from_height } => {
                     self.serve_from_store(to, from_height)
                 }
@@ -291,7 +283,7 @@ impl<S: Scheme> Node<S> {
                     self.state.metrics.votes_persisted.inc();
                 }
                 MemberOutput::DkgComplete(output) => {
-                    self.clock.start(at);
+                    self.recorder.start(at);
                     // Durable before the replica's first signature leaves this node:
                     // the outputs that follow are only sent after this returns.
                     self.store.save_dkg(&output)?;
@@ -318,83 +310,10 @@ impl<S: Scheme> Node<S> {
                 MemberOutput::DkgFailed(reason) => {
                     return Err(NodeError::Dkg(reason));
                 }
-                MemberOutput::Event(event) => self.observe(at, event),
+                MemberOutput::Event(event) => dispatch(&mut self.recorder, self.cfg.me, at, &event),
             }
         }
         Ok(())
-    }
-
-    /// An event of the replica, from a `handle` call made at `learned_at`.
-    fn observe(&mut self, learned_at: Time, event: Event<S>) {
-        let metrics = &self.state.metrics;
-        match event {
-            Event::Finalized(entry) => {
-                // The receiver lives as long as the node; a send error means it
-                // already stopped on a store failure.
-                let _ = self.persist.send(entry);
-            }
-            Event::Beacon(beacon) => {
-                let latency_us = self
-                    .clock
-                    .beacon(Height::new(beacon.round), learned_at)
-                    .map_or(0, |d| d.as_micros() as u64);
-                let process = process_cpu_ns();
-                let stat = RoundStat {
-                    round: beacon.round,
-                    learned_at_us: learned_at.0,
-                    latency_ms: latency_us as f64 / 1000.0,
-                    delay_ms: (self.cfg.replica.period_us > 0).then(|| {
-                        let due = self.cfg.replica.time_of_round(beacon.round);
-                        learned_at.0 as f64 / 1000.0 - due as f64 / 1000.0
-                    }),
-                    protocol_cpu_ms: self.cpu_since_beacon as f64 / 1e6,
-                    process_cpu_ms: process.saturating_sub(self.process_cpu_at_beacon) as f64 / 1e6,
-                };
-                self.cpu_since_beacon = 0;
-                self.process_cpu_at_beacon = process;
-                // A beacon learned right after another one (catch-up) has no
-                // meaningful latency; one learned live does.
-                if self.live && latency_us > 0 {
-                    metrics.round_latency.observe(latency_us as f64 * 1e-6);
-                    self.state
-                        .chain
-                        .write()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .record(stat.clone());
-                }
-                self.live = true;
-                debug!(
-                    round = beacon.round,
-                    latency_ms = stat.latency_ms,
-                    cpu_ms = stat.protocol_cpu_ms,
-                    "beacon"
-                );
-            }
-            Event::Committed { block, certificate } => {
-                let path = certificate.path;
-                metrics.committed(path);
-                debug!(
-                    height = block.height.get(),
-                    view = certificate.view.get(),
-                    path = path.as_str(),
-                    "committed"
-                );
-            }
-            Event::ViewChanged { height, view } => {
-                metrics.view_changes.inc();
-                crate::warn_throttled!(height = height.get(), view = view.get(), "view change");
-            }
-            Event::Evidence(e) => {
-                let what = e.kind.to_string();
-                metrics.misbehaved(e.culprit.0);
-                crate::warn_throttled!(
-                    culprit = e.culprit.0,
-                    height = e.height.get(),
-                    what,
-                    "misbehaviour"
-                );
-            }
-        }
     }
 
     /// Answers a sync request for heights the replica no longer keeps from the
@@ -426,14 +345,9 @@ impl<S: Scheme> Node<S> {
     /// Fires every timer that is due.
     fn fire_timers(&mut self) -> Result<(), NodeError> {
         loop {
-            let t = now();
-            let Some(entry) = self.timers.first_entry() else {
+            let Some((_, timer)) = self.timers.pop_before(now().plus_micros(1)) else {
                 return Ok(());
             };
-            if entry.key().0 > t {
-                return Ok(());
-            }
-            let timer = entry.remove();
             if let (MemberTimer::Dkg(t), Some(progress)) = (&timer, self.member.dkg_progress()) {
                 // A DKG deadline passed before the DKG was over: say what it lacked.
                 info!(timer = ?t, progress, "DKG deadline");
@@ -443,8 +357,8 @@ impl<S: Scheme> Node<S> {
     }
 
     fn next_deadline(&self) -> Duration {
-        match self.timers.first_key_value() {
-            Some(((at, _), _)) => Duration::from_micros(at.micros_since(now())),
+        match self.timers.next_time() {
+            Some(at) => Duration::from_micros(at.micros_since(now())),
             None => Duration::from_secs(3600),
         }
     }
@@ -660,19 +574,15 @@ async fn run_inner<S: Scheme>(
     };
     let (persist_tx, persist_rx) = std::sync::mpsc::channel();
     let persister = persistence_thread::<S>(store.clone(), state.clone(), persist_rx);
+    let recorder = Recorder::new(state.clone(), persist_tx, cfg.replica.clone());
     let mut node = Node {
         member,
         net,
-        timers: BTreeMap::new(),
-        timer_seq: 0,
+        timers: EventQueue::new(),
         store,
         state,
-        persist: persist_tx,
         cfg,
-        cpu_since_beacon: 0,
-        process_cpu_at_beacon: process_cpu_ns(),
-        live: false,
-        clock: RoundClock::new(),
+        recorder,
         dkg_started: stored.is_none().then(std::time::Instant::now),
         dkg_done,
         store_readers: Arc::new(tokio::sync::Semaphore::new(STORE_READERS)),

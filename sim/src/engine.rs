@@ -1,6 +1,8 @@
 //! The discrete-event engine: one event queue ordered by (virtual time, sequence
-//! number), members driven through `consensus::Member` (the same driver the real
-//! node uses), a network model, a compute-cost model, and invariant checkers.
+//! number) (`beacon::schedule`), members driven through `consensus::Member` (the
+//! same driver the real node uses), a network model, a compute-cost model, and
+//! the observers of honest members' events (`consensus::observe`): the invariant
+//! checkers and the statistics.
 //!
 //! # Determinism and threads
 //! Events are processed in windows `[t, t + L)` where `L` is the network's minimum
@@ -22,26 +24,27 @@ use crate::config::SimConfig;
 use crate::cost_model::CostModel;
 use crate::invariants::{Checker, FailureKind};
 use crate::network::Network;
-use crate::report::{percentiles, FinalBeacon, Report, RoundStats};
+use crate::report::{FinalBeacon, Report};
+use crate::stats::Stats;
 use crate::SimError;
 use beacon::chain::{BeaconJson, ChainInfoJson};
 use beacon::dkg::DkgOutput;
 use beacon::effect::Effect;
 use beacon::memo::Memo;
+use beacon::schedule::EventQueue;
 use beacon::{NodeIndex, Point, Scheme, Time};
-use consensus::latency::RoundClock;
+use consensus::observe::dispatch;
 use consensus::replica::{sync_response, SignedVotes, CHAIN_WINDOW};
 use consensus::{
-    Behaviour, CommitPath, CommittedEntry, Envelope, Event as ReplicaEvent, Height, Member,
-    MemberInput, MemberOutput, MemberTimer, Message, ReplicaConfig, View,
+    Behaviour, CommittedEntry, Envelope, Event as ReplicaEvent, Height, Member, MemberInput,
+    MemberOutput, MemberTimer, Message, ReplicaConfig,
 };
 use rand::seq::SliceRandom;
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use sha2::{Digest as _, Sha256};
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Instant;
@@ -158,14 +161,12 @@ fn run_node<S: Scheme>(
         processed: 0,
         panic: None,
     };
-    // Local queue: (time, local order) -> event; own timers below `end` join it.
-    let mut local: BTreeMap<(Time, u64), Event<S>> = BTreeMap::new();
-    let mut order = 0u64;
+    // Local queue, in the window's order; own timers below `end` join it.
+    let mut local = EventQueue::new();
     for (t, e) in events.drain(..) {
-        local.insert((t, order), e);
-        order += 1;
+        local.push(t, e);
     }
-    while let Some(((at, _), event)) = local.pop_first() {
+    while let Some((at, event)) = local.pop() {
         let start = at.max(slot.busy_until);
         let (kind, what, from, height) = event.tag();
         fx.trace.extend_from_slice(&start.0.to_be_bytes());
@@ -244,8 +245,7 @@ fn run_node<S: Scheme>(
         for o in outputs {
             match o {
                 MemberOutput::Effect(Effect::SetTimer { at, timer }) if at < end => {
-                    local.insert((at, order), Event::Timer(timer));
-                    order += 1;
+                    local.push(at, Event::Timer(timer))
                 }
                 // Written before anything else of this step leaves the node.
                 MemberOutput::PersistVotes(record) => slot.disk.votes = record,
@@ -286,9 +286,8 @@ struct Engine<S: Scheme> {
     network: Network,
     memo: Arc<Memo>,
     slots: Vec<Slot<S>>,
-    queue: BinaryHeap<Reverse<(Time, u64)>>,
-    events: HashMap<u64, (u32, Event<S>)>,
-    seq: u64,
+    /// Every node's pending events: (slot, event).
+    queue: EventQueue<(u32, Event<S>)>,
     uplink_free: Vec<Time>,
     net_rng: ChaCha20Rng,
     load_rng: ChaCha20Rng,
@@ -305,14 +304,8 @@ struct Engine<S: Scheme> {
     rounds_started_wall: Option<Instant>,
     consensus_messages: u64,
     consensus_bytes: u64,
-    /// Per slot: when it learned its recent beacons (round latency).
-    clocks: Vec<RoundClock>,
-    beacon_samples: BTreeMap<u64, Vec<f64>>,
-    commit_samples: BTreeMap<Height, Vec<f64>>,
-    paths: BTreeMap<Height, CommitPath>,
-    view_changes: BTreeMap<(Height, View), ()>,
-    finalized: Vec<Height>,
-    evidence: BTreeMap<String, u64>,
+    /// What honest members' events say: latencies, paths, views, evidence.
+    stats: Stats,
     cpu_at_rounds_start: u64,
     /// Per member: the slot of its twin's second instance, if it has one.
     twin_slot: Vec<Option<u32>>,
@@ -459,16 +452,14 @@ impl<S: Scheme> Engine<S> {
         }
         let total = slots.len();
         Ok(Engine {
-            checker: Checker::new(replica.chain_info(Vec::new(), S::ID), honest, cfg.seed),
+            checker: Checker::new(&replica, S::ID, honest, cfg.seed),
             cfg: cfg.clone(),
             replica,
             costs,
             network,
             memo,
             slots,
-            queue: BinaryHeap::new(),
-            events: HashMap::new(),
-            seq: 0,
+            queue: EventQueue::new(),
             uplink_free: vec![Time::ZERO; total],
             net_rng: ChaCha20Rng::seed_from_u64(cfg.seed ^ 0x006e_6574_776f_726b),
             load_rng: ChaCha20Rng::seed_from_u64(cfg.seed ^ 0x6c6f_6164),
@@ -483,22 +474,14 @@ impl<S: Scheme> Engine<S> {
             rounds_started_wall: None,
             consensus_messages: 0,
             consensus_bytes: 0,
-            clocks: vec![RoundClock::new(); total],
-            beacon_samples: BTreeMap::new(),
-            commit_samples: BTreeMap::new(),
-            paths: BTreeMap::new(),
-            view_changes: BTreeMap::new(),
-            finalized: vec![Height::ZERO; total],
+            stats: Stats::new(total),
             twin_slot,
-            evidence: BTreeMap::new(),
             cpu_at_rounds_start: 0,
         })
     }
 
     fn push(&mut self, at: Time, node: u32, event: Event<S>) {
-        self.seq += 1;
-        self.events.insert(self.seq, (node, event));
-        self.queue.push(Reverse((at, self.seq)));
+        self.queue.push(at, (node, event));
     }
 
     fn start(&mut self) {
@@ -513,7 +496,7 @@ impl<S: Scheme> Engine<S> {
             .iter()
             .enumerate()
             .filter(|(_, s)| s.honest && s.member.is_some())
-            .all(|(i, _)| self.finalized[i] >= Height::new(target))
+            .all(|(i, _)| self.stats.finalized(i as u32) >= Height::new(target))
     }
 
     fn run(&mut self, progress: Option<Progress<'_>>) {
@@ -538,7 +521,7 @@ impl<S: Scheme> Engine<S> {
                 break;
             }
             self.schedule_load();
-            let Some(Reverse((t0, _))) = self.queue.peek().copied() else {
+            let Some(t0) = self.queue.next_time() else {
                 self.checker.fail(
                     FailureKind::Liveness,
                     None,
@@ -568,12 +551,7 @@ impl<S: Scheme> Engine<S> {
             }
             let end = t0.plus_micros(lookahead);
             let mut per_node: BTreeMap<u32, Vec<(Time, Event<S>)>> = BTreeMap::new();
-            while let Some(Reverse((t, seq))) = self.queue.peek().copied() {
-                if t >= end {
-                    break;
-                }
-                self.queue.pop();
-                let (node, event) = self.events.remove(&seq).expect("queued event exists");
+            while let Some((t, (node, event))) = self.queue.pop_before(end) {
                 per_node.entry(node).or_default().push((t, event));
             }
             let effects = self.process_window(per_node, end, threads);
@@ -603,7 +581,7 @@ impl<S: Scheme> Engine<S> {
             .iter()
             .enumerate()
             .filter(|(_, s)| s.honest && s.member.is_some())
-            .map(|(i, _)| self.finalized[i].get())
+            .map(|(i, _)| self.stats.finalized(i as u32).get())
             .min()
             .unwrap_or(0)
     }
@@ -683,11 +661,7 @@ impl<S: Scheme> Engine<S> {
         if rate <= 0.0 {
             return;
         }
-        let horizon = self
-            .queue
-            .peek()
-            .map(|Reverse((t, _))| t.plus_micros(1))
-            .unwrap_or(origin);
+        let horizon = self.queue.next_time().map_or(origin, |t| t.plus_micros(1));
         let interval = (1e6 / rate).max(1.0) as u64;
         let mut next = self.next_tx.unwrap_or(origin);
         while next < horizon {
@@ -749,7 +723,12 @@ impl<S: Scheme> Engine<S> {
                         );
                     }
                 }
-                MemberOutput::Event(e) => self.observe(node, at, e),
+                // The checker and the statistics watch honest members only.
+                MemberOutput::Event(e) if honest => {
+                    dispatch(&mut self.checker, NodeIndex(node), at, &e);
+                    dispatch(&mut self.stats, NodeIndex(node), at, &e);
+                }
+                MemberOutput::Event(_) => {}
             }
         }
         if let Some((t, msg)) = fx.panic {
@@ -816,7 +795,7 @@ impl<S: Scheme> Engine<S> {
 
     fn on_dkg_complete(&mut self, node: u32, at: Time, out: &Arc<DkgOutput<S>>) {
         self.dkg_done[node as usize] = Some(at);
-        self.clocks[node as usize].start(at);
+        self.stats.start(node, at);
         if let Some(twin) = self.twin_slot.get(node as usize).copied().flatten() {
             // The second instance: the same keys, its own randomness.
             let mut seed = member_seed(self.cfg.seed, node);
@@ -834,7 +813,7 @@ impl<S: Scheme> Engine<S> {
                 slot.member = Some(m);
                 slot.disk.dkg = Some(out.clone());
                 self.dkg_done[twin as usize] = Some(at);
-                self.clocks[twin as usize].start(at);
+                self.stats.start(twin, at);
                 self.push(at, twin, Event::Start);
             }
         }
@@ -873,70 +852,6 @@ impl<S: Scheme> Engine<S> {
         }
     }
 
-    /// An event of `node`'s replica, stamped `at`.
-    fn observe(&mut self, node: u32, at: Time, event: ReplicaEvent<S>) {
-        let honest = self.slots[node as usize].honest;
-        match event {
-            ReplicaEvent::Committed { block, certificate } => {
-                if honest {
-                    self.checker
-                        .on_commit(node, at, block.height, certificate.digest);
-                    self.paths.entry(block.height).or_insert(certificate.path);
-                    if let Some(latency) = self.clocks[node as usize].commit(block.height, at) {
-                        self.commit_samples
-                            .entry(block.height)
-                            .or_default()
-                            .push(latency.as_secs_f64() * 1000.0);
-                    }
-                }
-            }
-            ReplicaEvent::Beacon(beacon) => {
-                if honest {
-                    let release = self.replica.release_time(beacon.round);
-                    if at.0 < release {
-                        self.checker.fail(
-                            FailureKind::Safety,
-                            Some(node),
-                            at,
-                            format!(
-                                "beacon {} learned before its release time {release} us",
-                                beacon.round
-                            ),
-                        );
-                    }
-                    self.checker.on_beacon(node, at, &beacon);
-                    if let Some(latency) =
-                        self.clocks[node as usize].beacon(Height::new(beacon.round), at)
-                    {
-                        self.beacon_samples
-                            .entry(beacon.round)
-                            .or_default()
-                            .push(latency.as_secs_f64() * 1000.0);
-                    }
-                }
-            }
-            ReplicaEvent::Finalized(entry) => {
-                self.finalized[node as usize] = entry.block.height;
-                if honest {
-                    self.checker.on_progress(at, entry.block.height);
-                }
-            }
-            ReplicaEvent::ViewChanged { height, view } => {
-                if honest {
-                    self.view_changes.insert((height, view), ());
-                }
-            }
-            ReplicaEvent::Evidence(e) => {
-                if honest {
-                    *self
-                        .evidence
-                        .entry(format!("{} by {}", e.kind, e.culprit))
-                        .or_default() += 1;
-                }
-            }
-        }
-    }
-
     fn chain_json(&self) -> Option<serde_json::Value> {
         let key = self.checker.group_key()?;
         let info = self.replica.chain_info(key.to_vec(), S::ID);
@@ -958,36 +873,6 @@ impl<S: Scheme> Engine<S> {
         let beacons = self.checker.beacons();
         let rounds = beacons.len() as u64;
         let heights = self.checker.committed_heights();
-        let fast = self
-            .paths
-            .values()
-            .filter(|p| **p == CommitPath::Fast)
-            .count();
-        let all_beacon: Vec<f64> = self.beacon_samples.values().flatten().copied().collect();
-        let all_commit: Vec<f64> = self.commit_samples.values().flatten().copied().collect();
-        let per_round = (1..=rounds)
-            .map(|r| RoundStats {
-                round: r,
-                beacon_ms: percentiles(
-                    self.beacon_samples
-                        .get(&r)
-                        .map(Vec::as_slice)
-                        .unwrap_or(&[]),
-                ),
-                commit_ms: percentiles(
-                    self.commit_samples
-                        .get(&Height::new(r))
-                        .map(Vec::as_slice)
-                        .unwrap_or(&[]),
-                ),
-                path: self.paths.get(&Height::new(r)).map(|p| p.as_str().into()),
-                view_changes: self
-                    .view_changes
-                    .keys()
-                    .filter(|(h, _)| h.get() == r)
-                    .count() as u64,
-            })
-            .collect();
         let n = self.cfg.nodes as f64;
         let per = |v: u64| {
             if heights > 0 {
@@ -1016,19 +901,15 @@ impl<S: Scheme> Engine<S> {
             byzantine: self.cfg.faults.byzantine,
             rounds,
             heights_committed: heights,
-            fast_path_ratio: if self.paths.is_empty() {
-                0.0
-            } else {
-                fast as f64 / self.paths.len() as f64
-            },
-            view_changes: self.view_changes.len() as u64,
+            fast_path_ratio: self.stats.fast_path_ratio(),
+            view_changes: self.stats.view_changes(),
             dkg_virtual_ms: self.dkg_end.map(|t| t.as_millis_f64()).unwrap_or(0.0),
             dkg_dealers: self.dkg_dealers,
             dkg_qualified: self.dkg_qualified,
             dkg_disqualified: self.dkg_disqualified.clone(),
             dkg_wall_s,
-            beacon_latency_ms: percentiles(&all_beacon),
-            commit_latency_ms: percentiles(&all_commit),
+            beacon_latency_ms: self.stats.beacon_latency(),
+            commit_latency_ms: self.stats.commit_latency(),
             messages_per_round: per(self.consensus_messages),
             bytes_per_round: per(self.consensus_bytes),
             messages_per_node_per_round: per(self.consensus_messages) / n,
@@ -1051,8 +932,8 @@ impl<S: Scheme> Engine<S> {
             }),
             group_public_key: self.checker.group_key().map(hex::encode),
             violations: self.checker.violations().to_vec(),
-            evidence: self.evidence.clone(),
-            per_round,
+            evidence: self.stats.evidence().clone(),
+            per_round: self.stats.per_round(rounds),
         }
     }
 }

@@ -1,14 +1,18 @@
 //! Invariant checkers, fed every commit, beacon and finalized height of honest
-//! members and every vote they send: agreement, beacon validity and
-//! uniqueness, no honest member signing two values for one slot (crash
-//! restarts included), liveness after the last fault heals. A violation is typed (safety / liveness / crash) and carries the
-//! seed and the event that broke it.
+//! members (as an [`Observer`]) and every vote they send: agreement, beacon
+//! validity, uniqueness and release time, no honest member signing two values
+//! for one slot (crash restarts included), liveness after the last fault heals.
+//! A violation is typed (safety / liveness / crash) and carries the seed and the
+//! event that broke it.
 
 use beacon::chain::ChainInfo;
-use beacon::{Beacon, Scheme, Time};
-use consensus::{Height, Message, View};
+use beacon::{Beacon, NodeIndex, Scheme, SchemeId, Time};
+use consensus::{
+    Block, CommitCertificate, CommittedEntry, Height, Message, Observer, ReplicaConfig, View,
+};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Heights below the highest one seen by more than this are no longer checked
 /// for conflicting votes (bounded memory over long runs).
@@ -48,6 +52,8 @@ pub struct Violation {
 pub struct Checker {
     /// The chain's info less its group key (known after the DKG).
     chain: ChainInfo,
+    /// The replicas' parameters (release times of beacons).
+    replica: ReplicaConfig,
     honest: Vec<bool>,
     seed: u64,
     group_key: Option<Vec<u8>>,
@@ -62,11 +68,13 @@ pub struct Checker {
 }
 
 impl Checker {
-    /// A checker for one run of the chain `chain` (its public key is ignored:
-    /// the checker takes the group key the DKG agrees on).
-    pub fn new(chain: ChainInfo, honest: Vec<bool>, seed: u64) -> Self {
+    /// A checker for one run of replicas with parameters `replica` and
+    /// signature scheme `scheme` (the group key is the one the DKG agrees on);
+    /// `honest[i]` says whether member `i` is honest.
+    pub fn new(replica: &ReplicaConfig, scheme: SchemeId, honest: Vec<bool>, seed: u64) -> Self {
         Checker {
-            chain,
+            chain: replica.chain_info(Vec::new(), scheme),
+            replica: replica.clone(),
             honest,
             seed,
             group_key: None,
@@ -277,6 +285,20 @@ impl Checker {
         self.beacons.insert(beacon.round, beacon.clone());
     }
 
+    /// Release time: an honest member learns no beacon before its round's
+    /// release time (on a paced chain).
+    fn on_beacon_time(&mut self, node: u32, at: Time, round: u64) {
+        let release = self.replica.release_time(round);
+        if at.0 < release {
+            self.fail(
+                FailureKind::Safety,
+                Some(node),
+                at,
+                format!("beacon {round} learned before its release time {release} us"),
+            );
+        }
+    }
+
     /// An honest member finalized `height`.
     pub fn on_progress(&mut self, at: Time, height: Height) {
         self.touch(at);
@@ -306,5 +328,27 @@ impl Checker {
             return Some(());
         }
         None
+    }
+}
+
+/// The checker observes honest members' events only (the engine's choice).
+impl<S: Scheme> Observer<S> for Checker {
+    fn committed(
+        &mut self,
+        node: NodeIndex,
+        at: Time,
+        block: &Arc<Block>,
+        certificate: &CommitCertificate<S>,
+    ) {
+        self.on_commit(node.0, at, block.height, certificate.digest);
+    }
+
+    fn beacon(&mut self, node: NodeIndex, at: Time, beacon: &Beacon) {
+        self.on_beacon_time(node.0, at, beacon.round);
+        self.on_beacon(node.0, at, beacon);
+    }
+
+    fn finalized(&mut self, _: NodeIndex, at: Time, entry: &Arc<CommittedEntry<S>>) {
+        self.on_progress(at, entry.block.height);
     }
 }

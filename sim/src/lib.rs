@@ -7,6 +7,7 @@
 //! - [`cost_model`]: virtual CPU time per cryptographic operation;
 //! - [`engine`]: the event loop (deterministic whatever the thread count);
 //! - [`invariants`]: agreement, beacon validity and uniqueness, liveness;
+//! - [`stats`]: the statistics of honest members' events (an observer);
 //! - [`report`]: the figures of a run;
 //! - [`campaign`]: many seeds with random fault mixes.
 //!
@@ -22,6 +23,7 @@ pub mod engine;
 pub mod invariants;
 pub mod network;
 pub mod report;
+pub mod stats;
 
 pub use config::SimConfig;
 pub use engine::run;

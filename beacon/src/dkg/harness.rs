@@ -9,9 +9,8 @@ use super::session::{
     DkgSession, SessionAction, SessionInput, SessionMessage, SessionParticipant, SessionTimer,
 };
 use super::*;
+use crate::schedule::EventQueue;
 use rand_core::RngCore;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
 
 /// Anything that can stand in a DKG: the honest [`Dkg`] or a Byzantine wrapper.
@@ -315,8 +314,7 @@ pub fn run<S: Scheme>(
     let n = participants.len();
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let mut queue: Vec<(NodeIndex, NodeIndex, DkgMessage<S>)> = Vec::new();
-    let mut timers: BinaryHeap<Reverse<(Time, u64, u32, DkgTimer)>> = BinaryHeap::new();
-    let mut seq = 0u64;
+    let mut timers: EventQueue<(NodeIndex, DkgTimer)> = EventQueue::new();
     let mut results: Vec<Option<Result<Arc<DkgOutput<S>>, String>>> = vec![None; n];
     let mut bytes_sent = vec![0u64; n];
     let mut cpu = vec![Duration::ZERO; n];
@@ -359,10 +357,7 @@ pub fn run<S: Scheme>(
                             queue.push((who, NodeIndex(j), message.clone()));
                         }
                     }
-                    DkgAction::SetTimer { at, timer } => {
-                        seq += 1;
-                        timers.push(Reverse((at, seq, who.0, timer)));
-                    }
+                    DkgAction::SetTimer { at, timer } => timers.push(at, (who, timer)),
                     DkgAction::Complete(out) => {
                         results[who.0 as usize] = Some(Ok(out));
                         finished_at = now;
@@ -410,11 +405,11 @@ pub fn run<S: Scheme>(
             pending.push((to, DkgInput::Message { from, message }));
             continue;
         }
-        let Some(Reverse((at, _, who, timer))) = timers.pop() else {
+        let Some((at, (who, timer))) = timers.pop() else {
             break;
         };
         now = now.max(at);
-        pending.push((NodeIndex(who), DkgInput::Timer(timer)));
+        pending.push((who, DkgInput::Timer(timer)));
     }
     DkgRun {
         results,
@@ -558,8 +553,7 @@ pub fn run_sessions<S: Scheme>(
     let n = members.len();
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let mut queue: std::collections::VecDeque<(u32, u32, SessionMessage)> = Default::default();
-    let mut timers: BinaryHeap<Reverse<(Time, u64, u32, SessionTimer)>> = BinaryHeap::new();
-    let mut seq = 0u64;
+    let mut timers: EventQueue<(u32, SessionTimer)> = EventQueue::new();
     let mut results = vec![None; n];
     let mut traffic: BTreeMap<&'static str, (u64, u64)> = BTreeMap::new();
     let mut cpu = vec![Duration::ZERO; n];
@@ -591,10 +585,7 @@ pub fn run_sessions<S: Scheme>(
                             queue.push_back((who, j, message.clone()));
                         }
                     }
-                    SessionAction::SetTimer { at, timer } => {
-                        seq += 1;
-                        timers.push(Reverse((at, seq, who, timer)));
-                    }
+                    SessionAction::SetTimer { at, timer } => timers.push(at, (who, timer)),
                     SessionAction::Complete(out) => {
                         results[who as usize] = Some(Ok(out));
                         finished_at = now;
@@ -624,7 +615,7 @@ pub fn run_sessions<S: Scheme>(
             ));
             continue;
         }
-        let Some(Reverse((at, _, who, timer))) = timers.pop() else {
+        let Some((at, (who, timer))) = timers.pop() else {
             break;
         };
         now = now.max(at);

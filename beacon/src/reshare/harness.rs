@@ -8,10 +8,9 @@ use super::*;
 use crate::dkg::harness::{other_session, Disturbances};
 use crate::field::Scalar;
 use crate::memo::Memo;
+use crate::schedule::EventQueue;
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
 
 /// Anything that can stand in a resharing: the honest [`Resharer`] or a
@@ -145,8 +144,7 @@ pub fn run<S: Scheme>(
     let n = participants.len();
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let mut queue: Vec<(NodeIndex, NodeIndex, DkgMessage<S>)> = Vec::new();
-    let mut timers: BinaryHeap<Reverse<(Time, u64, u32, DkgTimer)>> = BinaryHeap::new();
-    let mut seq = 0u64;
+    let mut timers: EventQueue<(NodeIndex, DkgTimer)> = EventQueue::new();
     let mut results = vec![None; n];
     let mut bytes_sent = vec![0u64; n];
     let mut cpu = vec![Duration::ZERO; n];
@@ -177,10 +175,7 @@ pub fn run<S: Scheme>(
                             queue.push((who, NodeIndex(j), message.clone()));
                         }
                     }
-                    ReshareAction::SetTimer { at, timer } => {
-                        seq += 1;
-                        timers.push(Reverse((at, seq, who.0, timer)));
-                    }
+                    ReshareAction::SetTimer { at, timer } => timers.push(at, (who, timer)),
                     ReshareAction::Reshared(out) => results[who.0 as usize] = Some(Ok(out)),
                     ReshareAction::Failed(e) => results[who.0 as usize] = Some(Err(e)),
                 }
@@ -203,11 +198,11 @@ pub fn run<S: Scheme>(
             pending.push(copy(from, message));
             continue;
         }
-        let Some(Reverse((at, _, who, timer))) = timers.pop() else {
+        let Some((at, (who, timer))) = timers.pop() else {
             break;
         };
         now = now.max(at);
-        pending.push((NodeIndex(who), ReshareInput::Timer(timer)));
+        pending.push((who, ReshareInput::Timer(timer)));
     }
     ReshareRun {
         results,

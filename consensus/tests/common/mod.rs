@@ -1,20 +1,25 @@
 //! A deterministic in-memory message pump for protocol tests: seeded random
-//! per-message delays, timers, Byzantine participants. (The simulator is the full
-//! version of this; the pump stays small on purpose.)
+//! per-message delays, timers, Byzantine members. It drives `Member`s (restored
+//! from a precomputed honest DKG, Byzantine ones with their behaviour) through
+//! the path the simulator and the node use, with their event queue
+//! (`beacon::schedule`) and observer interface (`consensus::observe`). The
+//! simulator is the full version of this; the pump stays small on purpose.
 #![allow(dead_code)]
 
 use beacon::dkg::DkgOutput;
 use beacon::effect::Effect;
 use beacon::memo::Memo;
-use beacon::{NodeIndex, Point, Scheme, Time};
+use beacon::schedule::EventQueue;
+use beacon::{Beacon, NodeIndex, Point, Scheme, Time};
+use consensus::observe::{dispatch, Observer};
+use consensus::replica::{ChainWindow, Evidence};
 use consensus::{
-    Behaviour, ByzantineReplica, CommitPath, CommittedEntry, Event as ReplicaEvent, Height, Input,
-    Message, Output, Participant, Replica, ReplicaConfig, ReplicaKeys, SignedVotes, View,
+    Behaviour, Block, CommitCertificate, CommitPath, CommittedEntry, Envelope, Height, Member,
+    MemberInput, MemberOutput, MemberTimer, Message, Participant, ReplicaConfig, SignedVotes, View,
 };
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub fn dkg<S: Scheme>(config: &ReplicaConfig, seed: u64) -> Vec<Arc<DkgOutput<S>>> {
@@ -27,47 +32,106 @@ enum Event<S: Scheme> {
     Deliver {
         from: NodeIndex,
         to: NodeIndex,
-        message: Message<S>,
+        envelope: Envelope<S>,
     },
     Timer {
         who: NodeIndex,
-        timer: consensus::Timer,
+        timer: MemberTimer,
     },
 }
 
+/// What the pump saw of its members' events: the test pump's observer.
+pub struct Record<S: Scheme> {
+    /// Whether each member is honest now (a restarted one is).
+    pub honest: Vec<bool>,
+    /// Per height: (member, digest, path) of every honest commit.
+    pub commits: BTreeMap<Height, Vec<(NodeIndex, [u8; 32], CommitPath)>>,
+    /// Per round: (member, signature) of every beacon an honest member learned.
+    pub beacons: BTreeMap<u64, Vec<(NodeIndex, Vec<u8>)>>,
+    /// Evidence reported by honest members.
+    pub evidence: Vec<Evidence>,
+    /// Views entered by any member.
+    pub view_changes: u64,
+    /// Every beacon an honest member learned: (time, member, round).
+    pub learned: Vec<(Time, NodeIndex, u64)>,
+    /// Each member's finalized entries, as a node's store keeps them.
+    pub disks: Vec<Vec<Arc<CommittedEntry<S>>>>,
+    /// Per honest member, the height of its latest invalid-share evidence
+    /// against each culprit: (reporter, culprit) -> height.
+    pub convictions: BTreeMap<(u32, u32), Height>,
+}
+
+impl<S: Scheme> Record<S> {
+    fn honest(&self, node: NodeIndex) -> bool {
+        self.honest[node.0 as usize]
+    }
+}
+
+impl<S: Scheme> Observer<S> for Record<S> {
+    fn committed(
+        &mut self,
+        node: NodeIndex,
+        _: Time,
+        block: &Arc<Block>,
+        certificate: &CommitCertificate<S>,
+    ) {
+        if self.honest(node) {
+            let commit = (node, certificate.digest, certificate.path);
+            self.commits.entry(block.height).or_default().push(commit);
+        }
+    }
+
+    fn beacon(&mut self, node: NodeIndex, at: Time, beacon: &Beacon) {
+        if self.honest(node) {
+            self.learned.push((at, node, beacon.round));
+            let signature = (node, beacon.signature.clone());
+            self.beacons
+                .entry(beacon.round)
+                .or_default()
+                .push(signature);
+        }
+    }
+
+    fn finalized(&mut self, node: NodeIndex, _: Time, entry: &Arc<CommittedEntry<S>>) {
+        self.disks[node.0 as usize].push(entry.clone());
+    }
+
+    fn view_changed(&mut self, _: NodeIndex, _: Time, _: Height, _: View) {
+        self.view_changes += 1;
+    }
+
+    fn evidence(&mut self, node: NodeIndex, _: Time, evidence: &Evidence) {
+        if self.honest(node) {
+            if matches!(evidence.kind, consensus::EvidenceKind::InvalidShare { .. }) {
+                self.convictions
+                    .insert((node.0, evidence.culprit.0), evidence.height);
+            }
+            self.evidence.push(evidence.clone());
+        }
+    }
+}
+
 pub struct Net<S: Scheme> {
-    pub nodes: Vec<Box<dyn Participant<S>>>,
+    pub nodes: Vec<Member<S>>,
     pub config: ReplicaConfig,
     pub outputs: Vec<Arc<DkgOutput<S>>>,
-    queue: BinaryHeap<Reverse<(Time, u64, usize)>>,
-    events: BTreeMap<usize, Event<S>>,
-    seq: u64,
+    queue: EventQueue<Event<S>>,
     pub now: Time,
     rng: ChaCha20Rng,
     pub min_delay_us: u64,
     pub max_delay_us: u64,
-    /// Per height: (replica, digest, path) of every commit.
-    pub commits: BTreeMap<Height, Vec<(NodeIndex, [u8; 32], CommitPath)>>,
-    pub beacons: BTreeMap<u64, Vec<(NodeIndex, Vec<u8>)>>,
-    pub evidence: Vec<consensus::Evidence>,
-    pub view_changes: u64,
+    /// What the members' events said.
+    pub record: Record<S>,
     pub messages: u64,
-    /// Every message an honest replica sent: (time, sender, kind, height).
+    /// Every message an honest member sent: (time, sender, kind, height).
     pub honest_sends: Vec<(Time, NodeIndex, &'static str, Option<Height>)>,
-    /// Every beacon an honest replica learned: (time, replica, round).
-    pub learned: Vec<(Time, NodeIndex, u64)>,
-    /// Each replica's finalized entries, as a node's store keeps them.
-    pub disks: Vec<Vec<Arc<CommittedEntry<S>>>>,
-    /// Per honest replica, the height of its latest invalid-share evidence
-    /// against each culprit: (reporter, culprit) -> height.
-    pub convictions: BTreeMap<(u32, u32), Height>,
-    /// Replicas cut off: what is delivered to them, and their timers, are lost.
+    /// Members cut off: what is delivered to them, and their timers, are lost.
     pub down: std::collections::BTreeSet<u32>,
-    /// Each replica's last persisted record of what it signed.
+    /// Each member's last persisted record of what it signed.
     pub vote_disks: Vec<Vec<SignedVotes<S>>>,
-    /// What each honest replica signed: (replica, height, view, kind) -> value.
+    /// What each honest member signed: (member, height, view, kind) -> value.
     pub signed: BTreeMap<(u32, Height, View, &'static str), [u8; 32]>,
-    /// Slots for which an honest replica signed two values.
+    /// Slots for which an honest member signed two values.
     pub conflicting_votes: Vec<String>,
 }
 
@@ -75,161 +139,124 @@ impl<S: Scheme> Net<S> {
     pub fn new(config: ReplicaConfig, seed: u64, byzantine: &[(u32, Behaviour)]) -> Self {
         let outputs = dkg::<S>(&config, seed);
         let n = config.n as usize;
-        let disks = vec![Vec::new(); n];
         let memo = Memo::shared();
-        let nodes = outputs
+        let nodes: Vec<Member<S>> = outputs
             .iter()
             .map(|o| {
-                let keys = ReplicaKeys::from_dkg(&config, o).unwrap();
-                let replica = Replica::new(
+                let behaviour = byzantine.iter().find(|(i, _)| *i == o.me.0).map(|b| b.1);
+                let seed = [o.me.0 as u8; 32];
+                Member::restore(
                     config.clone(),
-                    keys.clone(),
-                    [o.me.0 as u8; 32],
+                    o,
+                    Vec::new(),
+                    Vec::new(),
+                    seed,
                     memo.clone(),
-                );
-                match byzantine.iter().find(|(i, _)| *i == o.me.0) {
-                    Some((_, b)) => Box::new(ByzantineReplica::new(replica, keys, *b))
-                        as Box<dyn Participant<S>>,
-                    None => Box::new(replica) as Box<dyn Participant<S>>,
-                }
+                    behaviour,
+                )
+                .unwrap()
             })
             .collect();
-        Net {
-            nodes,
-            config,
-            outputs,
-            queue: BinaryHeap::new(),
-            events: BTreeMap::new(),
-            seq: 0,
-            now: Time::ZERO,
-            rng: ChaCha20Rng::seed_from_u64(seed ^ 0x5eed),
-            min_delay_us: 1_000,
-            max_delay_us: 10_000,
+        let record = Record {
+            honest: nodes.iter().map(Member::is_honest).collect(),
             commits: BTreeMap::new(),
             beacons: BTreeMap::new(),
             evidence: Vec::new(),
             view_changes: 0,
-            disks,
+            learned: Vec::new(),
+            disks: vec![Vec::new(); n],
+            convictions: BTreeMap::new(),
+        };
+        Net {
+            nodes,
+            config,
+            outputs,
+            queue: EventQueue::new(),
+            now: Time::ZERO,
+            rng: ChaCha20Rng::seed_from_u64(seed ^ 0x5eed),
+            min_delay_us: 1_000,
+            max_delay_us: 10_000,
+            record,
             down: Default::default(),
             vote_disks: vec![Vec::new(); n],
             signed: BTreeMap::new(),
             conflicting_votes: Vec::new(),
-            convictions: BTreeMap::new(),
             messages: 0,
             honest_sends: Vec::new(),
-            learned: Vec::new(),
         }
     }
 
-    fn push(&mut self, at: Time, event: Event<S>) {
-        self.seq += 1;
-        let id = self.seq as usize;
-        self.events.insert(id, event);
-        self.queue.push(Reverse((at, self.seq, id)));
+    /// Member `i`'s finalized heights.
+    pub fn chain(&self, i: usize) -> &ChainWindow<S> {
+        self.replica(i).finalized()
+    }
+
+    /// The height member `i` is deciding.
+    pub fn current_height(&self, i: usize) -> Height {
+        self.replica(i).current_height()
+    }
+
+    fn replica(&self, i: usize) -> &dyn Participant<S> {
+        self.nodes[i]
+            .replica()
+            .expect("a restored member has a replica")
     }
 
     fn delay(&mut self) -> u64 {
         self.min_delay_us + self.rng.next_u64() % (self.max_delay_us - self.min_delay_us + 1)
     }
 
-    fn apply(&mut self, who: NodeIndex, outputs: Vec<Output<S>>) {
+    fn send(&mut self, from: NodeIndex, to: NodeIndex, envelope: Envelope<S>) {
+        let at = self.now.plus_micros(self.delay());
+        self.queue.push(at, Event::Deliver { from, to, envelope });
+    }
+
+    fn apply(&mut self, who: NodeIndex, outputs: Vec<MemberOutput<S>>) {
         let debug = std::env::var("PUMP_DEBUG").is_ok();
         let honest = self.nodes[who.0 as usize].is_honest();
         for o in outputs {
             if debug {
-                let h = self.nodes[who.0 as usize].current_height();
-                eprintln!("{} n{} h{}: {o}", self.now, who.0, h);
+                let h = self.current_height(who.0 as usize);
+                eprintln!("{} n{} h{}: {o:?}", self.now, who.0, h);
             }
-            if honest {
-                if let Some(message) = o.message() {
+            if let (true, MemberOutput::Effect(e)) = (honest, &o) {
+                if let Some(Envelope::Consensus(message)) = e.message() {
                     self.honest_sends
                         .push((self.now, who, message.kind(), message.height()));
                     self.check_signed(who, message);
                 }
             }
             match o {
-                Output::Effect(Effect::Send { to, message }) => {
-                    let at = self.now.plus_micros(self.delay());
-                    self.push(
-                        at,
-                        Event::Deliver {
-                            from: who,
-                            to,
-                            message,
-                        },
-                    );
-                }
-                Output::Effect(Effect::Broadcast(message)) => {
-                    for j in 0..self.config.n {
-                        if j != who.0 {
-                            let at = self.now.plus_micros(self.delay());
-                            self.push(
-                                at,
-                                Event::Deliver {
-                                    from: who,
-                                    to: NodeIndex(j),
-                                    message: message.clone(),
-                                },
-                            );
-                        }
+                MemberOutput::Effect(Effect::Send { to, message }) => self.send(who, to, message),
+                MemberOutput::Effect(Effect::Broadcast(message)) => {
+                    for j in (0..self.config.n).filter(|j| *j != who.0) {
+                        self.send(who, NodeIndex(j), message.clone());
                     }
                 }
-                Output::Effect(Effect::SetTimer { at, timer }) => {
-                    self.push(at, Event::Timer { who, timer })
+                MemberOutput::Effect(Effect::SetTimer { at, timer }) => {
+                    self.queue.push(at, Event::Timer { who, timer })
                 }
-                Output::Event(ReplicaEvent::Committed { block, certificate }) => {
-                    if honest {
-                        self.commits.entry(block.height).or_default().push((
-                            who,
-                            certificate.digest,
-                            certificate.path,
-                        ));
-                    }
-                }
-                Output::Event(ReplicaEvent::Beacon(beacon)) => {
-                    if honest {
-                        self.learned.push((self.now, who, beacon.round));
-                        self.beacons
-                            .entry(beacon.round)
-                            .or_default()
-                            .push((who, beacon.signature));
-                    }
-                }
-                Output::Event(ReplicaEvent::Evidence(e)) => {
-                    if honest {
-                        if matches!(e.kind, consensus::EvidenceKind::InvalidShare { .. }) {
-                            self.convictions.insert((who.0, e.culprit.0), e.height);
-                        }
-                        self.evidence.push(e)
-                    }
-                }
-                Output::Event(ReplicaEvent::ViewChanged { .. }) => self.view_changes += 1,
-                Output::Event(ReplicaEvent::Finalized(entry)) => {
-                    self.disks[who.0 as usize].push(entry)
-                }
-                Output::PersistVotes(record) => self.vote_disks[who.0 as usize] = record,
-                Output::SyncFromStore { to, from_height } => {
-                    let disk = &self.disks[who.0 as usize];
+                MemberOutput::Event(e) => dispatch(&mut self.record, who, self.now, &e),
+                MemberOutput::PersistVotes(record) => self.vote_disks[who.0 as usize] = record,
+                MemberOutput::SyncFromStore { to, from_height } => {
+                    let disk = &self.record.disks[who.0 as usize];
                     let entries = consensus::replica::sync_response(from_height, |h| {
                         disk.get(usize::try_from(h.get()).ok()?.checked_sub(1)?)
                             .cloned()
                     });
                     if !entries.is_empty() {
-                        let at = self.now.plus_micros(self.delay());
                         let message = Message::SyncResponse { entries };
-                        let deliver = Event::Deliver {
-                            from: who,
-                            to,
-                            message,
-                        };
-                        self.push(at, deliver);
+                        self.send(who, to, Envelope::Consensus(message));
                     }
+                }
+                MemberOutput::DkgComplete(_) | MemberOutput::DkgFailed(_) => {
+                    unreachable!("a restored member runs no DKG")
                 }
             }
         }
     }
 
-    /// An honest replica never signs two values for one slot.
+    /// An honest member never signs two values for one slot.
     fn check_signed(&mut self, who: NodeIndex, message: &Message<S>) {
         let Some((height, view, kind, digest)) = message.vote_slot() else {
             return;
@@ -246,88 +273,87 @@ impl<S: Scheme> Net<S> {
         }
     }
 
-    /// Replaces replica `i` by an honest one resuming from its disk (chain and
+    /// Replaces member `i` by an honest one resuming from its disk (chain and
     /// vote record), started now.
     pub fn restart_honest(&mut self, i: usize) {
         let votes = self.vote_disks[i].clone();
         self.restart_with_votes(i, votes);
     }
 
-    /// Replaces replica `i` by an honest one resuming from its chain and the
+    /// Replaces member `i` by an honest one resuming from its chain and the
     /// vote record `votes`, started now.
     pub fn restart_with_votes(&mut self, i: usize, votes: Vec<SignedVotes<S>>) {
-        let keys = ReplicaKeys::from_dkg(&self.config, &self.outputs[i]).unwrap();
-        let chain = consensus::replica::ChainWindow::resume(self.disks[i].clone()).unwrap();
-        let replica = Replica::restore(
+        self.nodes[i] = Member::restore(
             self.config.clone(),
-            keys,
+            &self.outputs[i],
+            self.record.disks[i].clone(),
+            votes,
             [i as u8 ^ 0x55; 32],
             Memo::shared(),
-            chain,
-            votes,
-        );
-        self.nodes[i] = Box::new(replica);
-        let out = self.nodes[i].handle(self.now, Input::Start);
-        self.apply(NodeIndex(i as u32), out);
+            None,
+        )
+        .unwrap();
+        self.record.honest[i] = true;
+        self.input(NodeIndex(i as u32), MemberInput::Start);
+    }
+
+    /// Hands `input` to member `who` now and carries out its outputs.
+    pub fn input(&mut self, who: NodeIndex, input: MemberInput<S>) {
+        let out = self.nodes[who.0 as usize].handle(self.now, input);
+        self.apply(who, out);
     }
 
     pub fn start(&mut self) {
         for i in 0..self.nodes.len() {
-            let out = self.nodes[i].handle(self.now, Input::Start);
-            self.apply(NodeIndex(i as u32), out);
+            self.input(NodeIndex(i as u32), MemberInput::Start);
         }
     }
 
-    /// Runs until every honest replica finalized `heights` or `deadline` passes.
+    /// Runs until every honest member finalized `heights` or `deadline` passes.
     pub fn run_until(&mut self, heights: u64, deadline: Time) -> bool {
         loop {
-            if self
-                .nodes
-                .iter()
-                .filter(|n| n.is_honest() && !self.down.contains(&n.index().0))
-                .all(|n| n.finalized().height() >= Height::new(heights))
-            {
+            let done = (0..self.nodes.len())
+                .filter(|i| self.nodes[*i].is_honest() && !self.down.contains(&(*i as u32)))
+                .all(|i| self.chain(i).height() >= Height::new(heights));
+            if done {
                 return true;
             }
-            let Some(Reverse((at, _, id))) = self.queue.pop() else {
+            let Some((at, event)) = self.queue.pop() else {
                 return false;
             };
             if at > deadline {
                 return false;
             }
             self.now = at;
-            let event = self.events.remove(&id).unwrap();
             let (who, input) = match event {
-                Event::Deliver { from, to, message } => {
+                Event::Deliver { from, to, envelope } => {
                     self.messages += 1;
-                    (to, Input::Message { from, message })
+                    (to, MemberInput::Message { from, envelope })
                 }
-                Event::Timer { who, timer } => (who, Input::Timer(timer)),
+                Event::Timer { who, timer } => (who, MemberInput::Timer(timer)),
             };
-            if self.down.contains(&who.0) {
-                continue;
+            if !self.down.contains(&who.0) {
+                self.input(who, input);
             }
-            let out = self.nodes[who.0 as usize].handle(self.now, input);
-            self.apply(who, out);
         }
     }
 
-    /// No two honest replicas committed different blocks at one height, and
-    /// no honest replica signed two values for one slot.
+    /// No two honest members committed different blocks at one height, and
+    /// no honest member signed two values for one slot.
     pub fn assert_agreement(&self) {
         assert!(
             self.conflicting_votes.is_empty(),
             "{:?}",
             self.conflicting_votes
         );
-        for (h, commits) in &self.commits {
+        for (h, commits) in &self.record.commits {
             let first = commits[0].1;
             assert!(
                 commits.iter().all(|c| c.1 == first),
                 "disagreement at height {h}: {commits:?}"
             );
         }
-        for (h, beacons) in &self.beacons {
+        for (h, beacons) in &self.record.beacons {
             assert!(
                 beacons.iter().all(|b| b.1 == beacons[0].1),
                 "two beacons at round {h}"
@@ -335,16 +361,16 @@ impl<S: Scheme> Net<S> {
         }
     }
 
-    /// Every honest replica's chain verifies with drand's chained rules.
+    /// Every honest member's chain verifies with drand's chained rules.
     pub fn assert_beacons_verify(&self) {
         let key = self.outputs[0].keys[0].group_key().to_bytes();
         let info = self.config.chain_info(key, S::ID);
-        for node in self.nodes.iter().filter(|n| n.is_honest()) {
-            let beacons: Vec<beacon::Beacon> = node
-                .finalized()
+        for i in (0..self.nodes.len()).filter(|i| self.nodes[*i].is_honest()) {
+            let beacons: Vec<Beacon> = self
+                .chain(i)
                 .iter()
                 .scan(self.config.genesis_seed.to_vec(), |prev, e| {
-                    let b = beacon::Beacon {
+                    let b = Beacon {
                         round: e.block.height.get(),
                         signature: e.beacon.to_bytes(),
                         previous_signature: prev.clone(),
@@ -358,7 +384,8 @@ impl<S: Scheme> Net<S> {
     }
 
     pub fn fast_commits(&self) -> usize {
-        self.commits
+        self.record
+            .commits
             .values()
             .flatten()
             .filter(|c| c.2 == CommitPath::Fast)
@@ -366,6 +393,6 @@ impl<S: Scheme> Net<S> {
     }
 
     pub fn all_commits(&self) -> usize {
-        self.commits.values().map(Vec::len).sum()
+        self.record.commits.values().map(Vec::len).sum()
     }
 }

@@ -1,6 +1,7 @@
 //! Sessions over an in-memory network: agreement, late members, distinct attempts.
 
 use super::*;
+use crate::schedule::EventQueue;
 use crate::scheme::MinSig;
 
 /// Runs `n` honest sessions with zero latency; member `i` starts at
@@ -33,11 +34,9 @@ fn run(n: u32, starts: &[u64]) -> Vec<Option<Result<Arc<DkgOutput<MinSig>>, Stri
         })
         .collect();
     let mut results = vec![None; n as usize];
-    let mut timers: BTreeMap<(Time, u64), (u32, SessionInput)> = BTreeMap::new();
-    let mut seq = 0;
+    let mut timers: EventQueue<(u32, SessionInput)> = EventQueue::new();
     for (i, at) in starts.iter().enumerate() {
-        seq += 1;
-        timers.insert((Time(*at), seq), (i as u32, SessionInput::Start));
+        timers.push(Time(*at), (i as u32, SessionInput::Start));
     }
     let mut now = Time::ZERO;
     let mut queue: std::collections::VecDeque<(u32, SessionInput)> = Default::default();
@@ -64,15 +63,14 @@ fn run(n: u32, starts: &[u64]) -> Vec<Option<Result<Arc<DkgOutput<MinSig>>, Stri
                         }
                     }
                     SessionAction::SetTimer { at, timer } => {
-                        seq += 1;
-                        timers.insert((at, seq), (who, SessionInput::Timer(timer)));
+                        timers.push(at, (who, SessionInput::Timer(timer)))
                     }
                     SessionAction::Complete(out) => results[who as usize] = Some(Ok(out)),
                     SessionAction::Failed(e) => results[who as usize] = Some(Err(e)),
                 }
             }
         }
-        let Some(((at, _), (who, input))) = timers.pop_first() else {
+        let Some((at, (who, input))) = timers.pop() else {
             break;
         };
         now = at;
