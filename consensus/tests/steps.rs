@@ -14,6 +14,7 @@
 mod common;
 
 use beacon::dkg::DkgOutput;
+use beacon::effect::Effect;
 use beacon::memo::Memo;
 use beacon::{InterpolationMethod, MinSig, NodeIndex, Point, Scheme, SignatureShare, Time};
 use common::Net;
@@ -771,4 +772,53 @@ fn a_restarted_new_primary_sends_no_second_new_view() {
     );
     let amnesiac = new_view_blocks(&to_view_one(&mut restore(Vec::new()), &mut ignored));
     assert!(amnesiac.iter().any(|d| *d != sent[0]));
+}
+
+/// A new primary that sent its NEW-VIEW sends it again to a replica whose
+/// VIEW-CHANGE comes again (it missed the NEW-VIEW), but at most three times:
+/// retransmissions from a large network short of CPU (or a Byzantine replica
+/// repeating itself) cannot make it send O(n)-byte messages without bound. At
+/// 128 nodes on two cores, unbounded re-sends kept every node busy verifying
+/// NEW-VIEWs and the chain never left height 1.
+#[test]
+fn a_new_primary_resends_its_new_view_at_most_three_times() {
+    let fx = Fixture::new(81);
+    let e1 = Election::draw(&fx.config.genesis_seed, Height::new(1), View::new(1), 4, 1);
+    let me = e1.primary;
+    let others: Vec<NodeIndex> = (0..4).map(NodeIndex).filter(|i| *i != me).collect();
+    let new_views_to = |out: &[consensus::Output<S>], who: NodeIndex| {
+        out.iter()
+            .filter(|o| match o {
+                consensus::Output::Effect(Effect::Send { to, message }) => {
+                    *to == who && matches!(message, Message::NewView { .. })
+                }
+                consensus::Output::Effect(Effect::Broadcast(message)) => {
+                    matches!(message, Message::NewView { .. })
+                }
+                _ => false,
+            })
+            .count()
+    };
+    let mut primary = fx.replica(me);
+    primary.handle(Time::ZERO, Input::Start);
+    let timer = Timer::ViewChange {
+        height: Height::new(1),
+        view: View::ZERO,
+    };
+    primary.handle(Time::from_millis(2_000), Input::Timer(timer));
+    let mut first = Vec::new();
+    for i in &others[..2] {
+        first.extend(primary.handle(Time::from_millis(2_001), msg(*i, fx.view_change(*i, 1))));
+    }
+    let slow = others[0];
+    assert_eq!(new_views_to(&first, slow), 1, "the NEW-VIEW goes out");
+    let mut again = 0;
+    for k in 0..10 {
+        let out = primary.handle(
+            Time::from_millis(2_100 + 100 * k),
+            msg(slow, fx.view_change(slow, 1)),
+        );
+        again += new_views_to(&out, slow);
+    }
+    assert_eq!(again, 3, "sent again three times, then no more");
 }

@@ -1,6 +1,8 @@
 //! Liveness on lossy links (steps 2-3): a voter's shares go to the collectors
 //! of their view and are sent again every two fast-path timeouts until the
-//! height commits or the view ends, and so is a collector's PREPARE. On a lossy
+//! height commits or the view ends, and so is a collector's PREPARE. During a
+//! view change the VIEW-CHANGE goes to the new primary again, with a wait that
+//! doubles each time (up to the view's timeout). On a lossy
 //! network with only `2f + c + 1` honest replicas, one lost share would
 //! otherwise cost a whole view.
 
@@ -19,6 +21,9 @@ pub(super) struct Retransmit<S: Scheme> {
     armed: BTreeSet<View>,
     /// As a collector: PREPAREs to broadcast again.
     broadcasts: Vec<(View, Message<S>)>,
+    /// During a view change: the view and how often our VIEW-CHANGE went out
+    /// again (each wait twice the last, up to the view's timeout).
+    view_change_resends: (View, u32),
 }
 
 impl<S: Scheme> Retransmit<S> {
@@ -28,6 +33,7 @@ impl<S: Scheme> Retransmit<S> {
             shares: Vec::new(),
             armed: BTreeSet::new(),
             broadcasts: Vec::new(),
+            view_change_resends: (View::ZERO, 0),
         }
     }
 
@@ -80,7 +86,17 @@ impl<S: Scheme> Replica<S> {
                     self.outbox.send(primary, vc);
                 }
             }
-            let at = now.plus_micros(2 * self.config.fast_path_timeout_us);
+            // Back off: every replica sends its VIEW-CHANGE again, and a large
+            // network short of CPU must not drown its new primary in copies.
+            let resends = &mut self.round.retransmit.view_change_resends;
+            if resends.0 != view {
+                *resends = (view, 0);
+            }
+            resends.1 = resends.1.saturating_add(1);
+            let wait = (2 * self.config.fast_path_timeout_us)
+                .saturating_mul(1 << resends.1.min(16))
+                .min(self.config.view_timeout_us(view.get()));
+            let at = now.plus_micros(wait);
             let height = self.height;
             self.outbox.timer(at, Timer::Retransmit { height, view });
             return;

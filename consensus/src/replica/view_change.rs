@@ -21,6 +21,11 @@ use std::sync::Arc;
 /// A new primary keeps view changes for views at most this far above its own.
 const VIEW_CHANGE_STORE_WINDOW: u64 = 8;
 
+/// Most times a new primary sends its NEW-VIEW again to one replica (each time
+/// that replica's VIEW-CHANGE comes again): a lost NEW-VIEW is replaced, but
+/// retransmissions cannot make the primary send O(n) bytes without bound.
+const MAX_NEW_VIEW_RESENDS: u8 = 3;
+
 /// View-change state at one height.
 pub(super) struct ViewChanges<S: Scheme> {
     /// Between our VIEW-CHANGE and the NEW-VIEW we accept.
@@ -37,6 +42,9 @@ pub(super) struct ViewChanges<S: Scheme> {
     answered: BTreeSet<(NodeIndex, View)>,
     /// As a new primary: views whose NEW-VIEW went out.
     new_view_sent: BTreeSet<View>,
+    /// As a new primary: how often the NEW-VIEW of a view went out again to a
+    /// replica (at most [`MAX_NEW_VIEW_RESENDS`]).
+    new_view_resent: BTreeMap<(View, NodeIndex), u8>,
 }
 
 impl<S: Scheme> ViewChanges<S> {
@@ -50,6 +58,17 @@ impl<S: Scheme> ViewChanges<S> {
             latest: None,
             answered: BTreeSet::new(),
             new_view_sent: BTreeSet::new(),
+            new_view_resent: BTreeMap::new(),
+        }
+    }
+
+    /// Counts one more sending of `view`'s NEW-VIEW to `to`; false once it
+    /// went out again [`MAX_NEW_VIEW_RESENDS`] times.
+    fn may_resend_new_view(&mut self, view: View, to: NodeIndex) -> bool {
+        let sent = self.new_view_resent.entry((view, to)).or_insert(0);
+        *sent < MAX_NEW_VIEW_RESENDS && {
+            *sent += 1;
+            true
         }
     }
 
@@ -230,6 +249,7 @@ impl<S: Scheme> Replica<S> {
             && !origin.local
             && self.round.view_change.new_view_sent(new_view)
             && !self.round.view_change.in_progress()
+            && self.round.view_change.may_resend_new_view(new_view, from)
         {
             if let Some(m @ Message::NewView { .. }) = self.round.view_change.latest.clone() {
                 self.outbox.send(from, m);
