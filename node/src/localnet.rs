@@ -78,6 +78,16 @@ fn free_ports(count: usize) -> Result<Vec<u16>> {
         .collect()
 }
 
+/// The base view-change timeout of a local network of `n` nodes: the default
+/// (1 s), or n^2 / 2 ms where that is longer. All the processes share this
+/// machine's cores, so the CPU of one round grows like n^2 here (at 128 nodes on
+/// two cores a round takes seconds, and a 1 s timeout turned every height into
+/// a run of view changes, each costing more CPU than the round). A `--protocol`
+/// file's value is kept as it is.
+pub fn view_change_timeout_ms(n: u32) -> u64 {
+    (u64::from(n).pow(2) / 2).max(ProtocolParams::default().view_change_timeout_ms)
+}
+
 /// Writes identities and `node-i/node.toml` for `n` nodes into `dir`, each with
 /// the `[protocol]` table `protocol` (checked for `n`, see
 /// [`crate::protocol_args::ProtocolArgs::params`]); returns the config paths and
@@ -535,7 +545,10 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
     if args.rounds < 2 {
         bail!("--rounds must be at least 2 (round 1 waits for the DKG)");
     }
-    let protocol = args.protocol.params(args.nodes)?;
+    let mut protocol = args.protocol.params(args.nodes)?;
+    if args.protocol.protocol.is_none() {
+        protocol.view_change_timeout_ms = view_change_timeout_ms(args.nodes);
+    }
     let period = protocol.period_s()?;
     let wall = Instant::now();
     let temp;
