@@ -822,3 +822,50 @@ fn a_new_primary_resends_its_new_view_at_most_three_times() {
     }
     assert_eq!(again, 3, "sent again three times, then no more");
 }
+
+/// During a view change a replica sends its VIEW-CHANGE to the new primary
+/// again, but waiting twice as long each time (up to the view's timeout): with
+/// every replica re-sending every two fast-path timeouts, 128 nodes on two
+/// cores drowned the new primary in copies and no height committed.
+#[test]
+fn view_change_retransmissions_back_off() {
+    let fx = Fixture::new(82);
+    let e1 = Election::draw(&fx.config.genesis_seed, Height::new(1), View::new(1), 4, 1);
+    let me = (0..4).map(NodeIndex).find(|i| *i != e1.primary).unwrap();
+    let mut replica = fx.replica(me);
+    replica.handle(Time::ZERO, Input::Start);
+    let timer = Timer::ViewChange {
+        height: Height::new(1),
+        view: View::ZERO,
+    };
+    let mut out = replica.handle(Time::from_millis(2_000), Input::Timer(timer));
+    let retransmit_at = |out: &[consensus::Output<S>]| {
+        out.iter().find_map(|o| match o {
+            consensus::Output::Effect(Effect::SetTimer {
+                at,
+                timer: Timer::Retransmit { .. },
+            }) => Some(*at),
+            _ => None,
+        })
+    };
+    let mut now = Time::from_millis(2_000);
+    let mut gaps = Vec::new();
+    for _ in 0..8 {
+        let at = retransmit_at(&out).expect("the retransmission timer runs");
+        gaps.push((at.0 - now.0) / 1_000);
+        now = at;
+        let timer = Timer::Retransmit {
+            height: Height::new(1),
+            view: View::new(1),
+        };
+        out = replica.handle(now, Input::Timer(timer));
+        let resent = out
+            .iter()
+            .filter(|o| matches!(o.message(), Some(Message::ViewChange(_))))
+            .count();
+        assert_eq!(resent, 1, "the VIEW-CHANGE goes to the primary again");
+    }
+    // Two fast-path timeouts (50 ms each) first, then doubling up to the
+    // view-1 timeout (2 s).
+    assert_eq!(gaps, vec![100, 200, 400, 800, 1_600, 2_000, 2_000, 2_000]);
+}
