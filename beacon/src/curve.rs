@@ -322,7 +322,7 @@ macro_rules! group {
 
             /// `k * self` for an integer `k` (big-endian) of any length, by
             /// double-and-add: valid off the subgroup too (no endomorphism).
-            fn times_integer(&self, k: &[u8]) -> Self {
+            pub(crate) fn times_integer(&self, k: &[u8]) -> Self {
                 let mut acc = Self::identity();
                 for byte in k {
                     for bit in (0..8).rev() {

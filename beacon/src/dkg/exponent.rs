@@ -22,7 +22,7 @@ pub fn share_matches<S: Scheme>(
     shares: &[Scalar],
 ) -> bool {
     let Ok(x) = domain.point(j) else { return false };
-    if !deal.commitments.iter().flatten().all(Point::in_group) {
+    if !deal.commitments_in_group() {
         return false;
     }
     deal.commitments.iter().zip(shares).all(|(c, s)| {

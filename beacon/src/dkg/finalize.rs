@@ -116,12 +116,7 @@ impl<S: Scheme> Dkg<S> {
             return;
         }
         for d in qual {
-            if !self.deals[&d]
-                .commitments
-                .iter()
-                .flatten()
-                .all(Point::in_group)
-            {
+            if !self.deals[&d].commitments_in_group() {
                 self.disqualify(d, "commitments outside the prime-order group");
             }
         }

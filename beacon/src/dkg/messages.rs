@@ -33,6 +33,8 @@ pub struct Deal<S: Scheme> {
     pub share_root: [u8; 32],
     #[serde(skip)]
     digest: OnceLock<[u8; 32]>,
+    #[serde(skip)]
+    in_group: OnceLock<bool>,
 }
 
 impl<S: Scheme> Deal<S> {
@@ -49,7 +51,17 @@ impl<S: Scheme> Deal<S> {
             commitments,
             share_root,
             digest: OnceLock::new(),
+            in_group: OnceLock::new(),
         }
+    }
+
+    /// Whether every commitment lies in the prime-order subgroup (they are
+    /// decoded on the curve only); checked once, shared by every holder of the
+    /// `Arc`.
+    pub fn commitments_in_group(&self) -> bool {
+        *self
+            .in_group
+            .get_or_init(|| self.commitments.iter().flatten().all(Point::in_group))
     }
 
     /// SHA-256 of the encoded deal (computed once, shared by every holder of the `Arc`).

@@ -341,7 +341,7 @@ fn the_hidden_component_vanishes_at_every_other_member() {
                 let mut power = Scalar::one();
                 let mut sum = G1::identity();
                 for point in c {
-                    sum = sum.add(&exact_times(point, &power));
+                    sum = sum.add(&point.times_integer(&power.to_bytes_be()));
                     power *= x;
                 }
                 assert_eq!(sum, G1::generator().mul(share), "member {to:?}");
@@ -352,18 +352,4 @@ fn the_hidden_component_vanishes_at_every_other_member() {
         }
     }
     assert_eq!(checked, n - 1);
-}
-
-/// `k * p` by double-and-add over the bits of `k`'s integer.
-fn exact_times(p: &G1, k: &Scalar) -> G1 {
-    let mut acc = G1::identity();
-    for byte in k.to_bytes_be() {
-        for bit in (0..8).rev() {
-            acc = acc.add(&acc);
-            if byte >> bit & 1 == 1 {
-                acc = acc.add(p);
-            }
-        }
-    }
-    acc
 }

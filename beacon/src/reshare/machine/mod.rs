@@ -261,7 +261,7 @@ impl<S: Scheme> Resharer<S> {
                 }
                 // Decoded on the curve only (see `Deal::commitments`); resharing
                 // is rare and its deals few, so each point is checked here.
-                if !deal.commitments.iter().flatten().all(Point::in_group) {
+                if !deal.commitments_in_group() {
                     self.disqualify(from, "commitments outside the prime-order group");
                 }
                 self.deals.insert(from, deal);
