@@ -153,12 +153,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
     }
     let out = json!({ "sim": sim, "real": real, "error": errors });
     if let Some(path) = &args.plot {
-        let sim_rounds: Vec<f64> = report
-            .per_round
-            .iter()
-            .map(|r| r.beacon_ms.p50)
-            .filter(|v| *v > 0.0)
-            .collect();
+        let sim_rounds = crate::plot::beacon_medians(&report.per_round);
         let real_rounds: Vec<f64> = real["per_round_beacon_p50_ms"]
             .as_array()
             .map(|a| a.iter().filter_map(Value::as_f64).collect())

@@ -32,6 +32,15 @@ pub fn draw(report: &Report, path: &Path) -> Result<()> {
     draw_rounds(&report.scenario, &report.per_round, path)
 }
 
+/// The per-round median beacon latencies (ms) of rounds that have one.
+pub fn beacon_medians(per_round: &[RoundStats]) -> Vec<f64> {
+    per_round
+        .iter()
+        .map(|r| r.beacon_ms.p50)
+        .filter(|v| *v > 0.0)
+        .collect()
+}
+
 /// Draws CDFs of per-round median beacon latencies, one line per named series
 /// (`compare --plot`: the simulator's and the emulated real network's), into
 /// `path` (.svg or .png).
@@ -129,11 +138,7 @@ where
 {
     root.fill(&WHITE).map_err(|e| anyhow::anyhow!("{e}"))?;
     let (left, right) = root.split_horizontally(600);
-    let beacon: Vec<f64> = per_round
-        .iter()
-        .map(|r| r.beacon_ms.p50)
-        .filter(|v| *v > 0.0)
-        .collect();
+    let beacon = beacon_medians(per_round);
     let commit: Vec<f64> = per_round
         .iter()
         .map(|r| r.commit_ms.p50)
