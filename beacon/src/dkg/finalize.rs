@@ -8,43 +8,26 @@ use crate::scheme::Scheme;
 use crate::threshold::SecretShare;
 use crate::NodeIndex;
 use sha2::{Digest, Sha256};
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 impl<S: Scheme> Dkg<S> {
     /// Step 4: decide QUAL and derive the keys.
     pub(super) fn finalize(&mut self) -> Vec<DkgAction<S>> {
-        let complained: Vec<(NodeIndex, BTreeSet<NodeIndex>)> = self
-            .complaints
-            .iter()
-            .map(|(d, c)| (*d, c.clone()))
-            .collect();
-        for (dealer, complainers) in complained {
-            if self.disqualified.contains_key(&dealer) || !self.deals.contains_key(&dealer) {
-                continue;
-            }
-            let Some(j) = self.justifications.get(&dealer).cloned() else {
-                self.disqualify(dealer, "complaints left unanswered");
-                continue;
-            };
-            let deal = self.deals[&dealer].clone();
-            for c in complainers {
-                match j.revealed.iter().find(|(r, _)| *r == c) {
-                    Some((_, shares))
-                        if shares.len() == self.config.thresholds.len()
-                            && share_matches::<S>(&self.domain, &deal, c, shares) =>
-                    {
-                        if c == self.me {
-                            self.shares.insert(dealer, shares.clone());
-                        }
-                    }
-                    _ => {
-                        self.disqualify(dealer, "invalid or missing justification");
-                        break;
-                    }
-                }
-            }
+        let thresholds = self.config.thresholds.len();
+        let verdicts = super::complaints::judge(
+            &self.complaints,
+            &self.justifications,
+            &self.deals,
+            |d| self.disqualified.contains_key(&d),
+            self.me,
+            |deal, c, shares| {
+                shares.len() == thresholds && share_matches::<S>(&self.domain, deal, c, shares)
+            },
+        );
+        for (dealer, reason) in verdicts.disqualified {
+            self.disqualify(dealer, reason);
         }
+        self.shares.extend(verdicts.revealed_to_me);
         self.exclude_off_group();
         let qual = self.candidates();
         if (qual.len() as u32) < self.config.min_qualified {

@@ -78,6 +78,7 @@ pub mod harness;
 pub mod relay;
 pub mod session;
 
+pub(crate) mod complaints;
 mod config;
 mod exponent;
 mod finalize;

@@ -109,39 +109,25 @@ impl<S: Scheme> Resharer<S> {
     /// Step 4, first half: every complaint must be answered by a revealed
     /// sub-share that matches the dealer's commitments.
     fn judge_complaints(&mut self) {
-        let complained: Vec<(NodeIndex, BTreeSet<NodeIndex>)> = self
-            .complaints
-            .iter()
-            .map(|(d, c)| (*d, c.clone()))
-            .collect();
-        for (dealer, complainers) in complained {
-            if self.disqualified.contains_key(&dealer) || !self.deals.contains_key(&dealer) {
-                continue;
-            }
-            let Some(j) = self.justifications.get(&dealer).cloned() else {
-                self.disqualify(dealer, "complaints left unanswered");
-                continue;
-            };
-            let deal = self.deals[&dealer].clone();
-            for c in complainers {
-                let revealed = j.revealed.iter().find(|(r, _)| *r == c);
-                let valid = match (revealed, self.roster.new_index(c)) {
-                    (Some((_, value)), Some(at)) => {
-                        value.len() == 1
-                            && crate::dkg::share_matches::<S>(&self.new_domain, &deal, at, value)
-                    }
-                    _ => false,
-                };
-                if !valid {
-                    self.disqualify(dealer, "invalid or missing justification");
-                    break;
+        let verdicts = crate::dkg::complaints::judge(
+            &self.complaints,
+            &self.justifications,
+            &self.deals,
+            |d| self.disqualified.contains_key(&d),
+            self.me,
+            |deal, c, value| match self.roster.new_index(c) {
+                Some(at) => {
+                    value.len() == 1
+                        && crate::dkg::share_matches::<S>(&self.new_domain, deal, at, value)
                 }
-                if c == self.me {
-                    if let Some((_, value)) = revealed {
-                        self.shares.insert(dealer, value[0]);
-                    }
-                }
-            }
+                None => false,
+            },
+        );
+        for (dealer, reason) in verdicts.disqualified {
+            self.disqualify(dealer, reason);
+        }
+        for (dealer, value) in verdicts.revealed_to_me {
+            self.shares.insert(dealer, value[0]);
         }
     }
 
