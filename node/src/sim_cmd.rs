@@ -223,6 +223,12 @@ fn print_table(r: &Report) {
         "traffic             {:.1} messages and {:.0} bytes per node per round ({:.0} messages per round)",
         r.messages_per_node_per_round, r.bytes_per_node_per_round, r.messages_per_round
     );
+    let kinds: Vec<String> = r
+        .messages_by_kind
+        .iter()
+        .map(|(kind, count)| format!("{kind} {count}"))
+        .collect();
+    println!("messages by kind    {}", kinds.join(", "));
     println!(
         "virtual CPU         {:.2} ms per node per round",
         r.cpu_ms_per_node_per_round

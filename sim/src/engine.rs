@@ -302,7 +302,9 @@ struct Engine<S: Scheme> {
     dkg_disqualified: BTreeMap<u32, String>,
     dkg_end: Option<Time>,
     rounds_started_wall: Option<Instant>,
-    consensus_messages: u64,
+    /// Consensus messages sent, by kind (from the first, which may come
+    /// before the slowest member's DKG ends).
+    consensus_messages: BTreeMap<&'static str, u64>,
     consensus_bytes: u64,
     /// What honest members' events say: latencies, paths, views, evidence.
     stats: Stats,
@@ -472,7 +474,7 @@ impl<S: Scheme> Engine<S> {
             dkg_disqualified: BTreeMap::new(),
             dkg_end: None,
             rounds_started_wall: None,
-            consensus_messages: 0,
+            consensus_messages: BTreeMap::new(),
             consensus_bytes: 0,
             stats: Stats::new(total),
             twin_slot,
@@ -772,8 +774,8 @@ impl<S: Scheme> Engine<S> {
                 .max(self.uplink_free[from as usize])
                 .plus_micros(transmit);
             self.uplink_free[from as usize] = depart;
-            if consensus && self.dkg_end.is_some() {
-                self.consensus_messages += 1;
+            if consensus {
+                *self.consensus_messages.entry(envelope.kind()).or_default() += 1;
                 self.consensus_bytes += bytes as u64;
             }
             let arrivals =
@@ -890,6 +892,7 @@ impl<S: Scheme> Engine<S> {
             trace.update(&b.signature);
         }
         let f = self.replica.f;
+        let consensus_messages: u64 = self.consensus_messages.values().sum();
         Report {
             scenario: self.cfg.name.clone(),
             seed: self.cfg.seed,
@@ -910,9 +913,14 @@ impl<S: Scheme> Engine<S> {
             dkg_wall_s,
             beacon_latency_ms: self.stats.beacon_latency(),
             commit_latency_ms: self.stats.commit_latency(),
-            messages_per_round: per(self.consensus_messages),
+            messages_per_round: per(consensus_messages),
+            messages_by_kind: self
+                .consensus_messages
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect(),
             bytes_per_round: per(self.consensus_bytes),
-            messages_per_node_per_round: per(self.consensus_messages) / n,
+            messages_per_node_per_round: per(consensus_messages) / n,
             bytes_per_node_per_round: per(self.consensus_bytes) / n,
             cpu_ms_per_node_per_round: per(cpu_rounds) / n / 1000.0,
             wall_s,

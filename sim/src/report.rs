@@ -102,8 +102,12 @@ pub struct Report {
     /// Commit round latency (ms): from committing block h-1 to committing block
     /// h (`consensus::latency`).
     pub commit_latency_ms: Percentiles,
-    /// Consensus messages per height, whole network.
+    /// Consensus messages per height, whole network (every consensus message
+    /// sent in the run, divided by the heights committed).
     pub messages_per_round: f64,
+    /// Consensus messages sent in the whole run, by kind (`sign-share`,
+    /// `pre-prepare`, ...).
+    pub messages_by_kind: BTreeMap<String, u64>,
     /// Consensus bytes per height, whole network.
     pub bytes_per_round: f64,
     /// Consensus messages per node per height.

@@ -33,6 +33,27 @@ fn same_seed_same_trace_whatever_the_thread_count() {
     assert_ne!(a.trace_hash, c.trace_hash, "another seed, another trace");
 }
 
+/// Traffic counts every consensus message, including those of height 1 sent
+/// while the slowest member was still in its DKG (they were left out, which
+/// made messages per round depend on how spread the DKG's end was).
+#[test]
+fn traffic_counts_every_proposal_and_share() {
+    let cfg = small("default", 16, 3);
+    let (r, _) = sim::run(&cfg, None).unwrap();
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(r.fast_path_ratio, 1.0, "no view change in this scenario");
+    let kind = |k: &str| r.messages_by_kind.get(k).copied().unwrap_or(0);
+    let others = u64::from(r.nodes) - 1;
+    // The height of every beacon was proposed to the n - 1 others (height 1's
+    // PRE-PREPARE is the one the old count missed), and every committed
+    // height had a SIGN-SHARE from each of the n - 1 others.
+    assert!(kind("pre-prepare") >= r.rounds * others, "{r:?}");
+    assert!(kind("sign-share") >= r.heights_committed * others, "{r:?}");
+    let total: u64 = r.messages_by_kind.values().sum();
+    let per_round = total as f64 / r.heights_committed as f64;
+    assert!((per_round - r.messages_per_round).abs() < 1e-9, "{r:?}");
+}
+
 #[test]
 fn exported_chain_verifies_with_drand_rules() {
     let cfg = small("lossy", 11, 5);
