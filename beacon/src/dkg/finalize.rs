@@ -91,15 +91,28 @@ impl<S: Scheme> Dkg<S> {
     /// are disqualified. Every honest member holds the same deals, so all
     /// exclude the same dealers. (Components that cancel between two dealers
     /// leave a sum, and so keys, in the subgroup: nothing to exclude.)
+    ///
+    /// Both checks are pure functions of public deals: simulated members share
+    /// them through the memo (checking `n` points per member made the DKG of
+    /// thousands of simulated members quadratic).
     fn exclude_off_group(&mut self) {
         let qual = self.candidates();
-        let clean = (0..self.config.thresholds.len())
-            .all(|k| self.group_polynomial(k, &qual).iter().all(Point::in_group));
+        let clean = (0..self.config.thresholds.len()).all(|k| {
+            let key = self.memo_key("group-polynomial-in-group", k, &qual);
+            *self.memo.get_or_compute(key, || {
+                self.group_polynomial(k, &qual).iter().all(Point::in_group)
+            })
+        });
         if clean {
             return;
         }
         for d in qual {
-            if !self.deals[&d].commitments_in_group() {
+            let key = self.memo_key("deal-in-group", 0, &[d]);
+            let deal = &self.deals[&d];
+            if !*self
+                .memo
+                .get_or_compute(key, || deal.commitments_in_group())
+            {
                 self.disqualify(d, "commitments outside the prime-order group");
             }
         }

@@ -20,12 +20,11 @@ impl<S: Scheme> Dkg<S> {
         self.phase = DkgPhase::Dealing;
         let mut out = Vec::new();
         if self.config.is_dealer(self.me) {
-            let g = S::PublicKey::generator();
             let mut commitments = Vec::with_capacity(self.config.thresholds.len());
             let mut evaluations = Vec::with_capacity(self.config.thresholds.len());
             for &t in &self.config.thresholds {
                 let poly: Vec<Scalar> = (0..t).map(|_| Scalar::random(&mut self.rng)).collect();
-                commitments.push(poly.iter().map(|a| g.mul(a)).collect());
+                commitments.push(poly.iter().map(S::PublicKey::mul_generator).collect());
                 evaluations.push(self.domain.evaluate_all(&poly));
             }
             let session = self.config.session;

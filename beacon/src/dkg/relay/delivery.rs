@@ -7,15 +7,14 @@ use crate::dkg::DkgMessage;
 use crate::{wire, Error, NodeIndex, Point as _, Scheme};
 use ed25519_dalek::Signer as _;
 use sha2::{Digest as _, Sha256};
-use std::sync::Arc;
 
 impl BroadcastRelay {
     /// Signs this member's own broadcast: send the returned message to everyone.
     pub fn sign<S: Scheme>(&mut self, message: &DkgMessage<S>) -> Result<RelayMessage, Error> {
         let kind =
             Kind::of(message).ok_or_else(|| Error::Dkg("DKG shares are not broadcast".into()))?;
-        let payload = Arc::new(wire::encode(message)?);
-        let digest: [u8; 32] = Sha256::digest(&*payload).into();
+        let payload = Payload::new(wire::encode(message)?);
+        let digest = payload.digest();
         self.prime::<S>(&digest, message);
         let origin = self.me.0;
         let signature = self
@@ -121,9 +120,9 @@ impl BroadcastRelay {
     pub(super) fn on_broadcast<S: Scheme>(
         &mut self,
         a: Attestation,
-        payload: Arc<Vec<u8>>,
+        payload: Payload,
     ) -> Result<Vec<RelayAction<S>>, Error> {
-        let digest: [u8; 32] = Sha256::digest(&*payload).into();
+        let digest = payload.digest();
         if digest != a.digest {
             return Err(Error::Dkg(format!(
                 "DKG broadcast of {}: payload does not match its digest",
@@ -140,7 +139,7 @@ impl BroadcastRelay {
             self.check(&a)?;
         }
         let message: DkgMessage<S> = self
-            .decode(&digest, &payload)
+            .decode(&digest, payload.bytes())
             .map_err(|e| Error::Dkg(format!("DKG broadcast of {}: {e}", a.origin)))?;
         if Kind::of(&message) != Some(a.kind) {
             return Err(Error::Dkg(format!(

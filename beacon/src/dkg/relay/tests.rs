@@ -226,9 +226,9 @@ fn forged_or_malformed_broadcasts_are_errors() {
     wrong_signer.origin = 1;
     let mut wrong_kind = attestation.clone();
     wrong_kind.kind = Kind::Complaint;
-    let mut other_payload = (*payload).clone();
+    let mut other_payload = payload.bytes().to_vec();
     other_payload[0] ^= 1;
-    let other_payload = Arc::new(other_payload);
+    let other_payload = Payload::new(other_payload);
     let cases = [
         (bad_sig.clone(), payload.clone()),
         (bad_origin.clone(), payload.clone()),
@@ -351,3 +351,23 @@ fn a_missing_summary_withholds_consistency() {
         assert!(out.consistent[m].is_empty(), "member {m}");
     }
 }
+
+#[test]
+fn a_payload_is_its_bytes_on_the_wire_and_hashes_them() {
+    let payload = Payload::new(vec![1, 2, 3, 250]);
+    let expected: [u8; 32] = Sha256::digest([1u8, 2, 3, 250]).into();
+    assert_eq!(payload.digest(), expected);
+    let copy = payload.clone();
+    assert_eq!(copy.digest(), expected, "a shared copy keeps the digest");
+    let encoded = crate::wire::encode(&payload).unwrap();
+    let decoded: Payload = crate::wire::decode(&encoded).unwrap();
+    assert_eq!(decoded.bytes(), payload.bytes());
+    assert_eq!(decoded.digest(), expected);
+    // The encoding is the byte string's, as before the digest was cached.
+    let as_bytes = crate::wire::encode(&HexBytes(vec![1, 2, 3, 250])).unwrap();
+    assert_eq!(encoded, as_bytes);
+}
+
+/// A byte string serialized as `wire::hex_bytes`, the payload's old encoding.
+#[derive(serde::Serialize)]
+struct HexBytes(#[serde(with = "crate::wire::hex_bytes")] Vec<u8>);
