@@ -4,11 +4,22 @@
 //! [`EventQueue`] owns the pending events and their order: the earliest time
 //! first, and among events at one time the one pushed first (FIFO). The order
 //! is total and depends only on the pushes, so a seeded driver replays the same
-//! run.
+//! run. [`index_seed`] gives each member of a seeded run its own RNG seed.
 
 use crate::Time;
+use sha2::{Digest as _, Sha256};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
+
+/// The RNG seed of member `index` in a run seeded with `seed`: SHA-256 of
+/// `domain`, `seed` and `index` (each driver names its own domain).
+pub fn index_seed(domain: &[u8], seed: u64, index: u32) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(domain);
+    h.update(seed.to_be_bytes());
+    h.update(index.to_be_bytes());
+    h.finalize().into()
+}
 
 /// One queued event: its time, the sequence number it was pushed with, and
 /// the event (which takes no part in the order).

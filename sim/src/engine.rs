@@ -139,11 +139,7 @@ fn recent<S: Scheme>(disk: &[Arc<CommittedEntry<S>>]) -> Vec<Arc<CommittedEntry<
 }
 
 fn member_seed(seed: u64, node: u32) -> [u8; 32] {
-    let mut h = Sha256::new();
-    h.update(b"sbft-beacon sim member");
-    h.update(seed.to_be_bytes());
-    h.update(node.to_be_bytes());
-    h.finalize().into()
+    beacon::schedule::index_seed(b"sbft-beacon sim member", seed, node)
 }
 
 /// Runs one node's events of a window `[.., end)`.

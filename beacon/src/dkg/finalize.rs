@@ -97,12 +97,18 @@ impl<S: Scheme> Dkg<S> {
     /// thousands of simulated members quadratic).
     fn exclude_off_group(&mut self) {
         let qual = self.candidates();
-        let clean = (0..self.config.thresholds.len()).all(|k| {
+        let mut clean = true;
+        for k in 0..self.config.thresholds.len() {
+            let poly = self.group_polynomial(k, &qual);
             let key = self.memo_key("group-polynomial-in-group", k, &qual);
-            *self.memo.get_or_compute(key, || {
-                self.group_polynomial(k, &qual).iter().all(Point::in_group)
-            })
-        });
+            if !*self
+                .memo
+                .get_or_compute(key, || poly.iter().all(Point::in_group))
+            {
+                clean = false;
+                break;
+            }
+        }
         if clean {
             return;
         }
@@ -145,14 +151,19 @@ impl<S: Scheme> Dkg<S> {
         (poly, keys)
     }
 
-    /// Sum of the commitments of `dealers` for threshold `k`.
+    /// Sum of the commitments of `dealers` for threshold `k` (summed once per
+    /// dealer set).
     pub(super) fn group_polynomial(
-        &self,
+        &mut self,
         k: usize,
         dealers: &[NodeIndex],
     ) -> Arc<Vec<S::PublicKey>> {
+        let id = (k, dealers.to_vec());
+        if let Some(found) = self.polynomials.get(&id) {
+            return found.clone();
+        }
         let key = self.memo_key("group-polynomial", k, dealers);
-        self.memo.get_or_compute(key, || {
+        let poly = self.memo.get_or_compute(key, || {
             let t = self.config.thresholds[k] as usize;
             let mut sum = vec![S::PublicKey::identity(); t];
             for d in dealers {
@@ -161,6 +172,8 @@ impl<S: Scheme> Dkg<S> {
                 }
             }
             sum
-        })
+        });
+        self.polynomials.insert(id, poly.clone());
+        poly
     }
 }

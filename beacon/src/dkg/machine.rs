@@ -52,6 +52,7 @@ impl<S: Scheme> Dkg<S> {
             confirmed: BTreeSet::new(),
             dealt: None,
             derived: BTreeMap::new(),
+            polynomials: BTreeMap::new(),
         })
     }
 

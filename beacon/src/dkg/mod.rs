@@ -125,11 +125,12 @@ pub enum DkgPhase {
     Failed,
 }
 
+/// A group polynomial (or the verification keys under one): a point per
+/// coefficient (or per member).
+type Points<S> = Arc<Vec<<S as Scheme>::PublicKey>>;
+
 /// A group polynomial and the verification keys under it.
-type Derived<S> = (
-    Arc<Vec<<S as Scheme>::PublicKey>>,
-    Arc<Vec<<S as Scheme>::PublicKey>>,
-);
+type Derived<S> = (Points<S>, Points<S>);
 
 /// One member's DKG state machine.
 pub struct Dkg<S: Scheme> {
@@ -163,6 +164,10 @@ pub struct Dkg<S: Scheme> {
     /// Group polynomials and verification keys already derived, per threshold, for
     /// one dealer set (reused at finalization when QUAL is that set).
     derived: BTreeMap<(usize, Vec<NodeIndex>), Derived<S>>,
+    /// Group polynomials already summed, per threshold and dealer set: step 4's
+    /// subgroup check and the keys' derivation use the same ones (a real node's
+    /// memo caches nothing).
+    polynomials: BTreeMap<(usize, Vec<NodeIndex>), Points<S>>,
 }
 
 #[cfg(test)]

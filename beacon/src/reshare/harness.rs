@@ -242,9 +242,5 @@ pub fn honest<S: Scheme>(
 
 /// The RNG seed of participant `p` in a run seeded with `seed`.
 pub fn participant_seed(seed: u64, p: u32) -> [u8; 32] {
-    let mut h = Sha256::new();
-    h.update(b"sbft-beacon reshare participant seed");
-    h.update(seed.to_be_bytes());
-    h.update(p.to_be_bytes());
-    h.finalize().into()
+    crate::schedule::index_seed(b"sbft-beacon reshare participant seed", seed, p)
 }

@@ -240,9 +240,5 @@ pub fn honest<S: Scheme>(
 
 /// The RNG seed of member `i` in a run seeded with `seed`.
 pub fn member_seed(seed: u64, i: u32) -> [u8; 32] {
-    let mut h = Sha256::new();
-    h.update(b"sbft-beacon dkg member seed");
-    h.update(seed.to_be_bytes());
-    h.update(i.to_be_bytes());
-    h.finalize().into()
+    crate::schedule::index_seed(b"sbft-beacon dkg member seed", seed, i)
 }
