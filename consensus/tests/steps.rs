@@ -823,6 +823,53 @@ fn a_new_primary_resends_its_new_view_at_most_three_times() {
     assert_eq!(again, 3, "sent again three times, then no more");
 }
 
+/// A voter sends its shares to the collectors again until the height commits,
+/// but waiting twice as long each time (up to the view's timeout): re-sending
+/// every two fast-path timeouts, 128 nodes on two cores spent their CPU
+/// decoding and re-verifying copies (the collectors' PREPAREs above all), every
+/// round outlasted its view, and every height needed a view change.
+#[test]
+fn share_retransmissions_back_off() {
+    let fx = Fixture::new(83);
+    let me = fx.others[0];
+    let mut replica = fx.replica(me);
+    replica.handle(Time::ZERO, Input::Start);
+    let block = fx.block(b"backoff");
+    let mut out = replica.handle(Time::from_millis(1), msg(fx.primary, fx.proposal(0, &block)));
+    let retransmit_at = |out: &[consensus::Output<S>]| {
+        out.iter().find_map(|o| match o {
+            consensus::Output::Effect(Effect::SetTimer {
+                at,
+                timer: Timer::Retransmit { .. },
+            }) => Some(*at),
+            _ => None,
+        })
+    };
+    let mut now = Time::from_millis(1);
+    let mut gaps = Vec::new();
+    for _ in 0..8 {
+        let at = retransmit_at(&out).expect("the retransmission timer runs");
+        gaps.push((at.0 - now.0) / 1_000);
+        now = at;
+        let timer = Timer::Retransmit {
+            height: Height::new(1),
+            view: View::ZERO,
+        };
+        out = replica.handle(now, Input::Timer(timer));
+        let resent = out
+            .iter()
+            .filter(|o| matches!(o.message(), Some(Message::SignShare { .. })))
+            .count();
+        assert_eq!(resent, 1, "the SIGN-SHARE goes to the collector again");
+    }
+    let cap = fx.config.view_timeout_us(0) / 1_000;
+    let expected: Vec<u64> = (0..8u32)
+        .map(|k| (2 * fx.config.fast_path_timeout_us / 1_000 * (1 << k)).min(cap))
+        .collect();
+    assert_eq!(gaps, expected);
+    assert!(gaps.windows(2).all(|w| w[1] >= w[0]) && gaps[7] == cap);
+}
+
 /// During a view change a replica sends its VIEW-CHANGE to the new primary
 /// again, but waiting twice as long each time (up to the view's timeout): with
 /// every replica re-sending every two fast-path timeouts, 128 nodes on two

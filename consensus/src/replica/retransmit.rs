@@ -1,8 +1,10 @@
 //! Liveness on lossy links (steps 2-3): a voter's shares go to the collectors
-//! of their view and are sent again every two fast-path timeouts until the
-//! height commits or the view ends, and so is a collector's PREPARE. During a
-//! view change the VIEW-CHANGE goes to the new primary again, with a wait that
-//! doubles each time (up to the view's timeout). On a lossy
+//! of their view and are sent again until the height commits or the view ends,
+//! and so is a collector's PREPARE; during a view change the VIEW-CHANGE goes to
+//! the new primary again. The first copy follows after two fast-path timeouts,
+//! and each wait doubles (up to the view's timeout): a network short of CPU
+//! (128 processes on two cores) otherwise spends it all re-verifying copies,
+//! every round outlasts its view and every height needs a view change. On a lossy
 //! network with only `2f + c + 1` honest replicas, one lost share would
 //! otherwise cost a whole view.
 
@@ -21,9 +23,35 @@ pub(super) struct Retransmit<S: Scheme> {
     armed: BTreeSet<View>,
     /// As a collector: PREPAREs to broadcast again.
     broadcasts: Vec<(View, Message<S>)>,
+    /// The view and how often its shares and PREPAREs went out again.
+    share_resends: Resends,
     /// During a view change: the view and how often our VIEW-CHANGE went out
-    /// again (each wait twice the last, up to the view's timeout).
-    view_change_resends: (View, u32),
+    /// again.
+    view_change_resends: Resends,
+}
+
+/// How often one view's messages went out again: each wait is twice the last.
+#[derive(Clone, Copy)]
+struct Resends {
+    view: View,
+    count: u32,
+}
+
+impl Resends {
+    const NONE: Resends = Resends {
+        view: View::ZERO,
+        count: 0,
+    };
+
+    /// Counts one more resend in `view` and returns the wait before the next:
+    /// `base` doubled once per resend so far, at most `cap`.
+    fn next_wait(&mut self, view: View, base: u64, cap: u64) -> u64 {
+        if self.view != view {
+            *self = Resends { view, count: 0 };
+        }
+        self.count = self.count.saturating_add(1);
+        base.saturating_mul(1 << self.count.min(16)).min(cap)
+    }
 }
 
 impl<S: Scheme> Retransmit<S> {
@@ -33,7 +61,8 @@ impl<S: Scheme> Retransmit<S> {
             shares: Vec::new(),
             armed: BTreeSet::new(),
             broadcasts: Vec::new(),
-            view_change_resends: (View::ZERO, 0),
+            share_resends: Resends::NONE,
+            view_change_resends: Resends::NONE,
         }
     }
 
@@ -70,7 +99,8 @@ impl<S: Scheme> Replica<S> {
     }
 
     /// Steps 2-3, retransmission timer of `view`: send this view's shares (and
-    /// PREPARE) again unless the height committed or the view is over. During a
+    /// PREPARE) again unless the height committed or the view is over, and wait
+    /// twice as long for the next time (up to the view's timeout). During a
     /// view change to `view` (step 5), send our VIEW-CHANGE to its primary
     /// again instead: a lost one would otherwise wait for the next, twice as
     /// long, view timeout, and with `c` large the primary needs nearly
@@ -88,14 +118,11 @@ impl<S: Scheme> Replica<S> {
             }
             // Back off: every replica sends its VIEW-CHANGE again, and a large
             // network short of CPU must not drown its new primary in copies.
-            let resends = &mut self.round.retransmit.view_change_resends;
-            if resends.0 != view {
-                *resends = (view, 0);
-            }
-            resends.1 = resends.1.saturating_add(1);
-            let wait = (2 * self.config.fast_path_timeout_us)
-                .saturating_mul(1 << resends.1.min(16))
-                .min(self.config.view_timeout_us(view.get()));
+            let wait = self.round.retransmit.view_change_resends.next_wait(
+                view,
+                2 * self.config.fast_path_timeout_us,
+                self.config.view_timeout_us(view.get()),
+            );
             let at = now.plus_micros(wait);
             let height = self.height;
             self.outbox.timer(at, Timer::Retransmit { height, view });
@@ -111,7 +138,12 @@ impl<S: Scheme> Replica<S> {
         for (_, m) in retransmit.broadcasts.iter().filter(|(v, _)| *v == view) {
             self.outbox.broadcast(m.clone());
         }
-        let at = now.plus_micros(2 * self.config.fast_path_timeout_us);
+        let wait = self.round.retransmit.share_resends.next_wait(
+            view,
+            2 * self.config.fast_path_timeout_us,
+            self.config.view_timeout_us(view.get()),
+        );
+        let at = now.plus_micros(wait);
         let height = self.height;
         self.outbox.timer(at, Timer::Retransmit { height, view });
     }

@@ -176,8 +176,15 @@ impl<S: Scheme> Replica<S> {
         if voter.prepared.as_ref().is_some_and(|p| p.view >= view) && view != self.view {
             return;
         }
+        // A copy of the certificate already held (collectors send it again
+        // until the height commits) was verified when it first came.
+        let held = voter
+            .prepared
+            .as_ref()
+            .is_some_and(|p| p.view == view && p.digest == certificate.digest);
         let message = signed::prepare(h, view, &certificate.digest);
         if !origin.local
+            && !held
             && !self
                 .verifier
                 .verify(Key::Tau, &message, &certificate.signature)
