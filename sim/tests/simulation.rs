@@ -340,3 +340,19 @@ fn lost_view_changes_are_sent_again() {
         );
     }
 }
+
+/// Campaign seed 2224 of `byzantine` at 16 nodes (a Byzantine replica that
+/// withholds beacons, two twins, a partition and a crash-restart) stalled for
+/// good: four honest replicas left behind at height 5 asked, on every view
+/// timer, the sender of the first later-height message they had buffered for
+/// the missing height, and that sender was the Byzantine replica, which never
+/// answered usefully; the others could not change view without them. A replica
+/// now asks the senders of later-height messages in turn.
+#[test]
+fn catch_up_asks_the_replicas_ahead_in_turn() {
+    let base = small("byzantine", 16, 20);
+    base.validate().unwrap();
+    let cfg = sim::campaign::draw(&base, 2224);
+    let (report, _) = sim::run(&cfg, None).unwrap();
+    assert!(report.violations.is_empty(), "{:?}", report.violations);
+}

@@ -265,7 +265,7 @@ impl<S: Scheme> Replica<S> {
         }
         if h > self.height {
             if h >= self.height.saturating_add(2) {
-                self.maybe_sync(now, from);
+                let _ = self.maybe_sync(now, from);
             }
             return self.future.keep(self.height, h, from, message);
         }

@@ -48,13 +48,19 @@ impl<S: Scheme> FutureHeights<S> {
         taken
     }
 
-    /// The sender of some message of a later height: a replica ahead of us.
-    pub fn first_sender(&self) -> Option<NodeIndex> {
-        self.by_height
-            .values()
-            .flatten()
-            .map(|(from, _)| *from)
-            .next()
+    /// The `k`-th (modulo their number) of the distinct senders of messages of
+    /// later heights, in order of height then arrival: replicas that claim to be
+    /// ahead of us. Asking them in turn reaches an honest one within `f + 1`
+    /// requests; always asking the first let a Byzantine replica that sent an
+    /// early message and never answers stall us forever.
+    pub fn sender(&self, k: usize) -> Option<NodeIndex> {
+        let mut senders: Vec<NodeIndex> = Vec::new();
+        for (from, _) in self.by_height.values().flatten() {
+            if !senders.contains(from) {
+                senders.push(*from);
+            }
+        }
+        (!senders.is_empty()).then(|| senders[k % senders.len()])
     }
 }
 

@@ -42,6 +42,9 @@ pub(super) struct CatchUp<S: Scheme> {
     last_request: Option<Time>,
     /// Entries of later heights from the last response, and their sender.
     rest: Option<(NodeIndex, Vec<Arc<CommittedEntry<S>>>)>,
+    /// Requests sent to replicas found ahead by their messages: the next one
+    /// goes to the next of them in turn.
+    asked: usize,
 }
 
 impl<S: Scheme> CatchUp<S> {
@@ -50,6 +53,7 @@ impl<S: Scheme> CatchUp<S> {
         CatchUp {
             last_request: None,
             rest: None,
+            asked: 0,
         }
     }
 
@@ -61,19 +65,32 @@ impl<S: Scheme> CatchUp<S> {
 }
 
 impl<S: Scheme> Replica<S> {
-    /// Asks `from` for the heights from ours on, unless we asked recently.
-    pub(super) fn maybe_sync(&mut self, now: Time, from: NodeIndex) {
+    /// Asks the next of the replicas that sent messages of later heights (in
+    /// turn: one of them may be Byzantine and never answer), unless we asked
+    /// recently.
+    pub(super) fn sync_with_someone_ahead(&mut self, now: Time) {
+        if let Some(peer) = self.future.sender(self.sync.asked) {
+            if self.maybe_sync(now, peer) {
+                self.sync.asked = self.sync.asked.wrapping_add(1);
+            }
+        }
+    }
+
+    /// Asks `from` for the heights from ours on, unless we asked recently;
+    /// whether it asked.
+    pub(super) fn maybe_sync(&mut self, now: Time, from: NodeIndex) -> bool {
         let interval = self.config.view_change_timeout_us / 2;
         if self
             .sync
             .last_request
             .is_some_and(|t| now.micros_since(t) < interval)
         {
-            return;
+            return false;
         }
         self.sync.last_request = Some(now);
         let from_height = self.height;
         self.outbox.send(from, Message::SyncRequest { from_height });
+        true
     }
 
     /// Catch-up (DESIGN.md section 5): a peer asks for finalized heights from

@@ -139,13 +139,11 @@ impl<S: Scheme> ViewChanges<S> {
 
 impl<S: Scheme> Replica<S> {
     /// Step 5: the view timer of the current view. Messages from later heights
-    /// mean we are behind: ask one of their senders to sync. Without a commit,
+    /// mean we are behind: ask the next of their senders to sync. Without a commit,
     /// change view; committed without a beacon (the collectors withheld it or
     /// were cut off), send our beacon share to everyone and wait again.
     pub(super) fn on_view_timer(&mut self, now: Time, view: View) {
-        if let Some(peer) = self.future.first_sender() {
-            self.maybe_sync(now, peer);
-        }
+        self.sync_with_someone_ahead(now);
         if self.round.commit.committed().is_none() {
             return self.start_view_change(now, view.saturating_add(1));
         }
