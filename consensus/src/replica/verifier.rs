@@ -14,7 +14,8 @@ use beacon::{
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use sha2::{Digest as _, Sha256};
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 /// Heights for which a replica proven to send invalid shares is ignored.
@@ -59,7 +60,14 @@ pub(super) struct Verifier<S: Scheme> {
     /// Replicas proven to have sent invalid shares, with the height of their
     /// last conviction: their shares are ignored for [`CONVICTION_HEIGHTS`].
     convicted: BTreeMap<NodeIndex, Height>,
+    /// The last messages hashed to the curve (a round signs and verifies the
+    /// same few messages several times: its vote, the prepare certificate,
+    /// the commit proof, the beacon), newest last.
+    hashed: RefCell<VecDeque<([u8; 32], S::Signature)>>,
 }
+
+/// Messages whose hash to the curve a replica keeps.
+const HASHED_KEPT: usize = 8;
 
 impl<S: Scheme> Verifier<S> {
     /// `seed` drives the batch-verification weights.
@@ -69,6 +77,7 @@ impl<S: Scheme> Verifier<S> {
             memo,
             rng: ChaCha20Rng::from_seed(seed),
             convicted: BTreeMap::new(),
+            hashed: RefCell::new(VecDeque::with_capacity(HASHED_KEPT)),
         }
     }
 
@@ -86,16 +95,24 @@ impl<S: Scheme> Verifier<S> {
         &self.key(key).public
     }
 
-    /// Hash to the curve, shared between simulated replicas.
+    /// Hash to the curve: kept for the last few messages (hashing to G2 costs
+    /// about as much as a pairing), and shared between simulated replicas.
     pub fn hash(&self, msg: &[u8]) -> S::Signature {
         let mut h = Sha256::new();
         h.update(b"hash-to-curve");
         h.update(S::DST);
         h.update(msg);
-        self.memo
-            .get_or_compute(h.finalize().into(), || S::hash_message(msg))
-            .as_ref()
-            .to_owned()
+        let key: [u8; 32] = h.finalize().into();
+        let mut hashed = self.hashed.borrow_mut();
+        if let Some((_, point)) = hashed.iter().find(|(k, _)| *k == key) {
+            return *point;
+        }
+        let point = *self.memo.get_or_compute(key, || S::hash_message(msg));
+        if hashed.len() == HASHED_KEPT {
+            hashed.pop_front();
+        }
+        hashed.push_back((key, point));
+        point
     }
 
     /// Verifies a threshold signature under `key`, shared between simulated
