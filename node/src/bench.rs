@@ -487,6 +487,36 @@ fn median_us<T>(mut f: impl FnMut() -> T) -> f64 {
     samples[samples.len() / 2].as_secs_f64() * 1e6
 }
 
+/// Median time of a node's durable write of its vote record (a store commit
+/// with fsync), in a store under the system's temporary directory: the disk a
+/// local network's nodes write to.
+fn persist_votes_us() -> Result<f64> {
+    use consensus::messages::PrepareCertificate;
+    use consensus::{Height, SignedVotes, View};
+    let dir = std::env::temp_dir().join(format!("sbft-beacon-calibrate-{}", std::process::id()));
+    let store = node::store::Store::open(&dir, 1 << 20)?;
+    let mut record = SignedVotes::<MinSig>::new(Height::new(7));
+    record.votes.insert(View::ZERO, [1; 32]);
+    record.prepared = Some(PrepareCertificate {
+        view: View::ZERO,
+        digest: [1; 32],
+        signature: <MinSig as Scheme>::Signature::generator(),
+    });
+    let mut failed = None;
+    let us = median_us(|| {
+        if let Err(e) = store.save_votes(&[record.clone()]) {
+            failed = Some(e);
+        }
+    });
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
+    if let Some(e) = failed {
+        bail!("writing the vote record: {e}");
+    }
+    eprintln!("durable vote record: {us:.1} us");
+    Ok(us)
+}
+
 fn calibrate(args: &CalibrateArgs) -> Result<()> {
     use beacon::curve::pairing_product_is_one;
     use beacon::{G1, G2};
@@ -540,6 +570,7 @@ fn calibrate(args: &CalibrateArgs) -> Result<()> {
     .encode()?;
     let share_us = median_us(|| consensus::Message::<MinSig>::decode(&share).expect("valid"));
     let kilobyte = (share_us - message).max(0.0) / (share.len() as f64 / 1024.0);
+    let persist_votes = persist_votes_us()?;
     let round = |v: f64| (v * 100.0).round() / 100.0;
     let model = sim::cost_model::CostModel {
         calibrated_on: format!(
@@ -557,6 +588,7 @@ fn calibrate(args: &CalibrateArgs) -> Result<()> {
         msm_g2_point_us: msm_g2.into_iter().map(round).collect(),
         message_us: round(message + 2.0),
         kilobyte_us: round(kilobyte),
+        persist_votes_us: round(persist_votes),
         scale: 1.0,
     };
     let text = format!(

@@ -37,6 +37,10 @@ pub struct CostModel {
     pub message_us: f64,
     /// Cost per KiB of message received (decoding).
     pub kilobyte_us: f64,
+    /// Writing the record of signed votes durably (a store commit with fsync),
+    /// which a node does before the votes leave it; the node waits for it.
+    #[serde(default)]
+    pub persist_votes_us: f64,
     /// Multiplier for all costs (a slower or faster simulated machine).
     #[serde(default = "unit")]
     pub scale: f64,
@@ -60,6 +64,7 @@ impl CostModel {
             m.mul_g2_us,
             m.message_us,
             m.kilobyte_us,
+            m.persist_votes_us,
             m.scale,
         ];
         if all
@@ -106,6 +111,11 @@ impl CostModel {
         let io = self.message_us + bytes as f64 / 1024.0 * self.kilobyte_us;
         ((crypto + io) * self.scale).round() as u64
     }
+
+    /// Virtual microseconds for `records` durable writes of the vote record.
+    pub fn persist_us(&self, records: usize) -> u64 {
+        (records as f64 * self.persist_votes_us * self.scale).round() as u64
+    }
 }
 
 #[cfg(test)]
@@ -125,6 +135,12 @@ mod tests {
         assert!(two_pairings as f64 >= 2.0 * m.miller_loop_us + m.final_exp_us);
         c.msm_g1_points[10] = 1024;
         assert!(m.cost_us(&c, 0) > two_pairings);
+        assert!(
+            m.persist_votes_us > 0.0,
+            "the built-in model charges durable votes"
+        );
+        assert_eq!(m.persist_us(0), 0);
+        assert!(m.persist_us(2) >= m.persist_us(1));
         assert!(CostModel::from_toml("miller_loop_us = -1").is_err());
     }
 }

@@ -234,7 +234,12 @@ fn run_node<S: Scheme>(
                 return fx;
             }
         };
-        let cost = shared.costs.cost_us(&counts, bytes);
+        // The node waits for each durable write of its vote record.
+        let persisted = outputs
+            .iter()
+            .filter(|o| matches!(o, MemberOutput::PersistVotes(_)))
+            .count();
+        let cost = shared.costs.cost_us(&counts, bytes) + shared.costs.persist_us(persisted);
         slot.cpu_us += cost;
         let done = start.plus_micros(cost);
         slot.busy_until = done;
