@@ -88,6 +88,17 @@ pub fn view_change_timeout_ms(n: u32) -> u64 {
     (u64::from(n).pow(2) / 2).max(ProtocolParams::default().view_change_timeout_ms)
 }
 
+/// The fast-path timeout of a local network of `n` nodes: the default (50 ms),
+/// or 4n ms where that is longer. The processes share this machine's cores, so
+/// the `3f + c + 1` sigma shares a collector waits for trickle in over a time
+/// that grows with n; with 50 ms at 32 nodes on two cores every round also ran
+/// the slow path (a PREPARE every node verifies, then COMMIT shares), doubling
+/// each node's CPU per round (8.1 ms against 4.3) and the round latency (p50
+/// 187 ms against 101). A `--protocol` file's value is kept as it is.
+pub fn fast_path_timeout_ms(n: u32) -> u64 {
+    (4 * u64::from(n)).max(ProtocolParams::default().fast_path_timeout_ms)
+}
+
 /// Writes identities and `node-i/node.toml` for `n` nodes into `dir`, each with
 /// the `[protocol]` table `protocol` (checked for `n`, see
 /// [`crate::protocol_args::ProtocolArgs::params`]); returns the config paths and
@@ -548,6 +559,7 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
     let mut protocol = args.protocol.params(args.nodes)?;
     if args.protocol.protocol.is_none() {
         protocol.view_change_timeout_ms = view_change_timeout_ms(args.nodes);
+        protocol.fast_path_timeout_ms = fast_path_timeout_ms(args.nodes);
     }
     let period = protocol.period_s()?;
     let wall = Instant::now();
