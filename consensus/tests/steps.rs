@@ -823,6 +823,44 @@ fn a_new_primary_resends_its_new_view_at_most_three_times() {
     assert_eq!(again, 3, "sent again three times, then no more");
 }
 
+/// Fires the retransmission timer of `view` eight times, starting from the one
+/// `out` (handled at `now`) sets, and returns the gaps between firings in ms;
+/// each firing must send exactly one message that `resent` accepts.
+fn retransmission_gaps(
+    replica: &mut Replica<S>,
+    mut out: Vec<consensus::Output<S>>,
+    mut now: Time,
+    view: View,
+    resent: impl Fn(&Message<S>) -> bool,
+) -> Vec<u64> {
+    let mut gaps = Vec::new();
+    for _ in 0..8 {
+        let at = out
+            .iter()
+            .find_map(|o| match o {
+                consensus::Output::Effect(Effect::SetTimer {
+                    at,
+                    timer: Timer::Retransmit { .. },
+                }) => Some(*at),
+                _ => None,
+            })
+            .expect("the retransmission timer runs");
+        gaps.push((at.0 - now.0) / 1_000);
+        now = at;
+        let timer = Timer::Retransmit {
+            height: Height::new(1),
+            view,
+        };
+        out = replica.handle(now, Input::Timer(timer));
+        let sent = out
+            .iter()
+            .filter(|o| o.message().is_some_and(&resent))
+            .count();
+        assert_eq!(sent, 1, "the message goes out again");
+    }
+    gaps
+}
+
 /// A voter sends its shares to the collectors again until the height commits,
 /// but waiting twice as long each time (up to the view's timeout): re-sending
 /// every two fast-path timeouts, 128 nodes on two cores spent their CPU
@@ -835,36 +873,13 @@ fn share_retransmissions_back_off() {
     let mut replica = fx.replica(me);
     replica.handle(Time::ZERO, Input::Start);
     let block = fx.block(b"backoff");
-    let mut out = replica.handle(
+    let out = replica.handle(
         Time::from_millis(1),
         msg(fx.primary, fx.proposal(0, &block)),
     );
-    let retransmit_at = |out: &[consensus::Output<S>]| {
-        out.iter().find_map(|o| match o {
-            consensus::Output::Effect(Effect::SetTimer {
-                at,
-                timer: Timer::Retransmit { .. },
-            }) => Some(*at),
-            _ => None,
-        })
-    };
-    let mut now = Time::from_millis(1);
-    let mut gaps = Vec::new();
-    for _ in 0..8 {
-        let at = retransmit_at(&out).expect("the retransmission timer runs");
-        gaps.push((at.0 - now.0) / 1_000);
-        now = at;
-        let timer = Timer::Retransmit {
-            height: Height::new(1),
-            view: View::ZERO,
-        };
-        out = replica.handle(now, Input::Timer(timer));
-        let resent = out
-            .iter()
-            .filter(|o| matches!(o.message(), Some(Message::SignShare { .. })))
-            .count();
-        assert_eq!(resent, 1, "the SIGN-SHARE goes to the collector again");
-    }
+    let gaps = retransmission_gaps(&mut replica, out, Time::from_millis(1), View::ZERO, |m| {
+        matches!(m, Message::SignShare { .. })
+    });
     let cap = fx.config.view_timeout_us(0) / 1_000;
     let expected: Vec<u64> = (0..8u32)
         .map(|k| (2 * fx.config.fast_path_timeout_us / 1_000 * (1 << k)).min(cap))
@@ -920,33 +935,14 @@ fn view_change_retransmissions_back_off() {
         height: Height::new(1),
         view: View::ZERO,
     };
-    let mut out = replica.handle(Time::from_millis(2_000), Input::Timer(timer));
-    let retransmit_at = |out: &[consensus::Output<S>]| {
-        out.iter().find_map(|o| match o {
-            consensus::Output::Effect(Effect::SetTimer {
-                at,
-                timer: Timer::Retransmit { .. },
-            }) => Some(*at),
-            _ => None,
-        })
-    };
-    let mut now = Time::from_millis(2_000);
-    let mut gaps = Vec::new();
-    for _ in 0..8 {
-        let at = retransmit_at(&out).expect("the retransmission timer runs");
-        gaps.push((at.0 - now.0) / 1_000);
-        now = at;
-        let timer = Timer::Retransmit {
-            height: Height::new(1),
-            view: View::new(1),
-        };
-        out = replica.handle(now, Input::Timer(timer));
-        let resent = out
-            .iter()
-            .filter(|o| matches!(o.message(), Some(Message::ViewChange(_))))
-            .count();
-        assert_eq!(resent, 1, "the VIEW-CHANGE goes to the primary again");
-    }
+    let out = replica.handle(Time::from_millis(2_000), Input::Timer(timer));
+    let gaps = retransmission_gaps(
+        &mut replica,
+        out,
+        Time::from_millis(2_000),
+        View::new(1),
+        |m| matches!(m, Message::ViewChange(_)),
+    );
     // Two fast-path timeouts (50 ms each) first, then doubling up to the
     // view-1 timeout (2 s).
     assert_eq!(gaps, vec![100, 200, 400, 800, 1_600, 2_000, 2_000, 2_000]);
