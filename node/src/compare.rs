@@ -36,6 +36,10 @@ pub struct CompareArgs {
     /// The WAN: the same options as `localnet`.
     #[command(flatten)]
     wan: node::wan::WanArgs,
+    /// Cores the simulated nodes share, as the real ones share this machine's
+    /// (default: this machine's; 0: a core per node).
+    #[arg(long, value_name = "N")]
+    host_cores: Option<u32>,
     /// Print one JSON object `{"sim", "real", "error"}` instead of the table.
     #[arg(long)]
     json: bool,
@@ -75,6 +79,10 @@ fn scenario(args: &CompareArgs, protocol: ProtocolParams) -> Result<SimConfig> {
     };
     cfg.network.jitter_ms = wan.jitter_ms;
     cfg.network.bandwidth_mbps = wan.bandwidth_mbps;
+    // The real nodes all run on this machine and share its cores.
+    cfg.network.host_cores = args.host_cores.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(1))
+    });
     cfg.validate()?;
     Ok(cfg)
 }

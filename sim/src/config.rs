@@ -190,6 +190,11 @@ pub struct NetworkConfig {
     /// Hold-back delay for reordered messages (ms).
     #[serde(default)]
     pub reorder_delay_ms: f64,
+    /// Cores of one host that runs every node (a local network on one
+    /// machine): an input waits for a free core as well as for its node. 0:
+    /// every node has a core of its own.
+    #[serde(default)]
+    pub host_cores: u32,
 }
 
 /// A partition: between `start_ms` and `heal_ms`, nodes in `side` (inclusive index

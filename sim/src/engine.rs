@@ -18,7 +18,10 @@
 //! `max(arrival, busy_until)`, costs the cost model's price of the operations it
 //! performed (counted by `beacon::cost`), and its messages leave when it is done
 //! (then queue on the sender's uplink). A collector with many shares to verify is
-//! a real bottleneck.
+//! a real bottleneck. With `[network] host_cores` every node runs on one host
+//! with that many cores (what `compare` models for a local network): a window's
+//! events are then handled in time order on one thread, and an input also waits
+//! for the core that is free first.
 
 use crate::config::SimConfig;
 use crate::cost_model::CostModel;
@@ -142,7 +145,35 @@ fn member_seed(seed: u64, node: u32) -> [u8; 32] {
     beacon::schedule::index_seed(b"sbft-beacon sim member", seed, node)
 }
 
-/// Runs one node's events of a window `[.., end)`.
+impl<S: Scheme> NodeEffects<S> {
+    fn new(node: u32) -> Self {
+        NodeEffects {
+            node,
+            outputs: Vec::new(),
+            trace: Vec::new(),
+            processed: 0,
+            panic: None,
+        }
+    }
+}
+
+/// The cores of one host shared by every node (`[network] host_cores`): when
+/// each is next free.
+struct HostCores(Vec<Time>);
+
+impl HostCores {
+    /// The core free first, and when.
+    fn earliest(&self) -> (usize, Time) {
+        self.0
+            .iter()
+            .enumerate()
+            .min_by_key(|(i, t)| (**t, *i))
+            .map(|(i, t)| (i, *t))
+            .unwrap_or((0, Time::ZERO))
+    }
+}
+
+/// Runs one node's events of a window `[.., end)`, on a core of its own.
 fn run_node<S: Scheme>(
     node: u32,
     slot: &mut Slot<S>,
@@ -150,133 +181,186 @@ fn run_node<S: Scheme>(
     end: Time,
     shared: &Shared<'_>,
 ) -> NodeEffects<S> {
-    let mut fx = NodeEffects {
-        node,
-        outputs: Vec::new(),
-        trace: Vec::new(),
-        processed: 0,
-        panic: None,
-    };
+    let mut fx = NodeEffects::new(node);
     // Local queue, in the window's order; own timers below `end` join it.
     let mut local = EventQueue::new();
     for (t, e) in events.drain(..) {
         local.push(t, e);
     }
     while let Some((at, event)) = local.pop() {
-        let start = at.max(slot.busy_until);
-        let (kind, what, from, height) = event.tag();
-        fx.trace.extend_from_slice(&start.0.to_be_bytes());
-        fx.trace.extend_from_slice(&[kind]);
-        fx.trace.extend_from_slice(what.as_bytes());
-        fx.trace.extend_from_slice(&from.to_be_bytes());
-        fx.trace.extend_from_slice(&height.to_be_bytes());
-        fx.processed += 1;
-        let (input, bytes) = match event {
-            Event::Crash { lose_votes } => {
-                slot.member = None;
-                if lose_votes {
-                    slot.disk.votes.clear();
-                }
-                continue;
-            }
-            Event::Restart => {
-                if slot.member.is_some() {
-                    continue;
-                }
-                let Some(dkg) = slot.disk.dkg.clone() else {
-                    continue;
-                };
-                let restored = Member::restore(
-                    shared.replica.clone(),
-                    &dkg,
-                    recent(&slot.disk.chain),
-                    slot.disk.votes.clone(),
-                    member_seed(shared.seed, node),
-                    shared.memo.clone(),
-                    slot.behaviour,
-                );
-                match restored {
-                    Ok(m) => slot.member = Some(m),
-                    Err(e) => {
-                        fx.panic = Some((start, format!("restore failed: {e}")));
-                        return fx;
-                    }
-                }
-                (MemberInput::Start, 0)
-            }
-            Event::Start => (MemberInput::Start, 0),
-            Event::Deliver {
-                from,
-                envelope,
-                bytes,
-            } => (MemberInput::Message { from, envelope }, bytes),
-            Event::Timer(t) => (MemberInput::Timer(t), 0),
-            Event::Transaction(tx) => {
-                let len = tx.len();
-                (MemberInput::ClientTransaction(tx), len)
-            }
-        };
-        let Some(member) = slot.member.as_mut() else {
-            continue;
-        };
-        beacon::cost::take();
-        let result = catch_unwind(AssertUnwindSafe(|| member.handle(start, input)));
-        let counts = beacon::cost::take();
-        let outputs = match result {
-            Ok(o) => o,
-            Err(p) => {
-                let msg = p
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_else(|| "panic".into());
-                fx.panic = Some((start, msg));
-                return fx;
-            }
-        };
-        // The node waits for each durable write of its vote record.
-        let persisted = outputs
-            .iter()
-            .filter(|o| matches!(o, MemberOutput::PersistVotes(_)))
-            .count();
-        let cost = shared.costs.cost_us(&counts, bytes) + shared.costs.persist_us(persisted);
-        slot.cpu_us += cost;
-        let done = start.plus_micros(cost);
-        slot.busy_until = done;
-        for o in outputs {
-            match o {
-                MemberOutput::Effect(Effect::SetTimer { at, timer }) if at < end => {
-                    local.push(at, Event::Timer(timer))
-                }
-                // Written before anything else of this step leaves the node.
-                MemberOutput::PersistVotes(record) => slot.disk.votes = record,
-                MemberOutput::DkgComplete(out) => {
-                    slot.disk.dkg = Some(out.clone());
-                    fx.outputs.push((done, MemberOutput::DkgComplete(out)));
-                }
-                MemberOutput::SyncFromStore { to, from_height } => {
-                    // The node's disk answers what its replica no longer keeps.
-                    let disk = &slot.disk.chain;
-                    let entries = sync_response(from_height, |h| {
-                        disk.get(usize::try_from(h.get()).ok()?.checked_sub(1)?)
-                            .cloned()
-                    });
-                    if !entries.is_empty() {
-                        let message = Envelope::Consensus(Message::SyncResponse { entries });
-                        let send = MemberOutput::Effect(Effect::Send { to, message });
-                        fx.outputs.push((done, send));
-                    }
-                }
-                MemberOutput::Event(ReplicaEvent::Finalized(entry)) => {
-                    slot.disk.chain.push(entry.clone());
-                    let event = ReplicaEvent::Finalized(entry);
-                    fx.outputs.push((done, MemberOutput::Event(event)));
-                }
-                other => fx.outputs.push((done, other)),
-            }
+        let timers = step(node, slot, at, event, end, shared, &mut fx);
+        if fx.panic.is_some() {
+            break;
+        }
+        for (t, e) in timers {
+            local.push(t, e);
         }
     }
     fx
+}
+
+/// Runs every node's events of a window `[.., end)` in time order on the host's
+/// shared cores: an input starts when its node and a core are both free.
+fn run_on_host<S: Scheme>(
+    work: Vec<Work<'_, S>>,
+    cores: &mut HostCores,
+    end: Time,
+    shared: &Shared<'_>,
+) -> Vec<NodeEffects<S>> {
+    let mut slots: Vec<(u32, &mut Slot<S>, NodeEffects<S>)> = Vec::with_capacity(work.len());
+    let mut queue = EventQueue::new();
+    for (k, (node, slot, events)) in work.into_iter().enumerate() {
+        for (t, e) in events {
+            queue.push(t, (k, e));
+        }
+        slots.push((node, slot, NodeEffects::new(node)));
+    }
+    while let Some((at, (k, event))) = queue.pop() {
+        let (node, slot, fx) = &mut slots[k];
+        if fx.panic.is_some() {
+            continue;
+        }
+        let (core, free) = cores.earliest();
+        let before = slot.busy_until;
+        let timers = step(*node, slot, at.max(free), event, end, shared, fx);
+        if slot.busy_until > before {
+            cores.0[core] = slot.busy_until;
+        }
+        for (t, e) in timers {
+            queue.push(t, (k, e));
+        }
+    }
+    slots.into_iter().map(|(_, _, fx)| fx).collect()
+}
+
+/// Handles one event at a node: it starts at `ready` (its arrival, or later
+/// when it waited for a core) or when the node is free, whichever is later.
+/// Returns the node's own timers that fall before `end`, to handle in this
+/// window.
+#[allow(clippy::too_many_arguments)]
+fn step<S: Scheme>(
+    node: u32,
+    slot: &mut Slot<S>,
+    ready: Time,
+    event: Event<S>,
+    end: Time,
+    shared: &Shared<'_>,
+    fx: &mut NodeEffects<S>,
+) -> Vec<(Time, Event<S>)> {
+    let mut local = Vec::new();
+    let start = ready.max(slot.busy_until);
+    let (kind, what, from, height) = event.tag();
+    fx.trace.extend_from_slice(&start.0.to_be_bytes());
+    fx.trace.extend_from_slice(&[kind]);
+    fx.trace.extend_from_slice(what.as_bytes());
+    fx.trace.extend_from_slice(&from.to_be_bytes());
+    fx.trace.extend_from_slice(&height.to_be_bytes());
+    fx.processed += 1;
+    let (input, bytes) = match event {
+        Event::Crash { lose_votes } => {
+            slot.member = None;
+            if lose_votes {
+                slot.disk.votes.clear();
+            }
+            return local;
+        }
+        Event::Restart => {
+            if slot.member.is_some() {
+                return local;
+            }
+            let Some(dkg) = slot.disk.dkg.clone() else {
+                return local;
+            };
+            let restored = Member::restore(
+                shared.replica.clone(),
+                &dkg,
+                recent(&slot.disk.chain),
+                slot.disk.votes.clone(),
+                member_seed(shared.seed, node),
+                shared.memo.clone(),
+                slot.behaviour,
+            );
+            match restored {
+                Ok(m) => slot.member = Some(m),
+                Err(e) => {
+                    fx.panic = Some((start, format!("restore failed: {e}")));
+                    return local;
+                }
+            }
+            (MemberInput::Start, 0)
+        }
+        Event::Start => (MemberInput::Start, 0),
+        Event::Deliver {
+            from,
+            envelope,
+            bytes,
+        } => (MemberInput::Message { from, envelope }, bytes),
+        Event::Timer(t) => (MemberInput::Timer(t), 0),
+        Event::Transaction(tx) => {
+            let len = tx.len();
+            (MemberInput::ClientTransaction(tx), len)
+        }
+    };
+    let Some(member) = slot.member.as_mut() else {
+        return local;
+    };
+    beacon::cost::take();
+    let result = catch_unwind(AssertUnwindSafe(|| member.handle(start, input)));
+    let counts = beacon::cost::take();
+    let outputs = match result {
+        Ok(o) => o,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "panic".into());
+            fx.panic = Some((start, msg));
+            return local;
+        }
+    };
+    // The node waits for each durable write of its vote record.
+    let persisted = outputs
+        .iter()
+        .filter(|o| matches!(o, MemberOutput::PersistVotes(_)))
+        .count();
+    let cost = shared.costs.cost_us(&counts, bytes) + shared.costs.persist_us(persisted);
+    slot.cpu_us += cost;
+    let done = start.plus_micros(cost);
+    slot.busy_until = done;
+    for o in outputs {
+        match o {
+            MemberOutput::Effect(Effect::SetTimer { at, timer }) if at < end => {
+                local.push((at, Event::Timer(timer)))
+            }
+            // Written before anything else of this step leaves the node.
+            MemberOutput::PersistVotes(record) => slot.disk.votes = record,
+            MemberOutput::DkgComplete(out) => {
+                slot.disk.dkg = Some(out.clone());
+                fx.outputs.push((done, MemberOutput::DkgComplete(out)));
+            }
+            MemberOutput::SyncFromStore { to, from_height } => {
+                // The node's disk answers what its replica no longer keeps.
+                let disk = &slot.disk.chain;
+                let entries = sync_response(from_height, |h| {
+                    disk.get(usize::try_from(h.get()).ok()?.checked_sub(1)?)
+                        .cloned()
+                });
+                if !entries.is_empty() {
+                    let message = Envelope::Consensus(Message::SyncResponse { entries });
+                    let send = MemberOutput::Effect(Effect::Send { to, message });
+                    fx.outputs.push((done, send));
+                }
+            }
+            MemberOutput::Event(ReplicaEvent::Finalized(entry)) => {
+                slot.disk.chain.push(entry.clone());
+                let event = ReplicaEvent::Finalized(entry);
+                fx.outputs.push((done, MemberOutput::Event(event)));
+            }
+            other => fx.outputs.push((done, other)),
+        }
+    }
+    local
 }
 
 /// A simulation in progress.
@@ -290,6 +374,8 @@ struct Engine<S: Scheme> {
     /// Every node's pending events: (slot, event).
     queue: EventQueue<(u32, Event<S>)>,
     uplink_free: Vec<Time>,
+    /// The host's cores when every node runs on one host (`[network] host_cores`).
+    host_cores: Option<HostCores>,
     net_rng: ChaCha20Rng,
     load_rng: ChaCha20Rng,
     next_tx: Option<Time>,
@@ -464,6 +550,8 @@ impl<S: Scheme> Engine<S> {
             slots,
             queue: EventQueue::new(),
             uplink_free: vec![Time::ZERO; total],
+            host_cores: (cfg.network.host_cores > 0)
+                .then(|| HostCores(vec![Time::ZERO; cfg.network.host_cores as usize])),
             net_rng: ChaCha20Rng::seed_from_u64(cfg.seed ^ 0x006e_6574_776f_726b),
             load_rng: ChaCha20Rng::seed_from_u64(cfg.seed ^ 0x6c6f_6164),
             next_tx: None,
@@ -623,6 +711,9 @@ impl<S: Scheme> Engine<S> {
                 let (n, evs) = events.next().expect("peeked");
                 work.push((n, slot, evs));
             }
+        }
+        if let Some(cores) = self.host_cores.as_mut() {
+            return run_on_host(work, cores, end, &shared);
         }
         if threads <= 1 || work.len() < 2 {
             return work

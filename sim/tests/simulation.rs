@@ -356,3 +356,30 @@ fn catch_up_asks_the_replicas_ahead_in_turn() {
     let (report, _) = sim::run(&cfg, None).unwrap();
     assert!(report.violations.is_empty(), "{:?}", report.violations);
 }
+
+/// Nodes that share a host's cores (`[network] host_cores`, what `compare`
+/// models for a local network) wait for a free core: with one core for 16 nodes
+/// a round takes longer than with a core each, with two cores less long than
+/// with one, and the trace still does not depend on the thread count.
+#[test]
+fn nodes_sharing_a_hosts_cores_wait_for_them() {
+    let mut cfg = small("default", 16, 6);
+    let p50 = |cfg: &SimConfig| {
+        let (r, _) = sim::run(cfg, None).unwrap();
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        (r.beacon_latency_ms.p50, r.trace_hash)
+    };
+    let (own, _) = p50(&cfg);
+    cfg.network.host_cores = 1;
+    let (one, trace_one) = p50(&cfg);
+    cfg.network.host_cores = 2;
+    let (two, _) = p50(&cfg);
+    eprintln!("beacon p50: a core each {own} ms, one core {one} ms, two cores {two} ms");
+    assert!(
+        one > own && one > two,
+        "own {own}, one core {one}, two {two}"
+    );
+    cfg.network.host_cores = 1;
+    cfg.threads = 2;
+    assert_eq!(p50(&cfg).1, trace_one);
+}
