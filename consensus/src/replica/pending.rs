@@ -8,7 +8,7 @@
 use crate::messages::Message;
 use crate::Height;
 use beacon::{NodeIndex, Scheme};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Most messages buffered for future heights, and for future views.
 pub(super) const FUTURE_LIMIT: usize = 20_000;
@@ -54,12 +54,14 @@ impl<S: Scheme> FutureHeights<S> {
     /// requests; always asking the first let a Byzantine replica that sent an
     /// early message and never answers stall us forever.
     pub fn sender(&self, k: usize) -> Option<NodeIndex> {
-        let mut senders: Vec<NodeIndex> = Vec::new();
-        for (from, _) in self.by_height.values().flatten() {
-            if !senders.contains(from) {
-                senders.push(*from);
-            }
-        }
+        let mut seen = BTreeSet::new();
+        let senders: Vec<NodeIndex> = self
+            .by_height
+            .values()
+            .flatten()
+            .map(|(from, _)| *from)
+            .filter(|from| seen.insert(*from))
+            .collect();
         (!senders.is_empty()).then(|| senders[k % senders.len()])
     }
 }
