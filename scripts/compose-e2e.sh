@@ -271,7 +271,9 @@ latencies() {
   done
 }
 p50() { sort -g | awk '{v[NR] = $1} END {if (NR) printf "%.2f", v[int((NR + 1) / 2)]; else print "n/a"}'; }
-rss_of() { docker top "$1" -o pid,rss,comm | awk '$3 == "sbft-beacon" {printf "%.0f ", $2 / 1024}'; }
+# The node's RSS: the largest sbft-beacon process in the container (the health
+# check runs a second, short-lived one).
+rss_of() { docker top "$1" -o pid,rss,comm | awk '$3 == "sbft-beacon" && $2 > m {m = $2} END {printf "%.0f ", m / 1024}'; }
 
 # ---- The network -------------------------------------------------------------
 echo "compose-e2e: $NODES nodes (project $PROJECT)"
