@@ -105,6 +105,13 @@ impl Fixture {
         Replica::new(self.config.clone(), keys, [i.0 as u8; 32], Memo::disabled())
     }
 
+    /// Replica `i`, started (its outputs dropped).
+    fn started(&self, i: NodeIndex) -> Replica<S> {
+        let mut replica = self.replica(i);
+        replica.handle(Time::ZERO, Input::Start);
+        replica
+    }
+
     /// A valid block of height 1.
     fn block(&self, tag: &[u8]) -> Arc<Block> {
         Arc::new(Block {
@@ -799,8 +806,7 @@ fn a_new_primary_resends_its_new_view_at_most_three_times() {
             })
             .count()
     };
-    let mut primary = fx.replica(me);
-    primary.handle(Time::ZERO, Input::Start);
+    let mut primary = fx.started(me);
     let timer = Timer::ViewChange {
         height: Height::new(1),
         view: View::ZERO,
@@ -870,8 +876,7 @@ fn retransmission_gaps(
 fn share_retransmissions_back_off() {
     let fx = Fixture::new(83);
     let me = fx.others[0];
-    let mut replica = fx.replica(me);
-    replica.handle(Time::ZERO, Input::Start);
+    let mut replica = fx.started(me);
     let block = fx.block(b"backoff");
     let out = replica.handle(
         Time::from_millis(1),
@@ -896,8 +901,7 @@ fn share_retransmissions_back_off() {
 fn a_round_hashes_each_message_to_the_curve_once() {
     let fx = Fixture::new(84);
     let me = fx.others[0];
-    let mut replica = fx.replica(me);
-    replica.handle(Time::ZERO, Input::Start);
+    let mut replica = fx.started(me);
     let block = fx.block(b"hash once");
     let proof = Message::CommitProof {
         certificate: fx.fast_proof(&block),
@@ -929,8 +933,7 @@ fn view_change_retransmissions_back_off() {
     let fx = Fixture::new(82);
     let e1 = Election::draw(&fx.config.genesis_seed, Height::new(1), View::new(1), 4, 1);
     let me = (0..4).map(NodeIndex).find(|i| *i != e1.primary).unwrap();
-    let mut replica = fx.replica(me);
-    replica.handle(Time::ZERO, Input::Start);
+    let mut replica = fx.started(me);
     let timer = Timer::ViewChange {
         height: Height::new(1),
         view: View::ZERO,
