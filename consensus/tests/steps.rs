@@ -893,6 +893,76 @@ fn share_retransmissions_back_off() {
     assert!(gaps.windows(2).all(|w| w[1] >= w[0]) && gaps[7] == cap);
 }
 
+/// A PREPARE held from a view change is not verified again when a copy
+/// comes, but a copy with a forged signature must not be what the replica
+/// records and persists: after a restart its VIEW-CHANGEs would carry the
+/// forged certificate. Here the valid PREPARE of view 1 comes during the view
+/// change, the NEW-VIEW follows, then a copy with another signature.
+#[test]
+fn a_forged_copy_of_a_held_prepare_never_reaches_the_vote_record() {
+    let fx = Fixture::new(85);
+    let e1 = Election::draw(&fx.config.genesis_seed, Height::new(1), View::new(1), 4, 1);
+    let q = e1.primary;
+    let others: Vec<NodeIndex> = (0..4).map(NodeIndex).filter(|i| *i != q).collect();
+    let me = others[0];
+    let vcs: Vec<Arc<ViewChange<S>>> = (0..4)
+        .map(NodeIndex)
+        .filter(|i| *i != me)
+        .map(|i| match fx.view_change(i, 1) {
+            Message::ViewChange(vc) => vc,
+            _ => unreachable!(),
+        })
+        .collect();
+    let block = Arc::new(fx.fresh_block());
+    let digest = block.digest();
+    let valid: PrepareCertificate<S> = PrepareCertificate {
+        view: View::new(1),
+        digest,
+        signature: fx.aggregate(1, &signed::prepare(Height::new(1), View::new(1), &digest)),
+    };
+    let forged = PrepareCertificate {
+        signature: valid.signature.add(&Sig::generator()),
+        ..valid.clone()
+    };
+    let prepare = |certificate: &PrepareCertificate<S>| Message::Prepare {
+        height: Height::new(1),
+        certificate: certificate.clone(),
+    };
+    let mut replica = fx.started(me);
+    let timer = Timer::ViewChange {
+        height: Height::new(1),
+        view: View::ZERO,
+    };
+    replica.handle(Time::from_millis(2_000), Input::Timer(timer));
+    replica.handle(Time::from_millis(2_001), msg(q, prepare(&valid)));
+    let new_view = Message::NewView {
+        height: Height::new(1),
+        view: View::new(1),
+        view_changes: vcs,
+        block,
+    };
+    replica.handle(Time::from_millis(2_002), msg(q, new_view));
+    let out = replica.handle(Time::from_millis(2_003), msg(others[1], prepare(&forged)));
+    let recorded: Vec<Sig> = out
+        .iter()
+        .filter_map(|o| match o {
+            consensus::Output::PersistVotes(record) => Some(record),
+            _ => None,
+        })
+        .flatten()
+        .filter_map(|r| r.prepared.as_ref().map(|p| p.signature))
+        .collect();
+    assert!(
+        !recorded.contains(&forged.signature),
+        "the forged copy's signature reached the vote record"
+    );
+    assert!(
+        out.iter()
+            .any(|o| matches!(o.message(), Some(Message::CommitShare { .. }))),
+        "the held certificate still earns the COMMIT share"
+    );
+}
+
 /// A replica hashes each message to the curve once per round: its vote and the
 /// commit proof share one message, its beacon share and the beacon another.
 /// Hashing each time it signed or verified cost a real node about a sixth of

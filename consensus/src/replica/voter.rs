@@ -177,14 +177,19 @@ impl<S: Scheme> Replica<S> {
             return;
         }
         // A copy of the certificate already held (collectors send it again
-        // until the height commits) was verified when it first came.
+        // until the height commits) is not verified again: the held one, which
+        // was, stands in for it (a forged copy's signature must never reach
+        // the vote record).
         let held = voter
             .prepared
             .as_ref()
-            .is_some_and(|p| p.view == view && p.digest == certificate.digest);
+            .filter(|p| p.view == view && p.digest == certificate.digest)
+            .cloned();
+        let held_copy = held.is_some();
+        let certificate = held.unwrap_or(certificate);
         let message = signed::prepare(h, view, &certificate.digest);
         if !origin.local
-            && !held
+            && !held_copy
             && !self
                 .verifier
                 .verify(Key::Tau, &message, &certificate.signature)
