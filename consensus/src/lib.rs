@@ -29,6 +29,7 @@ pub mod byzantine_dkg;
 pub mod config;
 pub mod corpus;
 pub mod election;
+pub mod epoch;
 pub mod latency;
 pub mod member;
 pub mod messages;
@@ -41,7 +42,9 @@ pub mod replica;
 pub use byzantine::{Behaviour, ByzantineReplica};
 pub use config::{KeyShare, ReplicaConfig, ReplicaKeys};
 pub use election::Election;
-pub use member::{member_key, Envelope, Member, MemberInput, MemberOutput, MemberTimer};
+pub use member::{
+    member_key, Envelope, EpochEvent, Member, MemberInput, MemberOutput, MemberTimer,
+};
 pub use messages::{Block, CommitCertificate, CommitPath, CommittedEntry, Digest, Message};
 pub use observe::Observer;
 pub use params::ProtocolParams;

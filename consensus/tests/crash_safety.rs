@@ -171,10 +171,13 @@ fn a_restarted_member_keeps_its_view_change() {
     let f = Fixture::new();
     let a = f.block(1);
     let (mut m, _) = f.member(f.voter, Vec::new());
-    let timer = MemberTimer::Replica(Timer::ViewChange {
-        height: Height::new(1),
-        view: View::ZERO,
-    });
+    let timer = MemberTimer::Replica {
+        epoch: 0,
+        timer: Timer::ViewChange {
+            height: Height::new(1),
+            view: View::ZERO,
+        },
+    };
     let out = m.handle(Time::from_millis(5_000), MemberInput::Timer(timer));
     let view_change = |out: &[Out]| {
         sent(out).into_iter().find_map(|m| match m {

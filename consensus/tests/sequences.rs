@@ -112,7 +112,7 @@ proptest! {
                     let from = if from < 4 { NodeIndex(from) } else { *sender };
                     MemberInput::Message { from, envelope: Envelope::Consensus(message) }
                 }
-                Op::Timer(k, h, v) => MemberInput::Timer(MemberTimer::Replica(timer(k, h, v))),
+                Op::Timer(k, h, v) => MemberInput::Timer(MemberTimer::Replica { epoch: 0, timer: timer(k, h, v) }),
                 Op::Tick(us) => {
                     now = now.plus_micros(us);
                     continue;

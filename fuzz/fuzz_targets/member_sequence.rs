@@ -104,7 +104,7 @@ fuzz_target!(|data: &[u8]| {
                     4 => Timer::BackupCollector { height, view },
                     _ => Timer::Release { height },
                 };
-                MemberInput::Timer(MemberTimer::Replica(timer))
+                MemberInput::Timer(MemberTimer::Replica { epoch: 0, timer })
             }
             _ => {
                 now = now.plus_micros(a % 2_000_000);

@@ -31,8 +31,8 @@ use beacon::{Beacon, ChainInfo, NodeIndex, Point as _, Scheme, Time};
 use consensus::observe::dispatch;
 use consensus::replica::{sync_response, CHAIN_WINDOW};
 use consensus::{
-    Behaviour, CommittedEntry, Envelope, Height, Member, MemberInput, MemberOutput, MemberTimer,
-    Message,
+    Behaviour, CommittedEntry, Envelope, EpochEvent, Height, Member, MemberInput, MemberOutput,
+    MemberTimer, Message,
 };
 use rand::RngCore as _;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -311,6 +311,7 @@ impl<S: Scheme> Node<S> {
                     return Err(NodeError::Dkg(reason));
                 }
                 MemberOutput::Event(event) => dispatch(&mut self.recorder, self.cfg.me, at, &event),
+                MemberOutput::Epoch(event) => log_epoch_event(&event),
             }
         }
         Ok(())
@@ -641,4 +642,40 @@ async fn run_inner<S: Scheme>(
         info!("store flushed; stopped");
     }
     result
+}
+
+/// Logs a step of an epoch change. The node does not persist a new epoch's key
+/// material yet: a restarted node resumes the genesis epoch (issue 13).
+fn log_epoch_event<S: Scheme>(event: &EpochEvent<S>) {
+    match event {
+        EpochEvent::Decided { epoch, height } => {
+            info!(epoch, height = height.get(), "epoch change decided")
+        }
+        EpochEvent::Ready { epoch, digest } => {
+            info!(
+                epoch,
+                keys = hex::encode(&digest[..8]),
+                "holding the new epoch's keys"
+            )
+        }
+        EpochEvent::Started {
+            epoch,
+            start,
+            members,
+            ..
+        } => info!(
+            epoch,
+            start = start.get(),
+            members = members.len(),
+            "running the new epoch (not persisted: a restart resumes the genesis epoch)"
+        ),
+        EpochEvent::Retired { epoch, height } => {
+            warn!(
+                epoch,
+                height = height.get(),
+                "left the group: shares erased"
+            )
+        }
+        EpochEvent::Failed { epoch, reason } => warn!(epoch, reason, "epoch change failed"),
+    }
 }

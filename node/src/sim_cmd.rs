@@ -27,7 +27,7 @@ enum SimCommand {
 /// Options of one simulation run.
 #[derive(Args)]
 pub struct RunArgs {
-    /// Scenario file, or a built-in scenario name (default, large, byzantine, lossy, crash-restart).
+    /// Scenario file, or a built-in scenario name (default, large, byzantine, lossy, crash-restart, reshare).
     #[arg(long, default_value = "configs/sim/default.toml")]
     config: String,
     /// Override the number of replicas.

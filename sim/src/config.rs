@@ -40,6 +40,10 @@ pub const BUILT_IN: &[(&str, &str)] = &[
         include_str!("../../configs/sim/crash-restart.toml"),
     ),
     (
+        "sim/reshare.toml",
+        include_str!("../../configs/sim/reshare.toml"),
+    ),
+    (
         "regions/wan.toml",
         include_str!("../../configs/regions/wan.toml"),
     ),
@@ -90,6 +94,9 @@ pub struct SimConfig {
     /// Invariant checking.
     #[serde(default)]
     pub invariants: InvariantConfig,
+    /// A change of members during the run (the `reshare` scenario).
+    #[serde(default)]
+    pub reshare: Option<ReshareSection>,
     /// Directory the scenario was loaded from (for relative paths); not in files.
     #[serde(skip)]
     pub base_dir: Option<PathBuf>,
@@ -97,6 +104,49 @@ pub struct SimConfig {
 
 fn one() -> usize {
     1
+}
+
+/// A change of members: at a height, every genesis member's operator proposes
+/// the new member list; the old members reshare the beacon key to it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReshareSection {
+    /// The operators propose once an honest member finalized this height.
+    pub at_height: u64,
+    /// Genesis members that leave (drawn by the seed).
+    pub leave: u32,
+    /// New parties that join (simulated nodes after the genesis members).
+    pub join: u32,
+    /// `c` of the new epoch (default: the smallest that makes its size valid).
+    #[serde(default)]
+    pub c: Option<u32>,
+}
+
+impl ReshareSection {
+    /// Members of the new epoch, from `nodes` genesis members.
+    pub fn new_size(&self, nodes: u32) -> Result<u32, SimError> {
+        if self.leave > nodes {
+            return Err(SimError::Config(format!(
+                "reshare.leave = {} exceeds the {nodes} nodes",
+                self.leave
+            )));
+        }
+        Ok(nodes - self.leave + self.join)
+    }
+
+    /// `c` of the new epoch: the configured one, or the smallest valid one.
+    pub fn new_c(&self, nodes: u32) -> Result<u32, SimError> {
+        let n = self.new_size(nodes)?;
+        let c = match self.c {
+            Some(c) => c,
+            None => consensus::config::smallest_collector_slack(n).ok_or_else(|| {
+                SimError::Config(format!("no c makes {n} new members 3f + 2c + 1"))
+            })?,
+        };
+        consensus::config::check_size(n, c)
+            .map_err(|e| SimError::Config(format!("[reshare] {e}")))?;
+        Ok(c)
+    }
 }
 
 /// DKG parameters.
@@ -325,7 +375,7 @@ impl SimConfig {
             .map(|(_, t)| *t)
             .ok_or_else(|| {
                 SimError::Config(format!(
-                    "no scenario file {path_or_name:?} and no built-in scenario of that name (default, large, byzantine, lossy, crash-restart)"
+                    "no scenario file {path_or_name:?} and no built-in scenario of that name (default, large, byzantine, lossy, crash-restart, reshare)"
                 ))
             })?;
         Self::from_toml(text, None)
@@ -343,6 +393,18 @@ impl SimConfig {
         }
         if self.threads == 0 {
             return err("threads must be at least 1".into());
+        }
+        if let Some(r) = &self.reshare {
+            r.new_c(self.nodes)?;
+            if r.at_height == 0 || r.at_height >= self.rounds {
+                return err(format!(
+                    "reshare.at_height = {} must lie in [1, rounds)",
+                    r.at_height
+                ));
+            }
+            if !self.faults.crash.is_empty() || self.faults.twins > 0 {
+                return err("reshare does not combine with crashes or twins yet".into());
+            }
         }
         if matches!(self.scheme, SchemeId::BlsUnchainedG1Rfc9380) {
             return err("bls-unchained-g1-rfc9380 is verification-only; use pedersen-bls-chained or bls-chained-g1-rfc9380".into());

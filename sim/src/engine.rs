@@ -28,19 +28,22 @@ use crate::cost_model::CostModel;
 use crate::invariants::{Checker, FailureKind};
 use crate::network::Network;
 use crate::report::{FinalBeacon, Report};
+use crate::reshare::ReshareRun;
 use crate::stats::Stats;
 use crate::SimError;
 use beacon::chain::{BeaconJson, ChainInfoJson};
+use beacon::dkg::relay::VerifyingKey;
 use beacon::dkg::DkgOutput;
 use beacon::effect::Effect;
 use beacon::memo::Memo;
 use beacon::schedule::EventQueue;
 use beacon::{NodeIndex, Point, Scheme, Time};
+use consensus::epoch::{EpochChange, EpochView};
 use consensus::observe::dispatch;
 use consensus::replica::{sync_response, SignedVotes, CHAIN_WINDOW};
 use consensus::{
-    Behaviour, CommittedEntry, Envelope, Event as ReplicaEvent, Height, Member, MemberInput,
-    MemberOutput, MemberTimer, Message, ReplicaConfig,
+    Behaviour, CommittedEntry, Envelope, EpochEvent, Event as ReplicaEvent, Height, Member,
+    MemberInput, MemberOutput, MemberTimer, Message, ReplicaConfig,
 };
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -62,6 +65,8 @@ enum Event<S: Scheme> {
     },
     Timer(MemberTimer),
     Transaction(Vec<u8>),
+    /// The operator proposes a change of members.
+    Propose(EpochChange),
     /// The member stops; with `lose_votes` its vote record is lost too.
     Crash {
         lose_votes: bool,
@@ -75,7 +80,7 @@ impl<S: Scheme> Event<S> {
             Event::Deliver { from, envelope, .. } => {
                 let h = match envelope {
                     Envelope::Consensus(m) => m.height().map_or(0, Height::get),
-                    Envelope::Dkg(_) => 0,
+                    Envelope::Dkg(_) | Envelope::Epoch(_) => 0,
                 };
                 (0, envelope.kind(), from.0, h)
             }
@@ -84,6 +89,7 @@ impl<S: Scheme> Event<S> {
             Event::Transaction(_) => (2, "transaction", 0, 0),
             Event::Crash { .. } => (3, "crash", 0, 0),
             Event::Restart => (4, "restart", 0, 0),
+            Event::Propose(_) => (6, "propose", 0, 0),
         }
     }
 }
@@ -92,6 +98,8 @@ impl<S: Scheme> Event<S> {
 #[derive(Default)]
 struct Disk<S: Scheme> {
     dkg: Option<Arc<DkgOutput<S>>>,
+    /// The epoch `dkg` belongs to, once the member changed epochs.
+    epoch: Option<EpochView>,
     chain: Vec<Arc<CommittedEntry<S>>>,
     /// The last record of what the replica signed (crash safety of votes).
     votes: Vec<SignedVotes<S>>,
@@ -133,6 +141,11 @@ struct Shared<'a> {
     replica: &'a ReplicaConfig,
     memo: &'a Arc<Memo>,
     seed: u64,
+    /// Every party's member key, and the DKG's phase and attempts: a
+    /// restarted member's identity.
+    keys: &'a Arc<Vec<VerifyingKey>>,
+    phase_timeout_us: u64,
+    max_attempts: u32,
 }
 
 /// The most recent entries of a node's disk, which a restarted member resumes
@@ -271,15 +284,30 @@ fn step<S: Scheme>(
             let Some(dkg) = slot.disk.dkg.clone() else {
                 return local;
             };
-            let restored = Member::restore(
-                shared.replica.clone(),
+            let epoch = slot
+                .disk
+                .epoch
+                .clone()
+                .unwrap_or_else(|| EpochView::genesis(shared.replica.clone()));
+            let seed = member_seed(shared.seed, slot.identity);
+            let restored = Member::restore_in(
+                epoch,
                 &dkg,
                 recent(&slot.disk.chain),
                 slot.disk.votes.clone(),
                 member_seed(shared.seed, node),
                 shared.memo.clone(),
                 slot.behaviour,
-            );
+            )
+            .map(|m| {
+                m.with_identity(
+                    slot.identity,
+                    consensus::member_key(&seed),
+                    shared.keys.clone(),
+                    shared.phase_timeout_us,
+                    shared.max_attempts,
+                )
+            });
             match restored {
                 Ok(m) => slot.member = Some(m),
                 Err(e) => {
@@ -300,6 +328,7 @@ fn step<S: Scheme>(
             let len = tx.len();
             (MemberInput::ClientTransaction(tx), len)
         }
+        Event::Propose(change) => (MemberInput::ProposeEpoch(change), 0),
     };
     let Some(member) = slot.member.as_mut() else {
         return local;
@@ -384,6 +413,10 @@ struct Engine<S: Scheme> {
     processed: u64,
     // Statistics.
     dkg_done: Vec<Option<Time>>,
+    /// Every party's member key.
+    keys: Arc<Vec<VerifyingKey>>,
+    phase_timeout_us: u64,
+    max_attempts: u32,
     dkg_dealers: u32,
     dkg_qualified: u32,
     dkg_disqualified: BTreeMap<u32, String>,
@@ -398,6 +431,13 @@ struct Engine<S: Scheme> {
     cpu_at_rounds_start: u64,
     /// Per member: the slot of its twin's second instance, if it has one.
     twin_slot: Vec<Option<u32>>,
+    /// Parties the network reaches: the genesis members, then joiners.
+    parties: u32,
+    /// The change of members of the `reshare` scenario.
+    reshare: Option<ReshareRun>,
+    /// When each scheduled crash strikes and the member restarts (node, down,
+    /// back; never back: the end of time).
+    crash_times: Vec<(u32, Time, Time)>,
 }
 
 /// Progress callback: (rounds finalized by every honest node, target rounds).
@@ -435,7 +475,9 @@ impl<S: Scheme> Engine<S> {
             &cfg.cost_model,
         )?)?;
         let regions = cfg.region_table()?;
-        let network = Network::new(&cfg.network, regions.as_ref(), cfg.nodes);
+        let joiners = cfg.reshare.as_ref().map_or(0, |r| r.join);
+        let parties = cfg.nodes + joiners;
+        let network = Network::new(&cfg.network, regions.as_ref(), parties);
         let replica = cfg.replica_config()?;
         if cfg.faults.byzantine + cfg.faults.twins > replica.f {
             return Err(SimError::TooManyFaulty {
@@ -489,11 +531,16 @@ impl<S: Scheme> Engine<S> {
                 cfg.dkg.max_attempts,
             )
             .map_err(|e| SimError::Config(format!("[dkg] {e}")))?;
+        // Every party's member key: the genesis members, then the joiners.
         let keys: Arc<Vec<_>> = Arc::new(
-            (0..n)
+            (0..parties)
                 .map(|i| consensus::member_key(&member_seed(cfg.seed, i)).verifying_key())
                 .collect(),
         );
+        let reshare = match &cfg.reshare {
+            Some(r) => Some(ReshareRun::plan(r, n, &keys, &mut rng)?),
+            None => None,
+        };
         let dealer_count = dkg.dealer_list().len() as u32;
         let memo = Memo::shared();
         let mut slots = Vec::with_capacity(n as usize);
@@ -521,12 +568,35 @@ impl<S: Scheme> Engine<S> {
                 twinned,
             });
         }
+        for i in n..parties {
+            let member = Member::joining(
+                EpochView::genesis(replica.clone()),
+                i,
+                member_seed(cfg.seed, i),
+                memo.clone(),
+                consensus::member_key(&member_seed(cfg.seed, i)),
+                keys.clone(),
+                dkg.phase_timeout_us,
+                dkg.max_attempts,
+            )?;
+            slots.push(Slot {
+                member: Some(member),
+                disk: Disk::default(),
+                busy_until: Time::ZERO,
+                cpu_us: 0,
+                behaviour: None,
+                honest: true,
+                identity: i,
+                side: false,
+                twinned: false,
+            });
+        }
         let honest: Vec<bool> = slots.iter().map(|s| s.honest).collect();
         // The second instances: started from their twin's key material once its
         // DKG is over.
-        let mut twin_slot = vec![None; n as usize];
+        let mut twin_slot = vec![None; parties as usize];
         for (j, m) in twins.iter().enumerate() {
-            twin_slot[*m as usize] = Some(n + j as u32);
+            twin_slot[*m as usize] = Some(parties + j as u32);
             slots.push(Slot {
                 member: None,
                 disk: Disk::default(),
@@ -558,6 +628,9 @@ impl<S: Scheme> Engine<S> {
             trace: Sha256::new(),
             processed: 0,
             dkg_done: vec![None; total],
+            phase_timeout_us: dkg.phase_timeout_us,
+            max_attempts: dkg.max_attempts,
+            keys,
             dkg_dealers: dealer_count,
             dkg_qualified: 0,
             dkg_disqualified: BTreeMap::new(),
@@ -568,6 +641,9 @@ impl<S: Scheme> Engine<S> {
             stats: Stats::new(total),
             twin_slot,
             cpu_at_rounds_start: 0,
+            parties,
+            reshare,
+            crash_times: Vec::new(),
         })
     }
 
@@ -581,13 +657,54 @@ impl<S: Scheme> Engine<S> {
         }
     }
 
-    fn honest_alive_done(&self) -> bool {
-        let target = self.cfg.rounds;
+    /// Honest members running a replica, by slot (not those waiting to join,
+    /// or retired).
+    fn honest_inside(&self) -> impl Iterator<Item = u32> + '_ {
         self.slots
             .iter()
             .enumerate()
-            .filter(|(_, s)| s.honest && s.member.is_some())
-            .all(|(i, _)| self.stats.finalized(i as u32) >= Height::new(target))
+            .filter(|(_, s)| s.honest && s.member.as_ref().is_some_and(|m| !m.is_outside()))
+            .map(|(i, _)| i as u32)
+            .filter(|i| !self.lost_in_change(*i))
+    }
+
+    /// Whether member `node` was cut off during the change of members: it
+    /// crashed after the decision before it ran the new epoch (the new keys
+    /// live only in memory until the switch), or sat on the listed side of a
+    /// partition that lasted past the decision (the resharing and the DKG went
+    /// on without it). It lost its part of the change and stays behind until a
+    /// later resharing gives it keys again (issue 13, part 3); the others must
+    /// still complete the change, and the chain go on.
+    fn lost_in_change(&self, node: u32) -> bool {
+        let Some(r) = self.reshare.as_ref() else {
+            return false;
+        };
+        let crashed = self
+            .crash_times
+            .iter()
+            .any(|(n, down, back)| *n == node && r.lost_by_crash(node, *down, *back));
+        let cut_off = match (r.decided_at(), self.dkg_end) {
+            (Some(decided), Some(end)) => self.cfg.partitions.iter().any(|p| {
+                end.plus_millis(p.heal_ms) >= decided
+                    && p.side.iter().any(|[a, b]| (*a..=*b).contains(&node))
+            }),
+            _ => false,
+        };
+        crashed || (cut_off && !r.has_started(node))
+    }
+
+    fn honest_alive_done(&self) -> bool {
+        let target = Height::new(self.cfg.rounds);
+        let honest: Vec<bool> = self.slots.iter().map(|s| s.honest).collect();
+        let honest: Vec<bool> = honest
+            .iter()
+            .enumerate()
+            .map(|(i, h)| *h && !self.lost_in_change(i as u32))
+            .collect();
+        self.reshare.as_ref().is_none_or(|r| r.complete(&honest))
+            && self
+                .honest_inside()
+                .all(|i| self.stats.finalized(i) >= target)
     }
 
     fn run(&mut self, progress: Option<Progress<'_>>) {
@@ -649,6 +766,7 @@ impl<S: Scheme> Engine<S> {
             for fx in effects {
                 self.merge(fx);
             }
+            self.schedule_reshare(end);
             if let Some(p) = progress {
                 let done = self.min_honest_finalized();
                 if done != last_progress_report {
@@ -668,13 +786,29 @@ impl<S: Scheme> Engine<S> {
     }
 
     fn min_honest_finalized(&self) -> u64 {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.honest && s.member.is_some())
-            .map(|(i, _)| self.stats.finalized(i as u32).get())
+        self.honest_inside()
+            .map(|i| self.stats.finalized(i).get())
             .min()
             .unwrap_or(0)
+    }
+
+    /// The operators propose the change once an honest member finalized its
+    /// height.
+    fn schedule_reshare(&mut self, now: Time) {
+        let Some(r) = self.reshare.as_mut() else {
+            return;
+        };
+        let reached = (0..self.cfg.nodes)
+            .filter(|i| self.slots[*i as usize].honest)
+            .any(|i| self.stats.finalized(i).get() >= r.at_height);
+        if r.proposed.is_some() || !reached {
+            return;
+        }
+        r.proposed = Some(now);
+        let change = r.change.clone();
+        for i in 0..self.cfg.nodes {
+            self.queue.push(now, (i, Event::Propose(change.clone())));
+        }
     }
 
     fn last_fault_heal(&self) -> Option<Time> {
@@ -702,6 +836,9 @@ impl<S: Scheme> Engine<S> {
             replica: &self.replica,
             memo: &self.memo,
             seed: self.cfg.seed,
+            keys: &self.keys,
+            phase_timeout_us: self.phase_timeout_us,
+            max_attempts: self.max_attempts,
         };
         // Pair each busy node with exclusive access to its slot.
         let mut work: Vec<Work<'_, S>> = Vec::with_capacity(per_node.len());
@@ -795,7 +932,7 @@ impl<S: Scheme> Engine<S> {
                 }
                 MemberOutput::Effect(Effect::Broadcast(envelope)) => {
                     let me = self.slots[node as usize].identity;
-                    let all: Vec<NodeIndex> = (0..self.cfg.nodes)
+                    let all: Vec<NodeIndex> = (0..self.parties)
                         .filter(|j| *j != me)
                         .map(NodeIndex)
                         .collect();
@@ -823,6 +960,8 @@ impl<S: Scheme> Engine<S> {
                     dispatch(&mut self.stats, NodeIndex(node), at, &e);
                 }
                 MemberOutput::Event(_) => {}
+                MemberOutput::Epoch(e) if honest => self.on_epoch_event(node, at, e),
+                MemberOutput::Epoch(_) => {}
             }
         }
         if let Some((t, msg)) = fx.panic {
@@ -921,11 +1060,11 @@ impl<S: Scheme> Engine<S> {
                     .or_insert_with(|| reason.clone());
             }
         }
-        let all_done = self
-            .slots
-            .iter()
-            .enumerate()
-            .all(|(i, s)| self.dkg_done[i].is_some() || !s.honest);
+        // Genesis members only: joiners have no DKG of their own.
+        let all_done =
+            self.slots.iter().enumerate().all(|(i, s)| {
+                self.dkg_done[i].is_some() || !s.honest || i as u32 >= self.cfg.nodes
+            });
         if all_done && self.dkg_end.is_none() {
             let end = self.dkg_done.iter().flatten().max().copied().unwrap_or(at);
             self.dkg_end = Some(end);
@@ -939,10 +1078,65 @@ impl<S: Scheme> Engine<S> {
                     lose_votes: c.lose_votes,
                 };
                 self.push(end.plus_millis(c.at_ms), c.node, crash);
+                let back = c.restart_ms.map_or(Time(u64::MAX), |r| end.plus_millis(r));
+                self.crash_times
+                    .push((c.node, end.plus_millis(c.at_ms), back));
                 if let Some(r) = c.restart_ms {
                     self.push(end.plus_millis(r), c.node, Event::Restart);
                 }
             }
+        }
+    }
+
+    /// An honest member's step of an epoch change: recorded, and checked (a
+    /// failure is a liveness violation; new key material under another group
+    /// key a safety one).
+    fn on_epoch_event(&mut self, node: u32, at: Time, event: EpochEvent<S>) {
+        if let Some(r) = self.reshare.as_mut() {
+            r.on_event(node, at, &event);
+        }
+        match event {
+            // A member cut off during the change may fail its part: counted
+            // in the report (`lost_by_crash`), not a violation.
+            EpochEvent::Failed { .. } if self.lost_in_change(node) => {}
+            EpochEvent::Failed { epoch, reason } => self.checker.fail(
+                FailureKind::Liveness,
+                Some(node),
+                at,
+                format!("the change into epoch {epoch} failed: {reason}"),
+            ),
+            EpochEvent::Started {
+                epoch,
+                members,
+                config,
+                output,
+                ..
+            } => {
+                let key = output.keys[0].group_key().to_bytes();
+                if self
+                    .checker
+                    .group_key()
+                    .is_some_and(|k| k != key.as_slice())
+                {
+                    self.checker.fail(
+                        FailureKind::Safety,
+                        Some(node),
+                        at,
+                        "the new epoch's beacon key has another group key".into(),
+                    );
+                }
+                if node >= self.cfg.nodes {
+                    self.stats.start(node, at);
+                }
+                let disk = &mut self.slots[node as usize].disk;
+                disk.dkg = Some(output);
+                disk.epoch = Some(EpochView::new(epoch, members, config));
+            }
+            EpochEvent::Retired { .. } => {
+                // It erased its shares: nothing to restart with.
+                self.slots[node as usize].disk.dkg = None;
+            }
+            _ => {}
         }
     }
 
@@ -1033,6 +1227,24 @@ impl<S: Scheme> Engine<S> {
             group_public_key: self.checker.group_key().map(hex::encode),
             violations: self.checker.violations().to_vec(),
             evidence: self.stats.evidence().clone(),
+            reshare: self.reshare.as_ref().map(|r| {
+                let per_round = self.stats.per_round(rounds);
+                let p50s: Vec<f64> = per_round.iter().map(|p| p.beacon_ms.p50).collect();
+                let median = crate::report::percentiles(&p50s).p50;
+                let switch = r.start_height().map_or(0, |h| h.get());
+                let around = per_round
+                    .iter()
+                    .filter(|p| (switch.saturating_sub(2)..switch + 3).contains(&p.round))
+                    .map(|p| p.beacon_ms.max)
+                    .fold(0.0, f64::max);
+                let gap = if median > 0.0 { around / median } else { 0.0 };
+                {
+                    let lost = (0..self.slots.len() as u32)
+                        .filter(|i| self.lost_in_change(*i))
+                        .count() as u32;
+                    r.report(gap, self.dkg_end.map_or(0.0, |t| t.as_millis_f64()), lost)
+                }
+            }),
             per_round: self.stats.per_round(rounds),
         }
     }

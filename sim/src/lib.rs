@@ -23,6 +23,7 @@ pub mod engine;
 pub mod invariants;
 pub mod network;
 pub mod report;
+pub mod reshare;
 pub mod stats;
 
 pub use config::SimConfig;

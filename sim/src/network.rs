@@ -130,9 +130,11 @@ impl Network {
 
     /// Whether a partition separates `from` and `to` at `t`.
     pub fn partitioned(&self, from: u32, to: u32, t: Time) -> bool {
-        self.partitions
-            .iter()
-            .any(|(s, h, side)| *s <= t && t < *h && side[from as usize] != side[to as usize])
+        self.partitions.iter().any(|(s, h, side)| {
+            // Parties past the sides listed (joiners) are on the far side.
+            let on = |i: u32| side.get(i as usize).copied().unwrap_or(false);
+            *s <= t && t < *h && on(from) != on(to)
+        })
     }
 
     /// The latest heal time of any partition.

@@ -136,6 +136,9 @@ pub struct Report {
     pub violations: Vec<Violation>,
     /// Evidence reported by honest members, by kind and culprit.
     pub evidence: BTreeMap<String, u64>,
+    /// The change of members, in the `reshare` scenario.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reshare: Option<crate::reshare::ReshareReport>,
     /// Per-round latencies.
     pub per_round: Vec<RoundStats>,
 }

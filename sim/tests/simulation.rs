@@ -383,3 +383,73 @@ fn nodes_sharing_a_hosts_cores_wait_for_them() {
     cfg.threads = 2;
     assert_eq!(p50(&cfg).1, trace_one);
 }
+
+/// The `reshare` scenario at 7 members, two of which leave and five join (10),
+/// proposed once height 6 is finalized; 30 rounds.
+fn seven_to_ten() -> SimConfig {
+    let mut cfg = small("reshare", 7, 30);
+    let section = cfg.reshare.as_mut().unwrap();
+    section.leave = 2;
+    section.join = 5;
+    section.at_height = 6;
+    cfg.validate().unwrap();
+    cfg
+}
+
+/// Issue 13: the chain decides a change of members (two of seven leave, five
+/// join), the old members reshare the beacon key to the ten new ones, and every
+/// honest member switches at one height: one chain, valid under the unchanged
+/// group key from round 1 on, with no stop of more than three round latencies.
+#[test]
+fn a_change_of_members_keeps_one_chain_under_the_same_key() {
+    let cfg = seven_to_ten();
+    let (report, chain) = sim::run(&cfg, None).unwrap();
+    assert!(report.violations.is_empty(), "{:?}", report.violations);
+    let r = report.reshare.clone().unwrap();
+    assert_eq!((r.old_nodes, r.new_nodes), (7, 10), "{r:?}");
+    assert_eq!(r.left.len(), 2, "{r:?}");
+    assert_eq!(r.started, 10, "every new member runs the new epoch: {r:?}");
+    assert_eq!(r.retired, 2, "every leaver erased its shares: {r:?}");
+    assert!(
+        r.decided_height >= 6 && r.switch_height > r.decided_height,
+        "{r:?}"
+    );
+    assert!(
+        report.rounds >= 30 && report.rounds > r.switch_height + 5,
+        "{report:?}"
+    );
+    assert!(
+        r.switch_gap_ratio > 0.0 && r.switch_gap_ratio <= 3.0,
+        "{r:?}"
+    );
+    let chain = chain.unwrap();
+    let info: beacon::ChainInfoJson = serde_json::from_value(chain["info"].clone()).unwrap();
+    let info = info.to_info().unwrap();
+    let beacons: Vec<beacon::BeaconJson> =
+        serde_json::from_value(chain["beacons"].clone()).unwrap();
+    let beacons: Vec<beacon::Beacon> = beacons.iter().map(|b| b.to_beacon().unwrap()).collect();
+    assert_eq!(beacons.first().map(|b| b.round), Some(1));
+    assert!(beacons.iter().any(|b| b.round > r.switch_height + 3));
+    info.verify_chain(None, &beacons).unwrap();
+}
+
+/// The change of members under attack and loss: two Byzantine old members (an
+/// equivocating primary, a silent one) and 10% message loss. Control
+/// transactions, invitations and handoffs are sent again until they land, and
+/// every honest new member runs the new epoch and the chain stays one
+/// (the campaign of `reshare` seeds covers partitions and crashes).
+#[test]
+fn a_change_of_members_survives_byzantine_members_and_loss() {
+    let mut cfg = seven_to_ten();
+    cfg.faults.byzantine = 2;
+    cfg.faults.byzantine_kinds = vec!["equivocating-primary".into(), "silent".into()];
+    cfg.network.loss = 0.1;
+    cfg.invariants.max_virtual_time_s = 600;
+    cfg.validate().unwrap();
+    let (report, _) = sim::run(&cfg, None).unwrap();
+    assert!(report.violations.is_empty(), "{:?}", report.violations);
+    let r = report.reshare.unwrap();
+    assert!(r.switch_height > r.decided_height, "{r:?}");
+    assert!(r.started >= 8, "every honest new member switched: {r:?}");
+    assert!(report.rounds >= 30, "{}", report.rounds);
+}

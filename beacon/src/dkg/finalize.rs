@@ -38,34 +38,13 @@ impl<S: Scheme> Dkg<S> {
                 self.config.min_qualified
             ))];
         }
-        let mut keys = Vec::with_capacity(self.config.thresholds.len());
-        let thresholds = self.config.thresholds.clone();
-        for (k, &t) in thresholds.iter().enumerate() {
-            let Some(value) = qual
-                .iter()
-                .map(|d| self.shares.get(d).map(|s| s[k]))
-                .sum::<Option<Scalar>>()
-            else {
+        let keys = match self.keys_under(&qual) {
+            Ok(keys) => keys,
+            Err(reason) => {
                 self.phase = DkgPhase::Failed;
-                return vec![DkgAction::Failed(
-                    "a qualified dealer's share is missing".into(),
-                )];
-            };
-            let (public_polynomial, verification_keys) = self.derive(k, &qual);
-            let secret_share = SecretShare::new(self.me, value);
-            if secret_share.verification_key::<S>() != verification_keys[self.me.0 as usize] {
-                self.phase = DkgPhase::Failed;
-                return vec![DkgAction::Failed(format!(
-                    "threshold {t}: own share does not match the group polynomial"
-                ))];
+                return vec![DkgAction::Failed(reason)];
             }
-            keys.push(ThresholdKeyMaterial {
-                threshold: t,
-                public_polynomial,
-                secret_share,
-                verification_keys,
-            });
-        }
+        };
         self.phase = DkgPhase::Done;
         let output = DkgOutput {
             session: self.config.session,
@@ -80,6 +59,78 @@ impl<S: Scheme> Dkg<S> {
             keys,
         };
         vec![DkgAction::Complete(Arc::new(output))]
+    }
+
+    /// The keys under `qual`, a QUAL that `n - f` members signed in the
+    /// session's agreement step when this member computed another one (it saw
+    /// a deal the others did not wait for, or missed the end of a phase): it
+    /// adopts that QUAL if it holds a deal and a matching share of every dealer
+    /// in it. `None` when it cannot (then it has no share under that QUAL).
+    pub(crate) fn adopt(&mut self, qual: &[NodeIndex]) -> Option<Arc<DkgOutput<S>>> {
+        if (qual.len() as u32) < self.config.min_qualified
+            || qual.windows(2).any(|w| w[0] >= w[1])
+            || qual.iter().any(|d| !self.deals.contains_key(d))
+        {
+            return None;
+        }
+        let thresholds = self.config.thresholds.clone();
+        for d in qual {
+            let shares = self.shares.get(d)?;
+            if shares.len() != thresholds.len()
+                || !share_matches::<S>(&self.domain, &self.deals[d], self.me, shares)
+            {
+                return None;
+            }
+        }
+        let keys = self.keys_under(qual).ok()?;
+        if keys
+            .iter()
+            .any(|k| !k.public_polynomial.iter().all(Point::in_group))
+        {
+            return None;
+        }
+        self.phase = DkgPhase::Done;
+        Some(Arc::new(DkgOutput {
+            session: self.config.session,
+            n: self.config.n,
+            me: self.me,
+            qual: qual.to_vec(),
+            disqualified: self
+                .disqualified
+                .iter()
+                .filter(|(d, _)| !qual.contains(d))
+                .map(|(d, r)| (*d, r.clone()))
+                .collect(),
+            keys,
+        }))
+    }
+
+    /// This member's key material under `qual` (one per threshold): its share
+    /// the sum of the dealers' shares, checked against the group polynomial.
+    fn keys_under(&mut self, qual: &[NodeIndex]) -> Result<Vec<ThresholdKeyMaterial<S>>, String> {
+        let thresholds = self.config.thresholds.clone();
+        let mut keys = Vec::with_capacity(thresholds.len());
+        for (k, &t) in thresholds.iter().enumerate() {
+            let value = qual
+                .iter()
+                .map(|d| self.shares.get(d).and_then(|s| s.get(k).copied()))
+                .sum::<Option<Scalar>>()
+                .ok_or("a qualified dealer's share is missing")?;
+            let (public_polynomial, verification_keys) = self.derive(k, qual);
+            let secret_share = SecretShare::new(self.me, value);
+            if secret_share.verification_key::<S>() != verification_keys[self.me.0 as usize] {
+                return Err(format!(
+                    "threshold {t}: own share does not match the group polynomial"
+                ));
+            }
+            keys.push(ThresholdKeyMaterial {
+                threshold: t,
+                public_polynomial,
+                secret_share,
+                verification_keys,
+            });
+        }
+        Ok(keys)
     }
 
     /// Deal commitments are decoded on the curve only (checking each point's

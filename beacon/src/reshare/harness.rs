@@ -176,6 +176,8 @@ pub fn run<S: Scheme>(
                         }
                     }
                     ReshareAction::SetTimer { at, timer } => timers.push(at, (who, timer)),
+                    // Not relayed: every broadcast reaches all as sent.
+                    ReshareAction::Announce(_) => {}
                     ReshareAction::Reshared(out) => results[who.0 as usize] = Some(Ok(out)),
                     ReshareAction::Failed(e) => results[who.0 as usize] = Some(Err(e)),
                 }

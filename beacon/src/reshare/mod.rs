@@ -339,6 +339,9 @@ pub enum ReshareInput<S: Scheme> {
         /// The equivocating participant.
         member: NodeIndex,
     },
+    /// The relay reports that every participant holds the same versions of
+    /// the broadcasts of `kind` (only with [`Resharer::with_relay`]).
+    Confirmed(crate::dkg::relay::Kind),
 }
 
 /// Outputs of a [`Resharer`]: the DKG's shape.
@@ -360,6 +363,10 @@ pub enum ReshareAction<S: Scheme> {
         /// Which.
         timer: DkgTimer,
     },
+    /// This participant holds every broadcast of `kind` it waits for: tell the
+    /// relay ([`crate::dkg::relay::BroadcastRelay::announce`]; only with
+    /// [`Resharer::with_relay`]).
+    Announce(crate::dkg::relay::Kind),
     /// The resharing finished: persist the result; the new group uses it from the
     /// switch the consensus decides.
     Reshared(Arc<ReshareOutput<S>>),

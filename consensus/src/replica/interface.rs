@@ -26,6 +26,10 @@ pub enum Input<S: Scheme> {
     Timer(Timer),
     /// A client transaction (opaque bytes).
     ClientTransaction(Vec<u8>),
+    /// A membership control transaction from an authenticated member
+    /// ([`crate::epoch::Control`]): it goes into blocks before client
+    /// transactions, and a full client pool does not keep it out.
+    ControlTransaction(Vec<u8>),
 }
 
 /// Timers a replica asks for.

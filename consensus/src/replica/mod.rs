@@ -211,6 +211,7 @@ impl<S: Scheme> Replica<S> {
             }
             Input::Timer(timer) if self.started => self.on_timer(now, timer),
             Input::ClientTransaction(tx) => self.mempool.add(&self.config, tx),
+            Input::ControlTransaction(tx) => self.mempool.add_control(&self.config, tx),
             Input::Start | Input::Message { .. } | Input::Timer(_) => {}
         }
         loop {

@@ -252,6 +252,7 @@ impl<S: Scheme> Net<S> {
                 MemberOutput::DkgComplete(_) | MemberOutput::DkgFailed(_) => {
                     unreachable!("a restored member runs no DKG")
                 }
+                MemberOutput::Epoch(e) => unreachable!("no epoch change here: {e:?}"),
             }
         }
     }

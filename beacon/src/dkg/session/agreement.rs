@@ -92,10 +92,38 @@ impl<S: Scheme> DkgSession<S> {
                 return;
             }
         }
-        // Only a member whose own attempt is over (with another result, or none)
-        // gives up; one that has not finalized yet may still match the quorum.
+        // A quorum on another result: once this member's own attempt is over
+        // (with another result, or none), it adopts the agreed QUAL when it
+        // holds every share that takes (its keys then have the agreed digest),
+        // or gives up; one that has not finalized yet may still match the
+        // quorum.
+        let agreed = self
+            .tally
+            .iter()
+            .find(|(_, c)| **c >= quorum)
+            .map(|(id, _)| *id)
+            .and_then(|id| {
+                self.votes
+                    .values()
+                    .find(|v| result_id(&v.qual, &v.keys_digest) == id)
+                    .cloned()
+            });
         let finished = self.result.is_some() || self.last_failure.is_some();
-        let other = self.tally.values().any(|c| *c >= quorum);
+        if let (Some(vote), true) = (&agreed, finished) {
+            // Once per attempt: the check costs one share check per dealer.
+            if let Some(output) = self.dkg.adopt(&vote.qual) {
+                if keys_digest(&output) == vote.keys_digest {
+                    let output = DkgOutput {
+                        session: self.base.session,
+                        ..(*output).clone()
+                    };
+                    self.state = State::Over;
+                    out.push(SessionAction::Complete(Arc::new(output)));
+                    return;
+                }
+            }
+        }
+        let other = agreed.is_some();
         if finished && other {
             self.state = State::Over;
             out.push(SessionAction::Failed(format!(

@@ -7,6 +7,7 @@ use super::verify::OldKeys;
 use super::*;
 use crate::dkg::batch::commit_shares;
 use crate::dkg::evaluate_in_exponent;
+use crate::dkg::relay::Kind;
 use crate::field::Scalar;
 use crate::lagrange::{InterpolationMethod, LagrangeCoefficients};
 use crate::memo::Memo;
@@ -42,6 +43,13 @@ pub struct Resharer<S: Scheme> {
     justifications: BTreeMap<NodeIndex, Arc<Justification>>,
     /// As a dealer: its sub-polynomial at every new member (secret).
     dealt: Option<Vec<Scalar>>,
+    /// New members whose complaint broadcast (possibly empty) is in.
+    complainers: BTreeSet<NodeIndex>,
+    /// Whether broadcasts go through the relay: a phase then ends early only
+    /// once the relay confirmed its kinds ([`ReshareInput::Confirmed`]).
+    relayed: bool,
+    confirmed: BTreeSet<Kind>,
+    announced: BTreeSet<Kind>,
 }
 
 impl<S: Scheme> Resharer<S> {
@@ -98,8 +106,21 @@ impl<S: Scheme> Resharer<S> {
             faulty: BTreeSet::new(),
             justifications: BTreeMap::new(),
             dealt: None,
+            complainers: BTreeSet::new(),
+            relayed: false,
+            confirmed: BTreeSet::new(),
+            announced: BTreeSet::new(),
             epoch,
         })
+    }
+
+    /// Broadcasts go through the DKG's relay ([`crate::dkg::relay`]): a phase
+    /// ends before its timeout only once the relay reports that every
+    /// participant holds the same versions of its broadcasts, and the machine
+    /// asks for those reports with [`ReshareAction::Announce`].
+    pub fn with_relay(mut self) -> Self {
+        self.relayed = true;
+        self
     }
 
     /// The current phase.
@@ -129,7 +150,7 @@ impl<S: Scheme> Resharer<S> {
 
     /// Handles one input at time `now` and returns the resulting actions.
     pub fn handle(&mut self, now: Time, input: ReshareInput<S>) -> Vec<ReshareAction<S>> {
-        match input {
+        let mut out = match input {
             ReshareInput::Start => self.start(now),
             ReshareInput::Message { from, message } => {
                 self.on_message(from, message);
@@ -162,7 +183,115 @@ impl<S: Scheme> Resharer<S> {
                 }
                 Vec::new()
             }
+            ReshareInput::Confirmed(kind) => {
+                self.confirmed.insert(kind);
+                Vec::new()
+            }
+        };
+        if self.phase != DkgPhase::Idle {
+            self.advance(now, &mut out);
         }
+        out
+    }
+
+    /// Ends every phase whose messages are all in (several in a row when the
+    /// next one has nothing left to wait for), and announces complete kinds;
+    /// the timeouts only bound the wait for silent or slow participants.
+    fn advance(&mut self, now: Time, out: &mut Vec<ReshareAction<S>>) {
+        loop {
+            self.announce_complete(out);
+            let next = match self.phase {
+                DkgPhase::Dealing if self.deals_in() && self.shares_in() => self.end_of_deal(now),
+                DkgPhase::Complaining
+                    if self.complaints_in()
+                        && self.is_confirmed(Kind::Deal)
+                        && self.is_confirmed(Kind::Complaint) =>
+                {
+                    self.end_of_complaints(now)
+                }
+                DkgPhase::Justifying
+                    if self.expected_justifications().is_empty()
+                        || (self.justifications_in() && self.is_confirmed(Kind::Justification)) =>
+                {
+                    self.finalize()
+                }
+                _ => return,
+            };
+            out.extend(next);
+        }
+    }
+
+    fn is_confirmed(&self, kind: Kind) -> bool {
+        !self.relayed || self.confirmed.contains(&kind)
+    }
+
+    fn announce(&mut self, kind: Kind, out: &mut Vec<ReshareAction<S>>) {
+        if self.relayed && self.announced.insert(kind) {
+            out.push(ReshareAction::Announce(kind));
+        }
+    }
+
+    /// Announces each kind of broadcast once this participant holds all it
+    /// waits for.
+    fn announce_complete(&mut self, out: &mut Vec<ReshareAction<S>>) {
+        if !self.relayed || self.is_over() || self.phase == DkgPhase::Idle {
+            return;
+        }
+        if self.deals_in() {
+            self.announce(Kind::Deal, out);
+        }
+        if self.complaints_in() {
+            self.announce(Kind::Complaint, out);
+        }
+        if self.phase == DkgPhase::Justifying
+            && !self.expected_justifications().is_empty()
+            && self.justifications_in()
+        {
+            self.announce(Kind::Justification, out);
+        }
+    }
+
+    /// Whether every old member's deal is in (proven equivocators aside).
+    fn deals_in(&self) -> bool {
+        (0..self.epoch.old_members.len() as u32)
+            .map(NodeIndex)
+            .all(|d| self.deals.contains_key(&d) || self.faulty.contains(&d))
+    }
+
+    /// Whether, as a new member, every dealer with a well-formed deal sent
+    /// this participant's sub-share.
+    fn shares_in(&self) -> bool {
+        self.roster.new_index(self.me).is_none()
+            || self
+                .deals
+                .keys()
+                .all(|d| self.shares.contains_key(d) || self.disqualified.contains_key(d))
+    }
+
+    /// Whether every new member's complaint broadcast is in (proven
+    /// equivocators aside).
+    fn complaints_in(&self) -> bool {
+        (0..self.roster.len())
+            .map(NodeIndex)
+            .filter(|p| self.roster.new_index(*p).is_some())
+            .all(|p| self.complainers.contains(&p) || self.faulty.contains(&p))
+    }
+
+    /// Dealers that owe a justification: complained about, deal in, not
+    /// disqualified.
+    fn expected_justifications(&self) -> Vec<NodeIndex> {
+        self.complaints
+            .keys()
+            .filter(|d| self.deals.contains_key(d) && !self.disqualified.contains_key(d))
+            .copied()
+            .collect()
+    }
+
+    /// Whether every justification that is due is in.
+    fn justifications_in(&self) -> bool {
+        self.expected_justifications()
+            .iter()
+            .all(|d| self.justifications.contains_key(d) || self.faulty.contains(d))
     }
 
     fn is_over(&self) -> bool {
@@ -283,6 +412,7 @@ impl<S: Scheme> Resharer<S> {
                     || !open
                     || !from_new
                     || self.faulty.contains(&from)
+                    || !self.complainers.insert(from)
                 {
                     return;
                 }

@@ -33,19 +33,21 @@ impl<S: Scheme> Resharer<S> {
         }
         self.phase = DkgPhase::Complaining;
         let mut out = Vec::new();
+        self.announce(Kind::Deal, &mut out);
         if let Some(j) = self.roster.new_index(self.me) {
+            // Every new member broadcasts its complaint, empty when every
+            // sub-share checks out, so that the others know when all are in.
             let bad = self.bad_dealers(j);
-            if !bad.is_empty() {
-                for d in &bad {
-                    self.complaints.entry(*d).or_default().insert(self.me);
-                }
-                let complaint = Complaint {
-                    session: self.session,
-                    from: self.me,
-                    dealers: bad,
-                };
-                out.push(ReshareAction::Broadcast(DkgMessage::Complaint(complaint)));
+            for d in &bad {
+                self.complaints.entry(*d).or_default().insert(self.me);
             }
+            self.complainers.insert(self.me);
+            let complaint = Complaint {
+                session: self.session,
+                from: self.me,
+                dealers: bad,
+            };
+            out.push(ReshareAction::Broadcast(DkgMessage::Complaint(complaint)));
         }
         out.push(self.timer(now, DkgTimer::EndOfComplaints));
         out
@@ -81,6 +83,7 @@ impl<S: Scheme> Resharer<S> {
     pub(super) fn end_of_complaints(&mut self, now: Time) -> Vec<ReshareAction<S>> {
         self.phase = DkgPhase::Justifying;
         let mut out = Vec::new();
+        self.announce(Kind::Complaint, &mut out);
         let complainers = self.complaints.get(&self.me).cloned().unwrap_or_default();
         if let (Some(dealt), false) = (&self.dealt, complainers.is_empty()) {
             if !self.disqualified.contains_key(&self.me) {
@@ -153,14 +156,63 @@ impl<S: Scheme> Resharer<S> {
         };
         // Any t_old qualified dealers determine the secret; the first t_old of
         // QUAL are combined (at least one of them is honest).
-        let combined = &qual[..need as usize];
-        let lambdas = match self.old_keys.domain().lagrange_at_zero(combined, method) {
-            Ok(l) => l,
-            Err(e) => return self.fail(e),
+        let combined = qual[..need as usize].to_vec();
+        match self.combine(qual, &combined, method) {
+            Ok(output) => {
+                self.phase = DkgPhase::Done;
+                vec![ReshareAction::Reshared(Arc::new(output))]
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// The result under `combined`, the `t_old` dealers that other new members
+    /// combined (read off the chain) when this participant combined others: it
+    /// started late, and took a dealer the others had given up on. `None` when
+    /// it lacks a deal of one of them, or (as a new member) a sub-share that
+    /// matches it.
+    pub fn adopt(&mut self, combined: &[NodeIndex]) -> Option<Arc<ReshareOutput<S>>> {
+        let need = self.epoch.old_threshold() as usize;
+        let t_new = self.epoch.new_threshold as usize;
+        if combined.len() != need || combined.windows(2).any(|w| w[0] >= w[1]) {
+            return None;
+        }
+        for d in combined {
+            let deal = self.deals.get(d)?;
+            let well_formed = matches!(deal.commitments.as_slice(), [c] if c.len() == t_new)
+                && deal.commitments[0][0] == self.old_keys.key(*d)
+                && deal.commitments_in_group();
+            if !well_formed {
+                return None;
+            }
+            if let Some(j) = self.roster.new_index(self.me) {
+                let value = self.shares.get(d)?;
+                if !crate::dkg::share_matches::<S>(&self.new_domain, deal, j, &[*value]) {
+                    return None;
+                }
+            }
+        }
+        let method = if self.epoch.old_members.len() as u32 >= ROOTS_OF_UNITY_FROM {
+            InterpolationMethod::RootsOfUnity
+        } else {
+            InterpolationMethod::Naive
         };
+        let output = self.combine(combined.to_vec(), combined, method).ok()?;
+        self.phase = DkgPhase::Done;
+        Some(Arc::new(output))
+    }
+
+    /// Combines the sub-polynomials of `combined` (from `qual`).
+    fn combine(
+        &mut self,
+        qual: Vec<NodeIndex>,
+        combined: &[NodeIndex],
+        method: InterpolationMethod,
+    ) -> Result<ReshareOutput<S>, Error> {
+        let lambdas = self.old_keys.domain().lagrange_at_zero(combined, method)?;
         let (public_polynomial, verification_keys) = self.public_material(combined, &lambdas);
         if Some(&public_polynomial[0]) != self.epoch.group_key() {
-            return self.fail(Error::Reshare(
+            return Err(Error::Reshare(
                 "the combined polynomial does not keep the group key".into(),
             ));
         }
@@ -173,24 +225,20 @@ impl<S: Scheme> Resharer<S> {
                     .map(|d| self.shares.get(d).copied())
                     .collect();
                 let Some(values) = values else {
-                    return self.fail(Error::Reshare(
+                    return Err(Error::Reshare(
                         "a qualified dealer's sub-share is missing".into(),
                     ));
                 };
-                let share = match lambdas.interpolate(&values) {
-                    Ok(v) => SecretShare::new(j, v),
-                    Err(e) => return self.fail(e),
-                };
+                let share = SecretShare::new(j, lambdas.interpolate(&values)?);
                 if share.verification_key::<S>() != verification_keys[j.0 as usize] {
-                    return self.fail(Error::Reshare(
+                    return Err(Error::Reshare(
                         "own new share does not match the new public polynomial".into(),
                     ));
                 }
                 Some(share)
             }
         };
-        self.phase = DkgPhase::Done;
-        let output = ReshareOutput {
+        Ok(ReshareOutput {
             session: self.session,
             epoch: self.epoch.epoch,
             n: self.epoch.new_members.len() as u32,
@@ -205,8 +253,7 @@ impl<S: Scheme> Resharer<S> {
             public_polynomial,
             verification_keys,
             share,
-        };
-        vec![ReshareAction::Reshared(Arc::new(output))]
+        })
     }
 
     /// The new public polynomial `sum_i lambda_i G_i` over `combined` and every new

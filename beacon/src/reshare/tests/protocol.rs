@@ -248,3 +248,108 @@ proptest! {
         prop_assert!(sign_beacon(&outputs, &signers, 1 + seed % 1000));
     }
 }
+
+/// Delivers every queued message whose link `cut` leaves open, and what the
+/// deliveries send, until nothing is left; returns the outputs.
+fn pump(
+    parties: &mut [Resharer<MinSig>],
+    queue: &mut Vec<(u32, u32, DkgMessage<MinSig>)>,
+    cut: impl Fn(u32, u32) -> bool,
+    outputs: &mut [Option<Arc<ReshareOutput<MinSig>>>],
+) {
+    while let Some((from, to, message)) = queue.pop() {
+        if cut(from, to) {
+            continue;
+        }
+        let input = ReshareInput::Message {
+            from: NodeIndex(from),
+            message,
+        };
+        let actions = parties[to as usize].handle(Time::ZERO, input);
+        route(to, actions, parties.len() as u32, queue, outputs);
+    }
+}
+
+fn route(
+    from: u32,
+    actions: Vec<ReshareAction<MinSig>>,
+    n: u32,
+    queue: &mut Vec<(u32, u32, DkgMessage<MinSig>)>,
+    outputs: &mut [Option<Arc<ReshareOutput<MinSig>>>],
+) {
+    for action in actions {
+        match action {
+            ReshareAction::Send { to, message } => queue.push((from, to.0, message)),
+            ReshareAction::Broadcast(message) => {
+                for to in (0..n).filter(|p| *p != from) {
+                    queue.push((from, to, message.clone()));
+                }
+            }
+            ReshareAction::Reshared(output) => outputs[from as usize] = Some(output),
+            _ => {}
+        }
+    }
+}
+
+/// A participant that took part late — it got a deal the others had given
+/// up on before their deadline — combines other dealers than they did, so its
+/// keys differ from the ones the chain switches to. With the dealers the
+/// others combined (which the chain records) it recombines its share of the
+/// agreed polynomial; a participant without one of those deals cannot.
+#[test]
+fn a_late_participant_adopts_the_dealers_the_others_combined() {
+    let (polynomial, shares) = old_group::<MinSig>(4, 2, 5);
+    let e = epoch::<MinSig>(&ids(0..4), polynomial.clone(), &ids(0..4), 2);
+    let mut parties: Vec<Resharer<MinSig>> = (0..4)
+        .map(|p| {
+            Resharer::new(
+                e.clone(),
+                id(p),
+                Some(shares[p as usize].clone()),
+                [p as u8 + 40; 32],
+                Memo::disabled(),
+            )
+            .unwrap()
+        })
+        .collect();
+    let mut queue = Vec::new();
+    let mut outputs = vec![None; 4];
+    for p in 0..4u32 {
+        let actions = parties[p as usize].handle(Time::ZERO, ReshareInput::Start);
+        route(p, actions, 4, &mut queue, &mut outputs);
+    }
+    // Dealer 0's deal and sub-shares reach participant 3 only (and itself).
+    let late = |from: u32, to: u32| from == 0 && (to == 1 || to == 2);
+    pump(&mut parties, &mut queue, late, &mut outputs);
+    for timer in [
+        DkgTimer::EndOfDeal,
+        DkgTimer::EndOfComplaints,
+        DkgTimer::EndOfJustifications,
+    ] {
+        for p in 0..4u32 {
+            let actions = parties[p as usize].handle(Time::ZERO, ReshareInput::Timer(timer));
+            route(p, actions, 4, &mut queue, &mut outputs);
+        }
+        pump(&mut parties, &mut queue, late, &mut outputs);
+    }
+    let out: Vec<Arc<ReshareOutput<MinSig>>> = outputs.into_iter().map(Option::unwrap).collect();
+    assert_eq!(out[1].qual, vec![NodeIndex(1), NodeIndex(2), NodeIndex(3)]);
+    assert_eq!(out[1].public_polynomial, out[2].public_polynomial);
+    assert_eq!(out[3].qual.len(), 4, "the late one kept dealer 0");
+    assert_ne!(out[3].public_polynomial, out[1].public_polynomial);
+    assert_eq!(out[3].public_polynomial[0], polynomial[0], "same group key");
+    // The others combined dealers 1 and 2.
+    let combined = [NodeIndex(1), NodeIndex(2)];
+    let adopted = parties[3].adopt(&combined).unwrap();
+    assert_eq!(adopted.public_polynomial, out[1].public_polynomial);
+    let share = adopted.share.clone().unwrap();
+    assert_eq!(
+        share.verification_key::<MinSig>(),
+        adopted.verification_keys[share.index.0 as usize]
+    );
+    // Participant 1 never saw dealer 0's deal: it cannot combine it.
+    assert!(parties[1].adopt(&[NodeIndex(0), NodeIndex(1)]).is_none());
+    // Not t_old dealers, or out of order: refused.
+    assert!(parties[3].adopt(&[NodeIndex(1)]).is_none());
+    assert!(parties[3].adopt(&[NodeIndex(2), NodeIndex(1)]).is_none());
+}

@@ -1,0 +1,201 @@
+//! Steps 2 and 5 of an epoch change: reading the finalized chain's control
+//! transactions. Every honest member reads the same blocks in the same order,
+//! so every one decides the same change, and switches, at the same height.
+
+use super::messages::{Control, EpochChange};
+use crate::config::{check_size, ReplicaConfig};
+use crate::messages::Block;
+use crate::Height;
+use beacon::reshare::MemberId;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What the chain decided at one height.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// `n - f` current members proposed `change` by `height`: start it.
+    Decided {
+        /// The change.
+        change: EpochChange,
+        /// The height whose block completed the quorum.
+        height: Height,
+    },
+    /// `n' - f'` new members are ready with keys of digest `digest` (from the
+    /// same resharing dealers) by
+    /// `height`: the old epoch ends after `height`.
+    Switch {
+        /// The last height of the old epoch.
+        height: Height,
+        /// The new keys' digest ([`super::keys_digest`]).
+        digest: [u8; 32],
+        /// The resharing dealers the ready members combined.
+        dealers: Vec<u32>,
+    },
+}
+
+/// The chain's view of one epoch's membership: the proposals for the next
+/// epoch, the decided change, and its readies. Bounded: one proposal per
+/// current member and one ready per new member count.
+#[derive(Clone, Debug)]
+pub struct Governance {
+    epoch: u64,
+    members: BTreeSet<MemberId>,
+    quorum: usize,
+    /// First proposal of each current member (change digest).
+    proposals: BTreeMap<MemberId, [u8; 32]>,
+    changes: BTreeMap<[u8; 32], EpochChange>,
+    decided: Option<Decided>,
+}
+
+#[derive(Clone, Debug)]
+struct Decided {
+    change: EpochChange,
+    digest: [u8; 32],
+    members: BTreeSet<MemberId>,
+    quorum: usize,
+    /// First ready of each new member (keys digest, resharing dealers).
+    readies: BTreeMap<MemberId, ([u8; 32], Vec<u32>)>,
+    switched: bool,
+}
+
+/// Whether `change` can follow epoch `epoch`: the next number, distinct
+/// members, a safe size and a beacon threshold within it.
+pub fn check_change(epoch: u64, change: &EpochChange) -> Result<ReplicaShape, String> {
+    if Some(change.epoch) != epoch.checked_add(1) {
+        return Err(format!(
+            "epoch {} does not follow epoch {epoch}",
+            change.epoch
+        ));
+    }
+    let n = u32::try_from(change.members.len()).map_err(|_| "too many members".to_string())?;
+    let distinct: BTreeSet<_> = change.members.iter().collect();
+    if distinct.len() != change.members.len() {
+        return Err("a member is listed twice".into());
+    }
+    check_size(n, change.c).map_err(|e| e.to_string())?;
+    let f = (n - 2 * change.c - 1) / 3;
+    if change.beacon_threshold > n || (change.beacon_threshold > 0 && change.beacon_threshold <= f)
+    {
+        return Err(format!(
+            "beacon threshold {} outside [f + 1, n] = [{}, {n}]",
+            change.beacon_threshold,
+            f + 1
+        ));
+    }
+    Ok(ReplicaShape { n, f, c: change.c })
+}
+
+/// The size of an epoch's replica set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplicaShape {
+    /// Replicas.
+    pub n: u32,
+    /// Byzantine replicas tolerated.
+    pub f: u32,
+    /// Extra collectors' slack.
+    pub c: u32,
+}
+
+impl Governance {
+    /// Epoch `epoch` with `members` (by epoch index) under `config`.
+    pub fn new(epoch: u64, members: &[MemberId], config: &ReplicaConfig) -> Self {
+        Governance {
+            epoch,
+            members: members.iter().copied().collect(),
+            quorum: (config.n - config.f) as usize,
+            proposals: BTreeMap::new(),
+            changes: BTreeMap::new(),
+            decided: None,
+        }
+    }
+
+    /// The current epoch.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// The decided change, if any.
+    pub fn decided(&self) -> Option<&EpochChange> {
+        self.decided.as_ref().map(|d| &d.change)
+    }
+
+    /// Reads a finalized block's control transactions.
+    pub fn on_finalized(&mut self, block: &Block) -> Vec<Decision> {
+        let mut out = Vec::new();
+        for tx in &block.transactions {
+            let Some(control) = Control::from_transaction(tx) else {
+                continue;
+            };
+            if !control.verify() {
+                continue;
+            }
+            match control {
+                Control::Propose { change, member, .. } => {
+                    self.on_proposal(change, member, block.height, &mut out)
+                }
+                Control::Ready(ready) => {
+                    let Some(d) = self.decided.as_mut() else {
+                        continue;
+                    };
+                    if d.switched
+                        || ready.epoch != d.change.epoch
+                        || ready.change != d.digest
+                        || !d.members.contains(&ready.member)
+                    {
+                        continue;
+                    }
+                    let key = (ready.digest, ready.dealers.clone());
+                    d.readies.entry(ready.member).or_insert(key.clone());
+                    let count = d.readies.values().filter(|v| **v == key).count();
+                    if count >= d.quorum {
+                        d.switched = true;
+                        out.push(Decision::Switch {
+                            height: block.height,
+                            digest: ready.digest,
+                            dealers: ready.dealers,
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn on_proposal(
+        &mut self,
+        change: EpochChange,
+        member: MemberId,
+        height: Height,
+        out: &mut Vec<Decision>,
+    ) {
+        if self.decided.is_some()
+            || !self.members.contains(&member)
+            || self.proposals.contains_key(&member)
+        {
+            return;
+        }
+        let Ok(shape) = check_change(self.epoch, &change) else {
+            return;
+        };
+        let digest = change.digest();
+        self.proposals.insert(member, digest);
+        self.changes.entry(digest).or_insert(change);
+        let count = self.proposals.values().filter(|d| **d == digest).count();
+        if count < self.quorum {
+            return;
+        }
+        let Some(change) = self.changes.get(&digest).cloned() else {
+            return;
+        };
+        self.decided = Some(Decided {
+            members: change.members.iter().copied().collect(),
+            quorum: (shape.n - shape.f) as usize,
+            change: change.clone(),
+            digest,
+            readies: BTreeMap::new(),
+            switched: false,
+        });
+        self.proposals.clear();
+        self.changes.clear();
+        out.push(Decision::Decided { change, height });
+    }
+}

@@ -1,0 +1,221 @@
+//! Membership epochs: how the consensus itself changes the member set and
+//! reshares the beacon key, while the group key — and so the beacon chain —
+//! stays the same.
+//!
+//! # Protocol
+//! 1. **Propose.** The operator of each member asks it to propose epoch `e + 1`
+//!    ([`EpochChange`]: the new members by member key, `c`, the beacon
+//!    threshold). The member signs a [`Control::Propose`] transaction and hands
+//!    it to every member ([`EpochMessage::Control`]), whose replicas put it in a
+//!    block like any transaction.
+//! 2. **Decide** ([`Governance`]). At the first finalized height `h` by which
+//!    the chain holds `n - f` distinct current members' proposals of one change,
+//!    every honest member decides it: the same height everywhere, since the chain
+//!    is. Old members invite the members that join ([`EpochMessage::Invite`]); a
+//!    joiner believes an invitation once `f + 1` old members sent the same one.
+//! 3. **Transition** ([`Transition`]). The old members reshare the beacon key to
+//!    the new ones (`beacon::reshare`), and the new members run a fresh DKG for
+//!    the consensus keys: the fast-path threshold `3f + c + 1` cannot survive
+//!    silent dealers in a resharing, and these keys need not stay the same.
+//! 4. **Ready.** A new member holding both signs a [`Control::Ready`] with the
+//!    digest of the new public keys ([`keys_digest`]) and hands it to the old
+//!    members.
+//! 5. **Switch.** At the first finalized height `h'` by which the chain holds
+//!    `n' - f'` new members' readies with one digest, every old member ends its
+//!    replica after `h'`: what that replica did for `h' + 1` is dropped, never
+//!    sent. The new members run the new epoch's replica from `h' + 1`, resuming
+//!    from the chain up to `h'` (a joiner from `f + 1` identical
+//!    [`EpochMessage::Handoff`]s); the beacon of `h' + 1` signs the beacon of
+//!    `h'` under the same group key. Members that leave erase their shares.
+//!
+//! A change that never gathers its readies leaves the old epoch running: the
+//! chain never waits for a resharing.
+//!
+//! # Faults and late members
+//! - *Control transactions* ride a lane of the mempool of their own, ahead of
+//!   client transactions and bounded apart (a client backlog or flood neither
+//!   delays nor drops a change); a member forwards at most 8 distinct ones per
+//!   signer and epoch, only from parties of its directory.
+//! - *Loss and partitions.* A member sends its pending control transactions
+//!   again, an old member its invitations (until the switch), and a new member
+//!   with its keys asks the old members for the handoff
+//!   ([`EpochMessage::HandoffRequest`]), every DKG phase length, until done.
+//! - *Members that decide late* (behind the others when the decision was
+//!   finalized) keep the other members' resharing and DKG messages that come
+//!   before their own transition starts (bounded per sender) and replay them.
+//!   A late member may have taken a dealer the others had given up on: the
+//!   ready carries the dealers each member's resharing combined
+//!   ([`EpochReady::dealers`]), the switch names those of the quorum, and a
+//!   member whose keys differ recombines its share from them
+//!   ([`Transition::adopt`]); the new members' DKG likewise adopts the QUAL
+//!   that `n - f` members signed when this member holds its shares.
+//! - *Members behind the switch* ask for the chain as before; members that
+//!   left the epoch answer them from their store (heights up to the switch
+//!   carry the old epoch's certificates), so a lagging leaver still retires
+//!   and a lagging stayer still switches.
+//! - *Members cut off for the whole change* (crashed between the decision and
+//!   the switch — new keys live in memory until then — or partitioned away)
+//!   lose their part of it: the others switch without them, and they need a
+//!   later resharing to get keys again.
+//!
+//! # Identities and indices
+//! Drivers address members by a *directory* index: the member keys of every
+//! party the transport knows (for the simulator, its nodes; the genesis members
+//! first, in genesis order). Each epoch numbers its members `0..n` in its own
+//! list; [`EpochView`] translates.
+
+mod governance;
+mod messages;
+mod transition;
+
+pub use governance::{check_change, Decision, Governance, ReplicaShape};
+pub use messages::{Control, EpochChange, EpochMessage, EpochReady, Invitation, ReshareWire};
+pub use transition::{keys_digest, Transition, TransitionEvent, TransitionTimer};
+
+use crate::config::ReplicaConfig;
+use crate::ConsensusError;
+use beacon::dkg::relay::VerifyingKey;
+use beacon::reshare::MemberId;
+use beacon::NodeIndex;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The member id of a member key.
+pub fn member_id(key: &VerifyingKey) -> MemberId {
+    MemberId(key.to_bytes())
+}
+
+/// One epoch as a member sees it: its number, its members (directory indices,
+/// by epoch index) and its replica configuration.
+#[derive(Clone, Debug)]
+pub struct EpochView {
+    /// The epoch (0 for the genesis members).
+    pub number: u64,
+    /// Directory index of each member, by epoch index.
+    pub members: Vec<u32>,
+    /// The replicas' configuration in this epoch.
+    pub config: ReplicaConfig,
+    position: BTreeMap<u32, NodeIndex>,
+}
+
+impl EpochView {
+    /// Epoch `number` with `members` (directory indices by epoch index).
+    pub fn new(number: u64, members: Vec<u32>, config: ReplicaConfig) -> Self {
+        let position = members
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (*d, NodeIndex(i as u32)))
+            .collect();
+        EpochView {
+            number,
+            members,
+            config,
+            position,
+        }
+    }
+
+    /// The genesis epoch: directory members `0..config.n`.
+    pub fn genesis(config: ReplicaConfig) -> Self {
+        EpochView::new(0, (0..config.n).collect(), config)
+    }
+
+    /// The epoch index of directory member `d`, if it is a member.
+    pub fn index_of(&self, d: u32) -> Option<NodeIndex> {
+        self.position.get(&d).copied()
+    }
+
+    /// The directory index of epoch member `i`.
+    pub fn directory_of(&self, i: NodeIndex) -> Option<u32> {
+        self.members.get(i.0 as usize).copied()
+    }
+
+    /// The member ids, by epoch index.
+    pub fn ids(&self, directory: &Directory) -> Vec<MemberId> {
+        self.members.iter().map(|d| directory.id(*d)).collect()
+    }
+}
+
+/// The member keys of every party the transport can reach, by directory index.
+#[derive(Clone, Debug)]
+pub struct Directory {
+    keys: Arc<Vec<VerifyingKey>>,
+    position: BTreeMap<MemberId, u32>,
+}
+
+impl Directory {
+    /// The directory of `keys`.
+    pub fn new(keys: Arc<Vec<VerifyingKey>>) -> Self {
+        let position = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (member_id(k), i as u32))
+            .collect();
+        Directory { keys, position }
+    }
+
+    /// Number of parties.
+    pub fn len(&self) -> u32 {
+        self.keys.len() as u32
+    }
+
+    /// Whether the directory is empty.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// Party `d`'s member key.
+    pub fn key(&self, d: u32) -> Option<&VerifyingKey> {
+        self.keys.get(d as usize)
+    }
+
+    /// Party `d`'s member id (the zero id when out of range).
+    pub fn id(&self, d: u32) -> MemberId {
+        self.key(d).map(member_id).unwrap_or(MemberId([0; 32]))
+    }
+
+    /// The directory index of `id`.
+    pub fn index_of(&self, id: &MemberId) -> Option<u32> {
+        self.position.get(id).copied()
+    }
+
+    /// The member keys of `members` (directory indices), in that order.
+    pub fn keys_of(&self, members: &[u32]) -> Arc<Vec<VerifyingKey>> {
+        Arc::new(
+            members
+                .iter()
+                .filter_map(|d| self.key(*d).copied())
+                .collect(),
+        )
+    }
+}
+
+impl ReplicaConfig {
+    /// The configuration of the next epoch: the same protocol parameters and
+    /// genesis with `n` replicas, `c` extra collectors and beacon threshold
+    /// `beacon_threshold` (0: `f + 1`).
+    pub fn resized(&self, n: u32, c: u32, beacon_threshold: u32) -> Result<Self, ConsensusError> {
+        let mut next = ReplicaConfig::sized(n, c)?;
+        if beacon_threshold > 0 {
+            next.beacon_threshold = beacon_threshold;
+        }
+        next.election_lag = self.election_lag;
+        next.period_us = self.period_us;
+        next.genesis_time_us = self.genesis_time_us;
+        next.genesis_seed = self.genesis_seed;
+        next.max_clock_skew_us = self.max_clock_skew_us;
+        next.fast_path_timeout_us = self.fast_path_timeout_us;
+        next.view_change_timeout_us = self.view_change_timeout_us;
+        next.backup_collector_delay_us = self.backup_collector_delay_us;
+        next.early_beacon = self.early_beacon;
+        next.max_batch = self.max_batch;
+        next.max_transaction_bytes = self.max_transaction_bytes;
+        next.mempool_limit = self.mempool_limit;
+        next.mempool_bytes_limit = self.mempool_bytes_limit;
+        next.max_block_bytes = self.max_block_bytes.min(next.largest_block_that_fits());
+        next.validate()?;
+        Ok(next)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,144 @@
+use super::*;
+use crate::messages::Block;
+use beacon::dkg::relay::SigningKey;
+
+fn key(i: u8) -> SigningKey {
+    SigningKey::from_bytes(&[i + 1; 32])
+}
+
+fn id(i: u8) -> MemberId {
+    member_id(&key(i).verifying_key())
+}
+
+fn block(height: u64, controls: &[Control]) -> Block {
+    Block {
+        height: crate::Height::new(height),
+        parent: [0; 32],
+        previous_beacon: vec![],
+        transactions: controls
+            .iter()
+            .map(|c| c.to_transaction().unwrap())
+            .collect(),
+    }
+}
+
+fn change() -> EpochChange {
+    EpochChange {
+        epoch: 1,
+        members: (2..9).map(id).collect(),
+        c: 0,
+        beacon_threshold: 0,
+    }
+}
+
+fn governance() -> Governance {
+    let members: Vec<MemberId> = (0..4).map(id).collect();
+    Governance::new(0, &members, &ReplicaConfig::new(4, 0).unwrap())
+}
+
+#[test]
+fn control_transactions_round_trip_and_others_stay_opaque() {
+    let c = Control::propose(change(), &key(0));
+    assert!(c.verify());
+    assert_eq!(
+        Control::from_transaction(&c.to_transaction().unwrap()),
+        Some(c)
+    );
+    assert_eq!(Control::from_transaction(b"an ordinary transaction"), None);
+    assert_eq!(
+        Control::from_transaction(b"sbft-beacon/control/1\0garbage"),
+        None
+    );
+}
+
+#[test]
+fn a_change_is_decided_by_n_minus_f_current_members_only() {
+    let mut g = governance();
+    // An outsider and a repeated proposal do not count.
+    let outsider = Control::propose(change(), &key(7));
+    let first = Control::propose(change(), &key(0));
+    assert!(g
+        .on_finalized(&block(1, &[outsider, first.clone(), first]))
+        .is_empty());
+    assert!(g
+        .on_finalized(&block(2, &[Control::propose(change(), &key(1))]))
+        .is_empty());
+    let decided = g.on_finalized(&block(3, &[Control::propose(change(), &key(2))]));
+    assert_eq!(
+        decided,
+        vec![Decision::Decided {
+            change: change(),
+            height: crate::Height::new(3)
+        }]
+    );
+}
+
+#[test]
+fn a_forged_proposal_does_not_count() {
+    let mut g = governance();
+    let mut forged = Control::propose(change(), &key(0));
+    if let Control::Propose { member, .. } = &mut forged {
+        *member = id(1);
+    }
+    assert!(!forged.verify());
+    for i in [0, 2] {
+        g.on_finalized(&block(1, &[Control::propose(change(), &key(i))]));
+    }
+    assert!(g.on_finalized(&block(2, &[forged])).is_empty());
+}
+
+#[test]
+fn unsafe_sizes_and_wrong_epochs_are_refused() {
+    let mut bad = change();
+    bad.members.pop(); // 6 members: not 3f + 2c + 1 for c = 0
+    assert!(check_change(0, &bad).is_err());
+    let mut skip = change();
+    skip.epoch = 2;
+    assert!(check_change(0, &skip).is_err());
+    let mut twice = change();
+    twice.members[1] = twice.members[0];
+    assert!(check_change(0, &twice).is_err());
+    let mut weak = change();
+    weak.beacon_threshold = 2; // f = 2 for 7 members
+    assert!(check_change(0, &weak).is_err());
+    assert!(check_change(0, &change()).is_ok());
+}
+
+#[test]
+fn the_switch_needs_n_minus_f_new_members_ready_with_one_digest() {
+    let mut g = governance();
+    for i in 0..3 {
+        g.on_finalized(&block(1, &[Control::propose(change(), &key(i))]));
+    }
+    let digest = change().digest();
+    // 7 new members, f = 2: five readies with one digest.
+    let ready = |i: u8, keys: u8| Control::ready(1, digest, [keys; 32], vec![0, 1], &key(i));
+    let mut height = 2;
+    for i in 2..6 {
+        assert!(g.on_finalized(&block(height, &[ready(i, 1)])).is_empty());
+        height += 1;
+    }
+    // A ready with another digest, from an old member, or for another change
+    // does not complete it.
+    let other_change = Control::ready(1, [9; 32], [1; 32], vec![0, 1], &key(6));
+    assert!(g
+        .on_finalized(&block(height, &[ready(6, 2), ready(0, 1), other_change]))
+        .is_empty());
+    assert_eq!(
+        g.on_finalized(&block(height + 1, &[ready(7, 1)])),
+        vec![Decision::Switch {
+            height: crate::Height::new(height + 1),
+            digest: [1; 32],
+            dealers: vec![0, 1],
+        }]
+    );
+}
+
+#[test]
+fn the_next_config_keeps_the_protocol_and_resizes_the_quorums() {
+    let old = ReplicaConfig::new(4, 0).unwrap();
+    let new = old.resized(7, 0, 0).unwrap();
+    assert_eq!((new.n, new.f, new.beacon_threshold), (7, 2, 3));
+    assert_eq!(new.fast_path_timeout_us, old.fast_path_timeout_us);
+    assert!(old.resized(6, 0, 0).is_err());
+}

@@ -1,0 +1,498 @@
+//! Step 3 of an epoch change at one member: the resharing of the beacon key
+//! (old members deal, new members receive) over the DKG's signed relay, and
+//! the new members' DKG of the consensus keys, run side by side. Pure: it
+//! returns effects addressed by directory index.
+//!
+//! A new member's result is the new epoch's key material in the DKG's shape
+//! (beacon, slow path, fast path): the beacon key is the reshared one (same
+//! group key), the other two are the fresh DKG's.
+
+use super::messages::{EpochMessage, ReshareWire};
+use super::{Directory, EpochView};
+use crate::config::ReplicaConfig;
+use crate::ConsensusError;
+use beacon::dkg::relay::{BroadcastRelay, RelayAction, SigningKey};
+use beacon::dkg::session::{DkgSession, SessionAction, SessionInput, SessionMessage, SessionTimer};
+use beacon::dkg::{DkgMessage, DkgOutput, DkgTimer};
+use beacon::effect::Effect;
+use beacon::memo::Memo;
+use beacon::reshare::{ReshareAction, ReshareEpoch, ReshareInput, ReshareOutput, Resharer};
+use beacon::threshold::SecretShare;
+use beacon::{NodeIndex, Scheme, Time};
+use sha2::{Digest as _, Sha256};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Timers of a transition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TransitionTimer {
+    /// A phase of the resharing ended.
+    Reshare(DkgTimer),
+    /// A timer of the new members' DKG.
+    Dkg(SessionTimer),
+}
+
+/// What a transition asks of its member.
+#[derive(Clone, Debug)]
+pub enum TransitionEvent<S: Scheme> {
+    /// Send, broadcast, or set a timer (recipients by directory index).
+    Effect(Effect<EpochMessage<S>, TransitionTimer>),
+    /// This new member holds the new epoch's keys, whose public side has
+    /// digest `digest`.
+    Complete {
+        /// The new key material (beacon, slow path, fast path).
+        output: Arc<DkgOutput<S>>,
+        /// [`keys_digest`] of it.
+        digest: [u8; 32],
+        /// The old members (participant indices) whose sub-shares the
+        /// resharing combined.
+        dealers: Vec<u32>,
+    },
+    /// The transition failed at this member (it keeps the old epoch running).
+    Failed(String),
+}
+
+/// SHA-256 of a new epoch's public keys: every group polynomial of `output`.
+pub fn keys_digest<S: Scheme>(epoch: u64, output: &DkgOutput<S>) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(b"sbft-beacon/epoch-keys/1");
+    h.update(epoch.to_be_bytes());
+    h.update(beacon::dkg::session::keys_digest(output));
+    h.finalize().into()
+}
+
+/// One member's part in one epoch change.
+pub struct Transition<S: Scheme> {
+    epoch: u64,
+    /// Participant index of each directory member in the resharing.
+    participant: BTreeMap<u32, NodeIndex>,
+    /// Directory index of each participant.
+    roster: Vec<u32>,
+    new: EpochView,
+    resharer: Resharer<S>,
+    relay: BroadcastRelay,
+    dkg: Option<DkgSession<S>>,
+    reshared: Option<Arc<ReshareOutput<S>>>,
+    consensus_keys: Option<Arc<DkgOutput<S>>>,
+    over: bool,
+}
+
+impl<S: Scheme> Transition<S> {
+    /// Directory member `me`'s part in the change to `new` (the new members and
+    /// their configuration) by the resharing `reshare`. `old_share` is its
+    /// current beacon share (old members), `key` its member key; the DKG of the
+    /// consensus keys runs with `max_attempts` attempts of `reshare`'s phase
+    /// length.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        reshare: ReshareEpoch<S>,
+        new: EpochView,
+        directory: &Directory,
+        me: u32,
+        key: SigningKey,
+        old_share: Option<SecretShare>,
+        seed: [u8; 32],
+        memo: Arc<Memo>,
+        max_attempts: u32,
+    ) -> Result<Self, ConsensusError> {
+        let epoch = reshare.epoch;
+        let roster: Vec<u32> = reshare
+            .roster()
+            .participants()
+            .iter()
+            .map(|id| {
+                directory.index_of(id).ok_or_else(|| {
+                    ConsensusError::Beacon(beacon::Error::Reshare(format!(
+                        "{id:?} is not in this member's directory"
+                    )))
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        let participant: BTreeMap<u32, NodeIndex> = roster
+            .iter()
+            .enumerate()
+            .map(|(p, d)| (*d, NodeIndex(p as u32)))
+            .collect();
+        let Some(p) = participant.get(&me).copied() else {
+            return Err(ConsensusError::Beacon(beacon::Error::Reshare(
+                "this member takes no part in the change".into(),
+            )));
+        };
+        let session = reshare.session();
+        let relay = BroadcastRelay::new(
+            p,
+            session,
+            key.clone(),
+            directory.keys_of(&roster),
+            memo.clone(),
+        );
+        let dkg = match new.index_of(me) {
+            Some(j) => {
+                let phase_ms = (reshare.phase_timeout_us / 1000).max(1);
+                let config = new.config.dkg_config(
+                    derive(&session, b"consensus-keys"),
+                    0,
+                    phase_ms,
+                    max_attempts.max(1),
+                )?;
+                Some(DkgSession::new(
+                    config,
+                    j,
+                    derive(&seed, b"epoch-dkg"),
+                    memo.clone(),
+                    key.clone(),
+                    directory.keys_of(&new.members),
+                )?)
+            }
+            None => None,
+        };
+        let resharer = Resharer::new(
+            reshare,
+            directory.id(me),
+            old_share,
+            derive(&seed, b"epoch-reshare"),
+            memo,
+        )?
+        .with_relay();
+        Ok(Transition {
+            epoch,
+            participant,
+            roster,
+            new,
+            resharer,
+            relay,
+            dkg,
+            reshared: None,
+            consensus_keys: None,
+            over: false,
+        })
+    }
+
+    /// The epoch this transition starts.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// The new epoch's members and configuration.
+    pub fn new_epoch(&self) -> &EpochView {
+        &self.new
+    }
+
+    /// The new replica configuration.
+    pub fn config(&self) -> &ReplicaConfig {
+        &self.new.config
+    }
+
+    /// Begins both protocols.
+    pub fn start(&mut self, now: Time) -> Vec<TransitionEvent<S>> {
+        let mut out = Vec::new();
+        let actions = self.resharer.handle(now, ReshareInput::Start);
+        self.on_reshare(now, actions, &mut out);
+        if let Some(dkg) = self.dkg.as_mut() {
+            let actions = dkg.handle(now, SessionInput::Start);
+            self.on_dkg(actions, &mut out);
+        }
+        out
+    }
+
+    /// A message from directory member `from`.
+    pub fn on_message(
+        &mut self,
+        now: Time,
+        from: u32,
+        message: EpochMessage<S>,
+    ) -> Vec<TransitionEvent<S>> {
+        let mut out = Vec::new();
+        if self.over {
+            return out;
+        }
+        match message {
+            EpochMessage::Reshare { epoch, message } if epoch == self.epoch => {
+                let Some(p) = self.participant.get(&from).copied() else {
+                    return out;
+                };
+                match message {
+                    ReshareWire::Relay(m) => {
+                        if let Ok(actions) = self.relay.receive::<S>(p, m) {
+                            self.on_relay(now, actions, &mut out);
+                        }
+                    }
+                    ReshareWire::Shares(shares) => {
+                        let input = ReshareInput::Message {
+                            from: p,
+                            message: DkgMessage::Shares(shares),
+                        };
+                        let actions = self.resharer.handle(now, input);
+                        self.on_reshare(now, actions, &mut out);
+                    }
+                }
+            }
+            EpochMessage::Dkg { epoch, message } if epoch == self.epoch => {
+                if let (Some(j), Some(dkg)) = (self.new.index_of(from), self.dkg.as_mut()) {
+                    let actions = dkg.handle(now, SessionInput::Message { from: j, message });
+                    self.on_dkg(actions, &mut out);
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+
+    /// A timer fired.
+    pub fn on_timer(&mut self, now: Time, timer: TransitionTimer) -> Vec<TransitionEvent<S>> {
+        let mut out = Vec::new();
+        if self.over {
+            return out;
+        }
+        match timer {
+            TransitionTimer::Reshare(t) => {
+                let actions = self.resharer.handle(now, ReshareInput::Timer(t));
+                self.on_reshare(now, actions, &mut out);
+            }
+            TransitionTimer::Dkg(t) => {
+                if let Some(dkg) = self.dkg.as_mut() {
+                    let actions = dkg.handle(now, SessionInput::Timer(t));
+                    self.on_dkg(actions, &mut out);
+                }
+            }
+        }
+        out
+    }
+
+    fn effect(out: &mut Vec<TransitionEvent<S>>, effect: Effect<EpochMessage<S>, TransitionTimer>) {
+        out.push(TransitionEvent::Effect(effect));
+    }
+
+    fn on_reshare(
+        &mut self,
+        now: Time,
+        actions: Vec<ReshareAction<S>>,
+        out: &mut Vec<TransitionEvent<S>>,
+    ) {
+        let epoch = self.epoch;
+        for action in actions {
+            match action {
+                ReshareAction::Send {
+                    to,
+                    message: DkgMessage::Shares(shares),
+                } => {
+                    if let Some(d) = self.roster.get(to.0 as usize) {
+                        Self::effect(
+                            out,
+                            Effect::Send {
+                                to: NodeIndex(*d),
+                                message: EpochMessage::Reshare {
+                                    epoch,
+                                    message: ReshareWire::Shares(shares),
+                                },
+                            },
+                        );
+                    }
+                }
+                // The resharing sends nothing else point to point.
+                ReshareAction::Send { .. } => {}
+                ReshareAction::Broadcast(message) => {
+                    if let Ok(signed) = self.relay.sign(&message) {
+                        Self::effect(
+                            out,
+                            Effect::Broadcast(EpochMessage::Reshare {
+                                epoch,
+                                message: ReshareWire::Relay(signed),
+                            }),
+                        );
+                    }
+                }
+                ReshareAction::SetTimer { at, timer } => Self::effect(
+                    out,
+                    Effect::SetTimer {
+                        at,
+                        timer: TransitionTimer::Reshare(timer),
+                    },
+                ),
+                ReshareAction::Announce(kind) => {
+                    let actions = self.relay.announce::<S>(kind);
+                    self.on_relay(now, actions, out);
+                }
+                ReshareAction::Reshared(output) => {
+                    self.reshared = Some(output);
+                    self.finish(out);
+                }
+                ReshareAction::Failed(e) => self.fail(format!("resharing: {e}"), out),
+            }
+        }
+    }
+
+    fn on_relay(
+        &mut self,
+        now: Time,
+        actions: Vec<RelayAction<S>>,
+        out: &mut Vec<TransitionEvent<S>>,
+    ) {
+        let epoch = self.epoch;
+        for action in actions {
+            match action {
+                RelayAction::Deliver { origin, message } => {
+                    let input = ReshareInput::Message {
+                        from: origin,
+                        message,
+                    };
+                    let actions = self.resharer.handle(now, input);
+                    self.on_reshare(now, actions, out);
+                }
+                RelayAction::Send { to, message } => {
+                    if let Some(d) = self.roster.get(to.0 as usize) {
+                        Self::effect(
+                            out,
+                            Effect::Send {
+                                to: NodeIndex(*d),
+                                message: EpochMessage::Reshare {
+                                    epoch,
+                                    message: ReshareWire::Relay(message),
+                                },
+                            },
+                        );
+                    }
+                }
+                RelayAction::SendAll(message) => Self::effect(
+                    out,
+                    Effect::Broadcast(EpochMessage::Reshare {
+                        epoch,
+                        message: ReshareWire::Relay(message),
+                    }),
+                ),
+                RelayAction::Equivocation(member) => {
+                    let actions = self.resharer.handle(now, ReshareInput::Faulty { member });
+                    self.on_reshare(now, actions, out);
+                }
+                RelayAction::Consistent(kind) => {
+                    let actions = self.resharer.handle(now, ReshareInput::Confirmed(kind));
+                    self.on_reshare(now, actions, out);
+                }
+            }
+        }
+    }
+
+    fn on_dkg(&mut self, actions: Vec<SessionAction<S>>, out: &mut Vec<TransitionEvent<S>>) {
+        let epoch = self.epoch;
+        let wrap = |message: SessionMessage| EpochMessage::Dkg { epoch, message };
+        for action in actions {
+            match action {
+                SessionAction::Send { to, message } => {
+                    if let Some(d) = self.new.directory_of(to) {
+                        Self::effect(
+                            out,
+                            Effect::Send {
+                                to: NodeIndex(d),
+                                message: wrap(message),
+                            },
+                        );
+                    }
+                }
+                SessionAction::Broadcast(message) => {
+                    Self::effect(out, Effect::Broadcast(wrap(message)))
+                }
+                SessionAction::SetTimer { at, timer } => Self::effect(
+                    out,
+                    Effect::SetTimer {
+                        at,
+                        timer: TransitionTimer::Dkg(timer),
+                    },
+                ),
+                SessionAction::Complete(output) => {
+                    self.consensus_keys = Some(output);
+                    self.finish(out);
+                }
+                SessionAction::Failed(reason) => {
+                    self.fail(format!("DKG of the consensus keys: {reason}"), out)
+                }
+            }
+        }
+    }
+
+    fn fail(&mut self, reason: String, out: &mut Vec<TransitionEvent<S>>) {
+        if self.dkg.is_some() && !self.over {
+            self.over = true;
+            out.push(TransitionEvent::Failed(reason));
+        }
+    }
+
+    /// A new member with both results assembles its key material.
+    fn finish(&mut self, out: &mut Vec<TransitionEvent<S>>) {
+        if self.over || self.dkg.is_none() {
+            return;
+        }
+        let (Some(reshared), Some(consensus)) = (&self.reshared, &self.consensus_keys) else {
+            return;
+        };
+        match Self::assemble(self.epoch, reshared, consensus) {
+            Ok((output, digest)) => {
+                self.over = true;
+                let need = self.resharer.epoch().old_threshold() as usize;
+                let dealers = reshared.qual.iter().take(need).map(|d| d.0).collect();
+                out.push(TransitionEvent::Complete {
+                    output,
+                    digest,
+                    dealers,
+                });
+            }
+            Err(reason) => self.fail(reason, out),
+        }
+    }
+
+    /// The key material of the new epoch: the new members' DKG's, its beacon
+    /// key replaced by the reshared one; and its digest.
+    fn assemble(
+        epoch: u64,
+        reshared: &ReshareOutput<S>,
+        consensus: &DkgOutput<S>,
+    ) -> Result<(Arc<DkgOutput<S>>, [u8; 32]), String> {
+        let Some(beacon_key) = reshared.key_material() else {
+            return Err("the resharing left this new member without a share".into());
+        };
+        let mut keys = consensus.keys.clone();
+        if keys.is_empty() || beacon_key.threshold != keys[0].threshold {
+            return Err(format!(
+                "reshared beacon threshold {} differs from the epoch's",
+                beacon_key.threshold
+            ));
+        }
+        keys[0] = beacon_key;
+        let output = DkgOutput {
+            session: consensus.session,
+            n: consensus.n,
+            me: consensus.me,
+            qual: consensus.qual.clone(),
+            disqualified: consensus.disqualified.clone(),
+            keys,
+        };
+        output
+            .check()
+            .map_err(|e| format!("new key material: {e}"))?;
+        let digest = keys_digest(epoch, &output);
+        Ok((Arc::new(output), digest))
+    }
+
+    /// The chain switched to keys of digest `digest`, from the resharing of
+    /// `dealers`, and this member's differ (it took part late): its keys
+    /// recombined from those dealers, if it holds what that takes and they
+    /// have that digest.
+    pub fn adopt(&mut self, digest: [u8; 32], dealers: &[u32]) -> Option<Arc<DkgOutput<S>>> {
+        let consensus = self.consensus_keys.clone()?;
+        let dealers: Vec<NodeIndex> = dealers.iter().map(|d| NodeIndex(*d)).collect();
+        let reshared = self.resharer.adopt(&dealers)?;
+        let (output, mine) = Self::assemble(self.epoch, &reshared, &consensus).ok()?;
+        if mine != digest {
+            return None;
+        }
+        self.reshared = Some(reshared);
+        Some(output)
+    }
+}
+
+/// Derives a labelled 32-byte value.
+fn derive(seed: &[u8; 32], label: &[u8]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(label);
+    h.update(seed);
+    h.finalize().into()
+}

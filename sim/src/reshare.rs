@@ -1,0 +1,218 @@
+//! The `reshare` scenario's side of the engine: which members leave and join,
+//! the change the operators propose, what each member reports of it, and the
+//! figures of the switch.
+
+use crate::config::ReshareSection;
+use crate::SimError;
+use beacon::dkg::relay::VerifyingKey;
+use beacon::{Scheme, Time};
+use consensus::epoch::{member_id, EpochChange};
+use consensus::{EpochEvent, Height};
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha20Rng;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What the report says of a change of members.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ReshareReport {
+    /// Members before.
+    pub old_nodes: u32,
+    /// Members after.
+    pub new_nodes: u32,
+    /// Genesis members that left.
+    pub left: Vec<u32>,
+    /// Parties that joined.
+    pub joined: Vec<u32>,
+    /// When the operators proposed it (virtual ms).
+    pub proposed_ms: f64,
+    /// When the first honest member read the decision (virtual ms).
+    pub decided_ms: f64,
+    /// The height whose block decided it.
+    pub decided_height: u64,
+    /// When the last honest new member held its keys (virtual ms).
+    pub ready_ms: f64,
+    /// The last height of the old epoch.
+    pub switch_height: u64,
+    /// When the last honest new member ran the new epoch (virtual ms).
+    pub switched_ms: f64,
+    /// From the decision to the last honest member in the new epoch (ms): the
+    /// cost of the change.
+    pub transition_ms: f64,
+    /// From the decision to the last honest new member holding its keys
+    /// (ms): the resharing and the new members' DKG.
+    pub reshare_ms: f64,
+    /// `reshare_ms` over the genesis DKG's virtual time.
+    pub reshare_dkg_ratio: f64,
+    /// Honest new members in the new epoch.
+    pub started: u32,
+    /// Honest leavers that erased their shares.
+    pub retired: u32,
+    /// Members cut off during the change (a crash between the decision and
+    /// their switch, or a partition that lasted past the decision): they lost
+    /// their part of it and stay behind (issue 13, part 3).
+    pub lost_by_crash: u32,
+    /// The longest any honest member waited for a beacon of the rounds
+    /// around the switch (two before, three after), over the median round
+    /// latency of the run: the chain should not stop for more than 3.
+    pub switch_gap_ratio: f64,
+}
+
+/// The change of one run, and its progress.
+pub(crate) struct ReshareRun {
+    pub change: EpochChange,
+    pub at_height: u64,
+    pub proposed: Option<Time>,
+    new_members: BTreeSet<u32>,
+    leavers: BTreeSet<u32>,
+    joiners: Vec<u32>,
+    old_nodes: u32,
+    decided: Option<(Time, Height)>,
+    ready: BTreeMap<u32, Time>,
+    started: BTreeMap<u32, (Time, Height)>,
+    retired: BTreeSet<u32>,
+}
+
+impl ReshareRun {
+    /// The change of `section` for `nodes` genesis members: leavers drawn with
+    /// `rng`, joiners the parties after the genesis members in `keys`.
+    pub fn plan(
+        section: &ReshareSection,
+        nodes: u32,
+        keys: &[VerifyingKey],
+        rng: &mut ChaCha20Rng,
+    ) -> Result<Self, SimError> {
+        let c = section.new_c(nodes)?;
+        let mut old: Vec<u32> = (0..nodes).collect();
+        old.shuffle(rng);
+        let leavers: BTreeSet<u32> = old.iter().take(section.leave as usize).copied().collect();
+        let joiners: Vec<u32> = (nodes..nodes + section.join).collect();
+        let members: Vec<u32> = (0..nodes)
+            .filter(|i| !leavers.contains(i))
+            .chain(joiners.iter().copied())
+            .collect();
+        let change = EpochChange {
+            epoch: 1,
+            members: members
+                .iter()
+                .map(|i| member_id(&keys[*i as usize]))
+                .collect(),
+            c,
+            beacon_threshold: 0,
+        };
+        Ok(ReshareRun {
+            change,
+            at_height: section.at_height,
+            proposed: None,
+            new_members: members.into_iter().collect(),
+            leavers,
+            joiners,
+            old_nodes: nodes,
+            decided: None,
+            ready: BTreeMap::new(),
+            started: BTreeMap::new(),
+            retired: BTreeSet::new(),
+        })
+    }
+
+    /// Records an honest member's epoch event.
+    pub fn on_event<S: Scheme>(&mut self, node: u32, at: Time, event: &EpochEvent<S>) {
+        match event {
+            EpochEvent::Decided { height, .. } => {
+                self.decided.get_or_insert((at, *height));
+            }
+            EpochEvent::Ready { .. } => {
+                self.ready.entry(node).or_insert(at);
+            }
+            EpochEvent::Started { start, .. } => {
+                self.started.entry(node).or_insert((at, *start));
+            }
+            EpochEvent::Retired { .. } => {
+                self.retired.insert(node);
+            }
+            EpochEvent::Failed { .. } => {}
+        }
+    }
+
+    /// Whether every honest new member runs the new epoch and every honest
+    /// leaver retired.
+    pub fn complete(&self, honest: &[bool]) -> bool {
+        let is_honest = |i: &u32| honest.get(*i as usize).copied().unwrap_or(false);
+        self.new_members
+            .iter()
+            .filter(|i| is_honest(i))
+            .all(|i| self.started.contains_key(i))
+            && self
+                .leavers
+                .iter()
+                .filter(|i| is_honest(i))
+                .all(|i| self.retired.contains(i))
+    }
+
+    /// When the first honest member read the decision.
+    pub fn decided_at(&self) -> Option<Time> {
+        self.decided.map(|(t, _)| t)
+    }
+
+    /// Whether `node` runs the new epoch (or retired from the old one).
+    pub fn has_started(&self, node: u32) -> bool {
+        self.started.contains_key(&node) || self.retired.contains(&node)
+    }
+
+    /// Whether a crash of `node` from `down` to `back` cost it its part of
+    /// the change: it was down after the decision, before the member ran the
+    /// new epoch (or retired).
+    pub fn lost_by_crash(&self, node: u32, down: Time, back: Time) -> bool {
+        let Some((decided, _)) = self.decided else {
+            return false;
+        };
+        let done = self.started.get(&node).is_some_and(|(t, _)| *t <= down)
+            || self.retired.contains(&node);
+        back >= decided && !done
+    }
+
+    /// The height the new epoch starts at, once some member runs it.
+    pub fn start_height(&self) -> Option<Height> {
+        self.started.values().map(|(_, h)| *h).min()
+    }
+
+    /// The report's figures; `gap_ratio` from the engine's statistics,
+    /// `dkg_ms` the genesis DKG's virtual time, `lost_by_crash` the members
+    /// that crashed during the change.
+    pub fn report(&self, gap_ratio: f64, dkg_ms: f64, lost_by_crash: u32) -> ReshareReport {
+        let ready = self.ready.values().max().copied();
+        let ms = |t: Option<Time>| t.map_or(0.0, |t| t.as_millis_f64());
+        let decided = self.decided.map(|(t, _)| t);
+        let switched = self.started.values().map(|(t, _)| *t).max();
+        ReshareReport {
+            old_nodes: self.old_nodes,
+            new_nodes: self.new_members.len() as u32,
+            left: self.leavers.iter().copied().collect(),
+            joined: self.joiners.clone(),
+            proposed_ms: ms(self.proposed),
+            decided_ms: ms(decided),
+            decided_height: self.decided.map_or(0, |(_, h)| h.get()),
+            ready_ms: ms(ready),
+            switch_height: self.start_height().map_or(0, |h| h.get().saturating_sub(1)),
+            switched_ms: ms(switched),
+            transition_ms: match (decided, switched) {
+                (Some(d), Some(s)) => s.as_millis_f64() - d.as_millis_f64(),
+                _ => 0.0,
+            },
+            reshare_ms: match (decided, ready) {
+                (Some(d), Some(r)) => r.as_millis_f64() - d.as_millis_f64(),
+                _ => 0.0,
+            },
+            reshare_dkg_ratio: match (decided, ready) {
+                (Some(d), Some(r)) if dkg_ms > 0.0 => {
+                    (r.as_millis_f64() - d.as_millis_f64()) / dkg_ms
+                }
+                _ => 0.0,
+            },
+            started: self.started.len() as u32,
+            lost_by_crash,
+            retired: self.retired.len() as u32,
+            switch_gap_ratio: gap_ratio,
+        }
+    }
+}
