@@ -53,6 +53,9 @@
 //!   left the epoch answer them from their store (heights up to the switch
 //!   carry the old epoch's certificates), so a lagging leaver still retires
 //!   and a lagging stayer still switches.
+//! - *Restarted members* read the control transactions of their stored chain
+//!   window before resuming: the proposals they had counted before they
+//!   stopped, and a decision or a switch they missed.
 //! - *Members cut off for the whole change* (crashed between the decision and
 //!   the switch — new keys live in memory until then — or partitioned away)
 //!   lose their part of it: the others switch without them, and they need a

@@ -473,8 +473,19 @@ impl<S: Scheme> Member<S> {
                     self.on_dkg_actions(now, actions, &mut out);
                 }
                 Phase::Replica(r) => {
-                    let outputs = r.handle(now, Input::Start);
-                    self.on_replica(now, outputs, &mut out);
+                    // A restored member reads the control transactions of its
+                    // stored window first: proposals it had counted before it
+                    // stopped, a decision, or a switch it missed.
+                    let window: Vec<_> = r.finalized().iter().cloned().collect();
+                    for entry in &window {
+                        if self.on_finalized(now, entry, &mut out) {
+                            return out;
+                        }
+                    }
+                    if let Phase::Replica(r) = &mut self.phase {
+                        let outputs = r.handle(now, Input::Start);
+                        self.on_replica(now, outputs, &mut out);
+                    }
                 }
                 _ => {}
             },
