@@ -93,6 +93,11 @@ pub struct NetworkSection {
     /// How long to wait for every peer before starting the DKG with those present.
     #[serde(default = "default_peer_wait_ms")]
     pub peer_wait_ms: u64,
+    /// The genesis members: `[[peers]]` `0..members` run the DKG at start-up;
+    /// the peers after them are parties that may join later through a
+    /// resharing (`run --join`). Default: every peer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub members: Option<u32>,
     /// Old place of `[protocol] c`, read only from files without `[protocol]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub c: Option<u32>,
@@ -151,8 +156,11 @@ pub struct Validated {
     pub me: NodeIndex,
     /// Scheme.
     pub scheme: SchemeId,
-    /// Members by index.
+    /// Every party the transport reaches, by index (the directory): the
+    /// genesis members first, then parties that may join later.
     pub peers: Vec<Peer>,
+    /// How many of `peers` are genesis members (`[network] members`).
+    pub genesis_members: u32,
     /// Listen address.
     pub listen: Multiaddr,
     /// HTTP address.
@@ -252,6 +260,16 @@ impl NodeConfig {
                 self.node.index
             ));
         }
+        let parties = n;
+        let n = match self.network.members {
+            None => parties,
+            Some(m) if (1..=parties).contains(&m) => m,
+            Some(m) => {
+                return err(format!(
+                    "[network] members = {m}: the genesis members are the first peers, so it must be in 1..={parties}"
+                ))
+            }
+        };
         let listen: Multiaddr = self.node.listen.parse().map_err(|e| {
             NodeError::Config(format!("bad listen address {:?}: {e}", self.node.listen))
         })?;
@@ -275,7 +293,7 @@ impl NodeConfig {
             None => "[network]",
         };
         let mut replica = ReplicaConfig::from_params(n, &protocol)
-            .map_err(|e| NodeError::Config(format!("{table} {e} (n = {n} peers)")))?;
+            .map_err(|e| NodeError::Config(format!("{table} {e} (n = {n} members)")))?;
         let genesis_time = u64::try_from(self.network.genesis_time)
             .map_err(|_| NodeError::Config("genesis_time must not be negative".into()))?;
         replica.genesis_time_us = genesis_time.checked_mul(1_000_000).ok_or_else(|| {
@@ -317,6 +335,7 @@ impl NodeConfig {
             me: NodeIndex(self.node.index),
             scheme,
             peers,
+            genesis_members: n,
             listen,
             http,
             identity,
@@ -380,14 +399,15 @@ impl NodeConfig {
 }
 
 impl Validated {
-    /// The DKG session identifier: the network id, scheme and every member's peer ID.
+    /// The DKG session identifier: the network id, scheme and every genesis
+    /// member's peer ID.
     pub fn dkg_session(&self) -> [u8; 32] {
         let mut h = Sha256::new();
         h.update(b"sbft-beacon dkg session");
         h.update((self.raw.network.id.len() as u64).to_be_bytes());
         h.update(self.raw.network.id.as_bytes());
         h.update(self.scheme.as_str().as_bytes());
-        for p in &self.peers {
+        for p in self.peers.iter().take(self.genesis_members as usize) {
             h.update(p.id.to_bytes());
         }
         h.finalize().into()
@@ -396,6 +416,11 @@ impl Validated {
     /// This node's own entry.
     pub fn me(&self) -> &Peer {
         &self.peers[self.me.0 as usize]
+    }
+
+    /// Whether this node is a genesis member (it runs the DKG at start-up).
+    pub fn is_genesis_member(&self) -> bool {
+        self.me.0 < self.genesis_members
     }
 }
 

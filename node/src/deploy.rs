@@ -362,7 +362,14 @@ fn write(args: &ComposeArgs) -> Result<Written> {
         .prefix(".staging")
         .tempdir_in(&args.out)
         .context("creating a staging folder")?;
-    crate::localnet::write_configs(staging.path(), args.nodes, args.scheme, &protocol, 1)?;
+    crate::localnet::write_configs(
+        staging.path(),
+        args.nodes,
+        args.nodes,
+        args.scheme,
+        &protocol,
+        1,
+    )?;
     let id = network_id(args.nodes);
     let genesis_time = unix_now()
         + if period > 0 {

@@ -3,7 +3,9 @@
 //! `/metrics` (Prometheus text), `/stats/rounds` (this project's own: when
 //! each beacon was learned here and what it cost), and the replica's client side:
 //! `POST /tx` (submit a transaction), `GET /tx/{id}` (the height that committed
-//! it), `GET /blocks/{height}`.
+//! it), `GET /blocks/{height}`; `GET /epoch` (the member set this node is in)
+//! and, for the node's operator only (from a loopback address),
+//! `POST /admin/reshare` (propose a change of members, see `consensus::epoch`).
 //!
 //! Handlers read [`ChainView`], which holds only what the store has made durable.
 //!
@@ -21,7 +23,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use beacon::{Beacon, BeaconJson, ChainInfo, ChainInfoJson};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -161,6 +163,57 @@ impl ChainView {
 /// A submitted transaction and the share of the submit queue's bytes it holds.
 pub type Submitted = (Vec<u8>, OwnedSemaphorePermit);
 
+/// The operator's proposal of a change of members (`POST /admin/reshare`, and
+/// what `sbft-beacon reshare` sends).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReshareRequest {
+    /// The new members' peer IDs, in their new order (each one in the
+    /// config's `[[peers]]`).
+    pub members: Vec<String>,
+    /// Extra collectors' slack of the new epoch (absent: the smallest valid).
+    #[serde(default)]
+    pub c: Option<u32>,
+    /// Beacon threshold of the new epoch (0: `f + 1`).
+    #[serde(default)]
+    pub beacon_threshold: u32,
+}
+
+/// A proposal the node signed and handed to the members.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReshareAccepted {
+    /// The epoch it proposes.
+    pub epoch: u64,
+    /// Its members, as `[[peers]]` indices.
+    pub members: Vec<u32>,
+    /// `c` of the new epoch.
+    pub c: u32,
+    /// Hex of the change's digest (what proposals are counted by).
+    pub change: String,
+}
+
+/// A proposal for the event loop, and where its answer goes.
+pub type AdminRequest = (
+    ReshareRequest,
+    tokio::sync::oneshot::Sender<Result<ReshareAccepted, String>>,
+);
+
+/// The member set this node is in (`GET /epoch`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EpochJson {
+    /// The epoch (0: the genesis members).
+    pub epoch: u64,
+    /// Its members, as `[[peers]]` indices, by epoch index.
+    pub members: Vec<u32>,
+    /// Its first height (1 for the genesis epoch).
+    pub start: u64,
+    /// Byzantine members it tolerates.
+    pub f: u32,
+    /// What this node is in it: `dkg`, `member`, `joining`, `retired` or
+    /// `failed`.
+    pub status: String,
+}
+
 /// Shared state of the handlers.
 pub struct ApiState {
     /// The chain.
@@ -181,6 +234,10 @@ pub struct ApiState {
     /// Where beacons and blocks older than the recent ones, and transactions,
     /// are read.
     pub archive: std::sync::OnceLock<Box<dyn ChainArchive>>,
+    /// Where the operator's proposals go (the node's event loop).
+    pub admin: std::sync::OnceLock<tokio::sync::mpsc::Sender<AdminRequest>>,
+    /// The member set this node is in.
+    pub epoch: RwLock<EpochJson>,
 }
 
 impl ApiState {
@@ -208,6 +265,8 @@ impl ApiState {
             token: limits.tx_token.clone(),
             limits: limits.clone(),
             archive: std::sync::OnceLock::new(),
+            admin: std::sync::OnceLock::new(),
+            epoch: RwLock::new(EpochJson::default()),
         }
     }
 }
@@ -492,6 +551,44 @@ async fn block(State(s): Shared, Path(height): Path<String>) -> Response {
     }
 }
 
+async fn epoch(State(s): Shared) -> Response {
+    let view = s.epoch.read().unwrap_or_else(|e| e.into_inner()).clone();
+    Json(view).into_response()
+}
+
+/// `POST /admin/reshare`: only from a loopback address (the operator on the
+/// node's own machine); the event loop checks the change and signs it.
+async fn reshare(
+    State(s): Shared,
+    ConnectInfo(client): ConnectInfo<SocketAddr>,
+    body: axum::body::Bytes,
+) -> Response {
+    if !client.ip().is_loopback() {
+        return refused(
+            &s,
+            StatusCode::FORBIDDEN,
+            "admin",
+            "the admin API answers only on the node's own machine",
+        );
+    }
+    let request: ReshareRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return (StatusCode::BAD_REQUEST, format!("bad request: {e}\n")).into_response(),
+    };
+    let Some(admin) = s.admin.get() else {
+        return unavailable("the node is starting");
+    };
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    if admin.try_send((request, tx)).is_err() {
+        return unavailable("the node is busy; retry");
+    }
+    match rx.await {
+        Ok(Ok(accepted)) => (StatusCode::ACCEPTED, Json(accepted)).into_response(),
+        Ok(Err(reason)) => (StatusCode::BAD_REQUEST, format!("{reason}\n")).into_response(),
+        Err(_) => unavailable("the node stopped"),
+    }
+}
+
 /// The API's routes, with a time limit per request and a bound on the requests
 /// handled at once (waiting for a slot counts toward the time limit).
 pub fn router(state: Arc<ApiState>) -> Router {
@@ -508,6 +605,8 @@ pub fn router(state: Arc<ApiState>) -> Router {
         .route("/health", get(health))
         .route("/metrics", get(metrics))
         .route("/stats/rounds", get(rounds))
+        .route("/epoch", get(epoch))
+        .route("/admin/reshare", post(reshare))
         .route("/{hash}/info", get(info_of))
         .route("/{hash}/public/latest", get(latest_of))
         .route("/{hash}/public/{round}", get(round_of))
@@ -517,6 +616,32 @@ pub fn router(state: Arc<ApiState>) -> Router {
             StatusCode::REQUEST_TIMEOUT,
             timeout,
         ))
+}
+
+/// Proposes a change of members to the node whose API is at `base` (it must
+/// be on this machine: the admin API answers loopback clients only).
+pub async fn post_reshare(
+    client: &reqwest::Client,
+    base: &str,
+    request: &ReshareRequest,
+) -> Result<ReshareAccepted, crate::NodeError> {
+    let url = format!("{}/admin/reshare", base.trim_end_matches('/'));
+    let err = |e: String| crate::NodeError::Network(format!("POST {url}: {e}"));
+    let response = client
+        .post(&url)
+        .json(request)
+        .send()
+        .await
+        .map_err(|e| err(e.to_string()))?;
+    let status = response.status();
+    if !status.is_success() {
+        let text = response.text().await.unwrap_or_default();
+        return Err(err(format!("{status}: {}", text.trim())));
+    }
+    response
+        .json()
+        .await
+        .map_err(|e| err(format!("not the expected JSON: {e}")))
 }
 
 /// Fetches `url` from a node's API as JSON; a failed request, a non-success

@@ -14,6 +14,7 @@
 //!   round statistics, logs, persistence);
 //! - [`runtime`]: the event loop (`sbft-beacon run`).
 
+pub mod backfill;
 pub mod config;
 pub mod http;
 pub mod identity;

@@ -155,6 +155,13 @@ impl LimitsSection {
 mod tag {
     pub const ENVELOPE_DKG: u32 = 0;
     pub const ENVELOPE_CONSENSUS: u32 = 1;
+    pub const ENVELOPE_EPOCH: u32 = 2;
+    pub const EPOCH_CONTROL: u32 = 0;
+    pub const EPOCH_INVITE: u32 = 1;
+    pub const EPOCH_RESHARE: u32 = 2;
+    pub const EPOCH_DKG: u32 = 3;
+    pub const EPOCH_HANDOFF: u32 = 4;
+    pub const EPOCH_HANDOFF_REQUEST: u32 = 5;
     pub const PRE_PREPARE: u32 = 0;
     pub const VIEW_CHANGE: u32 = 7;
     pub const NEW_VIEW: u32 = 8;
@@ -215,6 +222,15 @@ impl Admission {
     /// | NEW-VIEW | `(Q + 1)(block + 1 KiB) + 64 KiB` | `8 (n + 1)` |
     /// | SYNC-RESPONSE | 4 MiB + block + 64 KiB | 2 per entry, 64 entries |
     /// | other consensus messages | 4 KiB | 4 |
+    /// | epoch control transaction | block + 4 KiB | 4 |
+    /// | epoch invitation, resharing, new members' DKG | 16 MiB | unbounded |
+    /// | epoch handoff | as SYNC-RESPONSE | as SYNC-RESPONSE |
+    /// | epoch handoff request | 4 KiB | 4 |
+    ///
+    /// A change of members may start at any height, so its large messages
+    /// (the old group polynomial, deals, the new members' DKG) are wanted at
+    /// all times: like every frame, they are bounded by the peer's decode CPU
+    /// budget, and only members of the config can send them.
     pub fn admit(&self, head: &[u8]) -> Admit {
         let word = |i: usize| -> Option<u32> {
             let b = head.get(4 * i..4 * i + 4)?;
@@ -263,20 +279,45 @@ impl Admission {
                     },
                     tag::SYNC_RESPONSE => Admit {
                         kind: "sync-response",
-                        max_bytes: consensus::replica::SYNC_RESPONSE_BYTES
-                            + self.max_block_bytes
-                            + 64 * 1024,
+                        max_bytes: self.sync_response_bytes(),
                         max_points: 2 * 64 + 4,
                     },
                     _ => small("consensus"),
                 }
             }
+            (Some(tag::ENVELOPE_EPOCH), Some(m)) => match m {
+                tag::EPOCH_CONTROL => Admit {
+                    kind: "epoch-control",
+                    max_bytes: self.max_block_bytes + SLACK,
+                    max_points: 4,
+                },
+                tag::EPOCH_INVITE | tag::EPOCH_RESHARE | tag::EPOCH_DKG => Admit {
+                    kind: "epoch-change",
+                    max_bytes: crate::net::MAX_FRAME_BYTES,
+                    max_points: usize::MAX,
+                },
+                tag::EPOCH_HANDOFF => Admit {
+                    kind: "epoch-handoff",
+                    max_bytes: self.sync_response_bytes(),
+                    max_points: 2 * 64 + 4,
+                },
+                tag::EPOCH_HANDOFF_REQUEST => small("epoch-handoff-request"),
+                _ => Admit {
+                    kind: "unknown",
+                    max_bytes: 0,
+                    max_points: 0,
+                },
+            },
             _ => Admit {
                 kind: "unknown",
                 max_bytes: 0,
                 max_points: 0,
             },
         }
+    }
+
+    fn sync_response_bytes(&self) -> usize {
+        consensus::replica::SYNC_RESPONSE_BYTES + self.max_block_bytes + 64 * 1024
     }
 }
 
@@ -360,6 +401,38 @@ mod tests {
             ),
         ];
         for (frame, kind) in cases {
+            assert_eq!(a.admit(&head(&frame)).kind, kind);
+        }
+        // Epoch changes: without these, no change of members reaches a node.
+        use consensus::epoch::{Control, EpochChange, EpochMessage};
+        let key = beacon::dkg::relay::SigningKey::from_bytes(&[7; 32]);
+        let change = EpochChange {
+            epoch: 1,
+            members: vec![consensus::epoch::member_id(&key.verifying_key())],
+            c: 0,
+            beacon_threshold: 0,
+        };
+        let epoch_cases: Vec<(EpochMessage<S>, &str)> = vec![
+            (
+                EpochMessage::Control(Control::propose(change, &key)),
+                "epoch-control",
+            ),
+            (
+                EpochMessage::Handoff {
+                    epoch: 1,
+                    digest: [0; 32],
+                    dealers: vec![0],
+                    entries: vec![],
+                },
+                "epoch-handoff",
+            ),
+            (
+                EpochMessage::HandoffRequest { epoch: 1 },
+                "epoch-handoff-request",
+            ),
+        ];
+        for (message, kind) in epoch_cases {
+            let frame: Frame<S> = Envelope::Epoch(message);
             assert_eq!(a.admit(&head(&frame)).kind, kind);
         }
         // DKG messages: variant 0 of the envelope, whatever follows.

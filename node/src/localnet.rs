@@ -57,6 +57,15 @@ pub struct LocalnetArgs {
     /// Emulated WAN between the nodes (userspace relays per directed link).
     #[command(flatten)]
     wan: node::wan::WanArgs,
+    /// Change the member set once round `--reshare-at` is out: to M members,
+    /// nodes 0..M (nodes after `--nodes` join with `run`, nodes after M
+    /// leave). Every genesis member proposes the change; the beacon key is
+    /// reshared and the group key, and so the chain, stays the same.
+    #[arg(long, value_name = "M")]
+    reshare_to: Option<u32>,
+    /// The round after which the members propose the change (`--reshare-to`).
+    #[arg(long, default_value_t = 3, requires = "reshare_to")]
+    reshare_at: u64,
 }
 
 /// A node process of the local network.
@@ -100,12 +109,14 @@ pub fn fast_path_timeout_ms(n: u32) -> u64 {
 }
 
 /// Writes identities and `node-i/node.toml` for `n` nodes into `dir`, each with
-/// the `[protocol]` table `protocol` (checked for `n`, see
-/// [`crate::protocol_args::ProtocolArgs::params`]); returns the config paths and
-/// HTTP base URLs.
+/// the `[protocol]` table `protocol` (checked for the genesis members, see
+/// [`crate::protocol_args::ProtocolArgs::params`]); the first `members` nodes
+/// are the genesis members (`[network] members`; the others join later).
+/// Returns the config paths and HTTP base URLs.
 pub fn write_configs(
     dir: &Path,
     n: u32,
+    members: u32,
     scheme: SchemeId,
     protocol: &ProtocolParams,
     base_port: u16,
@@ -160,6 +171,7 @@ pub fn write_configs(
         // never waits for it (n = 4: 5 s, 16: 5.5 s, 32: 9 s, 64: 38 s).
         dkg_phase_ms: 5_000 + u64::from(n).pow(3) / 8,
         peer_wait_ms: 60_000,
+        members: (members != n).then_some(members),
         dkg_dealers: 0,
         dkg_attempts: 3,
         c: None,
@@ -574,7 +586,15 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
             temp.path().to_path_buf()
         }
     };
-    let configs = write_configs(&dir, args.nodes, args.scheme, &protocol, args.base_port)?;
+    let parties = args.nodes.max(args.reshare_to.unwrap_or(0));
+    let configs = write_configs(
+        &dir,
+        parties,
+        args.nodes,
+        args.scheme,
+        &protocol,
+        args.base_port,
+    )?;
     if args.configs_only {
         if args.wan.enabled() {
             bail!(
@@ -587,6 +607,12 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
         return Ok(());
     }
     // Kept alive until the nodes are stopped (dropping it stops the relays).
+    if let Some(m) = args.reshare_to {
+        if args.wan.enabled() || args.flood > 0 || m == 0 {
+            bail!("--reshare-to M takes M >= 1 and no --regions, --latency-ms or --flood");
+        }
+        return reshare_run(&args, &dir, &configs, m, wall);
+    }
     let _wan = match node::wan::WanModel::from_args(&args.wan, args.nodes)? {
         Some(model) => {
             let paths: Vec<PathBuf> = configs.iter().map(|(p, _)| p.clone()).collect();
@@ -754,6 +780,344 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
     stop(&mut procs);
     if !outcome.chain_identical || !outcome.chain_verified {
         bail!("the nodes do not serve one valid chain");
+    }
+    Ok(())
+}
+
+/// How a change of members went on a local network.
+struct ReshareOutcome {
+    /// Group key (hex) served before the change and by every member after it.
+    group_key_before: String,
+    group_key_unchanged: bool,
+    /// The round after which the members proposed.
+    proposed_after: u64,
+    /// The first height of the new epoch.
+    epoch_start: u64,
+    /// Seconds from the proposals to every new member running the new epoch
+    /// (and every leaver retired).
+    switch_s: f64,
+    /// Seconds from the switch to every joiner serving round 1 (backfill).
+    backfill_s: f64,
+    /// The last round checked on every new member.
+    checked_to: u64,
+    chain_identical: bool,
+    chain_verified: bool,
+    latency: Percentiles,
+    samples: usize,
+}
+
+/// `GET /epoch` of a node (status and epoch), or none while it cannot answer.
+async fn epoch_of(client: &reqwest::Client, p: &mut Proc) -> Result<Option<(u64, String, u64)>> {
+    if let Ok(Some(status)) = p.child.try_wait() {
+        bail!(
+            "a node exited early ({status}); its log {}:\n{}",
+            p.log.display(),
+            tail(&p.log)
+        );
+    }
+    Ok(node::http::get_json(client, &format!("{}/epoch", p.http))
+        .await
+        .ok()
+        .map(|v| {
+            (
+                v["epoch"].as_u64().unwrap_or(0),
+                v["status"].as_str().unwrap_or("").to_string(),
+                v["start"].as_u64().unwrap_or(0),
+            )
+        }))
+}
+
+/// Polls `check` on every node of `procs` until it holds for all, or fails
+/// after `timeout` naming `what`.
+async fn wait_all<F>(
+    client: &reqwest::Client,
+    procs: &mut [Proc],
+    which: &[usize],
+    deadline: Instant,
+    what: &str,
+    mut check: F,
+) -> Result<()>
+where
+    F: FnMut(usize, Option<(u64, String, u64)>, u64) -> bool,
+{
+    for &i in which {
+        loop {
+            let epoch = epoch_of(client, &mut procs[i]).await?;
+            let latest = latest_round(client, &mut procs[i]).await?;
+            if check(i, epoch.clone(), latest) {
+                break;
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "node {i} {what} in time (epoch {epoch:?}, round {latest}); its log {}:\n{}",
+                    procs[i].log.display(),
+                    tail(&procs[i].log)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    Ok(())
+}
+
+async fn observe_reshare(
+    procs: &mut [Proc],
+    configs: &[(PathBuf, String)],
+    genesis: u32,
+    to: u32,
+    rounds: u64,
+    propose_after: u64,
+    timeout: Duration,
+) -> Result<ReshareOutcome> {
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()?;
+    let deadline = Instant::now() + timeout;
+    let old: Vec<usize> = (0..genesis as usize).collect();
+    let new: Vec<usize> = (0..to as usize).collect();
+    let leavers: Vec<usize> = (to as usize..genesis as usize).collect();
+    let joiners: Vec<usize> = (genesis as usize..to as usize).collect();
+    wait_all(
+        &client,
+        procs,
+        &old,
+        deadline,
+        "served no round after the proposal round",
+        |_, _, latest| latest >= propose_after,
+    )
+    .await?;
+    let info = node::http::get_json(&client, &format!("{}/info", procs[0].http)).await?;
+    let group_key_before = info["public_key"].as_str().unwrap_or("").to_string();
+    let proposed_after = latest_round(&client, &mut procs[0]).await?;
+    // Every genesis member's operator proposes the same change.
+    let members: Vec<String> = (0..to as usize)
+        .map(|i| -> Result<String> {
+            let cfg = NodeConfig::load(&configs[i].0)?;
+            Ok(cfg.me().id.to_string())
+        })
+        .collect::<Result<_>>()?;
+    let request = node::http::ReshareRequest {
+        members,
+        c: None,
+        beacon_threshold: 0,
+    };
+    let proposed = Instant::now();
+    for p in procs.iter().take(genesis as usize) {
+        node::http::post_reshare(&client, &p.http, &request).await?;
+    }
+    wait_all(
+        &client,
+        procs,
+        &new,
+        deadline,
+        "did not run the new epoch",
+        |_, e, _| matches!(e, Some((1, status, _)) if status == "member"),
+    )
+    .await?;
+    wait_all(
+        &client,
+        procs,
+        &leavers,
+        deadline,
+        "did not retire",
+        |_, e, _| matches!(e, Some((1, status, _)) if status == "retired"),
+    )
+    .await?;
+    let switch_s = proposed.elapsed().as_secs_f64();
+    let epoch_start = epoch_of(&client, &mut procs[0])
+        .await?
+        .map_or(0, |(_, _, start)| start);
+    let switched = Instant::now();
+    // Joiners serve the whole chain once their backfill is over.
+    let mut backfilled = Vec::new();
+    for &i in &joiners {
+        loop {
+            let r1 = node::http::get_json(&client, &format!("{}/public/1", procs[i].http)).await;
+            if r1.is_ok() {
+                backfilled.push(i);
+                break;
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "joiner {i} does not serve round 1 (backfill); its log {}:\n{}",
+                    procs[i].log.display(),
+                    tail(&procs[i].log)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    let backfill_s = switched.elapsed().as_secs_f64();
+    let checked_to = rounds.max(epoch_start + 4);
+    wait_all(
+        &client,
+        procs,
+        &new,
+        deadline,
+        "did not reach the last round",
+        |_, _, latest| latest >= checked_to,
+    )
+    .await?;
+    let mut chains: Vec<Vec<serde_json::Value>> = Vec::new();
+    let mut keys_same = true;
+    for &i in &new {
+        let info = node::http::get_json(&client, &format!("{}/info", procs[i].http)).await?;
+        keys_same &= info["public_key"].as_str() == Some(group_key_before.as_str());
+        let mut chain = Vec::new();
+        for r in 1..=checked_to {
+            chain.push(
+                node::http::get_json(&client, &format!("{}/public/{r}", procs[i].http)).await?,
+            );
+        }
+        chains.push(chain);
+    }
+    let chain_identical = chains.iter().all(|c| *c == chains[0]);
+    let info: ChainInfoJson = serde_json::from_value(info).context("/info is not drand's shape")?;
+    let info = info.to_info()?;
+    let beacons: Vec<Beacon> = chains[0]
+        .iter()
+        .map(|v| {
+            serde_json::from_value::<BeaconJson>(v.clone())
+                .map_err(anyhow::Error::from)
+                .and_then(|b| b.to_beacon().map_err(anyhow::Error::from))
+        })
+        .collect::<Result<_>>()?;
+    let chain_verified = info.verify_chain(None, &beacons).is_ok();
+    let mut latencies = Vec::new();
+    for &i in &new {
+        for s in stats_rounds(&client, &procs[i].http, 2, checked_to).await? {
+            if let Some(l) = s["latency_ms"].as_f64() {
+                latencies.push(l);
+            }
+        }
+    }
+    Ok(ReshareOutcome {
+        group_key_before,
+        group_key_unchanged: keys_same,
+        proposed_after,
+        epoch_start,
+        switch_s,
+        backfill_s,
+        checked_to,
+        chain_identical,
+        chain_verified,
+        samples: latencies.len(),
+        latency: percentiles(&latencies),
+    })
+}
+
+/// `localnet --reshare-to M`: starts the genesis members and the parties that
+/// join, has every genesis member propose the change after round
+/// `--reshare-at`, and checks that the new members serve one chain, valid
+/// from round 1 under the unchanged group key.
+fn reshare_run(
+    args: &LocalnetArgs,
+    dir: &Path,
+    configs: &[(PathBuf, String)],
+    to: u32,
+    wall: Instant,
+) -> Result<()> {
+    let mut procs = Vec::new();
+    for (path, http) in configs {
+        match spawn(path) {
+            Ok((child, log)) => procs.push(Proc {
+                child,
+                http: http.clone(),
+                log,
+            }),
+            Err(e) => {
+                stop(&mut procs);
+                return Err(e);
+            }
+        }
+    }
+    if !args.json {
+        eprintln!(
+            "started {} nodes in {} ({} genesis members); the members reshare to nodes 0..{to} after round {}",
+            configs.len(),
+            dir.display(),
+            args.nodes,
+            args.reshare_at
+        );
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let outcome = runtime.block_on(observe_reshare(
+        &mut procs,
+        configs,
+        args.nodes,
+        to,
+        args.rounds,
+        args.reshare_at,
+        Duration::from_secs(args.timeout_s),
+    ));
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e) => {
+            stop(&mut procs);
+            return Err(e);
+        }
+    };
+    let joined: Vec<u32> = (args.nodes..to).collect();
+    let left: Vec<u32> = (to..args.nodes).collect();
+    let http: Vec<&String> = procs.iter().take(to as usize).map(|p| &p.http).collect();
+    let report = json!({
+        "nodes": to,
+        "rounds": outcome.checked_to,
+        "scheme": args.scheme.as_str(),
+        "chain_identical": outcome.chain_identical,
+        "chain_verified": outcome.chain_verified,
+        "beacon_latency_ms": outcome.latency,
+        "samples": outcome.samples,
+        "http": http,
+        "dir": dir.display().to_string(),
+        "wall_s": wall.elapsed().as_secs_f64(),
+        "reshare": {
+            "from": args.nodes,
+            "to": to,
+            "joined": joined,
+            "left": left,
+            "proposed_after_round": outcome.proposed_after,
+            "epoch_start": outcome.epoch_start,
+            "switch_s": outcome.switch_s,
+            "backfill_s": outcome.backfill_s,
+            "group_key": outcome.group_key_before,
+            "group_key_unchanged": outcome.group_key_unchanged,
+        },
+    });
+    if args.json {
+        println!("{report}");
+    } else {
+        println!(
+            "{} -> {to} members (joined {joined:?}, left {left:?}): proposed after round {}, the new epoch runs from round {} ({:.2} s after the proposals); joiners backfilled in {:.2} s",
+            args.nodes, outcome.proposed_after, outcome.epoch_start, outcome.switch_s, outcome.backfill_s
+        );
+        println!(
+            "rounds 1..={} on the {to} members: chain identical: {}, verifies: {}, group key unchanged: {}",
+            outcome.checked_to, outcome.chain_identical, outcome.chain_verified, outcome.group_key_unchanged
+        );
+        let lat = &outcome.latency;
+        println!(
+            "round latency (ms, {} samples): p50 {:.2}  p90 {:.2}  max {:.2}; wall {:.1} s",
+            outcome.samples,
+            lat.p50,
+            lat.p90,
+            lat.max,
+            wall.elapsed().as_secs_f64()
+        );
+    }
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+    if args.keep_running {
+        if !args.json {
+            eprintln!("network up; Ctrl-C stops it");
+        }
+        runtime.block_on(node::runtime::shutdown_signal());
+    }
+    stop(&mut procs);
+    if !outcome.chain_identical || !outcome.chain_verified || !outcome.group_key_unchanged {
+        bail!("the new members do not serve one valid chain under the genesis group key");
     }
     Ok(())
 }

@@ -23,6 +23,7 @@ mod keys_cmd;
 mod localnet;
 mod plot;
 mod protocol_args;
+mod reshare_cmd;
 mod run_cmd;
 mod sim_cmd;
 mod verify_cmd;
@@ -42,6 +43,10 @@ struct Cli {
 enum Command {
     /// Run one node of a network (libp2p, DKG, beacon rounds, HTTP API).
     Run(run_cmd::RunArgs),
+    /// Propose a change of members to this machine's node (the chain decides
+    /// it once n - f members propose it; the beacon key is reshared, the group
+    /// key stays).
+    Reshare(reshare_cmd::ReshareArgs),
     /// Create a node identity (libp2p key pair) and print its peer ID.
     Keys(keys_cmd::KeysArgs),
     /// Start a local network of N node processes and measure its rounds.
@@ -69,6 +74,7 @@ fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Run(args) => run_cmd::run(args),
+        Command::Reshare(args) => reshare_cmd::run(args),
         Command::Keys(args) => keys_cmd::run(args),
         Command::Localnet(args) => localnet::run(args),
         Command::Compare(args) => compare::run(args),

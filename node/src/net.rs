@@ -104,6 +104,9 @@ pub struct Network {
     peer_queue_bytes: usize,
     /// Number of members connected.
     pub connected: watch::Receiver<usize>,
+    /// Number of genesis members (`[network] members`) connected: what the
+    /// DKG waits for (parties that join later may not run yet).
+    pub connected_genesis: watch::Receiver<usize>,
     metrics: Arc<Metrics>,
 }
 
@@ -145,6 +148,7 @@ impl Network {
             .map_err(|e| net(format!("protocol {PROTOCOL}: {e}")))?;
         let (in_tx, in_rx) = mpsc::channel(INBOX);
         let (conn_tx, conn_rx) = watch::channel(0usize);
+        let (genesis_tx, genesis_rx) = watch::channel(0usize);
         let mut outbound: Vec<Option<Outbound>> = (0..cfg.peers.len()).map(|_| None).collect();
         let mut wake = HashMap::new();
         for p in &cfg.peers {
@@ -185,14 +189,22 @@ impl Network {
             .map(|p| (p.id, p.address.clone()))
             .collect();
         tokio::spawn(
-            swarm_loop(swarm, index_of, addresses, wake, conn_tx, metrics.clone())
-                .in_current_span(),
+            swarm_loop(
+                swarm,
+                index_of,
+                addresses,
+                wake,
+                (conn_tx, genesis_tx, cfg.genesis_members),
+                metrics.clone(),
+            )
+            .in_current_span(),
         );
         Ok((
             Network {
                 outbound,
                 peer_queue_bytes,
                 connected: conn_rx,
+                connected_genesis: genesis_rx,
                 metrics,
             },
             in_rx,
@@ -297,13 +309,14 @@ struct Redial {
 }
 
 /// Drives the swarm: dials disconnected members with exponential backoff, keeps
-/// the connection count, and logs refused peers.
+/// the connection counts (all peers, and the first `genesis` of them), and
+/// logs refused peers.
 async fn swarm_loop(
     mut swarm: libp2p::Swarm<Behaviour>,
     index_of: HashMap<PeerId, NodeIndex>,
     addresses: Vec<(PeerId, libp2p::Multiaddr)>,
     wake: HashMap<PeerId, Arc<Notify>>,
-    connected: watch::Sender<usize>,
+    (connected, connected_genesis, genesis): (watch::Sender<usize>, watch::Sender<usize>, u32),
     metrics: Arc<Metrics>,
 ) {
     use libp2p::swarm::dial_opts::{DialOpts, PeerCondition};
@@ -396,6 +409,11 @@ async fn swarm_loop(
         }
         metrics.connected_peers.set(up.len() as i64);
         connected.send_replace(up.len());
+        let members = up
+            .iter()
+            .filter(|p| index_of.get(p).is_some_and(|i| i.0 < genesis))
+            .count();
+        connected_genesis.send_replace(members);
     }
 }
 

@@ -26,6 +26,12 @@ pub struct RunArgs {
     /// Worker threads of the runtime (1: everything on the main thread).
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// Join the running network: start without key material and wait for the
+    /// members to reshare to a member list that includes this node (a node
+    /// after the `[network] members` genesis members always joins; a genesis
+    /// member that lost its keys rejoins this way).
+    #[arg(long)]
+    join: bool,
 }
 
 /// Installs the log subscriber: `RUST_LOG` or `info` (libp2p at `warn`), to stderr.
@@ -40,8 +46,8 @@ pub fn init_logging() {
         .try_init();
 }
 
-fn node<S: Scheme>(args: (Validated, usize, Option<consensus::Behaviour>)) -> Result<()> {
-    let (cfg, threads, behaviour) = args;
+fn node<S: Scheme>(args: (Validated, usize, Option<consensus::Behaviour>, bool)) -> Result<()> {
+    let (cfg, threads, behaviour, join) = args;
     // One thread by default: a node's work is a sequence of short CPU bursts, and
     // several nodes often share a machine's cores (localnet).
     let mut builder = if threads <= 1 {
@@ -58,7 +64,7 @@ fn node<S: Scheme>(args: (Validated, usize, Option<consensus::Behaviour>)) -> Re
         .enable_all()
         .build()
         .context("starting the runtime")?;
-    let result = runtime.block_on(node::runtime::run::<S>(cfg, behaviour));
+    let result = runtime.block_on(node::runtime::run::<S>(cfg, behaviour, join));
     // Dropping a runtime waits for its blocking tasks without a bound; a
     // stopping node gives them a moment (frames being decoded are not needed).
     runtime.shutdown_timeout(SHUTDOWN_GRACE);
@@ -70,5 +76,9 @@ fn node<S: Scheme>(args: (Validated, usize, Option<consensus::Behaviour>)) -> Re
 pub fn run(args: RunArgs) -> Result<()> {
     init_logging();
     let cfg = NodeConfig::load(&args.config)?;
-    with_bls_scheme!(cfg.scheme, node, (cfg, args.threads, args.byzantine))
+    with_bls_scheme!(
+        cfg.scheme,
+        node,
+        (cfg, args.threads, args.byzantine, args.join)
+    )
 }

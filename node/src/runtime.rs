@@ -15,19 +15,23 @@
 //! ends the event loop at its next turn; the persistence thread writes what it
 //! was given, the store closes and `run` returns `Ok` (exit status 0).
 
+use crate::backfill::Backfill;
 use crate::config::Validated;
-use crate::http::{ApiState, BlockJson, ChainView};
+use crate::http::{
+    AdminRequest, ApiState, BlockJson, ChainView, EpochJson, ReshareAccepted, ReshareRequest,
+};
 use crate::limits::Admission;
 use crate::metrics::{Metrics, Phase};
 use crate::net::{NetLimits, Network};
 use crate::recorder::Recorder;
-use crate::store::Store;
+use crate::store::{EpochRecord, Store};
 use crate::{identity, NodeError};
 use beacon::dkg::DkgOutput;
 use beacon::effect::Effect;
 use beacon::memo::Memo;
 use beacon::schedule::EventQueue;
 use beacon::{Beacon, ChainInfo, NodeIndex, Point as _, Scheme, Time};
+use consensus::epoch::{check_change, member_id, EpochChange, EpochView};
 use consensus::observe::dispatch;
 use consensus::replica::{sync_response, CHAIN_WINDOW};
 use consensus::{
@@ -43,6 +47,9 @@ use tracing::{error, info, info_span, warn, Instrument as _};
 /// Transactions submitted over HTTP and not yet handed to the replica (their
 /// bytes are bounded by `[limits] submit_queue_bytes`).
 const SUBMIT_QUEUE: usize = 10_000;
+
+/// How often a joiner that backfills old heights asks another member.
+const BACKFILL_EVERY: Duration = Duration::from_secs(1);
 
 /// How often the node logs a status line.
 const STATUS_EVERY: Duration = Duration::from_secs(10);
@@ -86,9 +93,24 @@ pub fn chain_info<S: Scheme>(cfg: &Validated, output: &DkgOutput<S>) -> ChainInf
         .chain_info(output.keys[0].group_key().to_bytes(), S::ID)
 }
 
-/// Checks that stored key material belongs to this node of this network.
-fn check_key_material<S: Scheme>(cfg: &Validated, output: &DkgOutput<S>) -> Result<(), NodeError> {
-    if output.session != cfg.dkg_session() || output.me != cfg.me || output.n != cfg.replica.n {
+/// Checks that stored key material belongs to this node of this network: the
+/// genesis DKG's, or (after a change of members) that of the epoch `record`.
+fn check_key_material<S: Scheme>(
+    cfg: &Validated,
+    output: &DkgOutput<S>,
+    record: Option<&EpochRecord>,
+) -> Result<(), NodeError> {
+    let fits = match record {
+        None => {
+            output.session == cfg.dkg_session() && output.me == cfg.me && output.n == cfg.replica.n
+        }
+        Some(r) => {
+            output.n as usize == r.members.len()
+                && r.members.get(output.me.0 as usize) == Some(&cfg.me.0)
+                && r.config.n == output.n
+        }
+    };
+    if !fits {
         return Err(NodeError::Store(format!(
             "the key material in {} belongs to another network or node (session, index or n differ)",
             cfg.data_dir.display()
@@ -141,10 +163,11 @@ fn block_json<S: Scheme>(entry: &CommittedEntry<S>) -> BlockJson {
 /// Adds a durable entry's beacon and block to the API view.
 fn publish<S: Scheme>(view: &mut ChainView, entry: &CommittedEntry<S>) {
     let round = entry.block.height.get();
-    let Some(previous_signature) = view.previous_signature(round) else {
-        warn!(round, "beacon without its predecessor: not served");
-        return;
-    };
+    // The block names the beacon it chains on: a joiner's first heights (its
+    // handoff, the heights it backfills) come without their predecessor.
+    let previous_signature = view
+        .previous_signature(round)
+        .unwrap_or_else(|| entry.block.previous_beacon.clone());
     view.insert(
         Beacon {
             round,
@@ -203,6 +226,15 @@ struct Node<S: Scheme> {
     dkg_started: Option<std::time::Instant>,
     /// Permits to read the store for peers' sync requests.
     store_readers: Arc<tokio::sync::Semaphore>,
+    /// Where heights that are not the replica's events go to be stored (a
+    /// joiner's handoff and backfill).
+    persist: std::sync::mpsc::Sender<Arc<CommittedEntry<S>>>,
+    /// A joiner's fetch of the heights below its handoff.
+    backfill: Option<Backfill<S>>,
+    /// The next member asked for backfill (rotates).
+    backfill_turn: usize,
+    /// The first height of the epoch this node is in (1 for the genesis).
+    epoch_start: u64,
 }
 
 /// Sync requests answered from the store at once.
@@ -253,6 +285,11 @@ impl<S: Scheme> Node<S> {
 
     /// Handles a frame from member `from`.
     fn receive(&mut self, from: NodeIndex, frame: Frame<S>) -> Result<(), NodeError> {
+        if let (Some(_), Envelope::Consensus(Message::SyncResponse { entries })) =
+            (&self.backfill, &frame)
+        {
+            self.on_backfill(from, entries);
+        }
         self.handle(MemberInput::Message {
             from,
             envelope: frame,
@@ -306,15 +343,225 @@ impl<S: Scheme> Node<S> {
                         .write()
                         .unwrap_or_else(|e| e.into_inner())
                         .set_info(info);
+                    self.publish_epoch();
                 }
                 MemberOutput::DkgFailed(reason) => {
                     return Err(NodeError::Dkg(reason));
                 }
                 MemberOutput::Event(event) => dispatch(&mut self.recorder, self.cfg.me, at, &event),
-                MemberOutput::Epoch(event) => log_epoch_event(&event),
+                MemberOutput::Epoch(event) => {
+                    log_epoch_event(&event);
+                    self.on_epoch_event(at, event)?;
+                }
             }
         }
         Ok(())
+    }
+
+    /// Persists what a change of members gave this node, durably before the
+    /// new epoch's first message leaves it (the outputs after this one are
+    /// carried out only once it returns).
+    fn on_epoch_event(&mut self, at: Time, event: EpochEvent<S>) -> Result<(), NodeError> {
+        match event {
+            EpochEvent::Started {
+                epoch,
+                start,
+                members,
+                config,
+                output,
+            } => {
+                let joined = !self.dkg_done.load(Ordering::Relaxed)
+                    || self.state.chain.read().map_or(true, |v| v.info().is_none());
+                let record = EpochRecord {
+                    number: epoch,
+                    members,
+                    config,
+                    start: start.get(),
+                    retired: false,
+                };
+                self.store.save_epoch(&record, Some(output.as_ref()))?;
+                self.epoch_start = record.start;
+                // The old epoch's votes are of no use in the new one.
+                self.store.save_votes::<S>(&[])?;
+                self.dkg_done.store(true, Ordering::Relaxed);
+                if joined {
+                    self.recorder.start(at);
+                    self.state
+                        .chain
+                        .write()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .set_info(chain_info(&self.cfg, &output));
+                }
+                // The heights the replica starts from (a joiner's handoff) are
+                // stored too, then every earlier one is fetched.
+                let window: Vec<_> = self
+                    .member
+                    .replica()
+                    .map(|r| r.finalized().iter().cloned().collect())
+                    .unwrap_or_default();
+                for entry in window.iter().filter(|e| e.block.height < start) {
+                    if self.store.get::<S>(entry.block.height.get())?.is_none() {
+                        let _ = self.persist.send(entry.clone());
+                    }
+                }
+                if let Some(lowest) = window.first() {
+                    if self
+                        .store
+                        .get::<S>(lowest.block.height.get().saturating_sub(1))?
+                        .is_none()
+                    {
+                        self.backfill =
+                            Backfill::below(lowest.clone(), &self.cfg.replica.genesis_seed);
+                        self.request_backfill();
+                    }
+                }
+                self.publish_epoch();
+            }
+            EpochEvent::Retired { epoch, height } => {
+                let view = self.member.epoch();
+                let record = EpochRecord {
+                    number: epoch,
+                    members: view.members.clone(),
+                    config: view.config.clone(),
+                    start: height.get().saturating_add(1),
+                    retired: true,
+                };
+                self.store.save_epoch::<S>(&record, None)?;
+                self.epoch_start = record.start;
+                self.publish_epoch();
+            }
+            EpochEvent::Decided { .. } | EpochEvent::Ready { .. } | EpochEvent::Failed { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// Shows the member set this node is in on `GET /epoch`.
+    fn publish_epoch(&self) {
+        let epoch = self.member.epoch();
+        let status = if self.member.has_keys() {
+            "member"
+        } else if self.member.is_retired() {
+            "retired"
+        } else if self.member.is_outside() {
+            "joining"
+        } else if self.member.dkg_progress().is_some() {
+            "dkg"
+        } else {
+            "failed"
+        };
+        let json = EpochJson {
+            epoch: epoch.number,
+            members: epoch.members.clone(),
+            start: self.epoch_start,
+            f: epoch.config.f,
+            status: status.into(),
+        };
+        *self.state.epoch.write().unwrap_or_else(|e| e.into_inner()) = json;
+    }
+
+    /// The operator's proposal of a change of members: checked, signed by the
+    /// member and handed to every member.
+    fn propose(&mut self, request: ReshareRequest) -> Result<ReshareAccepted, String> {
+        let mut indices = Vec::with_capacity(request.members.len());
+        let mut ids = Vec::with_capacity(request.members.len());
+        for text in &request.members {
+            let peer = self
+                .cfg
+                .peers
+                .iter()
+                .find(|p| p.id.to_string() == *text)
+                .ok_or_else(|| {
+                    format!("{text} is not in this node's [[peers]]: add it to every member's config first")
+                })?;
+            let key = identity::member_public_key(&peer.id).map_err(|e| e.to_string())?;
+            indices.push(peer.index.0);
+            ids.push(member_id(&key));
+        }
+        let n = ids.len() as u32;
+        let c = match request.c {
+            Some(c) => c,
+            None => consensus::config::smallest_collector_slack(n)
+                .ok_or_else(|| format!("{n} members fit no n = 3f + 2c + 1 with c <= 2"))?,
+        };
+        let current = self.member.epoch().number;
+        let change = EpochChange {
+            epoch: current.saturating_add(1),
+            members: ids,
+            c,
+            beacon_threshold: request.beacon_threshold,
+        };
+        check_change(current, &change)?;
+        if self.member.replica().is_none() {
+            return Err("this node is not a running member of the current epoch".into());
+        }
+        let digest = hex::encode(change.digest());
+        let epoch = change.epoch;
+        self.handle(MemberInput::ProposeEpoch(change))
+            .map_err(|e| e.to_string())?;
+        info!(
+            epoch,
+            members = n,
+            c,
+            change = &digest[..16],
+            "proposed a change of members"
+        );
+        Ok(ReshareAccepted {
+            epoch,
+            members: indices,
+            c,
+            change: digest,
+        })
+    }
+
+    /// Asks the next member of the current epoch for the heights below the
+    /// backfill's anchor.
+    fn request_backfill(&mut self) {
+        let Some(b) = &self.backfill else { return };
+        let me = self.cfg.me.0;
+        let others: Vec<u32> = self
+            .member
+            .epoch()
+            .members
+            .iter()
+            .copied()
+            .filter(|d| *d != me)
+            .collect();
+        if others.is_empty() {
+            return;
+        }
+        let to = others[self.backfill_turn % others.len()];
+        self.backfill_turn = self.backfill_turn.wrapping_add(1);
+        let frame: Frame<S> = Envelope::Consensus(Message::SyncRequest {
+            from_height: Height::new(b.request_from()),
+        });
+        if let Ok(bytes) = encode(&frame) {
+            self.net.send(NodeIndex(to), Arc::new(bytes));
+        }
+    }
+
+    /// Takes what a sync response adds below the backfill's anchor.
+    fn on_backfill(&mut self, from: NodeIndex, entries: &[Arc<CommittedEntry<S>>]) {
+        let Some(b) = &mut self.backfill else { return };
+        match b.extend(entries) {
+            Ok(taken) if taken.is_empty() => {}
+            Ok(taken) => {
+                for entry in taken {
+                    let _ = self.persist.send(entry);
+                }
+                if b.is_complete() {
+                    info!("backfill complete: the chain is stored from round 1");
+                    self.backfill = None;
+                } else {
+                    self.backfill_turn = self.backfill_turn.wrapping_sub(1);
+                    self.request_backfill();
+                }
+            }
+            Err(e) => warn!(
+                peer = from.0,
+                error = e,
+                "backfill: a sync response does not link; ignored"
+            ),
+        }
     }
 
     /// Answers a sync request for heights the replica no longer keeps from the
@@ -423,15 +670,23 @@ pub async fn shutdown_signal() {
 
 /// Runs a node until it is interrupted. `behaviour` makes its replica Byzantine
 /// (for tests of the others' defences; never in production).
-pub async fn run<S: Scheme>(cfg: Validated, behaviour: Option<Behaviour>) -> Result<(), NodeError> {
+/// `join` starts a node without key material as a party that joins the
+/// running network (it waits to be invited by a change of members); a node
+/// that is not a genesis member always does.
+pub async fn run<S: Scheme>(
+    cfg: Validated,
+    behaviour: Option<Behaviour>,
+    join: bool,
+) -> Result<(), NodeError> {
     let me = cfg.me;
     let span = info_span!("node", index = me.0);
-    run_inner::<S>(cfg, behaviour).instrument(span).await
+    run_inner::<S>(cfg, behaviour, join).instrument(span).await
 }
 
 async fn run_inner<S: Scheme>(
     cfg: Validated,
     behaviour: Option<Behaviour>,
+    join: bool,
 ) -> Result<(), NodeError> {
     // First of all: from here on SIGTERM and SIGINT stop the node cleanly,
     // whatever phase it is in (waiting for peers, DKG, rounds).
@@ -457,11 +712,30 @@ async fn run_inner<S: Scheme>(
         &cfg.data_dir,
         cfg.raw.limits.store_cache_bytes,
     )?);
-    let stored = store.load_dkg::<S>()?;
+    // After a change of members the epoch record holds this node's key
+    // material (none once it left); before, the genesis DKG's file does.
+    let epoch_record = store.load_epoch::<S>()?;
+    let stored = match &epoch_record {
+        Some((_, output)) => output.clone(),
+        None => store.load_dkg::<S>()?,
+    };
     if let Some(output) = &stored {
-        check_key_material(&cfg, output)?;
+        check_key_material(&cfg, output, epoch_record.as_ref().map(|(r, _)| r))?;
     }
-    let chain = store.load_recent::<S>(CHAIN_WINDOW)?;
+    // A node that joined a running network may still lack old heights (it
+    // fetches them from the members): it resumes from the run above the gap.
+    let chain = match &epoch_record {
+        Some(_) => store.load_tail::<S>(CHAIN_WINDOW)?,
+        None => store.load_recent::<S>(CHAIN_WINDOW)?,
+    };
+    let joins = stored.is_none() && (join || epoch_record.is_some() || !cfg.is_genesis_member());
+    if stored.is_none() && !joins && !chain.is_empty() {
+        return Err(NodeError::Config(format!(
+            "{} holds a chain but no key material: this member lost its keys. Start it with \
+             `run --join`, and have the members reshare to a member list that includes it",
+            cfg.data_dir.display()
+        )));
+    }
     let metrics = Arc::new(Metrics::new());
     let (submit, mut submitted) = tokio::sync::mpsc::channel(SUBMIT_QUEUE);
     let limits = &cfg.raw.limits;
@@ -502,7 +776,7 @@ async fn run_inner<S: Scheme>(
             .map(|p| identity::member_public_key(&p.id))
             .collect::<Result<Vec<_>, _>>()?,
     );
-    let dkg_done = Arc::new(AtomicBool::new(stored.is_some()));
+    let dkg_done = Arc::new(AtomicBool::new(stored.is_some() || joins));
     let net_limits = NetLimits {
         peer_queue_bytes: limits.peer_queue_bytes,
         peer_inbound_bytes: limits.peer_inbound_bytes,
@@ -516,66 +790,100 @@ async fn run_inner<S: Scheme>(
     // The memo shares results between replicas of one process (the simulator);
     // a node has one replica, and an unbounded cache there would only grow.
     let memo = Memo::disabled();
-    let member = match &stored {
-        Some(output) => {
-            info!(
-                height = chain.last().map_or(0, |e| e.block.height.get()),
-                "key material found: skipping the DKG, resuming from the stored chain"
-            );
-            let votes = store.load_votes()?;
-            Member::restore(
-                cfg.replica.clone(),
-                output,
-                chain,
-                votes,
-                seed,
-                memo,
-                behaviour,
-            )?
-        }
-        None => {
-            let others = cfg.peers.len() - 1;
-            info!(peers = others, "waiting for peers before the DKG");
-            let wait = Duration::from_millis(cfg.raw.network.peer_wait_ms);
-            let all = net.connected.wait_for(|c| *c >= others);
-            let in_time = tokio::select! {
-                biased;
-                _ = stop.wait() => {
-                    info!("stopping while waiting for peers");
-                    return Ok(());
-                }
-                r = tokio::time::timeout(wait, all) => r.is_ok(),
-            };
-            if in_time {
-                info!("all peers connected; starting the DKG");
-            } else {
-                warn!(
-                    connected = *net.connected.borrow(),
-                    "not every peer connected in time; starting the DKG with those present"
+    let phase_us = cfg.raw.network.dkg_phase_ms.saturating_mul(1_000);
+    let attempts = cfg.raw.network.dkg_attempts;
+    let recorded_epoch = epoch_record
+        .as_ref()
+        .map(|(r, _)| EpochView::new(r.number, r.members.clone(), r.config.clone()));
+    let member =
+        match &stored {
+            Some(output) => {
+                info!(
+                    height = chain.last().map_or(0, |e| e.block.height.get()),
+                    epoch = recorded_epoch.as_ref().map_or(0, |e| e.number),
+                    "key material found: skipping the DKG, resuming from the stored chain"
                 );
+                let votes = store.load_votes()?;
+                let epoch = recorded_epoch
+                    .clone()
+                    .unwrap_or_else(|| EpochView::genesis(cfg.replica.clone()));
+                Member::restore_in(epoch, output, chain, votes, seed, memo, behaviour)?
+                    .with_identity(me.0, member_key, member_keys, phase_us, attempts)
             }
-            let network = &cfg.raw.network;
-            let dkg = cfg.replica.dkg_config(
-                cfg.dkg_session(),
-                network.dkg_dealers,
-                network.dkg_phase_ms,
-                network.dkg_attempts,
-            )?;
-            Member::new(
-                cfg.replica.clone(),
-                dkg,
-                me,
-                seed,
-                memo,
-                member_key,
-                member_keys,
-                behaviour,
-            )?
-        }
-    };
+            None if joins => {
+                // The members it trusts to invite it: those of the epoch it
+                // left, or the genesis members.
+                let epoch = recorded_epoch
+                    .clone()
+                    .unwrap_or_else(|| EpochView::genesis(cfg.replica.clone()));
+                info!(
+                    epoch = epoch.number,
+                    members = epoch.members.len(),
+                    "joining: waiting for the members to reshare to a member list with this node"
+                );
+                Member::joining(
+                    epoch,
+                    me.0,
+                    seed,
+                    memo,
+                    member_key,
+                    member_keys,
+                    phase_us,
+                    attempts,
+                )?
+            }
+            None => {
+                let others = cfg.genesis_members as usize - 1;
+                info!(peers = others, "waiting for peers before the DKG");
+                let wait = Duration::from_millis(cfg.raw.network.peer_wait_ms);
+                let all = net.connected_genesis.wait_for(|c| *c >= others);
+                let in_time = tokio::select! {
+                    biased;
+                    _ = stop.wait() => {
+                        info!("stopping while waiting for peers");
+                        return Ok(());
+                    }
+                    r = tokio::time::timeout(wait, all) => r.is_ok(),
+                };
+                if in_time {
+                    info!("all peers connected; starting the DKG");
+                } else {
+                    warn!(
+                        connected = *net.connected_genesis.borrow(),
+                        "not every peer connected in time; starting the DKG with those present"
+                    );
+                }
+                let network = &cfg.raw.network;
+                let dkg = cfg.replica.dkg_config(
+                    cfg.dkg_session(),
+                    network.dkg_dealers,
+                    network.dkg_phase_ms,
+                    network.dkg_attempts,
+                )?;
+                Member::new(
+                    cfg.replica.clone(),
+                    dkg,
+                    me,
+                    seed,
+                    memo,
+                    member_key,
+                    member_keys,
+                    behaviour,
+                )?
+            }
+        };
     let (persist_tx, persist_rx) = std::sync::mpsc::channel();
     let persister = persistence_thread::<S>(store.clone(), state.clone(), persist_rx);
-    let recorder = Recorder::new(state.clone(), persist_tx, cfg.replica.clone());
+    let recorder = Recorder::new(state.clone(), persist_tx.clone(), cfg.replica.clone());
+    let (admin_tx, mut admin) = tokio::sync::mpsc::channel::<AdminRequest>(4);
+    let _ = state.admin.set(admin_tx);
+    // A joiner that stopped before its backfill was over goes on with it.
+    let backfill = match &epoch_record {
+        Some(_) => store
+            .lowest_of_tail::<S>()?
+            .and_then(|e| Backfill::below(Arc::new(e), &cfg.replica.genesis_seed)),
+        None => None,
+    };
     let mut node = Node {
         member,
         net,
@@ -587,8 +895,14 @@ async fn run_inner<S: Scheme>(
         dkg_started: stored.is_none().then(std::time::Instant::now),
         dkg_done,
         store_readers: Arc::new(tokio::sync::Semaphore::new(STORE_READERS)),
+        persist: persist_tx,
+        backfill,
+        backfill_turn: 0,
+        epoch_start: epoch_record.as_ref().map_or(1, |(r, _)| r.start),
     };
     node.handle(MemberInput::Start)?;
+    node.publish_epoch();
+    let mut backfill_tick = tokio::time::interval(BACKFILL_EVERY);
     let mut status = tokio::time::interval(STATUS_EVERY);
     let mut last_status = (0u64, std::time::Instant::now());
     let result = loop {
@@ -605,6 +919,10 @@ async fn run_inner<S: Scheme>(
                     break Err(e);
                 }
             }
+            Some((request, reply)) = admin.recv() => {
+                let _ = reply.send(node.propose(request));
+            }
+            _ = backfill_tick.tick(), if node.backfill.is_some() => node.request_backfill(),
             _ = status.tick() => {
                 let height = node
                     .member
@@ -644,8 +962,7 @@ async fn run_inner<S: Scheme>(
     result
 }
 
-/// Logs a step of an epoch change. The node does not persist a new epoch's key
-/// material yet: a restarted node resumes the genesis epoch (issue 13).
+/// Logs a step of an epoch change.
 fn log_epoch_event<S: Scheme>(event: &EpochEvent<S>) {
     match event {
         EpochEvent::Decided { epoch, height } => {
@@ -667,7 +984,7 @@ fn log_epoch_event<S: Scheme>(event: &EpochEvent<S>) {
             epoch,
             start = start.get(),
             members = members.len(),
-            "running the new epoch (not persisted: a restart resumes the genesis epoch)"
+            "running the new epoch; its key material saved"
         ),
         EpochEvent::Retired { epoch, height } => {
             warn!(

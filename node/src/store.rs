@@ -3,14 +3,17 @@
 //! beacon) in an embedded redb database (`chain.redb`), keyed by height, and in
 //! the same database the record of what the replica signed at the heights not
 //! yet finalized (crash safety of votes: written, fsync'd, before the votes
-//! leave the node).
+//! leave the node). After a change of members (`consensus::epoch`), the
+//! epoch the node is in and its key material of that epoch live in
+//! `epoch.key` (mode 0600), which then takes the place of `dkg.key`.
 
 use crate::identity::write_private;
 use crate::NodeError;
 use beacon::dkg::DkgOutput;
 use beacon::Scheme;
-use consensus::{CommittedEntry, SignedVotes};
+use consensus::{CommittedEntry, ReplicaConfig, SignedVotes};
 use redb::{Database, ReadableDatabase as _, ReadableTable as _, TableDefinition};
+use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,6 +24,31 @@ const TRANSACTIONS: TableDefinition<&[u8; 32], u64> = TableDefinition::new("tran
 /// The replica's last record of what it signed (one row, [`VOTES_KEY`]).
 const VOTES: TableDefinition<&str, &[u8]> = TableDefinition::new("votes");
 const VOTES_KEY: &str = "signed";
+
+/// The epoch a node is in after a change of members: what a restarted node
+/// resumes instead of the genesis epoch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EpochRecord {
+    /// The epoch number (1 for the first change).
+    pub number: u64,
+    /// Its members: directory indices (`[[peers]]` indices), by epoch index.
+    pub members: Vec<u32>,
+    /// Its replica configuration.
+    pub config: ReplicaConfig,
+    /// The first height of the epoch.
+    pub start: u64,
+    /// Whether this node is not a member of it (it left, and erased its
+    /// shares): it holds no key material.
+    pub retired: bool,
+}
+
+/// `epoch.key`: the epoch, and this node's key material in it (encoded
+/// [`DkgOutput`]; none once retired).
+#[derive(Serialize, Deserialize)]
+struct EpochFile {
+    record: EpochRecord,
+    output: Option<Vec<u8>>,
+}
 
 /// A node's store.
 pub struct Store {
@@ -78,6 +106,69 @@ impl Store {
         write_private(&self.key_path(), &bytes)
     }
 
+    fn epoch_path(&self) -> PathBuf {
+        self.dir.join("epoch.key")
+    }
+
+    /// The epoch this node switched to, with its key material in it (none
+    /// when it retired), if it ever took part in a change of members.
+    #[allow(clippy::type_complexity)]
+    pub fn load_epoch<S: Scheme>(
+        &self,
+    ) -> Result<Option<(EpochRecord, Option<DkgOutput<S>>)>, NodeError> {
+        let path = self.epoch_path();
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(NodeError::Io(format!("reading {}: {e}", path.display()))),
+        };
+        let bad = |e: String| {
+            NodeError::Store(format!(
+                "{} is not a valid epoch record: {e}",
+                path.display()
+            ))
+        };
+        let file: EpochFile = beacon::wire::decode(&bytes).map_err(|e| bad(e.to_string()))?;
+        let output = match &file.output {
+            Some(b) => Some(DkgOutput::decode(b).map_err(|e| bad(e.to_string()))?),
+            None => None,
+        };
+        if output.is_none() != file.record.retired {
+            return Err(bad(
+                "a member's record without key material, or a leaver's with it".into(),
+            ));
+        }
+        Ok(Some((file.record, output)))
+    }
+
+    /// Persists the epoch this node switched to and its key material in it
+    /// (none when it left: its shares are erased), atomically and durably,
+    /// then erases the genesis key material: the old shares are of no use
+    /// once the chain switched, and must not outlive the change.
+    pub fn save_epoch<S: Scheme>(
+        &self,
+        record: &EpochRecord,
+        output: Option<&DkgOutput<S>>,
+    ) -> Result<(), NodeError> {
+        let output = output
+            .map(|o| o.encode().map_err(|e| NodeError::Store(e.to_string())))
+            .transpose()?;
+        let file = EpochFile {
+            record: record.clone(),
+            output,
+        };
+        let bytes = beacon::wire::encode(&file).map_err(db_err)?;
+        write_private(&self.epoch_path(), &bytes)?;
+        match std::fs::remove_file(self.key_path()) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(NodeError::Io(format!(
+                "erasing {}: {e}",
+                self.key_path().display()
+            ))),
+        }
+    }
+
     /// Replaces the record of what the replica signed, durably (redb commits
     /// with fsync): it returns only once a crash can no longer lose it.
     pub fn save_votes<S: Scheme>(&self, record: &[SignedVotes<S>]) -> Result<(), NodeError> {
@@ -127,6 +218,59 @@ impl Store {
         }
         out.reverse();
         Ok(out)
+    }
+
+    /// The most recent finalized heights, at most `count`, that follow each
+    /// other without a gap, in order: what a member that joined a running
+    /// network resumes from while it still backfills older heights (below a
+    /// gap). An undecodable entry is an error.
+    pub fn load_tail<S: Scheme>(
+        &self,
+        count: usize,
+    ) -> Result<Vec<Arc<CommittedEntry<S>>>, NodeError> {
+        let tx = self.db.begin_read().map_err(db_err)?;
+        let table = tx.open_table(CHAIN).map_err(db_err)?;
+        let mut out: Vec<Arc<CommittedEntry<S>>> = Vec::new();
+        for row in table.iter().map_err(db_err)?.rev().take(count) {
+            let (k, v) = row.map_err(db_err)?;
+            let height = k.value();
+            if out
+                .last()
+                .is_some_and(|next| next.block.height.get() != height.saturating_add(1))
+            {
+                break;
+            }
+            let entry: CommittedEntry<S> = beacon::wire::decode(v.value())
+                .map_err(|e| NodeError::Store(format!("height {height}: {e}")))?;
+            if entry.block.height.get() != height {
+                return Err(NodeError::Store(format!("height {height} is out of place")));
+            }
+            out.push(Arc::new(entry));
+        }
+        out.reverse();
+        Ok(out)
+    }
+
+    /// The lowest height of the run of heights that ends at the last one
+    /// (the first below it is missing, or it is height 1), if any is stored.
+    pub fn lowest_of_tail<S: Scheme>(&self) -> Result<Option<CommittedEntry<S>>, NodeError> {
+        let tx = self.db.begin_read().map_err(db_err)?;
+        let table = tx.open_table(CHAIN).map_err(db_err)?;
+        let mut lowest: Option<u64> = None;
+        for row in table.iter().map_err(db_err)?.rev() {
+            let (k, _) = row.map_err(db_err)?;
+            let height = k.value();
+            if lowest.is_some_and(|l| l != height.saturating_add(1)) {
+                break;
+            }
+            lowest = Some(height);
+        }
+        drop(table);
+        drop(tx);
+        match lowest {
+            Some(h) => self.get(h),
+            None => Ok(None),
+        }
     }
 
     /// The last finalized height stored (0 if none).
@@ -229,6 +373,58 @@ mod tests {
         store.append(&[entry(5)]).unwrap();
         assert!(matches!(
             store.load_recent::<MinSig>(10),
+            Err(NodeError::Store(_))
+        ));
+        // A joiner's store: the run above the gap, and its lowest height.
+        store.append(&[entry(6)]).unwrap();
+        assert_eq!(
+            store.load_tail::<MinSig>(10).unwrap(),
+            vec![entry(5), entry(6)]
+        );
+        assert_eq!(
+            store
+                .lowest_of_tail::<MinSig>()
+                .unwrap()
+                .map(|e| e.block.height.get()),
+            Some(5)
+        );
+    }
+
+    #[test]
+    fn the_epoch_record_replaces_the_genesis_key_material() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), TEST_CACHE).unwrap();
+        assert!(store.load_epoch::<MinSig>().unwrap().is_none());
+        let config = consensus::ReplicaConfig::new(4, 0).unwrap();
+        let output = (*consensus::corpus::honest_dkg::<MinSig>(&config, 1)[0]).clone();
+        store.save_dkg(&output).unwrap();
+        let record = EpochRecord {
+            number: 1,
+            members: vec![0, 1, 2, 3],
+            config,
+            start: 11,
+            retired: false,
+        };
+        store.save_epoch(&record, Some(&output)).unwrap();
+        assert!(
+            store.load_dkg::<MinSig>().unwrap().is_none(),
+            "genesis shares erased"
+        );
+        let (back, keys) = store.load_epoch::<MinSig>().unwrap().unwrap();
+        assert_eq!(back, record);
+        assert_eq!(keys.unwrap().encode().unwrap(), output.encode().unwrap());
+        // A leaver keeps the record and no shares.
+        let left = EpochRecord {
+            retired: true,
+            ..record
+        };
+        store.save_epoch::<MinSig>(&left, None).unwrap();
+        let (back, keys) = store.load_epoch::<MinSig>().unwrap().unwrap();
+        assert!(back.retired && keys.is_none());
+        // A file that is not a record is an error, not a panic.
+        std::fs::write(dir.path().join("epoch.key"), b"garbage").unwrap();
+        assert!(matches!(
+            store.load_epoch::<MinSig>(),
             Err(NodeError::Store(_))
         ));
     }

@@ -441,6 +441,11 @@ impl<S: Scheme> Member<S> {
         matches!(self.phase, Phase::Joining | Phase::Retired)
     }
 
+    /// Whether this member left the group (its shares are erased).
+    pub fn is_retired(&self) -> bool {
+        matches!(self.phase, Phase::Retired)
+    }
+
     /// What the DKG waits for, while it runs (for logs).
     pub fn dkg_progress(&self) -> Option<String> {
         match &self.phase {

@@ -1,0 +1,268 @@
+//! Changes of members on real processes: `localnet --reshare-to` has every
+//! genesis member propose the change through its admin API, the chain decides
+//! it, the old members reshare the beacon key, parties join with `run` (the
+//! nodes after `[network] members`) and members leave; the new members serve
+//! one chain that verifies from round 1 under the unchanged group key, a
+//! joiner backfills the heights before it joined, and every node resumes the
+//! new epoch from its disk after a restart.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sbft-beacon");
+
+/// Blocking JSON GET; `None` on any failure.
+fn get(url: &str) -> Option<serde_json::Value> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok()?;
+    rt.block_on(async {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(5))
+            .build()
+            .ok()?;
+        let r = client.get(url).send().await.ok()?;
+        if !r.status().is_success() {
+            return None;
+        }
+        r.json().await.ok()
+    })
+}
+
+fn latest(api: &str) -> u64 {
+    get(&format!("{api}/public/latest"))
+        .and_then(|v| v["round"].as_u64())
+        .unwrap_or(0)
+}
+
+/// Runs `localnet` with `args` and returns its JSON report.
+fn localnet(args: &[&str], dir: &Path) -> serde_json::Value {
+    let out = Command::new(BIN)
+        .arg("localnet")
+        .args(args)
+        .args(["--json", "--timeout-s", "240", "--dir"])
+        .arg(dir)
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "localnet failed: {stdout}");
+    serde_json::from_str(stdout.trim()).expect("one JSON line")
+}
+
+/// Node processes started by the test, killed when it ends.
+struct Nodes(Vec<Child>);
+
+impl Drop for Nodes {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+#[test]
+fn joiners_take_part_and_every_member_resumes_the_new_epoch_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = localnet(
+        &["--nodes", "4", "--reshare-to", "7", "--rounds", "20"],
+        dir.path(),
+    );
+    assert_eq!(report["nodes"], 7);
+    assert_eq!(report["chain_identical"], true);
+    assert_eq!(report["chain_verified"], true);
+    let reshare = &report["reshare"];
+    assert_eq!(reshare["group_key_unchanged"], true);
+    assert_eq!(reshare["joined"], serde_json::json!([4, 5, 6]));
+    let start = reshare["epoch_start"].as_u64().unwrap();
+    assert!(
+        start > reshare["proposed_after_round"].as_u64().unwrap(),
+        "{reshare}"
+    );
+    let key = reshare["group_key"].as_str().unwrap().to_string();
+    let apis: Vec<String> = report["http"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    let checked = report["rounds"].as_u64().unwrap();
+
+    // Every node again, from its disk: the new epoch, no DKG.
+    let mut nodes = Nodes(Vec::new());
+    for i in 0..7 {
+        let node_dir = dir.path().join(format!("node-{i}"));
+        assert!(node_dir.join("data/epoch.key").is_file());
+        assert!(
+            !node_dir.join("data/dkg.key").exists(),
+            "node {i} kept its genesis shares"
+        );
+        let log = std::fs::File::create(node_dir.join("restart.log")).unwrap();
+        nodes.0.push(
+            Command::new(BIN)
+                .args(["run", "--config"])
+                .arg(node_dir.join("node.toml"))
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .unwrap(),
+        );
+    }
+    let target = checked + 5;
+    let begin = Instant::now();
+    for (i, api) in apis.iter().enumerate() {
+        while latest(api) < target {
+            let log = dir.path().join(format!("node-{i}/restart.log"));
+            assert!(
+                begin.elapsed() < Duration::from_secs(120),
+                "node {i} did not reach round {target} after the restart:\n{}",
+                std::fs::read_to_string(log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let epoch = get(&format!("{api}/epoch")).unwrap();
+        assert_eq!(epoch["epoch"], 1, "{epoch}");
+        assert_eq!(epoch["status"], "member", "{epoch}");
+        assert_eq!(epoch["start"], start, "{epoch}");
+        let info = get(&format!("{api}/info")).unwrap();
+        assert_eq!(info["public_key"], key.as_str());
+    }
+    for i in 0..7 {
+        let log =
+            std::fs::read_to_string(dir.path().join(format!("node-{i}/restart.log"))).unwrap();
+        assert!(
+            !log.contains("starting the DKG"),
+            "node {i} ran a DKG:\n{log}"
+        );
+    }
+    // A joiner serves the whole chain, from round 1, as drand's rules check it.
+    let out = Command::new(BIN)
+        .args(["verify", "--url", &apis[5], "--from", "1"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    for r in [1, start - 1, start, target] {
+        assert_eq!(
+            get(&format!("{}/public/{r}", apis[6])),
+            get(&format!("{}/public/{r}", apis[0])),
+            "round {r}"
+        );
+    }
+}
+
+#[test]
+fn members_that_leave_erase_their_shares_and_the_rest_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = localnet(
+        &["--nodes", "7", "--reshare-to", "4", "--rounds", "15"],
+        dir.path(),
+    );
+    assert_eq!(report["nodes"], 4);
+    assert_eq!(report["chain_identical"], true);
+    assert_eq!(report["chain_verified"], true);
+    assert_eq!(report["reshare"]["left"], serde_json::json!([4, 5, 6]));
+    assert_eq!(report["reshare"]["group_key_unchanged"], true);
+    for i in 4..7 {
+        let data = dir.path().join(format!("node-{i}/data"));
+        assert!(!data.join("dkg.key").exists(), "leaver {i} kept its shares");
+        assert!(data.join("epoch.key").is_file());
+    }
+}
+
+#[test]
+fn the_admin_api_refuses_bad_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(["localnet", "--nodes", "4", "--reshare-to", "5"])
+        .args(["--configs-only", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    // A member list naming a party outside the config, before the node runs.
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "members = [0, 1, 2, 9]\n").unwrap();
+    let out = Command::new(BIN)
+        .args(["reshare", "--config"])
+        .arg(dir.path().join("node-0/node.toml"))
+        .arg("--new-members")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("member 9"), "{stderr}");
+    // A file that is not a member list.
+    std::fs::write(&bad, "members = \"everyone\"\n").unwrap();
+    let out = Command::new(BIN)
+        .args(["reshare", "--config"])
+        .arg(dir.path().join("node-0/node.toml"))
+        .arg("--new-members")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a member list"));
+    // The running node checks the change itself and says what is wrong.
+    let mut nodes = Nodes(Vec::new());
+    for i in 0..4 {
+        let node_dir = dir.path().join(format!("node-{i}"));
+        let log = std::fs::File::create(node_dir.join("node.log")).unwrap();
+        nodes.0.push(
+            Command::new(BIN)
+                .args(["run", "--config"])
+                .arg(node_dir.join("node.toml"))
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .unwrap(),
+        );
+    }
+    let propose = |members: &str| {
+        std::fs::write(&bad, format!("members = {members}\n")).unwrap();
+        let out = Command::new(BIN)
+            .args(["reshare", "--json", "--config"])
+            .arg(dir.path().join("node-0/node.toml"))
+            .arg("--new-members")
+            .arg(&bad)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let begin = Instant::now();
+    loop {
+        let (ok, _, stderr) = propose("[0, 1]");
+        assert!(!ok);
+        if stderr.contains("400") {
+            assert!(stderr.contains("fit no"), "{stderr}");
+            break;
+        }
+        // The node is still starting (its DKG): ask again.
+        assert!(
+            begin.elapsed() < Duration::from_secs(60),
+            "the admin API never answered: {stderr}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (ok, _, stderr) = propose("[0, 1, 1, 2]");
+    assert!(!ok && stderr.contains("listed twice"), "{stderr}");
+    // A valid change is signed and handed to the members.
+    let (ok, stdout, stderr) = propose("[0, 1, 2, 3, 4]");
+    assert!(ok, "{stderr}");
+    let accepted: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(accepted["epoch"], 1);
+    assert_eq!(accepted["members"], serde_json::json!([0, 1, 2, 3, 4]));
+}
