@@ -234,6 +234,25 @@ fn spawn(config: &Path) -> Result<(Child, PathBuf)> {
     Ok((child, log))
 }
 
+/// Starts a node for each config; on a failure, stops those started.
+fn spawn_all(configs: &[(PathBuf, String)]) -> Result<Vec<Proc>> {
+    let mut procs = Vec::new();
+    for (path, http) in configs {
+        match spawn(path) {
+            Ok((child, log)) => procs.push(Proc {
+                child,
+                http: http.clone(),
+                log,
+            }),
+            Err(e) => {
+                stop(&mut procs);
+                return Err(e);
+            }
+        }
+    }
+    Ok(procs)
+}
+
 /// Asks every node to stop (SIGTERM), then kills what is left after 5 s.
 fn stop(procs: &mut [Proc]) {
     for p in procs.iter_mut() {
@@ -487,20 +506,8 @@ async fn observe(
         chains.push(chain);
     }
     let chain_identical = chains.iter().all(|c| *c == chains[0]);
-    let info: ChainInfoJson = serde_json::from_value(
-        node::http::get_json(&client, &format!("{}/info", procs[0].http)).await?,
-    )
-    .context("/info is not drand's shape")?;
-    let info = info.to_info()?;
-    let beacons: Vec<Beacon> = chains[0]
-        .iter()
-        .map(|v| {
-            serde_json::from_value::<BeaconJson>(v.clone())
-                .map_err(anyhow::Error::from)
-                .and_then(|b| b.to_beacon().map_err(anyhow::Error::from))
-        })
-        .collect::<Result<_>>()?;
-    let chain_verified = info.verify_chain(None, &beacons).is_ok();
+    let info = node::http::get_json(&client, &format!("{}/info", procs[0].http)).await?;
+    let chain_verified = verifies(info, &chains[0])?;
     // Latency and CPU of rounds 2..=rounds (round 1 waits for the DKG's stragglers).
     let (mut latencies, mut protocol_cpu, mut process_cpu) = (Vec::new(), Vec::new(), Vec::new());
     let mut delays = Vec::new();
@@ -536,6 +543,22 @@ async fn observe(
         startup_s,
         startup_cpu_s,
     })
+}
+
+/// Whether `chain` (`/public/{r}` answers from round 1 on) verifies under
+/// `info` (a node's `/info`) with drand's rules.
+fn verifies(info: serde_json::Value, chain: &[serde_json::Value]) -> Result<bool> {
+    let info: ChainInfoJson = serde_json::from_value(info).context("/info is not drand's shape")?;
+    let info = info.to_info()?;
+    let beacons: Vec<Beacon> = chain
+        .iter()
+        .map(|v| {
+            serde_json::from_value::<BeaconJson>(v.clone())
+                .map_err(anyhow::Error::from)
+                .and_then(|b| b.to_beacon().map_err(anyhow::Error::from))
+        })
+        .collect::<Result<_>>()?;
+    Ok(info.verify_chain(None, &beacons).is_ok())
 }
 
 /// The round statistics of rounds `from..=to` of the node at `api`, page by page.
@@ -632,20 +655,7 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
         None => None,
     };
     let launched = Instant::now();
-    let mut procs = Vec::new();
-    for (path, http) in &configs {
-        match spawn(path) {
-            Ok((child, log)) => procs.push(Proc {
-                child,
-                http: http.clone(),
-                log,
-            }),
-            Err(e) => {
-                stop(&mut procs);
-                return Err(e);
-            }
-        }
-    }
+    let mut procs = spawn_all(&configs)?;
     if !args.json {
         eprintln!(
             "started {} nodes in {} (logs: node-*/node.log); waiting for {} beacons",
@@ -972,17 +982,7 @@ async fn observe_reshare(
         chains.push(chain);
     }
     let chain_identical = chains.iter().all(|c| *c == chains[0]);
-    let info: ChainInfoJson = serde_json::from_value(info).context("/info is not drand's shape")?;
-    let info = info.to_info()?;
-    let beacons: Vec<Beacon> = chains[0]
-        .iter()
-        .map(|v| {
-            serde_json::from_value::<BeaconJson>(v.clone())
-                .map_err(anyhow::Error::from)
-                .and_then(|b| b.to_beacon().map_err(anyhow::Error::from))
-        })
-        .collect::<Result<_>>()?;
-    let chain_verified = info.verify_chain(None, &beacons).is_ok();
+    let chain_verified = verifies(info, &chains[0])?;
     let mut latencies = Vec::new();
     for &i in &new {
         for s in stats_rounds(&client, &procs[i].http, 2, checked_to).await? {
@@ -1017,20 +1017,7 @@ fn reshare_run(
     to: u32,
     wall: Instant,
 ) -> Result<()> {
-    let mut procs = Vec::new();
-    for (path, http) in configs {
-        match spawn(path) {
-            Ok((child, log)) => procs.push(Proc {
-                child,
-                http: http.clone(),
-                log,
-            }),
-            Err(e) => {
-                stop(&mut procs);
-                return Err(e);
-            }
-        }
-    }
+    let mut procs = spawn_all(configs)?;
     if !args.json {
         eprintln!(
             "started {} nodes in {} ({} genesis members); the members reshare to nodes 0..{to} after round {}",

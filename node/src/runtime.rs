@@ -548,7 +548,10 @@ impl<S: Scheme> Node<S> {
                 for entry in taken {
                     let _ = self.persist.send(entry);
                 }
-                if b.is_complete() {
+                // A member that had stored the older heights itself (it
+                // lost its keys, not its chain) stops at them.
+                let below = b.anchor_height().saturating_sub(1);
+                if b.is_complete() || self.store.get::<S>(below).ok().flatten().is_some() {
                     info!("backfill complete: the chain is stored from round 1");
                     self.backfill = None;
                 } else {

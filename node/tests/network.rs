@@ -7,6 +7,8 @@
 
 mod common;
 
+use common::{get, latest};
+
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -16,31 +18,6 @@ use std::time::{Duration, Instant};
 static SERIAL: Mutex<()> = Mutex::new(());
 
 const BIN: &str = env!("CARGO_BIN_EXE_sbft-beacon");
-
-/// Blocking JSON GET; `None` on any failure.
-fn get(url: &str) -> Option<serde_json::Value> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .ok()?;
-    rt.block_on(async {
-        let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(5))
-            .build()
-            .ok()?;
-        let r = client.get(url).send().await.ok()?;
-        if !r.status().is_success() {
-            return None;
-        }
-        r.json().await.ok()
-    })
-}
-
-fn latest(api: &str) -> u64 {
-    get(&format!("{api}/public/latest"))
-        .and_then(|v| v["round"].as_u64())
-        .unwrap_or(0)
-}
 
 /// Waits until `api` serves round `round`; panics after `secs` with the log.
 fn wait_for_round(api: &str, round: u64, secs: u64, log: &Path) {

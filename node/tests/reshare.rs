@@ -6,36 +6,14 @@
 //! joiner backfills the heights before it joined, and every node resumes the
 //! new epoch from its disk after a restart.
 
+mod common;
+
+use common::{get, latest};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sbft-beacon");
-
-/// Blocking JSON GET; `None` on any failure.
-fn get(url: &str) -> Option<serde_json::Value> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .ok()?;
-    rt.block_on(async {
-        let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(5))
-            .build()
-            .ok()?;
-        let r = client.get(url).send().await.ok()?;
-        if !r.status().is_success() {
-            return None;
-        }
-        r.json().await.ok()
-    })
-}
-
-fn latest(api: &str) -> u64 {
-    get(&format!("{api}/public/latest"))
-        .and_then(|v| v["round"].as_u64())
-        .unwrap_or(0)
-}
 
 /// Runs `localnet` with `args` and returns its JSON report.
 fn localnet(args: &[&str], dir: &Path) -> serde_json::Value {
@@ -50,6 +28,26 @@ fn localnet(args: &[&str], dir: &Path) -> serde_json::Value {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "localnet failed: {stdout}");
     serde_json::from_str(stdout.trim()).expect("one JSON line")
+}
+
+/// `run --config node-I/node.toml` in `dir`, logging to `node-I/LOG`.
+fn start_node(dir: &Path, i: usize, log: &str) -> Child {
+    start_node_with(dir, i, log, &[])
+}
+
+/// [`start_node`] with more arguments to `run`.
+fn start_node_with(dir: &Path, i: usize, log: &str, extra: &[&str]) -> Child {
+    let node_dir = dir.join(format!("node-{i}"));
+    let log = std::fs::File::create(node_dir.join(log)).unwrap();
+    Command::new(BIN)
+        .args(["run", "--config"])
+        .arg(node_dir.join("node.toml"))
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap()
 }
 
 /// Node processes started by the test, killed when it ends.
@@ -100,17 +98,7 @@ fn joiners_take_part_and_every_member_resumes_the_new_epoch_after_a_restart() {
             !node_dir.join("data/dkg.key").exists(),
             "node {i} kept its genesis shares"
         );
-        let log = std::fs::File::create(node_dir.join("restart.log")).unwrap();
-        nodes.0.push(
-            Command::new(BIN)
-                .args(["run", "--config"])
-                .arg(node_dir.join("node.toml"))
-                .stdin(Stdio::null())
-                .stdout(log.try_clone().unwrap())
-                .stderr(log)
-                .spawn()
-                .unwrap(),
-        );
+        nodes.0.push(start_node(dir.path(), i, "restart.log"));
     }
     let target = checked + 5;
     let begin = Instant::now();
@@ -214,18 +202,7 @@ fn the_admin_api_refuses_bad_changes() {
     // The running node checks the change itself and says what is wrong.
     let mut nodes = Nodes(Vec::new());
     for i in 0..4 {
-        let node_dir = dir.path().join(format!("node-{i}"));
-        let log = std::fs::File::create(node_dir.join("node.log")).unwrap();
-        nodes.0.push(
-            Command::new(BIN)
-                .args(["run", "--config"])
-                .arg(node_dir.join("node.toml"))
-                .stdin(Stdio::null())
-                .stdout(log.try_clone().unwrap())
-                .stderr(log)
-                .spawn()
-                .unwrap(),
-        );
+        nodes.0.push(start_node(dir.path(), i, "node.log"));
     }
     let propose = |members: &str| {
         std::fs::write(&bad, format!("members = {members}\n")).unwrap();
@@ -265,4 +242,106 @@ fn the_admin_api_refuses_bad_changes() {
     let accepted: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(accepted["epoch"], 1);
     assert_eq!(accepted["members"], serde_json::json!([0, 1, 2, 3, 4]));
+}
+
+#[test]
+fn a_member_that_lost_its_keys_gets_new_ones_from_a_change_that_keeps_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(["localnet", "--nodes", "4", "--configs-only", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let apis: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let start = l.find("(API ").unwrap() + 5;
+            l[start..l.len() - 1].to_string()
+        })
+        .collect();
+    let mut nodes = Nodes(Vec::new());
+    for i in 0..4 {
+        nodes.0.push(start_node(dir.path(), i, "node.log"));
+    }
+    let wait = |api: &str, round: u64, what: &str| {
+        let begin = Instant::now();
+        while latest(api) < round {
+            assert!(
+                begin.elapsed() < Duration::from_secs(120),
+                "{api}: {what} (round {round})"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    wait(&apis[0], 3, "no beacons");
+    let key = get(&format!("{}/info", apis[0])).unwrap()["public_key"].clone();
+    // Node 3 loses its key material (not its chain).
+    let _ = nodes.0[3].kill();
+    let _ = nodes.0[3].wait();
+    let data = dir.path().join("node-3/data");
+    std::fs::remove_file(data.join("dkg.key")).unwrap();
+    // Without --join it refuses to run a DKG alone.
+    let out = Command::new(BIN)
+        .args(["run", "--config"])
+        .arg(dir.path().join("node-3/node.toml"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("lost its keys"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    nodes.0[3] = start_node_with(dir.path(), 3, "rejoin.log", &["--join"]);
+    // The three others (n - f = 3) propose the same member list.
+    let list = dir.path().join("same.toml");
+    std::fs::write(&list, "members = [0, 1, 2, 3]\n").unwrap();
+    for i in 0..3 {
+        let out = Command::new(BIN)
+            .args(["reshare", "--config"])
+            .arg(dir.path().join(format!("node-{i}/node.toml")))
+            .arg("--new-members")
+            .arg(&list)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let begin = Instant::now();
+    loop {
+        let epoch = get(&format!("{}/epoch", apis[3]));
+        if epoch
+            .as_ref()
+            .is_some_and(|e| e["epoch"] == 1 && e["status"] == "member")
+        {
+            break;
+        }
+        assert!(
+            begin.elapsed() < Duration::from_secs(120),
+            "node 3 did not get new keys ({epoch:?}); its log:\n{}",
+            std::fs::read_to_string(dir.path().join("node-3/rejoin.log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let start = get(&format!("{}/epoch", apis[3])).unwrap()["start"]
+        .as_u64()
+        .unwrap();
+    wait(&apis[3], start + 5, "node 3 does not follow the new epoch");
+    assert_eq!(
+        get(&format!("{}/info", apis[3])).unwrap()["public_key"],
+        key
+    );
+    assert!(data.join("epoch.key").is_file());
+    for r in [1, start - 1, start, start + 5] {
+        assert_eq!(
+            get(&format!("{}/public/{r}", apis[3])),
+            get(&format!("{}/public/{r}", apis[0])),
+            "round {r}"
+        );
+    }
 }

@@ -281,9 +281,11 @@ impl<S: Scheme> Member<S> {
             &self.epochs.invitation,
             &self.epochs.transition,
         ) {
+            let me = self.identity.as_ref().map(|i| i.me);
             for d in &t.new_epoch().members {
-                // Joiners heard from in the change have their invitation.
-                if self.epoch.index_of(*d).is_none() && !self.epochs.heard_from.contains(d) {
+                // New members heard from in the change have their invitation
+                // (or keys of the old epoch: they need none).
+                if Some(*d) != me && !self.epochs.heard_from.contains(d) {
                     out.push(MemberOutput::Effect(Effect::Send {
                         to: NodeIndex(*d),
                         message: Envelope::Epoch(EpochMessage::Invite(Box::new(
@@ -411,8 +413,11 @@ impl<S: Scheme> Member<S> {
             decided_at: height,
             reshare,
         };
+        // Every new member is invited: the joiners, and the old members that
+        // stay, one of which may have lost its key material and wait as a
+        // joiner (the others, running the old epoch, ignore it).
         for d in &new.members {
-            if self.epoch.index_of(*d).is_none() {
+            if *d != identity.me {
                 out.push(MemberOutput::Effect(Effect::Send {
                     to: NodeIndex(*d),
                     message: Envelope::Epoch(EpochMessage::Invite(Box::new(invitation.clone()))),

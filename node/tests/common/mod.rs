@@ -2,6 +2,33 @@
 #![allow(dead_code)]
 
 use std::process::Command;
+use std::time::Duration;
+
+/// Blocking JSON GET; `None` on any failure.
+pub fn get(url: &str) -> Option<serde_json::Value> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok()?;
+    rt.block_on(async {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(5))
+            .build()
+            .ok()?;
+        let r = client.get(url).send().await.ok()?;
+        if !r.status().is_success() {
+            return None;
+        }
+        r.json().await.ok()
+    })
+}
+
+/// The latest round a node's API serves (0 when it answers none).
+pub fn latest(api: &str) -> u64 {
+    get(&format!("{api}/public/latest"))
+        .and_then(|v| v["round"].as_u64())
+        .unwrap_or(0)
+}
 
 /// Writes identities and configs of an `n`-node local network with
 /// `localnet --configs-only` (plus `extra` arguments) into a fresh directory;
