@@ -209,8 +209,8 @@ pub struct EpochJson {
     pub start: u64,
     /// Byzantine members it tolerates.
     pub f: u32,
-    /// What this node is in it: `dkg`, `member`, `joining`, `retired` or
-    /// `failed`.
+    /// What this node is in it: `starting` (before it resumes), `dkg`,
+    /// `member`, `joining`, `retired` or `failed`.
     pub status: String,
 }
 

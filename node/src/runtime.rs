@@ -771,6 +771,23 @@ async fn run_inner<S: Scheme>(
         }
         metrics.height.set(view.latest() as i64);
     }
+    // Until the member runs, /epoch says what the disk holds.
+    *state.epoch.write().unwrap_or_else(|e| e.into_inner()) = match &epoch_record {
+        Some((r, _)) => EpochJson {
+            epoch: r.number,
+            members: r.members.clone(),
+            start: r.start,
+            f: r.config.f,
+            status: "starting".into(),
+        },
+        None => EpochJson {
+            epoch: 0,
+            members: (0..cfg.genesis_members).collect(),
+            start: 1,
+            f: cfg.replica.f,
+            status: "starting".into(),
+        },
+    };
     let _api = crate::http::serve(cfg.http, state.clone())?;
     let member_key = identity::member_key(&key)?;
     let member_keys = Arc::new(

@@ -50,7 +50,7 @@ fn start_node_with(dir: &Path, i: usize, log: &str, extra: &[&str]) -> Child {
         .unwrap()
 }
 
-/// Node processes started by the test, killed when it ends.
+/// Processes started by the test, killed when it ends.
 struct Nodes(Vec<Child>);
 
 impl Drop for Nodes {
@@ -62,13 +62,48 @@ impl Drop for Nodes {
     }
 }
 
+/// The pid of the process whose command line names `config` (a node that
+/// `localnet` started).
+fn pid_of(config: &Path) -> Option<i32> {
+    let wanted = config.to_string_lossy().to_string();
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+        let args: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).to_string())
+            .collect();
+        (args.iter().any(|a| a == "run") && args.iter().any(|a| *a == wanted)).then_some(pid)
+    })
+}
+
 #[test]
-fn joiners_take_part_and_every_member_resumes_the_new_epoch_after_a_restart() {
+fn joiners_take_part_and_members_resume_the_new_epoch_after_a_crash() {
     let dir = tempfile::tempdir().unwrap();
-    let report = localnet(
-        &["--nodes", "4", "--reshare-to", "7", "--rounds", "20"],
-        dir.path(),
-    );
+    let mut localnet = Command::new(BIN)
+        .args([
+            "localnet",
+            "--nodes",
+            "4",
+            "--reshare-to",
+            "7",
+            "--rounds",
+            "20",
+        ])
+        .args(["--json", "--keep-running", "--timeout-s", "240", "--dir"])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(localnet.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let localnet = Nodes(vec![localnet]);
+    let report: serde_json::Value = serde_json::from_str(line.trim()).expect("one JSON line");
     assert_eq!(report["nodes"], 7);
     assert_eq!(report["chain_identical"], true);
     assert_eq!(report["chain_verified"], true);
@@ -87,23 +122,61 @@ fn joiners_take_part_and_every_member_resumes_the_new_epoch_after_a_restart() {
         .iter()
         .map(|v| v.as_str().unwrap().to_string())
         .collect();
-    let checked = report["rounds"].as_u64().unwrap();
-
-    // Every node again, from its disk: the new epoch, no DKG.
-    let mut nodes = Nodes(Vec::new());
     for i in 0..7 {
-        let node_dir = dir.path().join(format!("node-{i}"));
-        assert!(node_dir.join("data/epoch.key").is_file());
+        let data = dir.path().join(format!("node-{i}/data"));
+        assert!(data.join("epoch.key").is_file());
         assert!(
-            !node_dir.join("data/dkg.key").exists(),
+            !data.join("dkg.key").exists(),
             "node {i} kept its genesis shares"
         );
+    }
+    // A stayer and a joiner crash (SIGKILL) and come back from their disks:
+    // the new epoch, no DKG, and they catch up with the others.
+    let mut nodes = Nodes(Vec::new());
+    for i in [0, 5] {
+        let config = dir.path().join(format!("node-{i}/node.toml"));
+        let pid = pid_of(&config).expect("the node runs");
+        // SAFETY: signalling a process of this test's own network.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        // Gone, or a zombie (its files, the store's lock among them, closed):
+        // its command line empties earlier, while it still holds them.
+        let begin = Instant::now();
+        while std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| s.rfind(") ").map(|k| !s[k + 2..].starts_with('Z')))
+            .unwrap_or(false)
+        {
+            assert!(
+                begin.elapsed() < Duration::from_secs(10),
+                "node {i} survived SIGKILL"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
         nodes.0.push(start_node(dir.path(), i, "restart.log"));
     }
-    let target = checked + 5;
     let begin = Instant::now();
-    for (i, api) in apis.iter().enumerate() {
-        while latest(api) < target {
+    for i in [0, 5] {
+        let api = &apis[i];
+        loop {
+            let epoch = get(&format!("{api}/epoch"));
+            if epoch.as_ref().is_some_and(|e| e["status"] == "member") {
+                let epoch = epoch.unwrap();
+                assert_eq!(epoch["epoch"], 1, "{epoch}");
+                assert_eq!(epoch["start"], start, "{epoch}");
+                break;
+            }
+            let log = dir.path().join(format!("node-{i}/restart.log"));
+            assert!(
+                begin.elapsed() < Duration::from_secs(120),
+                "node {i} did not resume the epoch ({epoch:?}):\n{}",
+                std::fs::read_to_string(log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    let target = latest(&apis[1]) + 5;
+    for i in [0, 5] {
+        while latest(&apis[i]) < target {
             let log = dir.path().join(format!("node-{i}/restart.log"));
             assert!(
                 begin.elapsed() < Duration::from_secs(120),
@@ -112,14 +185,8 @@ fn joiners_take_part_and_every_member_resumes_the_new_epoch_after_a_restart() {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        let epoch = get(&format!("{api}/epoch")).unwrap();
-        assert_eq!(epoch["epoch"], 1, "{epoch}");
-        assert_eq!(epoch["status"], "member", "{epoch}");
-        assert_eq!(epoch["start"], start, "{epoch}");
-        let info = get(&format!("{api}/info")).unwrap();
+        let info = get(&format!("{}/info", apis[i])).unwrap();
         assert_eq!(info["public_key"], key.as_str());
-    }
-    for i in 0..7 {
         let log =
             std::fs::read_to_string(dir.path().join(format!("node-{i}/restart.log"))).unwrap();
         assert!(
@@ -139,11 +206,13 @@ fn joiners_take_part_and_every_member_resumes_the_new_epoch_after_a_restart() {
     );
     for r in [1, start - 1, start, target] {
         assert_eq!(
-            get(&format!("{}/public/{r}", apis[6])),
-            get(&format!("{}/public/{r}", apis[0])),
+            get(&format!("{}/public/{r}", apis[5])),
+            get(&format!("{}/public/{r}", apis[2])),
             "round {r}"
         );
     }
+    drop(nodes);
+    drop(localnet);
 }
 
 #[test]

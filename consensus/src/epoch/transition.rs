@@ -129,12 +129,15 @@ impl<S: Scheme> Transition<S> {
         let dkg = match new.index_of(me) {
             Some(j) => {
                 let phase_ms = (reshare.phase_timeout_us / 1000).max(1);
-                let config = new.config.dkg_config(
+                let mut config = new.config.dkg_config(
                     derive(&session, b"consensus-keys"),
                     0,
                     phase_ms,
                     max_attempts.max(1),
                 )?;
+                // The beacon key is the reshared one: the new members deal
+                // only the slow- and fast-path polynomials.
+                config.thresholds.remove(0);
                 Some(DkgSession::new(
                     config,
                     j,
@@ -424,7 +427,8 @@ impl<S: Scheme> Transition<S> {
         let (Some(reshared), Some(consensus)) = (&self.reshared, &self.consensus_keys) else {
             return;
         };
-        match Self::assemble(self.epoch, reshared, consensus) {
+        let threshold = self.new.config.beacon_threshold;
+        match Self::assemble(self.epoch, threshold, reshared, consensus) {
             Ok((output, digest)) => {
                 self.over = true;
                 let need = self.resharer.epoch().old_threshold() as usize;
@@ -439,24 +443,26 @@ impl<S: Scheme> Transition<S> {
         }
     }
 
-    /// The key material of the new epoch: the new members' DKG's, its beacon
-    /// key replaced by the reshared one; and its digest.
+    /// The key material of the new epoch: the reshared beacon key, then the
+    /// new members' DKG's slow- and fast-path keys; and its digest.
     fn assemble(
         epoch: u64,
+        beacon_threshold: u32,
         reshared: &ReshareOutput<S>,
         consensus: &DkgOutput<S>,
     ) -> Result<(Arc<DkgOutput<S>>, [u8; 32]), String> {
         let Some(beacon_key) = reshared.key_material() else {
             return Err("the resharing left this new member without a share".into());
         };
-        let mut keys = consensus.keys.clone();
-        if keys.is_empty() || beacon_key.threshold != keys[0].threshold {
+        if beacon_key.threshold != beacon_threshold {
             return Err(format!(
-                "reshared beacon threshold {} differs from the epoch's",
+                "reshared beacon threshold {} differs from the epoch's {beacon_threshold}",
                 beacon_key.threshold
             ));
         }
-        keys[0] = beacon_key;
+        let mut keys = Vec::with_capacity(consensus.keys.len() + 1);
+        keys.push(beacon_key);
+        keys.extend(consensus.keys.iter().cloned());
         let output = DkgOutput {
             session: consensus.session,
             n: consensus.n,
@@ -480,7 +486,8 @@ impl<S: Scheme> Transition<S> {
         let consensus = self.consensus_keys.clone()?;
         let dealers: Vec<NodeIndex> = dealers.iter().map(|d| NodeIndex(*d)).collect();
         let reshared = self.resharer.adopt(&dealers)?;
-        let (output, mine) = Self::assemble(self.epoch, &reshared, &consensus).ok()?;
+        let threshold = self.new.config.beacon_threshold;
+        let (output, mine) = Self::assemble(self.epoch, threshold, &reshared, &consensus).ok()?;
         if mine != digest {
             return None;
         }
