@@ -73,7 +73,7 @@ fn pid_of(config: &Path) -> Option<i32> {
             .split(|b| *b == 0)
             .map(|a| String::from_utf8_lossy(a).to_string())
             .collect();
-        (args.iter().any(|a| a == "run") && args.iter().any(|a| *a == wanted)).then_some(pid)
+        (args.iter().any(|a| a == "run") && args.contains(&wanted)).then_some(pid)
     })
 }
 
