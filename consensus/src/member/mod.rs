@@ -5,138 +5,32 @@
 //! Consensus messages that arrive while the DKG is still running are kept (up to
 //! a bound) and replayed when the replica starts. A member restored from persisted
 //! key material and chain skips the DKG.
+//!
+//! This module owns a member's phases and the dispatch of its inputs;
+//! `interface` has what it takes and gives (envelope, timers, inputs,
+//! outputs), `construct` how it is built, `epochs` its side of changes of
+//! members.
 
 use crate::byzantine::{Behaviour, ByzantineReplica};
 use crate::byzantine_dkg::ByzantineSession;
 use crate::config::{ReplicaConfig, ReplicaKeys};
-use crate::epoch::{Directory, EpochChange, EpochMessage, EpochView, TransitionTimer};
+use crate::epoch::{Directory, EpochView};
 use crate::messages::{CommittedEntry, Message};
 use crate::participant::Participant;
-use crate::replica::{ChainWindow, Event, Input, Output, Replica, SignedVotes, Timer};
+use crate::replica::{ChainWindow, Event, Input, Output, Replica, SignedVotes};
 use crate::ConsensusError;
 use crate::Height;
 use beacon::dkg::relay::{SigningKey, VerifyingKey};
-use beacon::dkg::session::{
-    DkgSession, SessionAction, SessionInput, SessionMessage, SessionParticipant, SessionTimer,
-};
+use beacon::dkg::session::{DkgSession, SessionAction, SessionInput, SessionParticipant};
 use beacon::dkg::{DkgConfig, DkgOutput};
 use beacon::effect::Effect;
 use beacon::memo::Memo;
-use beacon::{wire, NodeIndex, Scheme, Time};
-use serde::{Deserialize, Serialize};
+use beacon::{NodeIndex, Scheme, Time};
 use sha2::{Digest as _, Sha256};
 use std::sync::Arc;
 
 /// Most consensus messages kept while the DKG runs.
 const EARLY_LIMIT: usize = 10_000;
-
-/// Everything that travels between members: one enum, one codec.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(bound = "")]
-pub enum Envelope<S: Scheme> {
-    /// A DKG message (relayed broadcasts, private shares, signed results).
-    Dkg(SessionMessage),
-    /// A consensus message.
-    Consensus(Message<S>),
-    /// A message of an epoch change (control transactions, resharing, the new
-    /// members' DKG, invitations, handoffs).
-    Epoch(EpochMessage<S>),
-}
-
-impl<S: Scheme> Envelope<S> {
-    /// Encodes with the wire codec.
-    pub fn encode(&self) -> Result<Vec<u8>, ConsensusError> {
-        Ok(wire::encode(self)?)
-    }
-
-    /// Decodes with the wire codec; malformed or oversized input is an error.
-    pub fn decode(bytes: &[u8]) -> Result<Self, ConsensusError> {
-        Ok(wire::decode(bytes)?)
-    }
-
-    /// Short name of the message kind.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Envelope::Dkg(m) => m.kind(),
-            Envelope::Consensus(m) => m.kind(),
-            Envelope::Epoch(m) => m.kind(),
-        }
-    }
-}
-
-/// Timers of a member.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum MemberTimer {
-    /// A DKG timer (phase or attempt end).
-    Dkg(SessionTimer),
-    /// A timer of the replica of epoch `epoch`.
-    Replica {
-        /// The epoch whose replica set it.
-        epoch: u64,
-        /// The timer.
-        timer: Timer,
-    },
-    /// A timer of the change into epoch `epoch`.
-    Epoch {
-        /// The epoch being started.
-        epoch: u64,
-        /// The timer.
-        timer: TransitionTimer,
-    },
-    /// Time to send again what an epoch change still waits for (control
-    /// transactions not yet finalized, invitations, handoff requests): messages
-    /// lost to a partition or to loss are not lost for good.
-    EpochResend,
-}
-
-/// Inputs of a member.
-#[derive(Clone, Debug)]
-pub enum MemberInput<S: Scheme> {
-    /// Start (run the DKG, or resume the replica when restored).
-    Start,
-    /// A message from an authenticated peer.
-    Message {
-        /// Sender.
-        from: NodeIndex,
-        /// Message.
-        envelope: Envelope<S>,
-    },
-    /// A timer fired.
-    Timer(MemberTimer),
-    /// A client transaction.
-    ClientTransaction(Vec<u8>),
-    /// The operator proposes a change of members (signed with the member key
-    /// and handed to every member: see [`crate::epoch`]).
-    ProposeEpoch(EpochChange),
-}
-
-/// Outputs of a member: effects for its driver, and events.
-#[derive(Clone, Debug)]
-pub enum MemberOutput<S: Scheme> {
-    /// Send, broadcast, or set a timer (DKG and replica alike).
-    Effect(Effect<Envelope<S>, MemberTimer>),
-    /// Answer a peer's sync request from the store (see
-    /// [`Output::SyncFromStore`]).
-    SyncFromStore {
-        /// Who asked.
-        to: NodeIndex,
-        /// First height wanted.
-        from_height: Height,
-    },
-    /// What the replica signed at the heights not yet finalized: persist it
-    /// durably, replacing the previous record, before carrying out any output
-    /// after it (see [`Output::PersistVotes`]); [`Member::restore`] takes the
-    /// last one back.
-    PersistVotes(Vec<SignedVotes<S>>),
-    /// The DKG finished: persist the key material.
-    DkgComplete(Arc<DkgOutput<S>>),
-    /// The DKG failed.
-    DkgFailed(String),
-    /// An event of the replica (commits, beacons, finalized heights, evidence...).
-    Event(Event<S>),
-    /// A step of an epoch change (see [`EpochEvent`]).
-    Epoch(EpochEvent<S>),
-}
 
 enum Phase<S: Scheme> {
     Dkg(Box<dyn SessionParticipant<S>>),
@@ -193,233 +87,6 @@ fn derive(seed: &[u8; 32], label: &[u8]) -> [u8; 32] {
 }
 
 impl<S: Scheme> Member<S> {
-    /// A member that will run the DKG described by `dkg` (its thresholds must be
-    /// `config.dkg_thresholds()`), signing its DKG messages with `key`; `keys` are
-    /// the member keys of everyone the transport reaches, by index: the `dkg.n`
-    /// genesis members first, then parties that may join later. `behaviour`
-    /// makes it Byzantine (its DKG session for DKG behaviours, its replica for
-    /// the others).
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        config: ReplicaConfig,
-        dkg: DkgConfig,
-        me: NodeIndex,
-        seed: [u8; 32],
-        memo: Arc<Memo>,
-        key: SigningKey,
-        keys: Arc<Vec<VerifyingKey>>,
-        behaviour: Option<Behaviour>,
-    ) -> Result<Self, ConsensusError> {
-        config.validate()?;
-        if dkg.thresholds != config.dkg_thresholds() || dkg.n != config.n {
-            return Err(ConsensusError::DkgMismatch {
-                dkg_n: dkg.n,
-                dkg_thresholds: dkg.thresholds.clone(),
-                n: config.n,
-                thresholds: config.dkg_thresholds(),
-            });
-        }
-        let genesis = Arc::new(keys.iter().take(config.n as usize).copied().collect());
-        let identity = Identity {
-            key: key.clone(),
-            directory: Directory::new(keys),
-            me: me.0,
-            phase_timeout_us: dkg.phase_timeout_us,
-            max_attempts: dkg.max_attempts,
-        };
-        let session = DkgSession::new(dkg, me, derive(&seed, b"dkg"), memo.clone(), key, genesis)?;
-        let state: Box<dyn SessionParticipant<S>> = match behaviour {
-            Some(b) if b.is_dkg() => Box::new(ByzantineSession::new(session, b)),
-            _ => Box::new(session),
-        };
-        Ok(Self::assemble(
-            me,
-            EpochView::genesis(config),
-            None,
-            seed,
-            memo,
-            behaviour,
-            Phase::Dkg(state),
-            Some(identity),
-        ))
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn assemble(
-        me: NodeIndex,
-        epoch: EpochView,
-        keys: Option<Arc<DkgOutput<S>>>,
-        seed: [u8; 32],
-        memo: Arc<Memo>,
-        behaviour: Option<Behaviour>,
-        phase: Phase<S>,
-        identity: Option<Identity>,
-    ) -> Self {
-        let epochs = epochs::EpochState::new(&epoch, identity.as_ref().map(|i| &i.directory));
-        Member {
-            me,
-            seed,
-            memo,
-            behaviour,
-            phase,
-            early: Vec::new(),
-            epoch,
-            keys,
-            identity,
-            epochs,
-        }
-    }
-
-    /// A member restored from persisted key material, its most recent finalized
-    /// heights (consecutive, ending at the last; at least the last
-    /// [`crate::replica::CHAIN_WINDOW`] of them when the chain is that long) and
-    /// the last [`MemberOutput::PersistVotes`] record (empty when none): no DKG.
-    /// It takes part in epoch changes once given its identity
-    /// ([`Member::with_identity`]).
-    pub fn restore(
-        config: ReplicaConfig,
-        output: &DkgOutput<S>,
-        chain: Vec<Arc<CommittedEntry<S>>>,
-        votes: Vec<SignedVotes<S>>,
-        seed: [u8; 32],
-        memo: Arc<Memo>,
-        behaviour: Option<Behaviour>,
-    ) -> Result<Self, ConsensusError> {
-        Self::restore_in(
-            EpochView::genesis(config),
-            output,
-            chain,
-            votes,
-            seed,
-            memo,
-            behaviour,
-        )
-    }
-
-    /// [`Member::restore`] in epoch `epoch` (the members and configuration of
-    /// the last [`EpochEvent::Started`], whose key material `output` is).
-    pub fn restore_in(
-        epoch: EpochView,
-        output: &DkgOutput<S>,
-        chain: Vec<Arc<CommittedEntry<S>>>,
-        votes: Vec<SignedVotes<S>>,
-        seed: [u8; 32],
-        memo: Arc<Memo>,
-        behaviour: Option<Behaviour>,
-    ) -> Result<Self, ConsensusError> {
-        epoch.config.validate()?;
-        output.check()?;
-        if output.n != epoch.config.n || epoch.members.len() != epoch.config.n as usize {
-            return Err(ConsensusError::DkgMismatch {
-                dkg_n: output.n,
-                dkg_thresholds: output.keys.iter().map(|k| k.threshold).collect(),
-                n: epoch.members.len() as u32,
-                thresholds: epoch.config.dkg_thresholds(),
-            });
-        }
-        let replica =
-            Self::build_replica(&epoch.config, output, chain, votes, &seed, &memo, behaviour)?;
-        Ok(Self::assemble(
-            output.me,
-            epoch,
-            Some(Arc::new(output.clone())),
-            seed,
-            memo,
-            behaviour,
-            Phase::Replica(replica),
-            None,
-        ))
-    }
-
-    /// A party that joins the running network whose current epoch is `epoch`
-    /// (the members it trusts to invite it): it waits for `f + 1` identical
-    /// invitations, takes part in the change, and runs the new epoch's replica
-    /// from the handoff. `me` is its directory index in `keys`; resharings use
-    /// phases of `phase_timeout_us` and the new members' DKG `max_attempts`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn joining(
-        epoch: EpochView,
-        me: u32,
-        seed: [u8; 32],
-        memo: Arc<Memo>,
-        key: SigningKey,
-        keys: Arc<Vec<VerifyingKey>>,
-        phase_timeout_us: u64,
-        max_attempts: u32,
-    ) -> Result<Self, ConsensusError> {
-        epoch.config.validate()?;
-        let directory = Directory::new(keys);
-        if directory.key(me) != Some(&key.verifying_key()) {
-            return Err(ConsensusError::Beacon(beacon::Error::Reshare(format!(
-                "party {me}: the member key does not match the directory"
-            ))));
-        }
-        let identity = Identity {
-            key,
-            directory,
-            me,
-            phase_timeout_us,
-            max_attempts,
-        };
-        Ok(Self::assemble(
-            NodeIndex(me),
-            epoch,
-            None,
-            seed,
-            memo,
-            None,
-            Phase::Joining,
-            Some(identity),
-        ))
-    }
-
-    /// Gives a restored member its identity (see [`Member::new`] for `keys`), so
-    /// that it takes part in epoch changes.
-    pub fn with_identity(
-        mut self,
-        me: u32,
-        key: SigningKey,
-        keys: Arc<Vec<VerifyingKey>>,
-        phase_timeout_us: u64,
-        max_attempts: u32,
-    ) -> Self {
-        let directory = Directory::new(keys);
-        self.epochs = epochs::EpochState::new(&self.epoch, Some(&directory));
-        self.identity = Some(Identity {
-            key,
-            directory,
-            me,
-            phase_timeout_us,
-            max_attempts,
-        });
-        self
-    }
-
-    fn build_replica(
-        config: &ReplicaConfig,
-        output: &DkgOutput<S>,
-        chain: Vec<Arc<CommittedEntry<S>>>,
-        votes: Vec<SignedVotes<S>>,
-        seed: &[u8; 32],
-        memo: &Arc<Memo>,
-        behaviour: Option<Behaviour>,
-    ) -> Result<Box<dyn Participant<S>>, ConsensusError> {
-        let keys = ReplicaKeys::from_dkg(config, output)?;
-        let chain = ChainWindow::resume(chain).ok_or(ConsensusError::ChainGap)?;
-        let replica = Replica::restore(
-            config.clone(),
-            keys.clone(),
-            derive(seed, b"replica"),
-            memo.clone(),
-            chain,
-            votes,
-        );
-        Ok(match behaviour {
-            Some(b) => Box::new(ByzantineReplica::new(replica, keys, b)),
-            None => Box::new(replica),
-        })
-    }
-
     /// This member's index in the current epoch (its directory index while it
     /// joins or once it left).
     pub fn index(&self) -> NodeIndex {
@@ -685,5 +352,8 @@ impl<S: Scheme> Member<S> {
     }
 }
 
+mod construct;
 mod epochs;
+mod interface;
 pub use epochs::EpochEvent;
+pub use interface::{Envelope, MemberInput, MemberOutput, MemberTimer};

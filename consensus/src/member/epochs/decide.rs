@@ -1,0 +1,353 @@
+//! Proposing a change, reading decisions off the finalized chain, sending
+//! again what a change still waits for, and running this member's
+//! [`Transition`] until it holds the new epoch's keys.
+
+use super::*;
+
+impl<S: Scheme> Member<S> {
+    /// The operator's proposal: signed, into this replica's mempool and to
+    /// every member's.
+    pub(in crate::member) fn propose_epoch(
+        &mut self,
+        now: Time,
+        change: EpochChange,
+        out: &mut Vec<MemberOutput<S>>,
+    ) {
+        let Some(identity) = &self.identity else {
+            out.push(MemberOutput::Epoch(EpochEvent::Failed {
+                epoch: change.epoch,
+                reason: "this member has no member key to propose with".into(),
+            }));
+            return;
+        };
+        if let Err(reason) = check_change(self.epoch.number, &change) {
+            out.push(MemberOutput::Epoch(EpochEvent::Failed {
+                epoch: change.epoch,
+                reason,
+            }));
+            return;
+        }
+        let control = Control::propose(change, &identity.key);
+        self.submit(now, control, out);
+    }
+
+    /// A signed control transaction: to this replica and to every member.
+    pub(in crate::member) fn submit(
+        &mut self,
+        now: Time,
+        control: Control,
+        out: &mut Vec<MemberOutput<S>>,
+    ) {
+        if let (Phase::Replica(r), Ok(tx)) = (&mut self.phase, control.to_transaction()) {
+            let outputs = r.handle(now, Input::ControlTransaction(tx));
+            self.on_replica(now, outputs, out);
+        }
+        if self.epochs.pending.len() < MAX_PENDING_CONTROLS {
+            self.epochs.pending.push(control.clone());
+        }
+        self.arm_resend(now, out);
+        self.send_control(&control, out);
+    }
+
+    /// Sends `control` to every member of the current epoch but this one.
+    pub(in crate::member) fn send_control(
+        &self,
+        control: &Control,
+        out: &mut Vec<MemberOutput<S>>,
+    ) {
+        for d in self.epoch.members.clone() {
+            if Some(d) != self.identity.as_ref().map(|i| i.me) {
+                out.push(MemberOutput::Effect(Effect::Send {
+                    to: NodeIndex(d),
+                    message: Envelope::Epoch(EpochMessage::Control(control.clone())),
+                }));
+            }
+        }
+    }
+
+    /// Arms the resend timer unless it is armed.
+    pub(in crate::member) fn arm_resend(&mut self, now: Time, out: &mut Vec<MemberOutput<S>>) {
+        let Some(identity) = &self.identity else {
+            return;
+        };
+        if self.epochs.resend_armed {
+            return;
+        }
+        self.epochs.resend_armed = true;
+        out.push(MemberOutput::Effect(Effect::SetTimer {
+            at: now.plus_micros(identity.phase_timeout_us.max(1)),
+            timer: MemberTimer::EpochResend,
+        }));
+    }
+
+    /// Sends again what the change still waits for: this member's control
+    /// transactions not yet finalized, its invitations (an old member, until
+    /// the switch), or its request for a handoff (a new member with its keys).
+    pub(in crate::member) fn on_resend(&mut self, now: Time, out: &mut Vec<MemberOutput<S>>) {
+        self.epochs.resend_armed = false;
+        let mut waiting = false;
+        for control in self.epochs.pending.clone() {
+            self.send_control(&control, out);
+            waiting = true;
+        }
+        if let (Phase::Replica(_), Some(invitation), Some(t)) = (
+            &self.phase,
+            &self.epochs.invitation,
+            &self.epochs.transition,
+        ) {
+            let me = self.identity.as_ref().map(|i| i.me);
+            for d in &t.new_epoch().members {
+                // New members heard from in the change have their invitation
+                // (or keys of the old epoch: they need none).
+                if Some(*d) != me && !self.epochs.heard_from.contains(d) {
+                    out.push(MemberOutput::Effect(Effect::Send {
+                        to: NodeIndex(*d),
+                        message: Envelope::Epoch(EpochMessage::Invite(Box::new(
+                            invitation.clone(),
+                        ))),
+                    }));
+                }
+            }
+            waiting = true;
+        }
+        if let (Phase::Joining, Some(t), Some(_)) =
+            (&self.phase, &self.epochs.transition, &self.epochs.ready)
+        {
+            if self.epochs.own_handoff.is_none() {
+                let epoch = t.epoch();
+                for d in &self.epoch.members {
+                    out.push(MemberOutput::Effect(Effect::Send {
+                        to: NodeIndex(*d),
+                        message: Envelope::Epoch(EpochMessage::HandoffRequest { epoch }),
+                    }));
+                }
+            }
+            waiting = true;
+        }
+        if waiting {
+            self.arm_resend(now, out);
+        }
+    }
+
+    /// Reads a finalized entry's control transactions; returns whether the
+    /// epoch ended with it.
+    pub(in crate::member) fn on_finalized(
+        &mut self,
+        now: Time,
+        entry: &Arc<CommittedEntry<S>>,
+        out: &mut Vec<MemberOutput<S>>,
+    ) -> bool {
+        let Some(governance) = self.epochs.governance.as_mut() else {
+            return false;
+        };
+        if !entry
+            .block
+            .transactions
+            .iter()
+            .any(|tx| Control::from_transaction(tx).is_some())
+        {
+            return false;
+        }
+        self.epochs.pending.retain(|c| match c.to_transaction() {
+            Ok(tx) => !entry.block.transactions.contains(&tx),
+            Err(_) => false,
+        });
+        for decision in governance.on_finalized(&entry.block) {
+            match decision {
+                Decision::Decided { change, height } => self.on_decided(now, change, height, out),
+                Decision::Switch {
+                    height,
+                    digest,
+                    dealers,
+                } => {
+                    self.switch(now, height, digest, dealers, out);
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    pub(in crate::member) fn fail_epoch(
+        &mut self,
+        epoch: u64,
+        reason: String,
+        out: &mut Vec<MemberOutput<S>>,
+    ) {
+        out.push(MemberOutput::Epoch(EpochEvent::Failed { epoch, reason }));
+    }
+
+    /// The members and configuration of `change` as this member sees them.
+    pub(in crate::member) fn next_epoch(&self, change: &EpochChange) -> Result<EpochView, String> {
+        let identity = self.identity.as_ref().ok_or("no identity")?;
+        let members = change
+            .members
+            .iter()
+            .map(|m| identity.directory.index_of(m))
+            .collect::<Option<Vec<u32>>>()
+            .ok_or("a new member is not in this member's directory")?;
+        let config = self
+            .epoch
+            .config
+            .resized(
+                change.members.len() as u32,
+                change.c,
+                change.beacon_threshold,
+            )
+            .map_err(|e| e.to_string())?;
+        Ok(EpochView::new(change.epoch, members, config))
+    }
+
+    /// Step 2 at an old member: invite the joiners and start the transition.
+    pub(in crate::member) fn on_decided(
+        &mut self,
+        now: Time,
+        change: EpochChange,
+        height: Height,
+        out: &mut Vec<MemberOutput<S>>,
+    ) {
+        let epoch = change.epoch;
+        out.push(MemberOutput::Epoch(EpochEvent::Decided { epoch, height }));
+        let (Some(identity), Some(keys)) = (&self.identity, &self.keys) else {
+            return;
+        };
+        let Some(beacon_key) = keys.keys.first() else {
+            return;
+        };
+        let new = match self.next_epoch(&change) {
+            Ok(v) => v,
+            Err(reason) => return self.fail_epoch(epoch, reason, out),
+        };
+        let reshare = ReshareEpoch {
+            epoch,
+            old_members: self.epoch.ids(&identity.directory),
+            old_public_polynomial: beacon_key.public_polynomial.clone(),
+            new_members: change.members.clone(),
+            new_threshold: new.config.beacon_threshold,
+            phase_timeout_us: identity.phase_timeout_us,
+        };
+        let share = beacon_key.secret_share.clone();
+        let invitation = Invitation {
+            change,
+            decided_at: height,
+            reshare,
+        };
+        // Every new member is invited: the joiners, and the old members that
+        // stay, one of which may have lost its key material and wait as a
+        // joiner (the others, running the old epoch, ignore it).
+        for d in &new.members {
+            if *d != identity.me {
+                out.push(MemberOutput::Effect(Effect::Send {
+                    to: NodeIndex(*d),
+                    message: Envelope::Epoch(EpochMessage::Invite(Box::new(invitation.clone()))),
+                }));
+            }
+        }
+        self.start_transition(now, invitation, new, Some(share), out);
+        self.arm_resend(now, out);
+    }
+
+    pub(in crate::member) fn start_transition(
+        &mut self,
+        now: Time,
+        invitation: Invitation<S>,
+        new: EpochView,
+        old_share: Option<beacon::threshold::SecretShare>,
+        out: &mut Vec<MemberOutput<S>>,
+    ) {
+        let Some(identity) = &self.identity else {
+            return;
+        };
+        let epoch = new.number;
+        let mut label = b"epoch".to_vec();
+        label.extend_from_slice(&epoch.to_be_bytes());
+        let transition = Transition::new(
+            invitation.reshare.clone(),
+            new,
+            &identity.directory,
+            identity.me,
+            identity.key.clone(),
+            old_share,
+            derive(&self.seed, &label),
+            self.memo.clone(),
+            identity.max_attempts,
+        );
+        match transition {
+            Ok(mut t) => {
+                let events = t.start(now);
+                self.epochs.transition = Some(t);
+                self.epochs.invitation = Some(invitation);
+                self.on_transition(now, events, out);
+                let early = std::mem::take(&mut self.epochs.early);
+                for (from, messages) in early {
+                    for message in messages {
+                        let Some(t) = self.epochs.transition.as_mut() else {
+                            return;
+                        };
+                        let events = t.on_message(now, from, message);
+                        self.on_transition(now, events, out);
+                    }
+                }
+            }
+            Err(e) => self.fail_epoch(epoch, e.to_string(), out),
+        }
+    }
+
+    pub(in crate::member) fn on_transition_timer(
+        &mut self,
+        now: Time,
+        epoch: u64,
+        timer: TransitionTimer,
+        out: &mut Vec<MemberOutput<S>>,
+    ) {
+        if let Some(t) = self.epochs.transition.as_mut() {
+            if t.epoch() == epoch {
+                let events = t.on_timer(now, timer);
+                self.on_transition(now, events, out);
+            }
+        }
+    }
+
+    pub(in crate::member) fn on_transition(
+        &mut self,
+        now: Time,
+        events: Vec<TransitionEvent<S>>,
+        out: &mut Vec<MemberOutput<S>>,
+    ) {
+        let Some(epoch) = self.epochs.transition.as_ref().map(|t| t.epoch()) else {
+            return;
+        };
+        for event in events {
+            match event {
+                TransitionEvent::Effect(e) => {
+                    out.push(MemberOutput::Effect(e.map(Envelope::Epoch, |timer| {
+                        MemberTimer::Epoch { epoch, timer }
+                    })))
+                }
+                TransitionEvent::Complete {
+                    output,
+                    digest,
+                    dealers,
+                } => {
+                    self.epochs.ready = Some((digest, output));
+                    out.push(MemberOutput::Epoch(EpochEvent::Ready { epoch, digest }));
+                    let (Some(identity), Some(invitation)) =
+                        (&self.identity, &self.epochs.invitation)
+                    else {
+                        continue;
+                    };
+                    let control = Control::ready(
+                        epoch,
+                        invitation.change.digest(),
+                        digest,
+                        dealers,
+                        &identity.key,
+                    );
+                    self.submit(now, control, out);
+                    self.try_join(now, out);
+                }
+                TransitionEvent::Failed(reason) => self.fail_epoch(epoch, reason, out),
+            }
+        }
+    }
+}

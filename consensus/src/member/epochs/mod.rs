@@ -1,0 +1,213 @@
+//! A member's side of epoch changes ([`crate::epoch`]): proposing, reading the
+//! decisions off the finalized chain, running its [`Transition`], telling the
+//! old members it is ready, switching replicas at the decided height, and —
+//! for a joiner — believing invitations and handoffs from `f + 1` old members.
+//!
+//! This module owns the bookkeeping ([`EpochState`], handoffs); `decide`
+//! proposes, reads decisions off the chain and runs the transition;
+//! `switch` takes the change's messages, invitations and handoffs, and
+//! switches replicas.
+
+use super::*;
+use crate::epoch::{
+    check_change, Control, Decision, EpochChange, EpochMessage, Governance, Invitation, Transition,
+    TransitionEvent, TransitionTimer,
+};
+use beacon::reshare::{MemberId, ReshareEpoch};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What an epoch change did at this member, for its driver (logs, metrics,
+/// persistence).
+#[derive(Clone, Debug)]
+pub enum EpochEvent<S: Scheme> {
+    /// The chain decided the change into `epoch` at `height`.
+    Decided {
+        /// The new epoch.
+        epoch: u64,
+        /// The height whose block decided it.
+        height: Height,
+    },
+    /// This member holds its keys of `epoch` and told the old members.
+    Ready {
+        /// The new epoch.
+        epoch: u64,
+        /// [`crate::epoch::keys_digest`] of the new public keys.
+        digest: [u8; 32],
+    },
+    /// This member runs the replica of `epoch` from height `start`: persist
+    /// `output` (its new key material) with `config` and `members` (directory
+    /// indices by epoch index), replacing the previous key material.
+    Started {
+        /// The epoch.
+        epoch: u64,
+        /// Its first height.
+        start: Height,
+        /// Its members, by epoch index (directory indices).
+        members: Vec<u32>,
+        /// Its replica configuration.
+        config: ReplicaConfig,
+        /// This member's key material in it.
+        output: Arc<DkgOutput<S>>,
+    },
+    /// This member is not in `epoch`, which began after `height`: it erased its
+    /// shares and stopped.
+    Retired {
+        /// The epoch it is not part of.
+        epoch: u64,
+        /// The last height it finalized.
+        height: Height,
+    },
+    /// The change into `epoch` failed at this member.
+    Failed {
+        /// The epoch.
+        epoch: u64,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Bookkeeping of epoch changes at one member.
+pub(super) struct EpochState<S: Scheme> {
+    /// The current epoch's reading of the chain (none without an identity).
+    governance: Option<Governance>,
+    transition: Option<Transition<S>>,
+    invitation: Option<Invitation<S>>,
+    /// This member's keys of the next epoch, and their digest.
+    ready: Option<([u8; 32], Arc<DkgOutput<S>>)>,
+    /// A joiner's invitations by digest, and who sent each (one per sender).
+    invites: BTreeMap<[u8; 32], (Invitation<S>, BTreeSet<u32>)>,
+    invited_by: BTreeSet<u32>,
+    /// A joiner's handoffs, one per old member.
+    handoffs: BTreeMap<u32, Handoff<S>>,
+    /// Consensus messages ahead of the replica, kept while this member is ready
+    /// to switch (they may be the next epoch's first height).
+    ahead: Vec<(u32, Message<S>)>,
+    /// Resharing and DKG messages of the next epoch that came before this
+    /// member started its transition (other members decide, or invite, a
+    /// little earlier), by sender; replayed when it starts.
+    early: BTreeMap<u32, Vec<EpochMessage<S>>>,
+    /// This member's control transactions not yet seen in a finalized block.
+    pending: Vec<Control>,
+    /// Control transactions forwarded to the replica (their digests), per
+    /// signer.
+    controls_from: BTreeMap<MemberId, BTreeSet<[u8; 32]>>,
+    /// Parties that sent this member a message of the change.
+    heard_from: BTreeSet<u32>,
+    /// Whether an [`MemberTimer::EpochResend`] is armed.
+    resend_armed: bool,
+    /// A stayer whose keys were not ready at the switch: its own chain up to
+    /// the switch, to start from once they are.
+    own_handoff: Option<Handoff<S>>,
+    /// The handoff into this member's epoch (or, once it left, into the epoch
+    /// it left to), served to new members that ask for it.
+    served: Option<Handoff<S>>,
+}
+
+/// Most of its own control transactions a member keeps sending until they
+/// are finalized.
+const MAX_PENDING_CONTROLS: usize = 16;
+
+/// Most distinct control transactions of one signer a member puts in its
+/// mempool per epoch (an honest one signs a proposal and a ready).
+const MAX_CONTROLS_PER_SIGNER: usize = 8;
+
+/// Most early transition messages kept per sender: a few for each party of
+/// the change (its deals, its relay attestations, its shares) and no more,
+/// so a Byzantine sender fills only its own slot.
+fn early_per_sender(parties: usize) -> usize {
+    parties.saturating_mul(4).saturating_add(64)
+}
+
+/// What identical handoffs share: epoch, keys digest, resharing dealers, and
+/// the SHA-256 of every entry's height, block digest and beacon (the
+/// certificates may differ between honest members; those are not covered).
+type HandoffIdentity = (u64, [u8; 32], Vec<u32>, [u8; 32]);
+
+#[derive(Clone)]
+struct Handoff<S: Scheme> {
+    epoch: u64,
+    digest: [u8; 32],
+    dealers: Vec<u32>,
+    entries: Vec<Arc<CommittedEntry<S>>>,
+}
+
+impl<S: Scheme> Handoff<S> {
+    /// What identical handoffs share ([`HandoffIdentity`]); none when empty.
+    fn identity(&self) -> Option<HandoffIdentity> {
+        if self.entries.is_empty() {
+            return None;
+        }
+        let mut h = Sha256::new();
+        for e in &self.entries {
+            h.update(e.block.height.get().to_be_bytes());
+            h.update(e.block.digest());
+            h.update(beacon::Point::to_bytes(&e.beacon));
+        }
+        Some((
+            self.epoch,
+            self.digest,
+            self.dealers.clone(),
+            h.finalize().into(),
+        ))
+    }
+}
+
+impl<S: Scheme> EpochState<S> {
+    pub(in crate::member) fn new(epoch: &EpochView, directory: Option<&Directory>) -> Self {
+        EpochState {
+            governance: directory
+                .map(|d| Governance::new(epoch.number, &epoch.ids(d), &epoch.config)),
+            transition: None,
+            invitation: None,
+            ready: None,
+            invites: BTreeMap::new(),
+            invited_by: BTreeSet::new(),
+            handoffs: BTreeMap::new(),
+            ahead: Vec::new(),
+            early: BTreeMap::new(),
+            pending: Vec::new(),
+            controls_from: BTreeMap::new(),
+            heard_from: BTreeSet::new(),
+            resend_armed: false,
+            own_handoff: None,
+            served: None,
+        }
+    }
+
+    /// The state of epoch `epoch` after this one: fresh, but for the armed
+    /// resend timer (one is in flight) and the handoff this member serves.
+    fn next(&mut self, epoch: &EpochView, directory: Option<&Directory>) -> Self {
+        let mut next = EpochState::new(epoch, directory);
+        next.resend_armed = self.resend_armed;
+        next.served = self.served.take();
+        next
+    }
+
+    /// Keeps a copy of a consensus message above `height` while this member is
+    /// ready to switch (bounded).
+    pub(in crate::member) fn keep_ahead(
+        &mut self,
+        from: u32,
+        message: &Message<S>,
+        height: Option<Height>,
+    ) {
+        if self.ready.is_none() || self.ahead.len() >= EARLY_LIMIT {
+            return;
+        }
+        if let (Some(h), Some(current)) = (message.height(), height) {
+            if h <= current {
+                return;
+            }
+        }
+        self.ahead.push((from, message.clone()));
+    }
+}
+
+/// Entries a handoff carries: enough for the replica's election lag and the
+/// previous beacon.
+fn handoff_len(config: &ReplicaConfig) -> usize {
+    (config.election_lag as usize).saturating_add(2)
+}
+
+mod decide;
+mod switch;

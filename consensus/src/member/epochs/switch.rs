@@ -1,0 +1,366 @@
+//! The messages of a change (control transactions, invitations, handoffs,
+//! resharing and DKG messages), a joiner's belief in `f + 1` invitations and
+//! handoffs, and the switch of replicas at the decided height.
+
+use super::*;
+
+impl<S: Scheme> Member<S> {
+    /// A message of an epoch change from directory member `from`.
+    pub(in crate::member) fn on_epoch_message(
+        &mut self,
+        now: Time,
+        from: u32,
+        message: EpochMessage<S>,
+        out: &mut Vec<MemberOutput<S>>,
+    ) {
+        if matches!(
+            message,
+            EpochMessage::Control(_)
+                | EpochMessage::Reshare { .. }
+                | EpochMessage::Dkg { .. }
+                | EpochMessage::HandoffRequest { .. }
+        ) && self.epochs.heard_from.len()
+            < self
+                .identity
+                .as_ref()
+                .map_or(0, |i| i.directory.len() as usize)
+        {
+            self.epochs.heard_from.insert(from);
+        }
+        match message {
+            EpochMessage::Control(control) => {
+                // Signed by a party of the directory (a current or a new
+                // member), and a bounded number per signer and epoch.
+                let signer = control.signer();
+                let known = self
+                    .identity
+                    .as_ref()
+                    .is_some_and(|i| i.directory.index_of(&signer).is_some());
+                let Ok(tx) = control.to_transaction() else {
+                    return;
+                };
+                let id: [u8; 32] = Sha256::digest(&tx).into();
+                let seen = self.epochs.controls_from.entry(signer).or_default();
+                if !known || (!seen.contains(&id) && seen.len() >= MAX_CONTROLS_PER_SIGNER) {
+                    return;
+                }
+                let Phase::Replica(r) = &mut self.phase else {
+                    return;
+                };
+                if !control.verify() {
+                    return;
+                }
+                seen.insert(id);
+                let outputs = r.handle(now, Input::ControlTransaction(tx));
+                self.on_replica(now, outputs, out);
+            }
+            EpochMessage::Invite(invitation) => self.on_invite(now, from, *invitation, out),
+            EpochMessage::Handoff {
+                epoch,
+                digest,
+                dealers,
+                entries,
+            } => {
+                if matches!(self.phase, Phase::Joining) && self.epoch.index_of(from).is_some() {
+                    self.epochs.handoffs.entry(from).or_insert(Handoff {
+                        epoch,
+                        digest,
+                        dealers,
+                        entries,
+                    });
+                    self.try_join(now, out);
+                }
+            }
+            EpochMessage::HandoffRequest { epoch } => {
+                let asked_by_new = self.epoch.number == epoch
+                    && self.epoch.index_of(from).is_some()
+                    || self.epochs.transition.as_ref().is_some_and(|t| {
+                        t.epoch() == epoch && t.new_epoch().index_of(from).is_some()
+                    });
+                if let (Some(h), true) = (&self.epochs.served, asked_by_new) {
+                    if h.epoch == epoch {
+                        out.push(MemberOutput::Effect(Effect::Send {
+                            to: NodeIndex(from),
+                            message: Envelope::Epoch(EpochMessage::Handoff {
+                                epoch,
+                                digest: h.digest,
+                                dealers: h.dealers.clone(),
+                                entries: h.entries.clone(),
+                            }),
+                        }));
+                    }
+                }
+            }
+            message @ (EpochMessage::Reshare { epoch, .. } | EpochMessage::Dkg { epoch, .. }) => {
+                if let Some(t) = self.epochs.transition.as_mut() {
+                    let events = t.on_message(now, from, message);
+                    self.on_transition(now, events, out);
+                } else if Some(epoch) == self.epoch.number.checked_add(1) {
+                    let parties = self.identity.as_ref().map_or(0, |i| i.directory.len());
+                    if from < parties {
+                        let limit = early_per_sender(parties as usize);
+                        let kept = self.epochs.early.entry(from).or_default();
+                        if kept.len() < limit {
+                            kept.push(message);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A joiner counts identical invitations from old members; `f + 1` of them
+    /// include an honest one.
+    pub(in crate::member) fn on_invite(
+        &mut self,
+        now: Time,
+        from: u32,
+        invitation: Invitation<S>,
+        out: &mut Vec<MemberOutput<S>>,
+    ) {
+        let Some(identity) = &self.identity else {
+            return;
+        };
+        if !matches!(self.phase, Phase::Joining)
+            || self.epochs.transition.is_some()
+            || self.epoch.index_of(from).is_none()
+            || !self.epochs.invited_by.insert(from)
+            || invitation.reshare.old_members != self.epoch.ids(&identity.directory)
+            || invitation.change.epoch != self.epoch.number.saturating_add(1)
+        {
+            return;
+        }
+        let digest = invitation.digest();
+        let (_, senders) = self
+            .epochs
+            .invites
+            .entry(digest)
+            .or_insert_with(|| (invitation, BTreeSet::new()));
+        senders.insert(from);
+        if senders.len() <= self.epoch.config.f as usize {
+            return;
+        }
+        let Some((invitation, _)) = self.epochs.invites.remove(&digest) else {
+            return;
+        };
+        self.epochs.invites.clear();
+        let new = match self.next_epoch(&invitation.change) {
+            Ok(v) => v,
+            Err(reason) => return self.fail_epoch(invitation.change.epoch, reason, out),
+        };
+        self.start_transition(now, invitation, new, None, out);
+    }
+
+    /// A joiner with its keys starts the new replica once `f + 1` old members
+    /// handed over the same chain with its keys' digest.
+    pub(in crate::member) fn try_join(&mut self, now: Time, out: &mut Vec<MemberOutput<S>>) {
+        if !matches!(self.phase, Phase::Joining) {
+            return;
+        }
+        let (Some(_), Some(t)) = (&self.epochs.ready, &self.epochs.transition) else {
+            return;
+        };
+        let epoch = t.epoch();
+        if let Some(own) = self.epochs.own_handoff.take() {
+            // A stayer that was late: its own chain says where the epoch began.
+            if !self.keys_for(own.digest, &own.dealers) {
+                self.phase = Phase::Failed;
+                return self.fail_epoch(
+                    epoch,
+                    "the epoch switched to keys this member does not hold".into(),
+                    out,
+                );
+            }
+            return self.enter_epoch(now, own.entries, out);
+        }
+        let mut counts: BTreeMap<_, (usize, u32)> = BTreeMap::new();
+        for (from, h) in &self.epochs.handoffs {
+            if let Some(id) = h.identity().filter(|id| id.0 == epoch) {
+                counts.entry(id).or_insert((0, *from)).0 += 1;
+            }
+        }
+        let need = self.epoch.config.f as usize + 1;
+        let Some((id, (_, from))) = counts.into_iter().find(|(_, (c, _))| *c >= need) else {
+            return;
+        };
+        if !self.keys_for(id.1, &id.2) {
+            self.phase = Phase::Failed;
+            return self.fail_epoch(
+                epoch,
+                "the old members switched to keys other than this member's".into(),
+                out,
+            );
+        }
+        let Some(handoff) = self.epochs.handoffs.remove(&from) else {
+            return;
+        };
+        self.enter_epoch(now, handoff.entries, out);
+    }
+
+    /// Whether this member holds the new keys of digest `digest`: its own, or
+    /// recombined from the resharing `dealers` the chain recorded (it took part
+    /// late and combined others).
+    pub(in crate::member) fn keys_for(&mut self, digest: [u8; 32], dealers: &[u32]) -> bool {
+        match &self.epochs.ready {
+            Some((mine, _)) if *mine == digest => return true,
+            None => return false,
+            Some(_) => {}
+        }
+        let Some(output) = self
+            .epochs
+            .transition
+            .as_mut()
+            .and_then(|t| t.adopt(digest, dealers))
+        else {
+            return false;
+        };
+        self.epochs.ready = Some((digest, output));
+        true
+    }
+
+    /// Step 5 at an old member: the epoch ends after `height`.
+    pub(in crate::member) fn switch(
+        &mut self,
+        now: Time,
+        height: Height,
+        digest: [u8; 32],
+        dealers: Vec<u32>,
+        out: &mut Vec<MemberOutput<S>>,
+    ) {
+        let Phase::Replica(replica) = &self.phase else {
+            return;
+        };
+        let entries: Vec<_> = replica.finalized().iter().cloned().collect();
+        let new = match (&self.epochs.transition, &self.epochs.invitation) {
+            (Some(t), _) => Some(t.new_epoch().clone()),
+            (None, Some(inv)) => self.next_epoch(&inv.change).ok(),
+            (None, None) => None,
+        };
+        let Some(new) = new else {
+            // This member never learned the change (no identity): it cannot
+            // follow, and stops rather than run an epoch that is over.
+            self.phase = Phase::Failed;
+            self.keys = None;
+            return self.fail_epoch(
+                self.epoch.number.saturating_add(1),
+                "the epoch ended, and this member does not know the next one".into(),
+                out,
+            );
+        };
+        let tail = entries.len().saturating_sub(handoff_len(&new.config));
+        let handoff = Handoff {
+            epoch: new.number,
+            digest,
+            dealers: dealers.clone(),
+            entries: entries[tail..].to_vec(),
+        };
+        for d in &new.members {
+            if self.epoch.index_of(*d).is_none() {
+                out.push(MemberOutput::Effect(Effect::Send {
+                    to: NodeIndex(*d),
+                    message: Envelope::Epoch(EpochMessage::Handoff {
+                        epoch: new.number,
+                        digest,
+                        dealers: dealers.clone(),
+                        entries: handoff.entries.clone(),
+                    }),
+                }));
+            }
+        }
+        let me = self.identity.as_ref().map(|i| i.me).unwrap_or(self.me.0);
+        let running = self.epochs.transition.is_some() && self.epochs.ready.is_none();
+        let holds = self.keys_for(digest, &dealers);
+        match new.index_of(me) {
+            Some(_) if holds => self.enter_epoch(now, entries, out),
+            Some(_) if running => {
+                // Its keys are still on their way: it starts the new epoch
+                // from its own chain once they are ready (and catches up).
+                self.epochs.own_handoff = Some(Handoff {
+                    epoch: new.number,
+                    digest,
+                    dealers,
+                    entries,
+                });
+                self.phase = Phase::Joining;
+            }
+            Some(_) => {
+                self.phase = Phase::Failed;
+                self.keys = None;
+                self.fail_epoch(
+                    new.number,
+                    "the epoch switched to keys this member does not hold".into(),
+                    out,
+                );
+            }
+            None => {
+                self.phase = Phase::Retired;
+                self.keys = None;
+                self.epochs = self.epochs.next(&new, None);
+                self.epoch = new;
+                self.me = NodeIndex(me);
+                out.push(MemberOutput::Epoch(EpochEvent::Retired {
+                    epoch: self.epoch.number,
+                    height,
+                }));
+            }
+        }
+        self.epochs.served = Some(handoff);
+    }
+
+    /// Runs the new epoch's replica from `entries` (ending at the last height of
+    /// the old epoch) with this member's new keys, and replays what came ahead.
+    pub(in crate::member) fn enter_epoch(
+        &mut self,
+        now: Time,
+        entries: Vec<Arc<CommittedEntry<S>>>,
+        out: &mut Vec<MemberOutput<S>>,
+    ) {
+        let (Some((_, output)), Some(t)) =
+            (self.epochs.ready.take(), self.epochs.transition.take())
+        else {
+            return;
+        };
+        let new = t.new_epoch().clone();
+        let last = entries.last().map_or(Height::ZERO, |e| e.block.height);
+        let replica = Self::build_replica(
+            &new.config,
+            &output,
+            entries,
+            Vec::new(),
+            &self.seed,
+            &self.memo,
+            self.behaviour,
+        );
+        let mut replica = match replica {
+            Ok(r) => r,
+            Err(e) => {
+                self.phase = Phase::Failed;
+                return self.fail_epoch(new.number, e.to_string(), out);
+            }
+        };
+        let ahead = std::mem::take(&mut self.epochs.ahead);
+        let directory = self.identity.as_ref().map(|i| i.directory.clone());
+        self.epochs = self.epochs.next(&new, directory.as_ref());
+        self.me = output.me;
+        self.keys = Some(output.clone());
+        self.epoch = new;
+        out.push(MemberOutput::Epoch(EpochEvent::Started {
+            epoch: self.epoch.number,
+            start: last.saturating_add(1),
+            members: self.epoch.members.clone(),
+            config: self.epoch.config.clone(),
+            output,
+        }));
+        let mut outputs = replica.handle(now, Input::Start);
+        for (from, message) in ahead {
+            if message.height().is_some_and(|h| h <= last) {
+                continue;
+            }
+            if let Some(i) = self.epoch.index_of(from) {
+                outputs.extend(replica.handle(now, Input::Message { from: i, message }));
+            }
+        }
+        self.phase = Phase::Replica(replica);
+        self.on_replica(now, outputs, out);
+    }
+}

@@ -1,0 +1,123 @@
+//! What a member takes and gives: the one wire envelope, its timers, its
+//! inputs and its outputs.
+
+use super::EpochEvent;
+use crate::epoch::{EpochChange, EpochMessage, TransitionTimer};
+use crate::messages::Message;
+use crate::replica::{Event, SignedVotes, Timer};
+use crate::ConsensusError;
+use crate::Height;
+use beacon::dkg::session::{SessionMessage, SessionTimer};
+use beacon::dkg::DkgOutput;
+use beacon::effect::Effect;
+use beacon::{wire, NodeIndex, Scheme};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// Everything that travels between members: one enum, one codec.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub enum Envelope<S: Scheme> {
+    /// A DKG message (relayed broadcasts, private shares, signed results).
+    Dkg(SessionMessage),
+    /// A consensus message.
+    Consensus(Message<S>),
+    /// A message of an epoch change (control transactions, resharing, the new
+    /// members' DKG, invitations, handoffs).
+    Epoch(EpochMessage<S>),
+}
+
+impl<S: Scheme> Envelope<S> {
+    /// Encodes with the wire codec.
+    pub fn encode(&self) -> Result<Vec<u8>, ConsensusError> {
+        Ok(wire::encode(self)?)
+    }
+
+    /// Decodes with the wire codec; malformed or oversized input is an error.
+    pub fn decode(bytes: &[u8]) -> Result<Self, ConsensusError> {
+        Ok(wire::decode(bytes)?)
+    }
+
+    /// Short name of the message kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Envelope::Dkg(m) => m.kind(),
+            Envelope::Consensus(m) => m.kind(),
+            Envelope::Epoch(m) => m.kind(),
+        }
+    }
+}
+
+/// Timers of a member.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MemberTimer {
+    /// A DKG timer (phase or attempt end).
+    Dkg(SessionTimer),
+    /// A timer of the replica of epoch `epoch`.
+    Replica {
+        /// The epoch whose replica set it.
+        epoch: u64,
+        /// The timer.
+        timer: Timer,
+    },
+    /// A timer of the change into epoch `epoch`.
+    Epoch {
+        /// The epoch being started.
+        epoch: u64,
+        /// The timer.
+        timer: TransitionTimer,
+    },
+    /// Time to send again what an epoch change still waits for (control
+    /// transactions not yet finalized, invitations, handoff requests): messages
+    /// lost to a partition or to loss are not lost for good.
+    EpochResend,
+}
+
+/// Inputs of a member.
+#[derive(Clone, Debug)]
+pub enum MemberInput<S: Scheme> {
+    /// Start (run the DKG, or resume the replica when restored).
+    Start,
+    /// A message from an authenticated peer.
+    Message {
+        /// Sender.
+        from: NodeIndex,
+        /// Message.
+        envelope: Envelope<S>,
+    },
+    /// A timer fired.
+    Timer(MemberTimer),
+    /// A client transaction.
+    ClientTransaction(Vec<u8>),
+    /// The operator proposes a change of members (signed with the member key
+    /// and handed to every member: see [`crate::epoch`]).
+    ProposeEpoch(EpochChange),
+}
+
+/// Outputs of a member: effects for its driver, and events.
+#[derive(Clone, Debug)]
+pub enum MemberOutput<S: Scheme> {
+    /// Send, broadcast, or set a timer (DKG and replica alike).
+    Effect(Effect<Envelope<S>, MemberTimer>),
+    /// Answer a peer's sync request from the store (see
+    /// [`Output::SyncFromStore`]).
+    SyncFromStore {
+        /// Who asked.
+        to: NodeIndex,
+        /// First height wanted.
+        from_height: Height,
+    },
+    /// What the replica signed at the heights not yet finalized: persist it
+    /// durably, replacing the previous record, before carrying out any output
+    /// after it (see [`Output::PersistVotes`]); [`Member::restore`] takes the
+    /// last one back.
+    PersistVotes(Vec<SignedVotes<S>>),
+    /// The DKG finished: persist the key material.
+    DkgComplete(Arc<DkgOutput<S>>),
+    /// The DKG failed.
+    DkgFailed(String),
+    /// An event of the replica (commits, beacons, finalized heights, evidence...).
+    Event(Event<S>),
+    /// A step of an epoch change (see [`EpochEvent`]).
+    Epoch(EpochEvent<S>),
+}
