@@ -837,8 +837,19 @@ async fn epoch_of(client: &reqwest::Client, p: &mut Proc) -> Result<Option<(u64,
         }))
 }
 
-/// Polls `check` on every node of `procs` until it holds for all, or fails
-/// after `timeout` naming `what`.
+/// What a node of a change of members shows over HTTP.
+#[derive(Debug)]
+struct Seen {
+    /// `GET /epoch`: epoch, status, first height (none while it cannot answer).
+    epoch: Option<(u64, String, u64)>,
+    /// The latest round it serves.
+    latest: u64,
+    /// Whether it serves round 1 (a joiner, once its backfill is over).
+    first_round: bool,
+}
+
+/// Polls the nodes `which` of `procs` until `check` holds for each, or fails
+/// at `deadline` naming `what`.
 async fn wait_all<F>(
     client: &reqwest::Client,
     procs: &mut [Proc],
@@ -848,18 +859,23 @@ async fn wait_all<F>(
     mut check: F,
 ) -> Result<()>
 where
-    F: FnMut(usize, Option<(u64, String, u64)>, u64) -> bool,
+    F: FnMut(&Seen) -> bool,
 {
     for &i in which {
         loop {
-            let epoch = epoch_of(client, &mut procs[i]).await?;
-            let latest = latest_round(client, &mut procs[i]).await?;
-            if check(i, epoch.clone(), latest) {
+            let seen = Seen {
+                epoch: epoch_of(client, &mut procs[i]).await?,
+                latest: latest_round(client, &mut procs[i]).await?,
+                first_round: node::http::get_json(client, &format!("{}/public/1", procs[i].http))
+                    .await
+                    .is_ok(),
+            };
+            if check(&seen) {
                 break;
             }
             if Instant::now() > deadline {
                 bail!(
-                    "node {i} {what} in time (epoch {epoch:?}, round {latest}); its log {}:\n{}",
+                    "node {i} {what} in time ({seen:?}); its log {}:\n{}",
                     procs[i].log.display(),
                     tail(&procs[i].log)
                 );
@@ -893,7 +909,7 @@ async fn observe_reshare(
         &old,
         deadline,
         "served no round after the proposal round",
-        |_, _, latest| latest >= propose_after,
+        |s| s.latest >= propose_after,
     )
     .await?;
     let info = node::http::get_json(&client, &format!("{}/info", procs[0].http)).await?;
@@ -921,7 +937,7 @@ async fn observe_reshare(
         &new,
         deadline,
         "did not run the new epoch",
-        |_, e, _| matches!(e, Some((1, status, _)) if status == "member"),
+        |s| matches!(&s.epoch, Some((1, status, _)) if status == "member"),
     )
     .await?;
     wait_all(
@@ -930,7 +946,7 @@ async fn observe_reshare(
         &leavers,
         deadline,
         "did not retire",
-        |_, e, _| matches!(e, Some((1, status, _)) if status == "retired"),
+        |s| matches!(&s.epoch, Some((1, status, _)) if status == "retired"),
     )
     .await?;
     let switch_s = proposed.elapsed().as_secs_f64();
@@ -939,24 +955,15 @@ async fn observe_reshare(
         .map_or(0, |(_, _, start)| start);
     let switched = Instant::now();
     // Joiners serve the whole chain once their backfill is over.
-    let mut backfilled = Vec::new();
-    for &i in &joiners {
-        loop {
-            let r1 = node::http::get_json(&client, &format!("{}/public/1", procs[i].http)).await;
-            if r1.is_ok() {
-                backfilled.push(i);
-                break;
-            }
-            if Instant::now() > deadline {
-                bail!(
-                    "joiner {i} does not serve round 1 (backfill); its log {}:\n{}",
-                    procs[i].log.display(),
-                    tail(&procs[i].log)
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
+    wait_all(
+        &client,
+        procs,
+        &joiners,
+        deadline,
+        "does not serve round 1 (backfill)",
+        |s| s.first_round,
+    )
+    .await?;
     let backfill_s = switched.elapsed().as_secs_f64();
     let checked_to = rounds.max(epoch_start + 4);
     wait_all(
@@ -965,7 +972,7 @@ async fn observe_reshare(
         &new,
         deadline,
         "did not reach the last round",
-        |_, _, latest| latest >= checked_to,
+        |s| s.latest >= checked_to,
     )
     .await?;
     let mut chains: Vec<Vec<serde_json::Value>> = Vec::new();

@@ -119,7 +119,7 @@ pub fn run(args: ReshareArgs) -> Result<()> {
             accepted.epoch,
             accepted.members.len(),
             accepted.c,
-            &accepted.change[..16]
+            accepted.change
         );
     }
     Ok(())

@@ -162,26 +162,22 @@ fn block_json<S: Scheme>(entry: &CommittedEntry<S>) -> BlockJson {
 
 /// Adds a durable entry's beacon and block to the API view.
 fn publish<S: Scheme>(view: &mut ChainView, entry: &CommittedEntry<S>) {
-    let round = entry.block.height.get();
-    // The block names the beacon it chains on: a joiner's first heights (its
-    // handoff, the heights it backfills) come without their predecessor.
-    let previous_signature = view
-        .previous_signature(round)
-        .unwrap_or_else(|| entry.block.previous_beacon.clone());
-    view.insert(
-        Beacon {
-            round,
-            signature: entry.beacon.to_bytes(),
-            previous_signature,
-        },
-        block_json(entry),
-    );
+    view.insert(beacon_of(entry), block_json(entry));
+}
+
+/// The beacon of a finalized entry: its block names the beacon it chains on
+/// (the genesis seed for round 1), so no other height is needed.
+fn beacon_of<S: Scheme>(entry: &CommittedEntry<S>) -> Beacon {
+    Beacon {
+        round: entry.block.height.get(),
+        signature: entry.beacon.to_bytes(),
+        previous_signature: entry.block.previous_beacon.clone(),
+    }
 }
 
 /// The store as the API's archive of older beacons, blocks and transactions.
 struct StoreArchive<S> {
     store: std::sync::Weak<Store>,
-    genesis_seed: Vec<u8>,
     scheme: std::marker::PhantomData<fn() -> S>,
 }
 
@@ -192,17 +188,8 @@ impl<S: Scheme> crate::http::ChainArchive for StoreArchive<S> {
     }
 
     fn beacon(&self, round: u64) -> Option<Beacon> {
-        let store = self.store.upgrade()?;
-        let entry = store.get::<S>(round).ok().flatten()?;
-        let previous_signature = match round {
-            1 => self.genesis_seed.clone(),
-            _ => store.get::<S>(round - 1).ok().flatten()?.beacon.to_bytes(),
-        };
-        Some(Beacon {
-            round,
-            signature: entry.beacon.to_bytes(),
-            previous_signature,
-        })
+        let entry = self.store.upgrade()?.get::<S>(round).ok().flatten()?;
+        Some(beacon_of(&entry))
     }
 
     fn transaction(&self, id: &[u8; 32]) -> Option<u64> {
@@ -370,8 +357,8 @@ impl<S: Scheme> Node<S> {
                 config,
                 output,
             } => {
-                let joined = !self.dkg_done.load(Ordering::Relaxed)
-                    || self.state.chain.read().map_or(true, |v| v.info().is_none());
+                // A member that joined has no chain info yet; a stayer keeps its own.
+                let joined = self.state.chain.read().map_or(true, |v| v.info().is_none());
                 let record = EpochRecord {
                     number: epoch,
                     members,
@@ -752,21 +739,12 @@ async fn run_inner<S: Scheme>(
     // that the store closes cleanly when the node stops.
     let _ = state.archive.set(Box::new(StoreArchive::<S> {
         store: Arc::downgrade(&store),
-        genesis_seed: cfg.replica.genesis_seed.to_vec(),
         scheme: std::marker::PhantomData,
     }));
     if let Some(output) = &stored {
         let mut view = state.chain.write().unwrap_or_else(|e| e.into_inner());
         view.set_info(chain_info(&cfg, output));
-        for (i, entry) in chain.iter().enumerate() {
-            let height = entry.block.height.get();
-            if i == 0 && height > 1 {
-                // Its predecessor is older than what was loaded: the store has it.
-                if let Some(b) = state.archive.get().and_then(|a| a.beacon(height)) {
-                    view.insert(b, block_json(entry));
-                }
-                continue;
-            }
+        for entry in &chain {
             publish(&mut view, entry);
         }
         metrics.height.set(view.latest() as i64);

@@ -50,6 +50,20 @@ fn start_node_with(dir: &Path, i: usize, log: &str, extra: &[&str]) -> Child {
         .unwrap()
 }
 
+/// `reshare --json` through node `i` of the network in `dir`, with the member
+/// list `members` (TOML).
+fn reshare(dir: &Path, i: usize, members: &str) -> std::process::Output {
+    let list = dir.join(format!("members-{i}.toml"));
+    std::fs::write(&list, members).unwrap();
+    Command::new(BIN)
+        .args(["reshare", "--json", "--config"])
+        .arg(dir.join(format!("node-{i}/node.toml")))
+        .arg("--new-members")
+        .arg(&list)
+        .output()
+        .unwrap()
+}
+
 /// Processes started by the test, killed when it ends.
 struct Nodes(Vec<Child>);
 
@@ -245,27 +259,12 @@ fn the_admin_api_refuses_bad_changes() {
         .unwrap();
     assert!(out.status.success());
     // A member list naming a party outside the config, before the node runs.
-    let bad = dir.path().join("bad.toml");
-    std::fs::write(&bad, "members = [0, 1, 2, 9]\n").unwrap();
-    let out = Command::new(BIN)
-        .args(["reshare", "--config"])
-        .arg(dir.path().join("node-0/node.toml"))
-        .arg("--new-members")
-        .arg(&bad)
-        .output()
-        .unwrap();
+    let out = reshare(dir.path(), 0, "members = [0, 1, 2, 9]\n");
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("member 9"), "{stderr}");
     // A file that is not a member list.
-    std::fs::write(&bad, "members = \"everyone\"\n").unwrap();
-    let out = Command::new(BIN)
-        .args(["reshare", "--config"])
-        .arg(dir.path().join("node-0/node.toml"))
-        .arg("--new-members")
-        .arg(&bad)
-        .output()
-        .unwrap();
+    let out = reshare(dir.path(), 0, "members = \"everyone\"\n");
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a member list"));
     // The running node checks the change itself and says what is wrong.
@@ -274,14 +273,7 @@ fn the_admin_api_refuses_bad_changes() {
         nodes.0.push(start_node(dir.path(), i, "node.log"));
     }
     let propose = |members: &str| {
-        std::fs::write(&bad, format!("members = {members}\n")).unwrap();
-        let out = Command::new(BIN)
-            .args(["reshare", "--json", "--config"])
-            .arg(dir.path().join("node-0/node.toml"))
-            .arg("--new-members")
-            .arg(&bad)
-            .output()
-            .unwrap();
+        let out = reshare(dir.path(), 0, &format!("members = {members}\n"));
         (
             out.status.success(),
             String::from_utf8_lossy(&out.stdout).to_string(),
@@ -365,16 +357,8 @@ fn a_member_that_lost_its_keys_gets_new_ones_from_a_change_that_keeps_it() {
     );
     nodes.0[3] = start_node_with(dir.path(), 3, "rejoin.log", &["--join"]);
     // The three others (n - f = 3) propose the same member list.
-    let list = dir.path().join("same.toml");
-    std::fs::write(&list, "members = [0, 1, 2, 3]\n").unwrap();
     for i in 0..3 {
-        let out = Command::new(BIN)
-            .args(["reshare", "--config"])
-            .arg(dir.path().join(format!("node-{i}/node.toml")))
-            .arg("--new-members")
-            .arg(&list)
-            .output()
-            .unwrap();
+        let out = reshare(dir.path(), i, "members = [0, 1, 2, 3]\n");
         assert!(
             out.status.success(),
             "{}",
