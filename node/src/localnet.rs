@@ -253,6 +253,20 @@ fn spawn_all(configs: &[(PathBuf, String)]) -> Result<Vec<Proc>> {
     Ok(procs)
 }
 
+/// After the report: with `--keep-running`, waits for Ctrl-C; then stops the
+/// nodes.
+fn keep_or_stop(args: &LocalnetArgs, runtime: &tokio::runtime::Runtime, procs: &mut [Proc]) {
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+    if args.keep_running {
+        if !args.json {
+            eprintln!("network up; Ctrl-C stops it");
+        }
+        runtime.block_on(node::runtime::shutdown_signal());
+    }
+    stop(procs);
+}
+
 /// Asks every node to stop (SIGTERM), then kills what is left after 5 s.
 fn stop(procs: &mut [Proc]) {
     for p in procs.iter_mut() {
@@ -779,15 +793,7 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
         }
         println!("wall {:.1} s", wall.elapsed().as_secs_f64());
     }
-    use std::io::Write as _;
-    let _ = std::io::stdout().flush();
-    if args.keep_running {
-        if !args.json {
-            eprintln!("network up; Ctrl-C stops it");
-        }
-        runtime.block_on(node::runtime::shutdown_signal());
-    }
-    stop(&mut procs);
+    keep_or_stop(&args, &runtime, &mut procs);
     if !outcome.chain_identical || !outcome.chain_verified {
         bail!("the nodes do not serve one valid chain");
     }
@@ -1101,15 +1107,7 @@ fn reshare_run(
             wall.elapsed().as_secs_f64()
         );
     }
-    use std::io::Write as _;
-    let _ = std::io::stdout().flush();
-    if args.keep_running {
-        if !args.json {
-            eprintln!("network up; Ctrl-C stops it");
-        }
-        runtime.block_on(node::runtime::shutdown_signal());
-    }
-    stop(&mut procs);
+    keep_or_stop(args, &runtime, &mut procs);
     if !outcome.chain_identical || !outcome.chain_verified || !outcome.group_key_unchanged {
         bail!("the new members do not serve one valid chain under the genesis group key");
     }

@@ -250,14 +250,7 @@ fn members_that_leave_erase_their_shares_and_the_rest_go_on() {
 
 #[test]
 fn the_admin_api_refuses_bad_changes() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(BIN)
-        .args(["localnet", "--nodes", "4", "--reshare-to", "5"])
-        .args(["--configs-only", "--dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    let (dir, _) = common::localnet_configs(BIN, 4, &["--reshare-to", "5"]);
     // A member list naming a party outside the config, before the node runs.
     let out = reshare(dir.path(), 0, "members = [0, 1, 2, 9]\n");
     assert!(!out.status.success());
@@ -307,21 +300,7 @@ fn the_admin_api_refuses_bad_changes() {
 
 #[test]
 fn a_member_that_lost_its_keys_gets_new_ones_from_a_change_that_keeps_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(BIN)
-        .args(["localnet", "--nodes", "4", "--configs-only", "--dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let apis: Vec<String> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let start = l.find("(API ").unwrap() + 5;
-            l[start..l.len() - 1].to_string()
-        })
-        .collect();
+    let (dir, apis) = common::localnet_configs(BIN, 4, &[]);
     let mut nodes = Nodes(Vec::new());
     for i in 0..4 {
         nodes.0.push(start_node(dir.path(), i, "node.log"));
