@@ -24,6 +24,8 @@ const TRANSACTIONS: TableDefinition<&[u8; 32], u64> = TableDefinition::new("tran
 /// The replica's last record of what it signed (one row, [`VOTES_KEY`]).
 const VOTES: TableDefinition<&str, &[u8]> = TableDefinition::new("votes");
 const VOTES_KEY: &str = "signed";
+/// The bodies of the blocks that record names, each once, by digest.
+const VOTE_BLOCKS: TableDefinition<&[u8; 32], &[u8]> = TableDefinition::new("vote_blocks");
 
 /// The epoch a node is in after a change of members: what a restarted node
 /// resumes instead of the genesis epoch.
@@ -75,6 +77,7 @@ impl Store {
         tx.open_table(CHAIN).map_err(db_err)?;
         tx.open_table(TRANSACTIONS).map_err(db_err)?;
         tx.open_table(VOTES).map_err(db_err)?;
+        tx.open_table(VOTE_BLOCKS).map_err(db_err)?;
         tx.commit().map_err(db_err)?;
         Ok(Store {
             dir: dir.to_path_buf(),
@@ -170,26 +173,70 @@ impl Store {
     }
 
     /// Replaces the record of what the replica signed, durably (redb commits
-    /// with fsync): it returns only once a crash can no longer lose it.
+    /// with fsync): it returns only once a crash can no longer lose it. The
+    /// bodies of the blocks it names go into their own table in the same
+    /// transaction, each written once (the record changes a few times per
+    /// height; its block does not); bodies no longer named are dropped.
     pub fn save_votes<S: Scheme>(&self, record: &[SignedVotes<S>]) -> Result<(), NodeError> {
         let bytes = beacon::wire::encode(&record.to_vec()).map_err(db_err)?;
         let tx = self.db.begin_write().map_err(db_err)?;
         {
             let mut table = tx.open_table(VOTES).map_err(db_err)?;
             table.insert(VOTES_KEY, bytes.as_slice()).map_err(db_err)?;
+            let mut bodies = tx.open_table(VOTE_BLOCKS).map_err(db_err)?;
+            let named: std::collections::BTreeSet<[u8; 32]> = record
+                .iter()
+                .flat_map(|r| r.blocks.keys().copied())
+                .collect();
+            let mut stale = Vec::new();
+            for row in bodies.iter().map_err(db_err)? {
+                let digest = *row.map_err(db_err)?.0.value();
+                if !named.contains(&digest) {
+                    stale.push(digest);
+                }
+            }
+            for digest in &stale {
+                bodies.remove(digest).map_err(db_err)?;
+            }
+            for (digest, block) in record.iter().flat_map(|r| &r.blocks) {
+                if bodies.get(digest).map_err(db_err)?.is_none() {
+                    let body = beacon::wire::encode(block.as_ref()).map_err(db_err)?;
+                    bodies.insert(digest, body.as_slice()).map_err(db_err)?;
+                }
+            }
         }
         tx.commit().map_err(db_err)
     }
 
-    /// The last record of what the replica signed (empty when none).
+    /// The last record of what the replica signed (empty when none), with the
+    /// bodies of the blocks it names (a body must hash to its digest).
     pub fn load_votes<S: Scheme>(&self) -> Result<Vec<SignedVotes<S>>, NodeError> {
+        let corrupt = |e: &dyn std::fmt::Display| {
+            NodeError::Store(format!("the vote record is corrupt: {e}"))
+        };
         let tx = self.db.begin_read().map_err(db_err)?;
         let table = tx.open_table(VOTES).map_err(db_err)?;
         let Some(v) = table.get(VOTES_KEY).map_err(db_err)? else {
             return Ok(Vec::new());
         };
-        beacon::wire::decode(v.value())
-            .map_err(|e| NodeError::Store(format!("the vote record is corrupt: {e}")))
+        let mut records: Vec<SignedVotes<S>> =
+            beacon::wire::decode(v.value()).map_err(|e| corrupt(&e))?;
+        let bodies = tx.open_table(VOTE_BLOCKS).map_err(db_err)?;
+        for record in &mut records {
+            let named: Vec<[u8; 32]> = record.named().copied().collect();
+            for digest in named {
+                let Some(body) = bodies.get(&digest).map_err(db_err)? else {
+                    continue;
+                };
+                let block: consensus::Block =
+                    beacon::wire::decode(body.value()).map_err(|e| corrupt(&e))?;
+                if block.digest() != digest {
+                    return Err(corrupt(&"a block body does not match its digest"));
+                }
+                record.blocks.insert(digest, Arc::new(block));
+            }
+        }
+        Ok(records)
     }
 
     /// The most recent `count` finalized heights in order (what a restarted
@@ -444,7 +491,41 @@ mod tests {
             digest: [2; 32],
             signature: <MinSig as Scheme>::Signature::generator(),
         });
+        let block = Arc::new(consensus::Block {
+            height: Height::new(7),
+            parent: [3; 32],
+            previous_beacon: vec![4; 48],
+            transactions: vec![vec![5; 100]],
+        });
+        record.votes.insert(View::new(2), block.digest());
+        record.blocks.insert(block.digest(), block.clone());
         store.save_votes(&[record.clone()]).unwrap();
+        drop(store);
+        let store = Store::open(dir.path(), TEST_CACHE).unwrap();
+        assert_eq!(store.load_votes::<MinSig>().unwrap(), vec![record.clone()]);
+        // A record that no longer names the block drops its body.
+        let mut next = SignedVotes::<MinSig>::new(Height::new(8));
+        next.votes.insert(View::ZERO, block.digest());
+        store.save_votes(&[next.clone()]).unwrap();
+        assert_eq!(store.load_votes::<MinSig>().unwrap(), vec![next]);
+    }
+
+    #[test]
+    fn a_vote_record_written_before_block_bodies_still_loads() {
+        // The encoding of the record itself is unchanged: bodies live in
+        // their own table, absent from stores written by older versions.
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), TEST_CACHE).unwrap();
+        let mut record = SignedVotes::<MinSig>::new(Height::new(7));
+        record.votes.insert(View::ZERO, [1; 32]);
+        let bytes = beacon::wire::encode(&vec![record.clone()]).unwrap();
+        let tx = store.db.begin_write().unwrap();
+        tx.delete_table(VOTE_BLOCKS).unwrap();
+        tx.open_table(VOTES)
+            .unwrap()
+            .insert(VOTES_KEY, bytes.as_slice())
+            .unwrap();
+        tx.commit().unwrap();
         drop(store);
         let store = Store::open(dir.path(), TEST_CACHE).unwrap();
         assert_eq!(store.load_votes::<MinSig>().unwrap(), vec![record]);

@@ -702,9 +702,23 @@ impl<S: Scheme> Engine<S> {
             .map(|(i, h)| *h && !self.lost_in_change(i as u32))
             .collect();
         self.reshare.as_ref().is_none_or(|r| r.complete(&honest))
+            && !self.restart_ahead()
             && self
                 .honest_inside()
                 .all(|i| self.stats.finalized(i) >= target)
+    }
+
+    /// Whether an honest member is down with its restart still ahead: the run
+    /// is not done without it (with every member down at once, no member runs
+    /// at all, and the target must not count as reached by nobody).
+    fn restart_ahead(&self) -> bool {
+        let Some(next) = self.queue.next_time() else {
+            return false;
+        };
+        self.crash_times.iter().any(|(node, _, back)| {
+            let slot = &self.slots[*node as usize];
+            slot.honest && slot.member.is_none() && *back != Time(u64::MAX) && next <= *back
+        })
     }
 
     fn run(&mut self, progress: Option<Progress<'_>>) {

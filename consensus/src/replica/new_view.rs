@@ -50,11 +50,14 @@ impl<S: Scheme> Replica<S> {
                     None => return,
                 }
             }
-            None => Arc::new(self.fresh_block()),
+            // A restarted primary proposes the block it proposed before.
+            None => self
+                .votes
+                .proposal(h, view)
+                .unwrap_or_else(|| Arc::new(self.fresh_block())),
         };
-        // One block per view from its primary, even across a crash: a restarted
-        // primary whose mempool changed sends no second NEW-VIEW (`votes.rs`).
-        if self.votes.propose(h, view, block.digest()).is_err() {
+        // One block per view from its primary, even across a crash (`votes.rs`).
+        if self.votes.propose(h, view, block.digest(), &block).is_err() {
             return;
         }
         self.round.view_change.mark_new_view_sent(view);

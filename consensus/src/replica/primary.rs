@@ -60,12 +60,15 @@ impl<S: Scheme> Replica<S> {
         if self.round.view_change.in_progress() || !self.round.primary.proposed.insert(view) {
             return;
         }
-        let block = self.fresh_block();
-        // One block per view, even across a crash: a restarted primary whose
-        // mempool changed waits for the view change instead (`votes.rs`).
+        // One block per view, even across a crash: a restarted primary
+        // proposes the block it proposed before (`votes.rs`).
+        let block = self
+            .votes
+            .proposal(self.height, view)
+            .unwrap_or_else(|| Arc::new(self.fresh_block()));
         if self
             .votes
-            .propose(self.height, view, block.digest())
+            .propose(self.height, view, block.digest(), &block)
             .is_err()
         {
             return;
@@ -73,7 +76,7 @@ impl<S: Scheme> Replica<S> {
         let proposal = Message::PrePrepare {
             height: self.height,
             view,
-            block: Arc::new(block),
+            block,
         };
         self.outbox.broadcast(proposal.clone());
         self.outbox.loop_back(self.me(), proposal);

@@ -96,7 +96,7 @@ impl<S: Scheme> Replica<S> {
             return;
         }
         // Never two votes in one view, not even across a crash (`votes.rs`).
-        if self.votes.vote(h, view, digest).is_err() {
+        if self.votes.vote(h, view, digest, &block).is_err() {
             return;
         }
         self.round.voter.accepted.insert(view, digest);
@@ -140,6 +140,16 @@ impl<S: Scheme> Replica<S> {
         let Some(record) = self.votes.at(self.height).cloned() else {
             return;
         };
+        // The bodies it named: a view change carries them, and a new primary
+        // proposes them again (no one else may hold them any more).
+        for (digest, block) in &record.blocks {
+            if self.block_is_valid(block) {
+                self.round
+                    .blocks
+                    .entry(*digest)
+                    .or_insert_with(|| block.clone());
+            }
+        }
         let voter = &mut self.round.voter;
         voter.prepared = record.prepared.clone();
         if let Some((&view, &digest)) = record.votes.last_key_value() {
@@ -210,7 +220,8 @@ impl<S: Scheme> Replica<S> {
         {
             return;
         }
-        if self.votes.commit(h, &certificate).is_err() {
+        let block = self.round.blocks.get(&certificate.digest);
+        if self.votes.commit(h, &certificate, block).is_err() {
             return;
         }
         let digest = certificate.digest;

@@ -19,8 +19,14 @@
 //!
 //! Beacon shares need no entry: threshold BLS is unique, so a replica's share
 //! of a round is the same whenever it signs it.
+//!
+//! The record also keeps the body of every block it names. After a restart of
+//! every member at once, nobody else holds the block of the height in
+//! progress: a view change must re-propose a prepared (or fast-voted) block,
+//! and a primary may propose nothing but the block it proposed before, so
+//! without the bodies that height could never finish.
 
-use crate::messages::{Digest, PrepareCertificate, ViewChange};
+use crate::messages::{Block, Digest, PrepareCertificate, ViewChange};
 use crate::{Height, View};
 use beacon::Scheme;
 use serde::{Deserialize, Serialize};
@@ -43,6 +49,12 @@ pub struct SignedVotes<S: Scheme> {
     pub proposals: BTreeMap<View, Digest>,
     /// The latest VIEW-CHANGE sent.
     pub view_change: Option<Arc<ViewChange<S>>>,
+    /// The bodies of the blocks named above that this replica held when it
+    /// signed (see the module header). Not part of the record's encoding: a
+    /// store keeps each body once, by digest, beside the record, so a record
+    /// written three times per height does not write its block three times.
+    #[serde(skip)]
+    pub blocks: BTreeMap<Digest, Arc<Block>>,
 }
 
 impl<S: Scheme> SignedVotes<S> {
@@ -55,7 +67,18 @@ impl<S: Scheme> SignedVotes<S> {
             prepared: None,
             proposals: BTreeMap::new(),
             view_change: None,
+            blocks: BTreeMap::new(),
         }
+    }
+
+    /// The digests of the blocks this record names: voted, committed,
+    /// proposed, and the prepared one.
+    pub fn named(&self) -> impl Iterator<Item = &Digest> + '_ {
+        self.votes
+            .values()
+            .chain(self.commits.values())
+            .chain(self.proposals.values())
+            .chain(self.prepared.as_ref().map(|p| &p.digest))
     }
 
     /// The latest view this replica asked to change to (0 when none).
@@ -107,49 +130,81 @@ impl<S: Scheme> VoteLog<S> {
             .or_insert_with(|| SignedVotes::new(height))
     }
 
-    /// Records a slot of `height` (`slot` picks the map) as `digest`: `Ok`
-    /// when it is new (now recorded) or the same as before.
+    /// Records a slot of `height` (`slot` picks the map) as `digest`, with
+    /// the block's body when held: `Ok` when it is new (now recorded) or the
+    /// same as before.
     fn claim(
         &mut self,
         height: Height,
         view: View,
         digest: Digest,
+        block: Option<&Arc<Block>>,
         slot: fn(&mut SignedVotes<S>) -> &mut BTreeMap<View, Digest>,
     ) -> Result<(), Refusal> {
         let record = self.entry(height);
         if view < record.view_change_view() {
             return Err(Refusal::ViewLeft);
         }
+        let mut changed = false;
         match slot(record).get(&view) {
-            Some(d) if *d == digest => Ok(()),
-            Some(_) => Err(Refusal::Conflict),
+            Some(d) if *d == digest => {}
+            Some(_) => return Err(Refusal::Conflict),
             None => {
                 slot(record).insert(view, digest);
-                self.dirty = true;
-                Ok(())
+                changed = true;
             }
         }
+        if let Some(block) = block {
+            if !record.blocks.contains_key(&digest) {
+                record.blocks.insert(digest, block.clone());
+                changed = true;
+            }
+        }
+        self.dirty |= changed;
+        Ok(())
     }
 
-    /// May this replica sign SIGN-SHARE on `digest` in `(height, view)`?
-    pub fn vote(&mut self, height: Height, view: View, digest: Digest) -> Result<(), Refusal> {
-        self.claim(height, view, digest, |r| &mut r.votes)
+    /// May this replica sign SIGN-SHARE on `block` (of digest `digest`) in
+    /// `(height, view)`?
+    pub fn vote(
+        &mut self,
+        height: Height,
+        view: View,
+        digest: Digest,
+        block: &Arc<Block>,
+    ) -> Result<(), Refusal> {
+        self.claim(height, view, digest, Some(block), |r| &mut r.votes)
     }
 
-    /// May this replica propose `digest` in `(height, view)`?
-    pub fn propose(&mut self, height: Height, view: View, digest: Digest) -> Result<(), Refusal> {
-        self.claim(height, view, digest, |r| &mut r.proposals)
+    /// May this replica propose `block` (of digest `digest`) in
+    /// `(height, view)`?
+    pub fn propose(
+        &mut self,
+        height: Height,
+        view: View,
+        digest: Digest,
+        block: &Arc<Block>,
+    ) -> Result<(), Refusal> {
+        self.claim(height, view, digest, Some(block), |r| &mut r.proposals)
+    }
+
+    /// The block this replica proposed in `(height, view)`, if it did and
+    /// holds its body: a restarted primary proposes it again, never another.
+    pub fn proposal(&self, height: Height, view: View) -> Option<Arc<Block>> {
+        let record = self.at(height)?;
+        record.blocks.get(record.proposals.get(&view)?).cloned()
     }
 
     /// May this replica send a COMMIT share answering `certificate` at
-    /// `height`? Records the certificate with it.
+    /// `height`? Records the certificate with it, and the block when held.
     pub fn commit(
         &mut self,
         height: Height,
         certificate: &PrepareCertificate<S>,
+        block: Option<&Arc<Block>>,
     ) -> Result<(), Refusal> {
         let (view, digest) = (certificate.view, certificate.digest);
-        self.claim(height, view, digest, |r| &mut r.commits)?;
+        self.claim(height, view, digest, block, |r| &mut r.commits)?;
         let record = self.entry(height);
         if record.prepared.as_ref().is_none_or(|p| p.view < view) {
             record.prepared = Some(certificate.clone());
@@ -213,6 +268,15 @@ mod tests {
         }
     }
 
+    fn body() -> Arc<Block> {
+        Arc::new(Block {
+            height: Height::new(3),
+            parent: [0; 32],
+            previous_beacon: vec![1; 48],
+            transactions: vec![vec![7]],
+        })
+    }
+
     fn vc(height: Height, new_view: View) -> Arc<ViewChange<MinSig>> {
         Arc::new(ViewChange {
             from: beacon::NodeIndex(0),
@@ -229,23 +293,38 @@ mod tests {
     #[test]
     fn one_digest_per_slot_and_the_same_one_again() {
         let mut log = VoteLog::<MinSig>::restore(Vec::new(), Height::new(1));
-        assert_eq!(log.vote(Height::new(3), View::new(0), [1; 32]), Ok(()));
+        assert_eq!(
+            log.vote(Height::new(3), View::new(0), [1; 32], &body()),
+            Ok(())
+        );
         assert!(log.take_changed().is_some());
-        assert_eq!(log.vote(Height::new(3), View::new(0), [1; 32]), Ok(()));
+        assert_eq!(
+            log.vote(Height::new(3), View::new(0), [1; 32], &body()),
+            Ok(())
+        );
         assert!(log.take_changed().is_none(), "the same vote is no change");
         assert_eq!(
-            log.vote(Height::new(3), View::new(0), [2; 32]),
+            log.vote(Height::new(3), View::new(0), [2; 32], &body()),
             Err(Refusal::Conflict)
         );
-        assert_eq!(log.vote(Height::new(3), View::new(1), [2; 32]), Ok(()));
-        assert_eq!(log.propose(Height::new(3), View::new(0), [9; 32]), Ok(()));
         assert_eq!(
-            log.propose(Height::new(3), View::new(0), [8; 32]),
+            log.vote(Height::new(3), View::new(1), [2; 32], &body()),
+            Ok(())
+        );
+        assert_eq!(
+            log.propose(Height::new(3), View::new(0), [9; 32], &body()),
+            Ok(())
+        );
+        assert_eq!(
+            log.propose(Height::new(3), View::new(0), [8; 32], &body()),
             Err(Refusal::Conflict)
         );
-        assert_eq!(log.commit(Height::new(3), &cert(View::new(1), 2)), Ok(()));
         assert_eq!(
-            log.commit(Height::new(3), &cert(View::new(1), 3)),
+            log.commit(Height::new(3), &cert(View::new(1), 2), None),
+            Ok(())
+        );
+        assert_eq!(
+            log.commit(Height::new(3), &cert(View::new(1), 3), None),
             Err(Refusal::Conflict)
         );
         assert_eq!(
@@ -259,14 +338,17 @@ mod tests {
         let mut log = VoteLog::<MinSig>::restore(Vec::new(), Height::new(1));
         log.view_change(vc(Height::new(5), View::new(2)));
         assert_eq!(
-            log.vote(Height::new(5), View::new(1), [1; 32]),
+            log.vote(Height::new(5), View::new(1), [1; 32], &body()),
             Err(Refusal::ViewLeft)
         );
         assert_eq!(
-            log.commit(Height::new(5), &cert(View::new(1), 1)),
+            log.commit(Height::new(5), &cert(View::new(1), 1), None),
             Err(Refusal::ViewLeft)
         );
-        assert_eq!(log.vote(Height::new(5), View::new(2), [1; 32]), Ok(()));
+        assert_eq!(
+            log.vote(Height::new(5), View::new(2), [1; 32], &body()),
+            Ok(())
+        );
         assert_eq!(
             log.sent_view_change(Height::new(5), View::new(1)),
             Err(Refusal::ViewLeft)
@@ -282,16 +364,40 @@ mod tests {
     #[test]
     fn a_restored_log_keeps_the_heights_not_finalized() {
         let mut log = VoteLog::<MinSig>::restore(Vec::new(), Height::new(1));
-        log.vote(Height::new(7), View::new(0), [1; 32]).unwrap();
-        log.vote(Height::new(8), View::new(0), [2; 32]).unwrap();
+        log.vote(Height::new(7), View::new(0), [1; 32], &body())
+            .unwrap();
+        log.vote(Height::new(8), View::new(0), [2; 32], &body())
+            .unwrap();
         let record = log.take_changed().unwrap();
         let mut restored = VoteLog::restore(record, Height::new(8));
         assert!(restored.at(Height::new(7)).is_none());
         assert_eq!(
-            restored.vote(Height::new(8), View::new(0), [3; 32]),
+            restored.vote(Height::new(8), View::new(0), [3; 32], &body()),
             Err(Refusal::Conflict)
         );
         restored.prune(Height::new(9));
         assert!(restored.at(Height::new(8)).is_none());
+    }
+
+    #[test]
+    fn the_record_keeps_the_bodies_it_names_and_a_primary_gets_its_proposal_back() {
+        let mut log = VoteLog::<MinSig>::restore(Vec::new(), Height::new(1));
+        let b = body();
+        log.propose(Height::new(3), View::new(0), [9; 32], &b)
+            .unwrap();
+        log.commit(Height::new(3), &cert(View::new(0), 4), None)
+            .unwrap();
+        let record = log.take_changed().unwrap();
+        assert_eq!(record[0].blocks.len(), 1, "the commit had no body");
+        assert_eq!(record[0].named().count(), 3);
+        let restored = VoteLog::restore(record, Height::new(3));
+        assert_eq!(restored.proposal(Height::new(3), View::new(0)), Some(b));
+        assert_eq!(restored.proposal(Height::new(3), View::new(1)), None);
+        // A body learned later for a slot already signed is a change to persist.
+        let mut log = restored;
+        assert!(log.take_changed().is_none());
+        log.commit(Height::new(3), &cert(View::new(0), 4), Some(&body()))
+            .unwrap();
+        assert!(log.take_changed().is_some());
     }
 }

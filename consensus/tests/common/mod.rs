@@ -319,24 +319,49 @@ impl<S: Scheme> Net<S> {
             if done {
                 return true;
             }
-            let Some((at, event)) = self.queue.pop() else {
+            if !self.step(deadline) {
                 return false;
-            };
-            if at > deadline {
-                return false;
-            }
-            self.now = at;
-            let (who, input) = match event {
-                Event::Deliver { from, to, envelope } => {
-                    self.messages += 1;
-                    (to, MemberInput::Message { from, envelope })
-                }
-                Event::Timer { who, timer } => (who, MemberInput::Timer(timer)),
-            };
-            if !self.down.contains(&who.0) {
-                self.input(who, input);
             }
         }
+    }
+
+    /// Carries out the next event if it comes no later than `deadline` (what
+    /// is due to a member that is down is lost); `false` when none does.
+    pub fn step(&mut self, deadline: Time) -> bool {
+        match self.queue.next_time() {
+            Some(at) if at <= deadline => {}
+            _ => return false,
+        }
+        let Some((at, event)) = self.queue.pop() else {
+            return false;
+        };
+        self.now = at;
+        let (who, input) = match event {
+            Event::Deliver { from, to, envelope } => {
+                self.messages += 1;
+                (to, MemberInput::Message { from, envelope })
+            }
+            Event::Timer { who, timer } => (who, MemberInput::Timer(timer)),
+        };
+        if !self.down.contains(&who.0) {
+            self.input(who, input);
+        }
+        true
+    }
+
+    /// Runs every event of the next `micros` microseconds, then moves the
+    /// clock to that time.
+    pub fn run_for(&mut self, micros: u64) {
+        let until = self.now.plus_micros(micros);
+        while self.step(until) {}
+        self.now = until;
+    }
+
+    /// Every member loses power at once: each is down, and every message in
+    /// flight and every timer is lost.
+    pub fn crash_all(&mut self) {
+        self.down = (0..self.config.n).collect();
+        self.queue = EventQueue::new();
     }
 
     /// No two honest members committed different blocks at one height, and
