@@ -79,6 +79,37 @@ impl AddAssign<&OpCounts> for OpCounts {
 thread_local! {
     static COUNTS: Cell<OpCounts> = Cell::new(OpCounts::default());
     static TIMINGS: Cell<Timings> = Cell::new(Timings::default());
+    static ENCODED: Cell<EncodedPoints> = Cell::new(EncodedPoints::default());
+}
+
+/// Curve points a thread encoded, by group: what the receiver of those bytes
+/// decodes, each point decompressed and checked to be in its subgroup (the
+/// bulk of decoding a protocol message; other bytes are copied).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EncodedPoints {
+    /// Points of G1.
+    pub g1: u32,
+    /// Points of G2.
+    pub g2: u32,
+}
+
+/// Counts one encoded G1 (`g2 == false`) or G2 point.
+pub(crate) fn encoded_point(g2: bool) {
+    ENCODED.with(|c| {
+        let mut v = c.get();
+        if g2 {
+            v.g2 = v.g2.saturating_add(1);
+        } else {
+            v.g1 = v.g1.saturating_add(1);
+        }
+        c.set(v);
+    });
+}
+
+/// The points this thread encoded since the last call, and resets them: a
+/// simulator reads them around encoding one message.
+pub fn take_encoded() -> EncodedPoints {
+    ENCODED.with(|c| c.replace(EncodedPoints::default()))
 }
 
 /// Wall time a thread spent in the heavy operations, in nanoseconds.

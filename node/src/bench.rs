@@ -551,25 +551,28 @@ fn calibrate(args: &CalibrateArgs) -> Result<()> {
             msm_g1[log as usize], msm_g2[log as usize]
         );
     }
-    // Decoding: a message without points gives the fixed cost; a sign-share (three
-    // points, each checked to be in the subgroup) the cost per KiB of protocol
-    // bytes, which are mostly points.
+    // Decoding: a message without points gives the fixed cost; a block of
+    // 64 KiB of transactions the cost per KiB of plain bytes; each point (a
+    // decompression and a subgroup check) is charged apart, by group.
     let small = consensus::Message::<MinSig>::SyncRequest {
         from_height: consensus::Height::new(1),
     }
     .encode()?;
     let message = median_us(|| consensus::Message::<MinSig>::decode(&small).expect("valid"));
-    let share = consensus::Message::<MinSig>::SignShare {
-        height: consensus::Height::new(1),
-        view: consensus::View::ZERO,
-        digest: [1; 32],
-        sigma: p1,
-        tau: p1,
-        beacon: p1,
+    let block = consensus::Message::<MinSig>::BlockResponse {
+        block: std::sync::Arc::new(consensus::Block {
+            height: consensus::Height::new(1),
+            parent: [1; 32],
+            previous_beacon: vec![2; 96],
+            transactions: vec![vec![3; 1024]; 64],
+        }),
     }
     .encode()?;
-    let share_us = median_us(|| consensus::Message::<MinSig>::decode(&share).expect("valid"));
-    let kilobyte = (share_us - message).max(0.0) / (share.len() as f64 / 1024.0);
+    let block_us = median_us(|| consensus::Message::<MinSig>::decode(&block).expect("valid"));
+    let kilobyte = (block_us - message).max(0.0) / (block.len() as f64 / 1024.0);
+    let (g1_bytes, g2_bytes) = (p1.to_bytes(), p2.to_bytes());
+    let decode_g1 = median_us(|| G1::from_bytes(&g1_bytes).expect("valid"));
+    let decode_g2 = median_us(|| G2::from_bytes(&g2_bytes).expect("valid"));
     let persist_votes = persist_votes_us()?;
     let round = |v: f64| (v * 100.0).round() / 100.0;
     let model = sim::cost_model::CostModel {
@@ -588,6 +591,8 @@ fn calibrate(args: &CalibrateArgs) -> Result<()> {
         msm_g2_point_us: msm_g2.into_iter().map(round).collect(),
         message_us: round(message + 2.0),
         kilobyte_us: round(kilobyte),
+        decode_g1_us: round(decode_g1),
+        decode_g2_us: round(decode_g2),
         persist_votes_us: round(persist_votes),
         scale: 1.0,
     };

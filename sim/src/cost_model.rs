@@ -6,7 +6,7 @@
 //! `sbft-beacon bench calibrate`, stored in `configs/cost-model.toml`).
 
 use crate::SimError;
-use beacon::cost::{OpCounts, MSM_BUCKETS};
+use beacon::cost::{EncodedPoints, OpCounts, MSM_BUCKETS};
 use serde::{Deserialize, Serialize};
 
 /// Microseconds per operation.
@@ -35,8 +35,16 @@ pub struct CostModel {
     pub msm_g2_point_us: Vec<f64>,
     /// Fixed cost of handling one input.
     pub message_us: f64,
-    /// Cost per KiB of message received (decoding).
+    /// Cost per KiB of message received (decoding its bytes; the points in it
+    /// are charged apart, by `decode_g1_us` and `decode_g2_us`).
     pub kilobyte_us: f64,
+    /// Decoding one G1 point of a received message (decompression and the
+    /// subgroup check). A model without it (0) charges points by the KiB.
+    #[serde(default)]
+    pub decode_g1_us: f64,
+    /// Decoding one G2 point of a received message.
+    #[serde(default)]
+    pub decode_g2_us: f64,
     /// Writing the record of signed votes durably (a store commit with fsync),
     /// which a node does before the votes leave it; the node waits for it.
     #[serde(default)]
@@ -64,6 +72,8 @@ impl CostModel {
             m.mul_g2_us,
             m.message_us,
             m.kilobyte_us,
+            m.decode_g1_us,
+            m.decode_g2_us,
             m.persist_votes_us,
             m.scale,
         ];
@@ -98,8 +108,9 @@ impl CostModel {
             .sum()
     }
 
-    /// Virtual microseconds for `counts`, plus one input of `bytes` bytes.
-    pub fn cost_us(&self, counts: &OpCounts, bytes: usize) -> u64 {
+    /// Virtual microseconds for `counts`, plus one input of `bytes` bytes
+    /// holding `points`.
+    pub fn cost_us(&self, counts: &OpCounts, bytes: usize, points: EncodedPoints) -> u64 {
         let crypto = counts.miller_loops as f64 * self.miller_loop_us
             + counts.final_exps as f64 * self.final_exp_us
             + counts.hash_g1 as f64 * self.hash_g1_us
@@ -108,7 +119,10 @@ impl CostModel {
             + counts.mul_g2 as f64 * self.mul_g2_us
             + Self::msm(&self.msm_g1_point_us, &counts.msm_g1_points)
             + Self::msm(&self.msm_g2_point_us, &counts.msm_g2_points);
-        let io = self.message_us + bytes as f64 / 1024.0 * self.kilobyte_us;
+        let io = self.message_us
+            + bytes as f64 / 1024.0 * self.kilobyte_us
+            + f64::from(points.g1) * self.decode_g1_us
+            + f64::from(points.g2) * self.decode_g2_us;
         ((crypto + io) * self.scale).round() as u64
     }
 
@@ -131,10 +145,18 @@ mod tests {
             final_exps: 1,
             ..Default::default()
         };
-        let two_pairings = m.cost_us(&c, 0);
+        let none = EncodedPoints::default();
+        let two_pairings = m.cost_us(&c, 0, none);
         assert!(two_pairings as f64 >= 2.0 * m.miller_loop_us + m.final_exp_us);
         c.msm_g1_points[10] = 1024;
-        assert!(m.cost_us(&c, 0) > two_pairings);
+        assert!(m.cost_us(&c, 0, none) > two_pairings);
+        // A message's points cost more than its other bytes.
+        let points = EncodedPoints { g1: 0, g2: 3 };
+        assert!(m.decode_g2_us > m.decode_g1_us && m.decode_g1_us > 0.0);
+        assert!(
+            m.cost_us(&OpCounts::default(), 288, points)
+                > m.cost_us(&OpCounts::default(), 288, none) + 100
+        );
         assert!(
             m.persist_votes_us > 0.0,
             "the built-in model charges durable votes"

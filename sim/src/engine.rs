@@ -32,6 +32,7 @@ use crate::reshare::ReshareRun;
 use crate::stats::Stats;
 use crate::SimError;
 use beacon::chain::{BeaconJson, ChainInfoJson};
+use beacon::cost::EncodedPoints;
 use beacon::dkg::relay::VerifyingKey;
 use beacon::dkg::DkgOutput;
 use beacon::effect::Effect;
@@ -62,6 +63,8 @@ enum Event<S: Scheme> {
         from: NodeIndex,
         envelope: Envelope<S>,
         bytes: usize,
+        /// The points in those bytes, which the receiver decodes.
+        points: EncodedPoints,
     },
     Timer(MemberTimer),
     Transaction(Vec<u8>),
@@ -269,6 +272,10 @@ fn step<S: Scheme>(
     fx.trace.extend_from_slice(&from.to_be_bytes());
     fx.trace.extend_from_slice(&height.to_be_bytes());
     fx.processed += 1;
+    let points = match &event {
+        Event::Deliver { points, .. } => *points,
+        _ => EncodedPoints::default(),
+    };
     let (input, bytes) = match event {
         Event::Crash { lose_votes } => {
             slot.member = None;
@@ -322,6 +329,7 @@ fn step<S: Scheme>(
             from,
             envelope,
             bytes,
+            ..
         } => (MemberInput::Message { from, envelope }, bytes),
         Event::Timer(t) => (MemberInput::Timer(t), 0),
         Event::Transaction(tx) => {
@@ -353,7 +361,7 @@ fn step<S: Scheme>(
         .iter()
         .filter(|o| matches!(o, MemberOutput::PersistVotes(_)))
         .count();
-    let cost = shared.costs.cost_us(&counts, bytes) + shared.costs.persist_us(persisted);
+    let cost = shared.costs.cost_us(&counts, bytes, points) + shared.costs.persist_us(persisted);
     slot.cpu_us += cost;
     let done = start.plus_micros(cost);
     slot.busy_until = done;
@@ -1002,7 +1010,9 @@ impl<S: Scheme> Engine<S> {
     }
 
     fn send(&mut self, from: u32, at: Time, to: &[NodeIndex], envelope: Envelope<S>) {
+        beacon::cost::take_encoded();
         let bytes = envelope.encode().map(|b| b.len()).unwrap_or(0);
+        let points = beacon::cost::take_encoded();
         let consensus = matches!(envelope, Envelope::Consensus(_));
         let transmit = self.network.transmit_us(bytes);
         let identity = self.slots[from as usize].identity;
@@ -1034,6 +1044,7 @@ impl<S: Scheme> Engine<S> {
                         from: NodeIndex(identity),
                         envelope: envelope.clone(),
                         bytes,
+                        points,
                     },
                 );
             }
@@ -1245,10 +1256,15 @@ impl<S: Scheme> Engine<S> {
                 let per_round = self.stats.per_round(rounds);
                 let p50s: Vec<f64> = per_round.iter().map(|p| p.beacon_ms.p50).collect();
                 let median = crate::report::percentiles(&p50s).p50;
+                // The whole change: from the round before the deciding
+                // height (the deals and their checks start there) to three
+                // rounds into the new epoch.
                 let switch = r.start_height().map_or(0, |h| h.get());
+                let decided = r.decided_height().map_or(switch, |h| h.get());
+                let from = decided.min(switch).saturating_sub(1);
                 let around = per_round
                     .iter()
-                    .filter(|p| (switch.saturating_sub(2)..switch + 3).contains(&p.round))
+                    .filter(|p| (from..switch + 3).contains(&p.round))
                     .map(|p| p.beacon_ms.max)
                     .fold(0.0, f64::max);
                 let gap = if median > 0.0 { around / median } else { 0.0 };

@@ -52,9 +52,10 @@ pub struct ReshareReport {
     /// their switch, or a partition that lasted past the decision): they lost
     /// their part of it and stay behind (issue 13, part 3).
     pub lost_by_crash: u32,
-    /// The longest any honest member waited for a beacon of the rounds
-    /// around the switch (two before, three after), over the median round
-    /// latency of the run: the chain should not stop for more than 3.
+    /// The longest any honest member waited for a beacon of the rounds of
+    /// the change (from the round before the deciding height to three rounds
+    /// after the switch), over the median round latency of the run: the chain
+    /// should not stop for more than 3.
     pub switch_gap_ratio: f64,
 }
 
@@ -152,6 +153,11 @@ impl ReshareRun {
     /// When the first honest member read the decision.
     pub fn decided_at(&self) -> Option<Time> {
         self.decided.map(|(t, _)| t)
+    }
+
+    /// The height whose block decided the change, once decided.
+    pub fn decided_height(&self) -> Option<Height> {
+        self.decided.map(|(_, h)| h)
     }
 
     /// Whether `node` runs the new epoch (or retired from the old one).

@@ -17,8 +17,15 @@
 //! `K >= 2 m(K) - 1`; when none smaller than `n` does, every member deals and
 //! `min_qualified = f + 1` (exact: at most `f` dealers are corrupt).
 //! Each bound fails with probability at most 2^-40 (together at most 2^-39).
-//! A fixed, public committee such as `i * n / K` is unsafe: an adversary that
-//! chooses whom to corrupt takes all of it.
+//! A fixed, public committee such as `i * n / K` is unsafe under this rule: an
+//! adversary that chooses whom to corrupt takes all of it.
+//!
+//! # The worst-case committee
+//! [`Committee::worst_case`] needs no draw: any `2f + 1` members, of which
+//! `f + 1` must qualify. Whichever `f` members are corrupt, a `QUAL` of `f + 1`
+//! holds an honest dealer, and the `f + 1` or more honest dealers qualify. It
+//! is exact, not probabilistic, and saves a third of the dealings at
+//! `n = 3f + 1`; a change of members uses it for the new members' DKG.
 
 use crate::NodeIndex;
 use rand_chacha::ChaCha20Rng;
@@ -59,6 +66,33 @@ impl Committee {
         Committee {
             dealers: sample(n, size, seed),
             min_qualified,
+        }
+    }
+
+    /// The worst-case committee of `n` members with up to `f` corrupt (module
+    /// header): `2f + 1` dealers, `first` (member indices below `n`, in their
+    /// order, duplicates skipped) before the others by index; every member
+    /// when `2f + 1 >= n`. The dealers come out sorted.
+    pub fn worst_case(n: u32, f: u32, first: &[NodeIndex]) -> Committee {
+        let size = f.saturating_mul(2).saturating_add(1);
+        if size >= n {
+            return Committee::draw(n, f, 0, &[0; 32]);
+        }
+        let mut dealers: Vec<NodeIndex> = Vec::with_capacity(size as usize);
+        let mut taken = vec![false; n as usize];
+        let ordered = first.iter().copied().chain((0..n).map(NodeIndex));
+        for i in ordered.filter(|i| i.0 < n) {
+            if dealers.len() == size as usize {
+                break;
+            }
+            if !std::mem::replace(&mut taken[i.0 as usize], true) {
+                dealers.push(i);
+            }
+        }
+        dealers.sort_unstable();
+        Committee {
+            dealers,
+            min_qualified: f + 1,
         }
     }
 }
@@ -131,6 +165,27 @@ fn sample(n: u32, k: u32, seed: &[u8; 32]) -> Vec<NodeIndex> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_worst_case_committee_is_two_f_plus_one_preferred_first() {
+        let c = Committee::worst_case(96, 31, &[NodeIndex(90), NodeIndex(5), NodeIndex(90)]);
+        assert_eq!(c.dealers.len(), 63);
+        assert_eq!(c.min_qualified, 32);
+        assert!(c.dealers.contains(&NodeIndex(90)));
+        assert!(c.dealers.windows(2).all(|w| w[0] < w[1]));
+        // Whichever f dealers are corrupt, f + 1 honest ones remain, and any
+        // f + 1 qualified hold an honest one.
+        assert!(c.dealers.len() as u32 - 31 >= c.min_qualified);
+        assert!(c.min_qualified > 31);
+        // Out-of-range preferences are skipped; small groups: everyone deals.
+        let c = Committee::worst_case(7, 2, &[NodeIndex(9), NodeIndex(6)]);
+        assert_eq!(c.dealers.len(), 5);
+        assert!(c.dealers.contains(&NodeIndex(6)));
+        let c = Committee::worst_case(4, 1, &[]);
+        assert_eq!(c.dealers, vec![NodeIndex(0), NodeIndex(1), NodeIndex(2)]);
+        assert_eq!(c.min_qualified, 2);
+        assert_eq!(Committee::worst_case(3, 1, &[]).dealers, Vec::new());
+    }
 
     #[test]
     fn the_committee_is_drawn_from_the_seed_not_fixed() {

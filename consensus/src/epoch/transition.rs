@@ -11,6 +11,7 @@ use super::messages::{EpochMessage, ReshareWire};
 use super::{Directory, EpochView};
 use crate::config::ReplicaConfig;
 use crate::ConsensusError;
+use beacon::dkg::committee::Committee;
 use beacon::dkg::relay::{BroadcastRelay, RelayAction, SigningKey};
 use beacon::dkg::session::{DkgSession, SessionAction, SessionInput, SessionMessage, SessionTimer};
 use beacon::dkg::{DkgMessage, DkgOutput, DkgTimer};
@@ -59,6 +60,18 @@ pub fn keys_digest<S: Scheme>(epoch: u64, output: &DkgOutput<S>) -> [u8; 32] {
     h.update(epoch.to_be_bytes());
     h.update(beacon::dkg::session::keys_digest(output));
     h.finalize().into()
+}
+
+/// The new members (by new index) that are old members too.
+fn stayers<S: Scheme>(reshare: &ReshareEpoch<S>) -> Vec<NodeIndex> {
+    (0..reshare.new_members.len() as u32)
+        .filter(|j| {
+            reshare
+                .old_members
+                .contains(&reshare.new_members[*j as usize])
+        })
+        .map(NodeIndex)
+        .collect()
 }
 
 /// One member's part in one epoch change.
@@ -136,8 +149,16 @@ impl<S: Scheme> Transition<S> {
                     max_attempts.max(1),
                 )?;
                 // The beacon key is the reshared one: the new members deal
-                // only the slow- and fast-path polynomials.
+                // only the slow- and fast-path polynomials, and only the
+                // worst-case committee of them (2f' + 1 dealers, f' + 1 to
+                // qualify: exact for any f' corrupt), the members that stay
+                // first (they run already; joiners may still be starting).
                 config.thresholds.remove(0);
+                let committee =
+                    Committee::worst_case(new.config.n, new.config.f, &stayers(&reshare));
+                config.dealers = committee.dealers;
+                config.min_qualified = committee.min_qualified;
+                config.validate()?;
                 Some(DkgSession::new(
                     config,
                     j,

@@ -155,8 +155,8 @@ impl<S: Scheme> VoteLog<S> {
             }
         }
         if let Some(block) = block {
-            if !record.blocks.contains_key(&digest) {
-                record.blocks.insert(digest, block.clone());
+            if let std::collections::btree_map::Entry::Vacant(e) = record.blocks.entry(digest) {
+                e.insert(block.clone());
                 changed = true;
             }
         }
