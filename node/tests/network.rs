@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{get, latest};
+use common::{assert_verifies, get, latest};
 
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
@@ -31,6 +31,22 @@ fn wait_for_round(api: &str, round: u64, secs: u64, log: &Path) {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// The moments of the kill tests: from `KILL_SEED`, else from the clock (the
+/// seed is printed, to replay a failure).
+fn kill_rng() -> rand::rngs::StdRng {
+    use rand::SeedableRng as _;
+    let seed = std::env::var("KILL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        });
+    eprintln!("KILL_SEED={seed}");
+    rand::rngs::StdRng::seed_from_u64(seed)
 }
 
 fn chain(api: &str, to: u64) -> Vec<serde_json::Value> {
@@ -178,25 +194,10 @@ fn localnet_serves_one_chain_that_verify_url_accepts() {
         first[2]
     );
     assert!(get(&format!("{}/health", apis[1])).is_some());
-    let out = Command::new(BIN)
-        .args(["verify", "--url", &apis[1], "--from", "2", "--to", "10"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.starts_with("ok:"),
-        "{stdout}"
-    );
+    let stdout = assert_verifies(BIN, &["--url", &apis[1], "--from", "2", "--to", "10"]);
+    assert!(stdout.starts_with("ok:"), "{stdout}");
     // The whole chain up to the latest round.
-    let out = Command::new(BIN)
-        .args(["verify", "--url", &apis[3]])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    assert_verifies(BIN, &["--url", &apis[3]]);
     // A client transaction submitted to every node commits in some block.
     let tx = b"hello, sbft-beacon".to_vec();
     let mut id = String::new();
@@ -314,18 +315,9 @@ fn killed_node_restarts_without_dkg_and_catches_up() {
 /// node's write path under real kills.)
 #[test]
 fn a_node_killed_twenty_times_never_equivocates() {
-    use rand::{Rng as _, SeedableRng as _};
+    use rand::Rng as _;
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let seed = std::env::var("KILL_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64)
-        });
-    eprintln!("KILL_SEED={seed}");
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut rng = kill_rng();
     let mut net = Network::started(4, "run-0");
     wait_for_round(&net.apis[3], 3, 120, &net.log(3, "run-0"));
     let paused = net.nodes[2].as_ref().map(|c| c.id()).unwrap() as libc::pid_t;
@@ -371,15 +363,7 @@ fn a_node_killed_twenty_times_never_equivocates() {
     for api in &net.apis[1..] {
         assert_eq!(chain(api, target), reference, "{api} differs");
     }
-    let out = Command::new(BIN)
-        .args(["verify", "--url", &net.apis[3], "--to", &target.to_string()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    assert_verifies(BIN, &["--url", &net.apis[3], "--to", &target.to_string()]);
     assert!(net.read_log(3, "run-20").contains("skipping the DKG"));
     let metrics = reqwest_text(&format!("{}/metrics", net.apis[3]));
     assert!(
@@ -406,18 +390,9 @@ fn a_node_killed_twenty_times_never_equivocates() {
 /// come from a seed printed here (`KILL_SEED` replays them).
 #[test]
 fn the_whole_network_killed_at_once_resumes_every_time() {
-    use rand::{Rng as _, SeedableRng as _};
+    use rand::Rng as _;
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let seed = std::env::var("KILL_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64)
-        });
-    eprintln!("KILL_SEED={seed}");
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut rng = kill_rng();
     let mut net = Network::started(4, "run-0");
     wait_for_round(&net.apis[0], 3, 120, &net.log(0, "run-0"));
     for k in 1..=4u32 {
@@ -441,15 +416,7 @@ fn the_whole_network_killed_at_once_resumes_every_time() {
         wait_for_round(api, target, 30, Path::new(""));
         assert_eq!(chain(api, target), reference, "{api} differs");
     }
-    let out = Command::new(BIN)
-        .args(["verify", "--url", &net.apis[0], "--to", &target.to_string()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    assert_verifies(BIN, &["--url", &net.apis[0], "--to", &target.to_string()]);
 }
 
 #[test]

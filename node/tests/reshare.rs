@@ -209,15 +209,7 @@ fn joiners_take_part_and_members_resume_the_new_epoch_after_a_crash() {
         );
     }
     // A joiner serves the whole chain, from round 1, as drand's rules check it.
-    let out = Command::new(BIN)
-        .args(["verify", "--url", &apis[5], "--from", "1"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    common::assert_verifies(BIN, &["--url", &apis[5], "--from", "1"]);
     for r in [1, start - 1, start, target] {
         assert_eq!(
             get(&format!("{}/public/{r}", apis[5])),

@@ -23,6 +23,15 @@ pub fn get(url: &str) -> Option<serde_json::Value> {
     })
 }
 
+/// Runs `bin verify` with `args` (a `--url` among them) and fails with its
+/// report unless the chain verifies; returns the report.
+pub fn assert_verifies(bin: &str, args: &[&str]) -> String {
+    let out = Command::new(bin).arg("verify").args(args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{stdout}");
+    stdout
+}
+
 /// The latest round a node's API serves (0 when it answers none).
 pub fn latest(api: &str) -> u64 {
     get(&format!("{api}/public/latest"))
