@@ -251,6 +251,24 @@ mod tests {
     }
 
     #[test]
+    fn encoding_counts_the_points_a_receiver_decodes() {
+        crate::cost::take_encoded();
+        let q = G2::generator();
+        encode(&(
+            vec![G1::generator(); 3],
+            q,
+            Scalar::from_u64(1),
+            vec![7u8; 64],
+        ))
+        .unwrap();
+        let counted = crate::cost::take_encoded();
+        assert_eq!((counted.g1, counted.g2), (3, 1));
+        assert_eq!(crate::cost::take_encoded(), Default::default());
+        encode(&crate::mock::MockPoint::generator()).unwrap();
+        assert_eq!(crate::cost::take_encoded(), Default::default());
+    }
+
+    #[test]
     fn point_budget_stops_decoding_after_that_many_points() {
         let points = vec![G1::generator(); 10];
         let bytes = encode(&points).unwrap();
