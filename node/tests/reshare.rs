@@ -152,14 +152,19 @@ fn joiners_take_part_and_members_resume_the_new_epoch_after_a_crash() {
         let pid = pid_of(&config).expect("the node runs");
         // SAFETY: signalling a process of this test's own network.
         unsafe { libc::kill(pid, libc::SIGKILL) };
-        // Gone, or a zombie (its files, the store's lock among them, closed):
-        // its command line empties earlier, while it still holds them.
+        // Gone, or a zombie whose every thread has exited (its files, the
+        // store's lock among them, closed). The command line empties
+        // earlier, and the main thread turns zombie while another may still
+        // finish an fsync holding the store's lock.
         let begin = Instant::now();
-        while std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|s| s.rfind(") ").map(|k| !s[k + 2..].starts_with('Z')))
-            .unwrap_or(false)
-        {
+        let exiting = || {
+            let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| s.rfind(") ").map(|k| s[k + 2..].starts_with('Z')));
+            let threads = std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count());
+            zombie.is_some_and(|z| !z || threads > 1)
+        };
+        while exiting() {
             assert!(
                 begin.elapsed() < Duration::from_secs(10),
                 "node {i} survived SIGKILL"
