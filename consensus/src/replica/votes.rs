@@ -160,7 +160,21 @@ impl<S: Scheme> VoteLog<S> {
                 changed = true;
             }
         }
-        self.dirty |= changed;
+        // Only the bodies a restart can use stay: of the latest vote, commit
+        // and proposal, and of the prepared block (a height that goes through
+        // many views keeps at most four bodies, not one per view).
+        let kept: Vec<Digest> = [
+            record.votes.last_key_value().map(|(_, d)| *d),
+            record.commits.last_key_value().map(|(_, d)| *d),
+            record.proposals.last_key_value().map(|(_, d)| *d),
+            record.prepared.as_ref().map(|p| p.digest),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let before = record.blocks.len();
+        record.blocks.retain(|d, _| kept.contains(d));
+        self.dirty |= changed || record.blocks.len() != before;
         Ok(())
     }
 
@@ -377,6 +391,26 @@ mod tests {
         );
         restored.prune(Height::new(9));
         assert!(restored.at(Height::new(8)).is_none());
+    }
+
+    #[test]
+    fn a_height_of_many_views_keeps_a_bounded_number_of_bodies() {
+        let mut log = VoteLog::<MinSig>::restore(Vec::new(), Height::new(1));
+        for v in 0..50u8 {
+            let mut block = (*body()).clone();
+            block.transactions = vec![vec![v; 1000]];
+            let block = Arc::new(block);
+            let view = View::new(u64::from(v));
+            log.vote(Height::new(3), view, block.digest(), &block)
+                .unwrap();
+            log.propose(Height::new(3), view, block.digest(), &block)
+                .unwrap();
+        }
+        let record = log.take_changed().unwrap();
+        assert!(record[0].blocks.len() <= 4, "{}", record[0].blocks.len());
+        let last = record[0].votes[&View::new(49)];
+        assert!(record[0].blocks.contains_key(&last));
+        assert_eq!(record[0].votes.len(), 50, "the digests all stay");
     }
 
     #[test]
