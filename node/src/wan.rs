@@ -346,8 +346,9 @@ impl Link {
             }
         };
         let writer = async move {
+            let mut timer = LinkTimer::new();
             while let Some((due, buf)) = rx.recv().await {
-                tokio::time::sleep_until(due).await;
+                timer.sleep_until(due).await;
                 if write.write_all(&buf).await.is_err() {
                     break;
                 }
@@ -355,6 +356,93 @@ impl Link {
             let _ = write.shutdown().await;
         };
         tokio::join!(reader, writer);
+    }
+}
+
+/// Waits for the instant a chunk is due, to the kernel timer's precision: a
+/// `timerfd` on Linux. Tokio's timers tick in whole milliseconds, which made
+/// every hop 1-2 ms longer than its link (1.4 ms on a 10 us link, measured
+/// against plain loopback); elsewhere, tokio's timer.
+struct LinkTimer {
+    #[cfg(target_os = "linux")]
+    fd: Option<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>>,
+}
+
+impl LinkTimer {
+    /// A timer of the current runtime (a timerfd where one can be made).
+    fn new() -> Self {
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::FromRawFd as _;
+            // SAFETY: no pointers are passed; a non-negative result is a new
+            // descriptor that nothing else owns.
+            let raw = unsafe {
+                libc::timerfd_create(
+                    libc::CLOCK_MONOTONIC,
+                    libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+                )
+            };
+            if raw < 0 {
+                return LinkTimer { fd: None };
+            }
+            // SAFETY: `raw` is the new descriptor just created, owned by nothing else.
+            let owned = unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) };
+            // SAFETY: the descriptor is owned by the `AsyncFd` and closed only
+            // when it is dropped.
+            let fd = unsafe { tokio::io::unix::AsyncFd::register(owned) }.ok();
+            LinkTimer { fd }
+        }
+        #[cfg(not(target_os = "linux"))]
+        LinkTimer {}
+    }
+
+    /// Returns at `due` (at once if it passed).
+    async fn sleep_until(&mut self, due: Instant) {
+        let now = Instant::now();
+        if due <= now {
+            return;
+        }
+        if !self.precise_wait(due - now).await {
+            tokio::time::sleep_until(due).await;
+        }
+    }
+
+    /// Waits `wait` on the timerfd; false if it could not (then nothing waited).
+    #[cfg(target_os = "linux")]
+    async fn precise_wait(&mut self, wait: Duration) -> bool {
+        use std::os::fd::AsRawFd as _;
+        let Some(fd) = &self.fd else { return false };
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: wait.as_secs() as libc::time_t,
+                tv_nsec: libc::c_long::from(wait.subsec_nanos() as i32),
+            },
+        };
+        // SAFETY: `spec` outlives the call; the old value is not asked for.
+        if unsafe { libc::timerfd_settime(fd.as_raw_fd(), 0, &spec, std::ptr::null_mut()) } != 0 {
+            return false;
+        }
+        loop {
+            let Ok(mut ready) = fd.readable().await else {
+                return false;
+            };
+            let mut expirations = [0u8; 8];
+            // SAFETY: reads at most 8 bytes into an 8-byte buffer.
+            let n = unsafe { libc::read(fd.as_raw_fd(), expirations.as_mut_ptr().cast(), 8) };
+            if n == 8 {
+                return true;
+            }
+            ready.clear_ready();
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    async fn precise_wait(&mut self, _: Duration) -> bool {
+        false
     }
 }
 
