@@ -364,14 +364,14 @@ fn collector() {
     let steps = vec![
         step("start", Input::Start, outs!["timer view-change(1,0)"]),
         step(
-            "pre-prepare: its own sign-share goes to itself, which starts the fast-path timer",
+            "pre-prepare: its own sign-share goes to itself (the fast-path wait counts from another's)",
             msg(p, fx.proposal(0, &block)),
-            outs!["persist-votes 1"; "timer retransmit(1,0)"; "timer fast-path(1,0)"],
+            outs!["persist-votes 1"; "timer retransmit(1,0)"],
         ),
         step(
-            "a second beacon share: the beacon, broadcast at once (rank 0, early beacon)",
+            "a second beacon share, the first of another replica: fast-path timer; the beacon, broadcast at once (rank 0, early beacon)",
             msg(p, fx.sign_share(p, 0, &block, "")),
-            outs!["beacon 1"; "broadcast beacon"],
+            outs!["timer fast-path(1,0)"; "beacon 1"; "broadcast beacon"],
         ),
         step(
             "a third sigma share: not yet",
@@ -416,12 +416,12 @@ fn slow_path() {
         step(
             "pre-prepare",
             msg(p, fx.proposal(0, &block)),
-            outs!["persist-votes 1"; "timer retransmit(1,0)"; "timer fast-path(1,0)"],
+            outs!["persist-votes 1"; "timer retransmit(1,0)"],
         ),
         step(
-            "a sign-share with a bad sigma share (its beacon share is good)",
+            "a sign-share with a bad sigma share (its beacon share is good): the first of another replica starts the fast-path timer",
             msg(x, fx.sign_share(x, 0, &block, "sigma")),
-            outs!["beacon 1"; "broadcast beacon"],
+            outs!["timer fast-path(1,0)"; "beacon 1"; "broadcast beacon"],
         ),
         step("a third", msg(p, fx.sign_share(p, 0, &block, "")), vec![]),
         step(
@@ -449,7 +449,7 @@ fn slow_path() {
             msg(a, fx.commit_share(a, 0, digest)),
             outs!["persist-votes 2"; 
                 "broadcast commit-proof"; "committed 1"; "finalized 1"; "broadcast pre-prepare";
-                "timer view-change(2,0)"; "timer retransmit(2,0)"; "timer fast-path(2,0)"
+                "timer view-change(2,0)"; "timer retransmit(2,0)"
             ],
         ),
     ];
@@ -488,7 +488,7 @@ fn view_change() {
         step(
             "the third: NEW-VIEW with a fresh block, accepted and voted on by itself",
             msg(b, fx.view_change(b, 1)),
-            outs!["persist-votes 1"; "broadcast new-view"; "timer view-change(1,1)"; "timer fast-path(1,1)"],
+            outs!["persist-votes 1"; "broadcast new-view"; "timer view-change(1,1)"],
         ),
         step(
             "a stale view timer: nothing",
@@ -504,9 +504,9 @@ fn view_change() {
             outs!["send new-view to {}", a.0],
         ),
         step(
-            "a sign-share of view 1 from a replica: counted",
+            "a sign-share of view 1 from a replica: counted, the view's fast-path timer started",
             msg(a, fx.sign_share(a, 1, &fx.fresh_block(), "")),
-            vec![],
+            outs!["timer fast-path(1,1)"],
         ),
     ];
     check(&mut fx.replica(me), steps);

@@ -26,6 +26,7 @@ pub(super) struct Collector<S: Scheme> {
 /// A collector's state for one view.
 struct Collecting<S: Scheme> {
     rank: usize,
+    fast_timer_set: bool,
     fast_timer_fired: bool,
     sigma: Tally<S, Digest>,
     tau: Tally<S, Digest>,
@@ -117,6 +118,7 @@ impl<S: Scheme> Replica<S> {
                 .entry(view)
                 .or_insert_with(|| Collecting {
                     rank,
+                    fast_timer_set: false,
                     fast_timer_fired: false,
                     sigma: Tally::new(ShareKind::Sigma, n),
                     tau: Tally::new(ShareKind::Tau, n),
@@ -127,8 +129,12 @@ impl<S: Scheme> Replica<S> {
         )
     }
 
-    /// Step 3: a SIGN-SHARE. The first one of a view starts the fast-path
-    /// timer; the beacon share goes to the beacon round (step 4).
+    /// Step 3: a SIGN-SHARE. The first one of a view from another replica
+    /// starts the fast-path timer (this collector's own share leaves at once
+    /// when it is also the primary: counting from it would spend a whole round
+    /// trip of the wait before any other share can arrive, and send rounds of
+    /// long links down the slow path for nothing); the beacon share goes to the
+    /// beacon round (step 4).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn on_sign_share(
         &mut self,
@@ -140,14 +146,15 @@ impl<S: Scheme> Replica<S> {
         tau: S::Signature,
         beacon: S::Signature,
     ) {
-        let (from, h) = (origin.from, self.height);
+        let (from, h, me) = (origin.from, self.height, self.me());
         if self.verifier.is_convicted(from, h) {
             return;
         }
         let Some(col) = self.collecting(view) else {
             return;
         };
-        let first = col.sigma.is_empty() && col.tau.is_empty();
+        let first = from != me && !col.fast_timer_set;
+        col.fast_timer_set |= first;
         let fast_vote = signed::fast_vote(h, view, &digest);
         let single_sigma = col.sigma.insert(digest, &fast_vote, from, sigma);
         let prepare = signed::prepare(h, view, &digest);

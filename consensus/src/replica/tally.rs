@@ -68,11 +68,6 @@ impl<S: Scheme, K: Ord + Copy> Tally<S, K> {
         true
     }
 
-    /// Whether no share arrived.
-    pub fn is_empty(&self) -> bool {
-        self.sets.values().all(ShareSet::is_empty)
-    }
-
     /// The threshold signature of the first key (in order) whose shares reach
     /// `threshold` and recover. Invalid shares found on the way are dropped
     /// from every key's set and reported as evidence at `height`.
