@@ -495,16 +495,27 @@ fn persist_votes_us() -> Result<f64> {
     use consensus::{Height, SignedVotes, View};
     let dir = std::env::temp_dir().join(format!("sbft-beacon-calibrate-{}", std::process::id()));
     let store = node::store::Store::open(&dir, 1 << 20)?;
-    let mut record = SignedVotes::<MinSig>::new(Height::new(7));
-    record.votes.insert(View::ZERO, [1; 32]);
-    record.prepared = Some(PrepareCertificate {
-        view: View::ZERO,
-        digest: [1; 32],
-        signature: <MinSig as Scheme>::Signature::generator(),
-    });
     let mut failed = None;
+    let mut height = 0u64;
+    // As at a node: each record names a new block (its body is written once,
+    // the previous one's dropped) and carries a prepare certificate.
     let us = median_us(|| {
-        if let Err(e) = store.save_votes(&[record.clone()]) {
+        height += 1;
+        let block = std::sync::Arc::new(consensus::Block {
+            height: Height::new(height),
+            parent: [1; 32],
+            previous_beacon: vec![2; 96],
+            transactions: Vec::new(),
+        });
+        let mut record = SignedVotes::<MinSig>::new(Height::new(height));
+        record.votes.insert(View::ZERO, block.digest());
+        record.prepared = Some(PrepareCertificate {
+            view: View::ZERO,
+            digest: block.digest(),
+            signature: <MinSig as Scheme>::Signature::generator(),
+        });
+        record.blocks.insert(block.digest(), block);
+        if let Err(e) = store.save_votes(&[record]) {
             failed = Some(e);
         }
     });
@@ -518,6 +529,26 @@ fn persist_votes_us() -> Result<f64> {
 }
 
 fn calibrate(args: &CalibrateArgs) -> Result<()> {
+    let model = fit_cost_model(args.max_log_msm)?;
+    let text = cost_model_file(&model);
+    std::fs::write(&args.out, &text).with_context(|| format!("writing {}", args.out.display()))?;
+    println!("{text}");
+    println!("wrote {}", args.out.display());
+    Ok(())
+}
+
+/// The cost model as `bench calibrate` writes it.
+pub fn cost_model_file(model: &sim::cost_model::CostModel) -> String {
+    format!(
+        "# Virtual CPU cost (microseconds) per cryptographic operation, used by the\n# simulator's compute-cost model. Regenerate with\n#   cargo run --release -- bench calibrate\n{}",
+        model.to_toml()
+    )
+}
+
+/// Measures the simulator's cost model on this machine (MSM sizes up to
+/// `2^max_log_msm`): the one way to fit it, behind `bench calibrate` and
+/// `compare --calibrate`.
+pub fn fit_cost_model(max_log_msm: u32) -> Result<sim::cost_model::CostModel> {
     use beacon::curve::pairing_product_is_one;
     use beacon::{G1, G2};
     let mut rng = ChaCha20Rng::seed_from_u64(7);
@@ -535,7 +566,7 @@ fn calibrate(args: &CalibrateArgs) -> Result<()> {
     let mul_g2 = median_us(|| p2.mul(&s));
     let mut msm_g1 = vec![mul_g1];
     let mut msm_g2 = vec![mul_g2];
-    for log in 1..=args.max_log_msm {
+    for log in 1..=max_log_msm {
         let n = 1usize << log;
         let scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
         let g1: Vec<G1> = (0..n)
@@ -596,12 +627,5 @@ fn calibrate(args: &CalibrateArgs) -> Result<()> {
         persist_votes_us: round(persist_votes),
         scale: 1.0,
     };
-    let text = format!(
-        "# Virtual CPU cost (microseconds) per cryptographic operation, used by the\n# simulator's compute-cost model. Regenerate with\n#   cargo run --release -- bench calibrate\n{}",
-        model.to_toml()
-    );
-    std::fs::write(&args.out, &text).with_context(|| format!("writing {}", args.out.display()))?;
-    println!("{text}");
-    println!("wrote {}", args.out.display());
-    Ok(())
+    Ok(model)
 }

@@ -1,11 +1,15 @@
 //! Durable state of a node: the DKG result in a key file only the owner can read
 //! (`dkg.key`, mode 0600), every finalized height (block, commit proof and
 //! beacon) in an embedded redb database (`chain.redb`), keyed by height, and in
-//! the same database the record of what the replica signed at the heights not
-//! yet finalized (crash safety of votes: written, fsync'd, before the votes
-//! leave the node). After a change of members (`consensus::epoch`), the
-//! epoch the node is in and its key material of that epoch live in
-//! `epoch.key` (mode 0600), which then takes the place of `dkg.key`.
+//! a database of its own (`votes.redb`) the record of what the replica signed
+//! at the heights not yet finalized (crash safety of votes: written, fsync'd,
+//! before the votes leave the node). The two are apart so that a vote, which
+//! the round waits for, never waits for the write lock and fsync of a
+//! finalized height, which it does not (stores written before keep the
+//! record in `chain.redb`: it moves to `votes.redb` when first opened).
+//! After a change of members (`consensus::epoch`), the epoch the node is in
+//! and its key material of that epoch live in `epoch.key` (mode 0600), which
+//! then takes the place of `dkg.key`.
 
 use crate::identity::write_private;
 use crate::NodeError;
@@ -56,10 +60,57 @@ struct EpochFile {
 pub struct Store {
     dir: PathBuf,
     db: Database,
+    votes: Database,
 }
 
 fn db_err(e: impl std::fmt::Display) -> NodeError {
     NodeError::Store(e.to_string())
+}
+
+/// Page cache of the vote database (it holds one record and a few blocks).
+const VOTES_CACHE_BYTES: usize = 1 << 20;
+
+/// Moves a vote record that a store written before `votes.redb` existed kept
+/// in `chain.redb` (with its block bodies) into `votes`, unless `votes`
+/// already has one: copied durably first, then removed from `chain`, so that
+/// a crash in between leaves a copy in `votes`, which wins when opened again.
+fn move_votes(chain: &Database, votes: &Database) -> Result<(), NodeError> {
+    let (record, bodies) = {
+        let tx = chain.begin_read().map_err(db_err)?;
+        let table = match tx.open_table(VOTES) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(()),
+            Err(e) => return Err(db_err(e)),
+        };
+        let Some(record) = table.get(VOTES_KEY).map_err(db_err)? else {
+            return Ok(());
+        };
+        let record = record.value().to_vec();
+        let mut bodies = Vec::new();
+        if let Ok(t) = tx.open_table(VOTE_BLOCKS) {
+            for row in t.iter().map_err(db_err)? {
+                let (k, v) = row.map_err(db_err)?;
+                bodies.push((*k.value(), v.value().to_vec()));
+            }
+        }
+        (record, bodies)
+    };
+    let tx = votes.begin_write().map_err(db_err)?;
+    {
+        let mut table = tx.open_table(VOTES).map_err(db_err)?;
+        if table.get(VOTES_KEY).map_err(db_err)?.is_none() {
+            table.insert(VOTES_KEY, record.as_slice()).map_err(db_err)?;
+            let mut blocks = tx.open_table(VOTE_BLOCKS).map_err(db_err)?;
+            for (digest, body) in &bodies {
+                blocks.insert(digest, body.as_slice()).map_err(db_err)?;
+            }
+        }
+    }
+    tx.commit().map_err(db_err)?;
+    let tx = chain.begin_write().map_err(db_err)?;
+    tx.delete_table(VOTES).map_err(db_err)?;
+    tx.delete_table(VOTE_BLOCKS).map_err(db_err)?;
+    tx.commit().map_err(db_err)
 }
 
 impl Store {
@@ -76,12 +127,20 @@ impl Store {
         let tx = db.begin_write().map_err(db_err)?;
         tx.open_table(CHAIN).map_err(db_err)?;
         tx.open_table(TRANSACTIONS).map_err(db_err)?;
+        tx.commit().map_err(db_err)?;
+        let votes = redb::Builder::new()
+            .set_cache_size(cache_bytes.min(VOTES_CACHE_BYTES))
+            .create(dir.join("votes.redb"))
+            .map_err(db_err)?;
+        let tx = votes.begin_write().map_err(db_err)?;
         tx.open_table(VOTES).map_err(db_err)?;
         tx.open_table(VOTE_BLOCKS).map_err(db_err)?;
         tx.commit().map_err(db_err)?;
+        move_votes(&db, &votes)?;
         Ok(Store {
             dir: dir.to_path_buf(),
             db,
+            votes,
         })
     }
 
@@ -179,7 +238,7 @@ impl Store {
     /// height; its block does not); bodies no longer named are dropped.
     pub fn save_votes<S: Scheme>(&self, record: &[SignedVotes<S>]) -> Result<(), NodeError> {
         let bytes = beacon::wire::encode(&record.to_vec()).map_err(db_err)?;
-        let tx = self.db.begin_write().map_err(db_err)?;
+        let tx = self.votes.begin_write().map_err(db_err)?;
         {
             let mut table = tx.open_table(VOTES).map_err(db_err)?;
             table.insert(VOTES_KEY, bytes.as_slice()).map_err(db_err)?;
@@ -214,7 +273,7 @@ impl Store {
         let corrupt = |e: &dyn std::fmt::Display| {
             NodeError::Store(format!("the vote record is corrupt: {e}"))
         };
-        let tx = self.db.begin_read().map_err(db_err)?;
+        let tx = self.votes.begin_read().map_err(db_err)?;
         let table = tx.open_table(VOTES).map_err(db_err)?;
         let Some(v) = table.get(VOTES_KEY).map_err(db_err)? else {
             return Ok(Vec::new());
@@ -510,25 +569,70 @@ mod tests {
         assert_eq!(store.load_votes::<MinSig>().unwrap(), vec![next]);
     }
 
-    #[test]
-    fn a_vote_record_written_before_block_bodies_still_loads() {
-        // The encoding of the record itself is unchanged: bodies live in
-        // their own table, absent from stores written by older versions.
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), TEST_CACHE).unwrap();
-        let mut record = SignedVotes::<MinSig>::new(Height::new(7));
-        record.votes.insert(View::ZERO, [1; 32]);
+    /// Writes `record` where versions before `votes.redb` kept it.
+    fn put_record_in_chain(chain: &Database, record: &SignedVotes<MinSig>) {
         let bytes = beacon::wire::encode(&vec![record.clone()]).unwrap();
-        let tx = store.db.begin_write().unwrap();
-        tx.delete_table(VOTE_BLOCKS).unwrap();
+        let tx = chain.begin_write().unwrap();
         tx.open_table(VOTES)
             .unwrap()
             .insert(VOTES_KEY, bytes.as_slice())
             .unwrap();
         tx.commit().unwrap();
+    }
+
+    #[test]
+    fn a_vote_record_written_before_block_bodies_still_loads() {
+        // The encoding of the record itself is unchanged: bodies live in
+        // their own table, absent from stores written by older versions, which
+        // also kept the record in `chain.redb`.
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), TEST_CACHE).unwrap();
+        let mut record = SignedVotes::<MinSig>::new(Height::new(7));
+        record.votes.insert(View::ZERO, [1; 32]);
+        put_record_in_chain(&store.db, &record);
         drop(store);
         let store = Store::open(dir.path(), TEST_CACHE).unwrap();
         assert_eq!(store.load_votes::<MinSig>().unwrap(), vec![record]);
+    }
+
+    #[test]
+    fn a_vote_record_in_the_chain_database_moves_to_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let block = Arc::new(Block {
+            height: Height::new(7),
+            parent: [3; 32],
+            previous_beacon: vec![4; 48],
+            transactions: vec![vec![5; 100]],
+        });
+        let mut old = SignedVotes::<MinSig>::new(Height::new(7));
+        old.votes.insert(View::ZERO, block.digest());
+        old.blocks.insert(block.digest(), block.clone());
+        // The layout of earlier versions: record and bodies in chain.redb.
+        {
+            let db = Database::create(dir.path().join("chain.redb")).unwrap();
+            put_record_in_chain(&db, &old);
+            let tx = db.begin_write().unwrap();
+            let body = beacon::wire::encode(block.as_ref()).unwrap();
+            tx.open_table(VOTE_BLOCKS)
+                .unwrap()
+                .insert(&block.digest(), body.as_slice())
+                .unwrap();
+            tx.commit().unwrap();
+        }
+        let store = Store::open(dir.path(), TEST_CACHE).unwrap();
+        assert_eq!(store.load_votes::<MinSig>().unwrap(), vec![old.clone()]);
+        let tx = store.db.begin_read().unwrap();
+        assert!(tx.open_table(VOTES).is_err(), "moved out of chain.redb");
+        drop(tx);
+        // A newer record in votes.redb wins over a stale copy left in
+        // chain.redb by a crash between the copy and the removal.
+        let mut newer = SignedVotes::<MinSig>::new(Height::new(8));
+        newer.votes.insert(View::ZERO, [9; 32]);
+        store.save_votes(&[newer.clone()]).unwrap();
+        put_record_in_chain(&store.db, &old);
+        drop(store);
+        let store = Store::open(dir.path(), TEST_CACHE).unwrap();
+        assert_eq!(store.load_votes::<MinSig>().unwrap(), vec![newer]);
     }
 
     #[test]
