@@ -40,6 +40,14 @@ pub struct CompareArgs {
     /// (default: this machine's; 0: a core per node).
     #[arg(long, value_name = "N")]
     host_cores: Option<u32>,
+    /// The simulator's cost model: a file written by `bench calibrate`
+    /// (default: `configs/cost-model.toml`, built in).
+    #[arg(long, value_name = "FILE", conflicts_with = "calibrate")]
+    cost_model: Option<PathBuf>,
+    /// Fit the cost model to this machine first, as `bench calibrate` does,
+    /// and simulate with it (the real nodes run on this machine's CPU).
+    #[arg(long)]
+    calibrate: bool,
     /// Print one JSON object `{"sim", "real", "error"}` instead of the table.
     #[arg(long)]
     json: bool,
@@ -48,6 +56,10 @@ pub struct CompareArgs {
     #[arg(long, value_name = "FILE")]
     plot: Option<PathBuf>,
 }
+
+/// MSM sizes `compare --calibrate` measures up to (log2): enough for the
+/// aggregations of a local network.
+const CALIBRATE_MAX_LOG_MSM: u32 = 8;
 
 /// The simulator's scenario for what `args` ran on real nodes: the nodes'
 /// `[protocol]` table, no client load, the same latency model and placement.
@@ -148,18 +160,50 @@ pub fn run(args: CompareArgs) -> Result<()> {
         bail!("compare needs a WAN: --regions FILE or --latency-ms X");
     }
     let dir = tempfile::tempdir().context("creating a temporary directory")?;
+    let cost_model = if args.calibrate {
+        let path = dir.path().join("cost-model.toml");
+        let model = crate::bench::fit_cost_model(CALIBRATE_MAX_LOG_MSM)?;
+        std::fs::write(&path, crate::bench::cost_model_file(&model))
+            .with_context(|| format!("writing {}", path.display()))?;
+        Some(path)
+    } else {
+        args.cost_model
+            .as_ref()
+            .map(|p| {
+                p.canonicalize()
+                    .with_context(|| format!("reading {}", p.display()))
+            })
+            .transpose()?
+    };
     let (real, protocol) = real(&args, &dir.path().join("net"))?;
-    let cfg = scenario(&args, protocol)?;
+    let mut cfg = scenario(&args, protocol)?;
+    if let Some(path) = &cost_model {
+        cfg.cost_model = path.display().to_string();
+        cfg.validate()?;
+    }
     let (report, _) = sim::run(&cfg, None)?;
     let sim = serde_json::to_value(&report)?;
     let mut errors = serde_json::Map::new();
-    for q in ["p50", "p90", "p99", "max"] {
-        errors.insert(
-            format!("beacon_{q}"),
-            error(&sim["beacon_latency_ms"][q], &real["beacon_latency_ms"][q]),
-        );
+    for (what, field) in [
+        ("beacon", "beacon_latency_ms"),
+        ("commit", "commit_latency_ms"),
+    ] {
+        for q in ["p50", "p90", "p99", "max"] {
+            errors.insert(
+                format!("{what}_{q}"),
+                error(&sim[field][q], &real[field][q]),
+            );
+        }
     }
-    let out = json!({ "sim": sim, "real": real, "error": errors });
+    for field in ["messages_per_round", "fast_path_ratio"] {
+        errors.insert(field.into(), error(&sim[field], &real[field]));
+    }
+    let model = match (&cost_model, args.calibrate) {
+        (_, true) => "calibrated now".to_string(),
+        (Some(p), _) => p.display().to_string(),
+        (None, _) => "configs/cost-model.toml".to_string(),
+    };
+    let out = json!({ "sim": sim, "real": real, "error": errors, "cost_model": model });
     if let Some(path) = &args.plot {
         let sim_rounds = crate::plot::beacon_medians(&report.per_round);
         let real_rounds: Vec<f64> = real["per_round_beacon_p50_ms"]
@@ -184,22 +228,40 @@ pub fn run(args: CompareArgs) -> Result<()> {
         return Ok(());
     }
     println!(
-        "{} nodes, {} rounds; beacon latency (ms), simulated vs emulated real network:",
+        "{} nodes, {} rounds; simulated (cost model: {model}) vs emulated real network:",
         args.nodes, args.rounds
     );
-    println!("{:>6} {:>10} {:>10} {:>8}", "", "sim", "real", "error");
-    for q in ["p50", "p90", "p99", "max"] {
-        let s = sim["beacon_latency_ms"][q].as_f64().unwrap_or(f64::NAN);
-        let r = real["beacon_latency_ms"][q].as_f64().unwrap_or(f64::NAN);
-        let e = out["error"][format!("beacon_{q}")]
+    println!("{:>22} {:>10} {:>10} {:>8}", "", "sim", "real", "error");
+    let mut rows: Vec<(String, String, String)> = Vec::new();
+    for (what, field) in [
+        ("beacon", "beacon_latency_ms"),
+        ("commit", "commit_latency_ms"),
+    ] {
+        for q in ["p50", "p90", "p99", "max"] {
+            rows.push((
+                format!("{what} latency {q} (ms)"),
+                format!("{what}_{q}"),
+                format!("/{field}/{q}"),
+            ));
+        }
+    }
+    for field in ["messages_per_round", "fast_path_ratio"] {
+        rows.push((field.replace('_', " "), field.into(), format!("/{field}")));
+    }
+    for (label, key, pointer) in rows {
+        let value = |v: &Value| {
+            v.pointer(&pointer)
+                .and_then(Value::as_f64)
+                .unwrap_or(f64::NAN)
+        };
+        let e = out["error"][key.as_str()]
             .as_f64()
             .map_or("-".to_string(), |e| format!("{:+.1}%", e * 100.0));
-        println!("{q:>6} {s:>10.2} {r:>10.2} {e:>8}");
+        println!(
+            "{label:>22} {:>10.2} {:>10.2} {e:>8}",
+            value(&sim),
+            value(&real)
+        );
     }
-    println!(
-        "simulated: messages per round {:.1}, fast path {:.0}%",
-        report.messages_per_round,
-        report.fast_path_ratio * 100.0
-    );
     Ok(())
 }

@@ -50,6 +50,13 @@ pub struct RoundStat {
     pub protocol_cpu_ms: f64,
     /// CPU time of the whole process since the previous beacon (milliseconds).
     pub process_cpu_ms: f64,
+    /// Time from committing block `round - 1` to committing block `round`
+    /// here (milliseconds), once block `round` committed live.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit_latency_ms: Option<f64>,
+    /// How block `round` committed: `fast` or `slow` (once it committed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<&'static str>,
 }
 
 /// A committed block as the API shows it.
@@ -144,6 +151,22 @@ impl ChainView {
     /// Latest durable round (0 if none).
     pub fn latest(&self) -> u64 {
         self.beacons.last_key_value().map_or(0, |(r, _)| *r)
+    }
+
+    /// Adds the commit of block `round` to that round's statistics; false if
+    /// there are none (yet).
+    pub fn record_commit(
+        &mut self,
+        round: u64,
+        latency_ms: Option<f64>,
+        path: &'static str,
+    ) -> bool {
+        let Some(stat) = self.rounds.get_mut(&round) else {
+            return false;
+        };
+        stat.commit_latency_ms = latency_ms;
+        stat.path = Some(path);
+        true
     }
 
     /// Records the statistics of a beacon learned live.
@@ -740,6 +763,8 @@ mod tests {
                 delay_ms: None,
                 protocol_cpu_ms: 0.0,
                 process_cpu_ms: 0.0,
+                commit_latency_ms: None,
+                path: None,
             });
         }
         assert_eq!(view.latest(), RECENT_BEACONS as u64 + 500);

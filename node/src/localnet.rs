@@ -313,6 +313,10 @@ struct Outcome {
     /// Per round 2..=R: the median of its latency over the nodes (ms), as the
     /// simulator's per-round figures.
     per_round_p50: Vec<f64>,
+    /// Commit latency samples (rounds 2..=R on every node).
+    commit_latency: Percentiles,
+    /// Traffic and commit paths, from the nodes' metrics.
+    traffic: Traffic,
     /// Delay after the scheduled time (paced chains).
     delay: Percentiles,
     protocol_cpu: Percentiles,
@@ -526,12 +530,16 @@ async fn observe(
     let (mut latencies, mut protocol_cpu, mut process_cpu) = (Vec::new(), Vec::new(), Vec::new());
     let mut delays = Vec::new();
     let mut by_round: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
+    let mut commit_latencies = Vec::new();
     for p in procs.iter() {
         for s in stats_rounds(&client, &p.http, 2, rounds).await? {
             let round = s["round"].as_u64().unwrap_or(0);
             if (2..=rounds).contains(&round) {
                 let latency = s["latency_ms"].as_f64().unwrap_or(0.0);
                 latencies.push(latency);
+                if let Some(c) = s["commit_latency_ms"].as_f64() {
+                    commit_latencies.push(c);
+                }
                 by_round.entry(round).or_default().push(latency);
                 if let Some(d) = s["delay_ms"].as_f64() {
                     delays.push(d);
@@ -547,6 +555,8 @@ async fn observe(
         samples: latencies.len(),
         latency: percentiles(&latencies),
         per_round_p50: by_round.values().map(|v| percentiles(v).p50).collect(),
+        commit_latency: percentiles(&commit_latencies),
+        traffic: traffic(&client, procs).await?,
         delay: percentiles(&delays),
         protocol_cpu: percentiles(&protocol_cpu),
         process_cpu: percentiles(&process_cpu),
@@ -557,6 +567,49 @@ async fn observe(
         startup_s,
         startup_cpu_s,
     })
+}
+
+/// Consensus traffic and commit paths of a network, from its nodes' metrics.
+#[derive(Debug, Default, PartialEq, serde::Serialize)]
+struct Traffic {
+    /// Consensus messages per finalized height, all nodes together (one per
+    /// receiver: the simulator's `messages_per_round`).
+    messages_per_round: f64,
+    /// The same by kind.
+    messages_by_kind: std::collections::BTreeMap<String, f64>,
+    /// Share of the heights committed by the fast path (the mean of the nodes').
+    fast_path_ratio: f64,
+}
+
+/// Reads each node's `/metrics` once: messages sent and commits by path,
+/// over its finalized height in the same answer (the nodes keep running).
+async fn traffic(client: &reqwest::Client, procs: &[Proc]) -> Result<Traffic> {
+    let mut out = Traffic::default();
+    let mut ratios = Vec::new();
+    for p in procs {
+        let text = client
+            .get(format!("{}/metrics", p.http))
+            .send()
+            .await?
+            .text()
+            .await?;
+        let metrics = node::metrics::TrafficSample::parse(&text);
+        if metrics.height == 0 {
+            continue;
+        }
+        for (kind, count) in &metrics.sent {
+            let per_round = count / metrics.height as f64;
+            *out.messages_by_kind.entry(kind.clone()).or_default() += per_round;
+            out.messages_per_round += per_round;
+        }
+        if metrics.fast + metrics.slow > 0.0 {
+            ratios.push(metrics.fast / (metrics.fast + metrics.slow));
+        }
+    }
+    if !ratios.is_empty() {
+        out.fast_path_ratio = ratios.iter().sum::<f64>() / ratios.len() as f64;
+    }
+    Ok(out)
 }
 
 /// Whether `chain` (`/public/{r}` answers from round 1 on) verifies under
@@ -705,6 +758,10 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
         "chain_identical": outcome.chain_identical,
         "chain_verified": outcome.chain_verified,
         "beacon_latency_ms": lat,
+        "commit_latency_ms": outcome.commit_latency,
+        "messages_per_round": outcome.traffic.messages_per_round,
+        "messages_by_kind": outcome.traffic.messages_by_kind,
+        "fast_path_ratio": outcome.traffic.fast_path_ratio,
         "cpu_ms_per_round": {
             "protocol_p50": outcome.protocol_cpu.p50,
             "process_p50": outcome.process_cpu.p50,
@@ -759,6 +816,16 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
         println!(
             "round latency (ms, rounds 2..={} on every node, {} samples): p50 {:.2}  p90 {:.2}  p99 {:.2}  max {:.2}",
             args.rounds, outcome.samples, lat.p50, lat.p90, lat.p99, lat.max
+        );
+        let commit = &outcome.commit_latency;
+        println!(
+            "commit latency (ms): p50 {:.2}  p90 {:.2}  p99 {:.2}  max {:.2}; messages per round {:.1}, fast path {:.0}%",
+            commit.p50,
+            commit.p90,
+            commit.p99,
+            commit.max,
+            outcome.traffic.messages_per_round,
+            outcome.traffic.fast_path_ratio * 100.0
         );
         if period > 0 {
             println!(

@@ -79,6 +79,9 @@ pub struct Metrics {
     pub queued_bytes: Family<Labels, Gauge>,
     /// Times a peer's stream was paused for being over its decoding CPU budget.
     pub decode_pauses: Counter,
+    /// Consensus messages sent, one per receiver, label `kind` (`pre-prepare`,
+    /// `sign-share`, ...): the simulator's `messages_by_kind`.
+    pub messages_sent: Family<Labels, Counter>,
     /// HTTP requests refused, label `reason`: `rate` (a client over its rate),
     /// `token` (missing or wrong token), `queue-full` (transactions waiting).
     pub refused_requests: Family<Labels, Counter>,
@@ -123,6 +126,12 @@ impl Metrics {
             queued_bytes.clone(),
         );
         let refused_requests = Family::<Labels, Counter>::default();
+        let messages_sent = Family::<Labels, Counter>::default();
+        registry.register(
+            "messages_sent",
+            "Consensus messages sent, one per receiver, by kind",
+            messages_sent.clone(),
+        );
         registry.register(
             "decode_pauses",
             "Times a peer was paused for being over its decoding CPU budget",
@@ -184,6 +193,7 @@ impl Metrics {
             decode_pauses,
             queued_bytes,
             refused_requests,
+            messages_sent,
             phases,
             by_path,
         }
@@ -192,6 +202,13 @@ impl Metrics {
     /// Records time spent in `phase`.
     pub fn observe_phase(&self, phase: Phase, seconds: f64) {
         self.phases[phase as usize].observe(seconds);
+    }
+
+    /// Counts `receivers` consensus messages of `kind` sent.
+    pub fn sent(&self, kind: &str, receivers: u64) {
+        self.messages_sent
+            .get_or_create(&label("kind", kind))
+            .inc_by(receivers);
     }
 
     /// Counts a committed block.
@@ -233,5 +250,81 @@ impl Metrics {
         // Writing into a String cannot fail.
         let _ = encode(&mut out, &self.registry);
         out
+    }
+}
+
+/// What a local network's report reads back from a node's `/metrics`: the
+/// consensus messages it sent by kind, its commits by path, its height.
+#[derive(Debug, Default, PartialEq)]
+pub struct TrafficSample {
+    /// `messages_sent` by kind.
+    pub sent: Vec<(String, f64)>,
+    /// Fast-path commits.
+    pub fast: f64,
+    /// Slow-path commits.
+    pub slow: f64,
+    /// Last finalized height.
+    pub height: u64,
+}
+
+impl TrafficSample {
+    /// Parses those series from Prometheus text (others are ignored).
+    pub fn parse(text: &str) -> Self {
+        let mut out = TrafficSample::default();
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let Some((series, value)) = line.rsplit_once(' ') else {
+                continue;
+            };
+            let Ok(value) = value.parse::<f64>() else {
+                continue;
+            };
+            let label = |name: &str| {
+                let rest = series.split_once(&format!("{name}=\""))?.1;
+                Some(rest.split_once('"')?.0.to_string())
+            };
+            if series.starts_with("sbft_beacon_messages_sent_total{") {
+                if let Some(kind) = label("kind") {
+                    out.sent.push((kind, value));
+                }
+            } else if series.starts_with("sbft_beacon_commits_total{") {
+                match label("path").as_deref() {
+                    Some("fast") => out.fast = value,
+                    Some("slow") => out.slow = value,
+                    _ => {}
+                }
+            } else if series == "sbft_beacon_height" {
+                out.height = value as u64;
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_reads_back_messages_commits_and_height() {
+        let m = Metrics::new();
+        m.sent("pre-prepare", 3);
+        m.sent("sign-share", 1);
+        m.sent("sign-share", 1);
+        m.committed(CommitPath::Fast);
+        m.committed(CommitPath::Fast);
+        m.committed(CommitPath::Slow);
+        m.height.set(3);
+        let sample = TrafficSample::parse(&m.render());
+        let mut sent = sample.sent.clone();
+        sent.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(
+            sent,
+            vec![("pre-prepare".into(), 3.0), ("sign-share".into(), 2.0)]
+        );
+        assert_eq!((sample.fast, sample.slow, sample.height), (2.0, 1.0, 3));
+        assert_eq!(
+            TrafficSample::parse("garbage\n# x\n"),
+            TrafficSample::default()
+        );
     }
 }

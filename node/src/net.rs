@@ -248,6 +248,11 @@ impl Network {
         }
     }
 
+    /// Number of other members a broadcast goes to.
+    pub fn peers(&self) -> usize {
+        self.outbound.iter().flatten().count()
+    }
+
     /// Queues `frame` for every other member.
     pub fn broadcast(&self, frame: Frame) {
         for i in 0..self.outbound.len() {
@@ -492,7 +497,10 @@ impl Writer {
                 }
                 .await;
                 match written {
-                    Ok(()) => self.release(&mut pending),
+                    Ok(()) => {
+                        tracing::trace!(target: "timeline", at = crate::runtime::now().0, to = index.0, frames = pending.len(), "flushed");
+                        self.release(&mut pending)
+                    }
                     Err(e) => {
                         if attempts >= WRITE_ATTEMPTS {
                             self.metrics.frames_dropped("undeliverable");
@@ -668,6 +676,7 @@ impl<M: DeserializeOwned + Send + 'static> Reader<M> {
                 Ok(n) if n as u64 == rest => {}
                 _ => return,
             }
+            tracing::trace!(target: "timeline", at = crate::runtime::now().0, from = from.0, kind = admit.kind, size, "read");
             let points = admit.max_points;
             let decoded = tokio::task::spawn_blocking(move || {
                 let cpu = crate::runtime::thread_cpu_ns();
@@ -690,6 +699,7 @@ impl<M: DeserializeOwned + Send + 'static> Reader<M> {
                         message,
                         held: Some(held),
                     };
+                    tracing::trace!(target: "timeline", at = crate::runtime::now().0, from = from.0, kind = admit.kind, "decoded");
                     if self.tx.send(inbound).await.is_err() {
                         return;
                     }

@@ -11,6 +11,7 @@ use beacon::{Beacon, NodeIndex, Scheme, Time};
 use consensus::latency::RoundClock;
 use consensus::replica::Evidence;
 use consensus::{Block, CommitCertificate, CommittedEntry, Height, Observer, ReplicaConfig, View};
+use std::collections::BTreeMap;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use tracing::debug;
@@ -27,7 +28,13 @@ pub struct Recorder<S: Scheme> {
     live: bool,
     /// When recent beacons were learned here (round latency).
     clock: RoundClock,
+    /// Commits of blocks whose beacon was not learned yet (their latency and
+    /// path join the round's statistics when it is), a few at most.
+    commits: BTreeMap<u64, (Option<f64>, &'static str)>,
 }
+
+/// Commits waiting for their beacon, at most (catch-up commits many at once).
+const PENDING_COMMITS: usize = 16;
 
 impl<S: Scheme> Recorder<S> {
     /// A recorder publishing to `state`, handing finalized heights to
@@ -45,6 +52,7 @@ impl<S: Scheme> Recorder<S> {
             process_cpu_at_beacon: process_cpu_ns(),
             live: false,
             clock: RoundClock::new(),
+            commits: BTreeMap::new(),
         }
     }
 
@@ -83,7 +91,14 @@ impl<S: Scheme> Observer<S> for Recorder<S> {
             }),
             protocol_cpu_ms: self.cpu_since_beacon as f64 / 1e6,
             process_cpu_ms: process.saturating_sub(self.process_cpu_at_beacon) as f64 / 1e6,
+            commit_latency_ms: None,
+            path: None,
         };
+        let mut stat = stat;
+        if let Some((latency, path)) = self.commits.remove(&beacon.round) {
+            stat.commit_latency_ms = latency;
+            stat.path = Some(path);
+        }
         self.cpu_since_beacon = 0;
         self.process_cpu_at_beacon = process;
         // A beacon learned right after another one (catch-up) has no
@@ -109,12 +124,30 @@ impl<S: Scheme> Observer<S> for Recorder<S> {
     fn committed(
         &mut self,
         _: NodeIndex,
-        _: Time,
+        at: Time,
         block: &Arc<Block>,
         certificate: &CommitCertificate<S>,
     ) {
         let path = certificate.path;
         self.state.metrics.committed(path);
+        let round = block.height.get();
+        let latency = self
+            .clock
+            .commit(block.height, at)
+            .filter(|_| self.live)
+            .map(|d| d.as_micros() as f64 / 1000.0);
+        let recorded = self
+            .state
+            .chain
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .record_commit(round, latency, path.as_str());
+        if !recorded {
+            self.commits.insert(round, (latency, path.as_str()));
+            while self.commits.len() > PENDING_COMMITS {
+                self.commits.pop_first();
+            }
+        }
         debug!(
             height = block.height.get(),
             view = certificate.view.get(),

@@ -134,7 +134,10 @@ fn persistence_thread<S: Scheme>(
             // Coalesce what is already queued into one transaction.
             let mut batch = vec![first];
             batch.extend(rx.try_iter());
-            if let Err(e) = store.append(&batch) {
+            let t0 = now().0;
+            let r = store.append(&batch);
+            tracing::trace!(target: "timeline", at = t0, wall_us = now().0 - t0, "appended");
+            if let Err(e) = r {
                 error!(error = %e, "cannot persist finalized heights; stopping");
                 std::process::exit(70);
             }
@@ -246,6 +249,10 @@ impl<S: Scheme> Node<S> {
             _ => None,
         };
         beacon::cost::take_timings();
+        let kind = match &input {
+            MemberInput::Message { from, envelope } => Some((from.0, envelope.kind())),
+            _ => None,
+        };
         let cpu = thread_cpu_ns();
         let at = now();
         let start = matches!(input, MemberInput::Start);
@@ -255,6 +262,9 @@ impl<S: Scheme> Node<S> {
             self.recorder.start(at);
         }
         let spent = thread_cpu_ns().saturating_sub(cpu);
+        if let Some((from, kind)) = kind {
+            tracing::trace!(target: "timeline", at = at.0, from, kind, cpu_us = spent / 1000, wall_us = now().0 - at.0, outputs = outputs.len(), "handled");
+        }
         self.recorder.spent(spent);
         let timings = beacon::cost::take_timings();
         let metrics = &self.state.metrics;
@@ -288,11 +298,19 @@ impl<S: Scheme> Node<S> {
         for o in outputs {
             match o {
                 MemberOutput::Effect(Effect::Send { to, message }) => {
+                    tracing::trace!(target: "timeline", at = now().0, to = to.0, kind = message.kind(), "send");
                     if to != self.cfg.me {
+                        if let Envelope::Consensus(m) = &message {
+                            self.state.metrics.sent(m.kind(), 1);
+                        }
                         self.net.send(to, Arc::new(encode(&message)?));
                     }
                 }
                 MemberOutput::Effect(Effect::Broadcast(envelope)) => {
+                    tracing::trace!(target: "timeline", at = now().0, kind = envelope.kind(), "broadcast");
+                    if let Envelope::Consensus(m) = &envelope {
+                        self.state.metrics.sent(m.kind(), self.net.peers() as u64);
+                    }
                     self.net.broadcast(Arc::new(encode(&envelope)?));
                 }
                 MemberOutput::Effect(Effect::SetTimer { at, timer }) => self.timers.push(at, timer),
@@ -303,7 +321,9 @@ impl<S: Scheme> Node<S> {
                     // Durable before the votes that follow leave this node: after
                     // a crash the replica resumes from it and never signs a
                     // different value for the same slot.
+                    let t0 = now().0;
                     self.store.save_votes(&record)?;
+                    tracing::trace!(target: "timeline", at = t0, wall_us = now().0 - t0, "persisted");
                     self.state.metrics.votes_persisted.inc();
                 }
                 MemberOutput::DkgComplete(output) => {

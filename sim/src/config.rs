@@ -327,11 +327,15 @@ impl Default for InvariantConfig {
     }
 }
 
-/// Reads a file named in a scenario: relative to `base` if it exists there, else
-/// one of the built-in files with the same trailing path.
+/// Reads a file named in a scenario: relative to `base` (an absolute path as
+/// it is) if it exists there, else one of the built-in files with the same
+/// trailing path.
 pub fn read_relative(base: Option<&Path>, name: &str) -> Result<String, SimError> {
-    if let Some(b) = base {
-        let path = b.join(name);
+    let path = match base {
+        Some(b) => Some(b.join(name)),
+        None => Path::new(name).is_absolute().then(|| PathBuf::from(name)),
+    };
+    if let Some(path) = path {
         if path.exists() {
             return std::fs::read_to_string(&path)
                 .map_err(|e| SimError::Config(format!("cannot read {}: {e}", path.display())));

@@ -21,7 +21,11 @@
 //! a real bottleneck. With `[network] host_cores` every node runs on one host
 //! with that many cores (what `compare` models for a local network): a window's
 //! events are then handled in time order on one thread, and an input also waits
-//! for the core that is free first.
+//! for the core that is free first. The nodes of one host also share its disk:
+//! each durable write (a node's record of its votes, which it waits for; a
+//! finalized height, which its store thread writes meanwhile) holds the disk
+//! for `persist_votes_us`, one after the other, while its core is free for
+//! others.
 
 use crate::config::SimConfig;
 use crate::cost_model::CostModel;
@@ -113,6 +117,8 @@ struct Slot<S: Scheme> {
     member: Option<Member<S>>,
     disk: Disk<S>,
     busy_until: Time,
+    /// When its last input's computation ended (its durable writes may end later).
+    cpu_until: Time,
     cpu_us: u64,
     behaviour: Option<Behaviour>,
     /// Whether this slot runs the honest protocol alone under its identity
@@ -173,14 +179,17 @@ impl<S: Scheme> NodeEffects<S> {
     }
 }
 
-/// The cores of one host shared by every node (`[network] host_cores`): when
-/// each is next free.
-struct HostCores(Vec<Time>);
+/// The host every node runs on (`[network] host_cores`): when each of its
+/// cores and its disk are next free.
+struct Host {
+    cores: Vec<Time>,
+    disk: Time,
+}
 
-impl HostCores {
+impl Host {
     /// The core free first, and when.
     fn earliest(&self) -> (usize, Time) {
-        self.0
+        self.cores
             .iter()
             .enumerate()
             .min_by_key(|(i, t)| (**t, *i))
@@ -204,7 +213,7 @@ fn run_node<S: Scheme>(
         local.push(t, e);
     }
     while let Some((at, event)) = local.pop() {
-        let timers = step(node, slot, at, event, end, shared, &mut fx);
+        let timers = step(node, slot, at, event, end, shared, &mut fx, None);
         if fx.panic.is_some() {
             break;
         }
@@ -219,7 +228,7 @@ fn run_node<S: Scheme>(
 /// shared cores: an input starts when its node and a core are both free.
 fn run_on_host<S: Scheme>(
     work: Vec<Work<'_, S>>,
-    cores: &mut HostCores,
+    host: &mut Host,
     end: Time,
     shared: &Shared<'_>,
 ) -> Vec<NodeEffects<S>> {
@@ -236,11 +245,20 @@ fn run_on_host<S: Scheme>(
         if fx.panic.is_some() {
             continue;
         }
-        let (core, free) = cores.earliest();
-        let before = slot.busy_until;
-        let timers = step(*node, slot, at.max(free), event, end, shared, fx);
-        if slot.busy_until > before {
-            cores.0[core] = slot.busy_until;
+        let (core, free) = host.earliest();
+        let before = slot.cpu_until;
+        let timers = step(
+            *node,
+            slot,
+            at.max(free),
+            event,
+            end,
+            shared,
+            fx,
+            Some(&mut host.disk),
+        );
+        if slot.cpu_until > before {
+            host.cores[core] = slot.cpu_until;
         }
         for (t, e) in timers {
             queue.push(t, (k, e));
@@ -252,7 +270,8 @@ fn run_on_host<S: Scheme>(
 /// Handles one event at a node: it starts at `ready` (its arrival, or later
 /// when it waited for a core) or when the node is free, whichever is later.
 /// Returns the node's own timers that fall before `end`, to handle in this
-/// window.
+/// window. `disk`: when the host's shared disk is next free, if modelled (else
+/// each node has a disk of its own).
 #[allow(clippy::too_many_arguments)]
 fn step<S: Scheme>(
     node: u32,
@@ -262,6 +281,7 @@ fn step<S: Scheme>(
     end: Time,
     shared: &Shared<'_>,
     fx: &mut NodeEffects<S>,
+    mut disk: Option<&mut Time>,
 ) -> Vec<(Time, Event<S>)> {
     let mut local = Vec::new();
     let start = ready.max(slot.busy_until);
@@ -361,9 +381,18 @@ fn step<S: Scheme>(
         .iter()
         .filter(|o| matches!(o, MemberOutput::PersistVotes(_)))
         .count();
-    let cost = shared.costs.cost_us(&counts, bytes, points) + shared.costs.persist_us(persisted);
-    slot.cpu_us += cost;
-    let done = start.plus_micros(cost);
+    let cpu = shared.costs.cost_us(&counts, bytes, points);
+    let write = shared.costs.persist_us(1);
+    slot.cpu_us += cpu + write * persisted as u64;
+    slot.cpu_until = start.plus_micros(cpu);
+    let mut done = slot.cpu_until;
+    for _ in 0..persisted {
+        let from = disk.as_deref().map_or(done, |free| done.max(*free));
+        done = from.plus_micros(write);
+        if let Some(free) = disk.as_deref_mut() {
+            *free = done;
+        }
+    }
     slot.busy_until = done;
     for o in outputs {
         match o {
@@ -390,6 +419,10 @@ fn step<S: Scheme>(
                 }
             }
             MemberOutput::Event(ReplicaEvent::Finalized(entry)) => {
+                // The store thread's write holds the host's disk, not the node.
+                if let Some(free) = disk.as_deref_mut() {
+                    *free = done.max(*free).plus_micros(write);
+                }
                 slot.disk.chain.push(entry.clone());
                 let event = ReplicaEvent::Finalized(entry);
                 fx.outputs.push((done, MemberOutput::Event(event)));
@@ -411,8 +444,8 @@ struct Engine<S: Scheme> {
     /// Every node's pending events: (slot, event).
     queue: EventQueue<(u32, Event<S>)>,
     uplink_free: Vec<Time>,
-    /// The host's cores when every node runs on one host (`[network] host_cores`).
-    host_cores: Option<HostCores>,
+    /// The host's cores and disk when every node runs on one host (`[network] host_cores`).
+    host: Option<Host>,
     net_rng: ChaCha20Rng,
     load_rng: ChaCha20Rng,
     next_tx: Option<Time>,
@@ -568,6 +601,7 @@ impl<S: Scheme> Engine<S> {
                 member: Some(member),
                 disk: Disk::default(),
                 busy_until: Time::ZERO,
+                cpu_until: Time::ZERO,
                 cpu_us: 0,
                 behaviour: behaviours[i as usize],
                 honest: behaviours[i as usize].is_none() && !twinned,
@@ -591,6 +625,7 @@ impl<S: Scheme> Engine<S> {
                 member: Some(member),
                 disk: Disk::default(),
                 busy_until: Time::ZERO,
+                cpu_until: Time::ZERO,
                 cpu_us: 0,
                 behaviour: None,
                 honest: true,
@@ -609,6 +644,7 @@ impl<S: Scheme> Engine<S> {
                 member: None,
                 disk: Disk::default(),
                 busy_until: Time::ZERO,
+                cpu_until: Time::ZERO,
                 cpu_us: 0,
                 behaviour: None,
                 honest: false,
@@ -628,8 +664,10 @@ impl<S: Scheme> Engine<S> {
             slots,
             queue: EventQueue::new(),
             uplink_free: vec![Time::ZERO; total],
-            host_cores: (cfg.network.host_cores > 0)
-                .then(|| HostCores(vec![Time::ZERO; cfg.network.host_cores as usize])),
+            host: (cfg.network.host_cores > 0).then(|| Host {
+                cores: vec![Time::ZERO; cfg.network.host_cores as usize],
+                disk: Time::ZERO,
+            }),
             net_rng: ChaCha20Rng::seed_from_u64(cfg.seed ^ 0x006e_6574_776f_726b),
             load_rng: ChaCha20Rng::seed_from_u64(cfg.seed ^ 0x6c6f_6164),
             next_tx: None,
@@ -871,8 +909,8 @@ impl<S: Scheme> Engine<S> {
                 work.push((n, slot, evs));
             }
         }
-        if let Some(cores) = self.host_cores.as_mut() {
-            return run_on_host(work, cores, end, &shared);
+        if let Some(host) = self.host.as_mut() {
+            return run_on_host(work, host, end, &shared);
         }
         if threads <= 1 || work.len() < 2 {
             return work

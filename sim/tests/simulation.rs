@@ -400,6 +400,26 @@ fn catch_up_asks_the_replicas_ahead_in_turn() {
 /// models for a local network) wait for a free core: with one core for 16 nodes
 /// a round takes longer than with a core each, with two cores less long than
 /// with one, and the trace still does not depend on the thread count.
+/// A collector's fast-path wait counts from the first share of another
+/// replica, not from its own: as the primary it signs at once, and counting
+/// from there spent a whole round trip of the wait before any other share
+/// could arrive, so that on 30 ms links with a 50 ms wait every height whose
+/// primary collected went down the slow path.
+#[test]
+fn a_collecting_primary_waits_for_the_others_shares_from_the_first() {
+    let mut cfg = small("default", 4, 24);
+    cfg.network.latency = sim::config::Latency::Constant { ms: 30.0 };
+    cfg.network.jitter_ms = 0.0;
+    cfg.load.tx_per_second = 0.0;
+    cfg.protocol.fast_path_timeout_ms = 50;
+    cfg.validate().unwrap();
+    let (r, _) = sim::run(&cfg, None).unwrap();
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    let prepares = r.messages_by_kind.get("prepare").copied().unwrap_or(0);
+    assert_eq!(r.fast_path_ratio, 1.0, "{prepares} PREPAREs: {r:?}");
+    assert_eq!(prepares, 0);
+}
+
 #[test]
 fn nodes_sharing_a_hosts_cores_wait_for_them() {
     let mut cfg = small("default", 16, 6);
@@ -421,6 +441,35 @@ fn nodes_sharing_a_hosts_cores_wait_for_them() {
     cfg.network.host_cores = 1;
     cfg.threads = 2;
     assert_eq!(p50(&cfg).1, trace_one);
+}
+
+/// Nodes on one host share its disk: their durable writes (every replica
+/// records its vote at the same moment) go one after the other, while the
+/// cores, here plenty, stay free.
+#[test]
+fn nodes_sharing_a_host_wait_for_its_disk() {
+    let builtin = include_str!("../../configs/cost-model.toml");
+    let mut model = sim::cost_model::CostModel::from_toml(builtin).unwrap();
+    model.persist_votes_us = 5_000.0;
+    let path = std::env::temp_dir().join(format!("sbft-sim-disk-{}.toml", std::process::id()));
+    std::fs::write(&path, model.to_toml()).unwrap();
+    let mut cfg = small("default", 4, 8);
+    cfg.network.latency = sim::config::Latency::Constant { ms: 10.0 };
+    cfg.network.jitter_ms = 0.0;
+    cfg.load.tx_per_second = 0.0;
+    cfg.cost_model = path.display().to_string();
+    let p50 = |cfg: &SimConfig| {
+        let (r, _) = sim::run(cfg, None).unwrap();
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        r.beacon_latency_ms.p50
+    };
+    cfg.network.host_cores = 0;
+    let own = p50(&cfg);
+    cfg.network.host_cores = 64;
+    let shared = p50(&cfg);
+    let _ = std::fs::remove_file(&path);
+    eprintln!("beacon p50: a disk each {own} ms, one shared disk {shared} ms");
+    assert!(shared > own + 5.0, "own {own} ms, shared {shared} ms");
 }
 
 /// The `reshare` scenario at 7 members, two of which leave and five join (10),
