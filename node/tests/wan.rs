@@ -43,4 +43,24 @@ fn the_simulator_predicts_an_emulated_four_node_wan() {
         "simulated p50 {sim:.1} ms vs real {p50:.1} ms: error {:+.0}%",
         error * 100.0
     );
+    // Both sides report the same figures, each with its error.
+    let commit = real["commit_latency_ms"]["p50"].as_f64().unwrap();
+    assert!(commit >= 40.0, "real commit p50 {commit} ms: {real}");
+    for key in [
+        "commit_p50",
+        "commit_p99",
+        "messages_per_round",
+        "fast_path_ratio",
+    ] {
+        assert!(report["error"][key].is_f64(), "error.{key}: {report}");
+    }
+    let messages = |side: &Value| side["messages_per_round"].as_f64().unwrap();
+    let (s, r) = (messages(&report["sim"]), messages(real));
+    assert!(
+        (s - r).abs() <= 0.25 * s,
+        "messages per round: sim {s}, real {r}"
+    );
+    let fast = real["fast_path_ratio"].as_f64().unwrap();
+    assert!(fast > 0.0 && fast <= 1.0, "real fast-path ratio {fast}");
+    assert!(real["messages_by_kind"]["sign-share"].as_f64().unwrap() > 0.0);
 }
