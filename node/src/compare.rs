@@ -175,6 +175,13 @@ pub fn run(args: CompareArgs) -> Result<()> {
             })
             .transpose()?
     };
+    // A model that does not parse is an error before the real network runs.
+    if let Some(path) = &cost_model {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        sim::cost_model::CostModel::from_toml(&text)
+            .with_context(|| format!("{} is not a cost model", path.display()))?;
+    }
     let (real, protocol) = real(&args, &dir.path().join("net"))?;
     let mut cfg = scenario(&args, protocol)?;
     if let Some(path) = &cost_model {
