@@ -147,11 +147,47 @@ fn real(args: &CompareArgs, dir: &Path) -> Result<(Value, ProtocolParams)> {
 }
 
 /// `(sim - real) / real`, or null where `real` is zero or missing.
-fn error(sim: &Value, real: &Value) -> Value {
-    match (sim.as_f64(), real.as_f64()) {
+fn error(sim: Option<f64>, real: Option<f64>) -> Value {
+    match (sim, real) {
         (Some(s), Some(r)) if r != 0.0 => json!((s - r) / r),
         _ => Value::Null,
     }
+}
+
+/// One figure both reports have.
+struct Figure {
+    /// Its line in the table.
+    label: String,
+    /// Its key in `error`.
+    key: String,
+    /// Where it is in each report (a JSON pointer).
+    pointer: String,
+}
+
+/// The figures compared: beacon and commit latency percentiles, messages per
+/// round, the fast-path ratio.
+fn figures() -> Vec<Figure> {
+    let mut out = Vec::new();
+    for (what, field) in [
+        ("beacon", "beacon_latency_ms"),
+        ("commit", "commit_latency_ms"),
+    ] {
+        for q in ["p50", "p90", "p99", "max"] {
+            out.push(Figure {
+                label: format!("{what} latency {q} (ms)"),
+                key: format!("{what}_{q}"),
+                pointer: format!("/{field}/{q}"),
+            });
+        }
+    }
+    for field in ["messages_per_round", "fast_path_ratio"] {
+        out.push(Figure {
+            label: field.replace('_', " "),
+            key: field.into(),
+            pointer: format!("/{field}"),
+        });
+    }
+    out
 }
 
 /// Runs `compare`.
@@ -190,20 +226,14 @@ pub fn run(args: CompareArgs) -> Result<()> {
     }
     let (report, _) = sim::run(&cfg, None)?;
     let sim = serde_json::to_value(&report)?;
+    let figures = figures();
+    let value = |report: &Value, pointer: &str| report.pointer(pointer).and_then(Value::as_f64);
     let mut errors = serde_json::Map::new();
-    for (what, field) in [
-        ("beacon", "beacon_latency_ms"),
-        ("commit", "commit_latency_ms"),
-    ] {
-        for q in ["p50", "p90", "p99", "max"] {
-            errors.insert(
-                format!("{what}_{q}"),
-                error(&sim[field][q], &real[field][q]),
-            );
-        }
-    }
-    for field in ["messages_per_round", "fast_path_ratio"] {
-        errors.insert(field.into(), error(&sim[field], &real[field]));
+    for f in &figures {
+        errors.insert(
+            f.key.clone(),
+            error(value(&sim, &f.pointer), value(&real, &f.pointer)),
+        );
     }
     let model = match (&cost_model, args.calibrate) {
         (_, true) => "calibrated now".to_string(),
@@ -239,35 +269,16 @@ pub fn run(args: CompareArgs) -> Result<()> {
         args.nodes, args.rounds
     );
     println!("{:>22} {:>10} {:>10} {:>8}", "", "sim", "real", "error");
-    let mut rows: Vec<(String, String, String)> = Vec::new();
-    for (what, field) in [
-        ("beacon", "beacon_latency_ms"),
-        ("commit", "commit_latency_ms"),
-    ] {
-        for q in ["p50", "p90", "p99", "max"] {
-            rows.push((
-                format!("{what} latency {q} (ms)"),
-                format!("{what}_{q}"),
-                format!("/{field}/{q}"),
-            ));
-        }
-    }
-    for field in ["messages_per_round", "fast_path_ratio"] {
-        rows.push((field.replace('_', " "), field.into(), format!("/{field}")));
-    }
-    for (label, key, pointer) in rows {
-        let value = |v: &Value| {
-            v.pointer(&pointer)
-                .and_then(Value::as_f64)
-                .unwrap_or(f64::NAN)
-        };
-        let e = out["error"][key.as_str()]
+    for f in &figures {
+        let e = out["error"][f.key.as_str()]
             .as_f64()
             .map_or("-".to_string(), |e| format!("{:+.1}%", e * 100.0));
+        let (s, r) = (value(&sim, &f.pointer), value(&real, &f.pointer));
         println!(
-            "{label:>22} {:>10.2} {:>10.2} {e:>8}",
-            value(&sim),
-            value(&real)
+            "{:>22} {:>10.2} {:>10.2} {e:>8}",
+            f.label,
+            s.unwrap_or(f64::NAN),
+            r.unwrap_or(f64::NAN)
         );
     }
     Ok(())

@@ -89,6 +89,9 @@ pub struct Metrics {
     phases: [Histogram; 4],
     /// The `commits` series: fast, slow.
     by_path: [Counter; 2],
+    /// The `messages_sent` series met so far, by kind (a send allocates no
+    /// label once its kind was counted).
+    sent_by_kind: std::sync::Mutex<std::collections::HashMap<&'static str, Counter>>,
 }
 
 impl Default for Metrics {
@@ -196,6 +199,7 @@ impl Metrics {
             messages_sent,
             phases,
             by_path,
+            sent_by_kind: Default::default(),
         }
     }
 
@@ -205,9 +209,15 @@ impl Metrics {
     }
 
     /// Counts `receivers` consensus messages of `kind` sent.
-    pub fn sent(&self, kind: &str, receivers: u64) {
-        self.messages_sent
-            .get_or_create(&label("kind", kind))
+    pub fn sent(&self, kind: &'static str, receivers: u64) {
+        let mut by_kind = self.sent_by_kind.lock().unwrap_or_else(|e| e.into_inner());
+        by_kind
+            .entry(kind)
+            .or_insert_with(|| {
+                self.messages_sent
+                    .get_or_create(&label("kind", kind))
+                    .clone()
+            })
             .inc_by(receivers);
     }
 

@@ -81,6 +81,8 @@ impl<S: Scheme> Observer<S> for Recorder<S> {
             .beacon(Height::new(beacon.round), learned_at)
             .map_or(0, |d| d.as_micros() as u64);
         let process = process_cpu_ns();
+        // Its block may have committed first.
+        let commit = self.commits.remove(&beacon.round);
         let stat = RoundStat {
             round: beacon.round,
             learned_at_us: learned_at.0,
@@ -91,14 +93,9 @@ impl<S: Scheme> Observer<S> for Recorder<S> {
             }),
             protocol_cpu_ms: self.cpu_since_beacon as f64 / 1e6,
             process_cpu_ms: process.saturating_sub(self.process_cpu_at_beacon) as f64 / 1e6,
-            commit_latency_ms: None,
-            path: None,
+            commit_latency_ms: commit.and_then(|(latency, _)| latency),
+            path: commit.map(|(_, path)| path),
         };
-        let mut stat = stat;
-        if let Some((latency, path)) = self.commits.remove(&beacon.round) {
-            stat.commit_latency_ms = latency;
-            stat.path = Some(path);
-        }
         self.cpu_since_beacon = 0;
         self.process_cpu_at_beacon = process;
         // A beacon learned right after another one (catch-up) has no

@@ -267,6 +267,19 @@ fn run_on_host<S: Scheme>(
     slots.into_iter().map(|(_, _, fx)| fx).collect()
 }
 
+/// One durable write of `us` microseconds, ready at `at`: on the host's shared
+/// `disk` when modelled (it waits for the disk and holds it), else on a disk
+/// of the node's own. Returns when it is done.
+fn durable_write(disk: Option<&mut Time>, at: Time, us: u64) -> Time {
+    match disk {
+        Some(free) => {
+            *free = at.max(*free).plus_micros(us);
+            *free
+        }
+        None => at.plus_micros(us),
+    }
+}
+
 /// Handles one event at a node: it starts at `ready` (its arrival, or later
 /// when it waited for a core) or when the node is free, whichever is later.
 /// Returns the node's own timers that fall before `end`, to handle in this
@@ -387,11 +400,7 @@ fn step<S: Scheme>(
     slot.cpu_until = start.plus_micros(cpu);
     let mut done = slot.cpu_until;
     for _ in 0..persisted {
-        let from = disk.as_deref().map_or(done, |free| done.max(*free));
-        done = from.plus_micros(write);
-        if let Some(free) = disk.as_deref_mut() {
-            *free = done;
-        }
+        done = durable_write(disk.as_deref_mut(), done, write);
     }
     slot.busy_until = done;
     for o in outputs {
@@ -420,9 +429,7 @@ fn step<S: Scheme>(
             }
             MemberOutput::Event(ReplicaEvent::Finalized(entry)) => {
                 // The store thread's write holds the host's disk, not the node.
-                if let Some(free) = disk.as_deref_mut() {
-                    *free = done.max(*free).plus_micros(write);
-                }
+                durable_write(disk.as_deref_mut(), done, write);
                 slot.disk.chain.push(entry.clone());
                 let event = ReplicaEvent::Finalized(entry);
                 fx.outputs.push((done, MemberOutput::Event(event)));
