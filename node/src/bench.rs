@@ -1,10 +1,10 @@
 //! `sbft-beacon bench ...`: wall-clock medians of the threshold core, printed as a
 //! table or as one JSON object per line.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use beacon::{
-    deal, lagrange::lagrange_fast, lagrange::lagrange_naive, InterpolationMethod, MinSig,
-    NodeIndex, Point, Scalar, Scheme, SchemeId, SignatureShare,
+    deal, lagrange::lagrange_fast, lagrange::lagrange_naive, InterpolationMethod, NodeIndex, Point,
+    Scalar, Scheme, SchemeId, SignatureShare,
 };
 use clap::{Args, Subcommand};
 use rand_chacha::ChaCha20Rng;
@@ -34,10 +34,10 @@ pub enum BenchCommand {
 pub struct CalibrateArgs {
     /// Where to write the cost model.
     #[arg(long, default_value = "configs/cost-model.toml")]
-    out: std::path::PathBuf,
+    pub out: std::path::PathBuf,
     /// Largest MSM size measured (log2).
     #[arg(long, default_value_t = 14)]
-    max_log_msm: u32,
+    pub max_log_msm: u32,
 }
 
 /// Options of `bench dkg`.
@@ -125,7 +125,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
         BenchCommand::Verify(a) => with_bls_scheme!(a.scheme, verify, &a),
         BenchCommand::Dkg(a) => with_bls_scheme!(a.scheme, dkg, &a),
         BenchCommand::Relay(a) => with_bls_scheme!(a.scheme, relay, &a),
-        BenchCommand::Calibrate(a) => calibrate(&a),
+        BenchCommand::Calibrate(a) => crate::calibrate::calibrate(&a.out, a.max_log_msm),
     }
 }
 
@@ -471,161 +471,4 @@ fn relay<S: Scheme>(args: &RelayArgs) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// Median microseconds of `f` (at least 5 runs, more while under ~0.3 s).
-fn median_us<T>(mut f: impl FnMut() -> T) -> f64 {
-    let mut samples = Vec::new();
-    let start = Instant::now();
-    while samples.len() < 5 || (samples.len() < 200 && start.elapsed() < Duration::from_millis(300))
-    {
-        let t = Instant::now();
-        std::hint::black_box(f());
-        samples.push(t.elapsed());
-    }
-    samples.sort();
-    samples[samples.len() / 2].as_secs_f64() * 1e6
-}
-
-/// Median time of a node's durable write of its vote record (a store commit
-/// with fsync), in a store under the system's temporary directory: the disk a
-/// local network's nodes write to.
-fn persist_votes_us() -> Result<f64> {
-    use consensus::messages::PrepareCertificate;
-    use consensus::{Height, SignedVotes, View};
-    let dir = std::env::temp_dir().join(format!("sbft-beacon-calibrate-{}", std::process::id()));
-    let store = node::store::Store::open(&dir, 1 << 20)?;
-    let mut failed = None;
-    let mut height = 0u64;
-    // As at a node: each record names a new block (its body is written once,
-    // the previous one's dropped) and carries a prepare certificate.
-    let us = median_us(|| {
-        height += 1;
-        let block = std::sync::Arc::new(consensus::Block {
-            height: Height::new(height),
-            parent: [1; 32],
-            previous_beacon: vec![2; 96],
-            transactions: Vec::new(),
-        });
-        let mut record = SignedVotes::<MinSig>::new(Height::new(height));
-        record.votes.insert(View::ZERO, block.digest());
-        record.prepared = Some(PrepareCertificate {
-            view: View::ZERO,
-            digest: block.digest(),
-            signature: <MinSig as Scheme>::Signature::generator(),
-        });
-        record.blocks.insert(block.digest(), block);
-        if let Err(e) = store.save_votes(&[record]) {
-            failed = Some(e);
-        }
-    });
-    drop(store);
-    let _ = std::fs::remove_dir_all(&dir);
-    if let Some(e) = failed {
-        bail!("writing the vote record: {e}");
-    }
-    eprintln!("durable vote record: {us:.1} us");
-    Ok(us)
-}
-
-fn calibrate(args: &CalibrateArgs) -> Result<()> {
-    let model = fit_cost_model(args.max_log_msm)?;
-    let text = cost_model_file(&model);
-    std::fs::write(&args.out, &text).with_context(|| format!("writing {}", args.out.display()))?;
-    println!("{text}");
-    println!("wrote {}", args.out.display());
-    Ok(())
-}
-
-/// The cost model as `bench calibrate` writes it.
-pub fn cost_model_file(model: &sim::cost_model::CostModel) -> String {
-    format!(
-        "# Virtual CPU cost (microseconds) per cryptographic operation, used by the\n# simulator's compute-cost model. Regenerate with\n#   cargo run --release -- bench calibrate\n{}",
-        model.to_toml()
-    )
-}
-
-/// Measures the simulator's cost model on this machine (MSM sizes up to
-/// `2^max_log_msm`): the one way to fit it, behind `bench calibrate` and
-/// `compare --calibrate`.
-pub fn fit_cost_model(max_log_msm: u32) -> Result<sim::cost_model::CostModel> {
-    use beacon::curve::pairing_product_is_one;
-    use beacon::{G1, G2};
-    let mut rng = ChaCha20Rng::seed_from_u64(7);
-    let s = Scalar::random(&mut rng);
-    let p1 = G1::generator().mul(&s);
-    let p2 = G2::generator().mul(&s);
-    let two = median_us(|| pairing_product_is_one(&[(p1, p2), (p1.neg(), p2)]));
-    let four =
-        median_us(|| pairing_product_is_one(&[(p1, p2), (p1.neg(), p2), (p1, p2), (p1.neg(), p2)]));
-    let miller = ((four - two) / 2.0).max(1.0);
-    let final_exp = (two - 2.0 * miller).max(1.0);
-    let hash_g1 = median_us(|| G1::hash_to_curve(b"calibrate", beacon::scheme::DST_G1));
-    let hash_g2 = median_us(|| G2::hash_to_curve(b"calibrate", beacon::scheme::DST_G2));
-    let mul_g1 = median_us(|| p1.mul(&s));
-    let mul_g2 = median_us(|| p2.mul(&s));
-    let mut msm_g1 = vec![mul_g1];
-    let mut msm_g2 = vec![mul_g2];
-    for log in 1..=max_log_msm {
-        let n = 1usize << log;
-        let scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
-        let g1: Vec<G1> = (0..n)
-            .map(|i| p1.mul(&Scalar::from_u64(i as u64 + 1)))
-            .collect();
-        let g2: Vec<G2> = (0..n)
-            .map(|i| p2.mul(&Scalar::from_u64(i as u64 + 1)))
-            .collect();
-        msm_g1.push(median_us(|| G1::msm(&g1, &scalars)) / n as f64);
-        msm_g2.push(median_us(|| G2::msm(&g2, &scalars)) / n as f64);
-        eprintln!(
-            "msm 2^{log}: {:.2} us/point (G1), {:.2} us/point (G2)",
-            msm_g1[log as usize], msm_g2[log as usize]
-        );
-    }
-    // Decoding: a message without points gives the fixed cost; a block of
-    // 64 KiB of transactions the cost per KiB of plain bytes; each point (a
-    // decompression and a subgroup check) is charged apart, by group.
-    let small = consensus::Message::<MinSig>::SyncRequest {
-        from_height: consensus::Height::new(1),
-    }
-    .encode()?;
-    let message = median_us(|| consensus::Message::<MinSig>::decode(&small).expect("valid"));
-    let block = consensus::Message::<MinSig>::BlockResponse {
-        block: std::sync::Arc::new(consensus::Block {
-            height: consensus::Height::new(1),
-            parent: [1; 32],
-            previous_beacon: vec![2; 96],
-            transactions: vec![vec![3; 1024]; 64],
-        }),
-    }
-    .encode()?;
-    let block_us = median_us(|| consensus::Message::<MinSig>::decode(&block).expect("valid"));
-    let kilobyte = (block_us - message).max(0.0) / (block.len() as f64 / 1024.0);
-    let (g1_bytes, g2_bytes) = (p1.to_bytes(), p2.to_bytes());
-    let decode_g1 = median_us(|| G1::from_bytes(&g1_bytes).expect("valid"));
-    let decode_g2 = median_us(|| G2::from_bytes(&g2_bytes).expect("valid"));
-    let persist_votes = persist_votes_us()?;
-    let round = |v: f64| (v * 100.0).round() / 100.0;
-    let model = sim::cost_model::CostModel {
-        calibrated_on: format!(
-            "bench calibrate, {} threads available, {}",
-            std::thread::available_parallelism().map_or(1, |n| n.get()),
-            std::env::consts::ARCH
-        ),
-        miller_loop_us: round(miller),
-        final_exp_us: round(final_exp),
-        hash_g1_us: round(hash_g1),
-        hash_g2_us: round(hash_g2),
-        mul_g1_us: round(mul_g1),
-        mul_g2_us: round(mul_g2),
-        msm_g1_point_us: msm_g1.into_iter().map(round).collect(),
-        msm_g2_point_us: msm_g2.into_iter().map(round).collect(),
-        message_us: round(message + 2.0),
-        kilobyte_us: round(kilobyte),
-        decode_g1_us: round(decode_g1),
-        decode_g2_us: round(decode_g2),
-        persist_votes_us: round(persist_votes),
-        scale: 1.0,
-    };
-    Ok(model)
 }

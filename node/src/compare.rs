@@ -198,8 +198,8 @@ pub fn run(args: CompareArgs) -> Result<()> {
     let dir = tempfile::tempdir().context("creating a temporary directory")?;
     let cost_model = if args.calibrate {
         let path = dir.path().join("cost-model.toml");
-        let model = crate::bench::fit_cost_model(CALIBRATE_MAX_LOG_MSM)?;
-        std::fs::write(&path, crate::bench::cost_model_file(&model))
+        let model = crate::calibrate::fit_cost_model(CALIBRATE_MAX_LOG_MSM)?;
+        std::fs::write(&path, crate::calibrate::cost_model_file(&model))
             .with_context(|| format!("writing {}", path.display()))?;
         Some(path)
     } else {

@@ -17,6 +17,7 @@ macro_rules! with_bls_scheme {
 }
 
 mod bench;
+mod calibrate;
 mod compare;
 mod deploy;
 mod keys_cmd;

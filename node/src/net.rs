@@ -679,12 +679,17 @@ impl<M: DeserializeOwned + Send + 'static> Reader<M> {
             tracing::trace!(target: "timeline", at = crate::runtime::now().0, from = from.0, kind = admit.kind, size, "read");
             let points = admit.max_points;
             let decoded = tokio::task::spawn_blocking(move || {
+                let started = crate::runtime::now().0;
                 let cpu = crate::runtime::thread_cpu_ns();
                 let m = beacon::wire::decode_with_point_budget::<M>(&buf, points);
-                (m, crate::runtime::thread_cpu_ns().saturating_sub(cpu))
+                (
+                    m,
+                    crate::runtime::thread_cpu_ns().saturating_sub(cpu),
+                    started,
+                )
             })
             .await;
-            let Ok((decoded, spent)) = decoded else {
+            let Ok((decoded, spent, started)) = decoded else {
                 return;
             };
             let pause = self
@@ -699,7 +704,7 @@ impl<M: DeserializeOwned + Send + 'static> Reader<M> {
                         message,
                         held: Some(held),
                     };
-                    tracing::trace!(target: "timeline", at = crate::runtime::now().0, from = from.0, kind = admit.kind, "decoded");
+                    tracing::trace!(target: "timeline", at = crate::runtime::now().0, from = from.0, kind = admit.kind, started, cpu_us = spent / 1000, "decoded");
                     if self.tx.send(inbound).await.is_err() {
                         return;
                     }

@@ -80,6 +80,7 @@ impl<S: Scheme> Observer<S> for Recorder<S> {
             .clock
             .beacon(Height::new(beacon.round), learned_at)
             .map_or(0, |d| d.as_micros() as u64);
+        tracing::trace!(target: "timeline", at = learned_at.0, round = beacon.round, "beacon");
         let process = process_cpu_ns();
         // Its block may have committed first.
         let commit = self.commits.remove(&beacon.round);

@@ -69,7 +69,7 @@ pub fn thread_cpu_ns() -> u64 {
 }
 
 /// CPU time of the whole process, in nanoseconds.
-pub(crate) fn process_cpu_ns() -> u64 {
+pub fn process_cpu_ns() -> u64 {
     cpu_clock(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 

@@ -45,6 +45,12 @@ pub struct CostModel {
     /// Decoding one G2 point of a received message.
     #[serde(default)]
     pub decode_g2_us: f64,
+    /// The network stack's CPU per message delivered, both ends together
+    /// (encoding, noise, yamux, system calls, waking the threads, the hand-off
+    /// to the decoding thread), charged to the receiver. A model without it
+    /// (0) charges none.
+    #[serde(default)]
+    pub transport_us: f64,
     /// Writing the record of signed votes durably (a store commit with fsync),
     /// which a node does before the votes leave it; the node waits for it.
     #[serde(default)]
@@ -74,6 +80,7 @@ impl CostModel {
             m.kilobyte_us,
             m.decode_g1_us,
             m.decode_g2_us,
+            m.transport_us,
             m.persist_votes_us,
             m.scale,
         ];
@@ -126,6 +133,11 @@ impl CostModel {
         ((crypto + io) * self.scale).round() as u64
     }
 
+    /// Virtual microseconds of the network stack for one message delivered.
+    pub fn transport_us(&self) -> u64 {
+        (self.transport_us * self.scale).round() as u64
+    }
+
     /// Virtual microseconds for `records` durable writes of the vote record.
     pub fn persist_us(&self, records: usize) -> u64 {
         (records as f64 * self.persist_votes_us * self.scale).round() as u64
@@ -160,6 +172,10 @@ mod tests {
         assert!(
             m.persist_votes_us > 0.0,
             "the built-in model charges durable votes"
+        );
+        assert!(
+            m.transport_us() > 0,
+            "the built-in model charges the network stack"
         );
         assert_eq!(m.persist_us(0), 0);
         assert!(m.persist_us(2) >= m.persist_us(1));

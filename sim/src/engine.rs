@@ -16,7 +16,8 @@
 //! # Virtual CPU
 //! Each member has a CPU that is busy until some time: an input is handled at
 //! `max(arrival, busy_until)`, costs the cost model's price of the operations it
-//! performed (counted by `beacon::cost`), and its messages leave when it is done
+//! performed (counted by `beacon::cost`) plus, for a message, its decoding and
+//! the network stack's CPU, and its messages leave when it is done
 //! (then queue on the sender's uplink). A collector with many shares to verify is
 //! a real bottleneck. With `[network] host_cores` every node runs on one host
 //! with that many cores (what `compare` models for a local network): a window's
@@ -305,9 +306,9 @@ fn step<S: Scheme>(
     fx.trace.extend_from_slice(&from.to_be_bytes());
     fx.trace.extend_from_slice(&height.to_be_bytes());
     fx.processed += 1;
-    let points = match &event {
-        Event::Deliver { points, .. } => *points,
-        _ => EncodedPoints::default(),
+    let (points, delivered) = match &event {
+        Event::Deliver { points, .. } => (*points, true),
+        _ => (EncodedPoints::default(), false),
     };
     let (input, bytes) = match event {
         Event::Crash { lose_votes } => {
@@ -394,7 +395,10 @@ fn step<S: Scheme>(
         .iter()
         .filter(|o| matches!(o, MemberOutput::PersistVotes(_)))
         .count();
-    let cpu = shared.costs.cost_us(&counts, bytes, points);
+    let mut cpu = shared.costs.cost_us(&counts, bytes, points);
+    if delivered {
+        cpu += shared.costs.transport_us();
+    }
     let write = shared.costs.persist_us(1);
     slot.cpu_us += cpu + write * persisted as u64;
     slot.cpu_until = start.plus_micros(cpu);

@@ -420,27 +420,52 @@ fn a_collecting_primary_waits_for_the_others_shares_from_the_first() {
     assert_eq!(prepares, 0);
 }
 
+/// Nodes sharing a host's cores wait for them: the same rounds take longer on
+/// one shared core than on two, and longer on two than on a core each. (The
+/// run's virtual duration, not a percentile of six rounds, which moves by
+/// whole links when the timing changes who collects first.)
 #[test]
 fn nodes_sharing_a_hosts_cores_wait_for_them() {
     let mut cfg = small("default", 16, 6);
-    let p50 = |cfg: &SimConfig| {
+    let run = |cfg: &SimConfig| {
         let (r, _) = sim::run(cfg, None).unwrap();
         assert!(r.violations.is_empty(), "{:?}", r.violations);
-        (r.beacon_latency_ms.p50, r.trace_hash)
+        (r.virtual_s, r.trace_hash)
     };
-    let (own, _) = p50(&cfg);
+    let (own, _) = run(&cfg);
     cfg.network.host_cores = 1;
-    let (one, trace_one) = p50(&cfg);
+    let (one, trace_one) = run(&cfg);
     cfg.network.host_cores = 2;
-    let (two, _) = p50(&cfg);
-    eprintln!("beacon p50: a core each {own} ms, one core {one} ms, two cores {two} ms");
+    let (two, _) = run(&cfg);
+    eprintln!("virtual time: a core each {own} s, one core {one} s, two cores {two} s");
     assert!(
-        one > own && one > two,
-        "own {own}, one core {one}, two {two}"
+        one > two && two > own,
+        "own {own} s, one core {one} s, two {two} s"
     );
     cfg.network.host_cores = 1;
     cfg.threads = 2;
-    assert_eq!(p50(&cfg).1, trace_one);
+    assert_eq!(run(&cfg).1, trace_one);
+}
+
+/// The cost model the simulator ships with.
+fn built_in_cost_model() -> sim::cost_model::CostModel {
+    sim::cost_model::CostModel::from_toml(include_str!("../../configs/cost-model.toml")).unwrap()
+}
+
+/// Four nodes over constant 10 ms links, without transactions, simulated with
+/// `model`, written to a temporary file named after `tag` (the caller removes it).
+fn four_nodes_with_model(
+    model: &sim::cost_model::CostModel,
+    tag: &str,
+) -> (SimConfig, std::path::PathBuf) {
+    let path = std::env::temp_dir().join(format!("sbft-sim-{tag}-{}.toml", std::process::id()));
+    std::fs::write(&path, model.to_toml()).unwrap();
+    let mut cfg = small("default", 4, 8);
+    cfg.network.latency = sim::config::Latency::Constant { ms: 10.0 };
+    cfg.network.jitter_ms = 0.0;
+    cfg.load.tx_per_second = 0.0;
+    cfg.cost_model = path.display().to_string();
+    (cfg, path)
 }
 
 /// Nodes on one host share its disk: their durable writes (every replica
@@ -448,16 +473,9 @@ fn nodes_sharing_a_hosts_cores_wait_for_them() {
 /// cores, here plenty, stay free.
 #[test]
 fn nodes_sharing_a_host_wait_for_its_disk() {
-    let builtin = include_str!("../../configs/cost-model.toml");
-    let mut model = sim::cost_model::CostModel::from_toml(builtin).unwrap();
+    let mut model = built_in_cost_model();
     model.persist_votes_us = 5_000.0;
-    let path = std::env::temp_dir().join(format!("sbft-sim-disk-{}.toml", std::process::id()));
-    std::fs::write(&path, model.to_toml()).unwrap();
-    let mut cfg = small("default", 4, 8);
-    cfg.network.latency = sim::config::Latency::Constant { ms: 10.0 };
-    cfg.network.jitter_ms = 0.0;
-    cfg.load.tx_per_second = 0.0;
-    cfg.cost_model = path.display().to_string();
+    let (mut cfg, path) = four_nodes_with_model(&model, "disk");
     let p50 = |cfg: &SimConfig| {
         let (r, _) = sim::run(cfg, None).unwrap();
         assert!(r.violations.is_empty(), "{:?}", r.violations);
@@ -470,6 +488,38 @@ fn nodes_sharing_a_host_wait_for_its_disk() {
     let _ = std::fs::remove_file(&path);
     eprintln!("beacon p50: a disk each {own} ms, one shared disk {shared} ms");
     assert!(shared > own + 5.0, "own {own} ms, shared {shared} ms");
+}
+
+/// Every message a node receives costs the network stack's CPU
+/// (`transport_us`): the virtual CPU per node and round grows by that much per
+/// message received, and the rounds get slower.
+#[test]
+fn each_message_received_costs_the_network_stack() {
+    let run = |transport_us: f64| {
+        let mut model = built_in_cost_model();
+        model.transport_us = transport_us;
+        let (cfg, path) = four_nodes_with_model(&model, &format!("stack-{transport_us}"));
+        let (r, _) = sim::run(&cfg, None).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        r
+    };
+    let free = run(0.0);
+    let charged = run(2_000.0);
+    let received = charged.messages_per_round / 4.0;
+    let extra = charged.cpu_ms_per_node_per_round - free.cpu_ms_per_node_per_round;
+    eprintln!(
+        "{received} messages received per node and round: CPU {} -> {} ms, beacon p50 {} -> {} ms",
+        free.cpu_ms_per_node_per_round,
+        charged.cpu_ms_per_node_per_round,
+        free.beacon_latency_ms.p50,
+        charged.beacon_latency_ms.p50
+    );
+    assert!(
+        (extra - 2.0 * received).abs() < 0.25 * 2.0 * received,
+        "{extra} ms more CPU per node and round for {received} messages of 2 ms"
+    );
+    assert!(charged.beacon_latency_ms.p50 > free.beacon_latency_ms.p50 + 4.0);
 }
 
 /// The `reshare` scenario at 7 members, two of which leave and five join (10),

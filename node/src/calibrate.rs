@@ -1,0 +1,309 @@
+//! `bench calibrate`: fits the simulator's cost model to this machine — the
+//! cryptographic operations, decoding, the durable write of a vote record, and
+//! the network stack's CPU per message between two nodes.
+
+use anyhow::{bail, Context, Result};
+use beacon::{MinSig, Point, Scalar, Scheme};
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Median microseconds of `f` (at least 5 runs, more while under ~0.3 s).
+fn median_us<T>(mut f: impl FnMut() -> T) -> f64 {
+    let mut samples = Vec::new();
+    let start = Instant::now();
+    while samples.len() < 5 || (samples.len() < 200 && start.elapsed() < Duration::from_millis(300))
+    {
+        let t = Instant::now();
+        std::hint::black_box(f());
+        samples.push(t.elapsed());
+    }
+    samples.sort();
+    samples[samples.len() / 2].as_secs_f64() * 1e6
+}
+
+/// Median time of a node's durable write of its vote record (a store commit
+/// with fsync), in a store under the system's temporary directory: the disk a
+/// local network's nodes write to.
+fn persist_votes_us() -> Result<f64> {
+    use consensus::messages::PrepareCertificate;
+    use consensus::{Height, SignedVotes, View};
+    let dir = std::env::temp_dir().join(format!("sbft-beacon-calibrate-{}", std::process::id()));
+    let store = node::store::Store::open(&dir, 1 << 20)?;
+    let mut failed = None;
+    let mut height = 0u64;
+    // As at a node: each record names a new block (its body is written once,
+    // the previous one's dropped) and carries a prepare certificate.
+    let us = median_us(|| {
+        height += 1;
+        let block = std::sync::Arc::new(consensus::Block {
+            height: Height::new(height),
+            parent: [1; 32],
+            previous_beacon: vec![2; 96],
+            transactions: Vec::new(),
+        });
+        let mut record = SignedVotes::<MinSig>::new(Height::new(height));
+        record.votes.insert(View::ZERO, block.digest());
+        record.prepared = Some(PrepareCertificate {
+            view: View::ZERO,
+            digest: block.digest(),
+            signature: <MinSig as Scheme>::Signature::generator(),
+        });
+        record.blocks.insert(block.digest(), block);
+        if let Err(e) = store.save_votes(&[record]) {
+            failed = Some(e);
+        }
+    });
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
+    if let Some(e) = failed {
+        bail!("writing the vote record: {e}");
+    }
+    eprintln!("durable vote record: {us:.1} us");
+    Ok(us)
+}
+
+/// `bench calibrate`: fits the cost model (MSM sizes up to `2^max_log_msm`)
+/// and writes it to `out`.
+pub fn calibrate(out: &Path, max_log_msm: u32) -> Result<()> {
+    let model = fit_cost_model(max_log_msm)?;
+    let text = cost_model_file(&model);
+    std::fs::write(out, &text).with_context(|| format!("writing {}", out.display()))?;
+    println!("{text}");
+    println!("wrote {}", out.display());
+    Ok(())
+}
+
+/// The cost model as `bench calibrate` writes it.
+pub fn cost_model_file(model: &sim::cost_model::CostModel) -> String {
+    format!(
+        "# Virtual CPU cost (microseconds) per cryptographic operation, used by the\n# simulator's compute-cost model. Regenerate with\n#   cargo run --release -- bench calibrate\n{}",
+        model.to_toml()
+    )
+}
+
+/// Measures the simulator's cost model on this machine (MSM sizes up to
+/// `2^max_log_msm`): the one way to fit it, behind `bench calibrate` and
+/// `compare --calibrate`.
+pub fn fit_cost_model(max_log_msm: u32) -> Result<sim::cost_model::CostModel> {
+    use beacon::curve::pairing_product_is_one;
+    use beacon::{G1, G2};
+    let mut rng = ChaCha20Rng::seed_from_u64(7);
+    let s = Scalar::random(&mut rng);
+    let p1 = G1::generator().mul(&s);
+    let p2 = G2::generator().mul(&s);
+    let two = median_us(|| pairing_product_is_one(&[(p1, p2), (p1.neg(), p2)]));
+    let four =
+        median_us(|| pairing_product_is_one(&[(p1, p2), (p1.neg(), p2), (p1, p2), (p1.neg(), p2)]));
+    let miller = ((four - two) / 2.0).max(1.0);
+    let final_exp = (two - 2.0 * miller).max(1.0);
+    let hash_g1 = median_us(|| G1::hash_to_curve(b"calibrate", beacon::scheme::DST_G1));
+    let hash_g2 = median_us(|| G2::hash_to_curve(b"calibrate", beacon::scheme::DST_G2));
+    let mul_g1 = median_us(|| p1.mul(&s));
+    let mul_g2 = median_us(|| p2.mul(&s));
+    let mut msm_g1 = vec![mul_g1];
+    let mut msm_g2 = vec![mul_g2];
+    for log in 1..=max_log_msm {
+        let n = 1usize << log;
+        let scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+        let g1: Vec<G1> = (0..n)
+            .map(|i| p1.mul(&Scalar::from_u64(i as u64 + 1)))
+            .collect();
+        let g2: Vec<G2> = (0..n)
+            .map(|i| p2.mul(&Scalar::from_u64(i as u64 + 1)))
+            .collect();
+        msm_g1.push(median_us(|| G1::msm(&g1, &scalars)) / n as f64);
+        msm_g2.push(median_us(|| G2::msm(&g2, &scalars)) / n as f64);
+        eprintln!(
+            "msm 2^{log}: {:.2} us/point (G1), {:.2} us/point (G2)",
+            msm_g1[log as usize], msm_g2[log as usize]
+        );
+    }
+    // Decoding: a message without points gives the fixed cost; a block of
+    // 64 KiB of transactions the cost per KiB of plain bytes; each point (a
+    // decompression and a subgroup check) is charged apart, by group.
+    let small = consensus::Message::<MinSig>::SyncRequest {
+        from_height: consensus::Height::new(1),
+    }
+    .encode()?;
+    let message = median_us(|| consensus::Message::<MinSig>::decode(&small).expect("valid"));
+    let block = consensus::Message::<MinSig>::BlockResponse {
+        block: std::sync::Arc::new(consensus::Block {
+            height: consensus::Height::new(1),
+            parent: [1; 32],
+            previous_beacon: vec![2; 96],
+            transactions: vec![vec![3; 1024]; 64],
+        }),
+    }
+    .encode()?;
+    let block_us = median_us(|| consensus::Message::<MinSig>::decode(&block).expect("valid"));
+    let kilobyte = (block_us - message).max(0.0) / (block.len() as f64 / 1024.0);
+    let (g1_bytes, g2_bytes) = (p1.to_bytes(), p2.to_bytes());
+    let decode_g1 = median_us(|| G1::from_bytes(&g1_bytes).expect("valid"));
+    let decode_g2 = median_us(|| G2::from_bytes(&g2_bytes).expect("valid"));
+    let persist_votes = persist_votes_us()?;
+    let stack = network_stack()?;
+    let round = |v: f64| (v * 100.0).round() / 100.0;
+    let model = sim::cost_model::CostModel {
+        calibrated_on: format!(
+            "bench calibrate, {} threads available, {}",
+            std::thread::available_parallelism().map_or(1, |n| n.get()),
+            std::env::consts::ARCH
+        ),
+        miller_loop_us: round(miller),
+        final_exp_us: round(final_exp),
+        hash_g1_us: round(hash_g1),
+        hash_g2_us: round(hash_g2),
+        mul_g1_us: round(mul_g1),
+        mul_g2_us: round(mul_g2),
+        msm_g1_point_us: msm_g1.into_iter().map(round).collect(),
+        msm_g2_point_us: msm_g2.into_iter().map(round).collect(),
+        message_us: round(message + 2.0),
+        kilobyte_us: round(kilobyte),
+        decode_g1_us: round(decode_g1),
+        decode_g2_us: round(decode_g2),
+        transport_us: round(stack),
+        persist_votes_us: round(persist_votes),
+        scale: 1.0,
+    };
+    Ok(model)
+}
+
+/// Round trips timed by [`network_stack`], after as many to warm up.
+const ROUND_TRIPS: usize = 300;
+
+/// The network stack's CPU per message between two nodes on this machine, in
+/// microseconds (both ends together), measured by sending a small consensus
+/// message back and forth between two in-process transports: libp2p over
+/// loopback TCP with noise and yamux, each on a thread and a current-thread
+/// runtime of its own as a node runs it, frames decoded on the blocking pool.
+/// Prints the wall time per message too (the latency of an idle stack).
+pub fn network_stack() -> Result<f64> {
+    use consensus::{Envelope, Height, Message};
+    use node::net::{NetLimits, Network};
+    use std::sync::atomic::AtomicBool;
+    use std::sync::{mpsc, Arc};
+    let dir = std::env::temp_dir().join(format!("sbft-beacon-stack-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let params = consensus::ProtocolParams::default();
+    let configs =
+        crate::localnet::write_configs(&dir, 4, 4, beacon::SchemeId::default(), &params, 0)?;
+    let frame = Arc::new(beacon::wire::encode(&Envelope::<MinSig>::Consensus(
+        Message::SyncRequest {
+            from_height: Height::new(1),
+        },
+    ))?);
+    // Each transport on a thread of its own with a current-thread runtime, as
+    // a node runs it. Node 0 pings, node 1 echoes, nodes 2 and 3 only let the
+    // others connect (a network of four is the smallest valid one).
+    let (ready_tx, ready_rx) = mpsc::channel::<Result<()>>();
+    let (result_tx, result_rx) = mpsc::channel::<Result<(Duration, u64)>>();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut threads = Vec::new();
+    for (path, _) in &configs {
+        let (path, frame, ready, result, stop) = (
+            path.clone(),
+            frame.clone(),
+            ready_tx.clone(),
+            result_tx.clone(),
+            stop.clone(),
+        );
+        threads.push(std::thread::spawn(move || {
+            let run = || -> Result<()> {
+                let cfg = node::config::NodeConfig::load(&path)?;
+                let key = node::identity::load(&cfg.identity)?;
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .max_blocking_threads(4)
+                    .enable_all()
+                    .build()?;
+                runtime.block_on(async {
+                    let limits = NetLimits {
+                        peer_queue_bytes: 1 << 20,
+                        peer_inbound_bytes: 1 << 20,
+                        peer_decode_cpu_ms_per_s: 1000,
+                        admission: node::limits::Admission::new(
+                            &cfg.replica,
+                            Arc::new(AtomicBool::new(true)),
+                        ),
+                    };
+                    let metrics = Arc::new(node::metrics::Metrics::new());
+                    let (net, mut inbox) =
+                        Network::start::<Envelope<MinSig>>(key, &cfg, limits, metrics)?;
+                    let mut connected = net.connected.clone();
+                    let all = cfg.peers.len() - 1;
+                    tokio::time::timeout(
+                        Duration::from_secs(30),
+                        connected.wait_for(|c| *c >= all),
+                    )
+                    .await
+                    .context("the in-process transports did not connect")??;
+                    let _ = ready.send(Ok(()));
+                    let other = beacon::NodeIndex(1 - cfg.me.0.min(1));
+                    match cfg.me.0 {
+                        0 => {
+                            // Wait for every transport to be ready: a peer's
+                            // dialing would be counted otherwise.
+                            tokio::time::sleep(Duration::from_millis(200)).await;
+                            let mut timed = (Instant::now(), 0);
+                            for k in 0..2 * ROUND_TRIPS {
+                                if k == ROUND_TRIPS {
+                                    timed = (Instant::now(), node::runtime::process_cpu_ns());
+                                }
+                                net.send(other, frame.clone());
+                                if inbox.recv().await.is_none() {
+                                    bail!("the echoing transport stopped");
+                                }
+                            }
+                            let wall = timed.0.elapsed();
+                            let cpu = node::runtime::process_cpu_ns() - timed.1;
+                            let _ = result.send(Ok((wall, cpu)));
+                        }
+                        1 => {
+                            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                                let wait = Duration::from_millis(20);
+                                if let Ok(Some(_)) = tokio::time::timeout(wait, inbox.recv()).await
+                                {
+                                    net.send(other, frame.clone());
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                    Ok(())
+                })
+            };
+            if let Err(e) = run() {
+                // Before this transport was ready, or after (then the round
+                // trips end with it).
+                let _ = result.send(Err(anyhow::anyhow!("{e:#}")));
+                let _ = ready.send(Err(e));
+            }
+        }));
+    }
+    drop((ready_tx, result_tx));
+    let outcome = (|| -> Result<(Duration, u64)> {
+        for _ in 0..configs.len() {
+            ready_rx
+                .recv_timeout(Duration::from_secs(60))
+                .context("starting the in-process transports")??;
+        }
+        result_rx
+            .recv_timeout(Duration::from_secs(120))
+            .context("the round trips did not finish")?
+    })();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in threads {
+        let _ = t.join();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let (wall, cpu) = outcome?;
+    let messages = (2 * ROUND_TRIPS) as f64;
+    let per_message_us = wall.as_secs_f64() * 1e6 / messages;
+    let cpu_us = cpu as f64 / 1e3 / messages;
+    eprintln!("network stack: {per_message_us:.1} us per message, {cpu_us:.1} us of CPU");
+    Ok(cpu_us)
+}
