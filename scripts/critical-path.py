@@ -15,6 +15,8 @@ finished later), and splits the interval into:
   cpu        handling an input, on a core (the replica's thread CPU)
   preempt    handling an input, but not on a core (wall - CPU)
   queue      decoded, waiting for the node's event loop
+  timer      waiting for one of the node's timers (e.g. a collector's
+             fast-path wait), from the node's previous work
   dec_cpu    decoding a frame (points: decompression and subgroup checks)
   dec_wait   decoding, but not on a core
   dec_spawn  read, waiting for a decoding thread
@@ -23,6 +25,8 @@ finished later), and splits the interval into:
   link       the link's latency (--link-ms), on the wire
   stack      flush to read beyond the link: the network stack, the relays
              and the receiver's wake-up
+  network    flush to read, when no --link-ms is given (links of different
+             latencies, e.g. a region table)
 
 and prints the mean of each per round. Standard library only.
 """
@@ -52,7 +56,8 @@ def load(path):
         kind, at, rest = m.group(1), int(m.group(2)), dict(FIELD.findall(m.group(3)))
         if kind == "handled":
             work.append({"type": "handled", "start": at, "end": at + int(rest["wall_us"]),
-                         "cpu": int(rest["cpu_us"]), "from": int(rest["from"])})
+                         "cpu": int(rest["cpu_us"]), "from": int(rest["from"]),
+                         "timer": rest.get("kind") == '"timer"'})
         elif kind == "persisted":
             work.append({"type": "persisted", "start": at, "end": at + int(rest["wall_us"])})
         elif kind == "read":
@@ -126,15 +131,19 @@ def walk(nodes, me, start, end, link_us):
             flushed = latest(nodes[sender]["flushes"].get(node, []), read)
             if flushed is None:
                 break
-            wire = max(flushed, read - link_us)
-            segments += [("link", wire, read), ("stack", flushed, wire)]
+            if link_us > 0:
+                wire = max(flushed, read - link_us)
+                segments += [("link", wire, read), ("stack", flushed, wire)]
+            else:
+                segments.append(("network", flushed, read))
             node, n = sender, nodes[sender]
             current = work_before(n, flushed)
             if current is not None:
                 segments.append(("sendgap", current["end"], flushed))
         else:
             if previous is not None:
-                segments.append(("queue", previous["end"], current["start"]))
+                wait = "timer" if current.get("timer") else "queue"
+                segments.append((wait, previous["end"], current["start"]))
             current = previous
     return segments
 
@@ -143,7 +152,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dir", help="the localnet --dir (node-*/node.log)")
     parser.add_argument("--link-ms", type=float, default=0.0,
-                        help="one-way link latency, split off the network time as 'link'")
+                        help="one-way latency of every link (--latency-ms), split off "
+                             "the network time as 'link'")
     args = parser.parse_args()
     nodes = {}
     for path in sorted(glob.glob(os.path.join(args.dir, "node-*", "node.log"))):

@@ -251,6 +251,7 @@ impl<S: Scheme> Node<S> {
         beacon::cost::take_timings();
         let kind = match &input {
             MemberInput::Message { from, envelope } => Some((from.0, envelope.kind())),
+            MemberInput::Timer(_) => Some((self.cfg.me.0, "timer")),
             _ => None,
         };
         let cpu = thread_cpu_ns();
