@@ -173,6 +173,9 @@ pub fn fit_cost_model(max_log_msm: u32) -> Result<sim::cost_model::CostModel> {
 /// Round trips timed by [`network_stack`], after as many to warm up.
 const ROUND_TRIPS: usize = 300;
 
+/// What each in-process transport of [`network_stack`] reports.
+type Reports = std::sync::mpsc::Sender<Result<Option<(Duration, u64)>>>;
+
 /// The network stack's CPU per message between two nodes on this machine, in
 /// microseconds (both ends together), measured by sending a small consensus
 /// message back and forth between two in-process transports: libp2p over
@@ -180,8 +183,6 @@ const ROUND_TRIPS: usize = 300;
 /// runtime of its own as a node runs it, frames decoded on the blocking pool.
 /// Prints the wall time per message too (the latency of an idle stack).
 pub fn network_stack() -> Result<f64> {
-    use consensus::{Envelope, Height, Message};
-    use node::net::{NetLimits, Network};
     use std::sync::atomic::AtomicBool;
     use std::sync::{mpsc, Arc};
     let dir = std::env::temp_dir().join(format!("sbft-beacon-stack-{}", std::process::id()));
@@ -189,111 +190,30 @@ pub fn network_stack() -> Result<f64> {
     let params = consensus::ProtocolParams::default();
     let configs =
         crate::localnet::write_configs(&dir, 4, 4, beacon::SchemeId::default(), &params, 0)?;
-    let frame = Arc::new(beacon::wire::encode(&Envelope::<MinSig>::Consensus(
-        Message::SyncRequest {
-            from_height: Height::new(1),
-        },
-    ))?);
-    // Each transport on a thread of its own with a current-thread runtime, as
-    // a node runs it. Node 0 pings, node 1 echoes, nodes 2 and 3 only let the
-    // others connect (a network of four is the smallest valid one).
-    let (ready_tx, ready_rx) = mpsc::channel::<Result<()>>();
-    let (result_tx, result_rx) = mpsc::channel::<Result<(Duration, u64)>>();
+    let (reports, received) = mpsc::channel();
     let stop = Arc::new(AtomicBool::new(false));
-    let mut threads = Vec::new();
-    for (path, _) in &configs {
-        let (path, frame, ready, result, stop) = (
-            path.clone(),
-            frame.clone(),
-            ready_tx.clone(),
-            result_tx.clone(),
-            stop.clone(),
-        );
-        threads.push(std::thread::spawn(move || {
-            let run = || -> Result<()> {
-                let cfg = node::config::NodeConfig::load(&path)?;
-                let key = node::identity::load(&cfg.identity)?;
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .max_blocking_threads(4)
-                    .enable_all()
-                    .build()?;
-                runtime.block_on(async {
-                    let limits = NetLimits {
-                        peer_queue_bytes: 1 << 20,
-                        peer_inbound_bytes: 1 << 20,
-                        peer_decode_cpu_ms_per_s: 1000,
-                        admission: node::limits::Admission::new(
-                            &cfg.replica,
-                            Arc::new(AtomicBool::new(true)),
-                        ),
-                    };
-                    let metrics = Arc::new(node::metrics::Metrics::new());
-                    let (net, mut inbox) =
-                        Network::start::<Envelope<MinSig>>(key, &cfg, limits, metrics)?;
-                    let mut connected = net.connected.clone();
-                    let all = cfg.peers.len() - 1;
-                    tokio::time::timeout(
-                        Duration::from_secs(30),
-                        connected.wait_for(|c| *c >= all),
-                    )
-                    .await
-                    .context("the in-process transports did not connect")??;
-                    let _ = ready.send(Ok(()));
-                    let other = beacon::NodeIndex(1 - cfg.me.0.min(1));
-                    match cfg.me.0 {
-                        0 => {
-                            // Wait for every transport to be ready: a peer's
-                            // dialing would be counted otherwise.
-                            tokio::time::sleep(Duration::from_millis(200)).await;
-                            let mut timed = (Instant::now(), 0);
-                            for k in 0..2 * ROUND_TRIPS {
-                                if k == ROUND_TRIPS {
-                                    timed = (Instant::now(), node::runtime::process_cpu_ns());
-                                }
-                                net.send(other, frame.clone());
-                                if inbox.recv().await.is_none() {
-                                    bail!("the echoing transport stopped");
-                                }
-                            }
-                            let wall = timed.0.elapsed();
-                            let cpu = node::runtime::process_cpu_ns() - timed.1;
-                            let _ = result.send(Ok((wall, cpu)));
-                        }
-                        1 => {
-                            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                                let wait = Duration::from_millis(20);
-                                if let Ok(Some(_)) = tokio::time::timeout(wait, inbox.recv()).await
-                                {
-                                    net.send(other, frame.clone());
-                                }
-                            }
-                        }
-                        _ => {}
-                    }
-                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                        tokio::time::sleep(Duration::from_millis(20)).await;
-                    }
-                    Ok(())
-                })
-            };
-            if let Err(e) = run() {
-                // Before this transport was ready, or after (then the round
-                // trips end with it).
-                let _ = result.send(Err(anyhow::anyhow!("{e:#}")));
-                let _ = ready.send(Err(e));
-            }
-        }));
-    }
-    drop((ready_tx, result_tx));
+    let threads: Vec<_> = configs
+        .iter()
+        .map(|(path, _)| {
+            let (path, reports, stop) = (path.clone(), reports.clone(), stop.clone());
+            std::thread::spawn(move || {
+                if let Err(e) = transport(&path, &reports, &stop) {
+                    let _ = reports.send(Err(e));
+                }
+            })
+        })
+        .collect();
+    drop(reports);
+    // Every transport reports once it is connected, then node 0 its timing.
     let outcome = (|| -> Result<(Duration, u64)> {
-        for _ in 0..configs.len() {
-            ready_rx
-                .recv_timeout(Duration::from_secs(60))
-                .context("starting the in-process transports")??;
+        loop {
+            let report = received
+                .recv_timeout(Duration::from_secs(120))
+                .context("the in-process transports did not finish their round trips")?;
+            if let Some(timing) = report? {
+                return Ok(timing);
+            }
         }
-        result_rx
-            .recv_timeout(Duration::from_secs(120))
-            .context("the round trips did not finish")?
     })();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     for t in threads {
@@ -306,4 +226,70 @@ pub fn network_stack() -> Result<f64> {
     let cpu_us = cpu as f64 / 1e3 / messages;
     eprintln!("network stack: {per_message_us:.1} us per message, {cpu_us:.1} us of CPU");
     Ok(cpu_us)
+}
+
+/// One transport of [`network_stack`], with the config at `path`, on a
+/// current-thread runtime of its own until `stop`: it reports `Ok(None)` once
+/// connected to every peer; node 0 then pings node 1, which echoes, and
+/// reports the wall time and process CPU of the timed round trips; nodes 2
+/// and 3 only let the others connect (four is the smallest valid network).
+fn transport(path: &Path, reports: &Reports, stop: &std::sync::atomic::AtomicBool) -> Result<()> {
+    use consensus::{Envelope, Height, Message};
+    use node::net::{NetLimits, Network};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let cfg = node::config::NodeConfig::load(path)?;
+    let key = node::identity::load(&cfg.identity)?;
+    let frame = Arc::new(beacon::wire::encode(&Envelope::<MinSig>::Consensus(
+        Message::SyncRequest {
+            from_height: Height::new(1),
+        },
+    ))?);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .max_blocking_threads(4)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let limits = NetLimits::of(&cfg, Arc::new(AtomicBool::new(true)));
+        let metrics = Arc::new(node::metrics::Metrics::new());
+        let (net, mut inbox) = Network::start::<Envelope<MinSig>>(key, &cfg, limits, metrics)?;
+        let mut connected = net.connected.clone();
+        let peers = cfg.peers.len() - 1;
+        tokio::time::timeout(Duration::from_secs(30), connected.wait_for(|c| *c >= peers))
+            .await
+            .context("the in-process transports did not connect")??;
+        let _ = reports.send(Ok(None));
+        match cfg.me.0 {
+            0 => {
+                // Let every transport finish connecting: its dialing would
+                // be counted otherwise.
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                let mut timed = (Instant::now(), 0);
+                for k in 0..2 * ROUND_TRIPS {
+                    if k == ROUND_TRIPS {
+                        timed = (Instant::now(), node::runtime::process_cpu_ns());
+                    }
+                    net.send(beacon::NodeIndex(1), frame.clone());
+                    if inbox.recv().await.is_none() {
+                        bail!("the echoing transport stopped");
+                    }
+                }
+                let cpu = node::runtime::process_cpu_ns() - timed.1;
+                let _ = reports.send(Ok(Some((timed.0.elapsed(), cpu))));
+            }
+            1 => {
+                while !stop.load(Ordering::Relaxed) {
+                    let wait = Duration::from_millis(20);
+                    if let Ok(Some(_)) = tokio::time::timeout(wait, inbox.recv()).await {
+                        net.send(beacon::NodeIndex(0), frame.clone());
+                    }
+                }
+            }
+            _ => {}
+        }
+        while !stop.load(Ordering::Relaxed) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Ok(())
+    })
 }

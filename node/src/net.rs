@@ -89,6 +89,20 @@ pub struct NetLimits {
     pub admission: Admission,
 }
 
+impl NetLimits {
+    /// The limits of `cfg` (its `[limits]` table and replica parameters); DKG
+    /// frames are wanted until `dkg_done`.
+    pub fn of(cfg: &Validated, dkg_done: Arc<std::sync::atomic::AtomicBool>) -> Self {
+        let limits = &cfg.raw.limits;
+        NetLimits {
+            peer_queue_bytes: limits.peer_queue_bytes,
+            peer_inbound_bytes: limits.peer_inbound_bytes,
+            peer_decode_cpu_ms_per_s: limits.peer_decode_cpu_ms_per_s,
+            admission: Admission::new(&cfg.replica, dkg_done),
+        }
+    }
+}
+
 /// One peer's outbound queue: frames and the bytes they hold.
 #[derive(Clone)]
 struct Outbound {

@@ -20,7 +20,6 @@ use crate::config::Validated;
 use crate::http::{
     AdminRequest, ApiState, BlockJson, ChainView, EpochJson, ReshareAccepted, ReshareRequest,
 };
-use crate::limits::Admission;
 use crate::metrics::{Metrics, Phase};
 use crate::net::{NetLimits, Network};
 use crate::recorder::Recorder;
@@ -796,12 +795,7 @@ async fn run_inner<S: Scheme>(
             .collect::<Result<Vec<_>, _>>()?,
     );
     let dkg_done = Arc::new(AtomicBool::new(stored.is_some() || joins));
-    let net_limits = NetLimits {
-        peer_queue_bytes: limits.peer_queue_bytes,
-        peer_inbound_bytes: limits.peer_inbound_bytes,
-        peer_decode_cpu_ms_per_s: limits.peer_decode_cpu_ms_per_s,
-        admission: Admission::new(&cfg.replica, dkg_done.clone()),
-    };
+    let net_limits = NetLimits::of(&cfg, dkg_done.clone());
     let (mut net, mut inbound) =
         Network::start::<Frame<S>>(key, &cfg, net_limits, metrics.clone())?;
     let mut seed = [0u8; 32];
