@@ -1,6 +1,7 @@
 //! `bench calibrate`: fits the simulator's cost model to this machine — the
 //! cryptographic operations, decoding, the durable write of a vote record, and
-//! the network stack's CPU per message between two nodes.
+//! the network stack's CPU per message between two nodes, and the WAN
+//! emulator's relay CPU per message it carries.
 
 use anyhow::{bail, Context, Result};
 use beacon::{MinSig, Point, Scalar, Scheme};
@@ -143,7 +144,7 @@ pub fn fit_cost_model(max_log_msm: u32) -> Result<sim::cost_model::CostModel> {
     let decode_g1 = median_us(|| G1::from_bytes(&g1_bytes).expect("valid"));
     let decode_g2 = median_us(|| G2::from_bytes(&g2_bytes).expect("valid"));
     let persist_votes = persist_votes_us()?;
-    let stack = network_stack()?;
+    let (stack, relay) = network_stack()?;
     let round = |v: f64| (v * 100.0).round() / 100.0;
     let model = sim::cost_model::CostModel {
         calibrated_on: format!(
@@ -164,25 +165,40 @@ pub fn fit_cost_model(max_log_msm: u32) -> Result<sim::cost_model::CostModel> {
         decode_g1_us: round(decode_g1),
         decode_g2_us: round(decode_g2),
         transport_us: round(stack),
+        relay_us: round(relay),
         persist_votes_us: round(persist_votes),
         scale: 1.0,
     };
     Ok(model)
 }
 
-/// Round trips timed by [`network_stack`], after as many to warm up.
+/// Round trips timed by [`ping_pong`], after as many to warm up.
 const ROUND_TRIPS: usize = 300;
 
-/// What each in-process transport of [`network_stack`] reports.
+/// What each in-process transport of [`ping_pong`] reports.
 type Reports = std::sync::mpsc::Sender<Result<Option<(Duration, u64)>>>;
 
-/// The network stack's CPU per message between two nodes on this machine, in
-/// microseconds (both ends together), measured by sending a small consensus
-/// message back and forth between two in-process transports: libp2p over
-/// loopback TCP with noise and yamux, each on a thread and a current-thread
-/// runtime of its own as a node runs it, frames decoded on the blocking pool.
+/// The network stack's CPU per message between two nodes on this machine, and
+/// that of the WAN emulator's relay per message it carries, in microseconds.
+/// A small consensus message goes back and forth between two in-process
+/// transports (libp2p over loopback TCP with noise and yamux, each on a thread
+/// and a current-thread runtime of its own as a node runs it, frames decoded
+/// on the blocking pool): the process's CPU per message is the stack's, both
+/// ends together. The same again through the emulator's relays (`localnet
+/// --latency-ms 1`, in this process: each message waits on the relay's timer,
+/// as over a real link) costs the relay's CPU more.
+pub fn network_stack() -> Result<(f64, f64)> {
+    let stack = ping_pong(false)?;
+    let relayed = ping_pong(true)?;
+    let relay = (relayed - stack).max(0.0);
+    eprintln!("WAN emulator's relay: {relay:.1} us of CPU per message");
+    Ok((stack, relay))
+}
+
+/// The process's CPU per message of [`ROUND_TRIPS`] timed round trips between
+/// two in-process transports, through the WAN emulator's relays if `relayed`.
 /// Prints the wall time per message too (the latency of an idle stack).
-pub fn network_stack() -> Result<f64> {
+fn ping_pong(relayed: bool) -> Result<f64> {
     use std::sync::atomic::AtomicBool;
     use std::sync::{mpsc, Arc};
     let dir = std::env::temp_dir().join(format!("sbft-beacon-stack-{}", std::process::id()));
@@ -190,11 +206,23 @@ pub fn network_stack() -> Result<f64> {
     let params = consensus::ProtocolParams::default();
     let configs =
         crate::localnet::write_configs(&dir, 4, 4, beacon::SchemeId::default(), &params, 0)?;
+    let paths: Vec<_> = configs.iter().map(|(path, _)| path.clone()).collect();
+    // Dropped (the relays stopped) after the transports.
+    let _relays = if relayed {
+        let args = node::wan::WanArgs {
+            latency_ms: Some(1.0),
+            ..Default::default()
+        };
+        let model = node::wan::WanModel::from_args(&args, 4)?.context("a 1 ms WAN")?;
+        Some(node::wan::LinkEmulator::in_front_of(model, &paths)?)
+    } else {
+        None
+    };
     let (reports, received) = mpsc::channel();
     let stop = Arc::new(AtomicBool::new(false));
-    let threads: Vec<_> = configs
+    let threads: Vec<_> = paths
         .iter()
-        .map(|(path, _)| {
+        .map(|path| {
             let (path, reports, stop) = (path.clone(), reports.clone(), stop.clone());
             std::thread::spawn(move || {
                 if let Err(e) = transport(&path, &reports, &stop) {
@@ -224,11 +252,12 @@ pub fn network_stack() -> Result<f64> {
     let messages = (2 * ROUND_TRIPS) as f64;
     let per_message_us = wall.as_secs_f64() * 1e6 / messages;
     let cpu_us = cpu as f64 / 1e3 / messages;
-    eprintln!("network stack: {per_message_us:.1} us per message, {cpu_us:.1} us of CPU");
+    let path = if relayed { ", through the relays" } else { "" };
+    eprintln!("network stack{path}: {per_message_us:.1} us per message, {cpu_us:.1} us of CPU");
     Ok(cpu_us)
 }
 
-/// One transport of [`network_stack`], with the config at `path`, on a
+/// One transport of [`ping_pong`], with the config at `path`, on a
 /// current-thread runtime of its own until `stop`: it reports `Ok(None)` once
 /// connected to every peer; node 0 then pings node 1, which echoes, and
 /// reports the wall time and process CPU of the timed round trips; nodes 2

@@ -95,6 +95,8 @@ fn scenario(args: &CompareArgs, protocol: ProtocolParams) -> Result<SimConfig> {
     cfg.network.host_cores = args.host_cores.unwrap_or_else(|| {
         std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(1))
     });
+    // Its links are the emulator's relays, which run on those cores too.
+    cfg.network.relays_on_host = wan.enabled() && cfg.network.host_cores > 0;
     cfg.validate()?;
     Ok(cfg)
 }

@@ -210,6 +210,17 @@ impl LinkEmulator {
         })
     }
 
+    /// Starts relays for `model` in front of the nodes whose `node.toml` files
+    /// are `configs`, and points each node's peers at them.
+    pub fn in_front_of(model: WanModel, configs: &[PathBuf]) -> Result<Self> {
+        let nodes = node_addresses(configs)?;
+        let reserved: Vec<u16> = nodes.iter().flat_map(|(a, h)| [a.port(), *h]).collect();
+        let targets = nodes.iter().map(|(a, _)| *a).collect();
+        let wan = LinkEmulator::start(model, targets, &reserved)?;
+        route_through(configs, &wan)?;
+        Ok(wan)
+    }
+
     /// The relay port node `from` dials to reach node `to`.
     pub fn port(&self, from: usize, to: usize) -> u16 {
         self.ports[from][to]
@@ -229,7 +240,7 @@ impl Drop for LinkEmulator {
 
 /// Each node's real listen address (the relays' targets) and HTTP port, from
 /// its `node.toml`.
-pub fn node_addresses(configs: &[PathBuf]) -> Result<Vec<(SocketAddr, u16)>> {
+fn node_addresses(configs: &[PathBuf]) -> Result<Vec<(SocketAddr, u16)>> {
     configs
         .iter()
         .map(|path| {
@@ -264,7 +275,7 @@ fn read(path: &PathBuf) -> Result<crate::config::NodeConfig> {
 }
 
 /// Rewrites each node's peer addresses to go through the relays of `wan`.
-pub fn route_through(configs: &[PathBuf], wan: &LinkEmulator) -> Result<()> {
+fn route_through(configs: &[PathBuf], wan: &LinkEmulator) -> Result<()> {
     for (i, path) in configs.iter().enumerate() {
         let mut cfg = read(path)?;
         for peer in cfg.peers.iter_mut() {
@@ -321,17 +332,18 @@ impl Link {
         let latency = Duration::from_micros(self.model.one_way_us[src][dst]);
         let jitter = self.model.jitter_us;
         let uplink = &self.uplinks[src];
-        // In flight: at most this many chunks (each at most 64 KiB).
+        // In flight: at most this many chunks (each at most 64 KiB, one read).
         let (tx, mut rx) = tokio::sync::mpsc::channel::<(Instant, Vec<u8>)>(1024);
         let reader = async move {
             let mut last_due = Instant::now();
+            // One read buffer; each chunk in flight holds only its own bytes.
+            let mut chunk = vec![0u8; 64 * 1024];
             loop {
-                let mut buf = vec![0u8; 64 * 1024];
-                let len = match read.read(&mut buf).await {
+                let len = match read.read(&mut chunk).await {
                     Ok(0) | Err(_) => break,
                     Ok(len) => len,
                 };
-                buf.truncate(len);
+                let buf = chunk[..len].to_vec();
                 let now = Instant::now();
                 let extra = if jitter > 0 {
                     Duration::from_micros(rand::thread_rng().gen_range(0..=jitter))

@@ -245,6 +245,14 @@ pub struct NetworkConfig {
     /// every node has a core of its own.
     #[serde(default)]
     pub host_cores: u32,
+    /// The links are `localnet`'s userspace WAN emulator: relays on one thread
+    /// of the host (needs `host_cores`). Each message then also takes
+    /// `relay_us` of the cost model on the relay thread and a host core, half
+    /// when the relay reads it from its sender (its link's latency starts
+    /// then), half when it writes it to its receiver (which reads it only
+    /// then). What `compare` simulates when it emulates a WAN.
+    #[serde(default)]
+    pub relays_on_host: bool,
 }
 
 /// A partition: between `start_ms` and `heal_ms`, nodes in `side` (inclusive index
@@ -425,6 +433,9 @@ impl SimConfig {
         }
         if n.loss >= 1.0 {
             return err("network.loss must be below 1".into());
+        }
+        if n.relays_on_host && n.host_cores == 0 {
+            return err("network.relays_on_host needs network.host_cores: the relays run on the host's cores".into());
         }
         if n.jitter_ms < 0.0 || n.bandwidth_mbps < 0.0 || n.reorder_delay_ms < 0.0 {
             return err("network delays and bandwidth must not be negative".into());

@@ -51,6 +51,14 @@ pub struct CostModel {
     /// (0) charges none.
     #[serde(default)]
     pub transport_us: f64,
+    /// The CPU of `localnet`'s userspace WAN emulator per message it carries
+    /// (its relay reads the message from the sender and writes it to the
+    /// receiver, with the transport's acknowledgements the other way). A real
+    /// WAN has no such cost: it is charged only where the simulated network is
+    /// that emulator (`[network] relays_on_host`). A model without it (0)
+    /// charges none.
+    #[serde(default)]
+    pub relay_us: f64,
     /// Writing the record of signed votes durably (a store commit with fsync),
     /// which a node does before the votes leave it; the node waits for it.
     #[serde(default)]
@@ -81,6 +89,7 @@ impl CostModel {
             m.decode_g1_us,
             m.decode_g2_us,
             m.transport_us,
+            m.relay_us,
             m.persist_votes_us,
             m.scale,
         ];
@@ -138,6 +147,11 @@ impl CostModel {
         (self.transport_us * self.scale).round() as u64
     }
 
+    /// Virtual microseconds of the WAN emulator's relay for one message carried.
+    pub fn relay_us(&self) -> u64 {
+        (self.relay_us * self.scale).round() as u64
+    }
+
     /// Virtual microseconds for `records` durable writes of the vote record.
     pub fn persist_us(&self, records: usize) -> u64 {
         (records as f64 * self.persist_votes_us * self.scale).round() as u64
@@ -176,6 +190,10 @@ mod tests {
         assert!(
             m.transport_us() > 0,
             "the built-in model charges the network stack"
+        );
+        assert!(
+            m.relay_us() > 0,
+            "the built-in model charges the WAN emulator's relays"
         );
         assert_eq!(m.persist_us(0), 0);
         assert!(m.persist_us(2) >= m.persist_us(1));

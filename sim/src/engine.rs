@@ -26,10 +26,16 @@
 //! each durable write (a node's record of its votes, which it waits for; a
 //! finalized height, which its store thread writes meanwhile) holds the disk
 //! for `persist_votes_us`, one after the other, while its core is free for
-//! others.
+//! others. Where the links are `localnet`'s WAN emulator (`[network]
+//! relays_on_host`, as `compare` sets), its one relay thread works on the
+//! host's cores too (`crate::host`): each message costs it `relay_us`, half
+//! when it reads the message from its sender (its link's latency starts
+//! then), half when it writes it to its receiver (which can handle it only
+//! then).
 
 use crate::config::SimConfig;
 use crate::cost_model::CostModel;
+use crate::host::{durable_write, Host};
 use crate::invariants::{Checker, FailureKind};
 use crate::network::Network;
 use crate::report::{FinalBeacon, Report};
@@ -156,6 +162,8 @@ struct Shared<'a> {
     keys: &'a Arc<Vec<VerifyingKey>>,
     phase_timeout_us: u64,
     max_attempts: u32,
+    /// Every party, joiners included: the receivers of a broadcast and its sender.
+    parties: u32,
 }
 
 /// The most recent entries of a node's disk, which a restarted member resumes
@@ -177,25 +185,6 @@ impl<S: Scheme> NodeEffects<S> {
             processed: 0,
             panic: None,
         }
-    }
-}
-
-/// The host every node runs on (`[network] host_cores`): when each of its
-/// cores and its disk are next free.
-struct Host {
-    cores: Vec<Time>,
-    disk: Time,
-}
-
-impl Host {
-    /// The core free first, and when.
-    fn earliest(&self) -> (usize, Time) {
-        self.cores
-            .iter()
-            .enumerate()
-            .min_by_key(|(i, t)| (**t, *i))
-            .map(|(i, t)| (i, *t))
-            .unwrap_or((0, Time::ZERO))
     }
 }
 
@@ -246,8 +235,14 @@ fn run_on_host<S: Scheme>(
         if fx.panic.is_some() {
             continue;
         }
+        // A message reaches its node once the emulator's relay has written it.
+        let at = match event {
+            Event::Deliver { .. } => host.relay_write(at),
+            _ => at,
+        };
         let (core, free) = host.earliest();
         let before = slot.cpu_until;
+        let sent_before = fx.outputs.len();
         let timers = step(
             *node,
             slot,
@@ -259,26 +254,15 @@ fn run_on_host<S: Scheme>(
             Some(&mut host.disk),
         );
         if slot.cpu_until > before {
-            host.cores[core] = slot.cpu_until;
+            host.occupy(core, slot.cpu_until);
         }
+        // The relays read what the node sent: each copy leaves then.
+        host.relay_reads(&mut fx.outputs, sent_before, slot.identity, shared.parties);
         for (t, e) in timers {
             queue.push(t, (k, e));
         }
     }
     slots.into_iter().map(|(_, _, fx)| fx).collect()
-}
-
-/// One durable write of `us` microseconds, ready at `at`: on the host's shared
-/// `disk` when modelled (it waits for the disk and holds it), else on a disk
-/// of the node's own. Returns when it is done.
-fn durable_write(disk: Option<&mut Time>, at: Time, us: u64) -> Time {
-    match disk {
-        Some(free) => {
-            *free = at.max(*free).plus_micros(us);
-            *free
-        }
-        None => at.plus_micros(us),
-    }
 }
 
 /// Handles one event at a node: it starts at `ready` (its arrival, or later
@@ -665,6 +649,10 @@ impl<S: Scheme> Engine<S> {
             });
         }
         let total = slots.len();
+        let host = (cfg.network.host_cores > 0).then(|| {
+            let relay_us = cfg.network.relays_on_host.then(|| costs.relay_us());
+            Host::new(cfg.network.host_cores, relay_us)
+        });
         Ok(Engine {
             checker: Checker::new(&replica, S::ID, honest, cfg.seed),
             cfg: cfg.clone(),
@@ -675,10 +663,7 @@ impl<S: Scheme> Engine<S> {
             slots,
             queue: EventQueue::new(),
             uplink_free: vec![Time::ZERO; total],
-            host: (cfg.network.host_cores > 0).then(|| Host {
-                cores: vec![Time::ZERO; cfg.network.host_cores as usize],
-                disk: Time::ZERO,
-            }),
+            host,
             net_rng: ChaCha20Rng::seed_from_u64(cfg.seed ^ 0x006e_6574_776f_726b),
             load_rng: ChaCha20Rng::seed_from_u64(cfg.seed ^ 0x6c6f_6164),
             next_tx: None,
@@ -910,6 +895,7 @@ impl<S: Scheme> Engine<S> {
             keys: &self.keys,
             phase_timeout_us: self.phase_timeout_us,
             max_attempts: self.max_attempts,
+            parties: self.parties,
         };
         // Pair each busy node with exclusive access to its slot.
         let mut work: Vec<Work<'_, S>> = Vec::with_capacity(per_node.len());

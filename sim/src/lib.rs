@@ -20,6 +20,7 @@ pub mod campaign;
 pub mod config;
 pub mod cost_model;
 pub mod engine;
+mod host;
 pub mod invariants;
 pub mod network;
 pub mod report;

@@ -522,6 +522,40 @@ fn each_message_received_costs_the_network_stack() {
     assert!(charged.beacon_latency_ms.p50 > free.beacon_latency_ms.p50 + 4.0);
 }
 
+/// Where the links are `localnet`'s WAN emulator (`relays_on_host`), its relay
+/// thread's CPU per message (`relay_us`) takes the host's cores and delays each
+/// message by its writing half; it is nobody's node CPU, and a network
+/// without a host to run the relays on is refused.
+#[test]
+fn the_wan_emulators_relay_delays_messages_on_the_hosts_cores() {
+    let mut model = built_in_cost_model();
+    model.relay_us = 2_000.0;
+    let (mut cfg, path) = four_nodes_with_model(&model, "relay");
+    let run = |cfg: &SimConfig| {
+        let (r, _) = sim::run(cfg, None).unwrap();
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        r
+    };
+    cfg.network.host_cores = 64;
+    let direct = run(&cfg);
+    cfg.network.relays_on_host = true;
+    let relayed = run(&cfg);
+    cfg.network.host_cores = 0;
+    let refused = cfg.validate();
+    let _ = std::fs::remove_file(&path);
+    eprintln!(
+        "beacon p50 {} -> {} ms, CPU per node and round {} -> {} ms",
+        direct.beacon_latency_ms.p50,
+        relayed.beacon_latency_ms.p50,
+        direct.cpu_ms_per_node_per_round,
+        relayed.cpu_ms_per_node_per_round
+    );
+    assert!(relayed.beacon_latency_ms.p50 > direct.beacon_latency_ms.p50 + 3.0);
+    let cpu = direct.cpu_ms_per_node_per_round;
+    assert!((relayed.cpu_ms_per_node_per_round - cpu).abs() < 0.1 * cpu);
+    assert!(refused.is_err(), "relays on no host's cores");
+}
+
 /// The `reshare` scenario at 7 members, two of which leave and five join (10),
 /// proposed once height 6 is finalized; 30 rounds.
 fn seven_to_ten() -> SimConfig {
