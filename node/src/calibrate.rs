@@ -26,8 +26,9 @@ fn median_us<T>(mut f: impl FnMut() -> T) -> f64 {
 
 /// Median time of a node's durable write of its vote record (a store commit
 /// with fsync), in a store under the system's temporary directory: the disk a
-/// local network's nodes write to.
-fn persist_votes_us() -> Result<f64> {
+/// local network's nodes write to; and the writing thread's mean CPU per
+/// write (on its CPU clock).
+fn persist_votes_us() -> Result<(f64, f64)> {
     use consensus::messages::PrepareCertificate;
     use consensus::{Height, SignedVotes, View};
     let dir = std::env::temp_dir().join(format!("sbft-beacon-calibrate-{}", std::process::id()));
@@ -36,6 +37,7 @@ fn persist_votes_us() -> Result<f64> {
     let mut height = 0u64;
     // As at a node: each record names a new block (its body is written once,
     // the previous one's dropped) and carries a prepare certificate.
+    let cpu_before = node::runtime::thread_cpu_ns();
     let us = median_us(|| {
         height += 1;
         let block = std::sync::Arc::new(consensus::Block {
@@ -56,13 +58,15 @@ fn persist_votes_us() -> Result<f64> {
             failed = Some(e);
         }
     });
+    let cpu_ns = node::runtime::thread_cpu_ns().saturating_sub(cpu_before);
+    let cpu_us = (cpu_ns as f64 / 1e3 / height.max(1) as f64).min(us);
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
     if let Some(e) = failed {
         bail!("writing the vote record: {e}");
     }
-    eprintln!("durable vote record: {us:.1} us");
-    Ok(us)
+    eprintln!("durable vote record: {us:.1} us, {cpu_us:.1} us of it on a core");
+    Ok((us, cpu_us))
 }
 
 /// `bench calibrate`: fits the cost model (MSM sizes up to `2^max_log_msm`)
@@ -143,7 +147,7 @@ pub fn fit_cost_model(max_log_msm: u32) -> Result<sim::cost_model::CostModel> {
     let (g1_bytes, g2_bytes) = (p1.to_bytes(), p2.to_bytes());
     let decode_g1 = median_us(|| G1::from_bytes(&g1_bytes).expect("valid"));
     let decode_g2 = median_us(|| G2::from_bytes(&g2_bytes).expect("valid"));
-    let persist_votes = persist_votes_us()?;
+    let (persist_votes, persist_votes_cpu) = persist_votes_us()?;
     let (stack, relay) = network_stack()?;
     let round = |v: f64| (v * 100.0).round() / 100.0;
     let model = sim::cost_model::CostModel {
@@ -167,6 +171,7 @@ pub fn fit_cost_model(max_log_msm: u32) -> Result<sim::cost_model::CostModel> {
         transport_us: round(stack),
         relay_us: round(relay),
         persist_votes_us: round(persist_votes),
+        persist_votes_cpu_us: round(persist_votes_cpu),
         scale: 1.0,
     };
     Ok(model)

@@ -63,6 +63,12 @@ pub struct CostModel {
     /// which a node does before the votes leave it; the node waits for it.
     #[serde(default)]
     pub persist_votes_us: f64,
+    /// The part of `persist_votes_us` spent on a core (the store's commit and
+    /// the kernel's work for the `fsync`, on the writing thread's CPU clock):
+    /// where the simulator models the host's cores, it holds one. The rest
+    /// holds only the disk. A model without it (0) holds no core.
+    #[serde(default)]
+    pub persist_votes_cpu_us: f64,
     /// Multiplier for all costs (a slower or faster simulated machine).
     #[serde(default = "unit")]
     pub scale: f64,
@@ -91,6 +97,7 @@ impl CostModel {
             m.transport_us,
             m.relay_us,
             m.persist_votes_us,
+            m.persist_votes_cpu_us,
             m.scale,
         ];
         if all
@@ -156,6 +163,14 @@ impl CostModel {
     pub fn persist_us(&self, records: usize) -> u64 {
         (records as f64 * self.persist_votes_us * self.scale).round() as u64
     }
+
+    /// One durable write, split into its time on a core and its time on the
+    /// disk alone (they add up to [`CostModel::persist_us`] of one record).
+    pub fn persist_split_us(&self) -> (u64, u64) {
+        let write = self.persist_us(1);
+        let cpu = ((self.persist_votes_cpu_us * self.scale).round() as u64).min(write);
+        (cpu, write - cpu)
+    }
 }
 
 #[cfg(test)]
@@ -196,6 +211,12 @@ mod tests {
             "the built-in model charges the WAN emulator's relays"
         );
         assert_eq!(m.persist_us(0), 0);
+        let (cpu, disk) = m.persist_split_us();
+        assert!(
+            cpu > 0 && disk > 0,
+            "a durable write takes a core and a disk"
+        );
+        assert_eq!(cpu + disk, m.persist_us(1));
         assert!(m.persist_us(2) >= m.persist_us(1));
         assert!(CostModel::from_toml("miller_loop_us = -1").is_err());
     }

@@ -24,9 +24,11 @@
 //! events are then handled in time order on one thread, and an input also waits
 //! for the core that is free first. The nodes of one host also share its disk:
 //! each durable write (a node's record of its votes, which it waits for; a
-//! finalized height, which its store thread writes meanwhile) holds the disk
-//! for `persist_votes_us`, one after the other, while its core is free for
-//! others. Where the links are `localnet`'s WAN emulator (`[network]
+//! finalized height, which its store thread writes meanwhile) takes
+//! `persist_votes_us`: its CPU part (`persist_votes_cpu_us`) on a core (the
+//! node's, or the first free one for the store thread), the rest on the
+//! disk, one write after the other, while the core is free for others.
+//! Where the links are `localnet`'s WAN emulator (`[network]
 //! relays_on_host`, as `compare` sets), its one relay thread works on the
 //! host's cores too (`crate::host`): each message costs it `relay_us`, half
 //! when it reads the message from its sender (its link's latency starts
@@ -143,6 +145,9 @@ struct Slot<S: Scheme> {
 struct NodeEffects<S: Scheme> {
     node: u32,
     outputs: Vec<(Time, MemberOutput<S>)>,
+    /// When the node's store thread starts each durable write of a finalized
+    /// height (only where the host is modelled).
+    store_writes: Vec<Time>,
     trace: Vec<u8>,
     processed: u64,
     panic: Option<(Time, String)>,
@@ -181,6 +186,7 @@ impl<S: Scheme> NodeEffects<S> {
         NodeEffects {
             node,
             outputs: Vec::new(),
+            store_writes: Vec::new(),
             trace: Vec::new(),
             processed: 0,
             panic: None,
@@ -255,6 +261,9 @@ fn run_on_host<S: Scheme>(
         );
         if slot.cpu_until > before {
             host.occupy(core, slot.cpu_until);
+        }
+        for at in fx.store_writes.drain(..) {
+            host.store_write(at, shared.costs.persist_split_us());
         }
         // The relays read what the node sent: each copy leaves then.
         host.relay_reads(&mut fx.outputs, sent_before, slot.identity, shared.parties);
@@ -383,12 +392,13 @@ fn step<S: Scheme>(
     if delivered {
         cpu += shared.costs.transport_us();
     }
-    let write = shared.costs.persist_us(1);
-    slot.cpu_us += cpu + write * persisted as u64;
-    slot.cpu_until = start.plus_micros(cpu);
+    // Each write's CPU on the node's core, then its time on the disk.
+    let (write_cpu, write_disk) = shared.costs.persist_split_us();
+    slot.cpu_us += cpu + (write_cpu + write_disk) * persisted as u64;
+    slot.cpu_until = start.plus_micros(cpu + write_cpu * persisted as u64);
     let mut done = slot.cpu_until;
     for _ in 0..persisted {
-        done = durable_write(disk.as_deref_mut(), done, write);
+        done = durable_write(disk.as_deref_mut(), done, write_disk);
     }
     slot.busy_until = done;
     for o in outputs {
@@ -416,8 +426,11 @@ fn step<S: Scheme>(
                 }
             }
             MemberOutput::Event(ReplicaEvent::Finalized(entry)) => {
-                // The store thread's write holds the host's disk, not the node.
-                durable_write(disk.as_deref_mut(), done, write);
+                // The store thread writes it, on a host's core and disk
+                // (`run_on_host`), not the node's.
+                if disk.is_some() {
+                    fx.store_writes.push(done);
+                }
                 slot.disk.chain.push(entry.clone());
                 let event = ReplicaEvent::Finalized(entry);
                 fx.outputs.push((done, MemberOutput::Event(event)));

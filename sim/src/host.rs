@@ -1,6 +1,6 @@
 //! The one host a local network runs on (`[network] host_cores`): its cores,
-//! which every node's inputs wait for, its disk, which every durable write
-//! holds in turn, and, where the links are `localnet`'s userspace WAN
+//! which every node's inputs and its store thread's writes wait for, its disk,
+//! which every durable write holds in turn, and, where the links are `localnet`'s userspace WAN
 //! emulator (`[network] relays_on_host`), the emulator's relay thread, whose
 //! work on each message takes a core too.
 
@@ -47,6 +47,20 @@ impl Host {
             .min_by_key(|(i, t)| (**t, *i))
             .map(|(i, t)| (i, *t))
             .unwrap_or((0, Time::ZERO))
+    }
+
+    /// A store thread's durable write, ready at `at`: `cpu` microseconds on
+    /// the first free core, then `disk` on the shared disk.
+    pub(crate) fn store_write(&mut self, at: Time, (cpu, disk): (u64, u64)) {
+        let written = if cpu > 0 {
+            let (core, free) = self.earliest();
+            let written = at.max(free).plus_micros(cpu);
+            self.occupy(core, written);
+            written
+        } else {
+            at
+        };
+        durable_write(Some(&mut self.disk), written, disk);
     }
 
     /// Core `core` is busy until `until`.
@@ -167,6 +181,17 @@ mod tests {
         assert_eq!(plain.relay_read(Time(3)), Time(3));
         assert_eq!(plain.relay_write(Time(7)), Time(7));
         assert_eq!(plain.earliest(), (0, Time::ZERO));
+    }
+
+    #[test]
+    fn a_store_threads_write_takes_a_core_then_the_disk() {
+        let mut host = Host::new(1, None);
+        host.occupy(0, Time(1_000));
+        host.store_write(Time(500), (100, 300));
+        assert_eq!((host.earliest().1, host.disk), (Time(1_100), Time(1_400)));
+        // A write with no CPU part waits for no core.
+        host.store_write(Time(600), (0, 300));
+        assert_eq!((host.earliest().1, host.disk), (Time(1_100), Time(1_700)));
     }
 
     #[test]

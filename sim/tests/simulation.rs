@@ -490,6 +490,33 @@ fn nodes_sharing_a_host_wait_for_its_disk() {
     assert!(shared > own + 5.0, "own {own} ms, shared {shared} ms");
 }
 
+/// A durable write's CPU part (`persist_votes_cpu_us`) holds a core of the
+/// host. Writes on the disk alone queue for it however many cores the host
+/// has; writes on a core run side by side on many cores and one after the
+/// other on one, where they keep the others' handling waiting too.
+#[test]
+fn a_durable_writes_cpu_holds_a_hosts_core() {
+    let p50 = |cpu_us: f64, cores: u32| {
+        let mut model = built_in_cost_model();
+        model.persist_votes_us = 5_000.0;
+        model.persist_votes_cpu_us = cpu_us;
+        let tag = format!("write-cpu-{cpu_us}-{cores}");
+        let (mut cfg, path) = four_nodes_with_model(&model, &tag);
+        cfg.network.host_cores = cores;
+        let (r, _) = sim::run(&cfg, None).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        r.beacon_latency_ms.p50
+    };
+    let on_disk = p50(0.0, 1) - p50(0.0, 64);
+    let on_core = p50(5_000.0, 1) - p50(5_000.0, 64);
+    eprintln!("one core against 64: writes on the disk +{on_disk} ms, on a core +{on_core} ms");
+    assert!(
+        on_core > on_disk + 5.0,
+        "disk +{on_disk} ms, core +{on_core} ms"
+    );
+}
+
 /// Every message a node receives costs the network stack's CPU
 /// (`transport_us`): the virtual CPU per node and round grows by that much per
 /// message received, and the rounds get slower.
