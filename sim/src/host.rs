@@ -1,8 +1,8 @@
 //! The one host a local network runs on (`[network] host_cores`): its cores,
-//! which every node's inputs and its store thread's writes wait for, its disk,
-//! which every durable write holds in turn, and, where the links are `localnet`'s userspace WAN
-//! emulator (`[network] relays_on_host`), the emulator's relay thread, whose
-//! work on each message takes a core too.
+//! which every node's inputs and its store thread's writes wait for; its
+//! disk, which every durable write holds in turn; and, where the links are
+//! `localnet`'s userspace WAN emulator (`[network] relays_on_host`), the
+//! emulator's relay thread, whose work on each message takes a core too.
 
 use beacon::effect::Effect;
 use beacon::{NodeIndex, Scheme, Time};
@@ -88,7 +88,8 @@ impl Host {
     /// The relays read the messages among `outputs[first..]` (what node `me`
     /// of `parties` sent, at the time each entry gives), one after the other
     /// on their thread: each copy leaves when it has been read, a broadcast
-    /// as one send per receiver. Nothing changes without relays.
+    /// as one send per receiver. What a node sends itself crosses no relay;
+    /// nothing changes without relays.
     pub(crate) fn relay_reads<S: Scheme>(
         &mut self,
         outputs: &mut Vec<(Time, MemberOutput<S>)>,
@@ -102,7 +103,9 @@ impl Host {
         let sent: Vec<_> = outputs.drain(first..).collect();
         for (at, output) in sent {
             let (to, message) = match output {
-                MemberOutput::Effect(Effect::Send { to, message }) => (vec![to], message),
+                MemberOutput::Effect(Effect::Send { to, message }) if to.0 != me => {
+                    (vec![to], message)
+                }
                 MemberOutput::Effect(Effect::Broadcast(message)) => {
                     let all = (0..parties).filter(|j| *j != me).map(NodeIndex);
                     (all.collect(), message)
@@ -225,6 +228,14 @@ mod tests {
             .collect();
         assert_eq!(sent, vec![(Time(60), 0), (Time(110), 2), (Time(160), 3)]);
         assert!(matches!(outputs[0], (Time(7), MemberOutput::Event(_))));
+        // What a node sends itself crosses no relay.
+        let to_self = Effect::Send {
+            to: NodeIndex(1),
+            message: message.clone(),
+        };
+        let mut outputs = vec![(Time(10), MemberOutput::Effect(to_self))];
+        Host::new(4, Some(100)).relay_reads(&mut outputs, 0, 1, 4);
+        assert!(matches!(outputs[0].0, Time(10)));
         // Without relays the outputs stay as they are.
         let mut outputs = fresh();
         Host::new(4, None).relay_reads(&mut outputs, 0, 1, 4);
