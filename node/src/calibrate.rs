@@ -192,7 +192,7 @@ type Reports = std::sync::mpsc::Sender<Result<Option<(Duration, u64)>>>;
 /// ends together. The same again through the emulator's relays (`localnet
 /// --latency-ms 1`, in this process: each message waits on the relay's timer,
 /// as over a real link) costs the relay's CPU more.
-pub fn network_stack() -> Result<(f64, f64)> {
+fn network_stack() -> Result<(f64, f64)> {
     let stack = ping_pong(false)?;
     let relayed = ping_pong(true)?;
     let relay = (relayed - stack).max(0.0);

@@ -39,7 +39,7 @@ use crate::config::SimConfig;
 use crate::cost_model::CostModel;
 use crate::host::{durable_write, Host};
 use crate::invariants::{Checker, FailureKind};
-use crate::network::Network;
+use crate::network::{broadcast_receivers, Network};
 use crate::report::{FinalBeacon, Report};
 use crate::reshare::ReshareRun;
 use crate::stats::Stats;
@@ -1002,10 +1002,7 @@ impl<S: Scheme> Engine<S> {
                 }
                 MemberOutput::Effect(Effect::Broadcast(envelope)) => {
                     let me = self.slots[node as usize].identity;
-                    let all: Vec<NodeIndex> = (0..self.parties)
-                        .filter(|j| *j != me)
-                        .map(NodeIndex)
-                        .collect();
+                    let all: Vec<NodeIndex> = broadcast_receivers(me, self.parties).collect();
                     self.send(node, at, &all, envelope);
                 }
                 MemberOutput::Effect(Effect::SetTimer { at: when, timer }) => {

@@ -4,8 +4,9 @@
 //! `localnet`'s userspace WAN emulator (`[network] relays_on_host`), the
 //! emulator's relay thread, whose work on each message takes a core too.
 
+use crate::network::broadcast_receivers;
 use beacon::effect::Effect;
-use beacon::{NodeIndex, Scheme, Time};
+use beacon::{Scheme, Time};
 use consensus::MemberOutput;
 
 /// When each of the host's cores, its disk and its relay thread are next free.
@@ -52,15 +53,17 @@ impl Host {
     /// A store thread's durable write, ready at `at`: `cpu` microseconds on
     /// the first free core, then `disk` on the shared disk.
     pub(crate) fn store_write(&mut self, at: Time, (cpu, disk): (u64, u64)) {
-        let written = if cpu > 0 {
-            let (core, free) = self.earliest();
-            let written = at.max(free).plus_micros(cpu);
-            self.occupy(core, written);
-            written
-        } else {
-            at
-        };
+        let written = if cpu > 0 { self.on_a_core(at, cpu) } else { at };
         durable_write(Some(&mut self.disk), written, disk);
+    }
+
+    /// `us` of work ready at `at` on the first free core, which it holds.
+    /// Returns when it is done.
+    fn on_a_core(&mut self, at: Time, us: u64) -> Time {
+        let (core, free) = self.earliest();
+        let done = at.max(free).plus_micros(us);
+        self.occupy(core, done);
+        done
     }
 
     /// Core `core` is busy until `until`.
@@ -107,8 +110,7 @@ impl Host {
                     (vec![to], message)
                 }
                 MemberOutput::Effect(Effect::Broadcast(message)) => {
-                    let all = (0..parties).filter(|j| *j != me).map(NodeIndex);
-                    (all.collect(), message)
+                    (broadcast_receivers(me, parties).collect(), message)
                 }
                 other => {
                     outputs.push((at, other));
@@ -135,13 +137,13 @@ impl Host {
     /// `us` of the relay thread's work, ready at `at`: it waits for the thread
     /// and a core, and holds both. Returns when it is done.
     fn relay_work(&mut self, at: Time, us: u64) -> Time {
-        let (core, free) = self.earliest();
-        let Some(relay) = self.relay.as_mut() else {
+        let Some(ready) = self.relay.as_ref().map(|r| at.max(r.free)) else {
             return at;
         };
-        let done = at.max(free).max(relay.free).plus_micros(us);
-        relay.free = done;
-        self.occupy(core, done);
+        let done = self.on_a_core(ready, us);
+        if let Some(relay) = self.relay.as_mut() {
+            relay.free = done;
+        }
         done
     }
 }
@@ -199,7 +201,7 @@ mod tests {
 
     #[test]
     fn the_relays_read_a_broadcast_one_copy_after_the_other() {
-        use beacon::MinSig;
+        use beacon::{MinSig, NodeIndex};
         use consensus::{Envelope, Height, Message};
         let message = Envelope::<MinSig>::Consensus(Message::SyncRequest {
             from_height: Height::new(1),

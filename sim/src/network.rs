@@ -3,10 +3,15 @@
 //! partitions. All randomness comes from the RNG the engine passes in.
 
 use crate::config::{Latency, NetworkConfig, Partition, RegionTable};
-use beacon::Time;
+use beacon::{NodeIndex, Time};
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 use rand_distr::{Distribution, LogNormal};
+
+/// The receivers of a broadcast by member `me` among `parties`: every other.
+pub(crate) fn broadcast_receivers(me: u32, parties: u32) -> impl Iterator<Item = NodeIndex> {
+    (0..parties).filter(move |j| *j != me).map(NodeIndex)
+}
 
 /// A compiled network model.
 pub struct Network {

@@ -452,20 +452,29 @@ fn built_in_cost_model() -> sim::cost_model::CostModel {
     sim::cost_model::CostModel::from_toml(include_str!("../../configs/cost-model.toml")).unwrap()
 }
 
-/// Four nodes over constant 10 ms links, without transactions, simulated with
-/// `model`, written to a temporary file named after `tag` (the caller removes it).
+/// Four nodes over constant 10 ms links, without transactions, 8 rounds,
+/// simulated with `model` (written to a temporary file of its own) and the
+/// changes `configure` makes: the report, with no violation.
 fn four_nodes_with_model(
     model: &sim::cost_model::CostModel,
-    tag: &str,
-) -> (SimConfig, std::path::PathBuf) {
-    let path = std::env::temp_dir().join(format!("sbft-sim-{tag}-{}.toml", std::process::id()));
+    configure: impl FnOnce(&mut SimConfig),
+) -> sim::report::Report {
+    static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = format!("sbft-sim-model-{}-{run}.toml", std::process::id());
+    let path = std::env::temp_dir().join(name);
     std::fs::write(&path, model.to_toml()).unwrap();
     let mut cfg = small("default", 4, 8);
     cfg.network.latency = sim::config::Latency::Constant { ms: 10.0 };
     cfg.network.jitter_ms = 0.0;
     cfg.load.tx_per_second = 0.0;
     cfg.cost_model = path.display().to_string();
-    (cfg, path)
+    configure(&mut cfg);
+    let report = sim::run(&cfg, None).map(|(r, _)| r);
+    let _ = std::fs::remove_file(&path);
+    let report = report.unwrap();
+    assert!(report.violations.is_empty(), "{:?}", report.violations);
+    report
 }
 
 /// Nodes on one host share its disk: their durable writes (every replica
@@ -475,17 +484,13 @@ fn four_nodes_with_model(
 fn nodes_sharing_a_host_wait_for_its_disk() {
     let mut model = built_in_cost_model();
     model.persist_votes_us = 5_000.0;
-    let (mut cfg, path) = four_nodes_with_model(&model, "disk");
-    let p50 = |cfg: &SimConfig| {
-        let (r, _) = sim::run(cfg, None).unwrap();
-        assert!(r.violations.is_empty(), "{:?}", r.violations);
-        r.beacon_latency_ms.p50
+    let p50 = |cores: u32| {
+        four_nodes_with_model(&model, |cfg| cfg.network.host_cores = cores)
+            .beacon_latency_ms
+            .p50
     };
-    cfg.network.host_cores = 0;
-    let own = p50(&cfg);
-    cfg.network.host_cores = 64;
-    let shared = p50(&cfg);
-    let _ = std::fs::remove_file(&path);
+    let own = p50(0);
+    let shared = p50(64);
     eprintln!("beacon p50: a disk each {own} ms, one shared disk {shared} ms");
     assert!(shared > own + 5.0, "own {own} ms, shared {shared} ms");
 }
@@ -500,13 +505,9 @@ fn a_durable_writes_cpu_holds_a_hosts_core() {
         let mut model = built_in_cost_model();
         model.persist_votes_us = 5_000.0;
         model.persist_votes_cpu_us = cpu_us;
-        let tag = format!("write-cpu-{cpu_us}-{cores}");
-        let (mut cfg, path) = four_nodes_with_model(&model, &tag);
-        cfg.network.host_cores = cores;
-        let (r, _) = sim::run(&cfg, None).unwrap();
-        let _ = std::fs::remove_file(&path);
-        assert!(r.violations.is_empty(), "{:?}", r.violations);
-        r.beacon_latency_ms.p50
+        four_nodes_with_model(&model, |cfg| cfg.network.host_cores = cores)
+            .beacon_latency_ms
+            .p50
     };
     let on_disk = p50(0.0, 1) - p50(0.0, 64);
     let on_core = p50(5_000.0, 1) - p50(5_000.0, 64);
@@ -525,11 +526,7 @@ fn each_message_received_costs_the_network_stack() {
     let run = |transport_us: f64| {
         let mut model = built_in_cost_model();
         model.transport_us = transport_us;
-        let (cfg, path) = four_nodes_with_model(&model, &format!("stack-{transport_us}"));
-        let (r, _) = sim::run(&cfg, None).unwrap();
-        let _ = std::fs::remove_file(&path);
-        assert!(r.violations.is_empty(), "{:?}", r.violations);
-        r
+        four_nodes_with_model(&model, |_| {})
     };
     let free = run(0.0);
     let charged = run(2_000.0);
@@ -557,19 +554,18 @@ fn each_message_received_costs_the_network_stack() {
 fn the_wan_emulators_relay_delays_messages_on_the_hosts_cores() {
     let mut model = built_in_cost_model();
     model.relay_us = 2_000.0;
-    let (mut cfg, path) = four_nodes_with_model(&model, "relay");
-    let run = |cfg: &SimConfig| {
-        let (r, _) = sim::run(cfg, None).unwrap();
-        assert!(r.violations.is_empty(), "{:?}", r.violations);
-        r
+    let run = |relays: bool| {
+        four_nodes_with_model(&model, |cfg| {
+            cfg.network.host_cores = 64;
+            cfg.network.relays_on_host = relays;
+        })
     };
-    cfg.network.host_cores = 64;
-    let direct = run(&cfg);
+    let direct = run(false);
+    let relayed = run(true);
+    let mut cfg = small("default", 4, 8);
     cfg.network.relays_on_host = true;
-    let relayed = run(&cfg);
     cfg.network.host_cores = 0;
     let refused = cfg.validate();
-    let _ = std::fs::remove_file(&path);
     eprintln!(
         "beacon p50 {} -> {} ms, CPU per node and round {} -> {} ms",
         direct.beacon_latency_ms.p50,
