@@ -13,13 +13,38 @@ use blst::{
     blst_miller_loop, blst_p1, blst_p1_add_or_double, blst_p1_add_or_double_affine, blst_p1_affine,
     blst_p1_affine_in_g1, blst_p1_affine_is_inf, blst_p1_cneg, blst_p1_compress,
     blst_p1_from_affine, blst_p1_generator, blst_p1_in_g1, blst_p1_is_equal, blst_p1_is_inf,
-    blst_p1_mult, blst_p1_to_affine, blst_p1_uncompress, blst_p1s_to_affine, blst_p2,
-    blst_p2_add_or_double, blst_p2_add_or_double_affine, blst_p2_affine, blst_p2_affine_in_g2,
-    blst_p2_affine_is_inf, blst_p2_cneg, blst_p2_compress, blst_p2_from_affine, blst_p2_generator,
-    blst_p2_in_g2, blst_p2_is_equal, blst_p2_is_inf, blst_p2_mult, blst_p2_to_affine,
-    blst_p2_uncompress, blst_p2s_to_affine, MultiPoint, BLST_ERROR,
+    blst_p1_mult, blst_p1_to_affine, blst_p1_uncompress, blst_p1s_mult_pippenger,
+    blst_p1s_mult_pippenger_scratch_sizeof, blst_p1s_to_affine, blst_p2, blst_p2_add_or_double,
+    blst_p2_add_or_double_affine, blst_p2_affine, blst_p2_affine_in_g2, blst_p2_affine_is_inf,
+    blst_p2_cneg, blst_p2_compress, blst_p2_from_affine, blst_p2_generator, blst_p2_in_g2,
+    blst_p2_is_equal, blst_p2_is_inf, blst_p2_mult, blst_p2_to_affine, blst_p2_uncompress,
+    blst_p2s_mult_pippenger, blst_p2s_mult_pippenger_scratch_sizeof, blst_p2s_to_affine,
+    MultiPoint, BLST_ERROR,
 };
 use std::fmt;
+
+/// Smallest MSM that blst's shared thread pool runs (below it, dispatching to
+/// the pool costs more than it saves).
+const POOL_MIN_POINTS: usize = 32;
+
+thread_local! {
+    /// Whether this thread's MSMs may use blst's shared thread pool.
+    static MSM_POOL: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+}
+
+/// Lets (`true`, the default) or stops (`false`) this thread's MSMs using
+/// blst's shared thread pool. A driver that runs many members on threads of
+/// its own (the simulator's workers) turns it off on them: otherwise every
+/// MSM of every worker queues on one process-wide pool behind one lock, and
+/// more workers burn more CPU for little more progress. Results are the same
+/// either way.
+pub fn set_msm_pool(enabled: bool) {
+    MSM_POOL.with(|p| p.set(enabled));
+}
+
+fn msm_pool() -> bool {
+    MSM_POOL.with(|p| p.get())
+}
 
 /// Windows of [`Point::mul_generator`]'s table: 4 bits each, 256 bits.
 const COMB_WINDOWS: usize = 64;
@@ -88,12 +113,43 @@ macro_rules! group {
      $is_inf:ident, $is_equal:ident, $generator:ident, $hash:ident, $compress:ident,
      $uncompress:ident, $in_group:ident, $aff_is_inf:ident, $to_aff:ident, $from_aff:ident,
      $batch_aff:ident, $tag:expr, $mulfield:ident, $hashfield:ident, $proj_in_group:ident,
-     $cofactor:expr, $small_order:expr) => {
+     $cofactor:expr, $small_order:expr, $pippenger:ident, $pippenger_scratch:ident) => {
         #[doc = $doc]
         #[derive(Clone, Copy)]
         pub struct $name(pub(crate) $proj);
 
         impl $name {
+            /// `sum scalars_i * points_i` with `nbits`-bit little-endian
+            /// scalars: on this thread (blst's Pippenger, without its shared
+            /// thread pool) where [`msm_pool`] is off for it or the MSM is
+            /// small, else on blst's pool.
+            fn pippenger(points: &[$aff], scalars: &[u8], nbits: usize) -> $proj {
+                if msm_pool() && points.len() >= POOL_MIN_POINTS {
+                    return points.mult(scalars, nbits);
+                }
+                let p: [*const $aff; 2] = [points.as_ptr(), std::ptr::null()];
+                let s: [*const u8; 2] = [scalars.as_ptr(), std::ptr::null()];
+                // SAFETY: a pure size computation.
+                let words = unsafe { $pippenger_scratch(points.len()) }.div_ceil(8);
+                let mut scratch = vec![0u64; words];
+                let mut out = <$proj>::default();
+                // SAFETY: `points` holds `points.len()` valid affine points and
+                // `scalars` as many `nbits`-bit scalars (both contiguous, as the
+                // null-terminated pointer arrays say); the scratch has the size
+                // blst asks for; `out` is a valid output point.
+                unsafe {
+                    $pippenger(
+                        &mut out,
+                        p.as_ptr(),
+                        points.len(),
+                        s.as_ptr(),
+                        nbits,
+                        scratch.as_mut_ptr(),
+                    )
+                };
+                out
+            }
+
             /// This point in affine coordinates (for pairings and MSM inputs).
             pub(crate) fn to_affine(self) -> $aff {
                 let mut out = <$aff>::default();
@@ -240,7 +296,7 @@ macro_rules! group {
                     for s in scalars {
                         bytes.extend_from_slice(&s.to_bytes_le());
                     }
-                    $name(affine.as_slice().mult(&bytes, 255))
+                    $name(Self::pippenger(&affine, &bytes, 255))
                 })
             }
 
@@ -257,7 +313,7 @@ macro_rules! group {
                     for s in scalars {
                         bytes.extend_from_slice(&s.to_le_bytes());
                     }
-                    $name(affine.as_slice().mult(&bytes, 128))
+                    $name(Self::pippenger(&affine, &bytes, 128))
                 })
             }
 
@@ -429,7 +485,9 @@ group!(
     hash_g1,
     blst_p1_in_g1,
     "396c8c005555e1568c00aaab0000aaab",
-    3
+    3,
+    blst_p1s_mult_pippenger,
+    blst_p1s_mult_pippenger_scratch_sizeof
 );
 
 group!(
@@ -458,7 +516,9 @@ group!(
     hash_g2,
     blst_p2_in_g2,
     "05d543a95414e7f1091d50792876a202cd91de4547085abaa68a205b2e5a7ddfa628f1cb4d9e82ef21537e293a6691ae1616ec6e786f0c70cf1c38e31c7238e5",
-    13
+    13,
+    blst_p2s_mult_pippenger,
+    blst_p2s_mult_pippenger_scratch_sizeof
 );
 
 /// The order `r` of the prime-order subgroups, big-endian hex.
@@ -606,8 +666,17 @@ mod tests {
 
     #[test]
     fn msm_matches_naive_sum() {
+        // With blst's pool (from 32 points) and on this thread alone.
+        for pool in [true, false] {
+            set_msm_pool(pool);
+            msm_matches_naive_sum_on_sizes();
+        }
+        set_msm_pool(true);
+    }
+
+    fn msm_matches_naive_sum_on_sizes() {
         let mut rng = ChaCha20Rng::seed_from_u64(4);
-        for n in [0usize, 1, 2, 5, 40] {
+        for n in [0usize, 1, 2, 5, 31, 40] {
             let points: Vec<G1> = (0..n)
                 .map(|_| G1::generator().mul(&Scalar::random(&mut rng)))
                 .collect();

@@ -1,7 +1,12 @@
 //! Replica parameters and key material.
 //!
-//! [`ReplicaConfig`] is what a replica runs with (durations in microseconds);
-//! drivers build it from the `[protocol]` table with
+//! [`ReplicaConfig`] is what a replica runs with (durations in microseconds).
+//! It is valid by construction: its only constructors check `n = 3f + 2c + 1`,
+//! the thresholds and the bounds ([`ReplicaSettings::validate`]), and it is
+//! read, never written, through its [`ReplicaSettings`]. A driver or a test that
+//! changes a parameter edits a copy of the settings and builds a new config
+//! ([`ReplicaConfig::with`]), which is checked again; deserializing one checks
+//! it too. Drivers build it from the `[protocol]` table with
 //! [`ReplicaConfig::from_params`] (`crate::params`). The DKG and the chain info
 //! of a network come from it too ([`ReplicaConfig::dkg_config`],
 //! [`ReplicaConfig::chain_info`]), one builder each for the simulator and the node.
@@ -9,7 +14,7 @@
 use crate::params::{ms_to_us, ProtocolParams};
 use crate::ConsensusError;
 use beacon::dkg::committee::Committee;
-use beacon::dkg::{DkgConfig, DkgOutput};
+use beacon::dkg::{DkgConfig, DkgOutput, DkgSettings};
 use beacon::{
     ChainInfo, NodeIndex, Scheme, SchemeId, SecretShare, SignerDomain, ThresholdPublicKey,
 };
@@ -23,9 +28,41 @@ pub const DEFAULT_CLOCK_SKEW_US: u64 = 100_000;
 /// chain window ([`crate::replica::CHAIN_WINDOW`]).
 pub const MAX_ELECTION_LAG: u64 = 64;
 
-/// Parameters every replica of one network shares.
+/// Parameters every replica of one network shares, validated: a replica runs
+/// only with one of these. Read its fields through [`ReplicaSettings`]
+/// (`config.n`, `config.fast_threshold()`); change them with
+/// [`ReplicaConfig::with`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReplicaConfig {
+#[serde(try_from = "ReplicaSettings", into = "ReplicaSettings")]
+pub struct ReplicaConfig(ReplicaSettings);
+
+impl std::ops::Deref for ReplicaConfig {
+    type Target = ReplicaSettings;
+    fn deref(&self) -> &ReplicaSettings {
+        &self.0
+    }
+}
+
+impl TryFrom<ReplicaSettings> for ReplicaConfig {
+    type Error = ConsensusError;
+    /// Checks `settings` ([`ReplicaSettings::validate`]).
+    fn try_from(settings: ReplicaSettings) -> Result<Self, ConsensusError> {
+        settings.validate()?;
+        Ok(ReplicaConfig(settings))
+    }
+}
+
+impl From<ReplicaConfig> for ReplicaSettings {
+    fn from(config: ReplicaConfig) -> Self {
+        config.0
+    }
+}
+
+/// The fields of a [`ReplicaConfig`], unchecked: a copy to edit, which becomes
+/// a config again only through [`ReplicaSettings::build`] (or
+/// [`ReplicaConfig::with`]), that is, only if it is safe.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplicaSettings {
     /// Number of replicas, `n = 3f + 2c + 1`.
     pub n: u32,
     /// Byzantine replicas tolerated.
@@ -95,6 +132,19 @@ fn default_max_block_bytes() -> usize {
 }
 
 impl ReplicaConfig {
+    /// A copy of this config with `edit` applied to its settings, checked
+    /// again: `config.with(|s| s.fast_path_timeout_us = 30_000)?`.
+    pub fn with(&self, edit: impl FnOnce(&mut ReplicaSettings)) -> Result<Self, ConsensusError> {
+        let mut settings = self.0.clone();
+        edit(&mut settings);
+        settings.build()
+    }
+
+    /// A copy of the settings, to edit and [`ReplicaSettings::build`] again.
+    pub fn settings(&self) -> ReplicaSettings {
+        self.0.clone()
+    }
+
     /// Defaults for `n` replicas with `c` extra collectors: `f = (n - 2c - 1) / 3`,
     /// `t_b = f + 1`, and the protocol defaults of [`ProtocolParams::default`]
     /// (50 ms fast-path timeout, 1 s view-change timeout).
@@ -106,10 +156,10 @@ impl ReplicaConfig {
     /// driver's fields (genesis, clock skew, mempool and block bounds) set;
     /// the other protocol fields are zero until
     /// [`ReplicaConfig::from_params`] fills them.
-    pub(crate) fn sized(n: u32, c: u32) -> Result<Self, ConsensusError> {
+    pub(crate) fn sized(n: u32, c: u32) -> Result<ReplicaSettings, ConsensusError> {
         check_size(n, c)?;
         let f = (n - 2 * c - 1) / 3;
-        let mut cfg = ReplicaConfig {
+        let mut cfg = ReplicaSettings {
             n,
             f,
             c,
@@ -131,6 +181,44 @@ impl ReplicaConfig {
         };
         cfg.max_block_bytes = DEFAULT_MAX_BLOCK_BYTES.min(cfg.largest_block_that_fits());
         Ok(cfg)
+    }
+
+    /// The DKG of this network, for the simulator and the node alike: its
+    /// thresholds, the fault bound `f` (the agreement quorum is `n - f`), and
+    /// the committee of at least `requested_dealers` (0: every member) drawn
+    /// from the genesis seed, with `min_qualified` from the committee rule
+    /// ([`Committee::draw`]); phases of `phase_timeout_ms` (doubled per attempt).
+    pub fn dkg_config(
+        &self,
+        session: [u8; 32],
+        requested_dealers: u32,
+        phase_timeout_ms: u64,
+        max_attempts: u32,
+    ) -> Result<DkgConfig, ConsensusError> {
+        if phase_timeout_ms == 0 {
+            return Err(ConsensusError::NotPositive {
+                name: "phase_timeout_ms",
+            });
+        }
+        let committee = Committee::draw(self.n, self.f, requested_dealers, &self.genesis_seed);
+        Ok(DkgSettings {
+            session,
+            n: self.n,
+            thresholds: self.dkg_thresholds(),
+            dealers: committee.dealers,
+            phase_timeout_us: ms_to_us("phase_timeout_ms", phase_timeout_ms)?,
+            min_qualified: committee.min_qualified,
+            max_faulty: self.f,
+            max_attempts,
+        }
+        .build()?)
+    }
+}
+
+impl ReplicaSettings {
+    /// These settings as a config, if they are valid ([`Self::validate`]).
+    pub fn build(self) -> Result<ReplicaConfig, ConsensusError> {
+        ReplicaConfig::try_from(self)
     }
 
     /// Checks `n = 3f + 2c + 1` exactly (every quorum is derived from `f` and
@@ -224,38 +312,6 @@ impl ReplicaConfig {
             self.slow_threshold(),
             self.fast_threshold(),
         ]
-    }
-
-    /// The DKG of this network, for the simulator and the node alike: its
-    /// thresholds, the fault bound `f` (the agreement quorum is `n - f`), and
-    /// the committee of at least `requested_dealers` (0: every member) drawn
-    /// from the genesis seed, with `min_qualified` from the committee rule
-    /// ([`Committee::draw`]); phases of `phase_timeout_ms` (doubled per attempt).
-    pub fn dkg_config(
-        &self,
-        session: [u8; 32],
-        requested_dealers: u32,
-        phase_timeout_ms: u64,
-        max_attempts: u32,
-    ) -> Result<DkgConfig, ConsensusError> {
-        if phase_timeout_ms == 0 {
-            return Err(ConsensusError::NotPositive {
-                name: "phase_timeout_ms",
-            });
-        }
-        let committee = Committee::draw(self.n, self.f, requested_dealers, &self.genesis_seed);
-        let dkg = DkgConfig {
-            session,
-            n: self.n,
-            thresholds: self.dkg_thresholds(),
-            dealers: committee.dealers,
-            phase_timeout_us: ms_to_us("phase_timeout_ms", phase_timeout_ms)?,
-            min_qualified: committee.min_qualified,
-            max_faulty: self.f,
-            max_attempts,
-        };
-        dkg.validate()?;
-        Ok(dkg)
     }
 
     /// The chain info of this network under `public_key` (the beacon group
@@ -382,6 +438,26 @@ pub struct ReplicaKeys<S: Scheme> {
 }
 
 impl<S: Scheme> ReplicaKeys<S> {
+    /// Checks that these keys fit `config`: this replica among its `n`, each
+    /// key over `n` signers with the threshold the config's quorums need
+    /// ([`ReplicaSettings::dkg_thresholds`]). A replica is built only with
+    /// keys that pass.
+    pub fn check(&self, config: &ReplicaConfig) -> Result<(), ConsensusError> {
+        let expected = config.dkg_thresholds();
+        let keys = [&self.beacon, &self.tau, &self.sigma];
+        let got: Vec<u32> = keys.iter().map(|k| k.public.threshold()).collect();
+        let n = keys.iter().map(|k| k.public.n()).find(|n| *n != config.n);
+        if got != expected || n.is_some() || self.me.0 >= config.n {
+            return Err(ConsensusError::DkgMismatch {
+                dkg_n: n.unwrap_or(config.n),
+                dkg_thresholds: got,
+                n: config.n,
+                thresholds: expected,
+            });
+        }
+        Ok(())
+    }
+
     /// The keys of a DKG run with thresholds `config.dkg_thresholds()`.
     pub fn from_dkg(config: &ReplicaConfig, output: &DkgOutput<S>) -> Result<Self, ConsensusError> {
         let expected = config.dkg_thresholds();

@@ -9,7 +9,7 @@ use crate::config::{ReplicaConfig, ReplicaKeys};
 use crate::messages::Message;
 use crate::replica::{Input, Output, Replica, Timer};
 use crate::{Height, View};
-use beacon::dkg::{harness, DkgConfig, DkgOutput};
+use beacon::dkg::{harness, DkgOutput, DkgSettings};
 use beacon::effect::Effect;
 use beacon::memo::Memo;
 use beacon::schedule::EventQueue;
@@ -20,7 +20,7 @@ use std::sync::Arc;
 /// Key material of an all-honest DKG for `config`, run in memory (seeded):
 /// what protocol tests and fuzzers start replicas from.
 pub fn honest_dkg<S: Scheme>(config: &ReplicaConfig, seed: u64) -> Vec<Arc<DkgOutput<S>>> {
-    let dkg = DkgConfig {
+    let dkg = DkgSettings {
         session: [seed as u8; 32],
         n: config.n,
         thresholds: config.dkg_thresholds(),
@@ -29,8 +29,12 @@ pub fn honest_dkg<S: Scheme>(config: &ReplicaConfig, seed: u64) -> Vec<Arc<DkgOu
         min_qualified: 1,
         max_faulty: 0,
         max_attempts: 1,
-    };
+    }
+    .build();
     let memo = Memo::shared();
+    let Ok(dkg) = dkg else {
+        return Vec::new();
+    };
     let Ok(dealers) = harness::honest(&dkg, seed, &memo) else {
         return Vec::new();
     };
@@ -53,12 +57,7 @@ pub fn genuine_messages<S: Scheme>(
         .iter()
         .filter_map(|o| {
             let keys = ReplicaKeys::from_dkg(config, o).ok()?;
-            Some(Replica::new(
-                config.clone(),
-                keys,
-                [o.me.0 as u8; 32],
-                memo.clone(),
-            ))
+            Replica::new(config.clone(), keys, [o.me.0 as u8; 32], memo.clone()).ok()
         })
         .collect();
     let mut queue: VecDeque<(NodeIndex, NodeIndex, Message<S>)> = VecDeque::new();

@@ -173,8 +173,7 @@ impl ReplicaConfig {
         cfg.backup_collector_delay_us = backup;
         cfg.early_beacon = params.early_beacon;
         cfg.max_batch = params.max_batch;
-        cfg.validate()?;
-        Ok(cfg)
+        cfg.build()
     }
 }
 

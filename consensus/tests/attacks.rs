@@ -22,11 +22,14 @@ use std::sync::Arc;
 type S = MinSig;
 
 fn fast_config(n: u32, c: u32) -> ReplicaConfig {
-    let mut cfg = ReplicaConfig::new(n, c).unwrap();
-    cfg.fast_path_timeout_us = 30_000;
-    cfg.view_change_timeout_us = 300_000;
-    cfg.backup_collector_delay_us = 40_000;
-    cfg
+    ReplicaConfig::new(n, c)
+        .unwrap()
+        .with(|s| {
+            s.fast_path_timeout_us = 30_000;
+            s.view_change_timeout_us = 300_000;
+            s.backup_collector_delay_us = 40_000;
+        })
+        .unwrap()
 }
 
 /// What a hand-scheduled network saw: commits and evidence by member.
@@ -149,14 +152,16 @@ impl Manual {
 /// block at height 1; signed ones make them refuse the NEW-VIEW.
 #[test]
 fn forged_view_changes_do_not_fork_the_chain() {
-    let mut config = ReplicaConfig::new(4, 0).unwrap();
     // A genesis where the view-1 primary is neither the view-0 primary nor its collector.
-    let (collector, byzantine) = (0..=255u8)
+    let (config, collector, byzantine) = (0..=255u8)
         .find_map(|g| {
-            config.genesis_seed = [g; 32];
+            let config = ReplicaConfig::new(4, 0)
+                .unwrap()
+                .with(|s| s.genesis_seed = [g; 32])
+                .unwrap();
             let e0 = Election::draw(&config.genesis_seed, Height::new(1), View::ZERO, 4, 1);
             let e1 = Election::draw(&config.genesis_seed, Height::new(1), View::new(1), 4, 1);
-            (e0.collectors[0] != e1.primary).then_some((e0.collectors[0], e1.primary))
+            (e0.collectors[0] != e1.primary).then_some((config, e0.collectors[0], e1.primary))
         })
         .unwrap();
     let outputs = common::dkg::<S>(&config, 11);
@@ -319,13 +324,64 @@ fn network_sizes_other_than_3f_2c_1_are_refused() {
         .unwrap_err()
         .to_string()
         .contains("4 or 7"));
-    // A hand-built config with f-based quorums and one replica too many.
-    let mut cfg = ReplicaConfig::new(4, 0).unwrap();
-    cfg.n = 5;
-    assert!(cfg.validate().is_err());
-    let outputs = common::dkg::<S>(&ReplicaConfig::new(4, 0).unwrap(), 3);
+    for n in [4, 5, 6, 7, 8, 16, 32, 64, 100, 1024] {
+        let c = consensus::config::smallest_collector_slack(n).unwrap();
+        let cfg = ReplicaConfig::new(n, c).unwrap();
+        assert_eq!(cfg.n, 3 * cfg.f + 2 * cfg.c + 1);
+    }
+}
+
+/// Issue 37: a replica of n = 5, c = 0 (f-based quorums with one replica too
+/// many: a Byzantine view-1 primary forks it with a split NEW-VIEW) cannot be
+/// built through any public path. Before, `ReplicaConfig`'s fields were public
+/// and `Replica::new` never checked them: `ReplicaConfig { n: 5, f: 1, ..
+/// ReplicaConfig::new(4, 0)? }` made a running replica.
+#[test]
+fn an_unsafe_replica_cannot_be_built_through_any_public_path() {
+    use consensus::{ProtocolParams, Replica, ReplicaSettings};
+    let four = ReplicaConfig::new(4, 0).unwrap();
+    // Constructors.
+    assert!(ReplicaConfig::new(5, 0).is_err());
+    assert!(ReplicaConfig::from_params(5, &ProtocolParams::with_c(0)).is_err());
+    assert!(four.resized(5, 0, 0).is_err());
+    // Settings edited by hand, whatever f is made to say.
+    for f in [0, 1, 2] {
+        let unsafe_size = |s: &mut ReplicaSettings| {
+            s.n = 5;
+            s.f = f;
+            s.c = 0;
+        };
+        assert!(four.with(unsafe_size).is_err(), "f = {f}");
+        let mut settings = four.settings();
+        unsafe_size(&mut settings);
+        assert!(settings.clone().build().is_err(), "f = {f}");
+        assert!(
+            ReplicaConfig::try_from(settings.clone()).is_err(),
+            "f = {f}"
+        );
+        // Decoded from a file or the wire.
+        let text = toml::to_string(&settings).unwrap();
+        assert!(toml::from_str::<ReplicaConfig>(&text).is_err(), "f = {f}");
+        let bytes = beacon::wire::encode(&settings).unwrap();
+        assert!(
+            beacon::wire::decode::<ReplicaConfig>(&bytes).is_err(),
+            "f = {f}"
+        );
+    }
+    // The valid config round-trips through both codecs.
+    let text = toml::to_string(&four).unwrap();
+    assert_eq!(toml::from_str::<ReplicaConfig>(&text).unwrap(), four);
+    // A replica or a member of the valid size with the keys of a DKG of
+    // another size or other thresholds: refused.
+    let seven = ReplicaConfig::new(7, 0).unwrap();
+    let outputs = common::dkg::<S>(&seven, 3);
+    assert!(ReplicaKeys::from_dkg(&four, &outputs[0]).is_err());
+    let keys = ReplicaKeys::from_dkg(&seven, &outputs[0]).unwrap();
+    assert!(keys.check(&four).is_err());
+    assert!(Replica::new(four.clone(), keys.clone(), [0; 32], Memo::disabled()).is_err());
+    assert!(Replica::new(seven.clone(), keys, [0; 32], Memo::disabled()).is_ok());
     assert!(Member::<S>::restore(
-        cfg,
+        four,
         &outputs[0],
         Vec::new(),
         Vec::new(),
@@ -334,11 +390,6 @@ fn network_sizes_other_than_3f_2c_1_are_refused() {
         None
     )
     .is_err());
-    for n in [4, 5, 6, 7, 8, 16, 32, 64, 100, 1024] {
-        let c = consensus::config::smallest_collector_slack(n).unwrap();
-        let cfg = ReplicaConfig::new(n, c).unwrap();
-        assert_eq!(cfg.n, 3 * cfg.f + 2 * cfg.c + 1);
-    }
 }
 
 /// Issue 15, finding 3: one VIEW-CHANGE, NEW-VIEW or PRE-PREPARE for view
@@ -443,10 +494,13 @@ fn a_collector_withholding_the_beacon_does_not_halt_the_chain() {
 #[test]
 fn an_eager_primary_does_not_make_beacons_public_early() {
     for seed in [1, 2] {
-        let mut cfg = fast_config(4, 0);
-        cfg.period_us = 1_000_000;
-        cfg.genesis_time_us = 2_000_000;
-        cfg.max_clock_skew_us = 50_000;
+        let cfg = fast_config(4, 0)
+            .with(|s| {
+                s.period_us = 1_000_000;
+                s.genesis_time_us = 2_000_000;
+                s.max_clock_skew_us = 50_000;
+            })
+            .unwrap();
         // The primary of height 1 is eager.
         let eager = Election::draw(&cfg.genesis_seed, Height::new(1), View::ZERO, 4, 1)
             .primary
@@ -521,9 +575,13 @@ fn view_change_signatures_bind_the_claims() {
 #[test]
 fn a_conviction_expires() {
     use consensus::replica::CONVICTION_HEIGHTS;
-    let mut cfg = ReplicaConfig::new(4, 0).unwrap();
-    cfg.fast_path_timeout_us = 30_000;
-    cfg.view_change_timeout_us = 300_000;
+    let cfg = ReplicaConfig::new(4, 0)
+        .unwrap()
+        .with(|s| {
+            s.fast_path_timeout_us = 30_000;
+            s.view_change_timeout_us = 300_000;
+        })
+        .unwrap();
     let mut net = Net::<MinSig>::new(cfg, 5, &[(3, Behaviour::BadShares)]);
     net.start();
     // Faulty until every honest replica, as a collector, convicted it.

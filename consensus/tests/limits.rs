@@ -13,10 +13,13 @@ use consensus::{Height, MemberInput, Message, ReplicaConfig, View};
 use std::sync::Arc;
 
 fn config(n: u32) -> ReplicaConfig {
-    let mut cfg = ReplicaConfig::new(n, 0).unwrap();
-    cfg.fast_path_timeout_us = 30_000;
-    cfg.view_change_timeout_us = 300_000;
-    cfg
+    ReplicaConfig::new(n, 0)
+        .unwrap()
+        .with(|s| {
+            s.fast_path_timeout_us = 30_000;
+            s.view_change_timeout_us = 300_000;
+        })
+        .unwrap()
 }
 
 /// The largest NEW-VIEW an honest primary could send for `block`.
@@ -85,9 +88,12 @@ fn block_limits_fit_the_new_view_for_any_n() {
             cfg.max_new_view_bytes() <= wire::MAX_MESSAGE_BYTES,
             "n = {n}"
         );
-        let mut bad = cfg.clone();
-        bad.max_block_bytes = cfg.largest_block_that_fits() + 1;
-        assert!(bad.validate().is_err(), "n = {n}");
+        let fits = cfg.largest_block_that_fits();
+        assert!(
+            cfg.with(|s| s.max_block_bytes = fits + 1).is_err(),
+            "n = {n}"
+        );
+        assert!(cfg.with(|s| s.max_block_bytes = fits).is_ok(), "n = {n}");
     }
 }
 

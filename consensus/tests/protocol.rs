@@ -7,11 +7,14 @@ use common::Net;
 use consensus::{Behaviour, EvidenceKind, Height, ReplicaConfig};
 
 fn config(n: u32, c: u32) -> ReplicaConfig {
-    let mut cfg = ReplicaConfig::new(n, c).unwrap();
-    cfg.fast_path_timeout_us = 30_000;
-    cfg.view_change_timeout_us = 300_000;
-    cfg.backup_collector_delay_us = 40_000;
-    cfg
+    ReplicaConfig::new(n, c)
+        .unwrap()
+        .with(|s| {
+            s.fast_path_timeout_us = 30_000;
+            s.view_change_timeout_us = 300_000;
+            s.backup_collector_delay_us = 40_000;
+        })
+        .unwrap()
 }
 
 #[test]

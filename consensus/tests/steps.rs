@@ -74,12 +74,14 @@ struct Fixture {
 
 impl Fixture {
     fn new(seed: u64) -> Self {
-        let mut config = ReplicaConfig::new(4, 0).unwrap();
-        let (primary, collector) = (0..=255u8)
+        let (config, primary, collector) = (0..=255u8)
             .find_map(|g| {
-                config.genesis_seed = [g; 32];
+                let config = ReplicaConfig::new(4, 0)
+                    .unwrap()
+                    .with(|s| s.genesis_seed = [g; 32])
+                    .unwrap();
                 let e = Election::draw(&config.genesis_seed, Height::new(1), View::ZERO, 4, 1);
-                (e.primary != e.collectors[0]).then_some((e.primary, e.collectors[0]))
+                (e.primary != e.collectors[0]).then_some((config, e.primary, e.collectors[0]))
             })
             .unwrap();
         let outputs: Vec<Arc<DkgOutput<S>>> = common::dkg(&config, seed);
@@ -102,7 +104,7 @@ impl Fixture {
 
     fn replica(&self, i: NodeIndex) -> Replica<S> {
         let keys = self.keys[i.0 as usize].clone();
-        Replica::new(self.config.clone(), keys, [i.0 as u8; 32], Memo::disabled())
+        Replica::new(self.config.clone(), keys, [i.0 as u8; 32], Memo::disabled()).unwrap()
     }
 
     /// Replica `i`, started (its outputs dropped).
@@ -588,12 +590,13 @@ fn new_view() {
 /// in an entry stops it.
 #[test]
 fn catch_up() {
-    let config = {
-        let mut cfg = ReplicaConfig::new(4, 0).unwrap();
-        cfg.fast_path_timeout_us = 30_000;
-        cfg.view_change_timeout_us = 300_000;
-        cfg
-    };
+    let config = ReplicaConfig::new(4, 0)
+        .unwrap()
+        .with(|s| {
+            s.fast_path_timeout_us = 30_000;
+            s.view_change_timeout_us = 300_000;
+        })
+        .unwrap();
     let (net, me) = (1..50u64)
         .find_map(|seed| {
             let mut net = Net::<S>::new(config.clone(), seed, &[]);
@@ -618,7 +621,8 @@ fn catch_up() {
     let entries: Vec<Arc<CommittedEntry<S>>> = net.record.disks[0][..3].to_vec();
     let peer = NodeIndex((me.0 + 1) % 4);
     let keys = ReplicaKeys::from_dkg(&config, &net.outputs[me.0 as usize]).unwrap();
-    let fresh = || Replica::<S>::new(config.clone(), keys.clone(), [9; 32], Memo::disabled());
+    let fresh =
+        || Replica::<S>::new(config.clone(), keys.clone(), [9; 32], Memo::disabled()).unwrap();
     let sync = |entries: Vec<Arc<CommittedEntry<S>>>| msg(peer, Message::SyncResponse { entries });
     let mut applied = Vec::new();
     for h in 1..=3 {
@@ -770,6 +774,7 @@ fn a_restarted_new_primary_sends_no_second_new_view() {
             consensus::replica::ChainWindow::default(),
             votes,
         )
+        .unwrap()
     };
     let mut ignored = Vec::new();
     let again = new_view_blocks(&to_view_one(&mut restore(record), &mut ignored));

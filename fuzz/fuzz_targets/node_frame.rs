@@ -4,7 +4,7 @@
 #![no_main]
 use beacon::dkg::relay::SigningKey;
 use beacon::dkg::session::{DkgSession, SessionInput};
-use beacon::dkg::DkgConfig;
+use beacon::dkg::DkgSettings;
 use beacon::{MinPk, NodeIndex, Time};
 use consensus::Envelope;
 use libfuzzer_sys::fuzz_target;
@@ -13,7 +13,7 @@ use std::sync::Arc;
 fn session() -> DkgSession<MinPk> {
     let secrets: Vec<SigningKey> = (0..4u8).map(|i| SigningKey::from_bytes(&[i + 1; 32])).collect();
     let keys = Arc::new(secrets.iter().map(|k| k.verifying_key()).collect());
-    let config = DkgConfig {
+    let config = DkgSettings {
         session: [1; 32],
         n: 4,
         thresholds: vec![2],
@@ -22,7 +22,9 @@ fn session() -> DkgSession<MinPk> {
         min_qualified: 2,
         max_faulty: 1,
         max_attempts: 2,
-    };
+    }
+    .build()
+    .unwrap();
     let memo = beacon::memo::Memo::disabled();
     let mut s = DkgSession::new(config, NodeIndex(0), [0; 32], memo, secrets[0].clone(), keys)
         .unwrap();

@@ -315,7 +315,7 @@ pub fn committee(n: u32, k: u32) -> Vec<NodeIndex> {
 }
 
 fn dkg<S: Scheme>(args: &DkgArgs) -> Result<()> {
-    use beacon::dkg::{harness, DkgConfig};
+    use beacon::dkg::{harness, DkgSettings};
     if !args.json {
         println!(
             "{:>6} {:>7} {:>18} {:>9} {:>10} {:>11} {:>12} {:>13} {:>14}   scheme {}",
@@ -338,7 +338,7 @@ fn dkg<S: Scheme>(args: &DkgArgs) -> Result<()> {
         let k = args.dealers.unwrap_or(n).clamp(1, n);
         let f = (n - 1) / 3;
         let thresholds = vec![f + 1, 2 * f + 1, 3 * f + 1];
-        let config = DkgConfig {
+        let config = DkgSettings {
             session: [args.seed as u8; 32],
             n,
             thresholds: thresholds.clone(),
@@ -347,7 +347,8 @@ fn dkg<S: Scheme>(args: &DkgArgs) -> Result<()> {
             min_qualified: 1,
             max_faulty: 0,
             max_attempts: 1,
-        };
+        }
+        .build()?;
         let memo = beacon::memo::Memo::shared();
         let start = Instant::now();
         let participants = harness::honest::<S>(&config, args.seed, &memo)?;
@@ -387,7 +388,7 @@ fn dkg<S: Scheme>(args: &DkgArgs) -> Result<()> {
 }
 
 fn relay<S: Scheme>(args: &RelayArgs) -> Result<()> {
-    use beacon::dkg::{harness, DkgConfig};
+    use beacon::dkg::{harness, DkgSettings};
     let delivery = match args.delivery.as_str() {
         "fifo" => harness::Delivery::Fifo,
         "random" => harness::Delivery::Random,
@@ -398,7 +399,7 @@ fn relay<S: Scheme>(args: &RelayArgs) -> Result<()> {
             bail!("--n must be at least 4");
         }
         let f = (n - 1) / 3;
-        let config = DkgConfig {
+        let config = DkgSettings {
             session: [args.seed as u8; 32],
             n,
             thresholds: vec![f + 1, 2 * f + 1, 3 * f + 1],
@@ -407,7 +408,8 @@ fn relay<S: Scheme>(args: &RelayArgs) -> Result<()> {
             min_qualified: f + 1,
             max_faulty: f,
             max_attempts: 1,
-        };
+        }
+        .build()?;
         let memo = beacon::memo::Memo::shared();
         let start = Instant::now();
         let members = harness::honest_sessions::<S>(&config, args.seed, &memo)?;

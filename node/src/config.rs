@@ -293,7 +293,8 @@ impl NodeConfig {
             None => "[network]",
         };
         let mut replica = ReplicaConfig::from_params(n, &protocol)
-            .map_err(|e| NodeError::Config(format!("{table} {e} (n = {n} members)")))?;
+            .map_err(|e| NodeError::Config(format!("{table} {e} (n = {n} members)")))?
+            .settings();
         let genesis_time = u64::try_from(self.network.genesis_time)
             .map_err(|_| NodeError::Config("genesis_time must not be negative".into()))?;
         replica.genesis_time_us = genesis_time.checked_mul(1_000_000).ok_or_else(|| {
@@ -310,7 +311,7 @@ impl NodeConfig {
                 })?,
             None => Sha256::digest(self.network.id.as_bytes()).into(),
         };
-        self.limits.apply(&mut replica)?;
+        let replica = self.limits.apply(replica)?;
         if self.network.dkg_phase_ms == 0 {
             return err("dkg_phase_ms must be positive".into());
         }
@@ -612,9 +613,14 @@ mod tests {
             assert!(pasted.starts_with("[protocol]"), "{pasted}");
             let cfg = load(d, &with_protocol(&valid_n(d, scenario.nodes), &pasted)).unwrap();
             assert_eq!(cfg.protocol, scenario.protocol, "{name}");
-            let mut simulated = scenario.replica_config().unwrap();
-            simulated.genesis_seed = cfg.replica.genesis_seed;
-            simulated.genesis_time_us = cfg.replica.genesis_time_us;
+            let simulated = scenario
+                .replica_config()
+                .unwrap()
+                .with(|s| {
+                    s.genesis_seed = cfg.replica.genesis_seed;
+                    s.genesis_time_us = cfg.replica.genesis_time_us;
+                })
+                .unwrap();
             assert_eq!(cfg.replica, simulated, "{name}");
         }
     }

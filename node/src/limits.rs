@@ -11,7 +11,7 @@
 //! happens at them" for what happens at each limit.
 
 use crate::NodeError;
-use consensus::ReplicaConfig;
+use consensus::{ReplicaConfig, ReplicaSettings};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -87,8 +87,9 @@ impl LimitsSection {
         *self == LimitsSection::default()
     }
 
-    /// Checks the limits and applies the block and mempool bounds to `replica`.
-    pub fn apply(&self, replica: &mut ReplicaConfig) -> Result<(), NodeError> {
+    /// Checks the limits and applies the block and mempool bounds to
+    /// `replica`: the config it runs with, if the result is valid.
+    pub fn apply(&self, mut replica: ReplicaSettings) -> Result<ReplicaConfig, NodeError> {
         let err = |m: String| Err(NodeError::Config(format!("[limits] {m}")));
         if let Some(b) = self.max_block_bytes {
             replica.max_block_bytes = b;
@@ -144,7 +145,7 @@ impl LimitsSection {
             ));
         }
         replica
-            .validate()
+            .build()
             .map_err(|e| NodeError::Config(format!("[limits] {e}")))
     }
 }
@@ -191,6 +192,11 @@ pub struct Admission {
     max_block_bytes: usize,
     max_new_view_bytes: usize,
     n: usize,
+    /// Commitments one genesis dealer broadcasts: the sum of the DKG's thresholds.
+    dkg_points: usize,
+    /// Parties of the config (genesis members and those that may join): no
+    /// epoch has more members, nor a threshold above that.
+    parties: usize,
     dkg_done: Arc<AtomicBool>,
 }
 
@@ -198,14 +204,40 @@ pub struct Admission {
 const SMALL: usize = 4 * 1024;
 /// Small messages' own fields besides a block.
 const SLACK: usize = 4 * 1024;
+/// Bytes of a DKG or resharing frame besides what grows with its members and
+/// commitments: tags, session, attempt, one attestation, a share's Merkle path.
+const RELAY_FIXED: usize = 4 * 1024;
+/// Bytes per member of a DKG or resharing frame: two attestations of 112
+/// bytes (a `Versions` answer), a revealed share of 108 (a justification), a
+/// member id of 32 (a complaint or a result's `qual` of 4).
+const RELAY_PER_MEMBER: usize = 256;
+/// Bytes per commitment (the largest compressed point, in G2).
+const POINT_BYTES: usize = 96;
+/// Bytes per member of an invitation: the member lists of the change, of the
+/// old and of the new epoch (32 bytes each), and a coefficient of the old
+/// group polynomial.
+const INVITE_PER_PARTY: usize = 3 * 32 + POINT_BYTES;
+
+/// Largest frame of a DKG or resharing among `members` whose dealers each
+/// broadcast `points` commitments: a deal, a `Versions` answer or a
+/// justification, whichever is largest.
+fn relay_bytes(members: usize, points: usize) -> usize {
+    RELAY_FIXED
+        .saturating_add(members.saturating_mul(RELAY_PER_MEMBER))
+        .saturating_add(points.saturating_mul(POINT_BYTES))
+        .min(crate::net::MAX_FRAME_BYTES)
+}
 
 impl Admission {
-    /// Limits for a replica with `cfg`; DKG frames are wanted until `dkg_done`.
-    pub fn new(cfg: &ReplicaConfig, dkg_done: Arc<AtomicBool>) -> Self {
+    /// Limits for a replica with `cfg` among `parties` configured parties;
+    /// DKG frames are wanted until `dkg_done`.
+    pub fn new(cfg: &ReplicaConfig, parties: usize, dkg_done: Arc<AtomicBool>) -> Self {
         Admission {
             max_block_bytes: cfg.max_block_bytes,
             max_new_view_bytes: cfg.max_new_view_bytes(),
             n: cfg.n as usize,
+            dkg_points: cfg.dkg_thresholds().iter().map(|t| *t as usize).sum(),
+            parties: parties.max(cfg.n as usize),
             dkg_done,
         }
     }
@@ -213,9 +245,14 @@ impl Admission {
     /// The kind of a frame starting with `head` (at most [`HEAD_BYTES`]) and its
     /// limits:
     ///
+    /// Every bound follows from the genesis size `n`, the DKG's thresholds
+    /// (their sum `T = t_b + (2f + c + 1) + (3f + c + 1)`), the largest block,
+    /// and the number `P` of configured parties (no epoch has more members,
+    /// and no threshold is above its size):
+    ///
     /// | kind | bytes | points |
     /// |---|---|---|
-    /// | DKG and relay, during the DKG | 16 MiB | unbounded |
+    /// | DKG and relay, during the DKG | `4 KiB + 256 n + 96 T` | 4 |
     /// | DKG and relay, after it | 4 KiB | 4 |
     /// | PRE-PREPARE, BLOCK-RESPONSE | block + 4 KiB | 4 |
     /// | VIEW-CHANGE | block + 5 KiB | 8 |
@@ -223,14 +260,19 @@ impl Admission {
     /// | SYNC-RESPONSE | 4 MiB + block + 64 KiB | 2 per entry, 64 entries |
     /// | other consensus messages | 4 KiB | 4 |
     /// | epoch control transaction | block + 4 KiB | 4 |
-    /// | epoch invitation, resharing, new members' DKG | 16 MiB | unbounded |
+    /// | epoch invitation | `4 KiB + 192 P` | `P` (the old group polynomial) |
+    /// | epoch resharing | `4 KiB + 256 P + 96 P` | 4 |
+    /// | new members' DKG | `4 KiB + 256 P + 96 (2P)` | 4 |
     /// | epoch handoff | as SYNC-RESPONSE | as SYNC-RESPONSE |
     /// | epoch handoff request | 4 KiB | 4 |
     ///
-    /// A change of members may start at any height, so its large messages
-    /// (the old group polynomial, deals, the new members' DKG) are wanted at
-    /// all times: like every frame, they are bounded by the peer's decode CPU
-    /// budget, and only members of the config can send them.
+    /// A DKG or resharing frame carries its commitments as an opaque payload
+    /// (decoded by the session, bounded by the frame's bytes), hence its small
+    /// point budget. At n = P = 4 (T = 9) a DKG frame is at most 5.9 KiB and
+    /// an invitation 4.8 KiB: the 16 MiB invitation of 290,000 points is
+    /// refused before a byte of it is read. A change of members may start at
+    /// any height, so its messages are wanted at all times, and only parties
+    /// of the config can send them.
     pub fn admit(&self, head: &[u8]) -> Admit {
         let word = |i: usize| -> Option<u32> {
             let b = head.get(4 * i..4 * i + 4)?;
@@ -247,11 +289,12 @@ impl Admission {
             } else {
                 Admit {
                     kind,
-                    max_bytes: crate::net::MAX_FRAME_BYTES,
-                    max_points: usize::MAX,
+                    max_bytes: relay_bytes(self.n, self.dkg_points),
+                    max_points: 4,
                 }
             }
         };
+        let p = self.parties;
         match (word(0), word(1)) {
             (Some(tag::ENVELOPE_DKG), _) => dkg("dkg"),
             (Some(tag::ENVELOPE_CONSENSUS), Some(m)) if m <= tag::LAST_MESSAGE => {
@@ -291,10 +334,22 @@ impl Admission {
                     max_bytes: self.max_block_bytes + SLACK,
                     max_points: 4,
                 },
-                tag::EPOCH_INVITE | tag::EPOCH_RESHARE | tag::EPOCH_DKG => Admit {
-                    kind: "epoch-change",
-                    max_bytes: crate::net::MAX_FRAME_BYTES,
-                    max_points: usize::MAX,
+                tag::EPOCH_INVITE => Admit {
+                    kind: "epoch-invite",
+                    max_bytes: RELAY_FIXED
+                        .saturating_add(p.saturating_mul(INVITE_PER_PARTY))
+                        .min(crate::net::MAX_FRAME_BYTES),
+                    max_points: p,
+                },
+                tag::EPOCH_RESHARE => Admit {
+                    kind: "epoch-reshare",
+                    max_bytes: relay_bytes(p, p),
+                    max_points: 4,
+                },
+                tag::EPOCH_DKG => Admit {
+                    kind: "epoch-dkg",
+                    max_bytes: relay_bytes(p, p.saturating_mul(2)),
+                    max_points: 4,
                 },
                 tag::EPOCH_HANDOFF => Admit {
                     kind: "epoch-handoff",
@@ -343,7 +398,7 @@ mod tests {
     fn kinds_are_read_from_real_encodings() {
         let cfg = ReplicaConfig::new(4, 0).unwrap();
         let done = Arc::new(AtomicBool::new(false));
-        let a = Admission::new(&cfg, done.clone());
+        let a = Admission::new(&cfg, 4, done.clone());
         let block = Arc::new(Block {
             height: consensus::Height::new(1),
             parent: [0; 32],
@@ -437,35 +492,238 @@ mod tests {
         }
         // DKG messages: variant 0 of the envelope, whatever follows.
         let dkg = [0u8, 0, 0, 0, 2, 0, 0, 0];
-        assert_eq!(a.admit(&dkg).max_bytes, crate::net::MAX_FRAME_BYTES);
+        assert_eq!(a.admit(&dkg).max_bytes, relay_bytes(4, 9));
         done.store(true, Ordering::Relaxed);
         assert_eq!(a.admit(&dkg).max_bytes, SMALL);
         assert_eq!(a.admit(&[9, 0, 0, 0]).max_bytes, 0);
         assert_eq!(a.admit(&[]).max_bytes, 0);
     }
 
+    /// The largest frame an honest party sends of a DKG or resharing kind,
+    /// each part as large as the protocol lets it be.
+    mod largest {
+        use super::*;
+        use beacon::dkg::relay::{Attestation, Kind, Payload, RelayMessage};
+        use beacon::dkg::session::{SessionMessage, SignedResult};
+        use beacon::dkg::{Deal, DealtShares, DkgMessage, Justification};
+        use beacon::reshare::{MemberId, ReshareSettings};
+        use beacon::{NodeIndex, Scalar};
+        use consensus::epoch::{EpochChange, Invitation};
+
+        fn attestation(origin: u32) -> Attestation {
+            Attestation {
+                origin,
+                kind: Kind::Justification,
+                digest: [7; 32],
+                signature: vec![9; 64],
+            }
+        }
+
+        fn broadcast(message: DkgMessage<S>) -> RelayMessage {
+            RelayMessage::Broadcast {
+                attestation: attestation(u32::MAX),
+                payload: Payload::new(message.encode().unwrap()),
+            }
+        }
+
+        /// The relay messages of a DKG among `members` whose dealers commit
+        /// to polynomials of `thresholds`: a deal, a justification answering
+        /// every member, every member's complaint, two versions per member,
+        /// and the shares of one member with the longest Merkle path.
+        pub(super) fn relay(members: u32, thresholds: &[u32]) -> Vec<RelayMessage> {
+            let point = <S as beacon::Scheme>::PublicKey::generator();
+            let commitments = thresholds
+                .iter()
+                .map(|t| vec![point; *t as usize])
+                .collect();
+            let deal = Deal::<S>::new([1; 32], NodeIndex(u32::MAX), commitments, [2; 32]);
+            let scalars = vec![Scalar::from_u64(u64::MAX); thresholds.len()];
+            let justification = Justification {
+                session: [1; 32],
+                dealer: NodeIndex(u32::MAX),
+                revealed: (0..members)
+                    .map(|i| (NodeIndex(i), scalars.clone()))
+                    .collect(),
+            };
+            let complaint = beacon::dkg::Complaint {
+                session: [1; 32],
+                from: NodeIndex(u32::MAX),
+                dealers: (0..members).map(NodeIndex).collect(),
+            };
+            vec![
+                broadcast(DkgMessage::Deal(Arc::new(deal))),
+                broadcast(DkgMessage::Justification(Arc::new(justification))),
+                broadcast(DkgMessage::Complaint(complaint)),
+                RelayMessage::Versions {
+                    kind: Kind::Deal,
+                    attestations: (0..2 * members).map(attestation).collect(),
+                },
+            ]
+        }
+
+        pub(super) fn shares(members: u32, thresholds: usize) -> DealtShares {
+            DealtShares {
+                session: [1; 32],
+                dealer: NodeIndex(u32::MAX),
+                recipient: NodeIndex(u32::MAX),
+                shares: vec![Scalar::from_u64(u64::MAX); thresholds],
+                salt: [3; 32],
+                path: vec![[4; 32]; 33 - members.leading_zeros() as usize],
+            }
+        }
+
+        pub(super) fn session(members: u32, thresholds: &[u32]) -> Vec<SessionMessage> {
+            let mut out: Vec<SessionMessage> = relay(members, thresholds)
+                .into_iter()
+                .map(|message| SessionMessage::Relay {
+                    attempt: u32::MAX,
+                    message,
+                })
+                .collect();
+            out.push(SessionMessage::Shares {
+                attempt: u32::MAX,
+                shares: shares(members, thresholds.len()),
+            });
+            out.push(SessionMessage::Result(SignedResult {
+                attempt: u32::MAX,
+                from: NodeIndex(u32::MAX),
+                qual: (0..members).map(NodeIndex).collect(),
+                keys_digest: [5; 32],
+                signature: vec![6; 64],
+            }));
+            out
+        }
+
+        pub(super) fn invitation(parties: u32) -> Invitation<S> {
+            let ids: Vec<MemberId> = (0..parties)
+                .map(|i| {
+                    let mut id = MemberId([0xee; 32]);
+                    id.0[..4].copy_from_slice(&i.to_be_bytes());
+                    id
+                })
+                .collect();
+            let point = <S as beacon::Scheme>::PublicKey::generator();
+            Invitation {
+                change: EpochChange {
+                    epoch: u64::MAX,
+                    members: ids.clone(),
+                    c: u32::MAX,
+                    beacon_threshold: u32::MAX,
+                },
+                decided_at: consensus::Height::new(u64::MAX),
+                reshare: ReshareSettings {
+                    epoch: u64::MAX,
+                    old_members: ids.clone(),
+                    old_public_polynomial: Arc::new(vec![point; parties as usize]),
+                    new_members: ids,
+                    new_threshold: parties,
+                    phase_timeout_us: u64::MAX,
+                }
+                .build()
+                .unwrap(),
+            }
+        }
+
+        /// Encoded frames of `envelope`s with their admission and points.
+        pub(super) fn check(a: &Admission, frames: Vec<Frame<S>>) -> usize {
+            let mut largest = 0;
+            for frame in frames {
+                let bytes = beacon::wire::encode(&frame).unwrap();
+                let admit = a.admit(&bytes[..HEAD_BYTES]);
+                assert!(
+                    bytes.len() <= admit.max_bytes,
+                    "{}: {} bytes over {}",
+                    admit.kind,
+                    bytes.len(),
+                    admit.max_bytes
+                );
+                beacon::wire::decode_with_point_budget::<Frame<S>>(&bytes, admit.max_points)
+                    .unwrap_or_else(|e| panic!("{}: {e}", admit.kind));
+                largest = largest.max(bytes.len());
+            }
+            largest
+        }
+    }
+
+    /// Issue 37: the bounds of the DKG and epoch kinds follow from n, the
+    /// thresholds and the parties, and admit the largest frame an honest
+    /// party sends of each, for small and large networks alike.
+    #[test]
+    fn the_largest_honest_dkg_and_epoch_frames_are_admitted() {
+        for (n, parties) in [(4u32, 4u32), (4, 7), (7, 10), (64, 64), (256, 400)] {
+            let cfg = ReplicaConfig::new(n, 0).unwrap();
+            let a = Admission::new(&cfg, parties as usize, Arc::new(AtomicBool::new(false)));
+            let genesis = largest::session(n, &cfg.dkg_thresholds())
+                .into_iter()
+                .map(Envelope::Dkg)
+                .collect();
+            let dkg = largest::check(&a, genesis);
+            let reshare = largest::relay(parties, &[parties])
+                .into_iter()
+                .map(consensus::epoch::ReshareWire::Relay)
+                .chain([consensus::epoch::ReshareWire::Shares(largest::shares(
+                    parties, 1,
+                ))])
+                .map(|message| {
+                    Envelope::Epoch(consensus::epoch::EpochMessage::Reshare {
+                        epoch: u64::MAX,
+                        message,
+                    })
+                })
+                .collect();
+            let reshare = largest::check(&a, reshare);
+            let new_dkg = largest::session(parties, &[parties, parties])
+                .into_iter()
+                .map(|message| {
+                    Envelope::Epoch(consensus::epoch::EpochMessage::Dkg {
+                        epoch: u64::MAX,
+                        message,
+                    })
+                })
+                .collect();
+            let new_dkg = largest::check(&a, new_dkg);
+            let invite = Envelope::Epoch(consensus::epoch::EpochMessage::Invite(Box::new(
+                largest::invitation(parties),
+            )));
+            let invite = largest::check(&a, vec![invite]);
+            eprintln!(
+                "n = {n}, {parties} parties: largest dkg {dkg}, reshare {reshare}, new members' dkg {new_dkg}, invitation {invite} bytes"
+            );
+        }
+        // At 4 parties an invitation's bound is a few KiB, and its points the
+        // old polynomial's at most.
+        let a = Admission::new(
+            &ReplicaConfig::new(4, 0).unwrap(),
+            4,
+            Arc::new(AtomicBool::new(true)),
+        );
+        let invite = a.admit(&[2, 0, 0, 0, 1, 0, 0, 0]);
+        assert_eq!((invite.kind, invite.max_points), ("epoch-invite", 4));
+        assert!(invite.max_bytes < 8 * 1024, "{invite:?}");
+    }
+
     #[test]
     fn defaults_are_valid_and_bad_limits_are_named() {
-        let mut replica = ReplicaConfig::new(4, 0).unwrap();
-        LimitsSection::default().apply(&mut replica).unwrap();
-        assert_eq!(replica.max_block_bytes, 1 << 20);
+        let replica = ReplicaConfig::new(4, 0).unwrap().settings();
+        let applied = LimitsSection::default().apply(replica.clone()).unwrap();
+        assert_eq!(applied.max_block_bytes, 1 << 20);
         let bad = LimitsSection {
             max_block_bytes: Some(64 << 20),
             ..Default::default()
         };
-        let e = bad.apply(&mut replica.clone()).unwrap_err().to_string();
+        let e = bad.apply(replica.clone()).unwrap_err().to_string();
         assert!(e.contains("NEW-VIEW"), "{e}");
         let bad = LimitsSection {
             peer_queue_bytes: 1,
             ..Default::default()
         };
-        let e = bad.apply(&mut replica.clone()).unwrap_err().to_string();
+        let e = bad.apply(replica.clone()).unwrap_err().to_string();
         assert!(e.contains("peer_queue_bytes"), "{e}");
         let bad = LimitsSection {
             store_cache_bytes: 4096,
             ..Default::default()
         };
-        let e = bad.apply(&mut replica).unwrap_err().to_string();
+        let e = bad.apply(replica).unwrap_err().to_string();
         assert!(e.contains("store_cache_bytes"), "{e}");
     }
 }

@@ -71,6 +71,9 @@ pub struct Metrics {
     /// (a batch that failed several streams); invalid DKG relay messages are
     /// dropped by the DKG session itself.
     pub dropped_frames: Family<Labels, Counter>,
+    /// Frames refused at admission (unknown kind, or larger than the protocol
+    /// can need), labels `peer` and `kind`: counted against their sender.
+    pub refused_frames: Family<Labels, Counter>,
     /// Connections refused because the peer ID is not in the config.
     pub refused_connections: Counter,
     /// Last finalized height.
@@ -119,6 +122,7 @@ impl Metrics {
         );
         let invalid_shares = Family::<Labels, Counter>::default();
         let dropped_frames = Family::<Labels, Counter>::default();
+        let refused_frames = Family::<Labels, Counter>::default();
         let refused_connections = Counter::default();
         let height = Gauge::default();
         let decode_pauses = Counter::default();
@@ -173,6 +177,11 @@ impl Metrics {
             dropped_frames.clone(),
         );
         registry.register(
+            "refused_frames",
+            "Frames refused at admission, by sender and kind",
+            refused_frames.clone(),
+        );
+        registry.register(
             "refused_connections",
             "Connections refused: peer ID not in the config",
             refused_connections.clone(),
@@ -191,6 +200,7 @@ impl Metrics {
             votes_persisted,
             invalid_shares,
             dropped_frames,
+            refused_frames,
             refused_connections,
             height,
             decode_pauses,
@@ -237,6 +247,16 @@ impl Metrics {
     pub fn frames_dropped(&self, reason: &str) {
         self.dropped_frames
             .get_or_create(&label("reason", reason))
+            .inc();
+    }
+
+    /// Counts a frame of `kind` from `peer` refused at admission.
+    pub fn frame_refused(&self, peer: u32, kind: &str) {
+        self.refused_frames
+            .get_or_create(&vec![
+                ("peer".to_string(), peer.to_string()),
+                ("kind".to_string(), kind.to_string()),
+            ])
             .inc();
     }
 

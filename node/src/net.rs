@@ -98,7 +98,7 @@ impl NetLimits {
             peer_queue_bytes: limits.peer_queue_bytes,
             peer_inbound_bytes: limits.peer_inbound_bytes,
             peer_decode_cpu_ms_per_s: limits.peer_decode_cpu_ms_per_s,
-            admission: Admission::new(&cfg.replica, dkg_done),
+            admission: Admission::new(&cfg.replica, cfg.peers.len(), dkg_done),
         }
     }
 }
@@ -660,6 +660,7 @@ impl<M: DeserializeOwned + Send + 'static> Reader<M> {
             let admit = self.admission.admit(head);
             if admit.max_bytes == 0 {
                 self.metrics.frames_dropped("malformed");
+                self.metrics.frame_refused(from.0, admit.kind);
                 crate::warn_throttled!(
                     peer = from.0,
                     size,
@@ -669,6 +670,7 @@ impl<M: DeserializeOwned + Send + 'static> Reader<M> {
             }
             if size > admit.max_bytes {
                 self.metrics.frames_dropped("oversized");
+                self.metrics.frame_refused(from.0, admit.kind);
                 crate::warn_throttled!(
                     peer = from.0,
                     size,

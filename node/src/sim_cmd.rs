@@ -42,7 +42,8 @@ pub struct RunArgs {
     /// Override the scheme.
     #[arg(long)]
     scheme: Option<beacon::SchemeId>,
-    /// Worker threads (the results do not depend on it).
+    /// Worker threads (the results do not depend on it); default: the
+    /// scenario's `threads`, else the machine's available parallelism.
     #[arg(long)]
     threads: Option<usize>,
     /// Override the number of Byzantine replicas (at most f).
@@ -79,8 +80,9 @@ struct CampaignArgs {
     /// Write all runs as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
-    /// Seeds run at once (each on one thread; results are the same for any value).
-    #[arg(long, default_value_t = 1)]
+    /// Seeds run at once (each on one thread; results are the same for any
+    /// value); default: the machine's available parallelism.
+    #[arg(long, default_value_t = sim::config::available_threads())]
     jobs: usize,
 }
 

@@ -3,8 +3,12 @@
 //! the node that receives them; a peer that never reads does not grow its
 //! senders' memory past their budget; RSS stays flat over a long run.
 //!
-//! Only the flood runs by default (about a minute); the others are `#[ignore]`d
-//! and run by `scripts/soak.sh` (`cargo test -p node --test limits -- --ignored`).
+//! Issue 37: a frame of any kind larger than the protocol can need from n and
+//! the thresholds is refused at admission, before it is read.
+//!
+//! The flood and the admission test run by default (about a minute each); the
+//! others are `#[ignore]`d and run by `scripts/soak.sh`
+//! (`cargo test -p node --test limits -- --ignored`).
 
 mod common;
 
@@ -421,6 +425,171 @@ fn a_members_largest_frames_do_not_stall_the_node() {
     assert!(max < 1000.0, "a round took {max:.1} ms");
     let metrics = c.text(&format!("{api}/metrics"));
     assert!(metrics.contains("reason=\"oversized\""), "{metrics}");
+}
+
+/// CPU time (user + system) process `pid` has used, in seconds.
+fn cpu_s(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which is in parentheses): state is the
+    // first, utime the 12th and stime the 13th.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// A frame of every kind a member can send, each as large as the frame limit
+/// allows and packed with G1 points, with the kind the node names it by: the
+/// invitation whose old group polynomial holds 290,000 points (it cost a
+/// node 16 s of CPU before), every epoch, DKG and consensus kind, and one of
+/// no kind.
+fn frames_at_the_frame_limit() -> Vec<(String, Vec<u8>)> {
+    use beacon::reshare::{MemberId, ReshareSettings};
+    use beacon::{MinPk, Point as _, Scheme};
+    use consensus::epoch::EpochChange;
+    type S = MinPk;
+    let limit = node::net::MAX_FRAME_BYTES;
+    let points = vec![<S as Scheme>::PublicKey::generator(); 290_000];
+    let ids: Vec<MemberId> = (0..4u8).map(|i| MemberId([i; 32])).collect();
+    // An `Invitation` encodes as its fields in order.
+    let invitation = (
+        EpochChange {
+            epoch: 1,
+            members: ids.clone(),
+            c: 0,
+            beacon_threshold: 0,
+        },
+        consensus::Height::new(5),
+        ReshareSettings::<S> {
+            epoch: 1,
+            old_members: ids.clone(),
+            old_public_polynomial: std::sync::Arc::new(points.clone()),
+            new_members: ids,
+            new_threshold: 2,
+            phase_timeout_us: 1_000_000,
+        },
+    );
+    let mut invite = vec![2u8, 0, 0, 0, 1, 0, 0, 0];
+    invite.extend(beacon::wire::encode(&invitation).unwrap());
+    assert!(invite.len() <= limit, "{}", invite.len());
+    let mut frames = vec![("epoch-invite".to_string(), framed(invite))];
+    let packed = beacon::wire::encode(&vec![points[0]; 350_000]).unwrap();
+    let mut tagged = |envelope: u32, message: u32, kind: &str| {
+        let mut frame = envelope.to_le_bytes().to_vec();
+        frame.extend(message.to_le_bytes());
+        frame.extend_from_slice(&packed[..limit - 8]);
+        frames.push((kind.to_string(), framed(frame)));
+    };
+    // Genesis DKG (after it), the 13 consensus messages, the 6 epoch messages.
+    tagged(0, 0, "dkg");
+    let consensus = [
+        "pre-prepare",
+        "consensus",
+        "consensus",
+        "consensus",
+        "consensus",
+        "consensus",
+        "consensus",
+        "view-change",
+        "new-view",
+        "consensus",
+        "block-response",
+        "consensus",
+        "sync-response",
+    ];
+    for (tag, kind) in consensus.iter().enumerate() {
+        tagged(1, tag as u32, kind);
+    }
+    let epoch = [
+        "epoch-control",
+        "epoch-invite",
+        "epoch-reshare",
+        "epoch-dkg",
+        "epoch-handoff",
+        "epoch-handoff-request",
+    ];
+    for (tag, kind) in epoch.iter().enumerate() {
+        tagged(2, tag as u32, kind);
+    }
+    tagged(3, 0, "unknown");
+    frames
+}
+
+/// Issue 37: one member's 16 MiB invitation of 290,000 points cost its
+/// target 16 s of CPU and most of its beacon rate. Now every kind has a size
+/// the protocol can need, known from n and the thresholds before a byte is
+/// decoded: a member that keeps sending the largest frame of every kind has
+/// each refused at admission (counted against it), the target spends under
+/// 50 ms of CPU on each, and its beacon rate stays at 80% of what it was.
+#[test]
+fn frames_larger_than_the_protocol_can_need_are_refused_at_admission() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let frames = frames_at_the_frame_limit();
+    let mut net = Net::configs(4, 0, "");
+    for i in 0..4 {
+        net.start(i);
+    }
+    let c = client();
+    net.wait_for(&c, 0, 3, 120);
+    std::thread::sleep(Duration::from_secs(2));
+    let pid = net.pid(0);
+    let window = Duration::from_secs(8);
+    // Beacons per second and CPU of the target, before and during the attack.
+    let sample = || (net.latest(&c, 0), cpu_s(pid), Instant::now());
+    let (r0, cpu0, t0) = sample();
+    std::thread::sleep(window);
+    let (r1, cpu1, t1) = sample();
+    let (_, target, address) = net.peer(0);
+    let (member, _, _) = net.peer(3);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut sent = 0usize;
+    while t1.elapsed() < window {
+        for (_, frame) in &frames {
+            // Refused frames make the send fail (the stream is closed).
+            let _ = rt.block_on(node::net::send_raw(
+                member.clone(),
+                target,
+                address.clone(),
+                frame.clone(),
+            ));
+            sent += 1;
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    let (r2, cpu2, t2) = sample();
+    let before = (r1 - r0) as f64 / (t1 - t0).as_secs_f64();
+    let during = (r2 - r1) as f64 / (t2 - t1).as_secs_f64();
+    let idle_cpu = (cpu1 - cpu0) / (t1 - t0).as_secs_f64();
+    let extra_cpu = (cpu2 - cpu1) - idle_cpu * (t2 - t1).as_secs_f64();
+    let per_frame_ms = extra_cpu.max(0.0) * 1e3 / sent as f64;
+    eprintln!(
+        "admission: {sent} frames of {} kinds at the frame limit; beacons/s {before:.1} before, {during:.1} during ({:.0}%); target CPU {:.2} s/s before, extra {extra_cpu:.2} s during: {per_frame_ms:.2} ms per frame",
+        frames.len(),
+        100.0 * during / before,
+        idle_cpu
+    );
+    let metrics = c.text(&format!("{}/metrics", net.apis[0]));
+    for (kind, _) in &frames {
+        let line = format!("sbft_beacon_refused_frames_total{{peer=\"3\",kind=\"{kind}\"}}");
+        assert!(metrics.contains(&line), "{kind} not refused:\n{metrics}");
+    }
+    assert!(
+        per_frame_ms < 50.0,
+        "{per_frame_ms:.1} ms of CPU per refused frame"
+    );
+    assert!(
+        during >= 0.8 * before,
+        "beacons/s fell from {before:.1} to {during:.1}"
+    );
 }
 
 /// The largest `sbft_beacon_queued_bytes{peer="3"}` in a metrics text.

@@ -128,7 +128,10 @@ pub fn run(
 }
 
 fn run_seed(base: &SimConfig, seed: u64) -> Result<CampaignRun, SimError> {
-    let cfg = draw(base, seed);
+    let mut cfg = draw(base, seed);
+    // The jobs share the cores: each seed runs on one thread (its results are
+    // the same for any thread count).
+    cfg.threads = 1;
     let (report, _) = crate::run(&cfg, None)?;
     Ok(CampaignRun {
         seed,

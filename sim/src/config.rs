@@ -68,8 +68,9 @@ pub struct SimConfig {
     /// Signature scheme (`insecure-mock` runs the protocol on a stand-in group
     /// with no security, for protocol-only runs far beyond 4096 signers).
     pub scheme: SchemeId,
-    /// Worker threads (results do not depend on it).
-    #[serde(default = "one")]
+    /// Worker threads (results do not depend on it); default: the machine's
+    /// available parallelism ([`available_threads`]).
+    #[serde(default = "available_threads")]
     pub threads: usize,
     /// Protocol parameters: the `[protocol]` table a node's `node.toml` has
     /// too (one type, one set of defaults: `consensus::params`).
@@ -102,8 +103,10 @@ pub struct SimConfig {
     pub base_dir: Option<PathBuf>,
 }
 
-fn one() -> usize {
-    1
+/// The machine's available parallelism (1 where it cannot be read): the
+/// default of `threads`, and of a campaign's jobs.
+pub fn available_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// A change of members: at a height, every genesis member's operator proposes
@@ -496,10 +499,10 @@ impl SimConfig {
     /// The replicas' config: [`ReplicaConfig::from_params`] of `[protocol]`
     /// for `nodes` replicas, with a genesis seed derived from the seed.
     pub fn replica_config(&self) -> Result<ReplicaConfig, SimError> {
-        let mut replica = ReplicaConfig::from_params(self.nodes, &self.protocol)
-            .map_err(|e| SimError::Config(format!("[protocol] {e}")))?;
-        replica.genesis_seed = Sha256::digest(format!("sbft-beacon genesis {}", self.seed)).into();
-        Ok(replica)
+        let genesis_seed = Sha256::digest(format!("sbft-beacon genesis {}", self.seed)).into();
+        ReplicaConfig::from_params(self.nodes, &self.protocol)
+            .and_then(|replica| replica.with(|s| s.genesis_seed = genesis_seed))
+            .map_err(|e| SimError::Config(format!("[protocol] {e}")))
     }
 
     /// The region table, if the latency model uses one.

@@ -928,32 +928,48 @@ impl<S: Scheme> Engine<S> {
                 .map(|(n, slot, evs)| run_node(n, slot, evs, end, &shared))
                 .collect();
         }
-        let chunk = work.len().div_ceil(threads);
-        let mut results: Vec<Vec<NodeEffects<S>>> = Vec::new();
+        // Workers take the nodes one at a time (a dealer's deal costs
+        // thousands of times a receiver's step: fixed chunks left most
+        // workers idle), and the effects go back in node order, so the
+        // trace is the same for any thread count. A worker's MSMs stay on
+        // it: blst's one shared pool would serialize them all.
+        let count = work.len();
+        let queue: Vec<std::sync::Mutex<Option<Work<'_, S>>>> = work
+            .into_iter()
+            .map(|w| std::sync::Mutex::new(Some(w)))
+            .collect();
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let mut done: Vec<(usize, NodeEffects<S>)> = Vec::with_capacity(count);
         std::thread::scope(|s| {
-            let handles: Vec<_> = {
-                let mut handles = Vec::new();
-                let mut rest = work;
-                while !rest.is_empty() {
-                    let tail = rest.split_off(rest.len().min(chunk));
-                    let mine = std::mem::replace(&mut rest, tail);
-                    let shared = &shared;
-                    handles.push(s.spawn(move || {
-                        mine.into_iter()
-                            .map(|(n, slot, evs)| run_node(n, slot, evs, end, shared))
-                            .collect::<Vec<_>>()
-                    }));
-                }
-                handles
-            };
+            let handles: Vec<_> = (0..threads.min(count))
+                .map(|_| {
+                    let (queue, next, shared) = (&queue, &next, &shared);
+                    s.spawn(move || {
+                        beacon::curve::set_msm_pool(false);
+                        let mut mine = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some(item) = queue.get(i) else {
+                                break;
+                            };
+                            let taken = item.lock().unwrap_or_else(|e| e.into_inner()).take();
+                            if let Some((n, slot, evs)) = taken {
+                                mine.push((i, run_node(n, slot, evs, end, shared)));
+                            }
+                        }
+                        mine
+                    })
+                })
+                .collect();
             for h in handles {
-                results.push(
+                done.extend(
                     h.join()
                         .expect("simulation worker panicked outside a member"),
                 );
             }
         });
-        results.into_iter().flatten().collect()
+        done.sort_unstable_by_key(|(i, _)| *i);
+        done.into_iter().map(|(_, fx)| fx).collect()
     }
 
     fn schedule_load(&mut self) {

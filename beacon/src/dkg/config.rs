@@ -1,11 +1,59 @@
 //! The parameters every member of one DKG run agrees on, and their checks.
+//!
+//! [`DkgConfig`] is valid by construction: it is built only from
+//! [`DkgSettings`] that pass [`DkgSettings::validate`] (deserializing one
+//! checks it too), and read through them.
 
 use crate::{Error, NodeIndex};
 use serde::{Deserialize, Serialize};
 
-/// Parameters every member of one DKG run agrees on.
+/// Parameters every member of one DKG run agrees on, validated: a DKG runs
+/// only with one of these. Read its fields through [`DkgSettings`]
+/// (`config.n`); change them with [`DkgConfig::with`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DkgConfig {
+#[serde(try_from = "DkgSettings", into = "DkgSettings")]
+pub struct DkgConfig(DkgSettings);
+
+impl std::ops::Deref for DkgConfig {
+    type Target = DkgSettings;
+    fn deref(&self) -> &DkgSettings {
+        &self.0
+    }
+}
+
+impl TryFrom<DkgSettings> for DkgConfig {
+    type Error = Error;
+    /// Checks `settings` ([`DkgSettings::validate`]).
+    fn try_from(settings: DkgSettings) -> Result<Self, Error> {
+        settings.validate()?;
+        Ok(DkgConfig(settings))
+    }
+}
+
+impl From<DkgConfig> for DkgSettings {
+    fn from(config: DkgConfig) -> Self {
+        config.0
+    }
+}
+
+impl DkgConfig {
+    /// A copy of the settings, to edit and [`DkgSettings::build`] again.
+    pub fn settings(&self) -> DkgSettings {
+        self.0.clone()
+    }
+
+    /// A copy with `edit` applied to its settings, checked again.
+    pub fn with(&self, edit: impl FnOnce(&mut DkgSettings)) -> Result<Self, Error> {
+        let mut settings = self.0.clone();
+        edit(&mut settings);
+        settings.build()
+    }
+}
+
+/// The fields of a [`DkgConfig`], unchecked: they become a config only
+/// through [`DkgSettings::build`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DkgSettings {
     /// Unique identifier of this run (replays from other runs are ignored).
     pub session: [u8; 32],
     /// Number of members.
@@ -28,7 +76,12 @@ pub struct DkgConfig {
     pub max_attempts: u32,
 }
 
-impl DkgConfig {
+impl DkgSettings {
+    /// These settings as a config, if they are valid ([`Self::validate`]).
+    pub fn build(self) -> Result<DkgConfig, Error> {
+        DkgConfig::try_from(self)
+    }
+
     /// Checks the parameters.
     pub fn validate(&self) -> Result<(), Error> {
         if self.n == 0 {

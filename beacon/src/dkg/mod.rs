@@ -87,7 +87,7 @@ mod messages;
 mod output;
 mod steps;
 
-pub use config::DkgConfig;
+pub use config::{DkgConfig, DkgSettings};
 pub use exponent::{evaluate_in_exponent, share_matches};
 pub use messages::{
     Complaint, Deal, DealtShares, DkgAction, DkgInput, DkgMessage, DkgTimer, Justification,

@@ -14,7 +14,7 @@
 //! polynomial `f` with public commitments `F_k = g^{f_k}` (the old public
 //! polynomial; `F_0` is the group key). A [`ReshareEpoch`] names the old members,
 //! `F`, the new members and the new threshold `t_new`; its session id is a hash of
-//! all of them ([`ReshareEpoch::session`]).
+//! all of them ([`ReshareSettings::session`]).
 //! 1. **Deal.** Old member `i`, holding `s_i = f(w_old^i)`, draws a sub-polynomial
 //!    `g_i` of degree `t_new - 1` with `g_i(0) = s_i`, broadcasts its commitments
 //!    `G_{i,k} = g^{g_{i,k}}` ([`Deal`]) and sends each new member `j` its
@@ -81,25 +81,27 @@
 //! A 4-member DKG, then a resharing to 5 members (two leave, three join) with
 //! the in-memory [`harness`]:
 //! ```
-//! use beacon::dkg::{harness as dkg_harness, DkgConfig};
-//! use beacon::reshare::{harness, MemberId, ReshareEpoch};
+//! use beacon::dkg::{harness as dkg_harness, DkgSettings};
+//! use beacon::reshare::{harness, MemberId, ReshareSettings};
 //! use beacon::{memo::Memo, MinSig};
-//! let config = DkgConfig {
+//! let config = DkgSettings {
 //!     session: [1; 32], n: 4, thresholds: vec![2], dealers: vec![],
 //!     phase_timeout_us: 1_000, min_qualified: 2, max_faulty: 1, max_attempts: 1,
-//! };
+//! }
+//! .build()?;
 //! let memo = Memo::shared();
 //! let dkg = dkg_harness::run::<MinSig>(dkg_harness::honest(&config, 1, &memo)?, 1, &Default::default());
 //! let old: Vec<_> = dkg.results.iter().map(|r| r.clone().unwrap().unwrap()).collect();
 //! let id = |i: u8| MemberId([i; 32]);
-//! let epoch = ReshareEpoch::<MinSig> {
+//! let epoch = ReshareSettings::<MinSig> {
 //!     epoch: 1,
 //!     old_members: (0..4).map(id).collect(),
 //!     old_public_polynomial: old[0].keys[0].public_polynomial.clone(),
 //!     new_members: (2..7).map(id).collect(),
 //!     new_threshold: 3,
 //!     phase_timeout_us: 1_000,
-//! };
+//! }
+//! .build()?;
 //! let shares: Vec<_> = old.iter().map(|o| Some(o.keys[0].secret_share.clone())).collect();
 //! let run = harness::run(harness::honest(&epoch, &shares, 2, &memo)?, 2, &Default::default());
 //! // Participant 4 joins as new member 2; the group key is the DKG's.
@@ -150,10 +152,59 @@ impl fmt::Debug for MemberId {
     }
 }
 
-/// What every participant of one resharing agrees on (decided by the consensus).
+/// What every participant of one resharing agrees on (decided by the
+/// consensus), validated: a resharing runs only with one of these, and one
+/// decoded from the wire is checked before it exists. Read its fields through
+/// [`ReshareSettings`] (`epoch.new_threshold`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    bound = "",
+    try_from = "ReshareSettings<S>",
+    into = "ReshareSettings<S>"
+)]
+pub struct ReshareEpoch<S: Scheme>(ReshareSettings<S>);
+
+impl<S: Scheme> std::ops::Deref for ReshareEpoch<S> {
+    type Target = ReshareSettings<S>;
+    fn deref(&self) -> &ReshareSettings<S> {
+        &self.0
+    }
+}
+
+impl<S: Scheme> TryFrom<ReshareSettings<S>> for ReshareEpoch<S> {
+    type Error = Error;
+    /// Checks `settings` ([`ReshareSettings::validate`]).
+    fn try_from(settings: ReshareSettings<S>) -> Result<Self, Error> {
+        settings.validate()?;
+        Ok(ReshareEpoch(settings))
+    }
+}
+
+impl<S: Scheme> From<ReshareEpoch<S>> for ReshareSettings<S> {
+    fn from(epoch: ReshareEpoch<S>) -> Self {
+        epoch.0
+    }
+}
+
+impl<S: Scheme> ReshareEpoch<S> {
+    /// A copy of the settings, to edit and [`ReshareSettings::build`] again.
+    pub fn settings(&self) -> ReshareSettings<S> {
+        self.0.clone()
+    }
+
+    /// A copy with `edit` applied to its settings, checked again.
+    pub fn with(&self, edit: impl FnOnce(&mut ReshareSettings<S>)) -> Result<Self, Error> {
+        let mut settings = self.0.clone();
+        edit(&mut settings);
+        settings.build()
+    }
+}
+
+/// The fields of a [`ReshareEpoch`], unchecked: they become one only through
+/// [`ReshareSettings::build`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(bound = "")]
-pub struct ReshareEpoch<S: Scheme> {
+pub struct ReshareSettings<S: Scheme> {
     /// The epoch this resharing starts (never reused for one chain: it keys the
     /// session).
     pub epoch: u64,
@@ -188,7 +239,12 @@ fn check_members(what: &str, members: &[MemberId]) -> Result<u32, Error> {
     Ok(n)
 }
 
-impl<S: Scheme> ReshareEpoch<S> {
+impl<S: Scheme> ReshareSettings<S> {
+    /// These settings as a resharing, if they are valid ([`Self::validate`]).
+    pub fn build(self) -> Result<ReshareEpoch<S>, Error> {
+        ReshareEpoch::try_from(self)
+    }
+
     /// Checks the parameters.
     pub fn validate(&self) -> Result<(), Error> {
         let n_old = check_members("old", &self.old_members)?;

@@ -215,8 +215,7 @@ impl ReplicaConfig {
         next.mempool_limit = self.mempool_limit;
         next.mempool_bytes_limit = self.mempool_bytes_limit;
         next.max_block_bytes = self.max_block_bytes.min(next.largest_block_that_fits());
-        next.validate()?;
-        Ok(next)
+        next.build()
     }
 }
 

@@ -142,23 +142,26 @@ impl<S: Scheme> Transition<S> {
         let dkg = match new.index_of(me) {
             Some(j) => {
                 let phase_ms = (reshare.phase_timeout_us / 1000).max(1);
-                let mut config = new.config.dkg_config(
-                    derive(&session, b"consensus-keys"),
-                    0,
-                    phase_ms,
-                    max_attempts.max(1),
-                )?;
                 // The beacon key is the reshared one: the new members deal
                 // only the slow- and fast-path polynomials, and only the
                 // worst-case committee of them (2f' + 1 dealers, f' + 1 to
                 // qualify: exact for any f' corrupt), the members that stay
                 // first (they run already; joiners may still be starting).
-                config.thresholds.remove(0);
                 let committee =
                     Committee::worst_case(new.config.n, new.config.f, &stayers(&reshare));
-                config.dealers = committee.dealers;
-                config.min_qualified = committee.min_qualified;
-                config.validate()?;
+                let config = new
+                    .config
+                    .dkg_config(
+                        derive(&session, b"consensus-keys"),
+                        0,
+                        phase_ms,
+                        max_attempts.max(1),
+                    )?
+                    .with(|c| {
+                        c.thresholds.remove(0);
+                        c.dealers = committee.dealers;
+                        c.min_qualified = committee.min_qualified;
+                    })?;
                 Some(DkgSession::new(
                     config,
                     j,

@@ -224,7 +224,7 @@ impl<S: Scheme> Member<S> {
             memo.clone(),
             chain,
             votes,
-        );
+        )?;
         Ok(match behaviour {
             Some(b) => Box::new(ByzantineReplica::new(replica, keys, b)),
             None => Box::new(replica),

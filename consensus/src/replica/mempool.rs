@@ -118,8 +118,10 @@ mod tests {
     /// client transactions (an anonymous flood would otherwise veto it).
     #[test]
     fn control_transactions_go_first_and_a_full_pool_does_not_refuse_them() {
-        let mut config = ReplicaConfig::new(4, 0).unwrap();
-        config.mempool_limit = 3;
+        let config = ReplicaConfig::new(4, 0)
+            .unwrap()
+            .with(|s| s.mempool_limit = 3)
+            .unwrap();
         let mut pool = Mempool::new();
         for i in 0..5u8 {
             pool.add(&config, vec![i; 8]);

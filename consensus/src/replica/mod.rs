@@ -81,6 +81,7 @@ pub use votes::{Refusal, SignedVotes};
 use crate::config::{ReplicaConfig, ReplicaKeys};
 use crate::election::Election;
 use crate::messages::{CommittedEntry, Message};
+use crate::ConsensusError;
 use crate::{Height, View};
 use backup::Backups;
 use beacon::memo::Memo;
@@ -122,12 +123,14 @@ pub struct Replica<S: Scheme> {
 impl<S: Scheme> Replica<S> {
     /// A replica at height 1. `seed` drives its private randomness (batch
     /// verification weights); `memo` shares pure public computations in simulation.
+    /// `config` is valid by construction; keys that do not fit it are refused
+    /// ([`ReplicaKeys::check`]).
     pub fn new(
         config: ReplicaConfig,
         keys: ReplicaKeys<S>,
         seed: [u8; 32],
         memo: Arc<Memo>,
-    ) -> Self {
+    ) -> Result<Self, ConsensusError> {
         Self::restore(config, keys, seed, memo, ChainWindow::default(), Vec::new())
     }
 
@@ -135,7 +138,7 @@ impl<S: Scheme> Replica<S> {
     /// heights; see [`ChainWindow::resume`]) with the record of what it signed
     /// (the last [`Output::PersistVotes`] it emitted): it never signs anything
     /// else for those slots, sends the same votes again, and returns to the view
-    /// it had moved to.
+    /// it had moved to. Keys that do not fit `config` are refused.
     pub fn restore(
         config: ReplicaConfig,
         keys: ReplicaKeys<S>,
@@ -143,14 +146,15 @@ impl<S: Scheme> Replica<S> {
         memo: Arc<Memo>,
         chain: ChainWindow<S>,
         votes: Vec<SignedVotes<S>>,
-    ) -> Self {
+    ) -> Result<Self, ConsensusError> {
+        keys.check(&config)?;
         let height = chain.height().saturating_add(1);
         let previous_beacon = chain
             .last()
             .map(|e| e.beacon.to_bytes())
             .unwrap_or_else(|| config.genesis_seed.to_vec());
         let round = Round::new(&config, &chain, height, &previous_beacon);
-        Replica {
+        Ok(Replica {
             verifier: Verifier::new(keys, memo, seed),
             config,
             started: false,
@@ -165,7 +169,7 @@ impl<S: Scheme> Replica<S> {
             backups: Backups::new(),
             votes: VoteLog::restore(votes, height),
             outbox: Outbox::new(),
-        }
+        })
     }
 
     /// The height being decided.

@@ -18,11 +18,10 @@ impl<S: Scheme> DkgSession<S> {
         attempt: u32,
     ) -> Result<(Dkg<S>, BroadcastRelay), Error> {
         let session = attempt_session(&base.session, attempt);
-        let config = DkgConfig {
-            session,
-            phase_timeout_us: base.phase_timeout_us.saturating_mul(1 << attempt.min(16)),
-            ..base.clone()
-        };
+        let config = base.with(|c| {
+            c.session = session;
+            c.phase_timeout_us = base.phase_timeout_us.saturating_mul(1 << attempt.min(16));
+        })?;
         let dkg = Dkg::new(config, me, attempt_seed(seed, attempt), memo.clone())?.with_relay();
         let relay = BroadcastRelay::new(me, session, key.clone(), keys.clone(), memo.clone());
         Ok((dkg, relay))

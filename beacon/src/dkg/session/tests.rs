@@ -8,7 +8,7 @@ use crate::scheme::MinSig;
 /// `starts[i]`. Returns each member's last terminal action.
 fn run(n: u32, starts: &[u64]) -> Vec<Option<Result<Arc<DkgOutput<MinSig>>, String>>> {
     let f = (n - 1) / 3;
-    let config = DkgConfig {
+    let config = DkgSettings {
         session: [9; 32],
         n,
         thresholds: vec![f + 1],
@@ -17,7 +17,9 @@ fn run(n: u32, starts: &[u64]) -> Vec<Option<Result<Arc<DkgOutput<MinSig>>, Stri
         min_qualified: f + 1,
         max_faulty: f,
         max_attempts: 2,
-    };
+    }
+    .build()
+    .unwrap();
     let (secrets, keys) = crate::dkg::harness::member_keys(n, |i| [i as u8 + 1; 32]);
     let memo = Memo::disabled();
     let mut members: Vec<DkgSession<MinSig>> = (0..n)

@@ -102,15 +102,16 @@ impl G1Gen {
 
 #[test]
 fn config_validation() {
-    let mut cfg = config(4, Vec::new());
+    let mut cfg = config(4, Vec::new()).settings();
     assert!(cfg.validate().is_ok());
     cfg.thresholds = vec![5];
     assert!(cfg.validate().is_err());
-    let mut cfg = config(4, vec![NodeIndex(2), NodeIndex(1)]);
+    let mut cfg = config(4, vec![NodeIndex(1), NodeIndex(2)]).settings();
+    cfg.dealers = vec![NodeIndex(2), NodeIndex(1)];
     assert!(cfg.validate().is_err());
     cfg.dealers = vec![NodeIndex(1), NodeIndex(4)];
     assert!(cfg.validate().is_err());
-    let mut cfg = config(4, Vec::new());
+    let mut cfg = config(4, Vec::new()).settings();
     cfg.min_qualified = 0;
     assert!(cfg.validate().is_err());
     assert!(Dkg::<MinPk>::new(

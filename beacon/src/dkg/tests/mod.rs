@@ -12,8 +12,13 @@ use crate::scheme::{MinPk, MinSig};
 use crate::threshold::SignatureShare;
 
 fn config(n: u32, dealers: Vec<NodeIndex>) -> DkgConfig {
+    settings(n, dealers).build().unwrap()
+}
+
+/// [`config`]'s settings, to edit before they are built.
+fn settings(n: u32, dealers: Vec<NodeIndex>) -> DkgSettings {
     let f = (n - 1) / 3;
-    DkgConfig {
+    DkgSettings {
         session: [7; 32],
         n,
         thresholds: vec![f + 1, 2 * f + 1, 3 * f + 1],
@@ -197,8 +202,12 @@ fn committee_mode_deals_to_everyone() {
         .iter()
         .map(|i| NodeIndex(*i))
         .collect();
-    let mut cfg = config(64, dealers.clone());
-    cfg.min_qualified = 3;
+    let cfg = DkgSettings {
+        min_qualified: 3,
+        ..settings(64, dealers.clone())
+    }
+    .build()
+    .unwrap();
     let memo = Memo::shared();
     let mut participants = harness::honest::<MinPk>(&cfg, 5, &memo).unwrap();
     let inner = Dkg::<MinPk>::new(
@@ -217,8 +226,12 @@ fn committee_mode_deals_to_everyone() {
 
 #[test]
 fn too_few_qualified_dealers_fail() {
-    let mut cfg = config(4, vec![NodeIndex(0), NodeIndex(1)]);
-    cfg.min_qualified = 2;
+    let cfg = DkgSettings {
+        min_qualified: 2,
+        ..settings(4, vec![NodeIndex(0), NodeIndex(1)])
+    }
+    .build()
+    .unwrap();
     let memo = Memo::shared();
     let mut participants = harness::honest::<MinPk>(&cfg, 5, &memo).unwrap();
     let inner =

@@ -28,8 +28,9 @@ fn phases_end_when_everything_is_in() {
 #[test]
 fn honest_sessions_end_on_events_with_bounded_attestations() {
     let n = 10u32;
-    let mut cfg = config(n, Vec::new());
-    cfg.max_faulty = (n - 1) / 3;
+    let cfg = config(n, Vec::new())
+        .with(|c| c.max_faulty = (n - 1) / 3)
+        .unwrap();
     let run = harness::run_sessions::<MinSig>(
         harness::honest_sessions(&cfg, 8, &Memo::shared()).unwrap(),
         8,

@@ -11,6 +11,7 @@ fn small() -> (ReshareEpoch<MinPk>, Vec<SecretShare>) {
 #[test]
 fn epoch_validation_names_the_problem() {
     let (good, _) = small();
+    let good = good.settings();
     assert!(good.validate().is_ok());
     let mut e = good.clone();
     e.new_threshold = 5;
@@ -36,25 +37,26 @@ fn epoch_validation_names_the_problem() {
 #[test]
 fn session_is_deterministic_and_binds_every_parameter() {
     let (good, _) = small();
+    let good = good.settings();
     assert_eq!(good.session(), good.clone().session());
     let variants = [
-        ReshareEpoch {
+        ReshareSettings {
             epoch: 2,
             ..good.clone()
         },
-        ReshareEpoch {
+        ReshareSettings {
             new_threshold: 2,
             ..good.clone()
         },
-        ReshareEpoch {
+        ReshareSettings {
             new_members: ids(2..7),
             ..good.clone()
         },
-        ReshareEpoch {
+        ReshareSettings {
             old_members: ids([0, 1, 3, 2]),
             ..good.clone()
         },
-        ReshareEpoch {
+        ReshareSettings {
             old_public_polynomial: old_group::<MinPk>(4, 2, 22).0,
             ..good.clone()
         },

@@ -3,7 +3,7 @@
 //! `cargo test -p beacon reshare_64_to_96 -- --nocapture` to see the numbers.
 
 use super::*;
-use crate::dkg::{harness as dkg_harness, DkgConfig};
+use crate::dkg::{harness as dkg_harness, DkgSettings};
 use crate::scheme::MinSig;
 use std::time::{Duration, Instant};
 
@@ -51,7 +51,7 @@ fn report(what: &str, wall: Duration, process: Option<Duration>, cpu: &[Duration
 /// A DKG of `n` members with one threshold `f + 1`.
 fn dkg(n: u32, seed: u64) -> dkg_harness::DkgRun<MinSig> {
     let f = (n - 1) / 3;
-    let config = DkgConfig {
+    let config = DkgSettings {
         session: [n as u8; 32],
         n,
         thresholds: vec![f + 1],
@@ -60,7 +60,9 @@ fn dkg(n: u32, seed: u64) -> dkg_harness::DkgRun<MinSig> {
         min_qualified: f + 1,
         max_faulty: f,
         max_attempts: 1,
-    };
+    }
+    .build()
+    .unwrap();
     let memo = Memo::shared();
     let participants = dkg_harness::honest(&config, seed, &memo).unwrap();
     dkg_harness::run::<MinSig>(participants, seed, &Disturbances::default())

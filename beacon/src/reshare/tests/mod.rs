@@ -55,7 +55,7 @@ fn epoch<S: Scheme>(
     new: &[MemberId],
     t_new: u32,
 ) -> ReshareEpoch<S> {
-    ReshareEpoch {
+    ReshareSettings {
         epoch: 1,
         old_members: old.to_vec(),
         old_public_polynomial: polynomial,
@@ -63,6 +63,8 @@ fn epoch<S: Scheme>(
         new_threshold: t_new,
         phase_timeout_us: 1_000,
     }
+    .build()
+    .unwrap()
 }
 
 /// Runs `epoch` with old shares `shares` (by old index), the participants of

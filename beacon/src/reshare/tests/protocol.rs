@@ -205,10 +205,9 @@ fn a_reshared_group_reshares_again() {
     let (epoch1, _, run) = replace_three::<MinPk>(12);
     let outputs = check_reshared(&run, &epoch1, &[]);
     let first = outputs[0].clone().unwrap();
-    let epoch2 = ReshareEpoch {
-        epoch: 2,
-        ..epoch::<MinPk>(&ids(3..10), first.public_polynomial.clone(), &ids(5..9), 2)
-    };
+    let epoch2 = epoch::<MinPk>(&ids(3..10), first.public_polynomial.clone(), &ids(5..9), 2)
+        .with(|e| e.epoch = 2)
+        .unwrap();
     let held: Vec<Option<SecretShare>> = outputs
         .iter()
         .map(|o| o.clone().unwrap().share.clone())

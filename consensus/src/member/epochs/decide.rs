@@ -218,13 +218,18 @@ impl<S: Scheme> Member<S> {
             Ok(v) => v,
             Err(reason) => return self.fail_epoch(epoch, reason, out),
         };
-        let reshare = ReshareEpoch {
+        let reshare = ReshareSettings {
             epoch,
             old_members: self.epoch.ids(&identity.directory),
             old_public_polynomial: beacon_key.public_polynomial.clone(),
             new_members: change.members.clone(),
             new_threshold: new.config.beacon_threshold,
             phase_timeout_us: identity.phase_timeout_us,
+        }
+        .build();
+        let reshare = match reshare {
+            Ok(r) => r,
+            Err(e) => return self.fail_epoch(epoch, e.to_string(), out),
         };
         let share = beacon_key.secret_share.clone();
         let invitation = Invitation {

@@ -13,7 +13,7 @@ use crate::epoch::{
     check_change, Control, Decision, EpochChange, EpochMessage, Governance, Invitation, Transition,
     TransitionEvent, TransitionTimer,
 };
-use beacon::reshare::{MemberId, ReshareEpoch};
+use beacon::reshare::{MemberId, ReshareSettings};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What an epoch change did at this member, for its driver (logs, metrics,
