@@ -21,16 +21,7 @@ use std::sync::Arc;
 
 type S = MinSig;
 
-fn fast_config(n: u32, c: u32) -> ReplicaConfig {
-    ReplicaConfig::new(n, c)
-        .unwrap()
-        .with(|s| {
-            s.fast_path_timeout_us = 30_000;
-            s.view_change_timeout_us = 300_000;
-            s.backup_collector_delay_us = 40_000;
-        })
-        .unwrap()
-}
+use common::fast_config;
 
 /// What a hand-scheduled network saw: commits and evidence by member.
 #[derive(Default)]

@@ -4,18 +4,9 @@ mod common;
 
 use beacon::{MinPk, MinSig, NodeIndex, Time};
 use common::Net;
-use consensus::{Behaviour, EvidenceKind, Height, ReplicaConfig};
+use consensus::{Behaviour, EvidenceKind, Height};
 
-fn config(n: u32, c: u32) -> ReplicaConfig {
-    ReplicaConfig::new(n, c)
-        .unwrap()
-        .with(|s| {
-            s.fast_path_timeout_us = 30_000;
-            s.view_change_timeout_us = 300_000;
-            s.backup_collector_delay_us = 40_000;
-        })
-        .unwrap()
-}
+use common::fast_config as config;
 
 #[test]
 fn all_honest_commit_on_the_fast_path_with_verifying_beacons() {
