@@ -10,7 +10,6 @@
 //! re-encodes to the same bytes and is of the kind its head was admitted as.
 #![no_main]
 use beacon::MinPk;
-use consensus::epoch::EpochMessage;
 use consensus::{Envelope, Message, ReplicaConfig};
 use libfuzzer_sys::fuzz_target;
 use node::limits::{Admission, HEAD_BYTES};
@@ -55,14 +54,8 @@ fn kind(frame: &Envelope<MinPk>) -> &'static str {
             | Message::BlockRequest { .. }
             | Message::SyncRequest { .. } => "consensus",
         },
-        Envelope::Epoch(m) => match m {
-            EpochMessage::Control(_) => "epoch-control",
-            EpochMessage::Invite(_) => "epoch-invite",
-            EpochMessage::Reshare { .. } => "epoch-reshare",
-            EpochMessage::Dkg { .. } => "epoch-dkg",
-            EpochMessage::Handoff { .. } => "epoch-handoff",
-            EpochMessage::HandoffRequest { .. } => "epoch-handoff-request",
-        },
+        // The admission kinds of epoch messages are their own names.
+        Envelope::Epoch(m) => m.kind(),
     }
 }
 

@@ -23,7 +23,6 @@ impl<S: Scheme> Dkg<S> {
         seed: [u8; 32],
         memo: Arc<Memo>,
     ) -> Result<Self, Error> {
-        config.validate()?;
         if me.0 >= config.n {
             return Err(Error::SignerOutOfRange {
                 signer: me,

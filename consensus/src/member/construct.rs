@@ -21,7 +21,6 @@ impl<S: Scheme> Member<S> {
         keys: Arc<Vec<VerifyingKey>>,
         behaviour: Option<Behaviour>,
     ) -> Result<Self, ConsensusError> {
-        config.validate()?;
         if dkg.thresholds != config.dkg_thresholds() || dkg.n != config.n {
             return Err(ConsensusError::DkgMismatch {
                 dkg_n: dkg.n,
@@ -118,7 +117,6 @@ impl<S: Scheme> Member<S> {
         memo: Arc<Memo>,
         behaviour: Option<Behaviour>,
     ) -> Result<Self, ConsensusError> {
-        epoch.config.validate()?;
         output.check()?;
         if output.n != epoch.config.n || epoch.members.len() != epoch.config.n as usize {
             return Err(ConsensusError::DkgMismatch {
@@ -158,7 +156,6 @@ impl<S: Scheme> Member<S> {
         phase_timeout_us: u64,
         max_attempts: u32,
     ) -> Result<Self, ConsensusError> {
-        epoch.config.validate()?;
         let directory = Directory::new(keys);
         if directory.key(me) != Some(&key.verifying_key()) {
             return Err(ConsensusError::Beacon(beacon::Error::Reshare(format!(

@@ -286,7 +286,6 @@ impl<S: Scheme> DkgSession<S> {
         key: SigningKey,
         keys: Arc<Vec<VerifyingKey>>,
     ) -> Result<Self, Error> {
-        config.validate()?;
         if keys.len() != config.n as usize {
             return Err(Error::Dkg(format!(
                 "{} member keys for n = {}",

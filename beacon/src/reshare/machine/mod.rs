@@ -65,7 +65,6 @@ impl<S: Scheme> Resharer<S> {
         seed: [u8; 32],
         memo: Arc<Memo>,
     ) -> Result<Self, Error> {
-        epoch.validate()?;
         let roster = epoch.roster();
         let Some(p) = roster.index_of(&me) else {
             return Err(Error::Reshare(format!(
