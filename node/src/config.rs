@@ -625,7 +625,7 @@ mod tests {
         }
     }
 
-    /// The example network's files (README) use the `[protocol]` table.
+    /// The example network's files (docs/operating.md) use the `[protocol]` table.
     #[test]
     fn shipped_example_configs_load() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/localnet-4");

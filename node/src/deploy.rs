@@ -503,7 +503,7 @@ pub fn run(args: DeployArgs) -> Result<()> {
             }
             if args.hosts.is_empty() {
                 eprintln!(
-                    "start: cd {} && docker compose up -d   (image {}; see README, \"Across hosts\")",
+                    "start: cd {} && docker compose up -d   (image {}; see docs/operating.md, \"Across hosts\")",
                     args.out.display(),
                     args.image
                 );

@@ -7,8 +7,8 @@
 //! read from its first bytes (the enum tags of [`crate::runtime::Frame`]) before
 //! it is buffered or decoded, and each kind has a byte size and a number of group
 //! elements (points) that an honest message of that kind never exceeds; see
-//! [`Admission::admit`] for the table and the README section "Limits and what
-//! happens at them" for what happens at each limit.
+//! [`Admission::admit`] for the table and the section "Limits and what
+//! happens at them" of `docs/operating.md` for what happens at each limit.
 
 use crate::NodeError;
 use consensus::{ReplicaConfig, ReplicaSettings};

@@ -1,7 +1,7 @@
 //! Real nodes over the emulated WAN against the simulator (`compare`): a
 //! 4-node network with a constant 20 ms one-way latency on every link. The bound
 //! is loose (30%) because CI machines are noisy; the tight comparisons are
-//! measured with `sbft-beacon compare` and recorded in the README.
+//! measured with `sbft-beacon compare` and recorded in docs/results.md.
 
 use serde_json::Value;
 use std::process::Command;
