@@ -72,5 +72,19 @@ fn recovery(c: &mut Criterion) {
     msm_and_recovery::<MinSig>(c, "g1-signatures");
 }
 
-criterion_group!(benches, lagrange, recovery);
+/// A dealer's commitment to one coefficient: the fixed-base comb
+/// (`mul_generator`) against blst's multiplication of the generator.
+fn fixed_base(c: &mut Criterion) {
+    let mut g = c.benchmark_group("fixed-base/g2");
+    let s = Scalar::random(&mut ChaCha20Rng::seed_from_u64(3));
+    g.bench_function("mul_generator", |b| {
+        b.iter(|| <beacon::curve::G2 as Point>::mul_generator(&s))
+    });
+    g.bench_function("generator_mul", |b| {
+        b.iter(|| <beacon::curve::G2 as Point>::generator().mul(&s))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, lagrange, recovery, fixed_base);
 criterion_main!(benches);

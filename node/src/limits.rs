@@ -504,7 +504,7 @@ mod tests {
     mod largest {
         use super::*;
         use beacon::dkg::relay::{Attestation, Kind, Payload, RelayMessage};
-        use beacon::dkg::session::{SessionMessage, SignedResult};
+        use beacon::dkg::session::{ResultCertificate, SessionMessage, SignedResult};
         use beacon::dkg::{Deal, DealtShares, DkgMessage, Justification};
         use beacon::reshare::{MemberId, ReshareSettings};
         use beacon::{NodeIndex, Scalar};
@@ -568,7 +568,7 @@ mod tests {
                 recipient: NodeIndex(u32::MAX),
                 shares: vec![Scalar::from_u64(u64::MAX); thresholds],
                 salt: [3; 32],
-                path: vec![[4; 32]; 33 - members.leading_zeros() as usize],
+                path: vec![[4; 32]; 33 - members.leading_zeros() as usize].into(),
             }
         }
 
@@ -587,10 +587,19 @@ mod tests {
             out.push(SessionMessage::Result(SignedResult {
                 attempt: u32::MAX,
                 from: NodeIndex(u32::MAX),
-                qual: (0..members).map(NodeIndex).collect(),
+                qual: std::sync::Arc::new((0..members).map(NodeIndex).collect()),
                 keys_digest: [5; 32],
                 signature: vec![6; 64],
             }));
+            out.push(SessionMessage::NoComplaint { attempt: u32::MAX });
+            out.push(SessionMessage::Certificate(std::sync::Arc::new(
+                ResultCertificate {
+                    attempt: u32::MAX,
+                    qual: std::sync::Arc::new((0..members).map(NodeIndex).collect()),
+                    keys_digest: [5; 32],
+                    votes: (0..members).map(|i| (NodeIndex(i), vec![6; 64])).collect(),
+                },
+            )));
             out
         }
 

@@ -27,7 +27,7 @@ enum SimCommand {
 /// Options of one simulation run.
 #[derive(Args)]
 pub struct RunArgs {
-    /// Scenario file, or a built-in scenario name (default, large, byzantine, lossy, crash-restart, reshare).
+    /// Scenario file, or a built-in scenario name (default, large, huge, byzantine, lossy, crash-restart, reshare).
     #[arg(long, default_value = "configs/sim/default.toml")]
     config: String,
     /// Override the number of replicas.
@@ -207,9 +207,20 @@ fn print_table(r: &Report) {
         r.scenario, r.seed, r.nodes, r.f, r.c, r.scheme, r.byzantine
     );
     println!(
-        "DKG                 {:.1} ms virtual, {:.2} s wall",
-        r.dkg_virtual_ms, r.dkg_wall_s
+        "DKG                 {:.1} ms virtual, {:.2} s wall, {:.0} messages and {:.0} KiB per member",
+        r.dkg_virtual_ms,
+        r.dkg_wall_s,
+        r.dkg_messages_per_member,
+        r.dkg_bytes_per_member / 1024.0
     );
+    if !r.dkg_messages_by_kind.is_empty() {
+        let kinds: Vec<String> = r
+            .dkg_messages_by_kind
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        println!("DKG messages        {}", kinds.join(", "));
+    }
     println!(
         "rounds              {} beacons, {} heights committed",
         r.rounds, r.heights_committed

@@ -27,6 +27,7 @@ pub const BUILT_IN: &[(&str, &str)] = &[
         "sim/large.toml",
         include_str!("../../configs/sim/large.toml"),
     ),
+    ("sim/huge.toml", include_str!("../../configs/sim/huge.toml")),
     (
         "sim/byzantine.toml",
         include_str!("../../configs/sim/byzantine.toml"),
@@ -375,7 +376,7 @@ impl SimConfig {
     }
 
     /// Loads a scenario by path, or by built-in name (`default`, `large`,
-    /// `byzantine`, `lossy`).
+    /// `huge`, `byzantine`, `lossy`, `crash-restart`, `reshare`).
     pub fn load(path_or_name: &str) -> Result<Self, SimError> {
         let path = Path::new(path_or_name);
         if path.exists() {
@@ -390,7 +391,7 @@ impl SimConfig {
             .map(|(_, t)| *t)
             .ok_or_else(|| {
                 SimError::Config(format!(
-                    "no scenario file {path_or_name:?} and no built-in scenario of that name (default, large, byzantine, lossy, crash-restart, reshare)"
+                    "no scenario file {path_or_name:?} and no built-in scenario of that name (default, large, huge, byzantine, lossy, crash-restart, reshare)"
                 ))
             })?;
         Self::from_toml(text, None)

@@ -69,12 +69,50 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Instant;
 
+/// An envelope in flight, shared by every recipient of one send, each kind
+/// in an allocation of its own size: an [`Envelope`] is 920 bytes inline (a
+/// SIGN-SHARE's three signatures), which millions of DKG shares and deals in
+/// flight at 4,096 members would each pay.
+#[derive(Clone)]
+enum InFlight<S: Scheme> {
+    Consensus(Arc<Message<S>>),
+    Dkg(Arc<beacon::dkg::session::SessionMessage>),
+    Epoch(Arc<consensus::epoch::EpochMessage<S>>),
+}
+
+impl<S: Scheme> InFlight<S> {
+    fn new(envelope: Envelope<S>) -> Self {
+        match envelope {
+            Envelope::Consensus(m) => InFlight::Consensus(Arc::new(m)),
+            Envelope::Dkg(m) => InFlight::Dkg(Arc::new(m)),
+            Envelope::Epoch(m) => InFlight::Epoch(Arc::new(m)),
+        }
+    }
+
+    /// The envelope (the last recipient takes it without a copy).
+    fn into_envelope(self) -> Envelope<S> {
+        match self {
+            InFlight::Consensus(m) => Envelope::Consensus(Arc::unwrap_or_clone(m)),
+            InFlight::Dkg(m) => Envelope::Dkg(Arc::unwrap_or_clone(m)),
+            InFlight::Epoch(m) => Envelope::Epoch(Arc::unwrap_or_clone(m)),
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            InFlight::Consensus(m) => m.kind(),
+            InFlight::Dkg(m) => m.kind(),
+            InFlight::Epoch(m) => m.kind(),
+        }
+    }
+}
+
 /// What can happen to a node.
 enum Event<S: Scheme> {
     Start,
     Deliver {
         from: NodeIndex,
-        envelope: Envelope<S>,
+        envelope: InFlight<S>,
         bytes: usize,
         /// The points in those bytes, which the receiver decodes.
         points: EncodedPoints,
@@ -95,8 +133,8 @@ impl<S: Scheme> Event<S> {
         match self {
             Event::Deliver { from, envelope, .. } => {
                 let h = match envelope {
-                    Envelope::Consensus(m) => m.height().map_or(0, Height::get),
-                    Envelope::Dkg(_) | Envelope::Epoch(_) => 0,
+                    InFlight::Consensus(m) => m.height().map_or(0, Height::get),
+                    InFlight::Dkg(_) | InFlight::Epoch(_) => 0,
                 };
                 (0, envelope.kind(), from.0, h)
             }
@@ -357,7 +395,13 @@ fn step<S: Scheme>(
             envelope,
             bytes,
             ..
-        } => (MemberInput::Message { from, envelope }, bytes),
+        } => (
+            MemberInput::Message {
+                from,
+                envelope: envelope.into_envelope(),
+            },
+            bytes,
+        ),
         Event::Timer(t) => (MemberInput::Timer(t), 0),
         Event::Transaction(tx) => {
             let len = tx.len();
@@ -475,6 +519,9 @@ struct Engine<S: Scheme> {
     /// before the slowest member's DKG ends).
     consensus_messages: BTreeMap<&'static str, u64>,
     consensus_bytes: u64,
+    /// DKG and epoch messages sent, by kind.
+    dkg_messages: BTreeMap<&'static str, u64>,
+    dkg_bytes: u64,
     /// What honest members' events say: latencies, paths, views, evidence.
     stats: Stats,
     cpu_at_rounds_start: u64,
@@ -693,6 +740,8 @@ impl<S: Scheme> Engine<S> {
             rounds_started_wall: None,
             consensus_messages: BTreeMap::new(),
             consensus_bytes: 0,
+            dkg_messages: BTreeMap::new(),
+            dkg_bytes: 0,
             stats: Stats::new(total),
             twin_slot,
             cpu_at_rounds_start: 0,
@@ -1076,6 +1125,7 @@ impl<S: Scheme> Engine<S> {
         let points = beacon::cost::take_encoded();
         let consensus = matches!(envelope, Envelope::Consensus(_));
         let transmit = self.network.transmit_us(bytes);
+        let envelope = InFlight::new(envelope);
         let identity = self.slots[from as usize].identity;
         for t in to {
             let slot = if consensus {
@@ -1093,6 +1143,9 @@ impl<S: Scheme> Engine<S> {
             if consensus {
                 *self.consensus_messages.entry(envelope.kind()).or_default() += 1;
                 self.consensus_bytes += bytes as u64;
+            } else {
+                *self.dkg_messages.entry(envelope.kind()).or_default() += 1;
+                self.dkg_bytes += bytes as u64;
             }
             let arrivals =
                 self.network
@@ -1283,6 +1336,13 @@ impl<S: Scheme> Engine<S> {
             dkg_qualified: self.dkg_qualified,
             dkg_disqualified: self.dkg_disqualified.clone(),
             dkg_wall_s,
+            dkg_messages_by_kind: self
+                .dkg_messages
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect(),
+            dkg_messages_per_member: self.dkg_messages.values().sum::<u64>() as f64 / n,
+            dkg_bytes_per_member: self.dkg_bytes as f64 / n,
             beacon_latency_ms: self.stats.beacon_latency(),
             commit_latency_ms: self.stats.commit_latency(),
             messages_per_round: per(consensus_messages),

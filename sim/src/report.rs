@@ -97,6 +97,13 @@ pub struct Report {
     pub dkg_disqualified: BTreeMap<u32, String>,
     /// Wall time of the DKG part (s).
     pub dkg_wall_s: f64,
+    /// DKG and epoch-change messages sent in the whole run, by kind
+    /// (`dkg-summary`, `dkg-broadcast`, ...).
+    pub dkg_messages_by_kind: BTreeMap<String, u64>,
+    /// DKG and epoch-change messages sent per member.
+    pub dkg_messages_per_member: f64,
+    /// DKG and epoch-change bytes sent per member.
+    pub dkg_bytes_per_member: f64,
     /// Beacon round latency (ms): from learning beta_{h-1} to learning beta_h.
     pub beacon_latency_ms: Percentiles,
     /// Commit round latency (ms): from committing block h-1 to committing block

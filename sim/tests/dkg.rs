@@ -93,6 +93,48 @@ fn the_committee_is_drawn_from_the_genesis_seed() {
     assert_ne!(drawn, fixed);
 }
 
+/// With a committee, the relay's summaries go to and from the committee and
+/// complaints naming nobody to the committee alone. The attacks above still
+/// fail, whether the attacker deals or not: honest members end with one QUAL
+/// and one group key, and only the attacker may be excluded.
+#[test]
+fn with_a_committee_the_dkg_attacks_still_fail() {
+    for (seed, kind) in [
+        (1, "complaint-versions"),
+        (2, "complaint-versions"),
+        (3, "complaint-versions"),
+        (4, "replay-old-session"),
+    ] {
+        let mut cfg = scenario(16, seed);
+        cfg.dkg.dealers = 4;
+        cfg.faults.byzantine = 2;
+        cfg.faults.byzantine_kinds = vec![kind.into()];
+        cfg.validate().unwrap();
+        let (report, _) = sim::run(&cfg, None).unwrap();
+        assert!(
+            report.violations.is_empty(),
+            "seed {seed}: {:?}",
+            report.violations
+        );
+        assert!(report.dkg_dealers < 16, "seed {seed}: no committee");
+        assert!(report.rounds >= 3, "seed {seed}");
+        assert!(
+            report
+                .dkg_disqualified
+                .values()
+                .all(|why| why.contains("equivocat")),
+            "seed {seed}: {:?}",
+            report.dkg_disqualified
+        );
+        // Complaints naming nobody went to the committee alone.
+        assert!(
+            report.dkg_messages_by_kind.contains_key("dkg-no-complaint"),
+            "seed {seed}: {:?}",
+            report.dkg_messages_by_kind
+        );
+    }
+}
+
 fn sha2_digest(s: &str) -> [u8; 32] {
     use sha2::Digest as _;
     sha2::Sha256::digest(s).into()

@@ -151,6 +151,69 @@ impl ShareTree {
     }
 }
 
+/// A leaf's authentication path in its dealer's [`ShareTree`] (the sibling
+/// hashes from the bottom up). In memory, the messages one dealer sends share
+/// its whole tree (one copy for thousands of recipients, where a path each was
+/// the largest part of the shares in flight at 4,096 members); on the wire it
+/// is the path alone, and a decoded path owns its hashes.
+#[derive(Clone)]
+pub struct SharePath(PathRepr);
+
+#[derive(Clone)]
+enum PathRepr {
+    Owned(Vec<[u8; 32]>),
+    Shared(std::sync::Arc<ShareTree>, NodeIndex),
+}
+
+impl SharePath {
+    /// Leaf `j`'s path in `tree`, sharing the tree.
+    pub fn shared(tree: &std::sync::Arc<ShareTree>, j: NodeIndex) -> Self {
+        SharePath(PathRepr::Shared(tree.clone(), j))
+    }
+
+    /// The sibling hashes, from the bottom up.
+    pub fn hashes(&self) -> std::borrow::Cow<'_, [[u8; 32]]> {
+        match &self.0 {
+            PathRepr::Owned(p) => std::borrow::Cow::Borrowed(p),
+            PathRepr::Shared(tree, j) => std::borrow::Cow::Owned(tree.path(*j)),
+        }
+    }
+}
+
+impl From<Vec<[u8; 32]>> for SharePath {
+    fn from(hashes: Vec<[u8; 32]>) -> Self {
+        SharePath(PathRepr::Owned(hashes))
+    }
+}
+
+impl PartialEq for SharePath {
+    fn eq(&self, other: &Self) -> bool {
+        self.hashes() == other.hashes()
+    }
+}
+
+impl Eq for SharePath {}
+
+impl std::fmt::Debug for SharePath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.hashes().iter().map(hex::encode))
+            .finish()
+    }
+}
+
+impl serde::Serialize for SharePath {
+    fn serialize<Ser: serde::Serializer>(&self, serializer: Ser) -> Result<Ser::Ok, Ser::Error> {
+        self.hashes().as_ref().serialize(serializer)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SharePath {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Vec::<[u8; 32]>::deserialize(deserializer).map(SharePath::from)
+    }
+}
+
 /// Whether `leaf` is leaf `j` of the tree with `root` over `size` leaves (a
 /// power of two), by its authentication `path`.
 pub fn in_share_tree(

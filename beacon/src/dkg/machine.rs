@@ -46,6 +46,7 @@ impl<S: Scheme> Dkg<S> {
             faulty: BTreeSet::new(),
             justifications: BTreeMap::new(),
             complainers: BTreeSet::new(),
+            complained: BTreeSet::new(),
             relayed: false,
             announced: BTreeSet::new(),
             confirmed: BTreeSet::new(),
@@ -251,8 +252,24 @@ impl<S: Scheme> Dkg<S> {
             .all(|d| self.shares.contains_key(d) || self.disqualified.contains_key(d))
     }
 
-    /// Whether every member's complaint is in (proven equivocators aside).
+    /// Whether the run has a hub ([`relay::BroadcastRelay::with_hub`]): a
+    /// relayed run dealt by a committee of fewer than every member. Then the
+    /// relay's summaries go to and from the committee, and a complaint naming
+    /// nobody goes to the committee alone ([`DkgAction::Send`]).
+    pub fn has_hub(&self) -> bool {
+        self.relayed
+            && !self.config.dealers.is_empty()
+            && self.config.dealers.len() < self.config.n as usize
+    }
+
+    /// Whether every member's complaint is in (proven equivocators aside). With
+    /// a hub, a member outside the committee hears only complaints naming
+    /// dealers: it waits for the relay's confirmation instead (the committee
+    /// settles only once it holds every member's complaint).
     pub(super) fn complaints_in(&self) -> bool {
+        if self.has_hub() && !self.config.is_dealer(self.me) {
+            return !matches!(self.phase, DkgPhase::Idle | DkgPhase::Dealing);
+        }
         let missing_faulty = self
             .faulty
             .iter()

@@ -96,7 +96,7 @@ pub struct DealtShares {
     /// The salt of the recipient's leaf in the dealer's [`ShareTree`].
     pub salt: [u8; 32],
     /// The leaf's authentication path up to the deal's `share_root`.
-    pub path: Vec<[u8; 32]>,
+    pub path: super::batch::SharePath,
 }
 
 /// A member's broadcast complaint against dealers whose shares were missing or bad.

@@ -145,7 +145,7 @@ pub struct Dkg<S: Scheme> {
     disqualified: BTreeMap<NodeIndex, String>,
     shares: BTreeMap<NodeIndex, Vec<Scalar>>,
     /// Whether each dealer's shares are in its share tree (see [`batch`]).
-    shares_committed: BTreeMap<NodeIndex, ([u8; 32], Vec<[u8; 32]>)>,
+    shares_committed: BTreeMap<NodeIndex, ([u8; 32], batch::SharePath)>,
     my_complaints: BTreeSet<NodeIndex>,
     /// dealer -> complainers.
     complaints: BTreeMap<NodeIndex, BTreeSet<NodeIndex>>,
@@ -154,6 +154,8 @@ pub struct Dkg<S: Scheme> {
     justifications: BTreeMap<NodeIndex, Arc<Justification>>,
     /// Members whose complaint (possibly naming nobody) was delivered.
     complainers: BTreeSet<NodeIndex>,
+    /// Members whose complaint naming dealers was recorded (at most one each).
+    complained: BTreeSet<NodeIndex>,
     /// Whether phases wait for the relay's confirmations ([`Dkg::with_relay`]).
     relayed: bool,
     /// Kinds announced to, and confirmed by, the relay.

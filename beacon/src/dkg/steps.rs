@@ -1,7 +1,7 @@
 //! Steps 1-3 of the DKG: deal, receive, complain and justify, and the ends of
 //! the dealing and complaint phases.
 
-use super::batch::{batch_check, commit_shares, in_share_tree, share_leaf};
+use super::batch::{batch_check, commit_shares, in_share_tree, share_leaf, SharePath};
 use super::relay::Kind;
 use super::*;
 use crate::curve::Point;
@@ -37,14 +37,17 @@ impl<S: Scheme> Dkg<S> {
                 &mut self.rng,
                 member_shares,
             );
+            let tree = Arc::new(tree);
             let deal = Arc::new(Deal::new(session, self.me, commitments, tree.root()));
             self.deals.insert(self.me, deal.clone());
             out.push(DkgAction::Broadcast(DkgMessage::Deal(deal)));
             for j in 0..self.config.n {
                 let shares = member_shares(j);
                 if j == self.me.0 {
-                    self.shares_committed
-                        .insert(self.me, (salts[j as usize], tree.path(NodeIndex(j))));
+                    self.shares_committed.insert(
+                        self.me,
+                        (salts[j as usize], SharePath::shared(&tree, NodeIndex(j))),
+                    );
                     self.shares.insert(self.me, shares);
                 } else {
                     let message = DealtShares {
@@ -53,7 +56,7 @@ impl<S: Scheme> Dkg<S> {
                         recipient: NodeIndex(j),
                         shares,
                         salt: salts[j as usize],
-                        path: tree.path(NodeIndex(j)),
+                        path: SharePath::shared(&tree, NodeIndex(j)),
                     };
                     out.push(DkgAction::Send {
                         to: NodeIndex(j),
@@ -118,8 +121,14 @@ impl<S: Scheme> Dkg<S> {
                     || c.from != from
                     || !accepting
                     || self.faulty.contains(&from)
-                    || !self.complainers.insert(from)
                 {
+                    return;
+                }
+                // A complaint naming nobody only says that its sender is done
+                // (with a hub it comes point to point, not relayed): one naming
+                // dealers still counts after it, the first such one only.
+                self.complainers.insert(from);
+                if c.dealers.is_empty() || !self.complained.insert(from) {
                     return;
                 }
                 for d in c.dealers {
@@ -180,10 +189,19 @@ impl<S: Scheme> Dkg<S> {
                     return true;
                 };
                 let leaf = share_leaf(&self.config.session, **d, self.me, salt, shares);
-                !in_share_tree(&self.deals[d].share_root, leaf, self.me, path, size)
+                !in_share_tree(
+                    &self.deals[d].share_root,
+                    leaf,
+                    self.me,
+                    &path.hashes(),
+                    size,
+                )
             })
             .copied()
             .collect();
+        // The authentication paths served their check: 12 hashes per dealer at
+        // 4,096 members, kept by every member until the end otherwise.
+        self.shares_committed.clear();
         let dealings: Vec<(&Deal<S>, &[Scalar])> = candidates
             .iter()
             .filter(|d| !bad.contains(d))
@@ -204,12 +222,27 @@ impl<S: Scheme> Dkg<S> {
             self.complaints.entry(*d).or_default().insert(self.me);
         }
         self.complainers.insert(self.me);
+        if !bad.is_empty() {
+            self.complained.insert(self.me);
+        }
         let complaint = Complaint {
             session: self.config.session,
             from: self.me,
             dealers: bad.into_iter().collect(),
         };
-        out.push(DkgAction::Broadcast(DkgMessage::Complaint(complaint)));
+        if self.has_hub() && complaint.dealers.is_empty() {
+            // Nothing to complain about: only the committee waits for it.
+            for d in self.config.dealer_list() {
+                if d != self.me {
+                    out.push(DkgAction::Send {
+                        to: d,
+                        message: DkgMessage::Complaint(complaint.clone()),
+                    });
+                }
+            }
+        } else {
+            out.push(DkgAction::Broadcast(DkgMessage::Complaint(complaint)));
+        }
         out.push(self.timer(now, DkgTimer::EndOfComplaints));
         out
     }

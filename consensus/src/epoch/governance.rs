@@ -8,6 +8,7 @@ use crate::messages::Block;
 use crate::Height;
 use beacon::reshare::MemberId;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// What the chain decided at one height.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,7 +39,8 @@ pub enum Decision {
 #[derive(Clone, Debug)]
 pub struct Governance {
     epoch: u64,
-    members: BTreeSet<MemberId>,
+    /// Shared: every member of a simulated network holds the same set.
+    members: Arc<BTreeSet<MemberId>>,
     quorum: usize,
     /// First proposal of each current member (change digest).
     proposals: BTreeMap<MemberId, [u8; 32]>,
@@ -96,11 +98,11 @@ pub struct ReplicaShape {
 }
 
 impl Governance {
-    /// Epoch `epoch` with `members` (by epoch index) under `config`.
-    pub fn new(epoch: u64, members: &[MemberId], config: &ReplicaConfig) -> Self {
+    /// Epoch `epoch` with `members` under `config`.
+    pub fn new(epoch: u64, members: Arc<BTreeSet<MemberId>>, config: &ReplicaConfig) -> Self {
         Governance {
             epoch,
-            members: members.iter().copied().collect(),
+            members,
             quorum: (config.n - config.f) as usize,
             proposals: BTreeMap::new(),
             changes: BTreeMap::new(),

@@ -142,18 +142,19 @@ impl EpochView {
 #[derive(Clone, Debug)]
 pub struct Directory {
     keys: Arc<Vec<VerifyingKey>>,
-    position: BTreeMap<MemberId, u32>,
+    /// Index by member id, built at the first lookup (only changes of members
+    /// look up): every member of a simulated network holds a directory, and an
+    /// index each was `n^2` entries and hashes at construction.
+    position: std::sync::OnceLock<BTreeMap<MemberId, u32>>,
 }
 
 impl Directory {
     /// The directory of `keys`.
     pub fn new(keys: Arc<Vec<VerifyingKey>>) -> Self {
-        let position = keys
-            .iter()
-            .enumerate()
-            .map(|(i, k)| (member_id(k), i as u32))
-            .collect();
-        Directory { keys, position }
+        Directory {
+            keys,
+            position: std::sync::OnceLock::new(),
+        }
     }
 
     /// Number of parties.
@@ -178,7 +179,16 @@ impl Directory {
 
     /// The directory index of `id`.
     pub fn index_of(&self, id: &MemberId) -> Option<u32> {
-        self.position.get(id).copied()
+        self.position
+            .get_or_init(|| {
+                self.keys
+                    .iter()
+                    .enumerate()
+                    .map(|(i, k)| (member_id(k), i as u32))
+                    .collect()
+            })
+            .get(id)
+            .copied()
     }
 
     /// The member keys of `members` (directory indices), in that order.

@@ -32,8 +32,12 @@ fn change() -> EpochChange {
 }
 
 fn governance() -> Governance {
-    let members: Vec<MemberId> = (0..4).map(id).collect();
-    Governance::new(0, &members, &ReplicaConfig::new(4, 0).unwrap())
+    let members = (0..4).map(id).collect();
+    Governance::new(
+        0,
+        std::sync::Arc::new(members),
+        &ReplicaConfig::new(4, 0).unwrap(),
+    )
 }
 
 #[test]

@@ -29,7 +29,13 @@ impl<S: Scheme> Member<S> {
                 thresholds: config.dkg_thresholds(),
             });
         }
-        let genesis = Arc::new(keys.iter().take(config.n as usize).copied().collect());
+        // The genesis members' keys: shared when no party may join later (a
+        // copy per member was n^2 keys in a simulation of n members).
+        let genesis = if keys.len() == config.n as usize {
+            keys.clone()
+        } else {
+            Arc::new(keys.iter().take(config.n as usize).copied().collect())
+        };
         let identity = Identity {
             key: key.clone(),
             directory: Directory::new(keys),
@@ -65,7 +71,8 @@ impl<S: Scheme> Member<S> {
         phase: Phase<S>,
         identity: Option<Identity>,
     ) -> Self {
-        let epochs = epochs::EpochState::new(&epoch, identity.as_ref().map(|i| &i.directory));
+        let epochs =
+            epochs::EpochState::new(&epoch, identity.as_ref().map(|i| &i.directory), &memo);
         Member {
             me,
             seed,
@@ -192,7 +199,7 @@ impl<S: Scheme> Member<S> {
         max_attempts: u32,
     ) -> Self {
         let directory = Directory::new(keys);
-        self.epochs = epochs::EpochState::new(&self.epoch, Some(&directory));
+        self.epochs = epochs::EpochState::new(&self.epoch, Some(&directory), &self.memo);
         self.identity = Some(Identity {
             key,
             directory,

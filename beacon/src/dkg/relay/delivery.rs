@@ -63,7 +63,11 @@ impl BroadcastRelay {
                 attestation,
                 payload,
             } => self.on_broadcast(attestation, payload),
-            RelayMessage::Summary { kind, summary } => Ok(self.on_summary(from, kind, summary)),
+            RelayMessage::Summary {
+                kind,
+                summary,
+                settled,
+            } => Ok(self.on_summary(from, kind, summary, settled)),
             RelayMessage::PullVersions { kind } => Ok(self.on_pull_versions(from, kind)),
             RelayMessage::Versions { kind, attestations } => {
                 self.on_versions(from, kind, attestations)
@@ -215,11 +219,7 @@ impl BroadcastRelay {
                     let state = self.kinds.entry(k).or_default();
                     state.invalidate();
                     if state.announced {
-                        let summary = self.summary(k);
-                        out.push(RelayAction::SendAll(RelayMessage::Summary {
-                            kind: k,
-                            summary,
-                        }));
+                        self.send_summary(k, out);
                     }
                     self.check_consistent(k, out);
                 }
@@ -227,11 +227,7 @@ impl BroadcastRelay {
             }
         }
         if announced {
-            let summary = self.summary(a.kind);
-            out.push(RelayAction::SendAll(RelayMessage::Summary {
-                kind: a.kind,
-                summary,
-            }));
+            self.send_summary(a.kind, out);
             self.check_consistent(a.kind, out);
         }
         false

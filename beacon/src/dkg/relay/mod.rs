@@ -45,6 +45,19 @@
 //! attestations (`O(n)` bytes); equivocation costs each member at most one
 //! extra summary round per proven equivocator and kind.
 //!
+//! # Hub
+//! With a committee of `K < n` dealers ([`BroadcastRelay::with_hub`]), summaries
+//! go to and from the committee instead of every member to every member: a
+//! member outside the committee sends its summaries to the committee and
+//! compares only the committee's; a committee member compares every member's
+//! summary with its own (as above), sends its own to the other committee
+//! members and to whoever's differs, and, once every member's equals its own,
+//! sends it *settled* to the members outside. Outside the committee a kind is
+//! consistent once every committee member's latest summary is settled and equal
+//! to this member's own. That is `2 (n - K) K + K (K - 1)` summaries per kind in
+//! an honest run; `consensus/SAFETY.md` says why the guarantee above still holds
+//! (it needs one honest committee member, which the committee rule gives).
+//!
 //! Agreement on the verdicts holds when these messages arrive within the DKG's
 //! phases (its synchrony assumption); the agreement step of the session catches
 //! the runs where they did not.
@@ -145,6 +158,10 @@ pub enum RelayMessage {
         kind: Kind,
         /// The summary.
         summary: Summary,
+        /// With a hub (see [`BroadcastRelay::with_hub`]): the sender, a hub
+        /// member, holds equal summaries from every member (save proven
+        /// equivocators). Always `false` without a hub.
+        settled: bool,
     },
     /// "Send me the attestations of the versions of `kind` you hold."
     PullVersions {
@@ -268,6 +285,10 @@ struct KindState {
     requests: BTreeMap<u32, u8>,
     /// Peers asked for their list and not answered yet.
     outstanding: BTreeSet<u32>,
+    /// Outside the hub: hub members whose latest summary is not settled.
+    unsettled: BTreeSet<u32>,
+    /// With a hub, at a hub member: the summary last sent as settled.
+    settled: Option<Summary>,
 }
 
 impl KindState {
@@ -288,6 +309,9 @@ pub struct BroadcastRelay {
     kinds: BTreeMap<Kind, KindState>,
     /// Origins proven to equivocate.
     faulty: BTreeSet<u32>,
+    /// The members summaries go to and come from ([`BroadcastRelay::with_hub`]);
+    /// `None`: every member.
+    hub: Option<Arc<BTreeSet<u32>>>,
 }
 
 fn signed_bytes(session: &[u8; 32], origin: u32, kind: Kind, digest: &[u8; 32]) -> Vec<u8> {
@@ -350,11 +374,34 @@ impl BroadcastRelay {
             versions: BTreeMap::new(),
             kinds: BTreeMap::new(),
             faulty: BTreeSet::new(),
+            hub: None,
         }
+    }
+
+    /// Summaries go to and come from `hub` only (the DKG's committee of
+    /// dealers), instead of every member to every member: see "Hub" in the
+    /// module documentation. An empty hub, or one of every member, changes
+    /// nothing. Every member of a run must use the same hub.
+    pub fn with_hub(mut self, hub: &[NodeIndex]) -> Self {
+        let set: BTreeSet<u32> = hub.iter().map(|m| m.0).filter(|m| *m < self.n()).collect();
+        self.hub = (!set.is_empty() && set.len() < self.n() as usize).then(|| Arc::new(set));
+        self
     }
 
     fn n(&self) -> u32 {
         self.keys.len() as u32
+    }
+
+    /// Whether `member` exchanges summaries with every member (true for all
+    /// without a hub).
+    pub(super) fn in_hub(&self, member: u32) -> bool {
+        self.hub.as_ref().is_none_or(|h| h.contains(&member))
+    }
+
+    /// Whether this member is outside the hub (it hears only hub members'
+    /// summaries).
+    pub(super) fn outside_hub(&self) -> bool {
+        !self.in_hub(self.me.0)
     }
 
     fn check(&self, a: &Attestation) -> Result<(), Error> {

@@ -16,10 +16,7 @@ impl BroadcastRelay {
         }
         self.kinds.entry(kind).or_default().announced = true;
         let mine = self.summary(kind);
-        out.push(RelayAction::SendAll(RelayMessage::Summary {
-            kind,
-            summary: mine,
-        }));
+        self.send_summary(kind, &mut out);
         // Summaries that arrived before: ask where they differ.
         let differing: Vec<u32> = self.kinds[&kind]
             .theirs
@@ -32,6 +29,46 @@ impl BroadcastRelay {
         }
         self.check_consistent(kind, &mut out);
         out
+    }
+
+    /// Sends this member's current summary of `kind` where it is needed:
+    /// without a hub, to every member; from outside the hub, to the hub's
+    /// members; from a hub member, to the other hub members and to every
+    /// outside member whose latest summary differs (so that it can pull what
+    /// it lacks). A hub member's settled summaries go out in
+    /// [`Self::check_consistent`].
+    pub(super) fn send_summary<S: Scheme>(&mut self, kind: Kind, out: &mut Vec<RelayAction<S>>) {
+        let summary = self.summary(kind);
+        let message = RelayMessage::Summary {
+            kind,
+            summary,
+            settled: false,
+        };
+        let Some(hub) = self.hub.clone() else {
+            out.push(RelayAction::SendAll(message));
+            return;
+        };
+        for h in hub.iter().filter(|h| **h != self.me.0) {
+            out.push(RelayAction::Send {
+                to: NodeIndex(*h),
+                message: message.clone(),
+            });
+        }
+        if self.outside_hub() {
+            return;
+        }
+        let differing: Vec<u32> = self.kinds[&kind]
+            .theirs
+            .iter()
+            .filter(|(m, s)| !hub.contains(m) && **s != summary)
+            .map(|(m, _)| *m)
+            .collect();
+        for m in differing {
+            out.push(RelayAction::Send {
+                to: NodeIndex(m),
+                message: message.clone(),
+            });
+        }
     }
 
     /// This member's summary of `kind` (recomputed when its versions changed).
@@ -68,35 +105,75 @@ impl BroadcastRelay {
         s
     }
 
-    /// Reports [`RelayAction::Consistent`] once every member's latest summary of
-    /// `kind` (save equivocators') equals this member's.
+    /// Reports [`RelayAction::Consistent`] once every summary this member
+    /// compares with is equal to its own: every member's (save equivocators')
+    /// without a hub or at a hub member, every hub member's settled one outside
+    /// it. A hub member then tells the members outside the hub that it is
+    /// settled (again whenever its summary changed since).
     pub(super) fn check_consistent<S: Scheme>(
         &mut self,
         kind: Kind,
         out: &mut Vec<RelayAction<S>>,
     ) {
+        let hub_member = self.hub.is_some() && !self.outside_hub();
         let pending = self
             .kinds
             .get(&kind)
-            .is_some_and(|k| k.announced && !k.consistent);
+            .is_some_and(|k| k.announced && (hub_member || !k.consistent));
         if !pending {
             return;
         }
         let mine = self.summary(kind);
-        let (me, n) = (self.me.0, self.n());
+        let others = self.compared_count();
+        let outside = self.outside_hub();
+        let hub = self.hub.clone();
         let faulty = &self.faulty;
         let state = self.kinds.entry(kind).or_default();
         let matching = *state.matching.get_or_insert_with(|| {
             state
                 .theirs
                 .iter()
-                .filter(|(m, s)| **s == mine && !faulty.contains(m))
+                .filter(|(m, s)| {
+                    **s == mine
+                        && !faulty.contains(m)
+                        && !(outside && state.unsettled.contains(m))
+                        && (!outside || hub.as_ref().is_none_or(|h| h.contains(m)))
+                })
                 .count()
         });
-        let others = n as usize - 1 - faulty.iter().filter(|m| **m != me).count();
-        if matching >= others {
+        if matching < others {
+            return;
+        }
+        if !state.consistent {
             state.consistent = true;
             out.push(RelayAction::Consistent(kind));
+        }
+        if hub_member && state.settled != Some(mine) {
+            state.settled = Some(mine);
+            let message = RelayMessage::Summary {
+                kind,
+                summary: mine,
+                settled: true,
+            };
+            for m in (0..self.n()).filter(|m| !self.in_hub(*m)) {
+                out.push(RelayAction::Send {
+                    to: NodeIndex(m),
+                    message: message.clone(),
+                });
+            }
+        }
+    }
+
+    /// How many members' summaries must equal this member's for consistency:
+    /// every other member's without a hub or at a hub member, every hub
+    /// member's outside it (proven equivocators aside).
+    fn compared_count(&self) -> usize {
+        let me = self.me.0;
+        match &self.hub {
+            Some(hub) if self.outside_hub() => {
+                hub.iter().filter(|m| !self.faulty.contains(m)).count()
+            }
+            _ => self.n() as usize - 1 - self.faulty.iter().filter(|m| **m != me).count(),
         }
     }
 
@@ -124,14 +201,30 @@ impl BroadcastRelay {
         from: NodeIndex,
         kind: Kind,
         summary: Summary,
+        settled: bool,
     ) -> Vec<RelayAction<S>> {
         let mut out = Vec::new();
+        let outside = self.outside_hub();
+        // Outside the hub, only hub members' summaries count.
+        if outside && !self.in_hub(from.0) {
+            return out;
+        }
+        let answer = self.hub.is_some() && !outside && !self.in_hub(from.0);
         let mine = self.summary(kind);
         let counted = !self.faulty.contains(&from.0);
         let state = self.kinds.entry(kind).or_default();
-        let before = state.theirs.insert(from.0, summary) == Some(mine);
+        let before = state.theirs.insert(from.0, summary) == Some(mine)
+            && !state.unsettled.contains(&from.0);
+        // Outside the hub, a hub member's summary counts once it is settled.
+        let unsettled = outside && !settled;
+        if unsettled {
+            state.unsettled.insert(from.0);
+        } else {
+            state.unsettled.remove(&from.0);
+        }
+        let now = summary == mine && !unsettled;
         if let (Some(m), true) = (state.matching.as_mut(), counted) {
-            match (before, summary == mine) {
+            match (before, now) {
                 (false, true) => *m += 1,
                 (true, false) => *m -= 1,
                 _ => {}
@@ -143,8 +236,21 @@ impl BroadcastRelay {
         // complete, other ones.
         let catch_up =
             summary.count > mine.count && state.outstanding.len() < MAX_CATCH_UP_REQUESTS;
-        if summary != mine && (state.announced || catch_up) {
+        let announced = state.announced;
+        if summary != mine && (announced || catch_up) {
             self.request_list(kind, from.0, &mut out);
+        }
+        // A hub member answers a differing summary from outside the hub with
+        // its own: the sender then pulls what it lacks.
+        if answer && announced && summary != mine {
+            out.push(RelayAction::Send {
+                to: from,
+                message: RelayMessage::Summary {
+                    kind,
+                    summary: mine,
+                    settled: false,
+                },
+            });
         }
         self.check_consistent(kind, &mut out);
         out

@@ -265,6 +265,7 @@ fn forged_or_malformed_broadcasts_are_errors() {
             count: 0,
             digest: [0; 32],
         },
+        settled: false,
     };
     assert!(r[1]
         .receive::<MinSig>(NodeIndex(1), summary.clone())
@@ -371,3 +372,93 @@ fn a_payload_is_its_bytes_on_the_wire_and_hashes_them() {
 /// A byte string serialized as `wire::hex_bytes`, the payload's old encoding.
 #[derive(serde::Serialize)]
 struct HexBytes(#[serde(with = "crate::wire::hex_bytes")] Vec<u8>);
+
+/// Relays of `n` members whose summaries go to and from `hub`.
+fn hub_relays(n: u32, hub: &[u32]) -> Vec<BroadcastRelay> {
+    let hub: Vec<NodeIndex> = hub.iter().map(|m| NodeIndex(*m)).collect();
+    relays(n).into_iter().map(|r| r.with_hub(&hub)).collect()
+}
+
+#[test]
+fn with_a_hub_summaries_go_to_and_from_the_committee_only() {
+    let (n, hub) = (16u32, [0u32, 5, 9, 12]);
+    let mut r = hub_relays(n, &hub);
+    let mut queue = VecDeque::new();
+    for d in hub {
+        let b = r[d as usize].sign(&deal(d, u64::from(d) + 2)).unwrap();
+        for j in (0..n).filter(|j| *j != d) {
+            queue.push_back((d, j, b.clone()));
+        }
+    }
+    let out = flood(&mut r, queue, &everyone(n, Kind::Deal));
+    for m in 0..n as usize {
+        assert_eq!(out.consistent[m], vec![Kind::Deal], "member {m}");
+        assert!(out.faulty[m].is_empty());
+    }
+    // Outside members to the hub, hub to hub, and one settled summary from
+    // each hub member to each outside member: 2 (n - K) K + K (K - 1).
+    let (n, k) = (n as usize, hub.len());
+    assert_eq!(out.sent["summary"], 2 * (n - k) * k + k * (k - 1));
+    assert!(out.sent["summary"] < n * (n - 1));
+    assert!(!out.sent.contains_key("pull-versions"), "{:?}", out.sent);
+}
+
+#[test]
+fn with_a_hub_a_broadcast_that_reached_one_outside_member_reaches_all() {
+    let (n, hub) = (16u32, [0u32, 5, 9, 12]);
+    let mut r = hub_relays(n, &hub);
+    // Dealer 5 reaches member 10 alone, outside the hub.
+    let b = r[5].sign(&deal(5, 7)).unwrap();
+    let queue = [(5, 10, b)].into_iter().collect();
+    let out = flood(&mut r, queue, &everyone(n, Kind::Deal));
+    for m in (0..n as usize).filter(|m| *m != 5) {
+        assert_eq!(out.delivered[m].len(), 1, "member {m}");
+        assert_eq!(out.consistent[m], vec![Kind::Deal], "member {m}");
+    }
+}
+
+#[test]
+fn with_a_hub_an_outside_equivocator_is_proven_faulty_everywhere() {
+    let (n, hub) = (16u32, [0u32, 5, 9, 12]);
+    let mut r = hub_relays(n, &hub);
+    // Member 3 (outside the hub) signs two complaints and sends one to each
+    // of two other outside members.
+    let v1 = r[3].sign(&complaint(3, &[0])).unwrap();
+    let v2 = r[3].sign(&complaint(3, &[5])).unwrap();
+    let queue = [(3, 10, v1), (3, 11, v2)].into_iter().collect();
+    let out = flood(&mut r, queue, &everyone(n, Kind::Complaint));
+    for m in (0..n as usize).filter(|m| *m != 3) {
+        assert_eq!(out.faulty[m], vec![3], "member {m}");
+        assert_eq!(out.consistent[m], vec![Kind::Complaint], "member {m}");
+        assert!(out.delivered[m].len() <= 1, "member {m}");
+    }
+}
+
+#[test]
+fn outside_the_hub_only_hub_members_summaries_count() {
+    let (n, hub) = (16u32, [0u32, 5, 9, 12]);
+    let mut r = hub_relays(n, &hub);
+    let stray = RelayMessage::Summary {
+        kind: Kind::Deal,
+        summary: Summary {
+            count: 3,
+            digest: [7; 32],
+        },
+        settled: true,
+    };
+    // An outside member neither asks another outside member for its list nor
+    // counts it.
+    let actions = r[10]
+        .receive::<MinSig>(NodeIndex(11), stray.clone())
+        .unwrap();
+    assert!(actions.is_empty());
+    // A hub member asks (it compares every member's summary).
+    let actions = r[0].receive::<MinSig>(NodeIndex(11), stray).unwrap();
+    assert!(actions.iter().any(|a| matches!(
+        a,
+        RelayAction::Send {
+            message: RelayMessage::PullVersions { .. },
+            ..
+        }
+    )));
+}

@@ -30,22 +30,34 @@ impl<S: Scheme> DkgSession<S> {
             None => keys_digest(&output),
         };
         let session = self.session();
+        let id = result_id(&output.qual, &digest);
         let signature = self
             .key
-            .sign(&result_bytes(&session, self.me, &output.qual, &digest))
+            .sign(&result_bytes(&session, self.me, &id))
             .to_bytes()
             .to_vec();
         let vote = SignedResult {
             attempt: self.attempt,
             from: self.me,
-            qual: output.qual.clone(),
+            qual: Arc::new(output.qual.clone()),
             keys_digest: digest,
             signature,
         };
-        self.result_id = Some(result_id(&output.qual, &digest));
+        self.result_id = Some(id);
         self.result = Some(output);
-        self.record(vote.clone());
-        out.push(SessionAction::Broadcast(SessionMessage::Result(vote)));
+        self.record(id, vote.clone());
+        match self.hub() {
+            // With a hub, votes go to the committee, which certifies a quorum.
+            Some(hub) => {
+                for h in hub.into_iter().filter(|h| *h != self.me) {
+                    out.push(SessionAction::Send {
+                        to: h,
+                        message: SessionMessage::Result(vote.clone()),
+                    });
+                }
+            }
+            None => out.push(SessionAction::Broadcast(SessionMessage::Result(vote))),
+        }
         self.check_quorum(out);
     }
 
@@ -58,7 +70,8 @@ impl<S: Scheme> DkgSession<S> {
         if vote.from != from || from.0 >= self.base.n || self.votes.contains_key(&from) {
             return;
         }
-        let bytes = result_bytes(&self.session(), from, &vote.qual, &vote.keys_digest);
+        let id = result_id(&vote.qual, &vote.keys_digest);
+        let bytes = result_bytes(&self.session(), from, &id);
         if !super::relay::verify(
             &self.memo,
             &self.keys[from.0 as usize],
@@ -67,16 +80,99 @@ impl<S: Scheme> DkgSession<S> {
         ) {
             return;
         }
-        self.record(vote);
+        self.record(id, vote);
         self.check_quorum(out);
     }
 
-    pub(super) fn record(&mut self, vote: SignedResult) {
-        *self
-            .tally
-            .entry(result_id(&vote.qual, &vote.keys_digest))
-            .or_default() += 1;
-        self.votes.insert(vote.from, vote);
+    /// Counts `vote` (for result `id`); keeps the first vote of each result.
+    pub(super) fn record(&mut self, id: [u8; 32], vote: SignedResult) {
+        *self.tally.entry(id).or_default() += 1;
+        self.votes.insert(vote.from, (id, vote.signature.clone()));
+        self.results.entry(id).or_insert(vote);
+    }
+
+    /// The committee, when votes go through it ([`crate::dkg::Dkg::has_hub`]).
+    fn hub(&self) -> Option<Vec<NodeIndex>> {
+        self.dkg.has_hub().then(|| self.base.dealers.clone())
+    }
+
+    /// A certificate counts as the `n - f` votes it carries when every one of
+    /// them is a valid signature of a distinct member on its result.
+    pub(super) fn on_certificate(
+        &mut self,
+        certificate: &ResultCertificate,
+        out: &mut Vec<SessionAction<S>>,
+    ) {
+        let quorum = (self.base.n - self.base.max_faulty) as usize;
+        let id = result_id(&certificate.qual, &certificate.keys_digest);
+        if certificate.votes.len() < quorum
+            || certificate.votes.len() > self.base.n as usize
+            || self.tally.get(&id).is_some_and(|c| *c >= quorum)
+        {
+            return;
+        }
+        let session = self.session();
+        let mut last: Option<NodeIndex> = None;
+        for (signer, signature) in &certificate.votes {
+            let ascending = last.is_none_or(|l| *signer > l);
+            let valid = ascending
+                && signer.0 < self.base.n
+                && super::relay::verify(
+                    &self.memo,
+                    &self.keys[signer.0 as usize],
+                    &result_bytes(&session, *signer, &id),
+                    signature,
+                );
+            if !valid {
+                return;
+            }
+            last = Some(*signer);
+        }
+        let (signer, signature) = &certificate.votes[0];
+        self.results.entry(id).or_insert_with(|| SignedResult {
+            attempt: certificate.attempt,
+            from: *signer,
+            qual: certificate.qual.clone(),
+            keys_digest: certificate.keys_digest,
+            signature: signature.clone(),
+        });
+        self.tally.insert(id, quorum);
+        self.check_quorum(out);
+    }
+
+    /// With a hub, a committee member whose own result has a quorum sends
+    /// everyone the certificate.
+    fn certify(&self, out: &mut Vec<SessionAction<S>>) {
+        let (Some(id), Some(result)) = (&self.result_id, &self.result) else {
+            return;
+        };
+        if !self.dkg.has_hub() || !self.base.is_dealer(self.me) {
+            return;
+        }
+        let quorum = (self.base.n - self.base.max_faulty) as usize;
+        let votes: Vec<(NodeIndex, Vec<u8>)> = self
+            .votes
+            .iter()
+            .filter(|(_, (v, _))| v == id)
+            .take(quorum)
+            .map(|(m, (_, sig))| (*m, sig.clone()))
+            .collect();
+        if votes.len() < quorum {
+            return;
+        }
+        let certificate = ResultCertificate {
+            attempt: self.attempt,
+            qual: Arc::new(result.qual.clone()),
+            keys_digest: self
+                .results
+                .get(id)
+                .map(|v| v.keys_digest)
+                .unwrap_or_default(),
+            votes,
+        };
+        out.push(SessionAction::Broadcast(SessionMessage::Certificate(
+            Arc::new(certificate),
+        )));
     }
 
     pub(super) fn check_quorum(&mut self, out: &mut Vec<SessionAction<S>>) {
@@ -87,6 +183,7 @@ impl<S: Scheme> DkgSession<S> {
                     session: self.base.session,
                     ..(**mine).clone()
                 };
+                self.certify(out);
                 self.state = State::Over;
                 out.push(SessionAction::Complete(Arc::new(output)));
                 return;
@@ -102,12 +199,7 @@ impl<S: Scheme> DkgSession<S> {
             .iter()
             .find(|(_, c)| **c >= quorum)
             .map(|(id, _)| *id)
-            .and_then(|id| {
-                self.votes
-                    .values()
-                    .find(|v| result_id(&v.qual, &v.keys_digest) == id)
-                    .cloned()
-            });
+            .and_then(|id| self.results.get(&id).cloned());
         let finished = self.result.is_some() || self.last_failure.is_some();
         if let (Some(vote), true) = (&agreed, finished) {
             // Once per attempt: the check costs one share check per dealer.
@@ -164,6 +256,7 @@ impl<S: Scheme> DkgSession<S> {
         self.result_id = None;
         self.last_failure = None;
         self.votes.clear();
+        self.results.clear();
         self.tally.clear();
         self.begin(now, out);
     }

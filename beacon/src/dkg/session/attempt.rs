@@ -23,7 +23,10 @@ impl<S: Scheme> DkgSession<S> {
             c.phase_timeout_us = base.phase_timeout_us.saturating_mul(1 << attempt.min(16));
         })?;
         let dkg = Dkg::new(config, me, attempt_seed(seed, attempt), memo.clone())?.with_relay();
-        let relay = BroadcastRelay::new(me, session, key.clone(), keys.clone(), memo.clone());
+        let mut relay = BroadcastRelay::new(me, session, key.clone(), keys.clone(), memo.clone());
+        if dkg.has_hub() {
+            relay = relay.with_hub(&base.dealers);
+        }
         Ok((dkg, relay))
     }
 
@@ -63,6 +66,13 @@ impl<S: Scheme> DkgSession<S> {
                 } => out.push(SessionAction::Send {
                     to,
                     message: SessionMessage::Shares { attempt, shares },
+                }),
+                DkgAction::Send {
+                    to,
+                    message: DkgMessage::Complaint(c),
+                } if c.dealers.is_empty() => out.push(SessionAction::Send {
+                    to,
+                    message: SessionMessage::NoComplaint { attempt },
                 }),
                 // The DKG sends nothing else point to point.
                 DkgAction::Send { .. } => {}

@@ -31,7 +31,7 @@ use super::relay::{BroadcastRelay, RelayMessage, SigningKey, VerifyingKey};
 use super::*;
 
 /// Domain separation of the agreement signatures.
-const RESULT_DOMAIN: &[u8] = b"sbft-beacon/dkg-result/1";
+const RESULT_DOMAIN: &[u8] = b"sbft-beacon/dkg-result/2";
 
 /// Most messages of the next attempt kept per member of the network.
 const EARLY_PER_MEMBER: usize = 64;
@@ -43,13 +43,30 @@ pub struct SignedResult {
     pub attempt: u32,
     /// The signer.
     pub from: NodeIndex,
-    /// Its qualified dealers.
-    pub qual: Vec<NodeIndex>,
+    /// Its qualified dealers (shared by every copy: a simulator hands one vote
+    /// to thousands of members).
+    pub qual: Arc<Vec<NodeIndex>>,
     /// SHA-256 of its group public polynomials ([`keys_digest`]).
     pub keys_digest: [u8; 32],
-    /// ed25519 signature over `(attempt session, from, qual, keys_digest)`.
+    /// ed25519 signature over `(attempt session, from, result id)`, the result
+    /// id being SHA-256 of `(qual, keys_digest)`.
     #[serde(with = "crate::wire::hex_bytes")]
     pub signature: Vec<u8>,
+}
+
+/// Signed votes of `n - f` or more members for one result `(QUAL, keys
+/// digest)` in one attempt: what a committee member sends everyone once its
+/// own result has a quorum (with a hub, votes go to the committee only).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResultCertificate {
+    /// The attempt.
+    pub attempt: u32,
+    /// The qualified dealers.
+    pub qual: Arc<Vec<NodeIndex>>,
+    /// SHA-256 of the group public polynomials ([`keys_digest`]).
+    pub keys_digest: [u8; 32],
+    /// The signers, ascending, and their signatures (as in [`SignedResult`]).
+    pub votes: Vec<(NodeIndex, Vec<u8>)>,
 }
 
 /// What travels between the sessions of members.
@@ -71,16 +88,29 @@ pub enum SessionMessage {
     },
     /// A member's signed result.
     Result(SignedResult),
+    /// `n - f` members' signatures on one result: with a hub, a committee
+    /// member sends it to everyone once its own result has them, instead of
+    /// every member sending its vote to every member.
+    Certificate(Arc<ResultCertificate>),
+    /// "I checked every deal and complain about none": with a hub, sent to the
+    /// committee alone instead of a relayed complaint naming nobody (see
+    /// [`crate::dkg::Dkg::has_hub`]). Authenticated by the transport, like
+    /// shares; it decides nothing but when a phase may end early.
+    NoComplaint {
+        /// The attempt.
+        attempt: u32,
+    },
 }
 
 impl SessionMessage {
     /// The attempt the message belongs to.
     pub fn attempt(&self) -> u32 {
         match self {
-            SessionMessage::Relay { attempt, .. } | SessionMessage::Shares { attempt, .. } => {
-                *attempt
-            }
+            SessionMessage::Relay { attempt, .. }
+            | SessionMessage::Shares { attempt, .. }
+            | SessionMessage::NoComplaint { attempt } => *attempt,
             SessionMessage::Result(r) => r.attempt,
+            SessionMessage::Certificate(c) => c.attempt,
         }
     }
 
@@ -108,7 +138,9 @@ impl SessionMessage {
                 ..
             } => "dkg-pull",
             SessionMessage::Shares { .. } => "dkg-shares",
+            SessionMessage::NoComplaint { .. } => "dkg-no-complaint",
             SessionMessage::Result(_) => "dkg-result",
+            SessionMessage::Certificate(_) => "dkg-certificate",
         }
     }
 }
@@ -209,8 +241,11 @@ pub struct DkgSession<S: Scheme> {
     /// [`result_id`] of `result`.
     result_id: Option<[u8; 32]>,
     last_failure: Option<String>,
-    /// First valid signed result of each member in this attempt.
-    votes: BTreeMap<NodeIndex, SignedResult>,
+    /// The result ([`result_id`]) of each member's first valid vote in this
+    /// attempt, and its signature.
+    votes: BTreeMap<NodeIndex, ([u8; 32], Vec<u8>)>,
+    /// The first valid vote for each result in this attempt.
+    results: BTreeMap<[u8; 32], SignedResult>,
     /// Votes per result ([`result_id`]) in this attempt.
     tally: BTreeMap<[u8; 32], usize>,
     early: Vec<(NodeIndex, SessionMessage)>,
@@ -238,20 +273,11 @@ pub fn keys_digest<S: Scheme>(output: &DkgOutput<S>) -> [u8; 32] {
     h.finalize().into()
 }
 
-fn result_bytes(
-    session: &[u8; 32],
-    from: NodeIndex,
-    qual: &[NodeIndex],
-    digest: &[u8; 32],
-) -> Vec<u8> {
+fn result_bytes(session: &[u8; 32], from: NodeIndex, result: &[u8; 32]) -> Vec<u8> {
     let mut m = RESULT_DOMAIN.to_vec();
     m.extend_from_slice(session);
     m.extend_from_slice(&from.0.to_be_bytes());
-    m.extend_from_slice(&(qual.len() as u32).to_be_bytes());
-    for d in qual {
-        m.extend_from_slice(&d.0.to_be_bytes());
-    }
-    m.extend_from_slice(digest);
+    m.extend_from_slice(result);
     m
 }
 
@@ -315,6 +341,7 @@ impl<S: Scheme> DkgSession<S> {
             result_id: None,
             last_failure: None,
             votes: BTreeMap::new(),
+            results: BTreeMap::new(),
             tally: BTreeMap::new(),
             early: Vec::new(),
         })
@@ -403,7 +430,23 @@ impl<S: Scheme> DkgSession<S> {
                 );
                 self.on_dkg(now, actions, out);
             }
+            SessionMessage::NoComplaint { .. } => {
+                let complaint = Complaint {
+                    session: self.session(),
+                    from,
+                    dealers: Vec::new(),
+                };
+                let actions = self.dkg.handle(
+                    now,
+                    DkgInput::Message {
+                        from,
+                        message: DkgMessage::Complaint(complaint),
+                    },
+                );
+                self.on_dkg(now, actions, out);
+            }
             SessionMessage::Result(vote) => self.on_vote(from, vote, out),
+            SessionMessage::Certificate(c) => self.on_certificate(&c, out),
         }
     }
 

@@ -107,3 +107,65 @@ fn attempts_have_distinct_sessions() {
     assert_ne!(attempt_session(&[1; 32], 0), attempt_session(&[1; 32], 1));
     assert_ne!(attempt_session(&[1; 32], 0), [1; 32]);
 }
+
+/// A certificate counts only with `n - f` valid signatures of distinct
+/// members on its result: short, forged or repeated ones change nothing.
+#[test]
+fn only_a_full_valid_certificate_counts_as_a_quorum() {
+    let (n, f) = (7u32, 2u32);
+    let config = DkgSettings {
+        session: [9; 32],
+        n,
+        thresholds: vec![f + 1],
+        dealers: [0, 1, 2, 3, 4].map(NodeIndex).to_vec(),
+        phase_timeout_us: 1_000,
+        min_qualified: 3,
+        max_faulty: f,
+        max_attempts: 2,
+    }
+    .build()
+    .unwrap();
+    let (secrets, keys) = crate::dkg::harness::member_keys(n, |i| [i as u8 + 1; 32]);
+    let mut s = DkgSession::<MinSig>::new(
+        config,
+        NodeIndex(6),
+        [6; 32],
+        Memo::disabled(),
+        secrets[6].clone(),
+        keys,
+    )
+    .unwrap();
+    s.handle(Time::ZERO, SessionInput::Start);
+    let session = s.session();
+    let qual = Arc::new(vec![NodeIndex(0), NodeIndex(1), NodeIndex(2)]);
+    let digest = [3; 32];
+    let id = result_id(&qual, &digest);
+    let sign = |m: u32| {
+        use ed25519_dalek::Signer as _;
+        let bytes = result_bytes(&session, NodeIndex(m), &id);
+        (
+            NodeIndex(m),
+            secrets[m as usize].sign(&bytes).to_bytes().to_vec(),
+        )
+    };
+    let certificate = |votes: Vec<(NodeIndex, Vec<u8>)>| SessionInput::Message {
+        from: NodeIndex(0),
+        message: SessionMessage::Certificate(Arc::new(ResultCertificate {
+            attempt: 0,
+            qual: qual.clone(),
+            keys_digest: digest,
+            votes,
+        })),
+    };
+    let valid: Vec<_> = (0..5).map(sign).collect();
+    let mut forged = valid.clone();
+    forged[2].1[0] ^= 1;
+    let mut repeated = valid.clone();
+    repeated[4] = valid[3].clone();
+    for bad in [valid[..4].to_vec(), forged, repeated] {
+        s.handle(Time::ZERO, certificate(bad));
+        assert_eq!(s.tally.get(&id), None);
+    }
+    s.handle(Time::ZERO, certificate(valid));
+    assert_eq!(s.tally.get(&id), Some(&5));
+}

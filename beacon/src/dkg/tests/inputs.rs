@@ -80,7 +80,7 @@ fn malformed_messages_are_errors_not_panics() {
         recipient: NodeIndex(0),
         shares: vec![],
         salt: [0; 32],
-        path: Vec::new(),
+        path: Vec::new().into(),
     };
     assert!(dkg
         .handle(

@@ -355,7 +355,7 @@ impl<S: Scheme> Resharer<S> {
                         recipient: to,
                         shares: vec![*value],
                         salt: salts[j],
-                        path: tree.path(NodeIndex(j as u32)),
+                        path: tree.path(NodeIndex(j as u32)).into(),
                     };
                     out.push(ReshareAction::Send {
                         to,

@@ -122,7 +122,7 @@ fn malformed_and_misaddressed_messages_are_ignored() {
             recipient: NodeIndex(recipient),
             shares: values,
             salt: [0; 32],
-            path: Vec::new(),
+            path: Vec::new().into(),
         })
     };
     let hostile: Vec<(u32, DkgMessage<MinPk>)> = vec![

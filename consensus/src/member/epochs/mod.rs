@@ -153,10 +153,28 @@ impl<S: Scheme> Handoff<S> {
 }
 
 impl<S: Scheme> EpochState<S> {
-    pub(in crate::member) fn new(epoch: &EpochView, directory: Option<&Directory>) -> Self {
+    /// The state of `epoch`; `memo` shares its members' ids between simulated
+    /// members (one set each was `n^2` ids and hashes).
+    pub(in crate::member) fn new(
+        epoch: &EpochView,
+        directory: Option<&Directory>,
+        memo: &Memo,
+    ) -> Self {
+        let governance = directory.map(|d| {
+            let mut key = Sha256::new();
+            key.update(b"sbft-beacon/epoch-member-ids/1");
+            key.update(epoch.number.to_be_bytes());
+            for m in &epoch.members {
+                key.update(m.to_be_bytes());
+                key.update(d.key(*m).map_or([0; 32], |k| k.to_bytes()));
+            }
+            let ids = memo.get_or_compute(key.finalize().into(), || {
+                epoch.ids(d).into_iter().collect::<BTreeSet<MemberId>>()
+            });
+            Governance::new(epoch.number, ids, &epoch.config)
+        });
         EpochState {
-            governance: directory
-                .map(|d| Governance::new(epoch.number, &epoch.ids(d), &epoch.config)),
+            governance,
             transition: None,
             invitation: None,
             ready: None,
@@ -176,8 +194,8 @@ impl<S: Scheme> EpochState<S> {
 
     /// The state of epoch `epoch` after this one: fresh, but for the armed
     /// resend timer (one is in flight) and the handoff this member serves.
-    fn next(&mut self, epoch: &EpochView, directory: Option<&Directory>) -> Self {
-        let mut next = EpochState::new(epoch, directory);
+    fn next(&mut self, epoch: &EpochView, directory: Option<&Directory>, memo: &Memo) -> Self {
+        let mut next = EpochState::new(epoch, directory, memo);
         next.resend_armed = self.resend_armed;
         next.served = self.served.take();
         next

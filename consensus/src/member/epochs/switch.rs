@@ -295,7 +295,7 @@ impl<S: Scheme> Member<S> {
             None => {
                 self.phase = Phase::Retired;
                 self.keys = None;
-                self.epochs = self.epochs.next(&new, None);
+                self.epochs = self.epochs.next(&new, None, &self.memo);
                 self.epoch = new;
                 self.me = NodeIndex(me);
                 out.push(MemberOutput::Epoch(EpochEvent::Retired {
@@ -340,7 +340,7 @@ impl<S: Scheme> Member<S> {
         };
         let ahead = std::mem::take(&mut self.epochs.ahead);
         let directory = self.identity.as_ref().map(|i| i.directory.clone());
-        self.epochs = self.epochs.next(&new, directory.as_ref());
+        self.epochs = self.epochs.next(&new, directory.as_ref(), &self.memo);
         self.me = output.me;
         self.keys = Some(output.clone());
         self.epoch = new;
