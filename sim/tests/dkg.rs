@@ -27,24 +27,30 @@ fn complaint_versions_do_not_split_qual() {
         let mut cfg = scenario(4, seed);
         cfg.faults.byzantine = 1;
         cfg.faults.byzantine_kinds = vec!["complaint-versions".into()];
-        cfg.validate().unwrap();
-        let (report, _) = sim::run(&cfg, None).unwrap();
-        assert!(
-            report.violations.is_empty(),
-            "seed {seed}: {:?}",
-            report.violations
-        );
-        assert!(report.rounds >= 3, "seed {seed}");
-        assert!(
-            report.dkg_disqualified.len() <= 1
-                && report
-                    .dkg_disqualified
-                    .values()
-                    .all(|why| why.contains("equivocat")),
-            "seed {seed}: {:?}",
-            report.dkg_disqualified
-        );
+        let report = run_attacked(&cfg, seed);
+        assert!(report.dkg_disqualified.len() <= 1, "seed {seed}");
     }
+}
+
+/// Runs `cfg`: no violation, every round, and only equivocators excluded.
+fn run_attacked(cfg: &SimConfig, seed: u64) -> sim::Report {
+    cfg.validate().unwrap();
+    let (report, _) = sim::run(cfg, None).unwrap();
+    assert!(
+        report.violations.is_empty(),
+        "seed {seed}: {:?}",
+        report.violations
+    );
+    assert!(report.rounds >= 3, "seed {seed}");
+    assert!(
+        report
+            .dkg_disqualified
+            .values()
+            .all(|why| why.contains("equivocat")),
+        "seed {seed}: {:?}",
+        report.dkg_disqualified
+    );
+    report
 }
 
 /// Finding 7: the first attempt fails (phases shorter than the latency), and a
@@ -109,23 +115,8 @@ fn with_a_committee_the_dkg_attacks_still_fail() {
         cfg.dkg.dealers = 4;
         cfg.faults.byzantine = 2;
         cfg.faults.byzantine_kinds = vec![kind.into()];
-        cfg.validate().unwrap();
-        let (report, _) = sim::run(&cfg, None).unwrap();
-        assert!(
-            report.violations.is_empty(),
-            "seed {seed}: {:?}",
-            report.violations
-        );
+        let report = run_attacked(&cfg, seed);
         assert!(report.dkg_dealers < 16, "seed {seed}: no committee");
-        assert!(report.rounds >= 3, "seed {seed}");
-        assert!(
-            report
-                .dkg_disqualified
-                .values()
-                .all(|why| why.contains("equivocat")),
-            "seed {seed}: {:?}",
-            report.dkg_disqualified
-        );
         // Complaints naming nobody went to the committee alone.
         assert!(
             report.dkg_messages_by_kind.contains_key("dkg-no-complaint"),
