@@ -37,11 +37,15 @@ pub enum Behaviour {
     /// DKG: replays honest members' signed broadcasts of a failed attempt in the
     /// next attempt.
     ReplayOldSession,
+    /// DKG, as a committee member: answers every relay summary it receives with
+    /// the same summary marked settled, whatever it holds, so that members
+    /// outside the committee count it as agreeing with them.
+    FalseSettled,
 }
 
 impl Behaviour {
     /// Every kind, for campaigns.
-    pub const ALL: [Behaviour; 13] = [
+    pub const ALL: [Behaviour; 14] = [
         Behaviour::EquivocatingPrimary,
         Behaviour::BadShares,
         Behaviour::WithholdShares,
@@ -55,6 +59,7 @@ impl Behaviour {
         Behaviour::HugeView,
         Behaviour::ComplaintVersions,
         Behaviour::ReplayOldSession,
+        Behaviour::FalseSettled,
     ];
 
     /// Name used in configs.
@@ -73,6 +78,7 @@ impl Behaviour {
             Behaviour::HugeView => "huge-view",
             Behaviour::ComplaintVersions => "complaint-versions",
             Behaviour::ReplayOldSession => "replay-old-session",
+            Behaviour::FalseSettled => "false-settled",
         }
     }
 }

@@ -9,6 +9,11 @@
 //!   first other member (that dealer), the harmful one to the second, the other
 //!   harmless one to the third, one hop each. Without the relay's equivocation
 //!   rule the second member disqualifies a dealer the others keep.
+//! - `false-settled`: as a committee member, answers every relay summary it
+//!   receives with the same summary marked settled, whatever it holds. A member
+//!   outside the committee then counts it as settled on its own view; it still
+//!   waits for every other committee member, so it confirms no earlier than the
+//!   honest committee lets it.
 //! - `replay-old-session`: keeps the signed broadcasts it receives in an attempt
 //!   and, when the next attempt begins, sends them to everyone as messages of the
 //!   new attempt. Without per-attempt signatures an honest dealer's old deal looks
@@ -30,7 +35,7 @@ impl Behaviour {
     pub fn is_dkg(&self) -> bool {
         matches!(
             self,
-            Behaviour::ComplaintVersions | Behaviour::ReplayOldSession
+            Behaviour::ComplaintVersions | Behaviour::ReplayOldSession | Behaviour::FalseSettled
         )
     }
 }
@@ -130,8 +135,33 @@ impl<S: Scheme> SessionParticipant<S> for ByzantineSession<S> {
                 }
             }
         }
+        let echo = match (&self.behaviour, &input) {
+            (
+                Behaviour::FalseSettled,
+                SessionInput::Message {
+                    from,
+                    message:
+                        SessionMessage::Relay {
+                            attempt,
+                            message: RelayMessage::Summary { kind, summary, .. },
+                        },
+                },
+            ) => Some(SessionAction::Send {
+                to: *from,
+                message: SessionMessage::Relay {
+                    attempt: *attempt,
+                    message: RelayMessage::Summary {
+                        kind: *kind,
+                        summary: *summary,
+                        settled: true,
+                    },
+                },
+            }),
+            _ => None,
+        };
         let actions = self.inner.handle(now, input);
-        let mut out = Vec::with_capacity(actions.len());
+        let mut out = Vec::with_capacity(actions.len() + 1);
+        out.extend(echo);
         for a in actions {
             self.rewrite(a, &mut out);
         }

@@ -110,6 +110,8 @@ fn with_a_committee_the_dkg_attacks_still_fail() {
         (2, "complaint-versions"),
         (3, "complaint-versions"),
         (4, "replay-old-session"),
+        (5, "false-settled"),
+        (6, "false-settled"),
     ] {
         let mut cfg = scenario(16, seed);
         cfg.dkg.dealers = 4;
