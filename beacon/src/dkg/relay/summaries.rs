@@ -125,20 +125,16 @@ impl BroadcastRelay {
         }
         let mine = self.summary(kind);
         let others = self.compared_count();
-        let outside = self.outside_hub();
-        let hub = self.hub.clone();
         let faulty = &self.faulty;
         let state = self.kinds.entry(kind).or_default();
         let matching = *state.matching.get_or_insert_with(|| {
             state
                 .theirs
                 .iter()
-                .filter(|(m, s)| {
-                    **s == mine
-                        && !faulty.contains(m)
-                        && !(outside && state.unsettled.contains(m))
-                        && (!outside || hub.as_ref().is_none_or(|h| h.contains(m)))
-                })
+                // Outside the hub `theirs` holds hub members' summaries only
+                // (`on_summary` drops the others), and `unsettled` is empty
+                // elsewhere.
+                .filter(|(m, s)| **s == mine && !faulty.contains(m) && !state.unsettled.contains(m))
                 .count()
         });
         if matching < others {

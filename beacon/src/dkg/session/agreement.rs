@@ -143,9 +143,11 @@ impl<S: Scheme> DkgSession<S> {
     /// With a hub, a committee member whose own result has a quorum sends
     /// everyone the certificate.
     fn certify(&self, out: &mut Vec<SessionAction<S>>) {
-        let (Some(id), Some(result)) = (&self.result_id, &self.result) else {
+        // This member's own vote is the first recorded for its result.
+        let Some(mine) = self.result_id.and_then(|id| self.results.get(&id)) else {
             return;
         };
+        let id = result_id(&mine.qual, &mine.keys_digest);
         if !self.dkg.has_hub() || !self.base.is_dealer(self.me) {
             return;
         }
@@ -153,7 +155,7 @@ impl<S: Scheme> DkgSession<S> {
         let votes: Vec<(NodeIndex, Vec<u8>)> = self
             .votes
             .iter()
-            .filter(|(_, (v, _))| v == id)
+            .filter(|(_, (v, _))| *v == id)
             .take(quorum)
             .map(|(m, (_, sig))| (*m, sig.clone()))
             .collect();
@@ -162,12 +164,8 @@ impl<S: Scheme> DkgSession<S> {
         }
         let certificate = ResultCertificate {
             attempt: self.attempt,
-            qual: Arc::new(result.qual.clone()),
-            keys_digest: self
-                .results
-                .get(id)
-                .map(|v| v.keys_digest)
-                .unwrap_or_default(),
+            qual: mine.qual.clone(),
+            keys_digest: mine.keys_digest,
             votes,
         };
         out.push(SessionAction::Broadcast(SessionMessage::Certificate(

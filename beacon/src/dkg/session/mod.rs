@@ -391,6 +391,18 @@ impl<S: Scheme> DkgSession<S> {
         })
     }
 
+    /// Hands a point-to-point message from `from` to the attempt's DKG.
+    fn hand_to_dkg(
+        &mut self,
+        now: Time,
+        from: NodeIndex,
+        message: DkgMessage<S>,
+        out: &mut Vec<SessionAction<S>>,
+    ) {
+        let actions = self.dkg.handle(now, DkgInput::Message { from, message });
+        self.on_dkg(now, actions, out);
+    }
+
     fn on_message(
         &mut self,
         now: Time,
@@ -421,14 +433,7 @@ impl<S: Scheme> DkgSession<S> {
                 }
             }
             SessionMessage::Shares { shares, .. } => {
-                let actions = self.dkg.handle(
-                    now,
-                    DkgInput::Message {
-                        from,
-                        message: DkgMessage::Shares(shares),
-                    },
-                );
-                self.on_dkg(now, actions, out);
+                self.hand_to_dkg(now, from, DkgMessage::Shares(shares), out)
             }
             SessionMessage::NoComplaint { .. } => {
                 let complaint = Complaint {
@@ -436,14 +441,7 @@ impl<S: Scheme> DkgSession<S> {
                     from,
                     dealers: Vec::new(),
                 };
-                let actions = self.dkg.handle(
-                    now,
-                    DkgInput::Message {
-                        from,
-                        message: DkgMessage::Complaint(complaint),
-                    },
-                );
-                self.on_dkg(now, actions, out);
+                self.hand_to_dkg(now, from, DkgMessage::Complaint(complaint), out)
             }
             SessionMessage::Result(vote) => self.on_vote(from, vote, out),
             SessionMessage::Certificate(c) => self.on_certificate(&c, out),
