@@ -12,7 +12,7 @@
 use crate::cost::{self, OpCounts};
 use std::any::Any;
 use std::cell::Cell;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -22,7 +22,12 @@ type Entry = (Arc<dyn Any + Send + Sync>, OpCounts, Duration);
 pub struct Memo {
     enabled: bool,
     entries: Mutex<HashMap<[u8; 32], Entry>>,
+    /// The last [`RECENT`] results of [`Memo::get_or_compute_recent`].
+    recent: Mutex<VecDeque<([u8; 32], Entry)>>,
 }
+
+/// Results [`Memo::get_or_compute_recent`] keeps.
+const RECENT: usize = 64;
 
 impl std::fmt::Debug for Memo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -46,6 +51,7 @@ impl Memo {
         Arc::new(Memo {
             enabled: false,
             entries: Mutex::new(HashMap::new()),
+            recent: Mutex::new(VecDeque::new()),
         })
     }
 
@@ -54,6 +60,7 @@ impl Memo {
         Arc::new(Memo {
             enabled: true,
             entries: Mutex::new(HashMap::new()),
+            recent: Mutex::new(VecDeque::new()),
         })
     }
 
@@ -87,6 +94,51 @@ impl Memo {
                 return v;
             }
         }
+        let (value, entry) = Self::compute(compute);
+        self.entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, entry);
+        value
+    }
+
+    /// [`Memo::get_or_compute`] for large results worth sharing only while
+    /// they are recent (the tables of the messages replicas sign now): the
+    /// last few are kept, and an older one is computed again if asked for.
+    pub fn get_or_compute_recent<T: Any + Send + Sync>(
+        &self,
+        key: [u8; 32],
+        compute: impl FnOnce() -> T,
+    ) -> Arc<T> {
+        if !self.enabled {
+            return Arc::new(compute());
+        }
+        let hit = self
+            .recent
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, entry)| entry.clone());
+        if let Some((value, counts, time)) = hit {
+            if let Ok(v) = value.downcast::<T>() {
+                cost::charge(&counts);
+                CHARGED.with(|c| c.set(c.get() + time));
+                return v;
+            }
+        }
+        let (value, entry) = Self::compute(compute);
+        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        if recent.len() == RECENT {
+            recent.pop_front();
+        }
+        recent.push_back((key, entry));
+        value
+    }
+
+    /// Runs `compute`, charging this thread its operations, and the entry
+    /// that charges them to later callers.
+    fn compute<T: Any + Send + Sync>(compute: impl FnOnce() -> T) -> (Arc<T>, Entry) {
         let before = cost::take();
         // Named exception: the host's CPU time of a shared computation, charged
         // to every node that uses it (simulation accounting, not protocol time).
@@ -97,17 +149,16 @@ impl Memo {
         let counts = cost::take();
         cost::charge(&before);
         cost::charge(&counts);
-        let entry: Entry = (value.clone(), counts, time);
-        self.entries
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key, entry);
-        value
+        (value.clone(), (value, counts, time))
     }
 
     /// Drops every cached result.
     pub fn clear(&self) {
         self.entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        self.recent
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clear();

@@ -57,6 +57,15 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
     Ok(value)
 }
 
+/// Decodes a value at the start of `bytes`, ignoring what follows it (a
+/// file's header, read before the rest), with [`decode`]'s size limit.
+pub fn decode_prefix<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
+    let bytes = &bytes[..bytes.len().min(MAX_MESSAGE_BYTES)];
+    let (value, _) = bincode::serde::decode_from_slice(bytes, config())
+        .map_err(|e| Error::Wire(e.to_string()))?;
+    Ok(value)
+}
+
 thread_local! {
     /// Points the current [`decode_with_point_budget`] may still decode (`None`:
     /// no budget).

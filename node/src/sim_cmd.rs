@@ -58,6 +58,15 @@ pub struct RunArgs {
     /// Export the beacon chain in drand's JSON shape.
     #[arg(long, value_name = "FILE")]
     chain: Option<PathBuf>,
+    /// Write every member's key material at the end of the DKG to FILE; the
+    /// rounds then start afresh at that cut (docs/simulator.md).
+    #[arg(long, value_name = "FILE", conflicts_with = "load_dkg")]
+    save_dkg: Option<PathBuf>,
+    /// Start from a DKG saved by --save-dkg with the same scenario, seed and
+    /// members, instead of running it: the rounds are those of the run that
+    /// saved it (the same rounds trace hash).
+    #[arg(long, value_name = "FILE")]
+    load_dkg: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -128,6 +137,11 @@ fn single(args: RunArgs) -> Result<()> {
     if let Some(b) = args.byzantine {
         cfg.faults.byzantine = b;
     }
+    cfg.dkg_snapshot = match (args.save_dkg, args.load_dkg) {
+        (Some(path), _) => Some(sim::snapshot::SnapshotMode::Save(path)),
+        (None, Some(path)) => Some(sim::snapshot::SnapshotMode::Load(path)),
+        (None, None) => None,
+    };
     cfg.validate()?;
     eprintln!(
         "scenario {} — {} nodes, {} rounds, {}, seed {}, {} thread(s)",
@@ -213,6 +227,15 @@ fn print_table(r: &Report) {
         r.dkg_messages_per_member,
         r.dkg_bytes_per_member / 1024.0
     );
+    if let Some(s) = &r.dkg_snapshot {
+        match s.action.as_str() {
+            "loaded" => println!(
+                "DKG snapshot        loaded from {} (its DKG took {:.2} s wall)",
+                s.file, s.dkg_wall_s
+            ),
+            _ => println!("DKG snapshot        saved to {}", s.file),
+        }
+    }
     if !r.dkg_messages_by_kind.is_empty() {
         let kinds: Vec<String> = r
             .dkg_messages_by_kind
@@ -257,6 +280,9 @@ fn print_table(r: &Report) {
         );
     }
     println!("trace hash          {}", r.trace_hash);
+    if let Some(h) = &r.rounds_trace_hash {
+        println!("rounds trace hash   {h}");
+    }
     println!(
         "violations          {}",
         if r.violations.is_empty() {

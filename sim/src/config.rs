@@ -102,6 +102,10 @@ pub struct SimConfig {
     /// Directory the scenario was loaded from (for relative paths); not in files.
     #[serde(skip)]
     pub base_dir: Option<PathBuf>,
+    /// Save the end of the DKG to a file, or start from one (`sim
+    /// --save-dkg` / `--load-dkg`); not in files.
+    #[serde(skip)]
+    pub dkg_snapshot: Option<crate::snapshot::SnapshotMode>,
 }
 
 /// The machine's available parallelism (1 where it cannot be read): the

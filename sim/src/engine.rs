@@ -40,8 +40,9 @@ use crate::cost_model::CostModel;
 use crate::host::{durable_write, Host};
 use crate::invariants::{Checker, FailureKind};
 use crate::network::{broadcast_receivers, Network};
-use crate::report::{FinalBeacon, Report};
+use crate::report::{FinalBeacon, Report, SnapshotReport};
 use crate::reshare::ReshareRun;
+use crate::snapshot::{DkgSnapshot, DkgSummary, SnapshotKey, SnapshotMode};
 use crate::stats::Stats;
 use crate::SimError;
 use beacon::chain::{BeaconJson, ChainInfoJson};
@@ -217,6 +218,49 @@ fn recent<S: Scheme>(disk: &[Arc<CommittedEntry<S>>]) -> Vec<Arc<CommittedEntry<
 
 fn member_seed(seed: u64, node: u32) -> [u8; 32] {
     beacon::schedule::index_seed(b"sbft-beacon sim member", seed, node)
+}
+
+/// Mixed into the seed for the network's randomness.
+const NETWORK_SEED: u64 = 0x006e_6574_776f_726b;
+/// Mixed into the seed for the client load's randomness.
+const LOAD_SEED: u64 = 0x6c6f_6164;
+/// Mixed into both again where the rounds start afresh at a cut.
+const ROUNDS_SEED: u64 = 0x726f_756e_6473_0000;
+
+/// `f` on every item with its index, on `threads` threads, in order.
+fn parallel_map<T: Sync, U: Send>(
+    items: &[T],
+    threads: usize,
+    f: impl Fn(usize, &T) -> U + Sync,
+) -> Vec<U> {
+    let per = items.len().div_ceil(threads.max(1)).max(1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items
+            .chunks(per)
+            .enumerate()
+            .map(|(c, part)| {
+                let f = &f;
+                s.spawn(move || {
+                    part.iter()
+                        .enumerate()
+                        .map(|(k, item)| f(c * per + k, item))
+                        .collect::<Vec<U>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("a rebuild panicked"))
+            .collect()
+    })
+}
+
+/// The host's cores and disk, when every node runs on one host.
+fn host_of(cfg: &SimConfig, costs: &CostModel) -> Option<Host> {
+    (cfg.network.host_cores > 0).then(|| {
+        let relay_us = cfg.network.relays_on_host.then(|| costs.relay_us());
+        Host::new(cfg.network.host_cores, relay_us)
+    })
 }
 
 impl<S: Scheme> NodeEffects<S> {
@@ -534,6 +578,22 @@ struct Engine<S: Scheme> {
     /// When each scheduled crash strikes and the member restarts (node, down,
     /// back; never back: the end of time).
     crash_times: Vec<(u32, Time, Time)>,
+    /// What identifies this run's DKG in a snapshot.
+    snapshot_key: SnapshotKey,
+    /// The snapshot this run starts from, until it starts.
+    loaded: Option<DkgSnapshot<S>>,
+    /// The DKG's figures from the snapshot this run started from.
+    loaded_summary: Option<DkgSummary>,
+    /// With a snapshot: the cut, once every honest member finished its DKG
+    /// (taken after the window's effects are merged).
+    cut_at: Option<Time>,
+    /// The trace from the start of the rounds at the cut (runs with a
+    /// snapshot only).
+    rounds_trace: Option<Sha256>,
+    /// Writing the snapshot failed.
+    snapshot_error: Option<SimError>,
+    /// When the run started (the DKG's wall time, for a snapshot).
+    started_wall: Instant,
 }
 
 /// Progress callback: (rounds finalized by every honest node, target rounds).
@@ -558,8 +618,11 @@ fn run_with<S: Scheme>(
 ) -> Result<(Report, Option<serde_json::Value>), SimError> {
     let wall = Instant::now();
     let mut engine = Engine::<S>::new(cfg)?;
-    engine.start();
+    engine.start()?;
     engine.run(progress);
+    if let Some(e) = engine.snapshot_error.take() {
+        return Err(e);
+    }
     let chain = engine.chain_json();
     Ok((engine.report(wall.elapsed().as_secs_f64()), chain))
 }
@@ -638,22 +701,66 @@ impl<S: Scheme> Engine<S> {
             None => None,
         };
         let dealer_count = dkg.dealer_list().len() as u32;
+        let snapshot_key = SnapshotKey {
+            scenario: cfg.name.clone(),
+            seed: cfg.seed,
+            nodes: n,
+            scheme: S::ID.as_str().to_string(),
+            thresholds: dkg.thresholds.clone(),
+            dealers: dkg.dealer_list().iter().map(|d| d.0).collect(),
+            byzantine: behaviours
+                .iter()
+                .enumerate()
+                .filter_map(|(i, b)| b.map(|b| (i as u32, b.as_str().to_string())))
+                .collect(),
+            twins: twins.clone(),
+            member_keys: keys
+                .iter()
+                .fold(Sha256::new(), |h, k| h.chain_update(k.as_bytes()))
+                .finalize()
+                .into(),
+        };
+        // A run from a snapshot builds no DKG sessions: its members are
+        // rebuilt from their keys at the cut (`start`).
+        let loaded = match &cfg.dkg_snapshot {
+            Some(SnapshotMode::Load(path)) => Some(
+                DkgSnapshot::<S>::load(path, &snapshot_key, cfg.threads).map_err(|reason| {
+                    SimError::Snapshot {
+                        path: path.clone(),
+                        reason,
+                    }
+                })?,
+            ),
+            Some(SnapshotMode::Save(path)) => {
+                // Fail now, not after the DKG, where the file cannot be written.
+                std::fs::File::create(path).map_err(|e| SimError::Snapshot {
+                    path: path.clone(),
+                    reason: e.into(),
+                })?;
+                None
+            }
+            None => None,
+        };
         let memo = Memo::shared();
         let mut slots = Vec::with_capacity(n as usize);
         for i in 0..n {
-            let member = Member::new(
-                replica.clone(),
-                dkg.clone(),
-                NodeIndex(i),
-                member_seed(cfg.seed, i),
-                memo.clone(),
-                consensus::member_key(&member_seed(cfg.seed, i)),
-                keys.clone(),
-                behaviours[i as usize],
-            )?;
+            let member = if loaded.is_some() {
+                None
+            } else {
+                Some(Member::new(
+                    replica.clone(),
+                    dkg.clone(),
+                    NodeIndex(i),
+                    member_seed(cfg.seed, i),
+                    memo.clone(),
+                    consensus::member_key(&member_seed(cfg.seed, i)),
+                    keys.clone(),
+                    behaviours[i as usize],
+                )?)
+            };
             let twinned = twins.contains(&i);
             slots.push(Slot {
-                member: Some(member),
+                member,
                 disk: Disk::default(),
                 busy_until: Time::ZERO,
                 cpu_until: Time::ZERO,
@@ -709,10 +816,7 @@ impl<S: Scheme> Engine<S> {
             });
         }
         let total = slots.len();
-        let host = (cfg.network.host_cores > 0).then(|| {
-            let relay_us = cfg.network.relays_on_host.then(|| costs.relay_us());
-            Host::new(cfg.network.host_cores, relay_us)
-        });
+        let host = host_of(cfg, &costs);
         Ok(Engine {
             checker: Checker::new(&replica, S::ID, honest, cfg.seed),
             cfg: cfg.clone(),
@@ -724,8 +828,8 @@ impl<S: Scheme> Engine<S> {
             queue: EventQueue::new(),
             uplink_free: vec![Time::ZERO; total],
             host,
-            net_rng: ChaCha20Rng::seed_from_u64(cfg.seed ^ 0x006e_6574_776f_726b),
-            load_rng: ChaCha20Rng::seed_from_u64(cfg.seed ^ 0x6c6f_6164),
+            net_rng: ChaCha20Rng::seed_from_u64(cfg.seed ^ NETWORK_SEED),
+            load_rng: ChaCha20Rng::seed_from_u64(cfg.seed ^ LOAD_SEED),
             next_tx: None,
             trace: Sha256::new(),
             processed: 0,
@@ -748,6 +852,13 @@ impl<S: Scheme> Engine<S> {
             parties,
             reshare,
             crash_times: Vec::new(),
+            snapshot_key,
+            loaded,
+            loaded_summary: None,
+            cut_at: None,
+            rounds_trace: None,
+            snapshot_error: None,
+            started_wall: Instant::now(),
         })
     }
 
@@ -755,10 +866,159 @@ impl<S: Scheme> Engine<S> {
         self.queue.push(at, (node, event));
     }
 
-    fn start(&mut self) {
+    /// Starts the members: their DKG, or, from a snapshot, the rounds at its
+    /// cut.
+    fn start(&mut self) -> Result<(), SimError> {
+        if let Some(snapshot) = self.loaded.take() {
+            self.dkg_qualified = snapshot.summary.qualified;
+            self.dkg_disqualified = snapshot.summary.disqualified.clone();
+            self.dkg_bytes = snapshot.summary.bytes;
+            self.loaded_summary = Some(snapshot.summary);
+            return self
+                .start_rounds(Time(snapshot.cut_us), snapshot.outputs)
+                .map_err(|(_, e)| e.into());
+        }
         for i in 0..self.cfg.nodes {
             self.push(Time::ZERO, i, Event::Start);
         }
+        Ok(())
+    }
+
+    /// The cut of a run with a snapshot (see [`crate::snapshot`]): every
+    /// honest member finished its DKG at `at`. Saves the snapshot if asked,
+    /// then starts the rounds afresh.
+    fn cut(&mut self, at: Time) {
+        let outputs: Vec<Option<Arc<DkgOutput<S>>>> = (0..self.cfg.nodes as usize)
+            .map(|i| self.slots[i].disk.dkg.clone())
+            .collect();
+        if let Some(SnapshotMode::Save(path)) = &self.cfg.dkg_snapshot {
+            let snapshot = DkgSnapshot {
+                key: self.snapshot_key.clone(),
+                cut_us: at.0,
+                summary: DkgSummary {
+                    dealers: self.dkg_dealers,
+                    qualified: self.dkg_qualified,
+                    disqualified: self.dkg_disqualified.clone(),
+                    messages_by_kind: self
+                        .dkg_messages
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), *v))
+                        .collect(),
+                    bytes: self.dkg_bytes,
+                    wall_s: self.started_wall.elapsed().as_secs_f64(),
+                },
+                outputs: outputs.clone(),
+            };
+            if let Err(reason) = snapshot.save(path) {
+                self.snapshot_error = Some(SimError::Snapshot {
+                    path: path.clone(),
+                    reason,
+                });
+            }
+        }
+        if let Err((node, e)) = self.start_rounds(at, outputs) {
+            self.checker.fail(
+                FailureKind::Crash,
+                Some(node),
+                at,
+                format!("rebuilding the member from its keys failed: {e}"),
+            );
+        }
+    }
+
+    /// Starts the rounds at `at` from nothing but each genesis member's key
+    /// material (`outputs`, by index): no event pending, every member and
+    /// joiner built afresh, every CPU and link free, the network's and the
+    /// load's randomness drawn anew. A run with a snapshot and the run that
+    /// saved it both go through here, so their rounds are the same.
+    fn start_rounds(
+        &mut self,
+        at: Time,
+        outputs: Vec<Option<Arc<DkgOutput<S>>>>,
+    ) -> Result<(), (u32, consensus::ConsensusError)> {
+        self.queue = EventQueue::new();
+        self.net_rng = ChaCha20Rng::seed_from_u64(self.cfg.seed ^ NETWORK_SEED ^ ROUNDS_SEED);
+        self.load_rng = ChaCha20Rng::seed_from_u64(self.cfg.seed ^ LOAD_SEED ^ ROUNDS_SEED);
+        self.next_tx = None;
+        self.uplink_free.fill(Time::ZERO);
+        self.host = host_of(&self.cfg, &self.costs);
+        // The DKG's shared results are no use to the rounds.
+        self.memo.clear();
+        self.stats = Stats::new(self.slots.len());
+        for slot in &mut self.slots {
+            slot.member = None;
+            slot.disk = Disk::default();
+            slot.busy_until = at;
+            slot.cpu_until = at;
+        }
+        // Each rebuild checks the member's shares against its keys: on
+        // every thread.
+        let behaviours: Vec<Option<Behaviour>> = self.slots.iter().map(|s| s.behaviour).collect();
+        let members = parallel_map(&outputs, self.cfg.threads, |i, out| {
+            let out = out.as_ref()?;
+            let node = i as u32;
+            let seed = member_seed(self.cfg.seed, node);
+            Some(
+                Member::restore(
+                    self.replica.clone(),
+                    out,
+                    Vec::new(),
+                    Vec::new(),
+                    seed,
+                    self.memo.clone(),
+                    behaviours[i],
+                )
+                .map(|m| {
+                    m.with_identity(
+                        node,
+                        consensus::member_key(&seed),
+                        self.keys.clone(),
+                        self.phase_timeout_us,
+                        self.max_attempts,
+                    )
+                }),
+            )
+        });
+        for (i, (out, member)) in outputs.into_iter().zip(members).enumerate() {
+            let (Some(out), Some(member)) = (out, member) else {
+                continue;
+            };
+            let node = i as u32;
+            let member = member.map_err(|e| (node, e))?;
+            self.slots[i].member = Some(member);
+            self.slots[i].disk.dkg = Some(out.clone());
+            self.stats.start(node, at);
+            if self.slots[i].honest {
+                self.checker
+                    .on_group_key(node, at, out.keys[0].group_key().to_bytes());
+            }
+            self.push(at, node, Event::Start);
+            self.start_twin(node, at, &out);
+        }
+        for i in self.cfg.nodes..self.parties {
+            let member = Member::joining(
+                EpochView::genesis(self.replica.clone()),
+                i,
+                member_seed(self.cfg.seed, i),
+                self.memo.clone(),
+                consensus::member_key(&member_seed(self.cfg.seed, i)),
+                self.keys.clone(),
+                self.phase_timeout_us,
+                self.max_attempts,
+            )
+            .map_err(|e| (i, e))?;
+            self.slots[i as usize].member = Some(member);
+        }
+        self.rounds_trace = Some(Sha256::new());
+        self.begin_rounds(at);
+        Ok(())
+    }
+
+    /// Whether the run waits for its cut: it has a snapshot, and its rounds
+    /// have not started (members that finished their DKG early only help
+    /// the others').
+    fn before_cut(&self) -> bool {
+        self.cfg.dkg_snapshot.is_some() && self.rounds_trace.is_none()
     }
 
     /// Honest members running a replica, by slot (not those waiting to join,
@@ -883,6 +1143,9 @@ impl<S: Scheme> Engine<S> {
             let effects = self.process_window(per_node, end, threads);
             for fx in effects {
                 self.merge(fx);
+            }
+            if let Some(at) = self.cut_at.take() {
+                self.cut(at);
             }
             self.schedule_reshare(end);
             if let Some(p) = progress {
@@ -1045,10 +1308,32 @@ impl<S: Scheme> Engine<S> {
     fn merge(&mut self, fx: NodeEffects<S>) {
         self.trace.update(fx.node.to_be_bytes());
         self.trace.update(&fx.trace);
+        if let Some(rounds) = self.rounds_trace.as_mut() {
+            rounds.update(fx.node.to_be_bytes());
+            rounds.update(&fx.trace);
+        }
         self.processed += fx.processed;
         let node = fx.node;
         let honest = self.slots[node as usize].honest;
+        let before_cut = self.before_cut();
         for (at, output) in fx.outputs {
+            // Before the cut, a member that finished its DKG early only helps
+            // the others': what its replica does is dropped.
+            if before_cut
+                && matches!(
+                    &output,
+                    MemberOutput::Effect(
+                        Effect::Send {
+                            message: Envelope::Consensus(_),
+                            ..
+                        } | Effect::Broadcast(Envelope::Consensus(_))
+                    ) | MemberOutput::Event(_)
+                        | MemberOutput::Epoch(_)
+                        | MemberOutput::SyncFromStore { .. }
+                )
+            {
+                continue;
+            }
             if let MemberOutput::Effect(
                 Effect::Send {
                     message: Envelope::Consensus(m),
@@ -1168,27 +1453,7 @@ impl<S: Scheme> Engine<S> {
     fn on_dkg_complete(&mut self, node: u32, at: Time, out: &Arc<DkgOutput<S>>) {
         self.dkg_done[node as usize] = Some(at);
         self.stats.start(node, at);
-        if let Some(twin) = self.twin_slot.get(node as usize).copied().flatten() {
-            // The second instance: the same keys, its own randomness.
-            let mut seed = member_seed(self.cfg.seed, node);
-            seed[0] ^= 0x77;
-            if let Ok(m) = Member::restore(
-                self.replica.clone(),
-                out,
-                Vec::new(),
-                Vec::new(),
-                seed,
-                self.memo.clone(),
-                None,
-            ) {
-                let slot = &mut self.slots[twin as usize];
-                slot.member = Some(m);
-                slot.disk.dkg = Some(out.clone());
-                self.dkg_done[twin as usize] = Some(at);
-                self.stats.start(twin, at);
-                self.push(at, twin, Event::Start);
-            }
-        }
+        self.start_twin(node, at, out);
         if self.slots[node as usize].honest {
             let key = out.keys[0].group_key().to_bytes();
             self.checker.on_group_key(node, at, key);
@@ -1204,25 +1469,61 @@ impl<S: Scheme> Engine<S> {
             self.slots.iter().enumerate().all(|(i, s)| {
                 self.dkg_done[i].is_some() || !s.honest || i as u32 >= self.cfg.nodes
             });
-        if all_done && self.dkg_end.is_none() {
+        if all_done && self.dkg_end.is_none() && self.cut_at.is_none() {
             let end = self.dkg_done.iter().flatten().max().copied().unwrap_or(at);
-            self.dkg_end = Some(end);
-            self.rounds_started_wall = Some(Instant::now());
-            self.cpu_at_rounds_start = self.slots.iter().map(|s| s.cpu_us).sum();
-            self.network
-                .install_partitions(&self.cfg.partitions, end, self.cfg.nodes);
-            let crashes = self.cfg.faults.crash.clone();
-            for c in crashes {
-                let crash = Event::Crash {
-                    lose_votes: c.lose_votes,
-                };
-                self.push(end.plus_millis(c.at_ms), c.node, crash);
-                let back = c.restart_ms.map_or(Time(u64::MAX), |r| end.plus_millis(r));
-                self.crash_times
-                    .push((c.node, end.plus_millis(c.at_ms), back));
-                if let Some(r) = c.restart_ms {
-                    self.push(end.plus_millis(r), c.node, Event::Restart);
-                }
+            if self.cfg.dkg_snapshot.is_some() {
+                self.cut_at = Some(end);
+            } else {
+                self.begin_rounds(end);
+            }
+        }
+    }
+
+    /// Member `node`'s twin, if it has one, starts its second instance at
+    /// `at` with `out`: the same keys, its own randomness.
+    fn start_twin(&mut self, node: u32, at: Time, out: &Arc<DkgOutput<S>>) {
+        let Some(twin) = self.twin_slot.get(node as usize).copied().flatten() else {
+            return;
+        };
+        let mut seed = member_seed(self.cfg.seed, node);
+        seed[0] ^= 0x77;
+        if let Ok(m) = Member::restore(
+            self.replica.clone(),
+            out,
+            Vec::new(),
+            Vec::new(),
+            seed,
+            self.memo.clone(),
+            None,
+        ) {
+            let slot = &mut self.slots[twin as usize];
+            slot.member = Some(m);
+            slot.disk.dkg = Some(out.clone());
+            self.dkg_done[twin as usize] = Some(at);
+            self.stats.start(twin, at);
+            self.push(at, twin, Event::Start);
+        }
+    }
+
+    /// The rounds start at `end`: the faults of the scenario are scheduled
+    /// from there.
+    fn begin_rounds(&mut self, end: Time) {
+        self.dkg_end = Some(end);
+        self.rounds_started_wall = Some(Instant::now());
+        self.cpu_at_rounds_start = self.slots.iter().map(|s| s.cpu_us).sum();
+        self.network
+            .install_partitions(&self.cfg.partitions, end, self.cfg.nodes);
+        let crashes = self.cfg.faults.crash.clone();
+        for c in crashes {
+            let crash = Event::Crash {
+                lose_votes: c.lose_votes,
+            };
+            self.push(end.plus_millis(c.at_ms), c.node, crash);
+            let back = c.restart_ms.map_or(Time(u64::MAX), |r| end.plus_millis(r));
+            self.crash_times
+                .push((c.node, end.plus_millis(c.at_ms), back));
+            if let Some(r) = c.restart_ms {
+                self.push(end.plus_millis(r), c.node, Event::Restart);
             }
         }
     }
@@ -1311,11 +1612,35 @@ impl<S: Scheme> Engine<S> {
         let cpu_rounds: u64 =
             self.slots.iter().map(|s| s.cpu_us).sum::<u64>() - self.cpu_at_rounds_start;
         let last = beacons.last();
-        let mut trace = self.trace.clone();
-        if let Some(b) = last {
-            trace.update(b.round.to_be_bytes());
-            trace.update(&b.signature);
+        let finish = |mut trace: Sha256| {
+            if let Some(b) = last {
+                trace.update(b.round.to_be_bytes());
+                trace.update(&b.signature);
+            }
+            hex::encode(trace.finalize())
+        };
+        let mut dkg_messages: BTreeMap<String, u64> = self
+            .loaded_summary
+            .as_ref()
+            .map(|s| s.messages_by_kind.clone())
+            .unwrap_or_default();
+        for (k, v) in &self.dkg_messages {
+            *dkg_messages.entry(k.to_string()).or_default() += v;
         }
+        let dkg_snapshot = self.cfg.dkg_snapshot.as_ref().map(|mode| {
+            let (action, file) = match mode {
+                SnapshotMode::Save(p) => ("saved", p),
+                SnapshotMode::Load(p) => ("loaded", p),
+            };
+            SnapshotReport {
+                action: action.into(),
+                file: file.display().to_string(),
+                dkg_wall_s: self
+                    .loaded_summary
+                    .as_ref()
+                    .map_or(dkg_wall_s, |s| s.wall_s),
+            }
+        });
         let f = self.replica.f;
         let consensus_messages: u64 = self.consensus_messages.values().sum();
         Report {
@@ -1336,12 +1661,8 @@ impl<S: Scheme> Engine<S> {
             dkg_qualified: self.dkg_qualified,
             dkg_disqualified: self.dkg_disqualified.clone(),
             dkg_wall_s,
-            dkg_messages_by_kind: self
-                .dkg_messages
-                .iter()
-                .map(|(k, v)| (k.to_string(), *v))
-                .collect(),
-            dkg_messages_per_member: self.dkg_messages.values().sum::<u64>() as f64 / n,
+            dkg_messages_per_member: dkg_messages.values().sum::<u64>() as f64 / n,
+            dkg_messages_by_kind: dkg_messages,
             dkg_bytes_per_member: self.dkg_bytes as f64 / n,
             beacon_latency_ms: self.stats.beacon_latency(),
             commit_latency_ms: self.stats.commit_latency(),
@@ -1364,7 +1685,9 @@ impl<S: Scheme> Engine<S> {
                 0.0
             },
             virtual_s: self.checker.last_time().as_millis_f64() / 1000.0,
-            trace_hash: hex::encode(trace.finalize()),
+            trace_hash: finish(self.trace.clone()),
+            rounds_trace_hash: self.rounds_trace.clone().map(finish),
+            dkg_snapshot,
             final_beacon: last.map(|b| FinalBeacon {
                 round: b.round,
                 signature: hex::encode(&b.signature),

@@ -9,7 +9,8 @@
 //! - [`invariants`]: agreement, beacon validity and uniqueness, liveness;
 //! - [`stats`]: the statistics of honest members' events (an observer);
 //! - [`report`]: the figures of a run;
-//! - [`campaign`]: many seeds with random fault mixes.
+//! - [`campaign`]: many seeds with random fault mixes;
+//! - [`snapshot`]: the end of a DKG saved, to start runs from.
 //!
 //! The seed decides everything; the same seed and scenario give the same trace
 //! hash and beacon chain.
@@ -25,6 +26,7 @@ pub mod invariants;
 pub mod network;
 pub mod report;
 pub mod reshare;
+pub mod snapshot;
 pub mod stats;
 
 pub use config::SimConfig;
@@ -50,6 +52,14 @@ pub enum SimError {
     UnsupportedScheme {
         /// The scheme named.
         scheme: beacon::SchemeId,
+    },
+    /// A DKG snapshot cannot be written, read or used.
+    #[error("DKG snapshot {}: {reason}", path.display())]
+    Snapshot {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        reason: snapshot::SnapshotError,
     },
     /// More faulty members than the network tolerates.
     #[error("invalid scenario: {byzantine} Byzantine replicas and {twins} twins exceed f = {f} for n = {n}, c = {c}")]

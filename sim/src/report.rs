@@ -60,6 +60,18 @@ pub struct RoundStats {
     pub view_changes: u64,
 }
 
+/// A DKG snapshot a run saved or started from.
+#[derive(Clone, Debug, Serialize)]
+pub struct SnapshotReport {
+    /// `saved` (this run's DKG was written to the file) or `loaded` (this
+    /// run's DKG came from the file: `dkg_wall_s` is the time to read it).
+    pub action: String,
+    /// The file.
+    pub file: String,
+    /// Wall time of the DKG in the run that saved it (s).
+    pub dkg_wall_s: f64,
+}
+
 /// A simulation report.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
@@ -135,6 +147,15 @@ pub struct Report {
     pub virtual_s: f64,
     /// Hash of the trace: equal seeds and configs give equal hashes.
     pub trace_hash: String,
+    /// Hash of the trace from the start of the rounds at the cut, in a run
+    /// that saves or loads a DKG snapshot (`crate::snapshot`): the run that
+    /// saved a snapshot and every run from it with the same configuration
+    /// give the same.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rounds_trace_hash: Option<String>,
+    /// The DKG snapshot this run saved, or started from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dkg_snapshot: Option<SnapshotReport>,
     /// The last beacon.
     pub final_beacon: Option<FinalBeacon>,
     /// The beacon group public key, hex.

@@ -7,6 +7,7 @@
 use super::interface::ShareKind;
 use crate::config::{KeyShare, ReplicaKeys};
 use crate::Height;
+use beacon::curve::FixedBase;
 use beacon::memo::Memo;
 use beacon::{
     InterpolationMethod, NodeIndex, Point, Scheme, ShareSet, SignatureShare, ThresholdPublicKey,
@@ -132,10 +133,23 @@ impl<S: Scheme> Verifier<S> {
 
     /// This replica's share of `key` on `msg`.
     pub fn sign(&self, key: Key, msg: &[u8]) -> S::Signature {
-        self.key(key)
-            .share
-            .sign_hashed::<S>(&self.hash(msg))
-            .signature
+        let hashed = self.hash(msg);
+        let share = &self.key(key).share;
+        if !self.memo.is_enabled() {
+            return share.sign_hashed::<S>(&hashed).signature;
+        }
+        // Simulated replicas sign the same messages, each with its own
+        // share: a table of the message's multiples, built once and shared,
+        // makes each signature a fixed-base multiplication (the same share,
+        // charged as the multiplication a node does).
+        let mut h = Sha256::new();
+        h.update(b"fixed-base table");
+        h.update(S::DST);
+        h.update(msg);
+        let table = self
+            .memo
+            .get_or_compute_recent(h.finalize().into(), || FixedBase::new(hashed));
+        share.sign_with_table::<S>(&table).signature
     }
 
     /// Recovers `key`'s threshold signature from `set` (one check of the
