@@ -87,12 +87,8 @@ impl Memo {
             .unwrap_or_else(|e| e.into_inner())
             .get(&key)
             .cloned();
-        if let Some((value, counts, time)) = hit {
-            if let Ok(v) = value.downcast::<T>() {
-                cost::charge(&counts);
-                CHARGED.with(|c| c.set(c.get() + time));
-                return v;
-            }
+        if let Some(v) = hit.and_then(Self::charged) {
+            return v;
         }
         let (value, entry) = Self::compute(compute);
         self.entries
@@ -120,12 +116,8 @@ impl Memo {
             .iter()
             .find(|(k, _)| *k == key)
             .map(|(_, entry)| entry.clone());
-        if let Some((value, counts, time)) = hit {
-            if let Ok(v) = value.downcast::<T>() {
-                cost::charge(&counts);
-                CHARGED.with(|c| c.set(c.get() + time));
-                return v;
-            }
+        if let Some(v) = hit.and_then(Self::charged) {
+            return v;
         }
         let (value, entry) = Self::compute(compute);
         let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
@@ -134,6 +126,15 @@ impl Memo {
         }
         recent.push_back((key, entry));
         value
+    }
+
+    /// A cached result, charging this thread the operations and time it took
+    /// (`None` if it is of another type).
+    fn charged<T: Any + Send + Sync>((value, counts, time): Entry) -> Option<Arc<T>> {
+        let v = value.downcast::<T>().ok()?;
+        cost::charge(&counts);
+        CHARGED.with(|c| c.set(c.get() + time));
+        Some(v)
     }
 
     /// Runs `compute`, charging this thread its operations, and the entry
