@@ -383,6 +383,18 @@ impl<S: Scheme> DkgSnapshot<S> {
                 "the number of members differs from the key's",
             ));
         }
+        // Key material for other thresholds than the key names would build
+        // replicas of another configuration.
+        if file.groups.iter().any(|g| {
+            !g.thresholds
+                .iter()
+                .map(|p| p.threshold)
+                .eq(file.key.thresholds.iter().copied())
+        }) {
+            return Err(SnapshotError::Inconsistent(
+                "a group result has other thresholds than the snapshot's key",
+            ));
+        }
         let groups: Vec<Vec<PublicKeys<S>>> = file
             .groups
             .iter()
@@ -482,6 +494,40 @@ mod tests {
         };
         let err = key().check(&other).unwrap_err().to_string();
         assert!(err.contains("its seed is 7, this run's is 8"), "{err}");
+    }
+
+    /// A file whose key material is for other thresholds than its key says
+    /// (crafted, or damaged) is refused before any member is built from it.
+    #[test]
+    fn key_material_for_other_thresholds_is_refused() {
+        use beacon::field::Scalar;
+        let share = SecretShare::new(NodeIndex(0), Scalar::from_u64(7));
+        let point = share.verification_key::<beacon::MinSig>();
+        let out = DkgOutput::<beacon::MinSig> {
+            session: [0; 32],
+            n: 4,
+            me: NodeIndex(0),
+            qual: vec![NodeIndex(0)],
+            disqualified: Vec::new(),
+            keys: vec![ThresholdKeyMaterial {
+                threshold: 1,
+                public_polynomial: Arc::new(vec![point]),
+                secret_share: share,
+                verification_keys: Arc::new(vec![point; 4]),
+            }],
+        };
+        let snapshot = DkgSnapshot {
+            key: key(),
+            cut_us: 5,
+            summary: DkgSummary::default(),
+            outputs: vec![Some(Arc::new(out)), None, None, None],
+        };
+        let bytes = snapshot.encode().expect("encodes");
+        let err = DkgSnapshot::<beacon::MinSig>::decode(&bytes, &key(), 1)
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(err.contains("other thresholds"), "{err}");
     }
 
     #[test]
