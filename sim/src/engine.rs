@@ -40,6 +40,7 @@ use crate::cost_model::CostModel;
 use crate::host::{durable_write, Host};
 use crate::invariants::{Checker, FailureKind};
 use crate::network::{broadcast_receivers, Network};
+use crate::parallel_map;
 use crate::report::{FinalBeacon, Report, SnapshotReport};
 use crate::reshare::ReshareRun;
 use crate::snapshot::{DkgSnapshot, DkgSummary, SnapshotKey, SnapshotMode};
@@ -226,34 +227,6 @@ const NETWORK_SEED: u64 = 0x006e_6574_776f_726b;
 const LOAD_SEED: u64 = 0x6c6f_6164;
 /// Mixed into both again where the rounds start afresh at a cut.
 const ROUNDS_SEED: u64 = 0x726f_756e_6473_0000;
-
-/// `f` on every item with its index, on `threads` threads, in order.
-fn parallel_map<T: Sync, U: Send>(
-    items: &[T],
-    threads: usize,
-    f: impl Fn(usize, &T) -> U + Sync,
-) -> Vec<U> {
-    let per = items.len().div_ceil(threads.max(1)).max(1);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = items
-            .chunks(per)
-            .enumerate()
-            .map(|(c, part)| {
-                let f = &f;
-                s.spawn(move || {
-                    part.iter()
-                        .enumerate()
-                        .map(|(k, item)| f(c * per + k, item))
-                        .collect::<Vec<U>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("a rebuild panicked"))
-            .collect()
-    })
-}
 
 /// The host's cores and disk, when every node runs on one host.
 fn host_of(cfg: &SimConfig, costs: &CostModel) -> Option<Host> {

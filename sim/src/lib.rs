@@ -34,6 +34,34 @@ pub use engine::run;
 pub use invariants::{FailureKind, Violation};
 pub use report::Report;
 
+/// `f` on every item with its index, on `threads` threads, in order.
+pub(crate) fn parallel_map<T: Sync, U: Send>(
+    items: &[T],
+    threads: usize,
+    f: impl Fn(usize, &T) -> U + Sync,
+) -> Vec<U> {
+    let per = items.len().div_ceil(threads.max(1)).max(1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items
+            .chunks(per)
+            .enumerate()
+            .map(|(c, part)| {
+                let f = &f;
+                s.spawn(move || {
+                    part.iter()
+                        .enumerate()
+                        .map(|(k, item)| f(c * per + k, item))
+                        .collect::<Vec<U>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("a parallel worker panicked"))
+            .collect()
+    })
+}
+
 /// The simulator's error type (bad scenarios; protocol failures are violations
 /// in the report, not errors).
 #[derive(Debug, thiserror::Error)]

@@ -192,24 +192,11 @@ fn decode_points<P: beacon::Point>(bytes: &[u8], threads: usize) -> Result<Vec<P
         ));
     }
     let chunks: Vec<&[u8]> = bytes.chunks(P::COMPRESSED_LEN).collect();
-    let per = chunks.len().div_ceil(threads.max(1)).max(1);
-    let parts: Vec<Result<Vec<P>, beacon::Error>> = std::thread::scope(|s| {
-        let handles: Vec<_> = chunks
-            .chunks(per)
-            .map(|part| s.spawn(move || part.iter().map(|b| P::from_bytes(b)).collect()))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(beacon::Error::Wire("decoder panicked".into())))
-            })
-            .collect()
-    });
-    let mut points = Vec::with_capacity(chunks.len());
-    for part in parts {
-        points.extend(part.map_err(SnapshotError::Decode)?);
-    }
+    let points = crate::parallel_map(&chunks, threads, |_, b| P::from_bytes(b));
+    let points = points
+        .into_iter()
+        .collect::<Result<Vec<P>, _>>()
+        .map_err(SnapshotError::Decode)?;
     Ok(points)
 }
 
@@ -363,7 +350,7 @@ impl<S: Scheme> DkgSnapshot<S> {
             format: u32,
             version: String,
         }
-        let header: Header = bincode_prefix(bytes)?;
+        let header: Header = beacon::wire::decode_prefix(bytes).map_err(SnapshotError::Decode)?;
         if header.magic != MAGIC {
             return Err(SnapshotError::Inconsistent(
                 "the file does not start as a DKG snapshot",
@@ -459,11 +446,6 @@ impl<S: Scheme> DkgSnapshot<S> {
     ) -> Result<Self, SnapshotError> {
         Self::decode(&std::fs::read(path)?, expected, threads)
     }
-}
-
-/// Decodes the leading fields of a snapshot, ignoring what follows.
-fn bincode_prefix<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, SnapshotError> {
-    beacon::wire::decode_prefix(bytes).map_err(SnapshotError::Decode)
 }
 
 #[cfg(test)]
