@@ -34,6 +34,22 @@ pub struct Beacon {
 }
 
 impl Beacon {
+    /// Round `round`'s beacon: `signature`, linked to `previous` (the previous
+    /// round's signature, or the genesis seed for round 1) where `scheme` is
+    /// chained. Unchained beacons carry no link, as drand's do.
+    pub fn new(scheme: SchemeId, round: u64, signature: Vec<u8>, previous: &[u8]) -> Beacon {
+        let previous_signature = if scheme.is_chained() {
+            previous.to_vec()
+        } else {
+            Vec::new()
+        };
+        Beacon {
+            round,
+            signature,
+            previous_signature,
+        }
+    }
+
     /// `SHA-256(signature)`.
     pub fn randomness(&self) -> [u8; 32] {
         randomness(&self.signature)

@@ -97,7 +97,7 @@ pub enum Error {
     #[error("invalid signature: {0}")]
     InvalidSignature(String),
     /// A scheme identifier that this crate does not know.
-    #[error("unknown scheme {0:?} (known: pedersen-bls-chained, bls-chained-g1-rfc9380, bls-unchained-g1-rfc9380)")]
+    #[error("unknown scheme {0:?} (known: pedersen-bls-chained, bls-chained-g1-rfc9380, bls-unchained-g1-rfc9380, pedersen-bls-unchained)")]
     UnknownScheme(String),
     /// Malformed hex.
     #[error("invalid hex in {what}: {reason}")]

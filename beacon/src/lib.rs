@@ -49,7 +49,7 @@ pub use curve::{Point, G1, G2};
 pub use error::Error;
 pub use field::Scalar;
 pub use lagrange::{InterpolationMethod, LagrangeCoefficients, SignerDomain};
-pub use scheme::{MinPk, MinSig, Scheme, SchemeId};
+pub use scheme::{MinPk, MinPkUnchained, MinSig, MinSigUnchained, Scheme, SchemeId};
 pub use threshold::{deal, Recovery, SecretShare, ShareSet, SignatureShare, ThresholdPublicKey};
 
 use serde::{Deserialize, Serialize};

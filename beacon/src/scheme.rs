@@ -6,9 +6,15 @@
 //!   signatures in G2 (96 B).
 //! - [`MinSig`] = `bls-chained-g1-rfc9380`: signatures in G1 (48 B), keys in G2 (96 B);
 //!   faster signing and aggregation, the DST of drand's quicknet.
+//! - [`MinSigUnchained`] = `bls-unchained-g1-rfc9380`, drand's quicknet: [`MinSig`]'s
+//!   groups and DST, and round `r` signs `SHA-256(u64_be(r))` alone.
+//! - [`MinPkUnchained`] = `pedersen-bls-unchained`: [`MinPk`]'s groups and DST,
+//!   unchained.
 //!
-//! drand's unchained quicknet scheme (`bls-unchained-g1-rfc9380`) uses [`MinSig`]'s
-//! groups with another message; it is known here for verification only.
+//! Chained or not is a property of the [`SchemeId`] (`Scheme::ID`); the round's
+//! message is [`crate::chain::round_message`]. An unchained round's message is
+//! known in advance: that is what timelock encryption to a round relies on, and
+//! why no share of round `r` may leave before `r` is due (`consensus/SAFETY.md`).
 
 use crate::curve::{pairing_product_is_one, Point, G1, G2};
 use crate::Error;
@@ -28,7 +34,7 @@ pub trait Scheme: Copy + Clone + Default + fmt::Debug + Send + Sync + 'static {
     type PublicKey: Point + Serialize + DeserializeOwned;
     /// Group of signatures and signature shares.
     type Signature: Point + Serialize + DeserializeOwned;
-    /// The chained scheme identifier of this group choice.
+    /// The scheme identifier (groups, DST, chained or not).
     const ID: SchemeId;
     /// Hash-to-curve domain separation tag.
     const DST: &'static [u8];
@@ -87,6 +93,35 @@ impl Scheme for MinSig {
     }
 }
 
+/// Keys in G1, signatures in G2, unchained: drand's `pedersen-bls-unchained`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MinPkUnchained;
+
+/// Signatures in G1, keys in G2, unchained: drand's quicknet,
+/// `bls-unchained-g1-rfc9380`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MinSigUnchained;
+
+impl Scheme for MinPkUnchained {
+    type PublicKey = G1;
+    type Signature = G2;
+    const ID: SchemeId = SchemeId::PedersenBlsUnchained;
+    const DST: &'static [u8] = DST_G2;
+    fn pairing_product_is_one(terms: &[(G1, G2)]) -> bool {
+        MinPk::pairing_product_is_one(terms)
+    }
+}
+
+impl Scheme for MinSigUnchained {
+    type PublicKey = G2;
+    type Signature = G1;
+    const ID: SchemeId = SchemeId::BlsUnchainedG1Rfc9380;
+    const DST: &'static [u8] = DST_G1;
+    fn pairing_product_is_one(terms: &[(G2, G1)]) -> bool {
+        MinSig::pairing_product_is_one(terms)
+    }
+}
+
 /// A scheme identifier as drand writes it in chain info (`schemeID`).
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
@@ -98,8 +133,10 @@ pub enum SchemeId {
     PedersenBlsChained,
     /// Chained, signatures in G1 with the RFC 9380 G1 DST (this project's fast scheme).
     BlsChainedG1Rfc9380,
-    /// Unchained, signatures in G1 (drand's quicknet): verification only.
+    /// Unchained, signatures in G1 (drand's quicknet).
     BlsUnchainedG1Rfc9380,
+    /// Unchained, signatures in G2 (drand's `pedersen-bls-unchained`).
+    PedersenBlsUnchained,
     /// INSECURE: the [`crate::mock::InsecureMock`] stand-in for protocol-only
     /// simulations far beyond 4096 signers. Never for real use.
     InsecureMock,
@@ -112,14 +149,27 @@ impl SchemeId {
             Self::PedersenBlsChained => "pedersen-bls-chained",
             Self::BlsChainedG1Rfc9380 => "bls-chained-g1-rfc9380",
             Self::BlsUnchainedG1Rfc9380 => "bls-unchained-g1-rfc9380",
+            Self::PedersenBlsUnchained => "pedersen-bls-unchained",
             Self::InsecureMock => "insecure-mock",
         }
     }
 
     /// Whether round `r`'s message includes round `r - 1`'s signature.
     pub fn is_chained(&self) -> bool {
-        !matches!(self, Self::BlsUnchainedG1Rfc9380)
+        !matches!(
+            self,
+            Self::BlsUnchainedG1Rfc9380 | Self::PedersenBlsUnchained
+        )
     }
+
+    /// The schemes a network of ours signs with (all but the insecure mock),
+    /// in the order help texts list them.
+    pub const SIGNING: [SchemeId; 4] = [
+        Self::PedersenBlsChained,
+        Self::BlsChainedG1Rfc9380,
+        Self::BlsUnchainedG1Rfc9380,
+        Self::PedersenBlsUnchained,
+    ];
 
     /// Whether signatures are in G1 (keys in G2).
     pub fn signatures_in_g1(&self) -> bool {
@@ -143,6 +193,7 @@ impl FromStr for SchemeId {
             "pedersen-bls-chained" => Ok(Self::PedersenBlsChained),
             "bls-chained-g1-rfc9380" => Ok(Self::BlsChainedG1Rfc9380),
             "bls-unchained-g1-rfc9380" => Ok(Self::BlsUnchainedG1Rfc9380),
+            "pedersen-bls-unchained" => Ok(Self::PedersenBlsUnchained),
             "insecure-mock" => Ok(Self::InsecureMock),
             other => Err(Error::UnknownScheme(other.to_string())),
         }
@@ -180,9 +231,26 @@ mod tests {
     }
 
     #[test]
-    fn both_schemes_sign_and_verify() {
+    fn every_scheme_signs_and_verifies() {
         sign_verify::<MinPk>();
         sign_verify::<MinSig>();
+        sign_verify::<MinPkUnchained>();
+        sign_verify::<MinSigUnchained>();
+    }
+
+    #[test]
+    fn unchained_schemes_share_groups_and_dst_with_their_chained_twins() {
+        assert_eq!(MinSigUnchained::DST, MinSig::DST);
+        assert_eq!(MinPkUnchained::DST, MinPk::DST);
+        for id in SchemeId::SIGNING {
+            let chained = matches!(
+                id,
+                SchemeId::PedersenBlsChained | SchemeId::BlsChainedG1Rfc9380
+            );
+            assert_eq!(id.is_chained(), chained, "{id}");
+        }
+        assert!(MinSigUnchained::ID.signatures_in_g1());
+        assert!(!MinPkUnchained::ID.signatures_in_g1());
     }
 
     #[test]
@@ -191,6 +259,8 @@ mod tests {
             SchemeId::PedersenBlsChained,
             SchemeId::BlsChainedG1Rfc9380,
             SchemeId::BlsUnchainedG1Rfc9380,
+            SchemeId::PedersenBlsUnchained,
+            SchemeId::InsecureMock,
         ] {
             assert_eq!(id.as_str().parse::<SchemeId>().unwrap(), id);
         }

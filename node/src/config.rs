@@ -201,17 +201,26 @@ impl NodeConfig {
     /// Checks every field and parses addresses, IDs and parameters.
     pub fn validate(self) -> Result<Validated, NodeError> {
         let err = |m: String| Err(NodeError::Config(m));
+        let signing = || {
+            SchemeId::SIGNING
+                .iter()
+                .map(SchemeId::as_str)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         let scheme: SchemeId = match self.network.scheme.parse() {
-            Ok(s @ (SchemeId::PedersenBlsChained | SchemeId::BlsChainedG1Rfc9380)) => s,
+            Ok(s) if SchemeId::SIGNING.contains(&s) => s,
             Ok(other) => {
                 return err(format!(
-                    "scheme {other} cannot sign beacons (use pedersen-bls-chained or bls-chained-g1-rfc9380)"
+                    "scheme {other} cannot sign beacons (use one of {})",
+                    signing()
                 ))
             }
             Err(_) => {
                 return err(format!(
-                    "unknown scheme {:?} (use pedersen-bls-chained or bls-chained-g1-rfc9380)",
-                    self.network.scheme
+                    "unknown scheme {:?} (use one of {})",
+                    self.network.scheme,
+                    signing()
                 ))
             }
         };

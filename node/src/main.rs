@@ -1,7 +1,7 @@
 //! The `sbft-beacon` binary: real nodes (`run`, `keys`, `localnet`), deployments
 //! (`deploy compose`, and `health` for container health checks), the
-//! deterministic simulator (`sim`), chain verification (`verify`) and benchmarks
-//! (`bench`).
+//! deterministic simulator (`sim`), chain verification (`verify`), timelock
+//! encryption to a round (`tle`) and benchmarks (`bench`).
 
 /// Calls `$f::<S>($args)` with the BLS scheme `S` named by a [`beacon::SchemeId`].
 macro_rules! with_bls_scheme {
@@ -9,8 +9,10 @@ macro_rules! with_bls_scheme {
         match $scheme {
             beacon::SchemeId::PedersenBlsChained => $f::<beacon::MinPk>($args),
             beacon::SchemeId::BlsChainedG1Rfc9380 => $f::<beacon::MinSig>($args),
+            beacon::SchemeId::BlsUnchainedG1Rfc9380 => $f::<beacon::MinSigUnchained>($args),
+            beacon::SchemeId::PedersenBlsUnchained => $f::<beacon::MinPkUnchained>($args),
             other => anyhow::bail!(
-                "{other} is not a BLS scheme that signs (pedersen-bls-chained, bls-chained-g1-rfc9380)"
+                "{other} is not a BLS scheme that signs (pedersen-bls-chained, bls-chained-g1-rfc9380, bls-unchained-g1-rfc9380, pedersen-bls-unchained)"
             ),
         }
     };
@@ -27,6 +29,7 @@ mod protocol_args;
 mod reshare_cmd;
 mod run_cmd;
 mod sim_cmd;
+mod tle_cmd;
 mod verify_cmd;
 
 use anyhow::Result;
@@ -64,6 +67,9 @@ enum Command {
     Sim(Box<sim_cmd::SimArgs>),
     /// Verify a beacon chain with drand's rules.
     Verify(verify_cmd::VerifyArgs),
+    /// Timelock encryption to a future round (drand's `tle`, interoperable):
+    /// `tle encrypt --round R | --duration D`, `tle decrypt`.
+    Tle(tle_cmd::TleArgs),
     /// Measure the cryptographic building blocks.
     Bench {
         #[command(subcommand)]
@@ -83,6 +89,7 @@ fn main() -> Result<()> {
         Command::Health(args) => deploy::health(args),
         Command::Sim(args) => sim_cmd::run(*args),
         Command::Verify(args) => verify_cmd::run(args),
+        Command::Tle(args) => tle_cmd::run(args),
         Command::Bench { which } => bench::run(which),
     }
 }

@@ -170,11 +170,12 @@ fn publish<S: Scheme>(view: &mut ChainView, entry: &CommittedEntry<S>) {
 /// The beacon of a finalized entry: its block names the beacon it chains on
 /// (the genesis seed for round 1), so no other height is needed.
 fn beacon_of<S: Scheme>(entry: &CommittedEntry<S>) -> Beacon {
-    Beacon {
-        round: entry.block.height.get(),
-        signature: entry.beacon.to_bytes(),
-        previous_signature: entry.block.previous_beacon.clone(),
-    }
+    Beacon::new(
+        S::ID,
+        entry.block.height.get(),
+        entry.beacon.to_bytes(),
+        &entry.block.previous_beacon,
+    )
 }
 
 /// The store as the API's archive of older beacons, blocks and transactions.

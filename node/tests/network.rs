@@ -9,7 +9,6 @@ mod common;
 
 use common::{assert_verifies, get, latest};
 
-use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
@@ -140,25 +139,7 @@ impl Drop for Network {
 #[test]
 fn localnet_serves_one_chain_that_verify_url_accepts() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let mut localnet = Command::new(BIN)
-        .args([
-            "localnet",
-            "--nodes",
-            "4",
-            "--rounds",
-            "10",
-            "--json",
-            "--keep-running",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(localnet.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let report: serde_json::Value = serde_json::from_str(&line).expect("one JSON line");
+    let (mut localnet, report) = common::localnet_running(BIN, &["--nodes", "4", "--rounds", "10"]);
     assert_eq!(report["nodes"], 4);
     assert_eq!(report["rounds"], 10);
     assert_eq!(report["chain_identical"], true);
@@ -174,12 +155,7 @@ fn localnet_serves_one_chain_that_verify_url_accepts() {
         dkg > 0.0 && startup >= dkg,
         "startup {startup} s, DKG {dkg} s"
     );
-    let apis: Vec<String> = report["http"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap().to_string())
-        .collect();
+    let apis = common::report_apis(&report);
     assert_eq!(apis.len(), 4);
     // Every node serves the same first ten rounds while the network runs on.
     let first = chain(&apis[0], 10);

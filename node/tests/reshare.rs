@@ -94,30 +94,23 @@ fn pid_of(config: &Path) -> Option<i32> {
 #[test]
 fn joiners_take_part_and_members_resume_the_new_epoch_after_a_crash() {
     let dir = tempfile::tempdir().unwrap();
-    let mut localnet = Command::new(BIN)
-        .args([
-            "localnet",
+    let dir_arg = dir.path().to_str().unwrap();
+    let (localnet, report) = common::localnet_running(
+        BIN,
+        &[
             "--nodes",
             "4",
             "--reshare-to",
             "7",
             "--rounds",
             "20",
-        ])
-        .args(["--json", "--keep-running", "--timeout-s", "240", "--dir"])
-        .arg(dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(localnet.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
+            "--timeout-s",
+            "240",
+            "--dir",
+            dir_arg,
+        ],
+    );
     let localnet = Nodes(vec![localnet]);
-    let report: serde_json::Value = serde_json::from_str(line.trim()).expect("one JSON line");
     assert_eq!(report["nodes"], 7);
     assert_eq!(report["chain_identical"], true);
     assert_eq!(report["chain_verified"], true);

@@ -426,9 +426,6 @@ impl SimConfig {
                 return err("reshare does not combine with crashes or twins yet".into());
             }
         }
-        if matches!(self.scheme, SchemeId::BlsUnchainedG1Rfc9380) {
-            return err("bls-unchained-g1-rfc9380 is verification-only; use pedersen-bls-chained or bls-chained-g1-rfc9380".into());
-        }
         let n = &self.network;
         for (name, p) in [
             ("loss", n.loss),

@@ -580,8 +580,11 @@ pub fn run(
     match cfg.scheme {
         beacon::SchemeId::PedersenBlsChained => run_with::<beacon::MinPk>(cfg, progress),
         beacon::SchemeId::BlsChainedG1Rfc9380 => run_with::<beacon::MinSig>(cfg, progress),
+        beacon::SchemeId::BlsUnchainedG1Rfc9380 => {
+            run_with::<beacon::MinSigUnchained>(cfg, progress)
+        }
+        beacon::SchemeId::PedersenBlsUnchained => run_with::<beacon::MinPkUnchained>(cfg, progress),
         beacon::SchemeId::InsecureMock => run_with::<beacon::mock::InsecureMock>(cfg, progress),
-        scheme => Err(SimError::UnsupportedScheme { scheme }),
     }
 }
 

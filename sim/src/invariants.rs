@@ -221,8 +221,9 @@ impl Checker {
         }
     }
 
-    /// Validity (verifies under the group key, chains on the previous beacon) and
-    /// uniqueness (one signature per round).
+    /// Validity (verifies under the group key, chains on the previous beacon in
+    /// a chained scheme, carries no link in an unchained one) and uniqueness (one
+    /// signature per round).
     pub fn on_beacon(&mut self, node: u32, at: Time, beacon: &Beacon) {
         self.touch(at);
         if !self.honest[node as usize] {
@@ -247,16 +248,28 @@ impl Checker {
                 .get(&(beacon.round - 1))
                 .map(|b| b.signature.clone())
         };
-        if expected_prev.is_some_and(|p| p != beacon.previous_signature) {
+        let linked = if self.chain.scheme.is_chained() {
+            expected_prev.is_none_or(|p| p == beacon.previous_signature)
+        } else {
+            beacon.previous_signature.is_empty()
+        };
+        if !linked {
             self.fail(
                 FailureKind::Safety,
                 Some(node),
                 at,
-                format!(
-                    "validity: round {} does not chain on round {}",
-                    beacon.round,
-                    beacon.round - 1
-                ),
+                if self.chain.scheme.is_chained() {
+                    format!(
+                        "validity: round {} does not chain on round {}",
+                        beacon.round,
+                        beacon.round - 1
+                    )
+                } else {
+                    format!(
+                        "validity: unchained round {} carries a previous signature",
+                        beacon.round
+                    )
+                },
             );
             return;
         }

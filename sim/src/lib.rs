@@ -75,12 +75,6 @@ pub enum SimError {
     /// The scenario's DKG parameters are invalid.
     #[error("invalid scenario: DKG: {0}")]
     Dkg(#[source] beacon::Error),
-    /// The scheme only verifies, it cannot sign.
-    #[error("invalid scenario: {scheme} cannot be simulated (verification-only)")]
-    UnsupportedScheme {
-        /// The scheme named.
-        scheme: beacon::SchemeId,
-    },
     /// A DKG snapshot cannot be written, read or used.
     #[error("DKG snapshot {}: {reason}", path.display())]
     Snapshot {

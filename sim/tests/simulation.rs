@@ -175,6 +175,52 @@ fn insecure_mock_scheme_runs_the_same_protocol() {
         .unwrap();
 }
 
+/// Issue 36: drand's unchained schemes (quicknet's `bls-unchained-g1-rfc9380`
+/// and `pedersen-bls-unchained`) run the same protocol, with Byzantine members
+/// and a paced chain; the published chain is drand's unchained shape (no
+/// `previous_signature`) and verifies with drand's rules.
+#[test]
+fn unchained_schemes_run_the_same_protocol_and_publish_drand_chains() {
+    for scheme in [
+        beacon::SchemeId::BlsUnchainedG1Rfc9380,
+        beacon::SchemeId::PedersenBlsUnchained,
+    ] {
+        let mut cfg = small("byzantine", 10, 8);
+        cfg.scheme = scheme;
+        cfg.faults.byzantine = 1;
+        cfg.protocol.period_ms = 1_000;
+        cfg.validate().unwrap();
+        let (report, chain) = sim::run(&cfg, None).unwrap();
+        assert!(
+            report.violations.is_empty(),
+            "{scheme}: {:?}",
+            report.violations
+        );
+        assert_eq!(report.scheme, scheme.as_str());
+        let chain = chain.unwrap();
+        assert_eq!(chain["info"]["schemeID"], scheme.as_str());
+        let published = chain["beacons"].as_array().unwrap();
+        assert!(
+            published.len() >= 8,
+            "{scheme}: {} beacons",
+            published.len()
+        );
+        for b in published {
+            assert!(b.get("previous_signature").is_none(), "{scheme}: {b}");
+        }
+        let info: beacon::ChainInfoJson = serde_json::from_value(chain["info"].clone()).unwrap();
+        let beacons: Vec<beacon::BeaconJson> =
+            serde_json::from_value(chain["beacons"].clone()).unwrap();
+        let beacons: Vec<beacon::Beacon> = beacons.iter().map(|b| b.to_beacon().unwrap()).collect();
+        let info = info.to_info().unwrap();
+        info.verify_chain(None, &beacons).unwrap();
+        // An unchained beacon stands alone: each verifies without its neighbours.
+        for b in &beacons {
+            info.verify_beacon(b).unwrap();
+        }
+    }
+}
+
 #[test]
 fn invalid_scenarios_are_clear_errors() {
     let base = SimConfig::load("default").unwrap();

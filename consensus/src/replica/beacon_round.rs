@@ -1,5 +1,6 @@
 //! Step 4, the beacon of the height being decided: its message
-//! (`SHA-256(beta_{h-1} || u64_be(h))`, drand's chained rule), the shares this
+//! (`SHA-256(beta_{h-1} || u64_be(h))`, drand's chained rule, or
+//! `SHA-256(u64_be(h))` in an unchained scheme), the shares this
 //! replica holds, and `beta_h` once known — recovered here from `t_b` shares
 //! (the [`Tally`] path) or received and verified. Also the withheld-beacon
 //! rule: a replica that committed without a beacon sends its share to everyone
@@ -139,11 +140,12 @@ impl<S: Scheme> Replica<S> {
             return;
         }
         round.beacon = Some(signature);
-        self.outbox.event(Event::Beacon(beacon::Beacon {
-            round: round.round.get(),
-            signature: signature.to_bytes(),
-            previous_signature: round.previous.clone(),
-        }));
+        self.outbox.event(Event::Beacon(beacon::Beacon::new(
+            S::ID,
+            round.round.get(),
+            signature.to_bytes(),
+            &round.previous,
+        )));
     }
 
     /// Sends our beacon share of this round to every member, once per height,

@@ -401,7 +401,7 @@ impl<S: Scheme> Net<S> {
         }
     }
 
-    /// Every honest member's chain verifies with drand's chained rules.
+    /// Every honest member's chain verifies with drand's rules for its scheme.
     pub fn assert_beacons_verify(&self) {
         let key = self.outputs[0].keys[0].group_key().to_bytes();
         let info = self.config.chain_info(key, S::ID);
@@ -410,11 +410,7 @@ impl<S: Scheme> Net<S> {
                 .chain(i)
                 .iter()
                 .scan(self.config.genesis_seed.to_vec(), |prev, e| {
-                    let b = Beacon {
-                        round: e.block.height.get(),
-                        signature: e.beacon.to_bytes(),
-                        previous_signature: prev.clone(),
-                    };
+                    let b = Beacon::new(S::ID, e.block.height.get(), e.beacon.to_bytes(), prev);
                     *prev = b.signature.clone();
                     Some(b)
                 })

@@ -1,7 +1,8 @@
 //! Helpers shared by the real-process tests.
 #![allow(dead_code)]
 
-use std::process::Command;
+use std::io::{BufRead as _, BufReader};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 /// Blocking JSON GET; `None` on any failure.
@@ -65,4 +66,34 @@ pub fn localnet_configs(bin: &str, n: u32, extra: &[&str]) -> (tempfile::TempDir
         })
         .collect();
     (dir, apis)
+}
+
+/// Starts `bin localnet ARGS --json --keep-running` and waits for its one-line
+/// JSON report (printed once the requested rounds are in); returns the running
+/// process (the network stays up until it is signalled) and the report.
+pub fn localnet_running(bin: &str, args: &[&str]) -> (Child, serde_json::Value) {
+    let mut child = Command::new(bin)
+        .arg("localnet")
+        .args(args)
+        .args(["--json", "--keep-running"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let report = serde_json::from_str(line.trim()).expect("one JSON line");
+    (child, report)
+}
+
+/// The HTTP API addresses a `localnet --json` report lists.
+pub fn report_apis(report: &serde_json::Value) -> Vec<String> {
+    report["http"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect()
 }
