@@ -7,7 +7,9 @@
 //! - chain hash: `SHA-256(u32_be(period_s) || i64_be(genesis_time) || public_key ||
 //!   genesis_seed [|| beacon_id if not "default"])`.
 //!
-//! [`ChainInfo`] and [`Beacon`] serialize (JSON) in drand's v1 HTTP shape.
+//! [`ChainInfo`] and [`Beacon`] serialize (JSON) in drand's v1 HTTP shape
+//! ([`ChainInfoJson`], [`BeaconJson`]) and its v2 shape ([`ChainInfoV2Json`],
+//! [`BeaconV2Json`], as drand's http-relay serves them).
 
 use crate::curve::{Point, G1, G2};
 use crate::scheme::{MinPk, MinSig, Scheme, SchemeId};
@@ -120,6 +122,73 @@ fn parse_hex(what: &'static str, s: &str) -> Result<Vec<u8>, Error> {
         what,
         reason: e.to_string(),
     })
+}
+
+/// A beacon in drand's v2 JSON shape (`/v2/.../rounds/{round}`): the v1 shape
+/// without `randomness` (the relay's `HexBeacon` after `UnsetRandomness`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BeaconV2Json {
+    /// Round number.
+    pub round: u64,
+    /// Signature, hex.
+    pub signature: String,
+    /// Previous signature, hex (absent for unchained schemes).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub previous_signature: String,
+}
+
+impl From<&Beacon> for BeaconV2Json {
+    fn from(b: &Beacon) -> Self {
+        BeaconV2Json {
+            round: b.round,
+            signature: hex::encode(&b.signature),
+            previous_signature: hex::encode(&b.previous_signature),
+        }
+    }
+}
+
+/// drand's v2 chain info JSON (`/v2/.../info`, the relay's `JsonInfoV2`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChainInfoV2Json {
+    /// Group public key, hex.
+    pub public_key: String,
+    /// Period in seconds.
+    pub period: u32,
+    /// Unix time of round 1.
+    pub genesis_time: i64,
+    /// Genesis seed, hex (v1's `groupHash`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub genesis_seed: String,
+    /// Chain hash, hex (v1's `hash`).
+    pub chain_hash: String,
+    /// Scheme identifier (v1's `schemeID`).
+    pub scheme: String,
+    /// Beacon identifier (v1's `metadata.beaconID`).
+    pub beacon_id: String,
+}
+
+impl From<&ChainInfoJson> for ChainInfoV2Json {
+    /// The relay's `JsonInfoV1.V2`.
+    fn from(v1: &ChainInfoJson) -> Self {
+        ChainInfoV2Json {
+            public_key: v1.public_key.clone(),
+            period: v1.period,
+            genesis_time: v1.genesis_time,
+            genesis_seed: v1.group_hash.clone(),
+            chain_hash: v1.hash.clone(),
+            scheme: v1.scheme_id.clone(),
+            beacon_id: canonical_id(&v1.metadata.beacon_id).to_string(),
+        }
+    }
+}
+
+/// drand's canonical beacon id: the empty one is `default`.
+pub fn canonical_id(id: &str) -> &str {
+    if id.is_empty() {
+        DEFAULT_BEACON_ID
+    } else {
+        id
+    }
 }
 
 /// Public parameters of a chain, as drand publishes them at `/info`.

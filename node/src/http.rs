@@ -30,7 +30,7 @@ use axum::http::{header, request::Parts, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, MethodRouter};
 use axum::{Json, Router};
-use beacon::chain::DEFAULT_BEACON_ID;
+use beacon::chain::{canonical_id, BeaconV2Json, ChainInfoV2Json};
 use beacon::{Beacon, BeaconJson, ChainInfo, ChainInfoJson};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use serde::{Deserialize, Serialize};
@@ -368,73 +368,6 @@ async fn common_headers(mut response: Response) -> Response {
 enum Api {
     V1,
     V2,
-}
-
-/// A beacon in drand's v2 JSON shape (`/v2/.../rounds/{round}`): the v1 shape
-/// without `randomness` (the relay's `HexBeacon` after `UnsetRandomness`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BeaconV2Json {
-    /// Round number.
-    pub round: u64,
-    /// Signature, hex.
-    pub signature: String,
-    /// Previous signature, hex (absent for unchained schemes).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub previous_signature: String,
-}
-
-impl From<&Beacon> for BeaconV2Json {
-    fn from(b: &Beacon) -> Self {
-        BeaconV2Json {
-            round: b.round,
-            signature: hex::encode(&b.signature),
-            previous_signature: hex::encode(&b.previous_signature),
-        }
-    }
-}
-
-/// drand's v2 chain info JSON (`/v2/.../info`, the relay's `JsonInfoV2`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ChainInfoV2Json {
-    /// Group public key, hex.
-    pub public_key: String,
-    /// Period in seconds.
-    pub period: u32,
-    /// Unix time of round 1.
-    pub genesis_time: i64,
-    /// Genesis seed, hex (v1's `groupHash`).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub genesis_seed: String,
-    /// Chain hash, hex (v1's `hash`).
-    pub chain_hash: String,
-    /// Scheme identifier (v1's `schemeID`).
-    pub scheme: String,
-    /// Beacon identifier (v1's `metadata.beaconID`).
-    pub beacon_id: String,
-}
-
-impl From<&ChainInfoJson> for ChainInfoV2Json {
-    /// The relay's `JsonInfoV1.V2`.
-    fn from(v1: &ChainInfoJson) -> Self {
-        ChainInfoV2Json {
-            public_key: v1.public_key.clone(),
-            period: v1.period,
-            genesis_time: v1.genesis_time,
-            genesis_seed: v1.group_hash.clone(),
-            chain_hash: v1.hash.clone(),
-            scheme: v1.scheme_id.clone(),
-            beacon_id: canonical_id(&v1.metadata.beacon_id).to_string(),
-        }
-    }
-}
-
-/// drand's canonical beacon id: the empty one is `default`.
-fn canonical_id(id: &str) -> &str {
-    if id.is_empty() {
-        DEFAULT_BEACON_ID
-    } else {
-        id
-    }
 }
 
 /// The chain a drand route names: this node's (`/info`, `/public/...`), or
