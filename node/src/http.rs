@@ -502,7 +502,9 @@ fn rounds_due(info: &ChainInfo, now: i64) -> u64 {
     if info.period == 0 || now < info.genesis_time {
         0
     } else {
-        ((now - info.genesis_time) / i64::from(info.period) + 1) as u64
+        // `now >= genesis_time`, so the saturated difference is the true one
+        // up to i64::MAX (a genesis far in the past is a config, not a panic).
+        (now.saturating_sub(info.genesis_time) / i64::from(info.period)) as u64 + 1
     }
 }
 
@@ -1161,6 +1163,17 @@ mod tests {
             scheme,
             beacon_id: id.into(),
         }
+    }
+
+    /// A chain whose genesis lies at the far end of i64 (a config, not the
+    /// network, but still no overflow): the rounds due saturate.
+    #[test]
+    fn rounds_due_does_not_overflow_on_extreme_genesis_times() {
+        let info = chain_info(SchemeId::BlsUnchainedG1Rfc9380, 1, i64::MIN, "default");
+        assert_eq!(rounds_due(&info, i64::MAX), i64::MAX as u64 + 1);
+        assert_eq!(next_round(&info, u64::MAX, 1), u64::MAX);
+        let info = chain_info(SchemeId::BlsUnchainedG1Rfc9380, 3, i64::MAX, "default");
+        assert_eq!(rounds_due(&info, 0), 0);
     }
 
     fn beacon_of(info: &ChainInfo, round: u64) -> Beacon {
