@@ -585,6 +585,50 @@ fn new_view() {
     check(&mut fx.replica(me), steps);
 }
 
+/// Catch-up when the proof of our height passed us by (a collector that sent
+/// it to some replicas only): messages of the next height from more than `f`
+/// replicas mean an honest one finalized ours, so we ask one of them at once,
+/// not at our next view timer (up to 16 view timeouts away). One replica ahead
+/// proves nothing (it may be Byzantine), and its repeats do not count twice.
+/// Seed 56 of the campaign on `reshare-small` without `[reshare]` (twins as
+/// collectors): two honest replicas waited out a 20 s view timer at a height
+/// the others had finalized, and the others could not go on without them.
+#[test]
+fn a_replica_behind_asks_to_sync_once_more_than_f_replicas_are_ahead() {
+    let fx = Fixture::new(77);
+    let (p, c) = (fx.primary, fx.collector);
+    let [me, x] = fx.others;
+    let next_height = |from: NodeIndex| {
+        msg(
+            from,
+            Message::Beacon {
+                round: Height::new(2),
+                signature: Sig::generator(),
+            },
+        )
+    };
+    let steps = vec![
+        step(
+            "start: arm the view timer",
+            Input::Start,
+            outs!["timer view-change(1,0)"],
+        ),
+        step(
+            "one replica at the next height: kept, no request",
+            next_height(x),
+            vec![],
+        ),
+        step("the same replica again: still one", next_height(x), vec![]),
+        step(
+            "a second replica (f + 1 = 2) at the next height: ask the first at once",
+            next_height(p),
+            outs!["send sync-request to {}", x],
+        ),
+        step("a third: asked recently, nothing", next_height(c), vec![]),
+    ];
+    check(&mut fx.replica(me), steps);
+}
+
 /// Catch-up: a sync response with three heights is applied height by height
 /// in one step (each entry checked, committed, finalized), and a forged beacon
 /// in an entry stops it.

@@ -80,7 +80,66 @@ pub fn draw(base: &SimConfig, seed: u64) -> SimConfig {
     } else {
         0.0
     };
+    // The scenario's time limit is for the scenario's own faults; the faults
+    // drawn here may need longer (`consensus/SAFETY.md`, "How long a run may
+    // take").
+    if let Some(bound) = time_bound_us(&cfg) {
+        let secs = bound.div_ceil(1_000_000);
+        cfg.invariants.max_virtual_time_s = cfg.invariants.max_virtual_time_s.max(secs);
+    }
     cfg
+}
+
+/// The virtual time by which a run of `cfg` reaches its target rounds with the
+/// faults it draws, from the protocol's timeouts alone (`consensus/SAFETY.md`,
+/// "How long a run may take"): the DKG's last deadline, the end of the last
+/// partition or crash, the height those interrupted, and every height sitting
+/// out one failed view per faulty member (Byzantine or twin) plus view 0, one
+/// more with message loss, then one normal-case view (within `tau(0)`).
+/// `None` for a configuration that does not build.
+pub fn time_bound_us(cfg: &SimConfig) -> Option<u64> {
+    let replica = cfg.replica_config().ok()?;
+    let tau = |v: u64| replica.view_timeout_us(v);
+    let faulty = u64::from(cfg.faults.byzantine + cfg.faults.twins);
+    let lossy = u64::from(cfg.network.loss > 0.0);
+    // Every attempt of the DKG ends within 4 phases, each attempt's phases
+    // twice as long as the last one's.
+    let phase = cfg.dkg.phase_timeout_ms.saturating_mul(1_000);
+    let dkg = phase
+        .saturating_mul(4)
+        .saturating_mul((1u64 << cfg.dkg.max_attempts.min(16)) - 1);
+    // The end of the last transient fault, and the views its height may
+    // have entered by then (each needs its whole timeout to pass).
+    let healed = cfg
+        .partitions
+        .iter()
+        .map(|p| p.heal_ms)
+        .chain(
+            cfg.faults
+                .crash
+                .iter()
+                .map(|c| c.restart_ms.unwrap_or(c.at_ms)),
+        )
+        .max()
+        .unwrap_or(0)
+        .saturating_mul(1_000);
+    let entered = (1..)
+        .take_while(|v| replica.recovery_bound_us(*v) <= healed)
+        .count() as u64;
+    let height = replica
+        .recovery_bound_us(faulty + lossy + 1)
+        .saturating_add(tau(0))
+        .saturating_add(replica.period_us);
+    let interrupted = if healed == 0 {
+        0
+    } else {
+        replica.recovery_bound_us(entered + faulty + lossy + 2)
+    };
+    Some(
+        dkg.saturating_add(healed)
+            .saturating_add(interrupted)
+            .saturating_add(height.saturating_mul(cfg.rounds)),
+    )
 }
 
 /// Runs `seeds` consecutive seeds from `first_seed` on fault mixes drawn from

@@ -1005,42 +1005,30 @@ impl<S: Scheme> Engine<S> {
             .enumerate()
             .filter(|(_, s)| s.honest && s.member.as_ref().is_some_and(|m| !m.is_outside()))
             .map(|(i, _)| i as u32)
-            .filter(|i| !self.lost_in_change(*i))
     }
 
     /// Whether member `node` was cut off during the change of members: it
-    /// crashed after the decision before it ran the new epoch (the new keys
-    /// live only in memory until the switch), or sat on the listed side of a
-    /// partition that lasted past the decision (the resharing and the DKG went
-    /// on without it). It lost its part of the change and stays behind until a
-    /// later resharing gives it keys again (issue 13, part 3); the others must
-    /// still complete the change, and the chain go on.
-    fn lost_in_change(&self, node: u32) -> bool {
+    /// sat on the listed side of a partition that lasted past the decision.
+    /// Such a member is not excused, nor is one that crashed during the
+    /// change: it asks for the deals, sub-shares and certificate it lacks and
+    /// completes (`consensus::epoch`, "Faults and late members"). The report
+    /// counts them (`lost_by_crash`, the name kept for scripts).
+    fn cut_off_in_change(&self, node: u32) -> bool {
         let Some(r) = self.reshare.as_ref() else {
             return false;
         };
-        let crashed = self
-            .crash_times
-            .iter()
-            .any(|(n, down, back)| *n == node && r.lost_by_crash(node, *down, *back));
-        let cut_off = match (r.decided_at(), self.dkg_end) {
+        match (r.decided_at(), self.dkg_end) {
             (Some(decided), Some(end)) => self.cfg.partitions.iter().any(|p| {
                 end.plus_millis(p.heal_ms) >= decided
                     && p.side.iter().any(|[a, b]| (*a..=*b).contains(&node))
             }),
             _ => false,
-        };
-        crashed || (cut_off && !r.has_started(node))
+        }
     }
 
     fn honest_alive_done(&self) -> bool {
         let target = Height::new(self.cfg.rounds);
         let honest: Vec<bool> = self.slots.iter().map(|s| s.honest).collect();
-        let honest: Vec<bool> = honest
-            .iter()
-            .enumerate()
-            .map(|(i, h)| *h && !self.lost_in_change(i as u32))
-            .collect();
         self.reshare.as_ref().is_none_or(|r| r.complete(&honest))
             && !self.restart_ahead()
             && self
@@ -1512,9 +1500,6 @@ impl<S: Scheme> Engine<S> {
             r.on_event(node, at, &event);
         }
         match event {
-            // A member cut off during the change may fail its part: counted
-            // in the report (`lost_by_crash`), not a violation.
-            EpochEvent::Failed { .. } if self.lost_in_change(node) => {}
             EpochEvent::Failed { epoch, reason } => self.checker.fail(
                 FailureKind::Liveness,
                 Some(node),
@@ -1690,7 +1675,7 @@ impl<S: Scheme> Engine<S> {
                 let gap = if median > 0.0 { around / median } else { 0.0 };
                 {
                     let lost = (0..self.slots.len() as u32)
-                        .filter(|i| self.lost_in_change(*i))
+                        .filter(|i| self.cut_off_in_change(*i))
                         .count() as u32;
                     r.report(gap, self.dkg_end.map_or(0.0, |t| t.as_millis_f64()), lost)
                 }

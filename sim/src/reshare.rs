@@ -48,9 +48,10 @@ pub struct ReshareReport {
     pub started: u32,
     /// Honest leavers that erased their shares.
     pub retired: u32,
-    /// Members cut off during the change (a crash between the decision and
-    /// their switch, or a partition that lasted past the decision): they lost
-    /// their part of it and stay behind (issue 13, part 3).
+    /// Members cut off during the change that have not come back into it: on
+    /// the listed side of a partition that lasted past the decision (the new
+    /// members' DKG may have gone through its attempts without them). The
+    /// name is kept for scripts; a crash no longer costs a member its part.
     pub lost_by_crash: u32,
     /// The longest any honest member waited for a beacon of the rounds of
     /// the change (from the round before the deciding height to three rounds
@@ -160,23 +161,6 @@ impl ReshareRun {
         self.decided.map(|(_, h)| h)
     }
 
-    /// Whether `node` runs the new epoch (or retired from the old one).
-    pub fn has_started(&self, node: u32) -> bool {
-        self.started.contains_key(&node) || self.retired.contains(&node)
-    }
-
-    /// Whether a crash of `node` from `down` to `back` cost it its part of
-    /// the change: it was down after the decision, before the member ran the
-    /// new epoch (or retired).
-    pub fn lost_by_crash(&self, node: u32, down: Time, back: Time) -> bool {
-        let Some((decided, _)) = self.decided else {
-            return false;
-        };
-        let done = self.started.get(&node).is_some_and(|(t, _)| *t <= down)
-            || self.retired.contains(&node);
-        back >= decided && !done
-    }
-
     /// The height the new epoch starts at, once some member runs it.
     pub fn start_height(&self) -> Option<Height> {
         self.started.values().map(|(_, h)| *h).min()
@@ -184,7 +168,7 @@ impl ReshareRun {
 
     /// The report's figures; `gap_ratio` from the engine's statistics,
     /// `dkg_ms` the genesis DKG's virtual time, `lost_by_crash` the members
-    /// that crashed during the change.
+    /// cut off during the change.
     pub fn report(&self, gap_ratio: f64, dkg_ms: f64, lost_by_crash: u32) -> ReshareReport {
         let ready = self.ready.values().max().copied();
         let ms = |t: Option<Time>| t.map_or(0.0, |t| t.as_millis_f64());

@@ -66,21 +66,38 @@ impl<S: Scheme> Dkg<S> {
     /// a deal the others did not wait for, or missed the end of a phase): it
     /// adopts that QUAL if it holds a deal and a matching share of every dealer
     /// in it. `None` when it cannot (then it has no share under that QUAL).
+    /// Whether this member holds a deal and its shares from every dealer of
+    /// `qual` (in the deal phase or after it), so that [`Dkg::adopt`] can
+    /// decide.
+    pub(crate) fn holds(&self, qual: &[NodeIndex]) -> bool {
+        qual.iter().all(|d| {
+            (self.deals.contains_key(d) || self.late_deals.contains_key(d))
+                && (self.shares.contains_key(d) || self.late_shares.contains_key(d))
+        })
+    }
+
     pub(crate) fn adopt(&mut self, qual: &[NodeIndex]) -> Option<Arc<DkgOutput<S>>> {
-        if (qual.len() as u32) < self.config.min_qualified
-            || qual.windows(2).any(|w| w[0] >= w[1])
-            || qual.iter().any(|d| !self.deals.contains_key(d))
+        if (qual.len() as u32) < self.config.min_qualified || qual.windows(2).any(|w| w[0] >= w[1])
         {
             return None;
         }
+        // Deals and shares that came after the deal phase count here, for
+        // the QUAL `n - f` members signed; each is checked below.
         let thresholds = self.config.thresholds.clone();
+        let mut held = Vec::with_capacity(qual.len());
         for d in qual {
-            let shares = self.shares.get(d)?;
+            let deal = self.deals.get(d).or_else(|| self.late_deals.get(d))?;
+            let shares = self.shares.get(d).or_else(|| self.late_shares.get(d))?;
             if shares.len() != thresholds.len()
-                || !share_matches::<S>(&self.domain, &self.deals[d], self.me, shares)
+                || !share_matches::<S>(&self.domain, deal, self.me, shares)
             {
                 return None;
             }
+            held.push((*d, deal.clone(), shares.clone()));
+        }
+        for (d, deal, shares) in held {
+            self.deals.entry(d).or_insert(deal);
+            self.shares.entry(d).or_insert(shares);
         }
         let keys = self.keys_under(qual).ok()?;
         if keys

@@ -41,6 +41,8 @@ impl<S: Scheme> Dkg<S> {
             disqualified: BTreeMap::new(),
             shares: BTreeMap::new(),
             shares_committed: BTreeMap::new(),
+            late_deals: BTreeMap::new(),
+            late_shares: BTreeMap::new(),
             my_complaints: BTreeSet::new(),
             complaints: BTreeMap::new(),
             faulty: BTreeSet::new(),

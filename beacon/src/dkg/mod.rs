@@ -146,6 +146,12 @@ pub struct Dkg<S: Scheme> {
     shares: BTreeMap<NodeIndex, Vec<Scalar>>,
     /// Whether each dealer's shares are in its share tree (see [`batch`]).
     shares_committed: BTreeMap<NodeIndex, ([u8; 32], batch::SharePath)>,
+    /// Deals and shares that came after the deal phase: they never count
+    /// toward this member's QUAL, only toward adopting the QUAL `n - f`
+    /// members signed ([`Dkg::adopt`]), for a member that restarted or was
+    /// cut off and asked for them again.
+    late_deals: BTreeMap<NodeIndex, Arc<Deal<S>>>,
+    late_shares: BTreeMap<NodeIndex, Vec<Scalar>>,
     my_complaints: BTreeSet<NodeIndex>,
     /// dealer -> complainers.
     complaints: BTreeMap<NodeIndex, BTreeSet<NodeIndex>>,

@@ -70,11 +70,50 @@ impl<S: Scheme> Dkg<S> {
         out
     }
 
+    /// A deal after the deal phase, kept apart (the first of each dealer)
+    /// for [`Dkg::adopt`] alone.
+    fn late_deal(&mut self, from: NodeIndex, deal: Arc<Deal<S>>) {
+        let well_formed = deal.commitments.len() == self.config.thresholds.len()
+            && deal
+                .commitments
+                .iter()
+                .zip(&self.config.thresholds)
+                .all(|(c, t)| c.len() == *t as usize);
+        if deal.session == self.config.session
+            && deal.dealer == from
+            && well_formed
+            && self.config.is_dealer(from)
+            && !self.deals.contains_key(&from)
+        {
+            self.late_deals.entry(from).or_insert(deal);
+        }
+    }
+
+    /// Shares after the deal phase, kept as [`Dkg::late_deal`] keeps deals.
+    fn late_shares(&mut self, from: NodeIndex, s: DealtShares) {
+        if s.session == self.config.session
+            && s.dealer == from
+            && s.recipient == self.me
+            && self.config.is_dealer(from)
+            && s.shares.len() == self.config.thresholds.len()
+            && !self.shares.contains_key(&from)
+        {
+            self.late_shares.entry(from).or_insert(s.shares);
+        }
+    }
+
     pub(super) fn on_message(&mut self, from: NodeIndex, message: DkgMessage<S>) {
-        if from.0 >= self.config.n || matches!(self.phase, DkgPhase::Done | DkgPhase::Failed) {
+        if from.0 >= self.config.n {
             return;
         }
         let thresholds = self.config.thresholds.len();
+        let late = !matches!(self.phase, DkgPhase::Idle | DkgPhase::Dealing);
+        let message = match message {
+            DkgMessage::Deal(deal) if late => return self.late_deal(from, deal),
+            DkgMessage::Shares(s) if late => return self.late_shares(from, s),
+            _ if matches!(self.phase, DkgPhase::Done | DkgPhase::Failed) => return,
+            message => message,
+        };
         match message {
             DkgMessage::Deal(deal) => {
                 let accepting = matches!(self.phase, DkgPhase::Idle | DkgPhase::Dealing);

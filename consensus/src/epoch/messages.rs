@@ -232,6 +232,9 @@ pub enum ReshareWire {
     Relay(RelayMessage),
     /// A dealer's sub-shares for the recipient.
     Shares(DealtShares),
+    /// A new member asks an old member for its deal and its sub-share again
+    /// (it restarted during the change, or they were lost).
+    Request,
 }
 
 /// Messages of epoch changes.

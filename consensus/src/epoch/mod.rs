@@ -56,10 +56,19 @@
 //! - *Restarted members* read the control transactions of their stored chain
 //!   window before resuming: the proposals they had counted before they
 //!   stopped, and a decision or a switch they missed.
-//! - *Members cut off for the whole change* (crashed between the decision and
-//!   the switch — new keys live in memory until then — or partitioned away)
-//!   lose their part of it: the others switch without them, and they need a
-//!   later resharing to get keys again.
+//! - *Members that crashed during the change* start their transition again
+//!   from the decision in their stored chain: an old member deals the same
+//!   deal (derived from its old share and the session), and a new member asks
+//!   the dealers for the deals, sub-shares, shares and certificate it lacks
+//!   ([`ReshareWire::Request`], `SessionMessage::Request`), which they send
+//!   it alone, point to point; old members keep what they dealt for a few
+//!   phase lengths after the switch to answer. A new member whose own
+//!   resharing ended short waits and recombines its share from the dealers
+//!   the chain names. See `consensus/SAFETY.md`, "A member's part of a change
+//!   survives its crash".
+//! - *Members partitioned away* during the change ask the same way once they
+//!   can reach the others; one that went on to a later DKG attempt alone is
+//!   taken back to the agreed one by its certificate.
 //!
 //! # Identities and indices
 //! Drivers address members by a *directory* index: the member keys of every

@@ -31,7 +31,18 @@ pub enum TransitionTimer {
     Reshare(DkgTimer),
     /// A timer of the new members' DKG.
     Dkg(SessionTimer),
+    /// Time for a new member to ask the old members for the deals and
+    /// sub-shares it still lacks (it restarted, or they were lost).
+    Recover,
+    /// The new epoch has run long enough: a dealer erases what it kept to
+    /// send again.
+    Erase,
 }
+
+/// Most times a dealer sends its deal and sub-share again to one new member
+/// in one change (a restarted member asks once per phase length until it
+/// holds them).
+const MAX_RESENDS: u32 = 8;
 
 /// What a transition asks of its member.
 #[derive(Clone, Debug)]
@@ -87,6 +98,14 @@ pub struct Transition<S: Scheme> {
     dkg: Option<DkgSession<S>>,
     reshared: Option<Arc<ReshareOutput<S>>>,
     consensus_keys: Option<Arc<DkgOutput<S>>>,
+    /// Why this new member's own resharing ended without a result: it waits
+    /// for the dealers the chain names ([`Transition::adopt`]).
+    reshare_failed: Option<String>,
+    /// This member's signed resharing broadcasts (its deal first), to send
+    /// again with its sub-share to a new member that asks.
+    broadcasts: Vec<beacon::dkg::relay::RelayMessage>,
+    /// Resends so far, per new member (participant index).
+    resent: BTreeMap<NodeIndex, u32>,
     over: bool,
 }
 
@@ -173,14 +192,23 @@ impl<S: Scheme> Transition<S> {
             }
             None => None,
         };
-        let resharer = Resharer::new(
-            reshare,
-            directory.id(me),
-            old_share,
-            derive(&seed, b"epoch-reshare"),
-            memo,
-        )?
-        .with_relay();
+        // A dealer's sub-polynomial and salts come from its old share and the
+        // session alone: after a restart it deals the very same deal again
+        // (never a second version, which the relay would prove an
+        // equivocation), and nothing else needs to be kept for it. Nothing
+        // of it outlives the share, which is erased with the old epoch.
+        let reshare_seed = match &old_share {
+            Some(share) => {
+                let mut h = Sha256::new();
+                h.update(b"sbft-beacon/reshare-deal/1");
+                h.update(session);
+                h.update(share.value().to_bytes_be());
+                h.finalize().into()
+            }
+            None => derive(&seed, b"epoch-reshare"),
+        };
+        let resharer =
+            Resharer::new(reshare, directory.id(me), old_share, reshare_seed, memo)?.with_relay();
         Ok(Transition {
             epoch,
             participant,
@@ -191,6 +219,9 @@ impl<S: Scheme> Transition<S> {
             dkg,
             reshared: None,
             consensus_keys: None,
+            reshare_failed: None,
+            broadcasts: Vec::new(),
+            resent: BTreeMap::new(),
             over: false,
         })
     }
@@ -213,6 +244,19 @@ impl<S: Scheme> Transition<S> {
     /// Begins both protocols.
     pub fn start(&mut self, now: Time) -> Vec<TransitionEvent<S>> {
         let mut out = Vec::new();
+        if self.dkg.is_some() {
+            // Halfway through the deal phase every deal has normally arrived:
+            // a new member asks for what is still missing, then once per
+            // phase length until it holds it.
+            let half = (self.phase_us() / 2).max(1);
+            Self::effect(
+                &mut out,
+                Effect::SetTimer {
+                    at: now.plus_micros(half),
+                    timer: TransitionTimer::Recover,
+                },
+            );
+        }
         let actions = self.resharer.handle(now, ReshareInput::Start);
         self.on_reshare(now, actions, &mut out);
         if let Some(dkg) = self.dkg.as_mut() {
@@ -230,6 +274,38 @@ impl<S: Scheme> Transition<S> {
         message: EpochMessage<S>,
     ) -> Vec<TransitionEvent<S>> {
         let mut out = Vec::new();
+        // Requests are answered even once this member is done (and, from the
+        // member, after the switch, until it erases what it dealt).
+        match &message {
+            EpochMessage::Reshare {
+                epoch,
+                message: ReshareWire::Request,
+            } => {
+                if *epoch == self.epoch {
+                    self.resend(from, &mut out);
+                }
+                return out;
+            }
+            EpochMessage::Dkg {
+                epoch,
+                message: message @ SessionMessage::Request { .. },
+            } => {
+                if let (true, Some(j), Some(dkg)) = (
+                    *epoch == self.epoch,
+                    self.new.index_of(from),
+                    self.dkg.as_mut(),
+                ) {
+                    let input = SessionInput::Message {
+                        from: j,
+                        message: message.clone(),
+                    };
+                    let actions = dkg.handle(now, input);
+                    self.on_dkg(actions, &mut out);
+                }
+                return out;
+            }
+            _ => {}
+        }
         if self.over {
             return out;
         }
@@ -239,6 +315,7 @@ impl<S: Scheme> Transition<S> {
                     return out;
                 };
                 match message {
+                    ReshareWire::Request => {}
                     ReshareWire::Relay(m) => {
                         if let Ok(actions) = self.relay.receive::<S>(p, m) {
                             self.on_relay(now, actions, &mut out);
@@ -282,8 +359,108 @@ impl<S: Scheme> Transition<S> {
                     self.on_dkg(actions, &mut out);
                 }
             }
+            TransitionTimer::Recover => {
+                let asked = self.request_missing(&mut out);
+                let dkg_asked = match self.dkg.as_ref() {
+                    Some(dkg) if self.consensus_keys.is_none() => dkg.request_missing(),
+                    _ => Vec::new(),
+                };
+                // Armed until this new member holds both results: what it
+                // lacks may only show later (votes it never got, say).
+                let again = asked
+                    || !dkg_asked.is_empty()
+                    || (!self.over && (self.reshared.is_none() || self.consensus_keys.is_none()));
+                self.on_dkg(dkg_asked, &mut out);
+                if again {
+                    Self::effect(
+                        &mut out,
+                        Effect::SetTimer {
+                            at: now.plus_micros(self.phase_us().max(1)),
+                            timer: TransitionTimer::Recover,
+                        },
+                    );
+                }
+            }
+            // The member erases a finished transition on this timer.
+            TransitionTimer::Erase => {}
         }
         out
+    }
+
+    fn phase_us(&self) -> u64 {
+        self.resharer.epoch().phase_timeout_us
+    }
+
+    /// As a new member still without the resharing's result: asks each old
+    /// member whose deal or sub-share it lacks to send them again; returns
+    /// whether it asked.
+    fn request_missing(&mut self, out: &mut Vec<TransitionEvent<S>>) -> bool {
+        if self.dkg.is_none() || self.reshared.is_some() {
+            return false;
+        }
+        let missing = self.resharer.missing();
+        for d in &missing {
+            if let Some(to) = self.roster.get(d.0 as usize) {
+                Self::effect(
+                    out,
+                    Effect::Send {
+                        to: NodeIndex(*to),
+                        message: EpochMessage::Reshare {
+                            epoch: self.epoch,
+                            message: ReshareWire::Request,
+                        },
+                    },
+                );
+            }
+        }
+        !missing.is_empty()
+    }
+
+    /// Directory member `from` asked for this dealer's deal and sub-share
+    /// again: sent (its signed broadcasts, then the sub-share), at most
+    /// [`MAX_RESENDS`] times per new member.
+    fn resend(&mut self, from: u32, out: &mut Vec<TransitionEvent<S>>) {
+        let Some(p) = self.participant.get(&from).copied() else {
+            return;
+        };
+        let Some(shares) = self.resharer.resend_to(p) else {
+            return;
+        };
+        let count = self.resent.entry(p).or_insert(0);
+        if *count >= MAX_RESENDS {
+            return;
+        }
+        *count += 1;
+        let epoch = self.epoch;
+        for signed in &self.broadcasts {
+            Self::effect(
+                out,
+                Effect::Send {
+                    to: NodeIndex(from),
+                    message: EpochMessage::Reshare {
+                        epoch,
+                        message: ReshareWire::Relay(signed.clone()),
+                    },
+                },
+            );
+        }
+        Self::effect(
+            out,
+            Effect::Send {
+                to: NodeIndex(from),
+                message: EpochMessage::Reshare {
+                    epoch,
+                    message: ReshareWire::Shares(shares),
+                },
+            },
+        );
+    }
+
+    /// Erases what this member kept to send again as a dealer (its
+    /// sub-shares determine its old share).
+    pub fn erase_dealt(&mut self) {
+        self.resharer.erase_dealt();
+        self.broadcasts.clear();
     }
 
     fn effect(out: &mut Vec<TransitionEvent<S>>, effect: Effect<EpochMessage<S>, TransitionTimer>) {
@@ -320,6 +497,9 @@ impl<S: Scheme> Transition<S> {
                 ReshareAction::Send { .. } => {}
                 ReshareAction::Broadcast(message) => {
                     if let Ok(signed) = self.relay.sign(&message) {
+                        if self.broadcasts.len() < 3 {
+                            self.broadcasts.push(signed.clone());
+                        }
                         Self::effect(
                             out,
                             Effect::Broadcast(EpochMessage::Reshare {
@@ -344,7 +524,14 @@ impl<S: Scheme> Transition<S> {
                     self.reshared = Some(output);
                     self.finish(out);
                 }
-                ReshareAction::Failed(e) => self.fail(format!("resharing: {e}"), out),
+                // A new member's resharing can end without enough dealers
+                // where others' did not (a complaint it took and the dealers
+                // never saw, deals it missed while down): it keeps what it
+                // holds and waits for the dealers the chain names
+                // (`adopt`), asking for what it lacks.
+                ReshareAction::Failed(e) => {
+                    self.reshare_failed.get_or_insert_with(|| e.to_string());
+                }
             }
         }
     }

@@ -269,10 +269,17 @@ impl<S: Scheme> Replica<S> {
             return;
         }
         if h > self.height {
+            self.future.keep(self.height, h, from, message);
             if h >= self.height.saturating_add(2) {
                 let _ = self.maybe_sync(now, from);
+            } else if self.future.senders() > self.config.f as usize {
+                // More than f replicas are past this height, so an honest one
+                // finalized it: we missed its proof (a collector that sent it to
+                // some only, a partition). Ask now, not at our view timer,
+                // which can be 16 view timeouts away.
+                self.sync_with_someone_ahead(now);
             }
-            return self.future.keep(self.height, h, from, message);
+            return;
         }
         if !origin.local {
             let early = now < Time(self.config.release_time(h.get()));

@@ -21,6 +21,8 @@ const HELD_LIMIT: usize = 64;
 pub(super) struct FutureHeights<S: Scheme> {
     by_height: BTreeMap<Height, Vec<(NodeIndex, Message<S>)>>,
     count: usize,
+    /// How many of the messages kept came from each sender.
+    by_sender: BTreeMap<NodeIndex, usize>,
 }
 
 impl<S: Scheme> FutureHeights<S> {
@@ -29,6 +31,7 @@ impl<S: Scheme> FutureHeights<S> {
         FutureHeights {
             by_height: BTreeMap::new(),
             count: 0,
+            by_sender: BTreeMap::new(),
         }
     }
 
@@ -38,13 +41,27 @@ impl<S: Scheme> FutureHeights<S> {
         if h <= current.saturating_add(FUTURE_HEIGHTS) && self.count < FUTURE_LIMIT {
             self.by_height.entry(h).or_default().push((from, message));
             self.count += 1;
+            *self.by_sender.entry(from).or_default() += 1;
         }
+    }
+
+    /// How many distinct replicas sent the messages of later heights kept.
+    pub fn senders(&self) -> usize {
+        self.by_sender.len()
     }
 
     /// The messages of height `h`, in arrival order.
     pub fn take(&mut self, h: Height) -> Vec<(NodeIndex, Message<S>)> {
         let taken = self.by_height.remove(&h).unwrap_or_default();
         self.count -= taken.len();
+        for (from, _) in &taken {
+            if let Some(c) = self.by_sender.get_mut(from) {
+                *c -= 1;
+                if *c == 0 {
+                    self.by_sender.remove(from);
+                }
+            }
+        }
         taken
     }
 

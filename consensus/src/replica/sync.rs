@@ -1,5 +1,7 @@
 //! Catch-up: a replica that sees messages of later heights asks their sender
-//! for the finalized heights it missed (at most once per half view timeout), and
+//! for the finalized heights it missed (at most once per half view timeout): at
+//! once for a message two heights ahead or once more than `f` replicas sent
+//! messages of later heights, else at its view timer; it
 //! answers such requests from its chain window or, for older heights, through
 //! its driver's store ([`super::Output::SyncFromStore`]). A response's entries
 //! are checked and applied one height at a time: the entry of the current

@@ -105,30 +105,13 @@ impl<S: Scheme> DkgSession<S> {
     ) {
         let quorum = (self.base.n - self.base.max_faulty) as usize;
         let id = result_id(&certificate.qual, &certificate.keys_digest);
-        if certificate.votes.len() < quorum
-            || certificate.votes.len() > self.base.n as usize
-            || self.tally.get(&id).is_some_and(|c| *c >= quorum)
+        if self.tally.get(&id).is_some_and(|c| *c >= quorum)
+            || !self.certifies(certificate, &self.session())
         {
             return;
         }
-        let session = self.session();
-        let mut last: Option<NodeIndex> = None;
-        for (signer, signature) in &certificate.votes {
-            let ascending = last.is_none_or(|l| *signer > l);
-            let valid = ascending
-                && signer.0 < self.base.n
-                && super::relay::verify(
-                    &self.memo,
-                    &self.keys[signer.0 as usize],
-                    &result_bytes(&session, *signer, &id),
-                    signature,
-                );
-            if !valid {
-                return;
-            }
-            last = Some(*signer);
-        }
         let (signer, signature) = &certificate.votes[0];
+        self.recovery.certificate(certificate);
         self.results.entry(id).or_insert_with(|| SignedResult {
             attempt: certificate.attempt,
             from: *signer,
@@ -138,6 +121,34 @@ impl<S: Scheme> DkgSession<S> {
         });
         self.tally.insert(id, quorum);
         self.check_quorum(out);
+    }
+
+    /// Whether `certificate` carries `n - f` (at most `n`) valid signatures of
+    /// distinct members, ascending, on its result in the attempt of session
+    /// `session`.
+    pub(super) fn certifies(&self, certificate: &ResultCertificate, session: &[u8; 32]) -> bool {
+        let quorum = (self.base.n - self.base.max_faulty) as usize;
+        let id = result_id(&certificate.qual, &certificate.keys_digest);
+        if certificate.votes.len() < quorum || certificate.votes.len() > self.base.n as usize {
+            return false;
+        }
+        let mut last: Option<NodeIndex> = None;
+        for (signer, signature) in &certificate.votes {
+            let ascending = last.is_none_or(|l| *signer > l);
+            let valid = ascending
+                && signer.0 < self.base.n
+                && super::relay::verify(
+                    &self.memo,
+                    &self.keys[signer.0 as usize],
+                    &result_bytes(session, *signer, &id),
+                    signature,
+                );
+            if !valid {
+                return false;
+            }
+            last = Some(*signer);
+        }
+        true
     }
 
     /// With a hub, a committee member whose own result has a quorum sends
@@ -200,6 +211,11 @@ impl<S: Scheme> DkgSession<S> {
             .and_then(|id| self.results.get(&id).cloned());
         let finished = self.result.is_some() || self.last_failure.is_some();
         if let (Some(vote), true) = (&agreed, finished) {
+            // A member that restarted or was cut off asked the dealers for
+            // their deals and shares (`recovery`): it waits for them.
+            if !self.dkg.holds(&vote.qual) {
+                return;
+            }
             // Once per attempt: the check costs one share check per dealer.
             if let Some(output) = self.dkg.adopt(&vote.qual) {
                 if keys_digest(&output) == vote.keys_digest {
@@ -225,6 +241,20 @@ impl<S: Scheme> DkgSession<S> {
 
     /// Step 3: rerun, or give up.
     pub(super) fn end_of_attempt(&mut self, now: Time, out: &mut Vec<SessionAction<S>>) {
+        // `n - f` members agreed in this attempt, and this member still waits
+        // for deals or shares it asked for: no later attempt can gather a
+        // quorum (those members are done), so it waits on, a bounded number
+        // of times.
+        let quorum = (self.base.n - self.base.max_faulty) as usize;
+        if self.tally.values().any(|c| *c >= quorum) && self.recovery.wait() {
+            out.push(SessionAction::SetTimer {
+                at: now.plus_micros(self.phase_us().saturating_mul(4)),
+                timer: SessionTimer::EndOfAttempt {
+                    attempt: self.attempt,
+                },
+            });
+            return;
+        }
         let next = self.attempt + 1;
         if next >= self.base.max_attempts {
             self.state = State::Over;
@@ -250,6 +280,7 @@ impl<S: Scheme> DkgSession<S> {
         self.attempt = next;
         self.dkg = dkg;
         self.relay = relay;
+        self.recovery = Default::default();
         self.result = None;
         self.result_id = None;
         self.last_failure = None;

@@ -63,10 +63,13 @@ impl<S: Scheme> DkgSession<S> {
                 DkgAction::Send {
                     to,
                     message: DkgMessage::Shares(shares),
-                } => out.push(SessionAction::Send {
-                    to,
-                    message: SessionMessage::Shares { attempt, shares },
-                }),
+                } => {
+                    self.recovery.sent_shares(to, &shares);
+                    out.push(SessionAction::Send {
+                        to,
+                        message: SessionMessage::Shares { attempt, shares },
+                    })
+                }
                 DkgAction::Send {
                     to,
                     message: DkgMessage::Complaint(c),
@@ -77,7 +80,11 @@ impl<S: Scheme> DkgSession<S> {
                 // The DKG sends nothing else point to point.
                 DkgAction::Send { .. } => {}
                 DkgAction::Broadcast(message) => {
+                    let deal = matches!(message, DkgMessage::Deal(_));
                     if let Ok(signed) = self.sign_broadcast(&message) {
+                        if deal {
+                            self.recovery.sent_deal(&signed);
+                        }
                         out.push(SessionAction::Broadcast(signed));
                     }
                 }
@@ -108,6 +115,9 @@ impl<S: Scheme> DkgSession<S> {
         for action in actions {
             match action {
                 RelayAction::Deliver { origin, message } => {
+                    if matches!(message, DkgMessage::Deal(_)) {
+                        self.recovery.deal_from(origin);
+                    }
                     let actions = self.dkg.handle(
                         now,
                         DkgInput::Message {

@@ -26,6 +26,7 @@
 
 mod agreement;
 mod attempt;
+mod recovery;
 
 use super::relay::{BroadcastRelay, RelayMessage, SigningKey, VerifyingKey};
 use super::*;
@@ -100,6 +101,13 @@ pub enum SessionMessage {
         /// The attempt.
         attempt: u32,
     },
+    /// A member asks a dealer for its deal and its shares for the asker
+    /// again, and, once it holds the agreed result, its certificate: the
+    /// asker restarted, or lost them (see [`DkgSession::request_missing`]).
+    Request {
+        /// The attempt.
+        attempt: u32,
+    },
 }
 
 impl SessionMessage {
@@ -108,7 +116,8 @@ impl SessionMessage {
         match self {
             SessionMessage::Relay { attempt, .. }
             | SessionMessage::Shares { attempt, .. }
-            | SessionMessage::NoComplaint { attempt } => *attempt,
+            | SessionMessage::NoComplaint { attempt }
+            | SessionMessage::Request { attempt } => *attempt,
             SessionMessage::Result(r) => r.attempt,
             SessionMessage::Certificate(c) => c.attempt,
         }
@@ -141,6 +150,7 @@ impl SessionMessage {
             SessionMessage::NoComplaint { .. } => "dkg-no-complaint",
             SessionMessage::Result(_) => "dkg-result",
             SessionMessage::Certificate(_) => "dkg-certificate",
+            SessionMessage::Request { .. } => "dkg-request",
         }
     }
 }
@@ -249,6 +259,9 @@ pub struct DkgSession<S: Scheme> {
     /// Votes per result ([`result_id`]) in this attempt.
     tally: BTreeMap<[u8; 32], usize>,
     early: Vec<(NodeIndex, SessionMessage)>,
+    /// What this member sent in the current attempt and sends again on
+    /// request, and what it received ([`recovery`]).
+    recovery: recovery::Recovery,
 }
 
 /// The session of attempt `attempt` of the run with session `base`.
@@ -344,6 +357,7 @@ impl<S: Scheme> DkgSession<S> {
             results: BTreeMap::new(),
             tally: BTreeMap::new(),
             early: Vec::new(),
+            recovery: recovery::Recovery::default(),
         })
     }
 
@@ -414,6 +428,11 @@ impl<S: Scheme> DkgSession<S> {
             return;
         }
         let attempt = message.attempt();
+        if let SessionMessage::Certificate(c) = &message {
+            if attempt < self.attempt {
+                return self.roll_back(now, c, out);
+            }
+        }
         if attempt != self.attempt || self.state == State::Idle {
             let next = if self.state == State::Idle {
                 self.attempt
@@ -433,8 +452,10 @@ impl<S: Scheme> DkgSession<S> {
                 }
             }
             SessionMessage::Shares { shares, .. } => {
+                self.recovery.shares_from(from);
                 self.hand_to_dkg(now, from, DkgMessage::Shares(shares), out)
             }
+            SessionMessage::Request { .. } => {}
             SessionMessage::NoComplaint { .. } => {
                 let complaint = Complaint {
                     session: self.session(),
@@ -451,6 +472,14 @@ impl<S: Scheme> DkgSession<S> {
     /// Handles one input at `now`.
     pub fn handle(&mut self, now: Time, input: SessionInput) -> Vec<SessionAction<S>> {
         let mut out = Vec::new();
+        if let SessionInput::Message {
+            from,
+            message: SessionMessage::Request { attempt },
+        } = &input
+        {
+            self.on_request(*from, *attempt, &mut out);
+            return out;
+        }
         if self.state == State::Over {
             return out;
         }

@@ -4,9 +4,20 @@ use super::*;
 use crate::schedule::EventQueue;
 use crate::scheme::MinSig;
 
+/// Each member's last terminal action.
+type Results = Vec<Option<Result<Arc<DkgOutput<MinSig>>, String>>>;
+
 /// Runs `n` honest sessions with zero latency; member `i` starts at
 /// `starts[i]`. Returns each member's last terminal action.
-fn run(n: u32, starts: &[u64]) -> Vec<Option<Result<Arc<DkgOutput<MinSig>>, String>>> {
+fn run(n: u32, starts: &[u64]) -> Results {
+    run_cut(n, starts, None, false)
+}
+
+/// [`run`], with member `cut.0` cut off (everything to and from it lost)
+/// until `cut.1`; with `recover`, every member asks for what it lacks
+/// ([`DkgSession::request_missing`]) once per phase length, as a
+/// transition does.
+fn run_cut(n: u32, starts: &[u64], cut: Option<(u32, u64)>, recover: bool) -> Results {
     let f = (n - 1) / 3;
     let config = DkgSettings {
         session: [9; 32],
@@ -36,16 +47,33 @@ fn run(n: u32, starts: &[u64]) -> Vec<Option<Result<Arc<DkgOutput<MinSig>>, Stri
         })
         .collect();
     let mut results = vec![None; n as usize];
-    let mut timers: EventQueue<(u32, SessionInput)> = EventQueue::new();
+    let mut timers: EventQueue<(u32, Option<SessionInput>)> = EventQueue::new();
     for (i, at) in starts.iter().enumerate() {
-        timers.push(Time(*at), (i as u32, SessionInput::Start));
+        timers.push(Time(*at), (i as u32, Some(SessionInput::Start)));
+        if recover {
+            for k in 1..40u64 {
+                timers.push(Time(*at + 500 + 1_000 * k), (i as u32, None));
+            }
+        }
     }
+    let lost = |now: Time, a: u32, b: u32| {
+        cut.is_some_and(|(m, until)| now.0 < until && (a == m || b == m))
+    };
     let mut now = Time::ZERO;
     let mut queue: std::collections::VecDeque<(u32, SessionInput)> = Default::default();
+    let mut asks: Vec<u32> = Vec::new();
     loop {
-        while let Some((who, input)) = queue.pop_front() {
-            for action in members[who as usize].handle(now, input) {
+        loop {
+            let (who, actions) = if let Some(who) = asks.pop() {
+                (who, members[who as usize].request_missing())
+            } else if let Some((who, input)) = queue.pop_front() {
+                (who, members[who as usize].handle(now, input))
+            } else {
+                break;
+            };
+            for action in actions {
                 match action {
+                    SessionAction::Send { to, .. } if lost(now, who, to.0) => {}
                     SessionAction::Send { to, message } => queue.push_back((
                         to.0,
                         SessionInput::Message {
@@ -54,7 +82,7 @@ fn run(n: u32, starts: &[u64]) -> Vec<Option<Result<Arc<DkgOutput<MinSig>>, Stri
                         },
                     )),
                     SessionAction::Broadcast(message) => {
-                        for j in (0..n).filter(|j| *j != who) {
+                        for j in (0..n).filter(|j| *j != who && !lost(now, who, *j)) {
                             queue.push_back((
                                 j,
                                 SessionInput::Message {
@@ -65,7 +93,7 @@ fn run(n: u32, starts: &[u64]) -> Vec<Option<Result<Arc<DkgOutput<MinSig>>, Stri
                         }
                     }
                     SessionAction::SetTimer { at, timer } => {
-                        timers.push(at, (who, SessionInput::Timer(timer)))
+                        timers.push(at, (who, Some(SessionInput::Timer(timer))))
                     }
                     SessionAction::Complete(out) => results[who as usize] = Some(Ok(out)),
                     SessionAction::Failed(e) => results[who as usize] = Some(Err(e)),
@@ -76,9 +104,47 @@ fn run(n: u32, starts: &[u64]) -> Vec<Option<Result<Arc<DkgOutput<MinSig>>, Stri
             break;
         };
         now = at;
-        queue.push_back((who, input));
+        match input {
+            Some(input) => queue.push_back((who, input)),
+            None => asks.push(who),
+        }
     }
     results
+}
+
+/// A member cut off through the whole first attempt (deals, complaints,
+/// votes all lost; it goes on to attempt 1 alone) asks the dealers for what
+/// it lacks: their deals, its shares and the certificate of attempt 0 take
+/// it back to that attempt, and it outputs the others' keys. Without asking,
+/// it fails.
+#[test]
+fn a_member_cut_off_through_an_attempt_asks_and_gets_the_agreed_keys() {
+    let starts = [0, 0, 0, 0];
+    let cut = Some((3, 4_500));
+    let without = run_cut(4, &starts, cut, false);
+    assert!(matches!(without[3], Some(Err(_))), "{:?}", without[3]);
+    let results = run_cut(4, &starts, cut, true);
+    let keys: Vec<_> = results
+        .iter()
+        .enumerate()
+        .map(|(i, r)| match r {
+            Some(Ok(out)) => out.keys[0].group_key().to_bytes(),
+            other => panic!("member {i}: {other:?}"),
+        })
+        .collect();
+    assert!(keys.windows(2).all(|w| w[0] == w[1]));
+}
+
+/// A member that restarts in the middle of the deal phase (it starts over,
+/// having missed every deal and share) asks for them and completes.
+#[test]
+fn a_member_that_missed_the_deals_asks_for_them_and_completes() {
+    let starts = [0, 0, 0, 0];
+    let cut = Some((2, 1_200));
+    let results = run_cut(4, &starts, cut, true);
+    for (i, r) in results.iter().enumerate() {
+        assert!(matches!(r, Some(Ok(_))), "member {i}: {r:?}");
+    }
 }
 
 #[test]

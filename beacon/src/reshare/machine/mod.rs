@@ -43,6 +43,15 @@ pub struct Resharer<S: Scheme> {
     justifications: BTreeMap<NodeIndex, Arc<Justification>>,
     /// As a dealer: its sub-polynomial at every new member (secret).
     dealt: Option<Vec<Scalar>>,
+    /// As a dealer: the sub-share message of each recipient (participant
+    /// index), kept to send again to a recipient that asks
+    /// ([`Resharer::resend_to`]) until the driver erases them.
+    sent: BTreeMap<NodeIndex, DealtShares>,
+    /// Deals and sub-shares that came after the deal phase: they never count
+    /// toward this participant's QUAL, only toward [`Resharer::adopt`] of
+    /// the dealers the chain names.
+    late_deals: BTreeMap<NodeIndex, Arc<Deal<S>>>,
+    late_shares: BTreeMap<NodeIndex, Scalar>,
     /// New members whose complaint broadcast (possibly empty) is in.
     complainers: BTreeSet<NodeIndex>,
     /// Whether broadcasts go through the relay: a phase then ends early only
@@ -105,6 +114,9 @@ impl<S: Scheme> Resharer<S> {
             faulty: BTreeSet::new(),
             justifications: BTreeMap::new(),
             dealt: None,
+            sent: BTreeMap::new(),
+            late_deals: BTreeMap::new(),
+            late_shares: BTreeMap::new(),
             complainers: BTreeSet::new(),
             relayed: false,
             confirmed: BTreeSet::new(),
@@ -342,6 +354,7 @@ impl<S: Scheme> Resharer<S> {
             ));
             self.deals.insert(self.me, deal.clone());
             out.push(ReshareAction::Broadcast(DkgMessage::Deal(deal)));
+            let mut sent = BTreeMap::new();
             for (j, value) in evaluations.iter().enumerate() {
                 let Some(to) = self.roster.participant_of_new(NodeIndex(j as u32)) else {
                     continue;
@@ -357,6 +370,7 @@ impl<S: Scheme> Resharer<S> {
                         salt: salts[j],
                         path: tree.path(NodeIndex(j as u32)).into(),
                     };
+                    sent.insert(to, message.clone());
                     out.push(ReshareAction::Send {
                         to,
                         message: DkgMessage::Shares(message),
@@ -364,17 +378,25 @@ impl<S: Scheme> Resharer<S> {
                 }
             }
             self.dealt = Some(evaluations);
+            self.sent = sent;
         }
         out.push(self.timer(now, DkgTimer::EndOfDeal));
         out
     }
 
     fn on_message(&mut self, from: NodeIndex, message: ReshareMessage<S>) {
-        if from.0 >= self.roster.len() || self.is_over() {
+        if from.0 >= self.roster.len() {
             return;
         }
         let from_old = self.roster.old_index(from).is_some();
         let dealing = matches!(self.phase, DkgPhase::Idle | DkgPhase::Dealing);
+        let late = !dealing || self.is_over();
+        let message = match message {
+            DkgMessage::Deal(deal) if late => return self.late_deal(from, from_old, deal),
+            DkgMessage::Shares(s) if late => return self.late_share(from, from_old, s),
+            _ if self.is_over() => return,
+            message => message,
+        };
         match message {
             DkgMessage::Deal(deal) => {
                 if deal.session != self.session || deal.dealer != from || !dealing || !from_old {
@@ -432,5 +454,63 @@ impl<S: Scheme> Resharer<S> {
                 self.justifications.entry(from).or_insert(j);
             }
         }
+    }
+
+    /// A deal after the deal phase: kept apart (the first of each dealer),
+    /// for [`Resharer::adopt`] alone; it never counts toward this
+    /// participant's QUAL.
+    fn late_deal(&mut self, from: NodeIndex, from_old: bool, deal: Arc<Deal<S>>) {
+        if deal.session == self.session
+            && deal.dealer == from
+            && from_old
+            && !self.deals.contains_key(&from)
+        {
+            self.late_deals.entry(from).or_insert(deal);
+        }
+    }
+
+    /// A sub-share to this new member after the deal phase, kept as
+    /// [`Resharer::late_deal`] keeps deals.
+    fn late_share(&mut self, from: NodeIndex, from_old: bool, s: DealtShares) {
+        let to_me = s.recipient == self.me && self.roster.new_index(self.me).is_some();
+        if !(to_me && from_old && s.session == self.session && s.dealer == from)
+            || self.shares.contains_key(&from)
+        {
+            return;
+        }
+        if let [value] = s.shares.as_slice() {
+            self.late_shares.entry(from).or_insert(*value);
+        }
+    }
+
+    /// As a dealer: the sub-share message for participant `to` (a new member
+    /// that asks for it again: it restarted, or lost it); its deal goes with
+    /// it as the driver signed it.
+    pub fn resend_to(&self, to: NodeIndex) -> Option<DealtShares> {
+        self.sent.get(&to).cloned()
+    }
+
+    /// As a new member: the old members (participant indices) whose deal or
+    /// sub-share to this participant it lacks, itself aside.
+    pub fn missing(&self) -> Vec<NodeIndex> {
+        if self.roster.new_index(self.me).is_none() {
+            return Vec::new();
+        }
+        (0..self.epoch.old_members.len() as u32)
+            .map(NodeIndex)
+            .filter(|d| *d != self.me)
+            .filter(|d| {
+                let deal = self.deals.contains_key(d) || self.late_deals.contains_key(d);
+                let share = self.shares.contains_key(d) || self.late_shares.contains_key(d);
+                !(deal && share)
+            })
+            .collect()
+    }
+
+    /// Erases what this dealer keeps to send again (its sub-shares determine
+    /// its old share): once the new epoch no longer needs them.
+    pub fn erase_dealt(&mut self) {
+        self.sent.clear();
+        self.dealt = None;
     }
 }

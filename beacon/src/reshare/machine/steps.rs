@@ -177,8 +177,13 @@ impl<S: Scheme> Resharer<S> {
         if combined.len() != need || combined.windows(2).any(|w| w[0] >= w[1]) {
             return None;
         }
+        // Deals and sub-shares that came after the deal phase count here: the
+        // chain named these dealers, and each is checked below against the
+        // old polynomial and its commitments.
+        let mut deals = Vec::with_capacity(combined.len());
+        let mut values = Vec::with_capacity(combined.len());
         for d in combined {
-            let deal = self.deals.get(d)?;
+            let deal = self.deals.get(d).or_else(|| self.late_deals.get(d))?;
             let well_formed = matches!(deal.commitments.as_slice(), [c] if c.len() == t_new)
                 && deal.commitments[0][0] == self.old_keys.key(*d)
                 && deal.commitments_in_group();
@@ -186,12 +191,16 @@ impl<S: Scheme> Resharer<S> {
                 return None;
             }
             if let Some(j) = self.roster.new_index(self.me) {
-                let value = self.shares.get(d)?;
+                let value = self.shares.get(d).or_else(|| self.late_shares.get(d))?;
                 if !crate::dkg::share_matches::<S>(&self.new_domain, deal, j, &[*value]) {
                     return None;
                 }
+                values.push((*d, *value));
             }
+            deals.push((*d, deal.clone()));
         }
+        self.deals.extend(deals);
+        self.shares.extend(values);
         let method = if self.epoch.old_members.len() as u32 >= ROOTS_OF_UNITY_FROM {
             InterpolationMethod::RootsOfUnity
         } else {

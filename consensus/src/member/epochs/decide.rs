@@ -110,9 +110,9 @@ impl<S: Scheme> Member<S> {
             }
             waiting = true;
         }
-        if let (Phase::Joining, Some(t), Some(_)) =
-            (&self.phase, &self.epochs.transition, &self.epochs.ready)
-        {
+        // A new member asks for the handoff once it holds its keys, or while
+        // it waits to recombine them from the dealers the chain names.
+        if let (Phase::Joining, Some(t)) = (&self.phase, &self.epochs.transition) {
             if self.epochs.own_handoff.is_none() {
                 let epoch = t.epoch();
                 for d in &self.epoch.members {
@@ -309,6 +309,18 @@ impl<S: Scheme> Member<S> {
             if t.epoch() == epoch {
                 let events = t.on_timer(now, timer);
                 self.on_transition(now, events, out);
+                return;
+            }
+        }
+        if timer == TransitionTimer::Erase
+            && self
+                .epochs
+                .retained
+                .as_ref()
+                .is_some_and(|t| t.epoch() == epoch)
+        {
+            if let Some(mut t) = self.epochs.retained.take() {
+                t.erase_dealt();
             }
         }
     }

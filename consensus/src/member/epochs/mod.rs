@@ -10,9 +10,10 @@
 
 use super::*;
 use crate::epoch::{
-    check_change, Control, Decision, EpochChange, EpochMessage, Governance, Invitation, Transition,
-    TransitionEvent, TransitionTimer,
+    check_change, Control, Decision, EpochChange, EpochMessage, Governance, Invitation,
+    ReshareWire, Transition, TransitionEvent, TransitionTimer,
 };
+use beacon::dkg::session::SessionMessage;
 use beacon::reshare::{MemberId, ReshareSettings};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -101,7 +102,17 @@ pub(super) struct EpochState<S: Scheme> {
     /// The handoff into this member's epoch (or, once it left, into the epoch
     /// it left to), served to new members that ask for it.
     served: Option<Handoff<S>>,
+    /// The transition of the change this member went through, kept after the
+    /// switch so that, as a dealer, it can send its deal and sub-share again
+    /// to a new member that restarted or was cut off; erased
+    /// [`RETAIN_PHASES`] phase lengths after the switch.
+    retained: Option<Transition<S>>,
 }
+
+/// Phase lengths after the switch during which an old member still sends its
+/// deal and sub-share again to new members that ask (then erases them: they
+/// determine its old share).
+pub(in crate::member) const RETAIN_PHASES: u64 = 8;
 
 /// Most of its own control transactions a member keeps sending until they
 /// are finalized.
@@ -189,6 +200,7 @@ impl<S: Scheme> EpochState<S> {
             resend_armed: false,
             own_handoff: None,
             served: None,
+            retained: None,
         }
     }
 
@@ -198,6 +210,7 @@ impl<S: Scheme> EpochState<S> {
         let mut next = EpochState::new(epoch, directory, memo);
         next.resend_armed = self.resend_armed;
         next.served = self.served.take();
+        next.retained = self.retained.take();
         next
     }
 

@@ -91,10 +91,40 @@ impl<S: Scheme> Member<S> {
                     }
                 }
             }
+            request @ (EpochMessage::Reshare {
+                epoch,
+                message: ReshareWire::Request,
+            }
+            | EpochMessage::Dkg {
+                epoch,
+                message: SessionMessage::Request { .. },
+            }) if self
+                .epochs
+                .transition
+                .as_ref()
+                .is_none_or(|t| t.epoch() != epoch) =>
+            {
+                // A new member asks a dealer of a change this member already
+                // went through.
+                if let Some(t) = self.epochs.retained.as_mut().filter(|t| t.epoch() == epoch) {
+                    for event in t.on_message(now, from, request) {
+                        if let TransitionEvent::Effect(e) = event {
+                            out.push(MemberOutput::Effect(e.map(Envelope::Epoch, |timer| {
+                                MemberTimer::Epoch { epoch, timer }
+                            })));
+                        }
+                    }
+                }
+            }
             message @ (EpochMessage::Reshare { epoch, .. } | EpochMessage::Dkg { epoch, .. }) => {
                 if let Some(t) = self.epochs.transition.as_mut() {
                     let events = t.on_message(now, from, message);
                     self.on_transition(now, events, out);
+                    if self.epochs.ready.is_none() {
+                        // Waiting for keys the chain switched to: what came
+                        // may complete them.
+                        self.try_join(now, out);
+                    }
                 } else if Some(epoch) == self.epoch.number.checked_add(1) {
                     let parties = self.identity.as_ref().map_or(0, |i| i.directory.len());
                     if from < parties {
@@ -157,12 +187,19 @@ impl<S: Scheme> Member<S> {
         if !matches!(self.phase, Phase::Joining) {
             return;
         }
-        let (Some(_), Some(t)) = (&self.epochs.ready, &self.epochs.transition) else {
+        let Some(t) = &self.epochs.transition else {
             return;
         };
         let epoch = t.epoch();
+        let waiting = self.epochs.ready.is_none();
         if let Some(own) = self.epochs.own_handoff.take() {
             // A stayer that was late: its own chain says where the epoch began.
+            if !self.keys_for(own.digest, &own.dealers) && waiting {
+                // No keys of its own yet: it may still recombine them from
+                // the dealers its chain names, once their deals are in.
+                self.epochs.own_handoff = Some(own);
+                return;
+            }
             if !self.keys_for(own.digest, &own.dealers) {
                 self.phase = Phase::Failed;
                 return self.fail_epoch(
@@ -183,6 +220,9 @@ impl<S: Scheme> Member<S> {
         let Some((id, (_, from))) = counts.into_iter().find(|(_, (c, _))| *c >= need) else {
             return;
         };
+        if !self.keys_for(id.1, &id.2) && waiting {
+            return;
+        }
         if !self.keys_for(id.1, &id.2) {
             self.phase = Phase::Failed;
             return self.fail_epoch(
@@ -201,10 +241,10 @@ impl<S: Scheme> Member<S> {
     /// recombined from the resharing `dealers` the chain recorded (it took part
     /// late and combined others).
     pub(in crate::member) fn keys_for(&mut self, digest: [u8; 32], dealers: &[u32]) -> bool {
-        match &self.epochs.ready {
-            Some((mine, _)) if *mine == digest => return true,
-            None => return false,
-            Some(_) => {}
+        if let Some((mine, _)) = &self.epochs.ready {
+            if *mine == digest {
+                return true;
+            }
         }
         let Some(output) = self
             .epochs
@@ -295,7 +335,9 @@ impl<S: Scheme> Member<S> {
             None => {
                 self.phase = Phase::Retired;
                 self.keys = None;
+                let transition = self.epochs.transition.take();
                 self.epochs = self.epochs.next(&new, None, &self.memo);
+                self.retain(now, transition, out);
                 self.epoch = new;
                 self.me = NodeIndex(me);
                 out.push(MemberOutput::Epoch(EpochEvent::Retired {
@@ -341,6 +383,7 @@ impl<S: Scheme> Member<S> {
         let ahead = std::mem::take(&mut self.epochs.ahead);
         let directory = self.identity.as_ref().map(|i| i.directory.clone());
         self.epochs = self.epochs.next(&new, directory.as_ref(), &self.memo);
+        self.retain(now, Some(t), out);
         self.me = output.me;
         self.keys = Some(output.clone());
         self.epoch = new;
@@ -362,5 +405,28 @@ impl<S: Scheme> Member<S> {
         }
         self.phase = Phase::Replica(replica);
         self.on_replica(now, outputs, out);
+    }
+
+    /// Keeps the transition of the change just made, to send its deal again
+    /// to new members that ask, and arms its erasure.
+    fn retain(
+        &mut self,
+        now: Time,
+        transition: Option<Transition<S>>,
+        out: &mut Vec<MemberOutput<S>>,
+    ) {
+        let (Some(t), Some(identity)) = (transition, &self.identity) else {
+            return;
+        };
+        let epoch = t.epoch();
+        let after = identity.phase_timeout_us.saturating_mul(RETAIN_PHASES);
+        out.push(MemberOutput::Effect(Effect::SetTimer {
+            at: now.plus_micros(after.max(1)),
+            timer: MemberTimer::Epoch {
+                epoch,
+                timer: TransitionTimer::Erase,
+            },
+        }));
+        self.epochs.retained = Some(t);
     }
 }

@@ -1,0 +1,224 @@
+//! A member that restarted during a session, or lost messages, gets them
+//! again: it asks each dealer whose deal or shares it lacks
+//! ([`DkgSession::request_missing`]); a dealer answers with its signed deal
+//! and the asker's shares, as it sent them (a deal is one version: sending it
+//! again proves nothing against its dealer), and, once it holds the agreed
+//! result, with the certificate of that result. Shares travel point to point
+//! only, to the member they belong to: nothing secret becomes public, unlike
+//! a complaint answered by a justification.
+//!
+//! Bounded: a dealer answers each member at most [`MAX_RESENDS`] times per
+//! attempt, and keeps one signed deal, one share message per member and one
+//! certificate.
+
+use super::*;
+
+/// Most answers a member sends one asker in one attempt.
+pub(super) const MAX_RESENDS: u32 = 8;
+
+/// Most times a member whose attempt reached a quorum without it waits
+/// another attempt's length for the deals and shares it asked for.
+const MAX_WAITS: u32 = 4;
+
+/// What a session sent in its current attempt (to send again) and which
+/// dealers' deals and shares it received.
+#[derive(Default)]
+pub(super) struct Recovery {
+    deal: Option<RelayMessage>,
+    shares: BTreeMap<NodeIndex, DealtShares>,
+    certificate: Option<Arc<ResultCertificate>>,
+    answered: BTreeMap<NodeIndex, u32>,
+    deals_in: BTreeSet<NodeIndex>,
+    shares_in: BTreeSet<NodeIndex>,
+    waits: u32,
+}
+
+impl Recovery {
+    /// This member's signed deal.
+    pub(super) fn sent_deal(&mut self, signed: &SessionMessage) {
+        if let SessionMessage::Relay { message, .. } = signed {
+            self.deal.get_or_insert_with(|| message.clone());
+        }
+    }
+
+    /// This member's shares for `to`.
+    pub(super) fn sent_shares(&mut self, to: NodeIndex, shares: &DealtShares) {
+        self.shares.entry(to).or_insert_with(|| shares.clone());
+    }
+
+    /// A deal of `dealer` was delivered.
+    pub(super) fn deal_from(&mut self, dealer: NodeIndex) {
+        self.deals_in.insert(dealer);
+    }
+
+    /// Shares from `dealer` came in.
+    pub(super) fn shares_from(&mut self, dealer: NodeIndex) {
+        self.shares_in.insert(dealer);
+    }
+
+    /// Whether to wait once more for what was asked (bounded).
+    pub(super) fn wait(&mut self) -> bool {
+        self.waits += 1;
+        self.waits <= MAX_WAITS
+    }
+
+    /// A certificate that checked out.
+    pub(super) fn certificate(&mut self, certificate: &ResultCertificate) {
+        self.certificate
+            .get_or_insert_with(|| Arc::new(certificate.clone()));
+    }
+}
+
+impl<S: Scheme> DkgSession<S> {
+    /// Asks each dealer whose deal or shares this member still lacks in the
+    /// current attempt to send them again, and, once this member's own attempt
+    /// is over without a quorum, every dealer for the agreed result. Nothing
+    /// before the session starts or after it ended.
+    pub fn request_missing(&self) -> Vec<SessionAction<S>> {
+        if self.state != State::Running {
+            return Vec::new();
+        }
+        let finished = self.result.is_some() || self.last_failure.is_some();
+        let attempt = self.attempt;
+        (0..self.base.n)
+            .map(NodeIndex)
+            .filter(|d| *d != self.me && self.base.is_dealer(*d))
+            .filter(|d| {
+                finished
+                    || !self.recovery.deals_in.contains(d)
+                    || !self.recovery.shares_in.contains(d)
+            })
+            .map(|to| SessionAction::Send {
+                to,
+                message: SessionMessage::Request { attempt },
+            })
+            .collect()
+    }
+
+    /// Member `from` asked for this member's deal and shares of `attempt`.
+    pub(super) fn on_request(
+        &mut self,
+        from: NodeIndex,
+        attempt: u32,
+        out: &mut Vec<SessionAction<S>>,
+    ) {
+        if from.0 >= self.base.n || from == self.me || self.state == State::Idle {
+            return;
+        }
+        let later = attempt > self.attempt && self.state == State::Over;
+        if attempt != self.attempt && !later {
+            return;
+        }
+        let count = self.recovery.answered.entry(from).or_insert(0);
+        if *count >= MAX_RESENDS {
+            return;
+        }
+        *count += 1;
+        if later {
+            // The asker went on to a later attempt alone (it was cut off):
+            // the certificate of this one takes it back
+            // ([`DkgSession::roll_back`]).
+            if let Some(certificate) = self.agreed_certificate() {
+                out.push(SessionAction::Send {
+                    to: from,
+                    message: SessionMessage::Certificate(certificate),
+                });
+            }
+            return;
+        }
+        if let Some(deal) = &self.recovery.deal {
+            out.push(SessionAction::Send {
+                to: from,
+                message: SessionMessage::Relay {
+                    attempt,
+                    message: deal.clone(),
+                },
+            });
+        }
+        if let Some(shares) = self.recovery.shares.get(&from) {
+            out.push(SessionAction::Send {
+                to: from,
+                message: SessionMessage::Shares {
+                    attempt,
+                    shares: shares.clone(),
+                },
+            });
+        }
+        if let Some(certificate) = self.agreed_certificate() {
+            out.push(SessionAction::Send {
+                to: from,
+                message: SessionMessage::Certificate(certificate),
+            });
+        }
+    }
+
+    /// The certificate of the result this member output: `n - f` of the
+    /// votes it holds for it, or the certificate it accepted.
+    fn agreed_certificate(&self) -> Option<Arc<ResultCertificate>> {
+        if self.state != State::Over {
+            return None;
+        }
+        let quorum = (self.base.n - self.base.max_faulty) as usize;
+        let (id, _) = self.tally.iter().find(|(_, c)| **c >= quorum)?;
+        let agreed = self.results.get(id)?;
+        let votes: Vec<(NodeIndex, Vec<u8>)> = self
+            .votes
+            .iter()
+            .filter(|(_, (v, _))| v == id)
+            .take(quorum)
+            .map(|(m, (_, sig))| (*m, sig.clone()))
+            .collect();
+        if votes.len() >= quorum {
+            return Some(Arc::new(ResultCertificate {
+                attempt: self.attempt,
+                qual: agreed.qual.clone(),
+                keys_digest: agreed.keys_digest,
+                votes,
+            }));
+        }
+        self.recovery
+            .certificate
+            .clone()
+            .filter(|c| result_id(&c.qual, &c.keys_digest) == *id)
+    }
+
+    /// A valid certificate of an earlier attempt than this member's: `n - f`
+    /// members agreed there while this member was cut off and went on alone.
+    /// It returns to that attempt (rebuilt from its seed: the same deal
+    /// again), holding the certificate, and asks for the deals and shares it
+    /// lacks; no later attempt could gather a quorum, those members are done.
+    pub(super) fn roll_back(
+        &mut self,
+        now: Time,
+        certificate: &ResultCertificate,
+        out: &mut Vec<SessionAction<S>>,
+    ) {
+        let attempt = certificate.attempt;
+        if self.state != State::Running
+            || attempt >= self.attempt
+            || !self.certifies(certificate, &attempt_session(&self.base.session, attempt))
+        {
+            return;
+        }
+        let parts = Self::attempt_parts(
+            &self.base, self.me, &self.seed, &self.memo, &self.key, &self.keys, attempt,
+        );
+        let Ok((dkg, relay)) = parts else {
+            return;
+        };
+        self.attempt = attempt;
+        self.dkg = dkg;
+        self.relay = relay;
+        self.recovery = Recovery::default();
+        self.result = None;
+        self.result_id = None;
+        self.last_failure = None;
+        self.votes.clear();
+        self.results.clear();
+        self.tally.clear();
+        self.early.clear();
+        self.begin(now, out);
+        self.on_certificate(certificate, out);
+        out.extend(self.request_missing());
+    }
+}
