@@ -267,17 +267,27 @@ impl<S: Scheme> DkgSession<S> {
             )));
             return;
         }
-        let parts = Self::attempt_parts(
-            &self.base, self.me, &self.seed, &self.memo, &self.key, &self.keys, next,
-        );
-        let Ok((dkg, relay)) = parts else {
+        if !self.enter_attempt(next) {
             self.state = State::Over;
             out.push(SessionAction::Failed(
                 "cannot start the next attempt".into(),
             ));
             return;
+        }
+        self.begin(now, out);
+    }
+
+    /// Makes `attempt` the current attempt, afresh (its DKG and relay rebuilt
+    /// from the seed, no result or vote); false when its parts cannot be
+    /// built.
+    pub(super) fn enter_attempt(&mut self, attempt: u32) -> bool {
+        let parts = Self::attempt_parts(
+            &self.base, self.me, &self.seed, &self.memo, &self.key, &self.keys, attempt,
+        );
+        let Ok((dkg, relay)) = parts else {
+            return false;
         };
-        self.attempt = next;
+        self.attempt = attempt;
         self.dkg = dkg;
         self.relay = relay;
         self.recovery = Default::default();
@@ -287,6 +297,6 @@ impl<S: Scheme> DkgSession<S> {
         self.votes.clear();
         self.results.clear();
         self.tally.clear();
-        self.begin(now, out);
+        true
     }
 }

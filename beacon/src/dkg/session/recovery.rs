@@ -200,22 +200,9 @@ impl<S: Scheme> DkgSession<S> {
         {
             return;
         }
-        let parts = Self::attempt_parts(
-            &self.base, self.me, &self.seed, &self.memo, &self.key, &self.keys, attempt,
-        );
-        let Ok((dkg, relay)) = parts else {
+        if !self.enter_attempt(attempt) {
             return;
-        };
-        self.attempt = attempt;
-        self.dkg = dkg;
-        self.relay = relay;
-        self.recovery = Recovery::default();
-        self.result = None;
-        self.result_id = None;
-        self.last_failure = None;
-        self.votes.clear();
-        self.results.clear();
-        self.tally.clear();
+        }
         self.early.clear();
         self.begin(now, out);
         self.on_certificate(certificate, out);
