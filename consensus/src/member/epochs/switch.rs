@@ -194,13 +194,14 @@ impl<S: Scheme> Member<S> {
         let waiting = self.epochs.ready.is_none();
         if let Some(own) = self.epochs.own_handoff.take() {
             // A stayer that was late: its own chain says where the epoch began.
-            if !self.keys_for(own.digest, &own.dealers) && waiting {
+            let holds = self.keys_for(own.digest, &own.dealers);
+            if !holds && waiting {
                 // No keys of its own yet: it may still recombine them from
                 // the dealers its chain names, once their deals are in.
                 self.epochs.own_handoff = Some(own);
                 return;
             }
-            if !self.keys_for(own.digest, &own.dealers) {
+            if !holds {
                 self.phase = Phase::Failed;
                 return self.fail_epoch(
                     epoch,
@@ -220,10 +221,11 @@ impl<S: Scheme> Member<S> {
         let Some((id, (_, from))) = counts.into_iter().find(|(_, (c, _))| *c >= need) else {
             return;
         };
-        if !self.keys_for(id.1, &id.2) && waiting {
+        let holds = self.keys_for(id.1, &id.2);
+        if !holds && waiting {
             return;
         }
-        if !self.keys_for(id.1, &id.2) {
+        if !holds {
             self.phase = Phase::Failed;
             return self.fail_epoch(
                 epoch,

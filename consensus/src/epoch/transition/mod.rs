@@ -3,6 +3,10 @@
 //! the new members' DKG of the consensus keys, run side by side. Pure: it
 //! returns effects addressed by directory index.
 //!
+//! `effects` carries the resharer's, the relay's and the DKG session's actions
+//! out as effects; `recovery` asks for what a new member lacks and answers
+//! such requests as a dealer.
+//!
 //! A new member's result is the new epoch's key material in the DKG's shape
 //! (beacon, slow path, fast path): the beacon key is the reshared one (same
 //! group key), the other two are the fresh DKG's.
@@ -24,6 +28,9 @@ use sha2::{Digest as _, Sha256};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+mod effects;
+mod recovery;
+
 /// Timers of a transition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum TransitionTimer {
@@ -38,11 +45,6 @@ pub enum TransitionTimer {
     /// send again.
     Erase,
 }
-
-/// Most times a dealer sends its deal and sub-share again to one new member
-/// in one change (a restarted member asks once per phase length until it
-/// holds them).
-const MAX_RESENDS: u32 = 8;
 
 /// What a transition asks of its member.
 #[derive(Clone, Debug)]
@@ -359,268 +361,11 @@ impl<S: Scheme> Transition<S> {
                     self.on_dkg(actions, &mut out);
                 }
             }
-            TransitionTimer::Recover => {
-                let asked = self.request_missing(&mut out);
-                let dkg_asked = match self.dkg.as_ref() {
-                    Some(dkg) if self.consensus_keys.is_none() => dkg.request_missing(),
-                    _ => Vec::new(),
-                };
-                // Armed until this new member holds both results: what it
-                // lacks may only show later (votes it never got, say).
-                let again = asked
-                    || !dkg_asked.is_empty()
-                    || (!self.over && (self.reshared.is_none() || self.consensus_keys.is_none()));
-                self.on_dkg(dkg_asked, &mut out);
-                if again {
-                    Self::effect(
-                        &mut out,
-                        Effect::SetTimer {
-                            at: now.plus_micros(self.phase_us().max(1)),
-                            timer: TransitionTimer::Recover,
-                        },
-                    );
-                }
-            }
+            TransitionTimer::Recover => self.on_recover(now, &mut out),
             // The member erases a finished transition on this timer.
             TransitionTimer::Erase => {}
         }
         out
-    }
-
-    fn phase_us(&self) -> u64 {
-        self.resharer.epoch().phase_timeout_us
-    }
-
-    /// As a new member still without the resharing's result: asks each old
-    /// member whose deal or sub-share it lacks to send them again; returns
-    /// whether it asked.
-    fn request_missing(&mut self, out: &mut Vec<TransitionEvent<S>>) -> bool {
-        if self.dkg.is_none() || self.reshared.is_some() {
-            return false;
-        }
-        let missing = self.resharer.missing();
-        for d in &missing {
-            if let Some(to) = self.roster.get(d.0 as usize) {
-                Self::effect(
-                    out,
-                    Effect::Send {
-                        to: NodeIndex(*to),
-                        message: EpochMessage::Reshare {
-                            epoch: self.epoch,
-                            message: ReshareWire::Request,
-                        },
-                    },
-                );
-            }
-        }
-        !missing.is_empty()
-    }
-
-    /// Directory member `from` asked for this dealer's deal and sub-share
-    /// again: sent (its signed broadcasts, then the sub-share), at most
-    /// [`MAX_RESENDS`] times per new member.
-    fn resend(&mut self, from: u32, out: &mut Vec<TransitionEvent<S>>) {
-        let Some(p) = self.participant.get(&from).copied() else {
-            return;
-        };
-        let Some(shares) = self.resharer.resend_to(p) else {
-            return;
-        };
-        let count = self.resent.entry(p).or_insert(0);
-        if *count >= MAX_RESENDS {
-            return;
-        }
-        *count += 1;
-        let epoch = self.epoch;
-        for signed in &self.broadcasts {
-            Self::effect(
-                out,
-                Effect::Send {
-                    to: NodeIndex(from),
-                    message: EpochMessage::Reshare {
-                        epoch,
-                        message: ReshareWire::Relay(signed.clone()),
-                    },
-                },
-            );
-        }
-        Self::effect(
-            out,
-            Effect::Send {
-                to: NodeIndex(from),
-                message: EpochMessage::Reshare {
-                    epoch,
-                    message: ReshareWire::Shares(shares),
-                },
-            },
-        );
-    }
-
-    /// Erases what this member kept to send again as a dealer (its
-    /// sub-shares determine its old share).
-    pub fn erase_dealt(&mut self) {
-        self.resharer.erase_dealt();
-        self.broadcasts.clear();
-    }
-
-    fn effect(out: &mut Vec<TransitionEvent<S>>, effect: Effect<EpochMessage<S>, TransitionTimer>) {
-        out.push(TransitionEvent::Effect(effect));
-    }
-
-    fn on_reshare(
-        &mut self,
-        now: Time,
-        actions: Vec<ReshareAction<S>>,
-        out: &mut Vec<TransitionEvent<S>>,
-    ) {
-        let epoch = self.epoch;
-        for action in actions {
-            match action {
-                ReshareAction::Send {
-                    to,
-                    message: DkgMessage::Shares(shares),
-                } => {
-                    if let Some(d) = self.roster.get(to.0 as usize) {
-                        Self::effect(
-                            out,
-                            Effect::Send {
-                                to: NodeIndex(*d),
-                                message: EpochMessage::Reshare {
-                                    epoch,
-                                    message: ReshareWire::Shares(shares),
-                                },
-                            },
-                        );
-                    }
-                }
-                // The resharing sends nothing else point to point.
-                ReshareAction::Send { .. } => {}
-                ReshareAction::Broadcast(message) => {
-                    if let Ok(signed) = self.relay.sign(&message) {
-                        if self.broadcasts.len() < 3 {
-                            self.broadcasts.push(signed.clone());
-                        }
-                        Self::effect(
-                            out,
-                            Effect::Broadcast(EpochMessage::Reshare {
-                                epoch,
-                                message: ReshareWire::Relay(signed),
-                            }),
-                        );
-                    }
-                }
-                ReshareAction::SetTimer { at, timer } => Self::effect(
-                    out,
-                    Effect::SetTimer {
-                        at,
-                        timer: TransitionTimer::Reshare(timer),
-                    },
-                ),
-                ReshareAction::Announce(kind) => {
-                    let actions = self.relay.announce::<S>(kind);
-                    self.on_relay(now, actions, out);
-                }
-                ReshareAction::Reshared(output) => {
-                    self.reshared = Some(output);
-                    self.finish(out);
-                }
-                // A new member's resharing can end without enough dealers
-                // where others' did not (a complaint it took and the dealers
-                // never saw, deals it missed while down): it keeps what it
-                // holds and waits for the dealers the chain names
-                // (`adopt`), asking for what it lacks.
-                ReshareAction::Failed(e) => {
-                    self.reshare_failed.get_or_insert_with(|| e.to_string());
-                }
-            }
-        }
-    }
-
-    fn on_relay(
-        &mut self,
-        now: Time,
-        actions: Vec<RelayAction<S>>,
-        out: &mut Vec<TransitionEvent<S>>,
-    ) {
-        let epoch = self.epoch;
-        for action in actions {
-            match action {
-                RelayAction::Deliver { origin, message } => {
-                    let input = ReshareInput::Message {
-                        from: origin,
-                        message,
-                    };
-                    let actions = self.resharer.handle(now, input);
-                    self.on_reshare(now, actions, out);
-                }
-                RelayAction::Send { to, message } => {
-                    if let Some(d) = self.roster.get(to.0 as usize) {
-                        Self::effect(
-                            out,
-                            Effect::Send {
-                                to: NodeIndex(*d),
-                                message: EpochMessage::Reshare {
-                                    epoch,
-                                    message: ReshareWire::Relay(message),
-                                },
-                            },
-                        );
-                    }
-                }
-                RelayAction::SendAll(message) => Self::effect(
-                    out,
-                    Effect::Broadcast(EpochMessage::Reshare {
-                        epoch,
-                        message: ReshareWire::Relay(message),
-                    }),
-                ),
-                RelayAction::Equivocation(member) => {
-                    let actions = self.resharer.handle(now, ReshareInput::Faulty { member });
-                    self.on_reshare(now, actions, out);
-                }
-                RelayAction::Consistent(kind) => {
-                    let actions = self.resharer.handle(now, ReshareInput::Confirmed(kind));
-                    self.on_reshare(now, actions, out);
-                }
-            }
-        }
-    }
-
-    fn on_dkg(&mut self, actions: Vec<SessionAction<S>>, out: &mut Vec<TransitionEvent<S>>) {
-        let epoch = self.epoch;
-        let wrap = |message: SessionMessage| EpochMessage::Dkg { epoch, message };
-        for action in actions {
-            match action {
-                SessionAction::Send { to, message } => {
-                    if let Some(d) = self.new.directory_of(to) {
-                        Self::effect(
-                            out,
-                            Effect::Send {
-                                to: NodeIndex(d),
-                                message: wrap(message),
-                            },
-                        );
-                    }
-                }
-                SessionAction::Broadcast(message) => {
-                    Self::effect(out, Effect::Broadcast(wrap(message)))
-                }
-                SessionAction::SetTimer { at, timer } => Self::effect(
-                    out,
-                    Effect::SetTimer {
-                        at,
-                        timer: TransitionTimer::Dkg(timer),
-                    },
-                ),
-                SessionAction::Complete(output) => {
-                    self.consensus_keys = Some(output);
-                    self.finish(out);
-                }
-                SessionAction::Failed(reason) => {
-                    self.fail(format!("DKG of the consensus keys: {reason}"), out)
-                }
-            }
-        }
     }
 
     fn fail(&mut self, reason: String, out: &mut Vec<TransitionEvent<S>>) {

@@ -1,0 +1,79 @@
+//! Catching a new member up: it asks the old members for the deals and
+//! sub-shares it lacks, and the new members' DKG dealers for their deals,
+//! shares and certificate; a dealer answers the asker alone, point to point
+//! (`consensus/SAFETY.md`, "A member's part of a change survives its crash").
+
+use super::*;
+
+/// Most times a dealer sends its deal and sub-share again to one new member
+/// in one change (a restarted member asks once per phase length until it
+/// holds them).
+const MAX_RESENDS: u32 = 8;
+
+impl<S: Scheme> Transition<S> {
+    pub(super) fn phase_us(&self) -> u64 {
+        self.resharer.epoch().phase_timeout_us
+    }
+
+    /// As a new member still without the resharing's result: asks each old
+    /// member whose deal or sub-share it lacks to send them again; returns
+    /// whether it asked.
+    pub(super) fn request_missing(&mut self, out: &mut Vec<TransitionEvent<S>>) -> bool {
+        if self.dkg.is_none() || self.reshared.is_some() {
+            return false;
+        }
+        let missing = self.resharer.missing();
+        for d in &missing {
+            self.send_to_participant(out, *d, ReshareWire::Request);
+        }
+        !missing.is_empty()
+    }
+
+    /// Directory member `from` asked for this dealer's deal and sub-share
+    /// again: sent (its signed broadcasts, then the sub-share), at most
+    /// [`MAX_RESENDS`] times per new member.
+    pub(super) fn resend(&mut self, from: u32, out: &mut Vec<TransitionEvent<S>>) {
+        let Some(p) = self.participant.get(&from).copied() else {
+            return;
+        };
+        let Some(shares) = self.resharer.resend_to(p) else {
+            return;
+        };
+        let count = self.resent.entry(p).or_insert(0);
+        if *count >= MAX_RESENDS {
+            return;
+        }
+        *count += 1;
+        for signed in &self.broadcasts {
+            self.send_reshare(out, from, ReshareWire::Relay(signed.clone()));
+        }
+        self.send_reshare(out, from, ReshareWire::Shares(shares));
+    }
+
+    /// Erases what this member kept to send again as a dealer (its
+    /// sub-shares determine its old share).
+    pub fn erase_dealt(&mut self) {
+        self.resharer.erase_dealt();
+        self.broadcasts.clear();
+    }
+
+    /// The [`TransitionTimer::Recover`] timer: asks for what this new member
+    /// still lacks, and is armed again until it holds both results (what it
+    /// lacks may only show later: votes it never got, say).
+    pub(super) fn on_recover(&mut self, now: Time, out: &mut Vec<TransitionEvent<S>>) {
+        self.request_missing(out);
+        if let Some(dkg) = self.dkg.as_ref().filter(|_| self.consensus_keys.is_none()) {
+            let asked = dkg.request_missing();
+            self.on_dkg(asked, out);
+        }
+        if self.reshared.is_none() || self.consensus_keys.is_none() {
+            Self::effect(
+                out,
+                Effect::SetTimer {
+                    at: now.plus_micros(self.phase_us().max(1)),
+                    timer: TransitionTimer::Recover,
+                },
+            );
+        }
+    }
+}
