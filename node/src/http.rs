@@ -255,6 +255,12 @@ pub struct EpochJson {
     /// What this node is in it: `starting` (before it resumes), `dkg`,
     /// `member`, `joining`, `retired` or `failed`.
     pub status: String,
+    /// The epoch of the change of members this node is taking part in (the
+    /// chain decided it, or old members invited this joiner): the resharing
+    /// and the new members' DKG are under way here. Absent when none is, and
+    /// again once the node runs that epoch (or left).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changing_to: Option<u64>,
 }
 
 /// Shared state of the handlers.

@@ -37,7 +37,6 @@ use consensus::{
     Behaviour, CommittedEntry, Envelope, EpochEvent, Height, Member, MemberInput, MemberOutput,
     MemberTimer, Message,
 };
-use rand::RngCore as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -278,7 +277,15 @@ impl<S: Scheme> Node<S> {
         if timings.pairing_ns > 0 {
             metrics.observe_phase(Phase::Verify, timings.pairing_ns as f64 * 1e-9);
         }
-        self.apply(at, outputs)
+        let result = self.apply(at, outputs);
+        // `GET /epoch` shows a change this node takes part in from when it
+        // starts (a decision, an invitation) until it is over.
+        let changing = self.member.changing_to();
+        let shown = self.state.epoch.read().map_or(None, |e| e.changing_to);
+        if shown != changing {
+            self.publish_epoch();
+        }
+        result
     }
 
     /// Handles a frame from member `from`.
@@ -332,6 +339,7 @@ impl<S: Scheme> Node<S> {
                     // Durable before the replica's first signature leaves this node:
                     // the outputs that follow are only sent after this returns.
                     self.store.save_dkg(&output)?;
+                    self.member.replace_seed(self.store.replace_seed()?);
                     self.dkg_done.store(true, Ordering::Relaxed);
                     let info = chain_info(&self.cfg, &output);
                     let dkg_ms = self
@@ -388,6 +396,7 @@ impl<S: Scheme> Node<S> {
                     retired: false,
                 };
                 self.store.save_epoch(&record, Some(output.as_ref()))?;
+                self.member.replace_seed(self.store.replace_seed()?);
                 self.epoch_start = record.start;
                 // The old epoch's votes are of no use in the new one.
                 self.store.save_votes::<S>(&[])?;
@@ -435,6 +444,7 @@ impl<S: Scheme> Node<S> {
                     retired: true,
                 };
                 self.store.save_epoch::<S>(&record, None)?;
+                self.member.replace_seed(self.store.replace_seed()?);
                 self.epoch_start = record.start;
                 self.publish_epoch();
             }
@@ -463,6 +473,7 @@ impl<S: Scheme> Node<S> {
             start: self.epoch_start,
             f: epoch.config.f,
             status: status.into(),
+            changing_to: self.member.changing_to(),
         };
         *self.state.epoch.write().unwrap_or_else(|e| e.into_inner()) = json;
     }
@@ -778,6 +789,7 @@ async fn run_inner<S: Scheme>(
             start: r.start,
             f: r.config.f,
             status: "starting".into(),
+            changing_to: None,
         },
         None => EpochJson {
             epoch: 0,
@@ -785,6 +797,7 @@ async fn run_inner<S: Scheme>(
             start: 1,
             f: cfg.replica.f,
             status: "starting".into(),
+            changing_to: None,
         },
     };
     let _api = crate::http::serve(cfg.http, state.clone())?;
@@ -799,8 +812,11 @@ async fn run_inner<S: Scheme>(
     let net_limits = NetLimits::of(&cfg, dkg_done.clone());
     let (mut net, mut inbound) =
         Network::start::<Frame<S>>(key, &cfg, net_limits, metrics.clone())?;
-    let mut seed = [0u8; 32];
-    rand::rngs::OsRng.fill_bytes(&mut seed);
+    // Stored before anything dealt from it leaves: a node that restarts in the
+    // middle of a DKG or a change deals the same deals again, never a second
+    // version (`consensus/SAFETY.md`, "A member's part of a change survives
+    // its crash"); replaced once the keys it dealt are stored.
+    let seed = store.member_seed()?;
     // The memo shares results between replicas of one process (the simulator);
     // a node has one replica, and an unbounded cache there would only grow.
     let memo = Memo::disabled();

@@ -10,6 +10,9 @@
 //! After a change of members (`consensus::epoch`), the epoch the node is in
 //! and its key material of that epoch live in `epoch.key` (mode 0600), which
 //! then takes the place of `dkg.key`.
+//! The member's seed, which its dealings derive from, lives in `member.seed`
+//! (mode 0600) from before its first dealing until the keys it dealt are
+//! stored; then a fresh one replaces it.
 
 use crate::identity::write_private;
 use crate::NodeError;
@@ -166,6 +169,41 @@ impl Store {
             .encode()
             .map_err(|e| NodeError::Store(e.to_string()))?;
         write_private(&self.key_path(), &bytes)
+    }
+
+    fn seed_path(&self) -> PathBuf {
+        self.dir.join("member.seed")
+    }
+
+    /// The member's seed (`member.seed`, mode 0600): the one stored, or a
+    /// fresh random one, stored durably before it is returned (so before
+    /// anything dealt from it leaves the node). A node that restarts in the
+    /// middle of a DKG or a change deals the same deals from it again.
+    pub fn member_seed(&self) -> Result<[u8; 32], NodeError> {
+        let path = self.seed_path();
+        match std::fs::read(&path) {
+            Ok(bytes) => bytes.as_slice().try_into().map_err(|_| {
+                NodeError::Store(format!(
+                    "{} holds {} bytes, not a 32-byte seed",
+                    path.display(),
+                    bytes.len()
+                ))
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.replace_seed(),
+            Err(e) => Err(NodeError::Io(format!("reading {}: {e}", path.display()))),
+        }
+    }
+
+    /// Stores a fresh random member seed in place of the last one, durably,
+    /// and returns it: once the keys the last one dealt are stored, nothing
+    /// needs it, and erasing it keeps those dealings secret from whoever
+    /// later reads this disk.
+    pub fn replace_seed(&self) -> Result<[u8; 32], NodeError> {
+        use rand::{rngs::OsRng, RngCore as _};
+        let mut seed = [0u8; 32];
+        OsRng.fill_bytes(&mut seed);
+        write_private(&self.seed_path(), &seed)?;
+        Ok(seed)
     }
 
     fn epoch_path(&self) -> PathBuf {
@@ -494,6 +532,30 @@ mod tests {
                 .map(|e| e.block.height.get()),
             Some(5)
         );
+    }
+
+    /// The member seed survives a restart (a node that restarts in the
+    /// middle of a DKG deals the same deal again), a replaced one is gone
+    /// for good, and a seed file of the wrong length is a clear error.
+    #[test]
+    fn the_member_seed_is_stored_until_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = {
+            let store = Store::open(dir.path(), TEST_CACHE).unwrap();
+            store.member_seed().unwrap()
+        };
+        let store = Store::open(dir.path(), TEST_CACHE).unwrap();
+        assert_eq!(
+            store.member_seed().unwrap(),
+            first,
+            "read back after a restart"
+        );
+        let next = store.replace_seed().unwrap();
+        assert_ne!(next, first);
+        assert_eq!(store.member_seed().unwrap(), next);
+        std::fs::write(dir.path().join("member.seed"), [7u8; 31]).unwrap();
+        let err = store.member_seed().unwrap_err().to_string();
+        assert!(err.contains("not a 32-byte seed"), "{err}");
     }
 
     #[test]

@@ -91,6 +91,59 @@ fn pid_of(config: &Path) -> Option<i32> {
     })
 }
 
+/// Kills process `pid` (node `i`) with SIGKILL and waits until it is gone, or
+/// a zombie whose every thread has exited (its files, the store's lock among
+/// them, closed). The command line empties earlier, and the main thread turns
+/// zombie while another may still finish an fsync holding the store's lock.
+/// A child of the test is then reaped with `wait`.
+fn sigkill(pid: i32, i: usize) {
+    // SAFETY: signalling a process of this test's own network.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let begin = Instant::now();
+    let exiting = || {
+        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| s.rfind(") ").map(|k| s[k + 2..].starts_with('Z')));
+        let threads = std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count());
+        zombie.is_some_and(|z| !z || threads > 1)
+    };
+    while exiting() {
+        assert!(
+            begin.elapsed() < Duration::from_secs(10),
+            "node {i} survived SIGKILL"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Polls node `i`'s `GET /epoch` (at `api`) until `done` holds, failing
+/// after 120 s with `what` and the node's log `node-I/{log}` in `dir`;
+/// returns the answer that held.
+fn wait_epoch<F>(
+    dir: &Path,
+    (i, api): (usize, &str),
+    log: &str,
+    what: &str,
+    done: F,
+) -> serde_json::Value
+where
+    F: Fn(&serde_json::Value) -> bool,
+{
+    let begin = Instant::now();
+    loop {
+        let epoch = get(&format!("{api}/epoch"));
+        if let Some(e) = epoch.as_ref().filter(|e| done(e)) {
+            return e.clone();
+        }
+        assert!(
+            begin.elapsed() < Duration::from_secs(120),
+            "node {i}: {what} ({epoch:?}); its log:\n{}",
+            std::fs::read_to_string(dir.join(format!("node-{i}/{log}"))).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn joiners_take_part_and_members_resume_the_new_epoch_after_a_crash() {
     let dir = tempfile::tempdir().unwrap();
@@ -142,49 +195,21 @@ fn joiners_take_part_and_members_resume_the_new_epoch_after_a_crash() {
     let mut nodes = Nodes(Vec::new());
     for i in [0, 5] {
         let config = dir.path().join(format!("node-{i}/node.toml"));
-        let pid = pid_of(&config).expect("the node runs");
-        // SAFETY: signalling a process of this test's own network.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-        // Gone, or a zombie whose every thread has exited (its files, the
-        // store's lock among them, closed). The command line empties
-        // earlier, and the main thread turns zombie while another may still
-        // finish an fsync holding the store's lock.
-        let begin = Instant::now();
-        let exiting = || {
-            let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|s| s.rfind(") ").map(|k| s[k + 2..].starts_with('Z')));
-            let threads = std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count());
-            zombie.is_some_and(|z| !z || threads > 1)
-        };
-        while exiting() {
-            assert!(
-                begin.elapsed() < Duration::from_secs(10),
-                "node {i} survived SIGKILL"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        sigkill(pid_of(&config).expect("the node runs"), i);
         nodes.0.push(start_node(dir.path(), i, "restart.log"));
     }
     let begin = Instant::now();
     for i in [0, 5] {
-        let api = &apis[i];
-        loop {
-            let epoch = get(&format!("{api}/epoch"));
-            if epoch.as_ref().is_some_and(|e| e["status"] == "member") {
-                let epoch = epoch.unwrap();
-                assert_eq!(epoch["epoch"], 1, "{epoch}");
-                assert_eq!(epoch["start"], start, "{epoch}");
-                break;
-            }
-            let log = dir.path().join(format!("node-{i}/restart.log"));
-            assert!(
-                begin.elapsed() < Duration::from_secs(120),
-                "node {i} did not resume the epoch ({epoch:?}):\n{}",
-                std::fs::read_to_string(log).unwrap_or_default()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let member = |e: &serde_json::Value| e["status"] == "member";
+        let epoch = wait_epoch(
+            dir.path(),
+            (i, &apis[i]),
+            "restart.log",
+            "did not resume the epoch",
+            member,
+        );
+        assert_eq!(epoch["epoch"], 1, "{epoch}");
+        assert_eq!(epoch["start"], start, "{epoch}");
     }
     let target = latest(&apis[1]) + 5;
     for i in [0, 5] {
@@ -217,6 +242,159 @@ fn joiners_take_part_and_members_resume_the_new_epoch_after_a_crash() {
     }
     drop(nodes);
     drop(localnet);
+}
+
+/// Issue 38: a stayer and a joiner killed (SIGKILL) while a 4 -> 7 change is
+/// being dealt — after the chain decided it (both show `changing_to: 1` on
+/// `GET /epoch`), before the switch — restart from their disks: the stayer
+/// reads the decision off its chain again and deals the same resharing deal,
+/// the joiner asks the old members for its invitation again; both complete
+/// the change (asking dealers for what they lost), and all seven new members
+/// run epoch 1 under the genesis group key, with one chain that verifies from
+/// round 1 on the restarted joiner.
+#[test]
+fn a_stayer_and_a_joiner_killed_while_the_change_is_dealt_complete_it() {
+    let (dir, apis) = common::localnet_configs(BIN, 4, &["--reshare-to", "7"]);
+    assert_eq!(apis.len(), 7);
+    let mut nodes = Nodes(Vec::new());
+    for i in 0..7 {
+        nodes.0.push(start_node(dir.path(), i, "node.log"));
+    }
+    let begin = Instant::now();
+    while latest(&apis[0]) < 3 {
+        assert!(
+            begin.elapsed() < Duration::from_secs(120),
+            "no beacons; node 0's log:\n{}",
+            std::fs::read_to_string(dir.path().join("node-0/node.log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let key = get(&format!("{}/info", apis[0])).unwrap()["public_key"].clone();
+    assert!(key.is_string(), "{key}");
+    // Every genesis member's operator proposes 4 -> 7 (nodes 4, 5, 6 join).
+    for i in 0..4 {
+        let out = reshare(dir.path(), i, "members = [0, 1, 2, 3, 4, 5, 6]\n");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let proposed = Instant::now();
+    // The change is being dealt at stayer 1 (the chain decided it) and at
+    // joiner 5 (invited): both crash.
+    let (stayer, joiner) = (1, 5);
+    let limit = Duration::from_secs(120);
+    for i in [stayer, joiner] {
+        let changing = |e: &serde_json::Value| e["changing_to"] == 1 && e["epoch"] == 0;
+        wait_epoch(
+            dir.path(),
+            (i, &apis[i]),
+            "node.log",
+            "no change under way",
+            changing,
+        );
+    }
+    for i in [stayer, joiner] {
+        sigkill(nodes.0[i].id() as i32, i);
+        let _ = nodes.0[i].wait();
+    }
+    // Every height finalized before the kills is below the switch.
+    let finalized_at_kill = apis.iter().map(|a| latest(a)).max().unwrap();
+    eprintln!(
+        "killed nodes {stayer} and {joiner} during the change, {:.2} s after the proposals, at height {finalized_at_kill}",
+        proposed.elapsed().as_secs_f64()
+    );
+    for i in [stayer, joiner] {
+        nodes.0[i] = start_node(dir.path(), i, "restart.log");
+    }
+    // All seven run epoch 1 as members, from one start height.
+    let mut start = None;
+    for (i, api) in apis.iter().enumerate() {
+        let log = if i == stayer || i == joiner {
+            "restart.log"
+        } else {
+            "node.log"
+        };
+        let member = |e: &serde_json::Value| e["epoch"] == 1 && e["status"] == "member";
+        let epoch = wait_epoch(dir.path(), (i, api), log, "not in epoch 1", member);
+        assert_eq!(
+            epoch["members"],
+            serde_json::json!([0, 1, 2, 3, 4, 5, 6]),
+            "{epoch}"
+        );
+        assert!(epoch.get("changing_to").is_none(), "{epoch}");
+        let s = epoch["start"].as_u64().unwrap();
+        assert_eq!(*start.get_or_insert(s), s, "node {i}: {epoch}");
+    }
+    let start = start.unwrap();
+    eprintln!(
+        "all seven run epoch 1 from height {start}, {:.2} s after the proposals",
+        proposed.elapsed().as_secs_f64()
+    );
+    assert!(
+        start > finalized_at_kill + 1,
+        "the switch (after height {}) came before the kills (height {finalized_at_kill})",
+        start - 1
+    );
+    // Rounds after the switch are produced by all, the same everywhere,
+    // under the genesis group key.
+    let target = apis.iter().map(|a| latest(a)).max().unwrap().max(start) + 5;
+    for (i, api) in apis.iter().enumerate() {
+        let begin = Instant::now();
+        while latest(api) < target {
+            assert!(
+                begin.elapsed() < limit,
+                "node {i} did not reach round {target}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let info = get(&format!("{api}/info")).unwrap();
+        assert_eq!(info["public_key"], key, "node {i}");
+    }
+    for r in start..=target {
+        let expected = get(&format!("{}/public/{r}", apis[0]));
+        assert!(expected.is_some(), "round {r}");
+        for (i, api) in apis.iter().enumerate().skip(1) {
+            assert_eq!(
+                get(&format!("{api}/public/{r}")),
+                expected,
+                "node {i}, round {r}"
+            );
+        }
+    }
+    // The restarted joiner serves the whole chain (once its backfill is over),
+    // from round 1, as drand's rules check it.
+    let begin = Instant::now();
+    while get(&format!("{}/public/1", apis[joiner])).is_none() {
+        assert!(
+            begin.elapsed() < limit,
+            "node {joiner} does not serve round 1 (backfill)"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    common::assert_verifies(BIN, &["--url", &apis[joiner], "--from", "1"]);
+    for r in [1, start - 1] {
+        assert_eq!(
+            get(&format!("{}/public/{r}", apis[joiner])),
+            get(&format!("{}/public/{r}", apis[0])),
+            "round {r}"
+        );
+    }
+    // The stayer found the decision on its chain again, and no node ran a
+    // second DKG of the beacon key.
+    let log =
+        std::fs::read_to_string(dir.path().join(format!("node-{stayer}/restart.log"))).unwrap();
+    assert!(log.contains("epoch change decided"), "{log}");
+    for i in [stayer, joiner] {
+        let log =
+            std::fs::read_to_string(dir.path().join(format!("node-{i}/restart.log"))).unwrap();
+        assert!(
+            !log.contains("starting the DKG"),
+            "node {i} ran a DKG:\n{log}"
+        );
+    }
+    drop(nodes);
 }
 
 #[test]

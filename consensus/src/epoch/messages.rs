@@ -273,7 +273,10 @@ pub enum EpochMessage<S: Scheme> {
         entries: Vec<Arc<CommittedEntry<S>>>,
     },
     /// A new member that holds its keys but no handoff yet (lost, or sent
-    /// while it was unreachable) asks an old member for it.
+    /// while it was unreachable) asks an old member for it. A joiner asks
+    /// with it too while it waits for an invitation (it may have restarted
+    /// during a change): an old member of the change into `epoch` answers a
+    /// new member with its invitation as well.
     HandoffRequest {
         /// The epoch it waits to start.
         epoch: u64,

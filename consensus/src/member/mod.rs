@@ -98,6 +98,16 @@ impl<S: Scheme> Member<S> {
         &self.epoch
     }
 
+    /// Replaces the seed that this member's later dealings and randomness
+    /// derive from. A node replaces it with a fresh one, durably stored first,
+    /// once the keys a seed dealt are stored: a dealing never outlives its
+    /// seed, and a member that restarts in the middle of a DKG or a change
+    /// reads the seed it dealt from (`consensus/SAFETY.md`, "A member's part
+    /// of a change survives its crash"). Running sessions keep their own.
+    pub fn replace_seed(&mut self, seed: [u8; 32]) {
+        self.seed = seed;
+    }
+
     /// Whether the DKG is over (successfully) and this member runs a replica.
     pub fn has_keys(&self) -> bool {
         matches!(self.phase, Phase::Replica(_))
@@ -159,6 +169,9 @@ impl<S: Scheme> Member<S> {
                         self.on_replica(now, outputs, &mut out);
                     }
                 }
+                // A joiner asks the members it trusts for an invitation at
+                // once (it may restart during a change), then periodically.
+                Phase::Joining => self.on_resend(now, &mut out),
                 _ => {}
             },
             MemberInput::Message { from, envelope } => match envelope {

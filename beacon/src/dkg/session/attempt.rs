@@ -22,7 +22,8 @@ impl<S: Scheme> DkgSession<S> {
             c.session = session;
             c.phase_timeout_us = base.phase_timeout_us.saturating_mul(1 << attempt.min(16));
         })?;
-        let dkg = Dkg::new(config, me, attempt_seed(seed, attempt), memo.clone())?.with_relay();
+        let seed = attempt_seed(seed, &config);
+        let dkg = Dkg::new(config, me, seed, memo.clone())?.with_relay();
         let mut relay = BroadcastRelay::new(me, session, key.clone(), keys.clone(), memo.clone());
         if dkg.has_hub() {
             relay = relay.with_hub(&base.dealers);
@@ -115,7 +116,8 @@ impl<S: Scheme> DkgSession<S> {
         for action in actions {
             match action {
                 RelayAction::Deliver { origin, message } => {
-                    if matches!(message, DkgMessage::Deal(_)) {
+                    let deal = matches!(message, DkgMessage::Deal(_));
+                    if deal {
                         self.recovery.deal_from(origin);
                     }
                     let actions = self.dkg.handle(
@@ -126,6 +128,9 @@ impl<S: Scheme> DkgSession<S> {
                         },
                     );
                     self.on_dkg(now, actions, out);
+                    if deal {
+                        self.on_material(out);
+                    }
                 }
                 RelayAction::Send { to, message } => out.push(SessionAction::Send {
                     to,

@@ -305,12 +305,25 @@ fn result_id(qual: &[NodeIndex], digest: &[u8; 32]) -> [u8; 32] {
     h.finalize().into()
 }
 
-/// The RNG seed of attempt `attempt` from a member's DKG seed.
-fn attempt_seed(seed: &[u8; 32], attempt: u32) -> [u8; 32] {
+/// The RNG seed of an attempt from a member's DKG seed and everything that
+/// shapes the attempt's polynomials (its session, which names the run and
+/// the attempt, the member count, the thresholds and the dealers): a member
+/// that restarts with the same seed deals the same deal again, never a second
+/// version, and no two runs share a coefficient.
+fn attempt_seed(seed: &[u8; 32], config: &DkgConfig) -> [u8; 32] {
     let mut h = Sha256::new();
-    h.update(b"sbft-beacon/dkg-attempt-seed/1");
+    h.update(b"sbft-beacon/dkg-attempt-seed/2");
     h.update(seed);
-    h.update(attempt.to_be_bytes());
+    h.update(config.session);
+    h.update(config.n.to_be_bytes());
+    h.update((config.thresholds.len() as u64).to_be_bytes());
+    for t in &config.thresholds {
+        h.update(t.to_be_bytes());
+    }
+    h.update((config.dealers.len() as u64).to_be_bytes());
+    for d in &config.dealers {
+        h.update(d.0.to_be_bytes());
+    }
     h.finalize().into()
 }
 
@@ -453,7 +466,8 @@ impl<S: Scheme> DkgSession<S> {
             }
             SessionMessage::Shares { shares, .. } => {
                 self.recovery.shares_from(from);
-                self.hand_to_dkg(now, from, DkgMessage::Shares(shares), out)
+                self.hand_to_dkg(now, from, DkgMessage::Shares(shares), out);
+                self.on_material(out);
             }
             SessionMessage::Request { .. } => {}
             SessionMessage::NoComplaint { .. } => {
@@ -477,7 +491,7 @@ impl<S: Scheme> DkgSession<S> {
             message: SessionMessage::Request { attempt },
         } = &input
         {
-            self.on_request(*from, *attempt, &mut out);
+            self.on_request(now, *from, *attempt, &mut out);
             return out;
         }
         if self.state == State::Over {

@@ -7,14 +7,12 @@
 //! only, to the member they belong to: nothing secret becomes public, unlike
 //! a complaint answered by a justification.
 //!
-//! Bounded: a dealer answers each member at most [`MAX_RESENDS`] times per
-//! attempt, and keeps one signed deal, one share message per member and one
+//! Bounded: a dealer answers each member at most once per half phase length
+//! (a member asks once per phase length; an asker that floods gets no more),
+//! and keeps one signed deal, one share message per member and one
 //! certificate.
 
 use super::*;
-
-/// Most answers a member sends one asker in one attempt.
-pub(super) const MAX_RESENDS: u32 = 8;
 
 /// Most times a member whose attempt reached a quorum without it waits
 /// another attempt's length for the deals and shares it asked for.
@@ -27,7 +25,7 @@ pub(super) struct Recovery {
     deal: Option<RelayMessage>,
     shares: BTreeMap<NodeIndex, DealtShares>,
     certificate: Option<Arc<ResultCertificate>>,
-    answered: BTreeMap<NodeIndex, u32>,
+    answered: BTreeMap<NodeIndex, Time>,
     deals_in: BTreeSet<NodeIndex>,
     shares_in: BTreeSet<NodeIndex>,
     waits: u32,
@@ -95,9 +93,21 @@ impl<S: Scheme> DkgSession<S> {
             .collect()
     }
 
+    /// A deal or shares came in: once this member's own attempt is over and
+    /// `n - f` members agreed on a result, it may now hold everything that
+    /// result takes (it asked for it), and adopts it.
+    pub(super) fn on_material(&mut self, out: &mut Vec<SessionAction<S>>) {
+        let quorum = (self.base.n - self.base.max_faulty) as usize;
+        let finished = self.result.is_some() || self.last_failure.is_some();
+        if self.state == State::Running && finished && self.tally.values().any(|c| *c >= quorum) {
+            self.check_quorum(out);
+        }
+    }
+
     /// Member `from` asked for this member's deal and shares of `attempt`.
     pub(super) fn on_request(
         &mut self,
+        now: Time,
         from: NodeIndex,
         attempt: u32,
         out: &mut Vec<SessionAction<S>>,
@@ -109,11 +119,13 @@ impl<S: Scheme> DkgSession<S> {
         if attempt != self.attempt && !later {
             return;
         }
-        let count = self.recovery.answered.entry(from).or_insert(0);
-        if *count >= MAX_RESENDS {
-            return;
+        let gap = self.phase_us() / 2;
+        if let Some(last) = self.recovery.answered.get(&from) {
+            if now.0 < last.0.saturating_add(gap) {
+                return;
+            }
         }
-        *count += 1;
+        self.recovery.answered.insert(from, now);
         if later {
             // The asker went on to a later attempt alone (it was cut off):
             // the certificate of this one takes it back

@@ -10,14 +10,20 @@ type Results = Vec<Option<Result<Arc<DkgOutput<MinSig>>, String>>>;
 /// Runs `n` honest sessions with zero latency; member `i` starts at
 /// `starts[i]`. Returns each member's last terminal action.
 fn run(n: u32, starts: &[u64]) -> Results {
-    run_cut(n, starts, None, false)
+    run_cut(n, starts, None, false, 2)
 }
 
 /// [`run`], with member `cut.0` cut off (everything to and from it lost)
 /// until `cut.1`; with `recover`, every member asks for what it lacks
 /// ([`DkgSession::request_missing`]) once per phase length, as a
-/// transition does.
-fn run_cut(n: u32, starts: &[u64], cut: Option<(u32, u64)>, recover: bool) -> Results {
+/// transition does. Each member has `attempts` attempts.
+fn run_cut(
+    n: u32,
+    starts: &[u64],
+    cut: Option<(u32, u64)>,
+    recover: bool,
+    attempts: u32,
+) -> Results {
     let f = (n - 1) / 3;
     let config = DkgSettings {
         session: [9; 32],
@@ -27,7 +33,7 @@ fn run_cut(n: u32, starts: &[u64], cut: Option<(u32, u64)>, recover: bool) -> Re
         phase_timeout_us: 1_000,
         min_qualified: f + 1,
         max_faulty: f,
-        max_attempts: 2,
+        max_attempts: attempts,
     }
     .build()
     .unwrap();
@@ -121,9 +127,9 @@ fn run_cut(n: u32, starts: &[u64], cut: Option<(u32, u64)>, recover: bool) -> Re
 fn a_member_cut_off_through_an_attempt_asks_and_gets_the_agreed_keys() {
     let starts = [0, 0, 0, 0];
     let cut = Some((3, 4_500));
-    let without = run_cut(4, &starts, cut, false);
+    let without = run_cut(4, &starts, cut, false, 2);
     assert!(matches!(without[3], Some(Err(_))), "{:?}", without[3]);
-    let results = run_cut(4, &starts, cut, true);
+    let results = run_cut(4, &starts, cut, true, 2);
     let keys: Vec<_> = results
         .iter()
         .enumerate()
@@ -141,10 +147,32 @@ fn a_member_cut_off_through_an_attempt_asks_and_gets_the_agreed_keys() {
 fn a_member_that_missed_the_deals_asks_for_them_and_completes() {
     let starts = [0, 0, 0, 0];
     let cut = Some((2, 1_200));
-    let results = run_cut(4, &starts, cut, true);
+    let results = run_cut(4, &starts, cut, true, 2);
     for (i, r) in results.iter().enumerate() {
         assert!(matches!(r, Some(Ok(_))), "member {i}: {r:?}");
     }
+}
+
+/// A member that restarts long after the others agreed (its one attempt
+/// ends alone, with its own deal only) asks every dealer; the certificate
+/// comes with the first dealer's answer, before the other dealers' deals and
+/// shares: it adopts the agreed keys once the last of them is in, within
+/// its attempt (seed 730102 of the change-of-members campaign, where it
+/// waited for a new certificate that never came and failed).
+#[test]
+fn a_member_that_restarts_after_the_agreement_adopts_once_the_asked_material_is_in() {
+    let starts = [0, 0, 0, 25_000];
+    let cut = Some((3, 28_200));
+    let results = run_cut(4, &starts, cut, true, 1);
+    let keys: Vec<_> = results
+        .iter()
+        .enumerate()
+        .map(|(i, r)| match r {
+            Some(Ok(out)) => out.keys[0].group_key().to_bytes(),
+            other => panic!("member {i}: {other:?}"),
+        })
+        .collect();
+    assert!(keys.windows(2).all(|w| w[0] == w[1]));
 }
 
 #[test]

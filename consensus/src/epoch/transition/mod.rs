@@ -62,6 +62,15 @@ pub enum TransitionEvent<S: Scheme> {
         /// resharing combined.
         dealers: Vec<u32>,
     },
+    /// The keys the chain switched to, recombined from the dealers it named
+    /// once their deals and sub-shares came in ([`Transition::adopt`] waited
+    /// for them); digest `digest`.
+    Adopted {
+        /// The new key material (beacon, slow path, fast path).
+        output: Arc<DkgOutput<S>>,
+        /// [`keys_digest`] of it: the chain's.
+        digest: [u8; 32],
+    },
     /// The transition failed at this member (it keeps the old epoch running).
     Failed(String),
 }
@@ -108,7 +117,20 @@ pub struct Transition<S: Scheme> {
     broadcasts: Vec<beacon::dkg::relay::RelayMessage>,
     /// Resends so far, per new member (participant index).
     resent: BTreeMap<NodeIndex, u32>,
+    /// The keys the chain switched to (their digest and the dealers it
+    /// named), which this new member cannot recombine yet: it lacks some of
+    /// those dealers' deals or sub-shares, asks for them, and adopts the
+    /// keys when they are in ([`TransitionEvent::Adopted`]).
+    awaited: Option<Awaited>,
     over: bool,
+}
+
+/// Keys of the chain's switch that a new member waits to recombine.
+struct Awaited {
+    digest: [u8; 32],
+    dealers: Vec<NodeIndex>,
+    /// Whether it asked the dealers (and armed the timer that asks again).
+    asked: bool,
 }
 
 impl<S: Scheme> Transition<S> {
@@ -224,6 +246,7 @@ impl<S: Scheme> Transition<S> {
             reshare_failed: None,
             broadcasts: Vec::new(),
             resent: BTreeMap::new(),
+            awaited: None,
             over: false,
         })
     }
@@ -308,7 +331,9 @@ impl<S: Scheme> Transition<S> {
             }
             _ => {}
         }
-        if self.over {
+        // Once done, only the deals and sub-shares of the chain's dealers,
+        // when this member awaits them.
+        if self.over && self.awaited.is_none() {
             return out;
         }
         match message {
@@ -332,6 +357,7 @@ impl<S: Scheme> Transition<S> {
                         self.on_reshare(now, actions, &mut out);
                     }
                 }
+                self.on_awaited(&mut out);
             }
             EpochMessage::Dkg { epoch, message } if epoch == self.epoch => {
                 if let (Some(j), Some(dkg)) = (self.new.index_of(from), self.dkg.as_mut()) {
@@ -347,7 +373,8 @@ impl<S: Scheme> Transition<S> {
     /// A timer fired.
     pub fn on_timer(&mut self, now: Time, timer: TransitionTimer) -> Vec<TransitionEvent<S>> {
         let mut out = Vec::new();
-        if self.over {
+        let asking = timer == TransitionTimer::Recover && self.awaited.is_some();
+        if self.over && !asking {
             return out;
         }
         match timer {
@@ -437,11 +464,42 @@ impl<S: Scheme> Transition<S> {
     /// The chain switched to keys of digest `digest`, from the resharing of
     /// `dealers`, and this member's differ (it took part late): its keys
     /// recombined from those dealers, if it holds what that takes and they
-    /// have that digest.
+    /// have that digest. When it lacks some of those dealers' deals or
+    /// sub-shares, it awaits them ([`Transition::awaits`]; the member then
+    /// calls [`Transition::ask_awaited`]) and adopts the keys when they are in.
     pub fn adopt(&mut self, digest: [u8; 32], dealers: &[u32]) -> Option<Arc<DkgOutput<S>>> {
-        let consensus = self.consensus_keys.clone()?;
         let dealers: Vec<NodeIndex> = dealers.iter().map(|d| NodeIndex(*d)).collect();
-        let reshared = self.resharer.adopt(&dealers)?;
+        if let Some(output) = self.recombine(digest, &dealers) {
+            self.awaited = None;
+            return Some(output);
+        }
+        if self.lacks(&dealers) {
+            let same = self
+                .awaited
+                .as_ref()
+                .is_some_and(|a| a.digest == digest && a.dealers == dealers);
+            if !same {
+                self.awaited = Some(Awaited {
+                    digest,
+                    dealers,
+                    asked: false,
+                });
+            }
+        }
+        None
+    }
+
+    /// Whether this new member awaits deals or sub-shares of the dealers the
+    /// chain named ([`Transition::adopt`]).
+    pub fn awaits(&self) -> bool {
+        self.awaited.is_some()
+    }
+
+    /// Recombines this member's keys from `dealers` and checks them against
+    /// `digest`.
+    fn recombine(&mut self, digest: [u8; 32], dealers: &[NodeIndex]) -> Option<Arc<DkgOutput<S>>> {
+        let consensus = self.consensus_keys.clone()?;
+        let reshared = self.resharer.adopt(dealers)?;
         let threshold = self.new.config.beacon_threshold;
         let (output, mine) = Self::assemble(self.epoch, threshold, &reshared, &consensus).ok()?;
         if mine != digest {
@@ -449,6 +507,33 @@ impl<S: Scheme> Transition<S> {
         }
         self.reshared = Some(reshared);
         Some(output)
+    }
+
+    /// Whether this member still lacks something to recombine its keys from
+    /// `dealers`: its consensus keys, or a deal or sub-share of one of them.
+    fn lacks(&self, dealers: &[NodeIndex]) -> bool {
+        let missing = self.resharer.missing();
+        self.consensus_keys.is_none() || dealers.iter().any(|d| missing.contains(d))
+    }
+
+    /// A deal or sub-share came in: once the awaited dealers' are all in,
+    /// this member adopts the chain's keys, or fails if they do not give them.
+    fn on_awaited(&mut self, out: &mut Vec<TransitionEvent<S>>) {
+        let Some(awaited) = &self.awaited else {
+            return;
+        };
+        let (digest, dealers) = (awaited.digest, awaited.dealers.clone());
+        if self.lacks(&dealers) {
+            return;
+        }
+        self.awaited = None;
+        match self.recombine(digest, &dealers) {
+            Some(output) => out.push(TransitionEvent::Adopted { output, digest }),
+            None => out.push(TransitionEvent::Failed(
+                "the deals of the dealers the chain named do not give the keys it switched to"
+                    .into(),
+            )),
+        }
     }
 }
 

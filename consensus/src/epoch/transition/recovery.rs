@@ -19,10 +19,16 @@ impl<S: Scheme> Transition<S> {
     /// member whose deal or sub-share it lacks to send them again; returns
     /// whether it asked.
     pub(super) fn request_missing(&mut self, out: &mut Vec<TransitionEvent<S>>) -> bool {
-        if self.dkg.is_none() || self.reshared.is_some() {
+        if self.dkg.is_none() {
             return false;
         }
-        let missing = self.resharer.missing();
+        let mut missing = self.resharer.missing();
+        match (&self.reshared, &self.awaited) {
+            (None, _) => {}
+            // Done, but the chain switched to keys from other dealers.
+            (Some(_), Some(awaited)) => missing.retain(|d| awaited.dealers.contains(d)),
+            (Some(_), None) => return false,
+        }
         for d in &missing {
             self.send_to_participant(out, *d, ReshareWire::Request);
         }
@@ -57,6 +63,25 @@ impl<S: Scheme> Transition<S> {
         self.broadcasts.clear();
     }
 
+    /// Asks the dealers the chain named for what this new member lacks to
+    /// recombine the keys it switched to, and asks again once per phase
+    /// length until it holds them; once per awaited switch (nothing when it
+    /// awaits none).
+    pub fn ask_awaited(&mut self, now: Time) -> Vec<TransitionEvent<S>> {
+        let mut out = Vec::new();
+        match self.awaited.as_mut() {
+            Some(awaited) if !awaited.asked => awaited.asked = true,
+            _ => return out,
+        }
+        // Without both results the timer that asks is running already.
+        if self.reshared.is_none() || self.consensus_keys.is_none() {
+            self.request_missing(&mut out);
+        } else {
+            self.on_recover(now, &mut out);
+        }
+        out
+    }
+
     /// The [`TransitionTimer::Recover`] timer: asks for what this new member
     /// still lacks, and is armed again until it holds both results (what it
     /// lacks may only show later: votes it never got, say).
@@ -66,7 +91,7 @@ impl<S: Scheme> Transition<S> {
             let asked = dkg.request_missing();
             self.on_dkg(asked, out);
         }
-        if self.reshared.is_none() || self.consensus_keys.is_none() {
+        if self.reshared.is_none() || self.consensus_keys.is_none() || self.awaited.is_some() {
             Self::effect(
                 out,
                 Effect::SetTimer {

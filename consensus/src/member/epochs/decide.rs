@@ -5,6 +5,14 @@
 use super::*;
 
 impl<S: Scheme> Member<S> {
+    /// The epoch of the change this member is taking part in, from the
+    /// decision on its chain (an old member) or the invitation (a joiner)
+    /// until it runs that epoch's replica or leaves; `None` when it takes
+    /// part in none. A driver shows it (the node's `GET /epoch`).
+    pub fn changing_to(&self) -> Option<u64> {
+        self.epochs.transition.as_ref().map(|t| t.epoch())
+    }
+
     /// The operator's proposal: signed, into this replica's mempool and to
     /// every member's.
     pub(in crate::member) fn propose_epoch(
@@ -111,10 +119,16 @@ impl<S: Scheme> Member<S> {
             waiting = true;
         }
         // A new member asks for the handoff once it holds its keys, or while
-        // it waits to recombine them from the dealers the chain names.
-        if let (Phase::Joining, Some(t)) = (&self.phase, &self.epochs.transition) {
-            if self.epochs.own_handoff.is_none() {
-                let epoch = t.epoch();
+        // it waits to recombine them from the dealers the chain names. A
+        // joiner not yet in a change asks too: it may have restarted during
+        // one and lost its invitation, which the old members send again to a
+        // new member that asks (and stop sending once they heard from it).
+        if let Phase::Joining = &self.phase {
+            let asked = match &self.epochs.transition {
+                Some(t) => self.epochs.own_handoff.is_none().then(|| t.epoch()),
+                None => self.epoch.number.checked_add(1),
+            };
+            if let Some(epoch) = asked {
                 for d in &self.epoch.members {
                     out.push(MemberOutput::Effect(Effect::Send {
                         to: NodeIndex(*d),
@@ -322,6 +336,7 @@ impl<S: Scheme> Member<S> {
             if let Some(mut t) = self.epochs.retained.take() {
                 t.erase_dealt();
             }
+            self.epochs.retained_invitation = None;
         }
     }
 
@@ -361,6 +376,12 @@ impl<S: Scheme> Member<S> {
                         &identity.key,
                     );
                     self.submit(now, control, out);
+                    self.try_join(now, out);
+                }
+                // The keys the chain switched to, recombined once the deals
+                // of the dealers it named came in (`keys_for` waited).
+                TransitionEvent::Adopted { output, digest } => {
+                    self.epochs.ready = Some((digest, output));
                     self.try_join(now, out);
                 }
                 TransitionEvent::Failed(reason) => self.fail_epoch(epoch, reason, out),

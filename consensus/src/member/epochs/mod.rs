@@ -107,6 +107,11 @@ pub(super) struct EpochState<S: Scheme> {
     /// to a new member that restarted or was cut off; erased
     /// [`RETAIN_PHASES`] phase lengths after the switch.
     retained: Option<Transition<S>>,
+    /// The invitation of the change this member went through as an old
+    /// member, kept with [`EpochState::retained`]: sent again to a new member
+    /// that asks for its handoff (it may have restarted and lost the
+    /// invitation, which old members send only until they hear from it).
+    retained_invitation: Option<Invitation<S>>,
 }
 
 /// Phase lengths after the switch during which an old member still sends its
@@ -201,16 +206,23 @@ impl<S: Scheme> EpochState<S> {
             own_handoff: None,
             served: None,
             retained: None,
+            retained_invitation: None,
         }
     }
 
     /// The state of epoch `epoch` after this one: fresh, but for the armed
-    /// resend timer (one is in flight) and the handoff this member serves.
+    /// resend timer (one is in flight), the handoff this member serves, and
+    /// the invitation of the change just made (sent again to new members that
+    /// ask while this member retains its transition).
     fn next(&mut self, epoch: &EpochView, directory: Option<&Directory>, memo: &Memo) -> Self {
         let mut next = EpochState::new(epoch, directory, memo);
         next.resend_armed = self.resend_armed;
         next.served = self.served.take();
         next.retained = self.retained.take();
+        next.retained_invitation = self
+            .invitation
+            .take()
+            .or_else(|| self.retained_invitation.take());
         next
     }
 

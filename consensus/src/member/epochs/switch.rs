@@ -90,6 +90,7 @@ impl<S: Scheme> Member<S> {
                         }));
                     }
                 }
+                self.invite_again(from, epoch, out);
             }
             request @ (EpochMessage::Reshare {
                 epoch,
@@ -137,6 +138,52 @@ impl<S: Scheme> Member<S> {
                 }
             }
         }
+    }
+
+    /// An old member of the change into `epoch` sends its invitation again to
+    /// new member `from` that asks for its handoff: a joiner that restarted
+    /// during the change lost its invitation, and old members send it
+    /// unasked only to new members they have not heard from. It does so while
+    /// it runs the old epoch with the change's transition, and after the
+    /// switch while it retains its transition (its deal and sub-shares, which
+    /// the restarted member then asks for). A new member that holds its
+    /// transition ignores the invitation; one without counts it with the
+    /// others (`f + 1` identical ones start its transition).
+    fn invite_again(&self, from: u32, epoch: u64, out: &mut Vec<MemberOutput<S>>) {
+        let me = self.identity.as_ref().map(|i| i.me);
+        let running = match (
+            &self.phase,
+            &self.epochs.invitation,
+            &self.epochs.transition,
+        ) {
+            (Phase::Replica(_), Some(invitation), Some(t)) if t.epoch() == epoch => {
+                Some((invitation, t))
+            }
+            _ => None,
+        };
+        // After the switch: only an old member serves the handoff into `epoch`.
+        let served = self
+            .epochs
+            .served
+            .as_ref()
+            .is_some_and(|h| h.epoch == epoch);
+        let retained = match (&self.epochs.retained_invitation, &self.epochs.retained) {
+            (Some(invitation), Some(t)) if served && t.epoch() == epoch => Some((invitation, t)),
+            _ => None,
+        };
+        let Some((invitation, t)) = running.or(retained) else {
+            return;
+        };
+        if Some(from) == me
+            || invitation.change.epoch != epoch
+            || t.new_epoch().index_of(from).is_none()
+        {
+            return;
+        }
+        out.push(MemberOutput::Effect(Effect::Send {
+            to: NodeIndex(from),
+            message: Envelope::Epoch(EpochMessage::Invite(Box::new(invitation.clone()))),
+        }));
     }
 
     /// A joiner counts identical invitations from old members; `f + 1` of them
@@ -194,8 +241,8 @@ impl<S: Scheme> Member<S> {
         let waiting = self.epochs.ready.is_none();
         if let Some(own) = self.epochs.own_handoff.take() {
             // A stayer that was late: its own chain says where the epoch began.
-            let holds = self.keys_for(own.digest, &own.dealers);
-            if !holds && waiting {
+            let holds = self.keys_for(now, own.digest, &own.dealers, out);
+            if !holds && (waiting || self.awaits_keys()) {
                 // No keys of its own yet: it may still recombine them from
                 // the dealers its chain names, once their deals are in.
                 self.epochs.own_handoff = Some(own);
@@ -221,8 +268,8 @@ impl<S: Scheme> Member<S> {
         let Some((id, (_, from))) = counts.into_iter().find(|(_, (c, _))| *c >= need) else {
             return;
         };
-        let holds = self.keys_for(id.1, &id.2);
-        if !holds && waiting {
+        let holds = self.keys_for(now, id.1, &id.2, out);
+        if !holds && (waiting || self.awaits_keys()) {
             return;
         }
         if !holds {
@@ -241,23 +288,37 @@ impl<S: Scheme> Member<S> {
 
     /// Whether this member holds the new keys of digest `digest`: its own, or
     /// recombined from the resharing `dealers` the chain recorded (it took part
-    /// late and combined others).
-    pub(in crate::member) fn keys_for(&mut self, digest: [u8; 32], dealers: &[u32]) -> bool {
+    /// late and combined others). When it lacks some of those dealers' deals
+    /// or sub-shares, it asks them ([`Member::awaits_keys`]).
+    pub(in crate::member) fn keys_for(
+        &mut self,
+        now: Time,
+        digest: [u8; 32],
+        dealers: &[u32],
+        out: &mut Vec<MemberOutput<S>>,
+    ) -> bool {
         if let Some((mine, _)) = &self.epochs.ready {
             if *mine == digest {
                 return true;
             }
         }
-        let Some(output) = self
-            .epochs
-            .transition
-            .as_mut()
-            .and_then(|t| t.adopt(digest, dealers))
-        else {
+        let Some(t) = self.epochs.transition.as_mut() else {
             return false;
         };
-        self.epochs.ready = Some((digest, output));
-        true
+        if let Some(output) = t.adopt(digest, dealers) {
+            self.epochs.ready = Some((digest, output));
+            return true;
+        }
+        let events = t.ask_awaited(now);
+        self.on_transition(now, events, out);
+        false
+    }
+
+    /// Whether this member waits for the deals and sub-shares of the dealers
+    /// its chain named, to recombine the keys the epoch switched to
+    /// ([`Transition::adopt`]).
+    pub(in crate::member) fn awaits_keys(&self) -> bool {
+        self.epochs.transition.as_ref().is_some_and(|t| t.awaits())
     }
 
     /// Step 5 at an old member: the epoch ends after `height`.
@@ -311,7 +372,8 @@ impl<S: Scheme> Member<S> {
         }
         let me = self.identity.as_ref().map(|i| i.me).unwrap_or(self.me.0);
         let running = self.epochs.transition.is_some() && self.epochs.ready.is_none();
-        let holds = self.keys_for(digest, &dealers);
+        let holds = self.keys_for(now, digest, &dealers, out);
+        let running = running || self.awaits_keys();
         match new.index_of(me) {
             Some(_) if holds => self.enter_epoch(now, entries, out),
             Some(_) if running => {

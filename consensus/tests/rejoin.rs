@@ -1,0 +1,234 @@
+//! A joiner that restarts during a change of members (issue 38): it lost its
+//! invitation with its memory, and the old members send invitations unasked
+//! only to new members they have not heard from. The restarted joiner asks
+//! (`HandoffRequest` of the next epoch, at once on start and then every phase
+//! length), and an old member of the change answers a new member with its
+//! invitation; `f + 1` of them start the joiner's transition again. Driven
+//! through `Member` as the node and the simulator drive it, with old members
+//! restored from a chain that decided the change.
+
+mod common;
+
+use beacon::dkg::relay::{SigningKey, VerifyingKey};
+use beacon::memo::Memo;
+use beacon::{MinSig, NodeIndex, Point, Scheme, Time};
+use consensus::epoch::{member_id, Control, EpochChange, EpochMessage, EpochView, ReshareWire};
+use consensus::{
+    member_key, Block, CommitCertificate, CommitPath, CommittedEntry, Envelope, Height, Member,
+    MemberInput, MemberOutput, MemberTimer, ReplicaConfig, View,
+};
+use std::sync::Arc;
+
+type S = MinSig;
+type Sig = <S as Scheme>::Signature;
+
+/// Phase length of the change (µs).
+const PHASE_US: u64 = 1_000_000;
+
+/// Genesis members 0..4, joiners 4..7; the change makes all seven members.
+struct Fixture {
+    config: ReplicaConfig,
+    outputs: Vec<Arc<beacon::dkg::DkgOutput<S>>>,
+    keys: Arc<Vec<VerifyingKey>>,
+    chain: Vec<Arc<CommittedEntry<S>>>,
+}
+
+fn key(i: u32) -> SigningKey {
+    member_key(&[i as u8 + 1; 32])
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let config = ReplicaConfig::new(4, 0).unwrap();
+        let outputs = common::dkg::<S>(&config, 38);
+        let keys: Arc<Vec<VerifyingKey>> =
+            Arc::new((0..7).map(|i| key(i).verifying_key()).collect());
+        let change = EpochChange {
+            epoch: 1,
+            members: keys.iter().map(member_id).collect(),
+            c: consensus::config::smallest_collector_slack(7).unwrap(),
+            beacon_threshold: 0,
+        };
+        // Heights 1..=3; the third holds n - f = 3 members' proposals: it
+        // decides the change.
+        let mut chain: Vec<Arc<CommittedEntry<S>>> = Vec::new();
+        for h in 1..=3u64 {
+            let transactions = if h == 3 {
+                (0..3)
+                    .map(|i| {
+                        Control::propose(change.clone(), &key(i))
+                            .to_transaction()
+                            .unwrap()
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let block = Block {
+                height: Height::new(h),
+                parent: chain.last().map_or([0; 32], |e| e.block.digest()),
+                previous_beacon: Vec::new(),
+                transactions,
+            };
+            let certificate = CommitCertificate {
+                height: block.height,
+                view: View::ZERO,
+                digest: block.digest(),
+                path: CommitPath::Fast,
+                signature: Sig::generator(),
+            };
+            chain.push(Arc::new(CommittedEntry {
+                block: Arc::new(block),
+                certificate,
+                beacon: Sig::generator(),
+            }));
+        }
+        Fixture {
+            config,
+            outputs,
+            keys,
+            chain,
+        }
+    }
+
+    /// Old member `i` restored from the chain that decided the change, started.
+    fn old_member(&self, i: u32) -> (Member<S>, Vec<MemberOutput<S>>) {
+        let mut m = Member::restore(
+            self.config.clone(),
+            &self.outputs[i as usize],
+            self.chain.clone(),
+            Vec::new(),
+            [i as u8; 32],
+            Memo::shared(),
+            None,
+        )
+        .unwrap()
+        .with_identity(i, key(i), self.keys.clone(), PHASE_US, 3);
+        let out = m.handle(Time::ZERO, MemberInput::Start);
+        (m, out)
+    }
+
+    /// Joiner `i` (re)started: it trusts the genesis members.
+    fn joiner(&self, i: u32, seed: u8) -> (Member<S>, Vec<MemberOutput<S>>) {
+        let mut m = Member::joining(
+            EpochView::genesis(self.config.clone()),
+            i,
+            [seed; 32],
+            Memo::shared(),
+            key(i),
+            self.keys.clone(),
+            PHASE_US,
+            3,
+        )
+        .unwrap();
+        let out = m.handle(Time::ZERO, MemberInput::Start);
+        (m, out)
+    }
+}
+
+/// The epoch messages of `out` sent to `to`.
+fn sent_to(out: &[MemberOutput<S>], to: u32) -> Vec<EpochMessage<S>> {
+    out.iter()
+        .filter_map(|o| match o {
+            MemberOutput::Effect(beacon::effect::Effect::Send {
+                to: t,
+                message: Envelope::Epoch(m),
+            }) if t.0 == to => Some(m.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn invites(messages: &[EpochMessage<S>]) -> usize {
+    messages
+        .iter()
+        .filter(|m| matches!(m, EpochMessage::Invite(_)))
+        .count()
+}
+
+fn deliver(
+    m: &mut Member<S>,
+    at: u64,
+    from: u32,
+    message: EpochMessage<S>,
+) -> Vec<MemberOutput<S>> {
+    m.handle(
+        Time(at),
+        MemberInput::Message {
+            from: NodeIndex(from),
+            envelope: Envelope::Epoch(message),
+        },
+    )
+}
+
+#[test]
+fn a_joiner_restarted_during_a_change_asks_for_its_invitation_and_gets_it() {
+    let fx = Fixture::new();
+    let joiner = 5;
+    let (mut a, out_a) = fx.old_member(0);
+    let (mut b, out_b) = fx.old_member(1);
+    // Each old member read the decision off its chain, runs its part of the
+    // change, and invited every new member once.
+    for (m, out) in [(&a, &out_a), (&b, &out_b)] {
+        assert_eq!(m.changing_to(), Some(1));
+        assert_eq!(invites(&sent_to(out, joiner)), 1);
+    }
+    // The joiner took part: it asked both for their deals (they heard from
+    // it), then crashed and lost its invitation. The old members' resend
+    // invites it no more.
+    for m in [&mut a, &mut b] {
+        let request = EpochMessage::Reshare {
+            epoch: 1,
+            message: ReshareWire::Request,
+        };
+        let _ = deliver(m, 1_000, joiner, request);
+        let resent = m.handle(Time(PHASE_US), MemberInput::Timer(MemberTimer::EpochResend));
+        assert_eq!(invites(&sent_to(&resent, joiner)), 0);
+    }
+    // Restarted (a fresh seed, no transition), it asks every genesis member
+    // for an invitation at once, and again a phase length later.
+    let (mut j, out_j) = fx.joiner(joiner, 0x55);
+    assert_eq!(j.changing_to(), None);
+    for d in 0..4 {
+        let asked = sent_to(&out_j, d);
+        assert!(
+            matches!(asked[..], [EpochMessage::HandoffRequest { epoch: 1 }]),
+            "to {d}: {asked:?}"
+        );
+    }
+    assert!(out_j.iter().any(|o| matches!(
+        o,
+        MemberOutput::Effect(beacon::effect::Effect::SetTimer {
+            timer: MemberTimer::EpochResend,
+            ..
+        })
+    )));
+    // Each old member answers with its invitation; the joiner needs f + 1 = 2.
+    let mut answers = Vec::new();
+    for (i, m) in [(0, &mut a), (1, &mut b)] {
+        let out = deliver(
+            m,
+            2 * PHASE_US,
+            joiner,
+            EpochMessage::HandoffRequest { epoch: 1 },
+        );
+        let to_joiner = sent_to(&out, joiner);
+        assert_eq!(invites(&to_joiner), 1, "old member {i}: {to_joiner:?}");
+        answers.extend(to_joiner.into_iter().map(|m| (i, m)));
+    }
+    // A request for an epoch no change is under way to gets nothing.
+    let (mut c, _) = fx.old_member(2);
+    let outsider = deliver(&mut c, 0, 6, EpochMessage::HandoffRequest { epoch: 2 });
+    assert_eq!(invites(&sent_to(&outsider, 6)), 0);
+    let mut it = answers.into_iter();
+    let (first, invite) = it.next().unwrap();
+    let _ = deliver(&mut j, 2 * PHASE_US, first, invite);
+    assert_eq!(j.changing_to(), None, "one invitation is not enough");
+    let (second, invite) = it.next().unwrap();
+    let _ = deliver(&mut j, 2 * PHASE_US, second, invite);
+    assert_eq!(
+        j.changing_to(),
+        Some(1),
+        "the joiner takes part in the change again"
+    );
+}
