@@ -14,6 +14,27 @@ fn reshare_small() -> SimConfig {
     .unwrap()
 }
 
+/// Runs campaign seed `seed` (whose fault mix has one fault that `faults`
+/// counts) and checks that it is clean and that every honest new member runs
+/// the new epoch.
+fn every_honest_new_member_switches(seed: u64, faults: impl Fn(&SimConfig) -> usize) {
+    let cfg = campaign::draw(&reshare_small(), seed);
+    assert_eq!(faults(&cfg), 1, "seed {seed}: the fault mix changed");
+    let (report, _) = sim::run(&cfg, None).unwrap();
+    assert!(
+        report.violations.is_empty(),
+        "seed {seed}: {:?}",
+        report.violations
+    );
+    let change = report.reshare.expect("a change of members");
+    let honest_new = change.new_nodes - report.byzantine;
+    assert!(
+        change.started >= honest_new,
+        "seed {seed}: {} of {honest_new} honest new members started",
+        change.started
+    );
+}
+
 /// Seed 730070: old member 3, which stays, crashes before the decision and
 /// restarts 2 s after it, while a `split-new-view` member runs. It used to
 /// deal and take its sub-shares 2 s late and complain about every dealer it
@@ -60,25 +81,7 @@ fn a_member_restarted_mid_change_asks_for_its_part_and_switches() {
 #[test]
 fn members_partitioned_away_during_the_change_catch_up_and_switch() {
     for seed in [27, 261] {
-        let cfg = campaign::draw(&reshare_small(), seed);
-        assert_eq!(
-            cfg.partitions.len(),
-            1,
-            "seed {seed}: the fault mix changed"
-        );
-        let (report, _) = sim::run(&cfg, None).unwrap();
-        assert!(
-            report.violations.is_empty(),
-            "seed {seed}: {:?}",
-            report.violations
-        );
-        let change = report.reshare.expect("a change of members");
-        let honest_new = change.new_nodes - report.byzantine;
-        assert!(
-            change.started >= honest_new,
-            "seed {seed}: {} of {honest_new} honest new members started",
-            change.started
-        );
+        every_honest_new_member_switches(seed, |cfg| cfg.partitions.len());
     }
 }
 
@@ -95,24 +98,6 @@ fn members_partitioned_away_during_the_change_catch_up_and_switch() {
 #[test]
 fn a_member_back_after_the_agreement_adopts_the_keys_once_its_answers_are_in() {
     for seed in [730_102, 730_039] {
-        let cfg = campaign::draw(&reshare_small(), seed);
-        assert_eq!(
-            cfg.faults.crash.len() + cfg.partitions.len(),
-            1,
-            "seed {seed}: the fault mix changed"
-        );
-        let (report, _) = sim::run(&cfg, None).unwrap();
-        assert!(
-            report.violations.is_empty(),
-            "seed {seed}: {:?}",
-            report.violations
-        );
-        let change = report.reshare.expect("a change of members");
-        let honest_new = change.new_nodes - report.byzantine;
-        assert!(
-            change.started >= honest_new,
-            "seed {seed}: {} of {honest_new} honest new members started",
-            change.started
-        );
+        every_honest_new_member_switches(seed, |cfg| cfg.faults.crash.len() + cfg.partitions.len());
     }
 }

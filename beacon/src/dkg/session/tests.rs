@@ -118,6 +118,19 @@ fn run_cut(
     results
 }
 
+/// Every member output keys, all with the same group key.
+fn assert_all_agree(results: &Results) {
+    let keys: Vec<_> = results
+        .iter()
+        .enumerate()
+        .map(|(i, r)| match r {
+            Some(Ok(out)) => out.keys[0].group_key().to_bytes(),
+            other => panic!("member {i}: {other:?}"),
+        })
+        .collect();
+    assert!(keys.windows(2).all(|w| w[0] == w[1]));
+}
+
 /// A member cut off through the whole first attempt (deals, complaints,
 /// votes all lost; it goes on to attempt 1 alone) asks the dealers for what
 /// it lacks: their deals, its shares and the certificate of attempt 0 take
@@ -130,15 +143,7 @@ fn a_member_cut_off_through_an_attempt_asks_and_gets_the_agreed_keys() {
     let without = run_cut(4, &starts, cut, false, 2);
     assert!(matches!(without[3], Some(Err(_))), "{:?}", without[3]);
     let results = run_cut(4, &starts, cut, true, 2);
-    let keys: Vec<_> = results
-        .iter()
-        .enumerate()
-        .map(|(i, r)| match r {
-            Some(Ok(out)) => out.keys[0].group_key().to_bytes(),
-            other => panic!("member {i}: {other:?}"),
-        })
-        .collect();
-    assert!(keys.windows(2).all(|w| w[0] == w[1]));
+    assert_all_agree(&results);
 }
 
 /// A member that restarts in the middle of the deal phase (it starts over,
@@ -164,15 +169,7 @@ fn a_member_that_restarts_after_the_agreement_adopts_once_the_asked_material_is_
     let starts = [0, 0, 0, 25_000];
     let cut = Some((3, 28_200));
     let results = run_cut(4, &starts, cut, true, 1);
-    let keys: Vec<_> = results
-        .iter()
-        .enumerate()
-        .map(|(i, r)| match r {
-            Some(Ok(out)) => out.keys[0].group_key().to_bytes(),
-            other => panic!("member {i}: {other:?}"),
-        })
-        .collect();
-    assert!(keys.windows(2).all(|w| w[0] == w[1]));
+    assert_all_agree(&results);
 }
 
 #[test]
