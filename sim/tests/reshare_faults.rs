@@ -3,6 +3,7 @@
 //! regression tests. The simulator no longer excuses such a member: every
 //! honest new member must run the new epoch.
 
+use sim::reshare::ReshareReport;
 use sim::{campaign, SimConfig};
 
 /// The change-of-members campaign's base scenario.
@@ -16,8 +17,11 @@ fn reshare_small() -> SimConfig {
 
 /// Runs campaign seed `seed` (whose fault mix has one fault that `faults`
 /// counts) and checks that it is clean and that every honest new member runs
-/// the new epoch.
-fn every_honest_new_member_switches(seed: u64, faults: impl Fn(&SimConfig) -> usize) {
+/// the new epoch; returns the seed's configuration and its change.
+fn every_honest_new_member_switches(
+    seed: u64,
+    faults: impl Fn(&SimConfig) -> usize,
+) -> (SimConfig, ReshareReport) {
     let cfg = campaign::draw(&reshare_small(), seed);
     assert_eq!(faults(&cfg), 1, "seed {seed}: the fault mix changed");
     let (report, _) = sim::run(&cfg, None).unwrap();
@@ -33,6 +37,7 @@ fn every_honest_new_member_switches(seed: u64, faults: impl Fn(&SimConfig) -> us
         "seed {seed}: {} of {honest_new} honest new members started",
         change.started
     );
+    (cfg, change)
 }
 
 /// Seed 730070: old member 3, which stays, crashes before the decision and
@@ -46,22 +51,11 @@ fn every_honest_new_member_switches(seed: u64, faults: impl Fn(&SimConfig) -> us
 /// short waits for the dealers the chain names.
 #[test]
 fn a_member_restarted_mid_change_asks_for_its_part_and_switches() {
-    let cfg = campaign::draw(&reshare_small(), 730_070);
-    assert_eq!(cfg.faults.crash.len(), 1, "the seed's fault mix changed");
-    let crashed = cfg.faults.crash[0].node;
-    let (report, _) = sim::run(&cfg, None).unwrap();
-    assert!(report.violations.is_empty(), "{:?}", report.violations);
-    let change = report.reshare.expect("a change of members");
-    assert!(
-        !change.left.contains(&crashed),
-        "the crashed member must be one that stays"
-    );
     // Every honest new member runs the new epoch, the restarted one included.
-    let honest_new = change.new_nodes - report.byzantine;
+    let (cfg, change) = every_honest_new_member_switches(730_070, |cfg| cfg.faults.crash.len());
     assert!(
-        change.started >= honest_new,
-        "{} of {honest_new} honest new members started",
-        change.started
+        !change.left.contains(&cfg.faults.crash[0].node),
+        "the crashed member must be one that stays"
     );
 }
 
