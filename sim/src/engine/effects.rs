@@ -1,0 +1,272 @@
+//! The merge: one node's outputs of a window carried out in node order
+//! (sends and broadcasts through the network model, timers into the queue,
+//! honest members' events to the checker and the statistics), and what the
+//! engine does when a member finishes its DKG or steps through a change of
+//! members.
+
+use super::node::{member_seed, Event, InFlight};
+use super::step::NodeEffects;
+use super::Engine;
+use crate::invariants::FailureKind;
+use crate::network::broadcast_receivers;
+use beacon::dkg::DkgOutput;
+use beacon::effect::Effect;
+use beacon::{NodeIndex, Point, Scheme, Time};
+use consensus::epoch::EpochView;
+use consensus::observe::dispatch;
+use consensus::{Envelope, EpochEvent, Member, MemberOutput};
+use sha2::Digest as _;
+use std::sync::Arc;
+
+impl<S: Scheme> Engine<S> {
+    /// Applies one node's effects: network, timers, observations. Sequential, in
+    /// node order: the only place that draws network randomness.
+    pub(super) fn merge(&mut self, fx: NodeEffects<S>) {
+        self.trace.update(fx.node.to_be_bytes());
+        self.trace.update(&fx.trace);
+        if let Some(rounds) = self.rounds_trace.as_mut() {
+            rounds.update(fx.node.to_be_bytes());
+            rounds.update(&fx.trace);
+        }
+        self.processed += fx.processed;
+        let node = fx.node;
+        let honest = self.slots[node as usize].honest;
+        let before_cut = self.before_cut();
+        for (at, output) in fx.outputs {
+            // Before the cut, a member that finished its DKG early only helps
+            // the others': what its replica does is dropped.
+            if before_cut
+                && matches!(
+                    &output,
+                    MemberOutput::Effect(
+                        Effect::Send {
+                            message: Envelope::Consensus(_),
+                            ..
+                        } | Effect::Broadcast(Envelope::Consensus(_))
+                    ) | MemberOutput::Event(_)
+                        | MemberOutput::Epoch(_)
+                        | MemberOutput::SyncFromStore { .. }
+                )
+            {
+                continue;
+            }
+            if let MemberOutput::Effect(
+                Effect::Send {
+                    message: Envelope::Consensus(m),
+                    ..
+                }
+                | Effect::Broadcast(Envelope::Consensus(m)),
+            ) = &output
+            {
+                if honest {
+                    self.checker.on_signed(node, at, m);
+                }
+            }
+            match output {
+                MemberOutput::Effect(Effect::Send { to, message }) => {
+                    self.send(node, at, &[to], message)
+                }
+                MemberOutput::Effect(Effect::Broadcast(envelope)) => {
+                    let me = self.slots[node as usize].identity;
+                    let all: Vec<NodeIndex> = broadcast_receivers(me, self.parties).collect();
+                    self.send(node, at, &all, envelope);
+                }
+                MemberOutput::Effect(Effect::SetTimer { at: when, timer }) => {
+                    self.push(when, node, Event::Timer(timer))
+                }
+                // Answered from (and written to) the node's disk in `run_node`.
+                MemberOutput::SyncFromStore { .. } | MemberOutput::PersistVotes(_) => {}
+                MemberOutput::DkgComplete(out) => self.on_dkg_complete(node, at, &out),
+                MemberOutput::DkgFailed(reason) => {
+                    if self.slots[node as usize].honest {
+                        self.checker.fail(
+                            FailureKind::Liveness,
+                            Some(node),
+                            at,
+                            format!("DKG failed: {reason}"),
+                        );
+                    }
+                }
+                // The checker and the statistics watch honest members only.
+                MemberOutput::Event(e) if honest => {
+                    dispatch(&mut self.checker, NodeIndex(node), at, &e);
+                    dispatch(&mut self.stats, NodeIndex(node), at, &e);
+                }
+                MemberOutput::Event(_) => {}
+                MemberOutput::Epoch(e) if honest => self.on_epoch_event(node, at, e),
+                MemberOutput::Epoch(_) => {}
+            }
+        }
+        if let Some((t, msg)) = fx.panic {
+            self.checker.fail(
+                FailureKind::Crash,
+                Some(node),
+                t,
+                format!("member panicked: {msg}"),
+            );
+        }
+    }
+
+    /// The slot that receives a consensus message from slot `from` to member
+    /// `to`, if any: a twin's instances each talk to their own side only.
+    fn route(&self, from: u32, to: u32) -> Option<u32> {
+        let sender = &self.slots[from as usize];
+        if let Some(twin) = self.twin_slot.get(to as usize).copied().flatten() {
+            if self.slots[twin as usize].member.is_some() {
+                return Some(if sender.side { twin } else { to });
+            }
+        }
+        let receiver = &self.slots[to as usize];
+        (!sender.twinned || sender.side == receiver.side).then_some(to)
+    }
+
+    fn send(&mut self, from: u32, at: Time, to: &[NodeIndex], envelope: Envelope<S>) {
+        beacon::cost::take_encoded();
+        let bytes = envelope.encode().map(|b| b.len()).unwrap_or(0);
+        let points = beacon::cost::take_encoded();
+        let consensus = matches!(envelope, Envelope::Consensus(_));
+        let transmit = self.network.transmit_us(bytes);
+        let envelope = InFlight::new(envelope);
+        let identity = self.slots[from as usize].identity;
+        for t in to {
+            let slot = if consensus {
+                match self.route(from, t.0) {
+                    Some(s) => s,
+                    None => continue,
+                }
+            } else {
+                t.0
+            };
+            let depart = at
+                .max(self.uplink_free[from as usize])
+                .plus_micros(transmit);
+            self.uplink_free[from as usize] = depart;
+            if consensus {
+                *self.consensus_messages.entry(envelope.kind()).or_default() += 1;
+                self.consensus_bytes += bytes as u64;
+            } else {
+                *self.dkg_messages.entry(envelope.kind()).or_default() += 1;
+                self.dkg_bytes += bytes as u64;
+            }
+            let arrivals =
+                self.network
+                    .arrivals(&mut self.net_rng, identity, t.0, depart, !consensus);
+            for arrival in arrivals {
+                self.push(
+                    arrival,
+                    slot,
+                    Event::Deliver {
+                        from: NodeIndex(identity),
+                        envelope: envelope.clone(),
+                        bytes,
+                        points,
+                    },
+                );
+            }
+        }
+    }
+
+    fn on_dkg_complete(&mut self, node: u32, at: Time, out: &Arc<DkgOutput<S>>) {
+        self.dkg_done[node as usize] = Some(at);
+        self.stats.start(node, at);
+        self.start_twin(node, at, out);
+        if self.slots[node as usize].honest {
+            let key = out.keys[0].group_key().to_bytes();
+            self.checker.on_group_key(node, at, key);
+            self.dkg_qualified = out.qual.len() as u32;
+            for (dealer, reason) in &out.disqualified {
+                self.dkg_disqualified
+                    .entry(dealer.0)
+                    .or_insert_with(|| reason.clone());
+            }
+        }
+        // Genesis members only: joiners have no DKG of their own.
+        let all_done =
+            self.slots.iter().enumerate().all(|(i, s)| {
+                self.dkg_done[i].is_some() || !s.honest || i as u32 >= self.cfg.nodes
+            });
+        if all_done && self.dkg_end.is_none() && self.cut_at.is_none() {
+            let end = self.dkg_done.iter().flatten().max().copied().unwrap_or(at);
+            if self.cfg.dkg_snapshot.is_some() {
+                self.cut_at = Some(end);
+            } else {
+                self.begin_rounds(end);
+            }
+        }
+    }
+
+    /// Member `node`'s twin, if it has one, starts its second instance at
+    /// `at` with `out`: the same keys, its own randomness.
+    pub(super) fn start_twin(&mut self, node: u32, at: Time, out: &Arc<DkgOutput<S>>) {
+        let Some(twin) = self.twin_slot.get(node as usize).copied().flatten() else {
+            return;
+        };
+        let mut seed = member_seed(self.cfg.seed, node);
+        seed[0] ^= 0x77;
+        if let Ok(m) = Member::restore(
+            self.replica.clone(),
+            out,
+            Vec::new(),
+            Vec::new(),
+            seed,
+            self.memo.clone(),
+            None,
+        ) {
+            let slot = &mut self.slots[twin as usize];
+            slot.member = Some(m);
+            slot.disk.dkg = Some(out.clone());
+            self.dkg_done[twin as usize] = Some(at);
+            self.stats.start(twin, at);
+            self.push(at, twin, Event::Start);
+        }
+    }
+
+    /// An honest member's step of an epoch change: recorded, and checked (a
+    /// failure is a liveness violation; new key material under another group
+    /// key a safety one).
+    fn on_epoch_event(&mut self, node: u32, at: Time, event: EpochEvent<S>) {
+        if let Some(r) = self.reshare.as_mut() {
+            r.on_event(node, at, &event);
+        }
+        match event {
+            EpochEvent::Failed { epoch, reason } => self.checker.fail(
+                FailureKind::Liveness,
+                Some(node),
+                at,
+                format!("the change into epoch {epoch} failed: {reason}"),
+            ),
+            EpochEvent::Started {
+                epoch,
+                members,
+                config,
+                output,
+                ..
+            } => {
+                let key = output.keys[0].group_key().to_bytes();
+                if self
+                    .checker
+                    .group_key()
+                    .is_some_and(|k| k != key.as_slice())
+                {
+                    self.checker.fail(
+                        FailureKind::Safety,
+                        Some(node),
+                        at,
+                        "the new epoch's beacon key has another group key".into(),
+                    );
+                }
+                if node >= self.cfg.nodes {
+                    self.stats.start(node, at);
+                }
+                let disk = &mut self.slots[node as usize].disk;
+                disk.dkg = Some(output);
+                disk.epoch = Some(EpochView::new(epoch, members, config));
+            }
+            EpochEvent::Retired { .. } => {
+                // It erased its shares: nothing to restart with.
+                self.slots[node as usize].disk.dkg = None;
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,360 @@
+//! The discrete-event engine: one event queue ordered by (virtual time, sequence
+//! number) (`beacon::schedule`), members driven through `consensus::Member` (the
+//! same driver the real node uses), a network model, a compute-cost model, and
+//! the observers of honest members' events (`consensus::observe`): the invariant
+//! checkers and the statistics.
+//!
+//! # Determinism and threads
+//! Events are processed in windows `[t, t + L)` where `L` is the network's minimum
+//! latency: nothing processed in a window can cause an event at another node in
+//! the same window. Within a window each node handles its own events in order
+//! (its own short timers included); nodes run in parallel on `threads` workers.
+//! Their effects are then merged in node order, and only the merge touches the
+//! network RNG, the queue and the sequence numbers. So the trace — and the beacon
+//! chain — is the same whatever the thread count.
+//!
+//! # Virtual CPU
+//! Each member has a CPU that is busy until some time: an input is handled at
+//! `max(arrival, busy_until)`, costs the cost model's price of the operations it
+//! performed (counted by `beacon::cost`) plus, for a message, its decoding and
+//! the network stack's CPU, and its messages leave when it is done
+//! (then queue on the sender's uplink). A collector with many shares to verify is
+//! a real bottleneck. With `[network] host_cores` every node runs on one host
+//! with that many cores (what `compare` models for a local network): a window's
+//! events are then handled in time order on one thread, and an input also waits
+//! for the core that is free first. The nodes of one host also share its disk:
+//! each durable write (a node's record of its votes, which it waits for; a
+//! finalized height, which its store thread writes meanwhile) takes
+//! `persist_votes_us`: its CPU part (`persist_votes_cpu_us`) on a core (the
+//! node's, or the first free one for the store thread), the rest on the
+//! disk, one write after the other, while the core is free for others.
+//! Where the links are `localnet`'s WAN emulator (`[network]
+//! relays_on_host`, as `compare` sets), its one relay thread works on the
+//! host's cores too (`crate::host`): each message costs it `relay_us`, half
+//! when it reads the message from its sender (its link's latency starts
+//! then), half when it writes it to its receiver (which can handle it only
+//! then).
+//!
+//! # Files
+//! - `mod.rs`: the `Engine`, the entry point [`run`] and the loop of windows;
+//! - `setup.rs`: the engine built from a scenario, the members and rounds started;
+//! - `node.rs`: what the engine keeps per node (events, member, disk);
+//! - `step.rs`: a window's events handled at each node;
+//! - `effects.rs`: each node's outputs carried out (network, timers, observers);
+//! - `report.rs`: the report and the beacon chain.
+
+mod effects;
+mod node;
+mod report;
+mod setup;
+mod step;
+
+use crate::config::SimConfig;
+use crate::cost_model::CostModel;
+use crate::host::Host;
+use crate::invariants::{Checker, FailureKind};
+use crate::network::Network;
+use crate::report::Report;
+use crate::reshare::ReshareRun;
+use crate::snapshot::{DkgSnapshot, DkgSummary, SnapshotKey};
+use crate::stats::Stats;
+use crate::SimError;
+use beacon::dkg::relay::VerifyingKey;
+use beacon::memo::Memo;
+use beacon::schedule::EventQueue;
+use beacon::{Scheme, Time};
+use consensus::{Height, ReplicaConfig};
+use node::{Event, Slot};
+use rand::Rng;
+use rand_chacha::ChaCha20Rng;
+use sha2::Sha256;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A simulation in progress.
+struct Engine<S: Scheme> {
+    cfg: SimConfig,
+    replica: ReplicaConfig,
+    costs: CostModel,
+    network: Network,
+    memo: Arc<Memo>,
+    slots: Vec<Slot<S>>,
+    /// Every node's pending events: (slot, event).
+    queue: EventQueue<(u32, Event<S>)>,
+    uplink_free: Vec<Time>,
+    /// The host's cores and disk when every node runs on one host (`[network] host_cores`).
+    host: Option<Host>,
+    net_rng: ChaCha20Rng,
+    load_rng: ChaCha20Rng,
+    next_tx: Option<Time>,
+    trace: Sha256,
+    checker: Checker,
+    processed: u64,
+    // Statistics.
+    dkg_done: Vec<Option<Time>>,
+    /// Every party's member key.
+    keys: Arc<Vec<VerifyingKey>>,
+    phase_timeout_us: u64,
+    max_attempts: u32,
+    dkg_dealers: u32,
+    dkg_qualified: u32,
+    dkg_disqualified: BTreeMap<u32, String>,
+    dkg_end: Option<Time>,
+    rounds_started_wall: Option<Instant>,
+    /// Consensus messages sent, by kind (from the first, which may come
+    /// before the slowest member's DKG ends).
+    consensus_messages: BTreeMap<&'static str, u64>,
+    consensus_bytes: u64,
+    /// DKG and epoch messages sent, by kind.
+    dkg_messages: BTreeMap<&'static str, u64>,
+    dkg_bytes: u64,
+    /// What honest members' events say: latencies, paths, views, evidence.
+    stats: Stats,
+    cpu_at_rounds_start: u64,
+    /// Per member: the slot of its twin's second instance, if it has one.
+    twin_slot: Vec<Option<u32>>,
+    /// Parties the network reaches: the genesis members, then joiners.
+    parties: u32,
+    /// The change of members of the `reshare` scenario.
+    reshare: Option<ReshareRun>,
+    /// When each scheduled crash strikes and the member restarts (node, down,
+    /// back; never back: the end of time).
+    crash_times: Vec<(u32, Time, Time)>,
+    /// What identifies this run's DKG in a snapshot.
+    snapshot_key: SnapshotKey,
+    /// The snapshot this run starts from, until it starts.
+    loaded: Option<DkgSnapshot<S>>,
+    /// The DKG's figures from the snapshot this run started from.
+    loaded_summary: Option<DkgSummary>,
+    /// With a snapshot: the cut, once every honest member finished its DKG
+    /// (taken after the window's effects are merged).
+    cut_at: Option<Time>,
+    /// The trace from the start of the rounds at the cut (runs with a
+    /// snapshot only).
+    rounds_trace: Option<Sha256>,
+    /// Writing the snapshot failed.
+    snapshot_error: Option<SimError>,
+    /// When the run started (the DKG's wall time, for a snapshot).
+    started_wall: Instant,
+}
+
+/// Progress callback: (rounds finalized by every honest node, target rounds).
+pub type Progress<'a> = &'a (dyn Fn(u64, u64) + Sync);
+
+/// Runs a scenario to completion and reports (violations are in the report).
+pub fn run(
+    cfg: &SimConfig,
+    progress: Option<Progress<'_>>,
+) -> Result<(Report, Option<serde_json::Value>), SimError> {
+    match cfg.scheme {
+        beacon::SchemeId::PedersenBlsChained => run_with::<beacon::MinPk>(cfg, progress),
+        beacon::SchemeId::BlsChainedG1Rfc9380 => run_with::<beacon::MinSig>(cfg, progress),
+        beacon::SchemeId::BlsUnchainedG1Rfc9380 => {
+            run_with::<beacon::MinSigUnchained>(cfg, progress)
+        }
+        beacon::SchemeId::PedersenBlsUnchained => run_with::<beacon::MinPkUnchained>(cfg, progress),
+        beacon::SchemeId::InsecureMock => run_with::<beacon::mock::InsecureMock>(cfg, progress),
+    }
+}
+
+fn run_with<S: Scheme>(
+    cfg: &SimConfig,
+    progress: Option<Progress<'_>>,
+) -> Result<(Report, Option<serde_json::Value>), SimError> {
+    let wall = Instant::now();
+    let mut engine = Engine::<S>::new(cfg)?;
+    engine.start()?;
+    engine.run(progress);
+    if let Some(e) = engine.snapshot_error.take() {
+        return Err(e);
+    }
+    let chain = engine.chain_json();
+    Ok((engine.report(wall.elapsed().as_secs_f64()), chain))
+}
+
+impl<S: Scheme> Engine<S> {
+    fn push(&mut self, at: Time, node: u32, event: Event<S>) {
+        self.queue.push(at, (node, event));
+    }
+
+    /// Whether the run waits for its cut: it has a snapshot, and its rounds
+    /// have not started (members that finished their DKG early only help
+    /// the others').
+    fn before_cut(&self) -> bool {
+        self.cfg.dkg_snapshot.is_some() && self.rounds_trace.is_none()
+    }
+
+    /// Honest members running a replica, by slot (not those waiting to join,
+    /// or retired).
+    fn honest_inside(&self) -> impl Iterator<Item = u32> + '_ {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.honest && s.member.as_ref().is_some_and(|m| !m.is_outside()))
+            .map(|(i, _)| i as u32)
+    }
+
+    fn honest_alive_done(&self) -> bool {
+        let target = Height::new(self.cfg.rounds);
+        let honest: Vec<bool> = self.slots.iter().map(|s| s.honest).collect();
+        self.reshare.as_ref().is_none_or(|r| r.complete(&honest))
+            && !self.restart_ahead()
+            && self
+                .honest_inside()
+                .all(|i| self.stats.finalized(i) >= target)
+    }
+
+    /// Whether an honest member is down with its restart still ahead: the run
+    /// is not done without it (with every member down at once, no member runs
+    /// at all, and the target must not count as reached by nobody).
+    fn restart_ahead(&self) -> bool {
+        let Some(next) = self.queue.next_time() else {
+            return false;
+        };
+        self.crash_times.iter().any(|(node, _, back)| {
+            let slot = &self.slots[*node as usize];
+            slot.honest && slot.member.is_none() && *back != Time(u64::MAX) && next <= *back
+        })
+    }
+
+    fn run(&mut self, progress: Option<Progress<'_>>) {
+        let lookahead = self.network.min_latency_us().max(1);
+        let max_time = Time(
+            self.cfg
+                .invariants
+                .max_virtual_time_s
+                .saturating_mul(1_000_000),
+        );
+        let mut last_progress_report = 0;
+        let threads = self.cfg.threads.max(1);
+        // At least the time to sit out 2f + 6 failed views: primaries and collectors
+        // are elected at random, so Byzantine ones can follow each other for a few
+        // views (with a third of them Byzantine, ten in a row happen well under
+        // once in a thousand heights).
+        let views = (2 * u64::from(self.replica.f) + 6).min(30);
+        let liveness_bound = (self.cfg.invariants.liveness_bound_ms * 1000)
+            .max(self.replica.recovery_bound_us(views));
+        loop {
+            if self.checker.failed() || self.honest_alive_done() {
+                break;
+            }
+            self.schedule_load();
+            let Some(t0) = self.queue.next_time() else {
+                self.checker.fail(
+                    FailureKind::Liveness,
+                    None,
+                    Time::ZERO,
+                    "no events left before the target rounds".into(),
+                );
+                break;
+            };
+            if t0 > max_time {
+                self.checker.fail(
+                    FailureKind::Liveness,
+                    None,
+                    t0,
+                    format!(
+                        "target not reached within {} s of virtual time",
+                        self.cfg.invariants.max_virtual_time_s
+                    ),
+                );
+                break;
+            }
+            if self
+                .checker
+                .check_liveness(t0, liveness_bound, self.last_fault_heal())
+                .is_some()
+            {
+                break;
+            }
+            let end = t0.plus_micros(lookahead);
+            let mut per_node: BTreeMap<u32, Vec<(Time, Event<S>)>> = BTreeMap::new();
+            while let Some((t, (node, event))) = self.queue.pop_before(end) {
+                per_node.entry(node).or_default().push((t, event));
+            }
+            let effects = self.process_window(per_node, end, threads);
+            for fx in effects {
+                self.merge(fx);
+            }
+            if let Some(at) = self.cut_at.take() {
+                self.cut(at);
+            }
+            self.schedule_reshare(end);
+            if let Some(p) = progress {
+                let done = self.min_honest_finalized();
+                if done != last_progress_report {
+                    last_progress_report = done;
+                    p(done, self.cfg.rounds);
+                }
+            }
+        }
+        if !self.checker.failed() && !self.honest_alive_done() {
+            self.checker.fail(
+                FailureKind::Liveness,
+                None,
+                Time::ZERO,
+                "stopped before the target rounds".into(),
+            );
+        }
+    }
+
+    fn min_honest_finalized(&self) -> u64 {
+        self.honest_inside()
+            .map(|i| self.stats.finalized(i).get())
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// The operators propose the change once an honest member finalized its
+    /// height.
+    fn schedule_reshare(&mut self, now: Time) {
+        let Some(r) = self.reshare.as_mut() else {
+            return;
+        };
+        let reached = (0..self.cfg.nodes)
+            .filter(|i| self.slots[*i as usize].honest)
+            .any(|i| self.stats.finalized(i).get() >= r.at_height);
+        if r.proposed.is_some() || !reached {
+            return;
+        }
+        r.proposed = Some(now);
+        let change = r.change.clone();
+        for i in 0..self.cfg.nodes {
+            self.queue.push(now, (i, Event::Propose(change.clone())));
+        }
+    }
+
+    fn last_fault_heal(&self) -> Option<Time> {
+        let origin = self.dkg_end?;
+        let crashes = self
+            .cfg
+            .faults
+            .crash
+            .iter()
+            .map(|c| origin.plus_millis(c.restart_ms.unwrap_or(c.at_ms)));
+        crashes
+            .chain(self.network.last_heal())
+            .max()
+            .or(Some(origin))
+    }
+
+    fn schedule_load(&mut self) {
+        let rate = self.cfg.load.tx_per_second;
+        let Some(origin) = self.dkg_end else { return };
+        if rate <= 0.0 {
+            return;
+        }
+        let horizon = self.queue.next_time().map_or(origin, |t| t.plus_micros(1));
+        let interval = (1e6 / rate).max(1.0) as u64;
+        let mut next = self.next_tx.unwrap_or(origin);
+        while next < horizon {
+            let node = self.load_rng.gen_range(0..self.cfg.nodes);
+            let mut tx = vec![0u8; self.cfg.load.tx_bytes.max(8)];
+            self.load_rng.fill(&mut tx[..]);
+            self.push(next, node, Event::Transaction(tx));
+            next = next.plus_micros(interval);
+        }
+        self.next_tx = Some(next);
+    }
+}

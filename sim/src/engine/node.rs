@@ -1,0 +1,151 @@
+//! What the engine keeps per node: its pending events ([`Event`], with the
+//! envelopes in flight they share), its member and CPU ([`Slot`]), and its
+//! persisted state ([`Disk`]), which a crash-restart resumes from.
+
+use beacon::cost::EncodedPoints;
+use beacon::dkg::DkgOutput;
+use beacon::{NodeIndex, Scheme, Time};
+use consensus::epoch::{EpochChange, EpochView};
+use consensus::replica::{SignedVotes, CHAIN_WINDOW};
+use consensus::{Behaviour, CommittedEntry, Envelope, Height, Member, MemberTimer, Message};
+use std::sync::Arc;
+
+/// An envelope in flight, shared by every recipient of one send, each kind
+/// in an allocation of its own size: an [`Envelope`] is 920 bytes inline (a
+/// SIGN-SHARE's three signatures), which millions of DKG shares and deals in
+/// flight at 4,096 members would each pay.
+#[derive(Clone)]
+pub(super) enum InFlight<S: Scheme> {
+    Consensus(Arc<Message<S>>),
+    Dkg(Arc<beacon::dkg::session::SessionMessage>),
+    Epoch(Arc<consensus::epoch::EpochMessage<S>>),
+}
+
+impl<S: Scheme> InFlight<S> {
+    pub(super) fn new(envelope: Envelope<S>) -> Self {
+        match envelope {
+            Envelope::Consensus(m) => InFlight::Consensus(Arc::new(m)),
+            Envelope::Dkg(m) => InFlight::Dkg(Arc::new(m)),
+            Envelope::Epoch(m) => InFlight::Epoch(Arc::new(m)),
+        }
+    }
+
+    /// The envelope (the last recipient takes it without a copy).
+    pub(super) fn into_envelope(self) -> Envelope<S> {
+        match self {
+            InFlight::Consensus(m) => Envelope::Consensus(Arc::unwrap_or_clone(m)),
+            InFlight::Dkg(m) => Envelope::Dkg(Arc::unwrap_or_clone(m)),
+            InFlight::Epoch(m) => Envelope::Epoch(Arc::unwrap_or_clone(m)),
+        }
+    }
+
+    pub(super) fn kind(&self) -> &'static str {
+        match self {
+            InFlight::Consensus(m) => m.kind(),
+            InFlight::Dkg(m) => m.kind(),
+            InFlight::Epoch(m) => m.kind(),
+        }
+    }
+}
+
+/// What can happen to a node.
+pub(super) enum Event<S: Scheme> {
+    Start,
+    Deliver {
+        from: NodeIndex,
+        envelope: InFlight<S>,
+        bytes: usize,
+        /// The points in those bytes, which the receiver decodes.
+        points: EncodedPoints,
+    },
+    Timer(MemberTimer),
+    Transaction(Vec<u8>),
+    /// The operator proposes a change of members.
+    Propose(EpochChange),
+    /// The member stops; with `lose_votes` its vote record is lost too.
+    Crash {
+        lose_votes: bool,
+    },
+    Restart,
+}
+
+impl<S: Scheme> Event<S> {
+    pub(super) fn tag(&self) -> (u8, &'static str, u32, u64) {
+        match self {
+            Event::Deliver { from, envelope, .. } => {
+                let h = match envelope {
+                    InFlight::Consensus(m) => m.height().map_or(0, Height::get),
+                    InFlight::Dkg(_) | InFlight::Epoch(_) => 0,
+                };
+                (0, envelope.kind(), from.0, h)
+            }
+            Event::Start => (5, "start", 0, 0),
+            Event::Timer(_) => (1, "timer", 0, 0),
+            Event::Transaction(_) => (2, "transaction", 0, 0),
+            Event::Crash { .. } => (3, "crash", 0, 0),
+            Event::Restart => (4, "restart", 0, 0),
+            Event::Propose(_) => (6, "propose", 0, 0),
+        }
+    }
+}
+
+/// A node's persisted state: what a crash-restart resumes from.
+#[derive(Default)]
+pub(super) struct Disk<S: Scheme> {
+    pub(super) dkg: Option<Arc<DkgOutput<S>>>,
+    /// The epoch `dkg` belongs to, once the member changed epochs.
+    pub(super) epoch: Option<EpochView>,
+    pub(super) chain: Vec<Arc<CommittedEntry<S>>>,
+    /// The last record of what the replica signed (crash safety of votes).
+    pub(super) votes: Vec<SignedVotes<S>>,
+}
+
+/// Per-node mutable state, handed to a worker for one window.
+pub(super) struct Slot<S: Scheme> {
+    pub(super) member: Option<Member<S>>,
+    pub(super) disk: Disk<S>,
+    pub(super) busy_until: Time,
+    /// When its last input's computation ended (its durable writes may end later).
+    pub(super) cpu_until: Time,
+    pub(super) cpu_us: u64,
+    pub(super) behaviour: Option<Behaviour>,
+    /// Whether this slot runs the honest protocol alone under its identity
+    /// (Byzantine members and both instances of a twin do not).
+    pub(super) honest: bool,
+    /// The member this slot speaks as (a twin's second instance shares it).
+    pub(super) identity: u32,
+    /// The half of the network this slot is in, for twins' routing.
+    pub(super) side: bool,
+    /// Whether this slot is one instance of a twin pair.
+    pub(super) twinned: bool,
+}
+
+impl<S: Scheme> Slot<S> {
+    /// The slot of an honest member that speaks as `identity`, runs
+    /// `member` (or none yet), and has done nothing: its disk empty, its
+    /// CPU free, on the first side of the network.
+    pub(super) fn new(identity: u32, member: Option<Member<S>>) -> Self {
+        Slot {
+            member,
+            disk: Disk::default(),
+            busy_until: Time::ZERO,
+            cpu_until: Time::ZERO,
+            cpu_us: 0,
+            behaviour: None,
+            honest: true,
+            identity,
+            side: false,
+            twinned: false,
+        }
+    }
+}
+
+/// The most recent entries of a node's disk, which a restarted member resumes
+/// from (its replica keeps no more).
+pub(super) fn recent<S: Scheme>(disk: &[Arc<CommittedEntry<S>>]) -> Vec<Arc<CommittedEntry<S>>> {
+    disk[disk.len().saturating_sub(CHAIN_WINDOW)..].to_vec()
+}
+
+pub(super) fn member_seed(seed: u64, node: u32) -> [u8; 32] {
+    beacon::schedule::index_seed(b"sbft-beacon sim member", seed, node)
+}

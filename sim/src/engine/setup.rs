@@ -1,0 +1,500 @@
+//! The set-up: the engine built from a scenario ([`Engine::new`]), its
+//! members started (their DKG, or the rounds from a snapshot's cut), and the
+//! rounds begun at the end of the DKG, with the scenario's faults.
+
+use super::node::{member_seed, Disk, Event, Slot};
+use super::Engine;
+use crate::config::SimConfig;
+use crate::cost_model::CostModel;
+use crate::host::Host;
+use crate::invariants::{Checker, FailureKind};
+use crate::network::Network;
+use crate::parallel_map;
+use crate::reshare::ReshareRun;
+use crate::snapshot::{DkgSnapshot, DkgSummary, SnapshotKey, SnapshotMode};
+use crate::stats::Stats;
+use crate::SimError;
+use beacon::dkg::relay::VerifyingKey;
+use beacon::dkg::DkgConfig;
+use beacon::dkg::DkgOutput;
+use beacon::memo::Memo;
+use beacon::schedule::EventQueue;
+use beacon::{NodeIndex, Point, Scheme, Time};
+use consensus::epoch::EpochView;
+use consensus::{Behaviour, Member, ReplicaConfig};
+use rand::seq::SliceRandom;
+use rand::Rng;
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
+use sha2::{Digest as _, Sha256};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Mixed into the seed for the network's randomness.
+const NETWORK_SEED: u64 = 0x006e_6574_776f_726b;
+
+/// Mixed into the seed for the client load's randomness.
+const LOAD_SEED: u64 = 0x6c6f_6164;
+
+/// Mixed into both again where the rounds start afresh at a cut.
+const ROUNDS_SEED: u64 = 0x726f_756e_6473_0000;
+
+/// The host's cores and disk, when every node runs on one host.
+fn host_of(cfg: &SimConfig, costs: &CostModel) -> Option<Host> {
+    (cfg.network.host_cores > 0).then(|| {
+        let relay_us = cfg.network.relays_on_host.then(|| costs.relay_us());
+        Host::new(cfg.network.host_cores, relay_us)
+    })
+}
+
+/// Who is faulty, drawn from the seed.
+struct Roles {
+    /// Each genesis member's Byzantine behaviour, if it has one.
+    behaviours: Vec<Option<Behaviour>>,
+    /// The members that run twice, once on each side of the network.
+    twins: Vec<u32>,
+    /// Each genesis member's side of the network (all `false` without twins).
+    sides: Vec<bool>,
+}
+
+impl Roles {
+    /// Byzantine replicas: chosen by the seed, kinds cycled. Twins: the next
+    /// members in the seed's order; every other member is put on one side
+    /// at random (a twin's instances talk to one side each).
+    fn draw(cfg: &SimConfig, rng: &mut ChaCha20Rng) -> Result<Self, SimError> {
+        let n = cfg.nodes;
+        let mut indices: Vec<u32> = (0..n).collect();
+        indices.shuffle(rng);
+        let kinds: Vec<Behaviour> = cfg
+            .faults
+            .byzantine_kinds
+            .iter()
+            .map(|k| k.parse().map_err(SimError::Config))
+            .collect::<Result<_, _>>()?;
+        let mut behaviours = vec![None; n as usize];
+        for (i, node) in indices
+            .iter()
+            .take(cfg.faults.byzantine as usize)
+            .enumerate()
+        {
+            behaviours[*node as usize] = Some(kinds[i % kinds.len()]);
+        }
+        let twins: Vec<u32> = indices
+            .iter()
+            .skip(cfg.faults.byzantine as usize)
+            .take(cfg.faults.twins as usize)
+            .copied()
+            .collect();
+        let sides: Vec<bool> = if twins.is_empty() {
+            vec![false; n as usize]
+        } else {
+            (0..n).map(|_| rng.gen_bool(0.5)).collect()
+        };
+        Ok(Roles {
+            behaviours,
+            twins,
+            sides,
+        })
+    }
+}
+
+/// What identifies this run's DKG in a snapshot.
+fn snapshot_key<S: Scheme>(
+    cfg: &SimConfig,
+    dkg: &DkgConfig,
+    roles: &Roles,
+    keys: &[VerifyingKey],
+) -> SnapshotKey {
+    SnapshotKey {
+        scenario: cfg.name.clone(),
+        seed: cfg.seed,
+        nodes: cfg.nodes,
+        scheme: S::ID.as_str().to_string(),
+        thresholds: dkg.thresholds.clone(),
+        dealers: dkg.dealer_list().iter().map(|d| d.0).collect(),
+        byzantine: roles
+            .behaviours
+            .iter()
+            .enumerate()
+            .filter_map(|(i, b)| b.map(|b| (i as u32, b.as_str().to_string())))
+            .collect(),
+        twins: roles.twins.clone(),
+        member_keys: keys
+            .iter()
+            .fold(Sha256::new(), |h, k| h.chain_update(k.as_bytes()))
+            .finalize()
+            .into(),
+    }
+}
+
+/// The snapshot to start from, where the scenario loads one. Where it saves
+/// one, the file is created now: better to fail here than after the DKG,
+/// where the file cannot be written.
+fn open_snapshot<S: Scheme>(
+    cfg: &SimConfig,
+    key: &SnapshotKey,
+) -> Result<Option<DkgSnapshot<S>>, SimError> {
+    match &cfg.dkg_snapshot {
+        Some(SnapshotMode::Load(path)) => Some(
+            DkgSnapshot::<S>::load(path, key, cfg.threads).map_err(|reason| SimError::Snapshot {
+                path: path.clone(),
+                reason,
+            }),
+        )
+        .transpose(),
+        Some(SnapshotMode::Save(path)) => {
+            std::fs::File::create(path).map_err(|e| SimError::Snapshot {
+                path: path.clone(),
+                reason: e.into(),
+            })?;
+            Ok(None)
+        }
+        None => Ok(None),
+    }
+}
+
+/// Party `i`, which joins at the change of members: it waits outside with
+/// the genesis epoch's view until it is invited.
+fn joiner<S: Scheme>(
+    replica: &ReplicaConfig,
+    seed: u64,
+    i: u32,
+    memo: &Arc<Memo>,
+    keys: &Arc<Vec<VerifyingKey>>,
+    phase_timeout_us: u64,
+    max_attempts: u32,
+) -> Result<Member<S>, consensus::ConsensusError> {
+    Member::joining(
+        EpochView::genesis(replica.clone()),
+        i,
+        member_seed(seed, i),
+        memo.clone(),
+        consensus::member_key(&member_seed(seed, i)),
+        keys.clone(),
+        phase_timeout_us,
+        max_attempts,
+    )
+}
+
+impl<S: Scheme> Engine<S> {
+    pub(super) fn new(cfg: &SimConfig) -> Result<Self, SimError> {
+        let costs = CostModel::from_toml(&crate::config::read_relative(
+            cfg.base_dir.as_deref(),
+            &cfg.cost_model,
+        )?)?;
+        let regions = cfg.region_table()?;
+        let joiners = cfg.reshare.as_ref().map_or(0, |r| r.join);
+        let parties = cfg.nodes + joiners;
+        let network = Network::new(&cfg.network, regions.as_ref(), parties);
+        let replica = cfg.replica_config()?;
+        if cfg.faults.byzantine + cfg.faults.twins > replica.f {
+            return Err(SimError::TooManyFaulty {
+                byzantine: cfg.faults.byzantine,
+                twins: cfg.faults.twins,
+                f: replica.f,
+                n: cfg.nodes,
+                c: replica.c,
+            });
+        }
+        let n = cfg.nodes;
+        let mut rng = ChaCha20Rng::seed_from_u64(cfg.seed);
+        let roles = Roles::draw(cfg, &mut rng)?;
+        // The committee is drawn from the genesis seed (public, fixed with the
+        // membership), its size and min_qualified from the committee rule.
+        let session: [u8; 32] = Sha256::digest(format!("sbft-beacon sim dkg {}", cfg.seed)).into();
+        let dkg = replica
+            .dkg_config(
+                session,
+                cfg.dkg.dealers,
+                cfg.dkg.phase_timeout_ms,
+                cfg.dkg.max_attempts,
+            )
+            .map_err(|e| SimError::Config(format!("[dkg] {e}")))?;
+        // Every party's member key: the genesis members, then the joiners.
+        let keys: Arc<Vec<_>> = Arc::new(
+            (0..parties)
+                .map(|i| consensus::member_key(&member_seed(cfg.seed, i)).verifying_key())
+                .collect(),
+        );
+        let reshare = match &cfg.reshare {
+            Some(r) => Some(ReshareRun::plan(r, n, &keys, &mut rng)?),
+            None => None,
+        };
+        let dealer_count = dkg.dealer_list().len() as u32;
+        let snapshot_key = snapshot_key::<S>(cfg, &dkg, &roles, &keys);
+        let loaded = open_snapshot::<S>(cfg, &snapshot_key)?;
+        let memo = Memo::shared();
+        let mut slots = Vec::with_capacity(n as usize);
+        for i in 0..n {
+            // A run from a snapshot builds no DKG sessions: its members are
+            // rebuilt from their keys at the cut (`start`).
+            let member = if loaded.is_some() {
+                None
+            } else {
+                Some(Member::new(
+                    replica.clone(),
+                    dkg.clone(),
+                    NodeIndex(i),
+                    member_seed(cfg.seed, i),
+                    memo.clone(),
+                    consensus::member_key(&member_seed(cfg.seed, i)),
+                    keys.clone(),
+                    roles.behaviours[i as usize],
+                )?)
+            };
+            let twinned = roles.twins.contains(&i);
+            slots.push(Slot {
+                behaviour: roles.behaviours[i as usize],
+                honest: roles.behaviours[i as usize].is_none() && !twinned,
+                side: if twinned {
+                    false
+                } else {
+                    roles.sides[i as usize]
+                },
+                twinned,
+                ..Slot::new(i, member)
+            });
+        }
+        for i in n..parties {
+            let member = joiner(
+                &replica,
+                cfg.seed,
+                i,
+                &memo,
+                &keys,
+                dkg.phase_timeout_us,
+                dkg.max_attempts,
+            )?;
+            slots.push(Slot::new(i, Some(member)));
+        }
+        let honest: Vec<bool> = slots.iter().map(|s| s.honest).collect();
+        // The second instances: started from their twin's key material once its
+        // DKG is over.
+        let mut twin_slot = vec![None; parties as usize];
+        for (j, m) in roles.twins.iter().enumerate() {
+            twin_slot[*m as usize] = Some(parties + j as u32);
+            slots.push(Slot {
+                honest: false,
+                side: true,
+                twinned: true,
+                ..Slot::new(*m, None)
+            });
+        }
+        let total = slots.len();
+        let host = host_of(cfg, &costs);
+        Ok(Engine {
+            checker: Checker::new(&replica, S::ID, honest, cfg.seed),
+            cfg: cfg.clone(),
+            replica,
+            costs,
+            network,
+            memo,
+            slots,
+            queue: EventQueue::new(),
+            uplink_free: vec![Time::ZERO; total],
+            host,
+            net_rng: ChaCha20Rng::seed_from_u64(cfg.seed ^ NETWORK_SEED),
+            load_rng: ChaCha20Rng::seed_from_u64(cfg.seed ^ LOAD_SEED),
+            next_tx: None,
+            trace: Sha256::new(),
+            processed: 0,
+            dkg_done: vec![None; total],
+            phase_timeout_us: dkg.phase_timeout_us,
+            max_attempts: dkg.max_attempts,
+            keys,
+            dkg_dealers: dealer_count,
+            dkg_qualified: 0,
+            dkg_disqualified: BTreeMap::new(),
+            dkg_end: None,
+            rounds_started_wall: None,
+            consensus_messages: BTreeMap::new(),
+            consensus_bytes: 0,
+            dkg_messages: BTreeMap::new(),
+            dkg_bytes: 0,
+            stats: Stats::new(total),
+            twin_slot,
+            cpu_at_rounds_start: 0,
+            parties,
+            reshare,
+            crash_times: Vec::new(),
+            snapshot_key,
+            loaded,
+            loaded_summary: None,
+            cut_at: None,
+            rounds_trace: None,
+            snapshot_error: None,
+            started_wall: Instant::now(),
+        })
+    }
+
+    /// Starts the members: their DKG, or, from a snapshot, the rounds at its
+    /// cut.
+    pub(super) fn start(&mut self) -> Result<(), SimError> {
+        if let Some(snapshot) = self.loaded.take() {
+            self.dkg_qualified = snapshot.summary.qualified;
+            self.dkg_disqualified = snapshot.summary.disqualified.clone();
+            self.dkg_bytes = snapshot.summary.bytes;
+            self.loaded_summary = Some(snapshot.summary);
+            return self
+                .start_rounds(Time(snapshot.cut_us), snapshot.outputs)
+                .map_err(|(_, e)| e.into());
+        }
+        for i in 0..self.cfg.nodes {
+            self.push(Time::ZERO, i, Event::Start);
+        }
+        Ok(())
+    }
+
+    /// The cut of a run with a snapshot (see [`crate::snapshot`]): every
+    /// honest member finished its DKG at `at`. Saves the snapshot if asked,
+    /// then starts the rounds afresh.
+    pub(super) fn cut(&mut self, at: Time) {
+        let outputs: Vec<Option<Arc<DkgOutput<S>>>> = (0..self.cfg.nodes as usize)
+            .map(|i| self.slots[i].disk.dkg.clone())
+            .collect();
+        if let Some(SnapshotMode::Save(path)) = &self.cfg.dkg_snapshot {
+            let snapshot = DkgSnapshot {
+                key: self.snapshot_key.clone(),
+                cut_us: at.0,
+                summary: DkgSummary {
+                    dealers: self.dkg_dealers,
+                    qualified: self.dkg_qualified,
+                    disqualified: self.dkg_disqualified.clone(),
+                    messages_by_kind: self
+                        .dkg_messages
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), *v))
+                        .collect(),
+                    bytes: self.dkg_bytes,
+                    wall_s: self.started_wall.elapsed().as_secs_f64(),
+                },
+                outputs: outputs.clone(),
+            };
+            if let Err(reason) = snapshot.save(path) {
+                self.snapshot_error = Some(SimError::Snapshot {
+                    path: path.clone(),
+                    reason,
+                });
+            }
+        }
+        if let Err((node, e)) = self.start_rounds(at, outputs) {
+            self.checker.fail(
+                FailureKind::Crash,
+                Some(node),
+                at,
+                format!("rebuilding the member from its keys failed: {e}"),
+            );
+        }
+    }
+
+    /// Starts the rounds at `at` from nothing but each genesis member's key
+    /// material (`outputs`, by index): no event pending, every member and
+    /// joiner built afresh, every CPU and link free, the network's and the
+    /// load's randomness drawn anew. A run with a snapshot and the run that
+    /// saved it both go through here, so their rounds are the same.
+    fn start_rounds(
+        &mut self,
+        at: Time,
+        outputs: Vec<Option<Arc<DkgOutput<S>>>>,
+    ) -> Result<(), (u32, consensus::ConsensusError)> {
+        self.queue = EventQueue::new();
+        self.net_rng = ChaCha20Rng::seed_from_u64(self.cfg.seed ^ NETWORK_SEED ^ ROUNDS_SEED);
+        self.load_rng = ChaCha20Rng::seed_from_u64(self.cfg.seed ^ LOAD_SEED ^ ROUNDS_SEED);
+        self.next_tx = None;
+        self.uplink_free.fill(Time::ZERO);
+        self.host = host_of(&self.cfg, &self.costs);
+        // The DKG's shared results are no use to the rounds.
+        self.memo.clear();
+        self.stats = Stats::new(self.slots.len());
+        for slot in &mut self.slots {
+            slot.member = None;
+            slot.disk = Disk::default();
+            slot.busy_until = at;
+            slot.cpu_until = at;
+        }
+        // Each rebuild checks the member's shares against its keys: on
+        // every thread.
+        let behaviours: Vec<Option<Behaviour>> = self.slots.iter().map(|s| s.behaviour).collect();
+        let members = parallel_map(&outputs, self.cfg.threads, |i, out| {
+            let out = out.as_ref()?;
+            let node = i as u32;
+            let seed = member_seed(self.cfg.seed, node);
+            Some(
+                Member::restore(
+                    self.replica.clone(),
+                    out,
+                    Vec::new(),
+                    Vec::new(),
+                    seed,
+                    self.memo.clone(),
+                    behaviours[i],
+                )
+                .map(|m| {
+                    m.with_identity(
+                        node,
+                        consensus::member_key(&seed),
+                        self.keys.clone(),
+                        self.phase_timeout_us,
+                        self.max_attempts,
+                    )
+                }),
+            )
+        });
+        for (i, (out, member)) in outputs.into_iter().zip(members).enumerate() {
+            let (Some(out), Some(member)) = (out, member) else {
+                continue;
+            };
+            let node = i as u32;
+            let member = member.map_err(|e| (node, e))?;
+            self.slots[i].member = Some(member);
+            self.slots[i].disk.dkg = Some(out.clone());
+            self.stats.start(node, at);
+            if self.slots[i].honest {
+                self.checker
+                    .on_group_key(node, at, out.keys[0].group_key().to_bytes());
+            }
+            self.push(at, node, Event::Start);
+            self.start_twin(node, at, &out);
+        }
+        for i in self.cfg.nodes..self.parties {
+            let member = joiner(
+                &self.replica,
+                self.cfg.seed,
+                i,
+                &self.memo,
+                &self.keys,
+                self.phase_timeout_us,
+                self.max_attempts,
+            )
+            .map_err(|e| (i, e))?;
+            self.slots[i as usize].member = Some(member);
+        }
+        self.rounds_trace = Some(Sha256::new());
+        self.begin_rounds(at);
+        Ok(())
+    }
+
+    /// The rounds start at `end`: the faults of the scenario are scheduled
+    /// from there.
+    pub(super) fn begin_rounds(&mut self, end: Time) {
+        self.dkg_end = Some(end);
+        self.rounds_started_wall = Some(Instant::now());
+        self.cpu_at_rounds_start = self.slots.iter().map(|s| s.cpu_us).sum();
+        self.network
+            .install_partitions(&self.cfg.partitions, end, self.cfg.nodes);
+        let crashes = self.cfg.faults.crash.clone();
+        for c in crashes {
+            let crash = Event::Crash {
+                lose_votes: c.lose_votes,
+            };
+            self.push(end.plus_millis(c.at_ms), c.node, crash);
+            let back = c.restart_ms.map_or(Time(u64::MAX), |r| end.plus_millis(r));
+            self.crash_times
+                .push((c.node, end.plus_millis(c.at_ms), back));
+            if let Some(r) = c.restart_ms {
+                self.push(end.plus_millis(r), c.node, Event::Restart);
+            }
+        }
+    }
+}

@@ -1,0 +1,470 @@
+//! The step: one window's events handled at each node, in parallel on the
+//! workers ([`Engine::process_window`]) or in time order on a modelled host's
+//! shared cores, and one event at one node ([`step`]): its input to the
+//! member, its CPU and durable writes, and the outputs it hands back
+//! ([`NodeEffects`]) for the merge.
+
+use super::node::{member_seed, recent, Event, Slot};
+use super::Engine;
+use crate::cost_model::CostModel;
+use crate::host::{durable_write, Host};
+use beacon::cost::EncodedPoints;
+use beacon::dkg::relay::VerifyingKey;
+use beacon::effect::Effect;
+use beacon::memo::Memo;
+use beacon::schedule::EventQueue;
+use beacon::{Scheme, Time};
+use consensus::epoch::EpochView;
+use consensus::replica::sync_response;
+use consensus::{
+    ConsensusError, Envelope, Event as ReplicaEvent, Member, MemberInput, MemberOutput, Message,
+    ReplicaConfig,
+};
+use std::collections::BTreeMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+/// What one node did in one window.
+pub(super) struct NodeEffects<S: Scheme> {
+    pub(super) node: u32,
+    pub(super) outputs: Vec<(Time, MemberOutput<S>)>,
+    /// When the node's store thread starts each durable write of a finalized
+    /// height (only where the host is modelled).
+    pub(super) store_writes: Vec<Time>,
+    pub(super) trace: Vec<u8>,
+    pub(super) processed: u64,
+    pub(super) panic: Option<(Time, String)>,
+}
+
+impl<S: Scheme> NodeEffects<S> {
+    fn new(node: u32) -> Self {
+        NodeEffects {
+            node,
+            outputs: Vec::new(),
+            store_writes: Vec::new(),
+            trace: Vec::new(),
+            processed: 0,
+            panic: None,
+        }
+    }
+}
+
+/// One node's share of a window: its index, its state, its events.
+type Work<'a, S> = (u32, &'a mut Slot<S>, Vec<(Time, Event<S>)>);
+
+/// Read-only context of a window.
+struct Shared<'a> {
+    costs: &'a CostModel,
+    replica: &'a ReplicaConfig,
+    memo: &'a Arc<Memo>,
+    seed: u64,
+    /// Every party's member key, and the DKG's phase and attempts: a
+    /// restarted member's identity.
+    keys: &'a Arc<Vec<VerifyingKey>>,
+    phase_timeout_us: u64,
+    max_attempts: u32,
+    /// Every party, joiners included: the receivers of a broadcast and its sender.
+    parties: u32,
+}
+
+/// Runs one node's events of a window `[.., end)`, on a core of its own.
+fn run_node<S: Scheme>(
+    node: u32,
+    slot: &mut Slot<S>,
+    mut events: Vec<(Time, Event<S>)>,
+    end: Time,
+    shared: &Shared<'_>,
+) -> NodeEffects<S> {
+    let mut fx = NodeEffects::new(node);
+    // Local queue, in the window's order; own timers below `end` join it.
+    let mut local = EventQueue::new();
+    for (t, e) in events.drain(..) {
+        local.push(t, e);
+    }
+    while let Some((at, event)) = local.pop() {
+        let timers = step(node, slot, at, event, end, shared, &mut fx, None);
+        if fx.panic.is_some() {
+            break;
+        }
+        for (t, e) in timers {
+            local.push(t, e);
+        }
+    }
+    fx
+}
+
+/// Runs every node's events of a window `[.., end)` in time order on the host's
+/// shared cores: an input starts when its node and a core are both free.
+fn run_on_host<S: Scheme>(
+    work: Vec<Work<'_, S>>,
+    host: &mut Host,
+    end: Time,
+    shared: &Shared<'_>,
+) -> Vec<NodeEffects<S>> {
+    let mut slots: Vec<(u32, &mut Slot<S>, NodeEffects<S>)> = Vec::with_capacity(work.len());
+    let mut queue = EventQueue::new();
+    for (k, (node, slot, events)) in work.into_iter().enumerate() {
+        for (t, e) in events {
+            queue.push(t, (k, e));
+        }
+        slots.push((node, slot, NodeEffects::new(node)));
+    }
+    while let Some((at, (k, event))) = queue.pop() {
+        let (node, slot, fx) = &mut slots[k];
+        if fx.panic.is_some() {
+            continue;
+        }
+        // A message reaches its node once the emulator's relay has written it.
+        let at = match event {
+            Event::Deliver { .. } => host.relay_write(at),
+            _ => at,
+        };
+        let (core, free) = host.earliest();
+        let before = slot.cpu_until;
+        let sent_before = fx.outputs.len();
+        let timers = step(
+            *node,
+            slot,
+            at.max(free),
+            event,
+            end,
+            shared,
+            fx,
+            Some(&mut host.disk),
+        );
+        if slot.cpu_until > before {
+            host.occupy(core, slot.cpu_until);
+        }
+        for at in fx.store_writes.drain(..) {
+            host.store_write(at, shared.costs.persist_split_us());
+        }
+        // The relays read what the node sent: each copy leaves then.
+        host.relay_reads(&mut fx.outputs, sent_before, slot.identity, shared.parties);
+        for (t, e) in timers {
+            queue.push(t, (k, e));
+        }
+    }
+    slots.into_iter().map(|(_, _, fx)| fx).collect()
+}
+
+/// Handles one event at a node: it starts at `ready` (its arrival, or later
+/// when it waited for a core) or when the node is free, whichever is later.
+/// Returns the node's own timers that fall before `end`, to handle in this
+/// window. `disk`: when the host's shared disk is next free, if modelled (else
+/// each node has a disk of its own).
+#[allow(clippy::too_many_arguments)]
+fn step<S: Scheme>(
+    node: u32,
+    slot: &mut Slot<S>,
+    ready: Time,
+    event: Event<S>,
+    end: Time,
+    shared: &Shared<'_>,
+    fx: &mut NodeEffects<S>,
+    mut disk: Option<&mut Time>,
+) -> Vec<(Time, Event<S>)> {
+    let start = ready.max(slot.busy_until);
+    record(fx, start, &event);
+    let (points, delivered) = match &event {
+        Event::Deliver { points, .. } => (*points, true),
+        _ => (EncodedPoints::default(), false),
+    };
+    let Some((input, bytes)) = member_input(node, slot, start, event, shared, fx) else {
+        return Vec::new();
+    };
+    let Some(member) = slot.member.as_mut() else {
+        return Vec::new();
+    };
+    beacon::cost::take();
+    let result = catch_unwind(AssertUnwindSafe(|| member.handle(start, input)));
+    let counts = beacon::cost::take();
+    let outputs = match result {
+        Ok(o) => o,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "panic".into());
+            fx.panic = Some((start, msg));
+            return Vec::new();
+        }
+    };
+    // The node waits for each durable write of its vote record.
+    let persisted = outputs
+        .iter()
+        .filter(|o| matches!(o, MemberOutput::PersistVotes(_)))
+        .count();
+    let mut cpu = shared.costs.cost_us(&counts, bytes, points);
+    if delivered {
+        cpu += shared.costs.transport_us();
+    }
+    let done = charge(
+        slot,
+        start,
+        cpu,
+        persisted,
+        shared.costs,
+        disk.as_deref_mut(),
+    );
+    keep_outputs(slot, fx, outputs, done, end, disk.is_some())
+}
+
+/// Adds one event to the node's trace: when it starts, its kind, its sender
+/// and its height.
+fn record<S: Scheme>(fx: &mut NodeEffects<S>, start: Time, event: &Event<S>) {
+    let (kind, what, from, height) = event.tag();
+    fx.trace.extend_from_slice(&start.0.to_be_bytes());
+    fx.trace.extend_from_slice(&[kind]);
+    fx.trace.extend_from_slice(what.as_bytes());
+    fx.trace.extend_from_slice(&from.to_be_bytes());
+    fx.trace.extend_from_slice(&height.to_be_bytes());
+    fx.processed += 1;
+}
+
+/// The member's input for `event` and the bytes it reads, or `None` where
+/// the event leaves the member nothing to handle: a crash (the member
+/// stops), or a restart that finds it running, finds no keys on its disk, or
+/// fails (recorded in `fx`). A restart that succeeds starts the member.
+fn member_input<S: Scheme>(
+    node: u32,
+    slot: &mut Slot<S>,
+    start: Time,
+    event: Event<S>,
+    shared: &Shared<'_>,
+    fx: &mut NodeEffects<S>,
+) -> Option<(MemberInput<S>, usize)> {
+    Some(match event {
+        Event::Crash { lose_votes } => {
+            slot.member = None;
+            if lose_votes {
+                slot.disk.votes.clear();
+            }
+            return None;
+        }
+        Event::Restart => {
+            if slot.member.is_some() {
+                return None;
+            }
+            match restore(node, slot, shared)? {
+                Ok(m) => slot.member = Some(m),
+                Err(e) => {
+                    fx.panic = Some((start, format!("restore failed: {e}")));
+                    return None;
+                }
+            }
+            (MemberInput::Start, 0)
+        }
+        Event::Start => (MemberInput::Start, 0),
+        Event::Deliver {
+            from,
+            envelope,
+            bytes,
+            ..
+        } => (
+            MemberInput::Message {
+                from,
+                envelope: envelope.into_envelope(),
+            },
+            bytes,
+        ),
+        Event::Timer(t) => (MemberInput::Timer(t), 0),
+        Event::Transaction(tx) => {
+            let len = tx.len();
+            (MemberInput::ClientTransaction(tx), len)
+        }
+        Event::Propose(change) => (MemberInput::ProposeEpoch(change), 0),
+    })
+}
+
+/// A restarted member, rebuilt from its disk (its keys, epoch, recent chain
+/// and vote record); `None` where its disk holds no keys.
+fn restore<S: Scheme>(
+    node: u32,
+    slot: &Slot<S>,
+    shared: &Shared<'_>,
+) -> Option<Result<Member<S>, ConsensusError>> {
+    let dkg = slot.disk.dkg.clone()?;
+    let epoch = slot
+        .disk
+        .epoch
+        .clone()
+        .unwrap_or_else(|| EpochView::genesis(shared.replica.clone()));
+    let seed = member_seed(shared.seed, slot.identity);
+    let restored = Member::restore_in(
+        epoch,
+        &dkg,
+        recent(&slot.disk.chain),
+        slot.disk.votes.clone(),
+        member_seed(shared.seed, node),
+        shared.memo.clone(),
+        slot.behaviour,
+    )
+    .map(|m| {
+        m.with_identity(
+            slot.identity,
+            consensus::member_key(&seed),
+            shared.keys.clone(),
+            shared.phase_timeout_us,
+            shared.max_attempts,
+        )
+    });
+    Some(restored)
+}
+
+/// Charges the node's CPU for a step that started at `start`, computed for
+/// `cpu` microseconds and made `persisted` durable writes of its vote
+/// record, and returns when the node is done: each write's CPU on the
+/// node's core, then its time on the disk (`disk`, the host's shared one if
+/// modelled).
+fn charge<S: Scheme>(
+    slot: &mut Slot<S>,
+    start: Time,
+    cpu: u64,
+    persisted: usize,
+    costs: &CostModel,
+    mut disk: Option<&mut Time>,
+) -> Time {
+    let (write_cpu, write_disk) = costs.persist_split_us();
+    slot.cpu_us += cpu + (write_cpu + write_disk) * persisted as u64;
+    slot.cpu_until = start.plus_micros(cpu + write_cpu * persisted as u64);
+    let mut done = slot.cpu_until;
+    for _ in 0..persisted {
+        done = durable_write(disk.as_deref_mut(), done, write_disk);
+    }
+    slot.busy_until = done;
+    done
+}
+
+/// Keeps a step's outputs: the node's own timers before `end` are returned
+/// (handled in this window), what goes to its disk is written there, a sync
+/// request is answered from its disk, and the rest leaves at `done` through
+/// `fx`. `host_disk`: the host's store thread writes finalized heights.
+fn keep_outputs<S: Scheme>(
+    slot: &mut Slot<S>,
+    fx: &mut NodeEffects<S>,
+    outputs: Vec<MemberOutput<S>>,
+    done: Time,
+    end: Time,
+    host_disk: bool,
+) -> Vec<(Time, Event<S>)> {
+    let mut local = Vec::new();
+    for o in outputs {
+        match o {
+            MemberOutput::Effect(Effect::SetTimer { at, timer }) if at < end => {
+                local.push((at, Event::Timer(timer)))
+            }
+            // Written before anything else of this step leaves the node.
+            MemberOutput::PersistVotes(record) => slot.disk.votes = record,
+            MemberOutput::DkgComplete(out) => {
+                slot.disk.dkg = Some(out.clone());
+                fx.outputs.push((done, MemberOutput::DkgComplete(out)));
+            }
+            MemberOutput::SyncFromStore { to, from_height } => {
+                // The node's disk answers what its replica no longer keeps.
+                let disk = &slot.disk.chain;
+                let entries = sync_response(from_height, |h| {
+                    disk.get(usize::try_from(h.get()).ok()?.checked_sub(1)?)
+                        .cloned()
+                });
+                if !entries.is_empty() {
+                    let message = Envelope::Consensus(Message::SyncResponse { entries });
+                    let send = MemberOutput::Effect(Effect::Send { to, message });
+                    fx.outputs.push((done, send));
+                }
+            }
+            MemberOutput::Event(ReplicaEvent::Finalized(entry)) => {
+                // The store thread writes it, on a host's core and disk
+                // (`run_on_host`), not the node's.
+                if host_disk {
+                    fx.store_writes.push(done);
+                }
+                slot.disk.chain.push(entry.clone());
+                let event = ReplicaEvent::Finalized(entry);
+                fx.outputs.push((done, MemberOutput::Event(event)));
+            }
+            other => fx.outputs.push((done, other)),
+        }
+    }
+    local
+}
+
+impl<S: Scheme> Engine<S> {
+    pub(super) fn process_window(
+        &mut self,
+        per_node: BTreeMap<u32, Vec<(Time, Event<S>)>>,
+        end: Time,
+        threads: usize,
+    ) -> Vec<NodeEffects<S>> {
+        let shared = Shared {
+            costs: &self.costs,
+            replica: &self.replica,
+            memo: &self.memo,
+            seed: self.cfg.seed,
+            keys: &self.keys,
+            phase_timeout_us: self.phase_timeout_us,
+            max_attempts: self.max_attempts,
+            parties: self.parties,
+        };
+        // Pair each busy node with exclusive access to its slot.
+        let mut work: Vec<Work<'_, S>> = Vec::with_capacity(per_node.len());
+        let mut events = per_node.into_iter().peekable();
+        for (i, slot) in self.slots.iter_mut().enumerate() {
+            if events.peek().is_some_and(|(n, _)| *n as usize == i) {
+                let (n, evs) = events.next().expect("peeked");
+                work.push((n, slot, evs));
+            }
+        }
+        if let Some(host) = self.host.as_mut() {
+            return run_on_host(work, host, end, &shared);
+        }
+        if threads <= 1 || work.len() < 2 {
+            return work
+                .into_iter()
+                .map(|(n, slot, evs)| run_node(n, slot, evs, end, &shared))
+                .collect();
+        }
+        // Workers take the nodes one at a time (a dealer's deal costs
+        // thousands of times a receiver's step: fixed chunks left most
+        // workers idle), and the effects go back in node order, so the
+        // trace is the same for any thread count. A worker's MSMs stay on
+        // it: blst's one shared pool would serialize them all.
+        let count = work.len();
+        let queue: Vec<std::sync::Mutex<Option<Work<'_, S>>>> = work
+            .into_iter()
+            .map(|w| std::sync::Mutex::new(Some(w)))
+            .collect();
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let mut done: Vec<(usize, NodeEffects<S>)> = Vec::with_capacity(count);
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads.min(count))
+                .map(|_| {
+                    let (queue, next, shared) = (&queue, &next, &shared);
+                    s.spawn(move || {
+                        beacon::curve::set_msm_pool(false);
+                        let mut mine = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some(item) = queue.get(i) else {
+                                break;
+                            };
+                            let taken = item.lock().unwrap_or_else(|e| e.into_inner()).take();
+                            if let Some((n, slot, evs)) = taken {
+                                mine.push((i, run_node(n, slot, evs, end, shared)));
+                            }
+                        }
+                        mine
+                    })
+                })
+                .collect();
+            for h in handles {
+                done.extend(
+                    h.join()
+                        .expect("simulation worker panicked outside a member"),
+                );
+            }
+        });
+        done.sort_unstable_by_key(|(i, _)| *i);
+        done.into_iter().map(|(_, fx)| fx).collect()
+    }
+}
