@@ -37,7 +37,7 @@ fn persist_votes_us() -> Result<(f64, f64)> {
     let mut height = 0u64;
     // As at a node: each record names a new block (its body is written once,
     // the previous one's dropped) and carries a prepare certificate.
-    let cpu_before = node::runtime::thread_cpu_ns();
+    let cpu_before = node::clock::thread_cpu_ns();
     let us = median_us(|| {
         height += 1;
         let block = std::sync::Arc::new(consensus::Block {
@@ -58,7 +58,7 @@ fn persist_votes_us() -> Result<(f64, f64)> {
             failed = Some(e);
         }
     });
-    let cpu_ns = node::runtime::thread_cpu_ns().saturating_sub(cpu_before);
+    let cpu_ns = node::clock::thread_cpu_ns().saturating_sub(cpu_before);
     let cpu_us = (cpu_ns as f64 / 1e3 / height.max(1) as f64).min(us);
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
@@ -301,14 +301,14 @@ fn transport(path: &Path, reports: &Reports, stop: &std::sync::atomic::AtomicBoo
                 let mut timed = (Instant::now(), 0);
                 for k in 0..2 * ROUND_TRIPS {
                     if k == ROUND_TRIPS {
-                        timed = (Instant::now(), node::runtime::process_cpu_ns());
+                        timed = (Instant::now(), node::clock::process_cpu_ns());
                     }
                     net.send(beacon::NodeIndex(1), frame.clone());
                     if inbox.recv().await.is_none() {
                         bail!("the echoing transport stopped");
                     }
                 }
-                let cpu = node::runtime::process_cpu_ns() - timed.1;
+                let cpu = node::clock::process_cpu_ns() - timed.1;
                 let _ = reports.send(Ok(Some((timed.0.elapsed(), cpu))));
             }
             1 => {

@@ -3,6 +3,7 @@
 //! state machines (`consensus::Member`) with them. The binary `sbft-beacon` adds
 //! the command line on top.
 //!
+//! - [`clock`]: the wall clock as protocol time, thread and process CPU time;
 //! - [`config`]: `node.toml`, validated on load;
 //! - [`identity`]: libp2p key pairs in owner-only files;
 //! - [`limits`]: `[limits]` and the admission of frames by kind;
@@ -15,6 +16,7 @@
 //! - [`runtime`]: the event loop (`sbft-beacon run`).
 
 pub mod backfill;
+pub mod clock;
 pub mod config;
 pub mod http;
 pub mod identity;

@@ -4,7 +4,7 @@
 //! Every queue and buffer that a peer or a client can fill is bounded in bytes:
 //! frames per peer in both directions, the mempool, transactions waiting for the
 //! event loop, the HTTP API's concurrency and request rates. A frame's kind is
-//! read from its first bytes (the enum tags of [`crate::runtime::Frame`]) before
+//! read from its first bytes (the enum tags of [`consensus::Envelope`]) before
 //! it is buffered or decoded, and each kind has a byte size and a number of group
 //! elements (points) that an honest message of that kind never exceeds; see
 //! [`Admission::admit`] for the table and the section "Limits and what
@@ -15,6 +15,9 @@ use consensus::{ReplicaConfig, ReplicaSettings};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+/// Largest frame accepted (the wire codec's limit).
+pub const MAX_FRAME_BYTES: usize = beacon::wire::MAX_MESSAGE_BYTES;
 
 /// Smallest page cache of the chain store (bytes): a few B-tree paths.
 pub const MIN_STORE_CACHE_BYTES: usize = 64 << 10;
@@ -110,18 +113,17 @@ impl LimitsSection {
         if self.submit_queue_bytes < replica.max_transaction_bytes {
             return err("submit_queue_bytes cannot hold one transaction".into());
         }
-        if self.peer_queue_bytes < crate::net::MAX_FRAME_BYTES {
+        if self.peer_queue_bytes < MAX_FRAME_BYTES {
             return err(format!(
                 "peer_queue_bytes must be at least the frame limit ({} bytes)",
-                crate::net::MAX_FRAME_BYTES
+                MAX_FRAME_BYTES
             ));
         }
-        if self.peer_inbound_bytes < crate::net::MAX_FRAME_BYTES
-            || self.peer_inbound_bytes > u32::MAX as usize
+        if self.peer_inbound_bytes < MAX_FRAME_BYTES || self.peer_inbound_bytes > u32::MAX as usize
         {
             return err(format!(
                 "peer_inbound_bytes must be between the frame limit ({} bytes) and 4 GiB",
-                crate::net::MAX_FRAME_BYTES
+                MAX_FRAME_BYTES
             ));
         }
         if self.peer_decode_cpu_ms_per_s == 0 || self.peer_decode_cpu_ms_per_s > 1000 {
@@ -150,7 +152,7 @@ impl LimitsSection {
     }
 }
 
-/// Enum tags of [`crate::runtime::Frame`] and the enums inside it (bincode encodes
+/// Enum tags of [`consensus::Envelope`] and the enums inside it (bincode encodes
 /// a variant as its `u32` little-endian index in declaration order; a test checks
 /// these against real encodings).
 mod tag {
@@ -225,7 +227,7 @@ fn relay_bytes(members: usize, points: usize) -> usize {
     RELAY_FIXED
         .saturating_add(members.saturating_mul(RELAY_PER_MEMBER))
         .saturating_add(points.saturating_mul(POINT_BYTES))
-        .min(crate::net::MAX_FRAME_BYTES)
+        .min(MAX_FRAME_BYTES)
 }
 
 impl Admission {
@@ -338,7 +340,7 @@ impl Admission {
                     kind: "epoch-invite",
                     max_bytes: RELAY_FIXED
                         .saturating_add(p.saturating_mul(INVITE_PER_PARTY))
-                        .min(crate::net::MAX_FRAME_BYTES),
+                        .min(MAX_FRAME_BYTES),
                     max_points: p,
                 },
                 tag::EPOCH_RESHARE => Admit {
@@ -379,18 +381,17 @@ impl Admission {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::Frame;
     use beacon::{MinPk, Point as _};
     use consensus::{Block, Envelope, Message};
 
     type S = MinPk;
 
-    fn head(frame: &Frame<S>) -> Vec<u8> {
+    fn head(frame: &Envelope<S>) -> Vec<u8> {
         let bytes = beacon::wire::encode(frame).unwrap();
         bytes[..HEAD_BYTES.min(bytes.len())].to_vec()
     }
 
-    fn consensus(m: Message<S>) -> Frame<S> {
+    fn consensus(m: Message<S>) -> Envelope<S> {
         Envelope::Consensus(m)
     }
 
@@ -406,7 +407,7 @@ mod tests {
             transactions: vec![],
         });
         let sig = <S as beacon::Scheme>::Signature::generator();
-        let cases: Vec<(Frame<S>, &str)> = vec![
+        let cases: Vec<(Envelope<S>, &str)> = vec![
             (
                 consensus(Message::PrePrepare {
                     height: consensus::Height::new(1),
@@ -487,7 +488,7 @@ mod tests {
             ),
         ];
         for (message, kind) in epoch_cases {
-            let frame: Frame<S> = Envelope::Epoch(message);
+            let frame: Envelope<S> = Envelope::Epoch(message);
             assert_eq!(a.admit(&head(&frame)).kind, kind);
         }
         // DKG messages: variant 0 of the envelope, whatever follows.
@@ -634,7 +635,7 @@ mod tests {
         }
 
         /// Encoded frames of `envelope`s with their admission and points.
-        pub(super) fn check(a: &Admission, frames: Vec<Frame<S>>) -> usize {
+        pub(super) fn check(a: &Admission, frames: Vec<Envelope<S>>) -> usize {
             let mut largest = 0;
             for frame in frames {
                 let bytes = beacon::wire::encode(&frame).unwrap();
@@ -646,7 +647,7 @@ mod tests {
                     bytes.len(),
                     admit.max_bytes
                 );
-                beacon::wire::decode_with_point_budget::<Frame<S>>(&bytes, admit.max_points)
+                beacon::wire::decode_with_point_budget::<Envelope<S>>(&bytes, admit.max_points)
                     .unwrap_or_else(|e| panic!("{}: {e}", admit.kind));
                 largest = largest.max(bytes.len());
             }

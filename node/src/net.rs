@@ -15,7 +15,7 @@
 //! with a budget of points per kind and of decoding CPU per peer.
 
 use crate::config::Validated;
-use crate::limits::{Admission, HEAD_BYTES};
+use crate::limits::{Admission, HEAD_BYTES, MAX_FRAME_BYTES};
 use crate::metrics::Metrics;
 use crate::NodeError;
 use beacon::NodeIndex;
@@ -33,8 +33,6 @@ use tracing::{debug, info, warn, Instrument as _};
 
 /// The stream protocol of wire frames.
 pub const PROTOCOL: StreamProtocol = StreamProtocol::new("/sbft-beacon/wire/1");
-/// Largest frame accepted (the wire codec's limit).
-pub const MAX_FRAME_BYTES: usize = beacon::wire::MAX_MESSAGE_BYTES;
 /// Decoded messages waiting for the event loop (their bytes are bounded per peer).
 const INBOX: usize = 4096;
 /// Accounting overhead of one queued frame (its `Arc` and queue slot).
@@ -512,7 +510,7 @@ impl Writer {
                 .await;
                 match written {
                     Ok(()) => {
-                        tracing::trace!(target: "timeline", at = crate::runtime::now().0, to = index.0, frames = pending.len(), "flushed");
+                        tracing::trace!(target: "timeline", at = crate::clock::now().0, to = index.0, frames = pending.len(), "flushed");
                         self.release(&mut pending)
                     }
                     Err(e) => {
@@ -692,15 +690,15 @@ impl<M: DeserializeOwned + Send + 'static> Reader<M> {
                 Ok(n) if n as u64 == rest => {}
                 _ => return,
             }
-            tracing::trace!(target: "timeline", at = crate::runtime::now().0, from = from.0, kind = admit.kind, size, "read");
+            tracing::trace!(target: "timeline", at = crate::clock::now().0, from = from.0, kind = admit.kind, size, "read");
             let points = admit.max_points;
             let decoded = tokio::task::spawn_blocking(move || {
-                let started = crate::runtime::now().0;
-                let cpu = crate::runtime::thread_cpu_ns();
+                let started = crate::clock::now().0;
+                let cpu = crate::clock::thread_cpu_ns();
                 let m = beacon::wire::decode_with_point_budget::<M>(&buf, points);
                 (
                     m,
-                    crate::runtime::thread_cpu_ns().saturating_sub(cpu),
+                    crate::clock::thread_cpu_ns().saturating_sub(cpu),
                     started,
                 )
             })
@@ -720,7 +718,7 @@ impl<M: DeserializeOwned + Send + 'static> Reader<M> {
                         message,
                         held: Some(held),
                     };
-                    tracing::trace!(target: "timeline", at = crate::runtime::now().0, from = from.0, kind = admit.kind, started, cpu_us = spent / 1000, "decoded");
+                    tracing::trace!(target: "timeline", at = crate::clock::now().0, from = from.0, kind = admit.kind, started, cpu_us = spent / 1000, "decoded");
                     if self.tx.send(inbound).await.is_err() {
                         return;
                     }

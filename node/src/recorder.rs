@@ -5,8 +5,8 @@
 //! It owns the round clock (`consensus::latency`) and the CPU counted since the
 //! last beacon, which the event loop feeds as it handles inputs.
 
+use crate::clock::process_cpu_ns;
 use crate::http::{ApiState, RoundStat};
-use crate::runtime::process_cpu_ns;
 use beacon::{Beacon, NodeIndex, Scheme, Time};
 use consensus::latency::RoundClock;
 use consensus::replica::Evidence;

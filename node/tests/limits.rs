@@ -314,8 +314,7 @@ fn framed(bytes: Vec<u8>) -> Vec<u8> {
 fn hostile_frames() -> Vec<Vec<u8>> {
     use beacon::{MinPk, NodeIndex, Point as _, Scheme};
     use consensus::messages::{FastVote, PrepareCertificate, ViewChange};
-    use consensus::{Block, Message};
-    use node::runtime::Frame;
+    use consensus::{Block, Envelope, Message};
     use std::sync::Arc;
     type S = MinPk;
     let cfg = consensus::ReplicaConfig::new(4, 0).unwrap();
@@ -347,7 +346,8 @@ fn hostile_frames() -> Vec<Vec<u8>> {
             transactions: vec![vec![7; bytes]],
         })
     };
-    let encode = |m: Message<S>| framed(beacon::wire::encode(&Frame::<S>::Consensus(m)).unwrap());
+    let encode =
+        |m: Message<S>| framed(beacon::wire::encode(&Envelope::<S>::Consensus(m)).unwrap());
     let new_view = encode(Message::NewView {
         height: consensus::Height::new(u64::MAX / 2),
         view: consensus::View::new(1),
@@ -363,7 +363,7 @@ fn hostile_frames() -> Vec<Vec<u8>> {
     let points = vec![<S as Scheme>::PublicKey::generator(); 290_000];
     let mut packed = vec![1u8, 0, 0, 0, 7, 0, 0, 0];
     packed.extend(beacon::wire::encode(&points).unwrap());
-    packed.truncate(node::net::MAX_FRAME_BYTES);
+    packed.truncate(node::limits::MAX_FRAME_BYTES);
     // A DKG-tagged frame after the DKG.
     let mut dkg = vec![0u8, 0, 0, 0, 0, 0, 0, 0];
     dkg.extend(beacon::wire::encode(&points[..80_000]).unwrap());
@@ -453,7 +453,7 @@ fn frames_at_the_frame_limit() -> Vec<(String, Vec<u8>)> {
     use beacon::{MinPk, Point as _, Scheme};
     use consensus::epoch::EpochChange;
     type S = MinPk;
-    let limit = node::net::MAX_FRAME_BYTES;
+    let limit = node::limits::MAX_FRAME_BYTES;
     let points = vec![<S as Scheme>::PublicKey::generator(); 290_000];
     let ids: Vec<MemberId> = (0..4u8).map(|i| MemberId([i; 32])).collect();
     // An `Invitation` encodes as its fields in order.

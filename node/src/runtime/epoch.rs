@@ -1,0 +1,214 @@
+//! A change of members at the node: the new epoch's key material and record
+//! stored before its first message leaves, `GET /epoch`, the operator's
+//! proposal (`POST /admin/reshare`), and the log of each step.
+
+use super::chain_info;
+use super::node::Node;
+use crate::backfill::Backfill;
+use crate::http::{EpochJson, ReshareAccepted, ReshareRequest};
+use crate::store::EpochRecord;
+use crate::{identity, NodeError};
+use beacon::{Scheme, Time};
+use consensus::epoch::{check_change, member_id, EpochChange};
+use consensus::{EpochEvent, MemberInput};
+use std::sync::atomic::Ordering;
+use tracing::{info, warn};
+
+impl<S: Scheme> Node<S> {
+    /// Persists what a change of members gave this node, durably before the
+    /// new epoch's first message leaves it (the outputs after this one are
+    /// carried out only once it returns).
+    pub(super) fn on_epoch_event(
+        &mut self,
+        at: Time,
+        event: EpochEvent<S>,
+    ) -> Result<(), NodeError> {
+        match event {
+            EpochEvent::Started {
+                epoch,
+                start,
+                members,
+                config,
+                output,
+            } => {
+                // A member that joined has no chain info yet; a stayer keeps its own.
+                let joined = self.state.chain.read().map_or(true, |v| v.info().is_none());
+                let record = EpochRecord {
+                    number: epoch,
+                    members,
+                    config,
+                    start: start.get(),
+                    retired: false,
+                };
+                self.store.save_epoch(&record, Some(output.as_ref()))?;
+                self.member.replace_seed(self.store.replace_seed()?);
+                self.epoch_start = record.start;
+                // The old epoch's votes are of no use in the new one.
+                self.store.save_votes::<S>(&[])?;
+                self.dkg_done.store(true, Ordering::Relaxed);
+                if joined {
+                    self.recorder.start(at);
+                    self.state
+                        .chain
+                        .write()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .set_info(chain_info(&self.cfg, &output));
+                }
+                // The heights the replica starts from (a joiner's handoff) are
+                // stored too, then every earlier one is fetched.
+                let window: Vec<_> = self
+                    .member
+                    .replica()
+                    .map(|r| r.finalized().iter().cloned().collect())
+                    .unwrap_or_default();
+                for entry in window.iter().filter(|e| e.block.height < start) {
+                    if self.store.get::<S>(entry.block.height.get())?.is_none() {
+                        let _ = self.persist.send(entry.clone());
+                    }
+                }
+                if let Some(lowest) = window.first() {
+                    if self
+                        .store
+                        .get::<S>(lowest.block.height.get().saturating_sub(1))?
+                        .is_none()
+                    {
+                        self.backfill =
+                            Backfill::below(lowest.clone(), &self.cfg.replica.genesis_seed);
+                        self.request_backfill();
+                    }
+                }
+                self.publish_epoch();
+            }
+            EpochEvent::Retired { epoch, height } => {
+                let view = self.member.epoch();
+                let record = EpochRecord {
+                    number: epoch,
+                    members: view.members.clone(),
+                    config: view.config.clone(),
+                    start: height.get().saturating_add(1),
+                    retired: true,
+                };
+                self.store.save_epoch::<S>(&record, None)?;
+                self.member.replace_seed(self.store.replace_seed()?);
+                self.epoch_start = record.start;
+                self.publish_epoch();
+            }
+            EpochEvent::Decided { .. } | EpochEvent::Ready { .. } | EpochEvent::Failed { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// Shows the member set this node is in on `GET /epoch`.
+    pub(super) fn publish_epoch(&self) {
+        let epoch = self.member.epoch();
+        let status = if self.member.has_keys() {
+            "member"
+        } else if self.member.is_retired() {
+            "retired"
+        } else if self.member.is_outside() {
+            "joining"
+        } else if self.member.dkg_progress().is_some() {
+            "dkg"
+        } else {
+            "failed"
+        };
+        let json = EpochJson {
+            epoch: epoch.number,
+            members: epoch.members.clone(),
+            start: self.epoch_start,
+            f: epoch.config.f,
+            status: status.into(),
+            changing_to: self.member.changing_to(),
+        };
+        *self.state.epoch.write().unwrap_or_else(|e| e.into_inner()) = json;
+    }
+
+    /// The operator's proposal of a change of members: checked, signed by the
+    /// member and handed to every member.
+    pub(super) fn propose(&mut self, request: ReshareRequest) -> Result<ReshareAccepted, String> {
+        let mut indices = Vec::with_capacity(request.members.len());
+        let mut ids = Vec::with_capacity(request.members.len());
+        for text in &request.members {
+            let peer = self
+                .cfg
+                .peers
+                .iter()
+                .find(|p| p.id.to_string() == *text)
+                .ok_or_else(|| {
+                    format!("{text} is not in this node's [[peers]]: add it to every member's config first")
+                })?;
+            let key = identity::member_public_key(&peer.id).map_err(|e| e.to_string())?;
+            indices.push(peer.index.0);
+            ids.push(member_id(&key));
+        }
+        let n = ids.len() as u32;
+        let c = match request.c {
+            Some(c) => c,
+            None => consensus::config::smallest_collector_slack(n)
+                .ok_or_else(|| format!("{n} members fit no n = 3f + 2c + 1 with c <= 2"))?,
+        };
+        let current = self.member.epoch().number;
+        let change = EpochChange {
+            epoch: current.saturating_add(1),
+            members: ids,
+            c,
+            beacon_threshold: request.beacon_threshold,
+        };
+        check_change(current, &change)?;
+        if self.member.replica().is_none() {
+            return Err("this node is not a running member of the current epoch".into());
+        }
+        let digest = hex::encode(change.digest());
+        let epoch = change.epoch;
+        self.handle(MemberInput::ProposeEpoch(change))
+            .map_err(|e| e.to_string())?;
+        info!(
+            epoch,
+            members = n,
+            c,
+            change = &digest[..16],
+            "proposed a change of members"
+        );
+        Ok(ReshareAccepted {
+            epoch,
+            members: indices,
+            c,
+            change: digest,
+        })
+    }
+}
+
+/// Logs a step of an epoch change.
+pub(super) fn log_epoch_event<S: Scheme>(event: &EpochEvent<S>) {
+    match event {
+        EpochEvent::Decided { epoch, height } => {
+            info!(epoch, height = height.get(), "epoch change decided")
+        }
+        EpochEvent::Ready { epoch, digest } => {
+            info!(
+                epoch,
+                keys = hex::encode(&digest[..8]),
+                "holding the new epoch's keys"
+            )
+        }
+        EpochEvent::Started {
+            epoch,
+            start,
+            members,
+            ..
+        } => info!(
+            epoch,
+            start = start.get(),
+            members = members.len(),
+            "running the new epoch; its key material saved"
+        ),
+        EpochEvent::Retired { epoch, height } => {
+            warn!(
+                epoch,
+                height = height.get(),
+                "left the group: shares erased"
+            )
+        }
+        EpochEvent::Failed { epoch, reason } => warn!(epoch, reason, "epoch change failed"),
+    }
+}

@@ -1,0 +1,507 @@
+//! `sbft-beacon run`: one real node. It drives the same [`consensus::Member`]
+//! (DKG, then replica) as the simulator, with the wall clock for time, libp2p
+//! ([`crate::net`]) for messages, a timer queue (`beacon::schedule`) for the
+//! timers the protocol asks for, redb ([`crate::store`]) for what must survive a
+//! crash, the HTTP API ([`crate::http`]) for what it serves, and a
+//! [`Recorder`] for its replica's events.
+//!
+//! Start-up: load the identity and check it against the config; if key material
+//! is on disk, restore the replica from it and the stored chain (no DKG; missed
+//! heights are fetched from peers, verified, then stored); otherwise wait for
+//! every peer (at most `peer_wait_ms`), run the DKG and persist its result before
+//! signing anything with it.
+//!
+//! Shutdown: SIGTERM or SIGINT, in any phase (waiting for peers, DKG, rounds),
+//! ends the event loop at its next turn; the persistence thread writes what it
+//! was given, the store closes and `run` returns `Ok` (exit status 0).
+//!
+//! Files: `mod.rs` starts the node and runs its event loop; `node.rs` holds
+//! the loop's state and carries out the member's outputs; `epoch.rs` a change
+//! of members; `archive.rs` the persistence thread and the store as the API's
+//! archive; `signal.rs` the stop request.
+
+mod archive;
+mod epoch;
+mod node;
+mod signal;
+
+pub use signal::{shutdown_signal, StopSignal};
+
+use crate::backfill::Backfill;
+use crate::config::Validated;
+use crate::http::{AdminRequest, ApiState, EpochJson, Submitted};
+use crate::metrics::Metrics;
+use crate::net::{Inbox, NetLimits, Network};
+use crate::recorder::Recorder;
+use crate::store::{EpochRecord, Store};
+use crate::{identity, NodeError};
+use archive::{persistence_thread, publish, StoreArchive};
+use beacon::dkg::relay::{SigningKey, VerifyingKey};
+use beacon::dkg::DkgOutput;
+use beacon::memo::Memo;
+use beacon::schedule::EventQueue;
+use beacon::{ChainInfo, Point as _, Scheme};
+use consensus::epoch::EpochView;
+use consensus::replica::CHAIN_WINDOW;
+use consensus::{Behaviour, CommittedEntry, Member, MemberInput};
+use libp2p::identity::Keypair;
+use node::{Node, STORE_READERS};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tracing::{info, info_span, warn, Instrument as _};
+
+/// Transactions submitted over HTTP and not yet handed to the replica (their
+/// bytes are bounded by `[limits] submit_queue_bytes`).
+const SUBMIT_QUEUE: usize = 10_000;
+
+/// How often a joiner that backfills old heights asks another member.
+const BACKFILL_EVERY: Duration = Duration::from_secs(1);
+
+/// How often the node logs a status line.
+const STATUS_EVERY: Duration = Duration::from_secs(10);
+
+/// The chain parameters of a DKG result (`ReplicaConfig::chain_info`, the
+/// simulator's builder too).
+pub fn chain_info<S: Scheme>(cfg: &Validated, output: &DkgOutput<S>) -> ChainInfo {
+    cfg.replica
+        .chain_info(output.keys[0].group_key().to_bytes(), S::ID)
+}
+
+/// Runs a node until it is interrupted. `behaviour` makes its replica Byzantine
+/// (for tests of the others' defences; never in production).
+/// `join` starts a node without key material as a party that joins the
+/// running network (it waits to be invited by a change of members); a node
+/// that is not a genesis member always does.
+pub async fn run<S: Scheme>(
+    cfg: Validated,
+    behaviour: Option<Behaviour>,
+    join: bool,
+) -> Result<(), NodeError> {
+    let me = cfg.me;
+    let span = info_span!("node", index = me.0);
+    run_inner::<S>(cfg, behaviour, join).instrument(span).await
+}
+
+/// Starts the node (its identity checked, its data directory read, the API
+/// served, the transport started, its member built) and runs its event loop
+/// until it stops; then lets the persistence thread finish.
+async fn run_inner<S: Scheme>(
+    cfg: Validated,
+    behaviour: Option<Behaviour>,
+    join: bool,
+) -> Result<(), NodeError> {
+    // First of all: from here on SIGTERM and SIGINT stop the node cleanly,
+    // whatever phase it is in (waiting for peers, DKG, rounds).
+    let mut stop = StopSignal::new()?;
+    if let Some(b) = behaviour {
+        warn!(
+            behaviour = b.as_str(),
+            "this node is Byzantine (testing only)"
+        );
+    }
+    let key = identity::load(&cfg.identity)?;
+    check_identity(&cfg, &key)?;
+    let disk = OnDisk::<S>::open(&cfg, join)?;
+    let metrics = Arc::new(Metrics::new());
+    let (submit, submitted) = tokio::sync::mpsc::channel(SUBMIT_QUEUE);
+    let state = Arc::new(ApiState::new(
+        metrics.clone(),
+        submit,
+        cfg.replica.max_transaction_bytes,
+        &cfg.raw.limits,
+    ));
+    disk.show(&cfg, &state);
+    let _api = crate::http::serve(cfg.http, state.clone())?;
+    let member_key = identity::member_key(&key)?;
+    let member_keys = Arc::new(
+        cfg.peers
+            .iter()
+            .map(|p| identity::member_public_key(&p.id))
+            .collect::<Result<Vec<_>, _>>()?,
+    );
+    let dkg_done = Arc::new(AtomicBool::new(disk.keys.is_some() || disk.joins));
+    let net_limits = NetLimits::of(&cfg, dkg_done.clone());
+    let (mut net, inbound) =
+        Network::start::<consensus::Envelope<S>>(key, &cfg, net_limits, metrics.clone())?;
+    // The seed is stored before anything dealt from it leaves: a node that
+    // restarts in the middle of a DKG or a change deals the same deals
+    // again, never a second version (`consensus/SAFETY.md`, "A member's part
+    // of a change survives its crash"); replaced once the keys it dealt are
+    // stored.
+    let identity = MemberIdentity {
+        seed: disk.store.member_seed()?,
+        key: member_key,
+        keys: member_keys,
+        behaviour,
+    };
+    let stored = disk.keys.is_some();
+    let had_epoch = disk.epoch_record.is_some();
+    let epoch_start = disk.epoch_record.as_ref().map_or(1, |(r, _)| r.start);
+    let store = disk.store.clone();
+    let Some(member) = build_member(&cfg, disk, identity, &mut net, &mut stop).await? else {
+        return Ok(());
+    };
+    let (persist_tx, persist_rx) = std::sync::mpsc::channel();
+    let persister = persistence_thread::<S>(store.clone(), state.clone(), persist_rx);
+    let recorder = Recorder::new(state.clone(), persist_tx.clone(), cfg.replica.clone());
+    let (admin_tx, admin) = tokio::sync::mpsc::channel::<AdminRequest>(4);
+    let _ = state.admin.set(admin_tx);
+    // A joiner that stopped before its backfill was over goes on with it.
+    let backfill = if had_epoch {
+        store
+            .lowest_of_tail::<S>()?
+            .and_then(|e| Backfill::below(Arc::new(e), &cfg.replica.genesis_seed))
+    } else {
+        None
+    };
+    let mut node = Node {
+        member,
+        net,
+        timers: EventQueue::new(),
+        store,
+        state,
+        cfg,
+        recorder,
+        dkg_started: (!stored).then(std::time::Instant::now),
+        dkg_done,
+        store_readers: Arc::new(tokio::sync::Semaphore::new(STORE_READERS)),
+        persist: persist_tx,
+        backfill,
+        backfill_turn: 0,
+        epoch_start,
+    };
+    node.handle(MemberInput::Start)?;
+    node.publish_epoch();
+    let result = event_loop(node, stop, submitted, admin, inbound).await;
+    // Let the persistence thread write what it was given (each batch is one
+    // durable transaction); the store closes with its last holder.
+    let _ = tokio::task::spawn_blocking(move || persister.join()).await;
+    if result.is_ok() {
+        info!("store flushed; stopped");
+    }
+    result
+}
+
+/// The identity file's peer ID must be the one the config lists for this node.
+fn check_identity(cfg: &Validated, key: &Keypair) -> Result<(), NodeError> {
+    if identity::peer_id(key) != cfg.me().id {
+        return Err(NodeError::Config(format!(
+            "identity {} has peer ID {}, but peers[{}] lists {}",
+            cfg.identity.display(),
+            identity::peer_id(key),
+            cfg.me.0,
+            cfg.me().id
+        )));
+    }
+    Ok(())
+}
+
+/// What the data directory holds at start-up.
+struct OnDisk<S: Scheme> {
+    store: Arc<Store>,
+    /// The epoch this node changed into last, with its key material (none
+    /// once it left).
+    epoch_record: Option<(EpochRecord, Option<DkgOutput<S>>)>,
+    /// This node's key material: the epoch record's, or else the genesis
+    /// DKG's.
+    keys: Option<DkgOutput<S>>,
+    /// The recent chain the replica resumes from.
+    chain: Vec<Arc<CommittedEntry<S>>>,
+    /// Whether the node starts as a party that joins the running network.
+    joins: bool,
+}
+
+impl<S: Scheme> OnDisk<S> {
+    /// Opens the store and reads it; `join`: the operator asked the node to
+    /// join. Stored key material must belong to this node of this network,
+    /// and a node with a chain but no keys must join.
+    fn open(cfg: &Validated, join: bool) -> Result<Self, NodeError> {
+        let store = Arc::new(Store::open(
+            &cfg.data_dir,
+            cfg.raw.limits.store_cache_bytes,
+        )?);
+        // After a change of members the epoch record holds this node's key
+        // material (none once it left); before, the genesis DKG's file does.
+        let epoch_record = store.load_epoch::<S>()?;
+        let stored = match &epoch_record {
+            Some((_, output)) => output.clone(),
+            None => store.load_dkg::<S>()?,
+        };
+        if let Some(output) = &stored {
+            check_key_material(cfg, output, epoch_record.as_ref().map(|(r, _)| r))?;
+        }
+        // A node that joined a running network may still lack old heights (it
+        // fetches them from the members): it resumes from the run above the gap.
+        let chain = match &epoch_record {
+            Some(_) => store.load_tail::<S>(CHAIN_WINDOW)?,
+            None => store.load_recent::<S>(CHAIN_WINDOW)?,
+        };
+        let joins =
+            stored.is_none() && (join || epoch_record.is_some() || !cfg.is_genesis_member());
+        if stored.is_none() && !joins && !chain.is_empty() {
+            return Err(NodeError::Config(format!(
+                "{} holds a chain but no key material: this member lost its keys. Start it with \
+                 `run --join`, and have the members reshare to a member list that includes it",
+                cfg.data_dir.display()
+            )));
+        }
+        Ok(OnDisk {
+            store,
+            epoch_record,
+            keys: stored,
+            chain,
+            joins,
+        })
+    }
+
+    /// Shows what the disk holds on the API until the member runs: the
+    /// store as its archive, the stored chain and its info, and the epoch.
+    fn show(&self, cfg: &Validated, state: &ApiState) {
+        // The API thread outlives the event loop: it holds the store weakly, so
+        // that the store closes cleanly when the node stops.
+        let _ = state
+            .archive
+            .set(Box::new(StoreArchive::<S>::new(&self.store)));
+        if let Some(output) = &self.keys {
+            let mut view = state.chain.write().unwrap_or_else(|e| e.into_inner());
+            view.set_info(chain_info(cfg, output));
+            for entry in &self.chain {
+                publish(&mut view, entry);
+            }
+            state.metrics.height.set(view.latest() as i64);
+        }
+        // Until the member runs, /epoch says what the disk holds.
+        *state.epoch.write().unwrap_or_else(|e| e.into_inner()) = match &self.epoch_record {
+            Some((r, _)) => EpochJson {
+                epoch: r.number,
+                members: r.members.clone(),
+                start: r.start,
+                f: r.config.f,
+                status: "starting".into(),
+                changing_to: None,
+            },
+            None => EpochJson {
+                epoch: 0,
+                members: (0..cfg.genesis_members).collect(),
+                start: 1,
+                f: cfg.replica.f,
+                status: "starting".into(),
+                changing_to: None,
+            },
+        };
+    }
+}
+
+/// Who this node's member is: its seed, its member key and every party's,
+/// and its behaviour.
+struct MemberIdentity {
+    /// The stored seed its deals derive from.
+    seed: [u8; 32],
+    key: SigningKey,
+    keys: Arc<Vec<VerifyingKey>>,
+    /// Byzantine for tests of the others' defences; never in production.
+    behaviour: Option<Behaviour>,
+}
+
+/// This node's member: restored from its key material and the stored chain,
+/// joining (it waits to be invited), or a genesis member that waits for its
+/// peers (at most `peer_wait_ms`) and starts the DKG. `None`: the node was
+/// asked to stop while it waited.
+async fn build_member<S: Scheme>(
+    cfg: &Validated,
+    disk: OnDisk<S>,
+    identity: MemberIdentity,
+    net: &mut Network,
+    stop: &mut StopSignal,
+) -> Result<Option<Member<S>>, NodeError> {
+    let me = cfg.me;
+    let MemberIdentity {
+        seed,
+        key: member_key,
+        keys: member_keys,
+        behaviour,
+    } = identity;
+    // The memo shares results between replicas of one process (the simulator);
+    // a node has one replica, and an unbounded cache there would only grow.
+    let memo = Memo::disabled();
+    let phase_us = cfg.raw.network.dkg_phase_ms.saturating_mul(1_000);
+    let attempts = cfg.raw.network.dkg_attempts;
+    let recorded_epoch = disk
+        .epoch_record
+        .as_ref()
+        .map(|(r, _)| EpochView::new(r.number, r.members.clone(), r.config.clone()));
+    let member = match &disk.keys {
+        Some(output) => {
+            info!(
+                height = disk.chain.last().map_or(0, |e| e.block.height.get()),
+                epoch = recorded_epoch.as_ref().map_or(0, |e| e.number),
+                "key material found: skipping the DKG, resuming from the stored chain"
+            );
+            let votes = disk.store.load_votes()?;
+            let epoch = recorded_epoch
+                .clone()
+                .unwrap_or_else(|| EpochView::genesis(cfg.replica.clone()));
+            Member::restore_in(epoch, output, disk.chain, votes, seed, memo, behaviour)?
+                .with_identity(me.0, member_key, member_keys, phase_us, attempts)
+        }
+        None if disk.joins => {
+            // The members it trusts to invite it: those of the epoch it
+            // left, or the genesis members.
+            let epoch = recorded_epoch
+                .clone()
+                .unwrap_or_else(|| EpochView::genesis(cfg.replica.clone()));
+            info!(
+                epoch = epoch.number,
+                members = epoch.members.len(),
+                "joining: waiting for the members to reshare to a member list with this node"
+            );
+            Member::joining(
+                epoch,
+                me.0,
+                seed,
+                memo,
+                member_key,
+                member_keys,
+                phase_us,
+                attempts,
+            )?
+        }
+        None => {
+            if !wait_for_peers(cfg, net, stop).await {
+                return Ok(None);
+            }
+            let network = &cfg.raw.network;
+            let dkg = cfg.replica.dkg_config(
+                cfg.dkg_session(),
+                network.dkg_dealers,
+                network.dkg_phase_ms,
+                network.dkg_attempts,
+            )?;
+            Member::new(
+                cfg.replica.clone(),
+                dkg,
+                me,
+                seed,
+                memo,
+                member_key,
+                member_keys,
+                behaviour,
+            )?
+        }
+    };
+    Ok(Some(member))
+}
+
+/// Waits for every other genesis member to connect, at most `peer_wait_ms`
+/// (the DKG then starts with those present); `false`: the node was asked to
+/// stop meanwhile.
+async fn wait_for_peers(cfg: &Validated, net: &mut Network, stop: &mut StopSignal) -> bool {
+    let others = cfg.genesis_members as usize - 1;
+    info!(peers = others, "waiting for peers before the DKG");
+    let wait = Duration::from_millis(cfg.raw.network.peer_wait_ms);
+    let all = net.connected_genesis.wait_for(|c| *c >= others);
+    let in_time = tokio::select! {
+        biased;
+        _ = stop.wait() => {
+            info!("stopping while waiting for peers");
+            return false;
+        }
+        r = tokio::time::timeout(wait, all) => r.is_ok(),
+    };
+    if in_time {
+        info!("all peers connected; starting the DKG");
+    } else {
+        warn!(
+            connected = *net.connected_genesis.borrow(),
+            "not every peer connected in time; starting the DKG with those present"
+        );
+    }
+    true
+}
+
+/// The event loop: the member's inputs (frames, due timers, submitted
+/// transactions, the operator's proposals) until the node is asked to stop
+/// (`Ok`) or fails.
+async fn event_loop<S: Scheme>(
+    mut node: Node<S>,
+    mut stop: StopSignal,
+    mut submitted: tokio::sync::mpsc::Receiver<Submitted>,
+    mut admin: tokio::sync::mpsc::Receiver<AdminRequest>,
+    mut inbound: Inbox<consensus::Envelope<S>>,
+) -> Result<(), NodeError> {
+    let mut backfill_tick = tokio::time::interval(BACKFILL_EVERY);
+    let mut status = tokio::time::interval(STATUS_EVERY);
+    let mut last_status = (0u64, std::time::Instant::now());
+    loop {
+        let deadline = node.next_deadline();
+        tokio::select! {
+            biased;
+            _ = stop.wait() => {
+                let phase = if node.dkg_done.load(Ordering::Relaxed) { "rounds" } else { "the DKG" };
+                info!("stopping during {phase}");
+                return Ok(());
+            }
+            Some((tx, _held)) = submitted.recv() => {
+                node.handle(MemberInput::ClientTransaction(tx))?;
+            }
+            Some((request, reply)) = admin.recv() => {
+                let _ = reply.send(node.propose(request));
+            }
+            _ = backfill_tick.tick(), if node.backfill.is_some() => node.request_backfill(),
+            _ = status.tick() => log_status(&node, &mut last_status),
+            message = inbound.recv() => {
+                let Some(m) = message else { return Err(NodeError::Network("transport stopped".into())) };
+                node.receive(m.from, m.message)?;
+            }
+            _ = tokio::time::sleep(deadline) => {}
+        }
+        node.fire_timers()?;
+    }
+}
+
+/// Logs the status line: the height finalized and the rate since the last
+/// line (`last`: that line's height and time).
+fn log_status<S: Scheme>(node: &Node<S>, last: &mut (u64, std::time::Instant)) {
+    let height = node
+        .member
+        .replica()
+        .map_or(0, |r| r.finalized().height().get());
+    let elapsed = last.1.elapsed().as_secs_f64();
+    let rate = height.saturating_sub(last.0) as f64 / elapsed.max(1e-3);
+    if height > 0 {
+        info!(
+            height,
+            beacons_per_s = format!("{rate:.1}"),
+            peers = *node.net.connected.borrow(),
+            "status"
+        );
+    }
+    *last = (height, std::time::Instant::now());
+}
+
+/// Checks that stored key material belongs to this node of this network: the
+/// genesis DKG's, or (after a change of members) that of the epoch `record`.
+fn check_key_material<S: Scheme>(
+    cfg: &Validated,
+    output: &DkgOutput<S>,
+    record: Option<&EpochRecord>,
+) -> Result<(), NodeError> {
+    let fits = match record {
+        None => {
+            output.session == cfg.dkg_session() && output.me == cfg.me && output.n == cfg.replica.n
+        }
+        Some(r) => {
+            output.n as usize == r.members.len()
+                && r.members.get(output.me.0 as usize) == Some(&cfg.me.0)
+                && r.config.n == output.n
+        }
+    };
+    if !fits {
+        return Err(NodeError::Store(format!(
+            "the key material in {} belongs to another network or node (session, index or n differ)",
+            cfg.data_dir.display()
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,310 @@
+//! The event loop's state ([`Node`]): one input handed to the member with
+//! its CPU measured, the member's outputs carried out (frames sent, timers
+//! set, votes and key material stored before anything that depends on them
+//! leaves), and the chain's heights served from the store or fetched below a
+//! joiner's handoff.
+
+use super::chain_info;
+use super::epoch::log_epoch_event;
+use crate::backfill::Backfill;
+use crate::clock::{now, thread_cpu_ns};
+use crate::config::Validated;
+use crate::http::ApiState;
+use crate::metrics::Phase;
+use crate::net::Network;
+use crate::recorder::Recorder;
+use crate::store::Store;
+use crate::NodeError;
+use beacon::effect::Effect;
+use beacon::schedule::EventQueue;
+use beacon::{NodeIndex, Scheme, Time};
+use consensus::observe::dispatch;
+use consensus::replica::sync_response;
+use consensus::{
+    CommittedEntry, Envelope, Height, Member, MemberInput, MemberOutput, MemberTimer, Message,
+};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tracing::{info, warn};
+
+/// The node's event loop state.
+pub(super) struct Node<S: Scheme> {
+    pub(super) member: Member<S>,
+    pub(super) net: Network,
+    pub(super) timers: EventQueue<MemberTimer>,
+    pub(super) store: Arc<Store>,
+    pub(super) state: Arc<ApiState>,
+    pub(super) cfg: Validated,
+    /// Metrics, round statistics and persistence of the replica's events.
+    pub(super) recorder: Recorder<S>,
+    /// Set once the DKG is done (or restored): DKG frames are no longer wanted.
+    pub(super) dkg_done: Arc<AtomicBool>,
+    /// When this node started its DKG (none when restored).
+    pub(super) dkg_started: Option<std::time::Instant>,
+    /// Permits to read the store for peers' sync requests.
+    pub(super) store_readers: Arc<tokio::sync::Semaphore>,
+    /// Where heights that are not the replica's events go to be stored (a
+    /// joiner's handoff and backfill).
+    pub(super) persist: std::sync::mpsc::Sender<Arc<CommittedEntry<S>>>,
+    /// A joiner's fetch of the heights below its handoff.
+    pub(super) backfill: Option<Backfill<S>>,
+    /// The next member asked for backfill (rotates).
+    pub(super) backfill_turn: usize,
+    /// The first height of the epoch this node is in (1 for the genesis).
+    pub(super) epoch_start: u64,
+}
+
+/// Sync requests answered from the store at once.
+pub(super) const STORE_READERS: usize = 2;
+
+impl<S: Scheme> Node<S> {
+    pub(super) fn handle(&mut self, input: MemberInput<S>) -> Result<(), NodeError> {
+        let phase = match &input {
+            MemberInput::Message {
+                envelope: Envelope::Consensus(Message::PrePrepare { .. }),
+                ..
+            } => Some(Phase::Sign),
+            MemberInput::Message {
+                envelope:
+                    Envelope::Consensus(
+                        Message::SignShare { .. }
+                        | Message::CommitShare { .. }
+                        | Message::Prepare { .. },
+                    ),
+                ..
+            } => Some(Phase::Collect),
+            _ => None,
+        };
+        beacon::cost::take_timings();
+        let kind = match &input {
+            MemberInput::Message { from, envelope } => Some((from.0, envelope.kind())),
+            MemberInput::Timer(_) => Some((self.cfg.me.0, "timer")),
+            _ => None,
+        };
+        let cpu = thread_cpu_ns();
+        let at = now();
+        let start = matches!(input, MemberInput::Start);
+        let outputs = self.member.handle(at, input);
+        if start && self.member.has_keys() {
+            // A restored replica starts now (a new one when its DKG completes).
+            self.recorder.start(at);
+        }
+        let spent = thread_cpu_ns().saturating_sub(cpu);
+        if let Some((from, kind)) = kind {
+            tracing::trace!(target: "timeline", at = at.0, from, kind, cpu_us = spent / 1000, wall_us = now().0 - at.0, outputs = outputs.len(), "handled");
+        }
+        self.recorder.spent(spent);
+        let timings = beacon::cost::take_timings();
+        let metrics = &self.state.metrics;
+        if let Some(p) = phase {
+            metrics.observe_phase(p, spent as f64 * 1e-9);
+        }
+        if timings.msm_ns > 0 {
+            metrics.observe_phase(Phase::Aggregate, timings.msm_ns as f64 * 1e-9);
+        }
+        if timings.pairing_ns > 0 {
+            metrics.observe_phase(Phase::Verify, timings.pairing_ns as f64 * 1e-9);
+        }
+        let result = self.apply(at, outputs);
+        // `GET /epoch` shows a change this node takes part in from when it
+        // starts (a decision, an invitation) until it is over.
+        let changing = self.member.changing_to();
+        let shown = self.state.epoch.read().map_or(None, |e| e.changing_to);
+        if shown != changing {
+            self.publish_epoch();
+        }
+        result
+    }
+
+    /// Handles a frame from member `from`.
+    pub(super) fn receive(&mut self, from: NodeIndex, frame: Envelope<S>) -> Result<(), NodeError> {
+        if let (Some(_), Envelope::Consensus(Message::SyncResponse { entries })) =
+            (&self.backfill, &frame)
+        {
+            self.on_backfill(from, entries);
+        }
+        self.handle(MemberInput::Message {
+            from,
+            envelope: frame,
+        })
+    }
+
+    /// Carries out the outputs of a `handle` call made at `at`.
+    fn apply(&mut self, at: Time, outputs: Vec<MemberOutput<S>>) -> Result<(), NodeError> {
+        for o in outputs {
+            match o {
+                MemberOutput::Effect(Effect::Send { to, message }) => {
+                    tracing::trace!(target: "timeline", at = now().0, to = to.0, kind = message.kind(), "send");
+                    if to != self.cfg.me {
+                        if let Envelope::Consensus(m) = &message {
+                            self.state.metrics.sent(m.kind(), 1);
+                        }
+                        self.net.send(to, Arc::new(encode(&message)?));
+                    }
+                }
+                MemberOutput::Effect(Effect::Broadcast(envelope)) => {
+                    tracing::trace!(target: "timeline", at = now().0, kind = envelope.kind(), "broadcast");
+                    if let Envelope::Consensus(m) = &envelope {
+                        self.state.metrics.sent(m.kind(), self.net.peers() as u64);
+                    }
+                    self.net.broadcast(Arc::new(encode(&envelope)?));
+                }
+                MemberOutput::Effect(Effect::SetTimer { at, timer }) => self.timers.push(at, timer),
+                MemberOutput::SyncFromStore { to, from_height } => {
+                    self.serve_from_store(to, from_height)
+                }
+                MemberOutput::PersistVotes(record) => {
+                    // Durable before the votes that follow leave this node: after
+                    // a crash the replica resumes from it and never signs a
+                    // different value for the same slot.
+                    let t0 = now().0;
+                    self.store.save_votes(&record)?;
+                    tracing::trace!(target: "timeline", at = t0, wall_us = now().0 - t0, "persisted");
+                    self.state.metrics.votes_persisted.inc();
+                }
+                MemberOutput::DkgComplete(output) => {
+                    self.recorder.start(at);
+                    // Durable before the replica's first signature leaves this node:
+                    // the outputs that follow are only sent after this returns.
+                    self.store.save_dkg(&output)?;
+                    self.member.replace_seed(self.store.replace_seed()?);
+                    self.dkg_done.store(true, Ordering::Relaxed);
+                    let info = chain_info(&self.cfg, &output);
+                    let dkg_ms = self
+                        .dkg_started
+                        .map_or(0, |t| t.elapsed().as_millis() as u64);
+                    info!(
+                        chain = hex::encode(info.hash()),
+                        qualified = output.qual.len(),
+                        dkg_ms,
+                        "DKG complete; key material saved"
+                    );
+                    for (dealer, reason) in &output.disqualified {
+                        warn!(dealer = dealer.0, reason, "DKG: dealer disqualified");
+                    }
+                    self.state
+                        .chain
+                        .write()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .set_info(info);
+                    self.publish_epoch();
+                }
+                MemberOutput::DkgFailed(reason) => {
+                    return Err(NodeError::Dkg(reason));
+                }
+                MemberOutput::Event(event) => dispatch(&mut self.recorder, self.cfg.me, at, &event),
+                MemberOutput::Epoch(event) => {
+                    log_epoch_event(&event);
+                    self.on_epoch_event(at, event)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Asks the next member of the current epoch for the heights below the
+    /// backfill's anchor.
+    pub(super) fn request_backfill(&mut self) {
+        let Some(b) = &self.backfill else { return };
+        let me = self.cfg.me.0;
+        let others: Vec<u32> = self
+            .member
+            .epoch()
+            .members
+            .iter()
+            .copied()
+            .filter(|d| *d != me)
+            .collect();
+        if others.is_empty() {
+            return;
+        }
+        let to = others[self.backfill_turn % others.len()];
+        self.backfill_turn = self.backfill_turn.wrapping_add(1);
+        let frame: Envelope<S> = Envelope::Consensus(Message::SyncRequest {
+            from_height: Height::new(b.request_from()),
+        });
+        if let Ok(bytes) = encode(&frame) {
+            self.net.send(NodeIndex(to), Arc::new(bytes));
+        }
+    }
+
+    /// Takes what a sync response adds below the backfill's anchor.
+    fn on_backfill(&mut self, from: NodeIndex, entries: &[Arc<CommittedEntry<S>>]) {
+        let Some(b) = &mut self.backfill else { return };
+        match b.extend(entries) {
+            Ok(taken) if taken.is_empty() => {}
+            Ok(taken) => {
+                for entry in taken {
+                    let _ = self.persist.send(entry);
+                }
+                // A member that had stored the older heights itself (it
+                // lost its keys, not its chain) stops at them.
+                let below = b.anchor_height().saturating_sub(1);
+                if b.is_complete() || self.store.get::<S>(below).ok().flatten().is_some() {
+                    info!("backfill complete: the chain is stored from round 1");
+                    self.backfill = None;
+                } else {
+                    self.backfill_turn = self.backfill_turn.wrapping_sub(1);
+                    self.request_backfill();
+                }
+            }
+            Err(e) => warn!(
+                peer = from.0,
+                error = e,
+                "backfill: a sync response does not link; ignored"
+            ),
+        }
+    }
+
+    /// Answers a sync request for heights the replica no longer keeps from the
+    /// store, on a blocking thread: at most [`STORE_READERS`] at once, and a
+    /// request beyond that is dropped (the peer asks again).
+    fn serve_from_store(&self, to: NodeIndex, from_height: Height) {
+        let Ok(permit) = self.store_readers.clone().try_acquire_owned() else {
+            self.state.metrics.frames_dropped("store-readers-busy");
+            return;
+        };
+        let store = self.store.clone();
+        let net = self.net.clone();
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            let entries = sync_response::<S>(from_height, |h| {
+                store.get::<S>(h.get()).ok().flatten().map(Arc::new)
+            });
+            if entries.is_empty() {
+                return;
+            }
+            let frame: Envelope<S> = Envelope::Consensus(Message::SyncResponse { entries });
+            match encode(&frame) {
+                Ok(bytes) => net.send(to, Arc::new(bytes)),
+                Err(e) => warn!(error = %e, "cannot answer a sync request"),
+            }
+        });
+    }
+
+    /// Fires every timer that is due.
+    pub(super) fn fire_timers(&mut self) -> Result<(), NodeError> {
+        loop {
+            let Some((_, timer)) = self.timers.pop_before(now().plus_micros(1)) else {
+                return Ok(());
+            };
+            if let (MemberTimer::Dkg(t), Some(progress)) = (&timer, self.member.dkg_progress()) {
+                // A DKG deadline passed before the DKG was over: say what it lacked.
+                info!(timer = ?t, progress, "DKG deadline");
+            }
+            self.handle(MemberInput::Timer(timer))?;
+        }
+    }
+
+    pub(super) fn next_deadline(&self) -> Duration {
+        match self.timers.next_time() {
+            Some(at) => Duration::from_micros(at.micros_since(now())),
+            None => Duration::from_secs(3600),
+        }
+    }
+}
+
+fn encode<S: Scheme>(frame: &Envelope<S>) -> Result<Vec<u8>, NodeError> {
+    beacon::wire::encode(frame).map_err(|e| NodeError::Network(format!("encoding a frame: {e}")))
+}

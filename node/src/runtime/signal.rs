@@ -1,0 +1,56 @@
+//! The process's stop request (SIGTERM or SIGINT), installed at start-up so
+//! that a node stops cleanly in any phase.
+
+use crate::NodeError;
+
+/// The process's stop request: SIGTERM or SIGINT. The handlers are installed
+/// when this is created (not when it is first awaited), so that a signal that
+/// arrives at any point after start-up, in any phase, is a request to stop
+/// rather than the default action (death, or nothing at all for PID 1 in a
+/// container).
+pub struct StopSignal {
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl StopSignal {
+    /// Installs the handlers (inside a tokio runtime).
+    pub fn new() -> Result<Self, NodeError> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let install = |kind: SignalKind| {
+                signal(kind).map_err(|e| NodeError::Io(format!("installing a signal handler: {e}")))
+            };
+            Ok(StopSignal {
+                term: install(SignalKind::terminate())?,
+                interrupt: install(SignalKind::interrupt())?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(StopSignal {})
+    }
+
+    /// Resolves at the first SIGTERM or SIGINT since [`StopSignal::new`].
+    pub async fn wait(&mut self) {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.interrupt.recv() => {}
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Resolves when the process is asked to stop (SIGINT or SIGTERM).
+pub async fn shutdown_signal() {
+    match StopSignal::new() {
+        Ok(mut stop) => stop.wait().await,
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
