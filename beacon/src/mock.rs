@@ -52,6 +52,32 @@ impl Point for MockPoint {
         MockPoint(points.iter().zip(scalars).map(|(p, s)| p.0 * *s).sum())
     }
 
+    type Affine = MockPoint;
+
+    fn to_affine_batch(points: &[Self]) -> Vec<Self> {
+        points.to_vec()
+    }
+
+    fn from_affine(point: &Self) -> Self {
+        *point
+    }
+
+    fn affine_from_bytes_on_curve(bytes: &[u8]) -> Result<Self, Error> {
+        Self::from_bytes_on_curve(bytes)
+    }
+
+    fn add_affine(&self, point: &Self) -> Self {
+        self.add(point)
+    }
+
+    fn msm_affine(points: &[Self], scalars: &[Scalar]) -> Self {
+        Self::msm(points, scalars)
+    }
+
+    fn msm_affine_u128(points: &[Self], scalars: &[u128]) -> Self {
+        Self::msm_u128(points, scalars)
+    }
+
     fn hash_to_curve(msg: &[u8], dst: &[u8]) -> Self {
         let mut h = Sha256::new();
         h.update(dst);

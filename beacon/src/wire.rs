@@ -197,35 +197,13 @@ impl<'de> Deserialize<'de> for Scalar {
     }
 }
 
-/// Serde helper for vectors of point vectors decoded on the curve only
-/// ([`Point::from_bytes_on_curve`]): the encoding is the points' own, the
-/// subgroup check is left to whoever combines them (the DKG's deal commitments).
-pub mod points_on_curve {
-    use super::*;
-
-    /// A point decoded without the subgroup check.
-    struct OnCurve<P>(P);
-
-    impl<'de, P: Point> Deserialize<'de> for OnCurve<P> {
-        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-            let bytes = deserialize_bytes(deserializer)?;
-            spend_point().map_err(de::Error::custom)?;
-            P::from_bytes_on_curve(&bytes)
-                .map(OnCurve)
-                .map_err(de::Error::custom)
-        }
-    }
-
-    /// Deserializes `Vec<Vec<P>>` whose points are checked to be on the curve only.
-    pub fn deserialize<'de, D: Deserializer<'de>, P: Point>(
-        deserializer: D,
-    ) -> Result<Vec<Vec<P>>, D::Error> {
-        let rows: Vec<Vec<OnCurve<P>>> = Vec::deserialize(deserializer)?;
-        Ok(rows
-            .into_iter()
-            .map(|row| row.into_iter().map(|p| p.0).collect())
-            .collect())
-    }
+/// The bytes of one encoded point, counted against the decoder's point
+/// budget (for types that decode points their own way: the DKG's
+/// commitments, decoded on the curve only).
+pub(crate) fn point_bytes<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
+    let bytes = deserialize_bytes(deserializer)?;
+    spend_point().map_err(de::Error::custom)?;
+    Ok(bytes)
 }
 
 /// Serde helpers for `Vec<u8>` fields: raw bytes in binary formats, hex in JSON.

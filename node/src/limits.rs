@@ -533,10 +533,11 @@ mod tests {
         /// and the shares of one member with the longest Merkle path.
         pub(super) fn relay(members: u32, thresholds: &[u32]) -> Vec<RelayMessage> {
             let point = <S as beacon::Scheme>::PublicKey::generator();
-            let commitments = thresholds
+            let commitments: Vec<Vec<_>> = thresholds
                 .iter()
                 .map(|t| vec![point; *t as usize])
                 .collect();
+            let commitments = beacon::dkg::Commitments::new(&commitments);
             let deal = Deal::<S>::new([1; 32], NodeIndex(u32::MAX), commitments, [2; 32]);
             let scalars = vec![Scalar::from_u64(u64::MAX); thresholds.len()];
             let justification = Justification {

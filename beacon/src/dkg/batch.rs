@@ -16,7 +16,9 @@
 //! the same deals uses the same weights, so `V` — one multi-scalar
 //! multiplication per coefficient over every dealer — and its value at every
 //! member's point — one FFT in the exponent — are public computations that
-//! simulated members share ([`Memo`]), each charged what it would cost alone.
+//! simulated members share ([`Memo`]), each charged what the shared computation
+//! cost. A node alone (no memo) evaluates `V` at its own point only: one MSM
+//! instead of the FFT.
 //!
 //! Public weights are sound only if a dealer cannot choose its shares after
 //! learning them: otherwise two colluding dealers could send a member errors
@@ -272,59 +274,78 @@ pub fn batch_check<S: Scheme>(
         .iter()
         .map(|(deal, _)| {
             deal.commitments
-                .iter()
+                .rows()
                 .map(|_| u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64()))
                 .collect()
         })
         .collect();
-    let mut key = Sha256::new();
-    key.update(EVALS_DOMAIN);
-    key.update(S::ID.as_str());
-    key.update(domain.n().to_be_bytes());
-    key.update(seed);
-    let evaluations = memo.get_or_compute(key.finalize().into(), || {
-        weighted_evaluations::<S>(domain, dealings, &weights)
-    });
+    let expected = if memo.is_enabled() {
+        // Simulated members share `V` at every member's point.
+        let mut key = Sha256::new();
+        key.update(EVALS_DOMAIN);
+        key.update(S::ID.as_str());
+        key.update(domain.n().to_be_bytes());
+        key.update(seed);
+        let evaluations = memo.get_or_compute(key.finalize().into(), || {
+            evaluate_in_exponent(&weighted_polynomial::<S>(dealings, &weights), domain)
+        });
+        evaluations.get(j.0 as usize).copied()
+    } else {
+        // A node alone needs `V` at its own point: one MSM, not an FFT.
+        let Ok(x) = domain.point(j) else {
+            return false;
+        };
+        Some(evaluate_at(
+            &weighted_polynomial::<S>(dealings, &weights),
+            x,
+        ))
+    };
     let mut sum = Scalar::ZERO;
     for ((_, shares), w) in dealings.iter().zip(&weights) {
         for (s, r) in shares.iter().zip(w) {
             sum += Scalar::from_u128(*r) * *s;
         }
     }
-    evaluations
-        .get(j.0 as usize)
-        .is_some_and(|v| S::PublicKey::generator().mul(&sum) == *v)
+    expected.is_some_and(|v| S::PublicKey::generator().mul(&sum) == v)
 }
 
-/// `V(x_m)` for every member `m`, `V = sum_{D,k} r_{D,k} C_{D,k}`: one
-/// multi-scalar multiplication (128-bit weights) per coefficient, then one FFT
-/// in the exponent.
-fn weighted_evaluations<S: Scheme>(
-    domain: &SignerDomain,
+/// `sum_i x^i coefficients[i]`: one MSM.
+fn evaluate_at<P: Point>(coefficients: &[P], x: Scalar) -> P {
+    let mut powers = Vec::with_capacity(coefficients.len());
+    let mut power = Scalar::one();
+    for _ in coefficients {
+        powers.push(power);
+        power *= x;
+    }
+    P::msm(coefficients, &powers)
+}
+
+/// `V = sum_{D,k} r_{D,k} C_{D,k}`: one multi-scalar multiplication (128-bit
+/// weights) per coefficient, over the commitments as they are held (affine).
+fn weighted_polynomial<S: Scheme>(
     dealings: &[(&Deal<S>, &[Scalar])],
     weights: &[Vec<u128>],
 ) -> Vec<S::PublicKey> {
     let degree = dealings
         .iter()
-        .flat_map(|(d, _)| d.commitments.iter().map(Vec::len))
+        .flat_map(|(d, _)| d.commitments.row_lens())
         .max()
         .unwrap_or(0);
     let mut points = Vec::new();
     let mut scalars = Vec::new();
-    let poly: Vec<S::PublicKey> = (0..degree)
+    (0..degree)
         .map(|i| {
             points.clear();
             scalars.clear();
             for ((deal, _), w) in dealings.iter().zip(weights) {
-                for (c, r) in deal.commitments.iter().zip(w) {
+                for (c, r) in deal.commitments.rows().zip(w) {
                     if let Some(p) = c.get(i) {
                         points.push(*p);
                         scalars.push(*r);
                     }
                 }
             }
-            S::PublicKey::msm_u128(&points, &scalars)
+            S::PublicKey::msm_affine_u128(&points, &scalars)
         })
-        .collect();
-    evaluate_in_exponent(&poly, domain)
+        .collect()
 }

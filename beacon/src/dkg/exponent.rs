@@ -25,14 +25,14 @@ pub fn share_matches<S: Scheme>(
     if !deal.commitments_in_group() {
         return false;
     }
-    deal.commitments.iter().zip(shares).all(|(c, s)| {
+    deal.commitments.rows().zip(shares).all(|(c, s)| {
         let mut powers = Vec::with_capacity(c.len());
         let mut acc = Scalar::one();
         for _ in 0..c.len() {
             powers.push(acc);
             acc *= x;
         }
-        S::PublicKey::msm(c, &powers) == S::PublicKey::generator().mul(s)
+        S::PublicKey::msm_affine(c, &powers) == S::PublicKey::generator().mul(s)
     })
 }
 

@@ -235,8 +235,9 @@ impl<S: Scheme> Dkg<S> {
             let t = self.config.thresholds[k] as usize;
             let mut sum = vec![S::PublicKey::identity(); t];
             for d in dealers {
-                for (acc, c) in sum.iter_mut().zip(&self.deals[d].commitments[k]) {
-                    *acc = acc.add(c);
+                let row = self.deals[d].commitments.row(k).unwrap_or_default();
+                for (acc, c) in sum.iter_mut().zip(row) {
+                    *acc = acc.add_affine(c);
                 }
             }
             sum

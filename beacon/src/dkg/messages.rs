@@ -21,13 +21,12 @@ pub struct Deal<S: Scheme> {
     pub dealer: NodeIndex,
     /// `commitments[k][i] = g^{a_{k,i}}` for threshold `k`, coefficient `i`.
     ///
-    /// Decoded on the curve only ([`wire::points_on_curve`]): checking each
+    /// Decoded on the curve only ([`Commitments`]): checking each
     /// point's subgroup was most of a member's DKG work. Off-group points only
     /// enter MSMs and comparisons, and the DKG checks the subgroup of the sums
     /// it keeps (`Dkg::exclude_off_group`, at step 4), which a Byzantine
     /// dealer's small-order components cannot pass unseen.
-    #[serde(deserialize_with = "wire::points_on_curve::deserialize")]
-    pub commitments: Vec<Vec<S::PublicKey>>,
+    pub commitments: Commitments<S::PublicKey>,
     /// Root of the dealer's [`ShareTree`]: commits to the shares it deals
     /// (see [`batch`]).
     pub share_root: [u8; 32],
@@ -42,7 +41,7 @@ impl<S: Scheme> Deal<S> {
     pub fn new(
         session: [u8; 32],
         dealer: NodeIndex,
-        commitments: Vec<Vec<S::PublicKey>>,
+        commitments: Commitments<S::PublicKey>,
         share_root: [u8; 32],
     ) -> Self {
         Deal {
@@ -61,7 +60,7 @@ impl<S: Scheme> Deal<S> {
     pub fn commitments_in_group(&self) -> bool {
         *self
             .in_group
-            .get_or_init(|| self.commitments.iter().flatten().all(Point::in_group))
+            .get_or_init(|| self.commitments.points().all(|p| p.in_group()))
     }
 
     /// SHA-256 of the encoded deal (computed once, shared by every holder of the `Arc`).
@@ -70,10 +69,10 @@ impl<S: Scheme> Deal<S> {
             let mut h = Sha256::new();
             h.update(self.session);
             h.update(self.dealer.0.to_be_bytes());
-            for c in &self.commitments {
-                h.update((c.len() as u64).to_be_bytes());
-                for p in c {
-                    h.update(p.to_bytes());
+            for row in self.commitments.rows() {
+                h.update((row.len() as u64).to_be_bytes());
+                for p in row {
+                    h.update(S::PublicKey::from_affine(p).to_bytes());
                 }
             }
             h.update(self.share_root);

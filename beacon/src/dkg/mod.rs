@@ -70,6 +70,7 @@
 //! the agreement step in `session/`.
 
 pub mod batch;
+pub mod commitments;
 pub mod committee;
 // Named exception: the in-memory harness is a driver, not protocol code; it
 // times real runs with the wall clock.
@@ -87,6 +88,7 @@ mod messages;
 mod output;
 mod steps;
 
+pub use commitments::Commitments;
 pub use config::{DkgConfig, DkgSettings};
 pub use exponent::{evaluate_in_exponent, share_matches};
 pub use messages::{

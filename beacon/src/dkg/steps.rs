@@ -38,6 +38,7 @@ impl<S: Scheme> Dkg<S> {
                 member_shares,
             );
             let tree = Arc::new(tree);
+            let commitments = Commitments::new(&commitments);
             let deal = Arc::new(Deal::new(session, self.me, commitments, tree.root()));
             self.deals.insert(self.me, deal.clone());
             out.push(DkgAction::Broadcast(DkgMessage::Deal(deal)));
@@ -73,12 +74,7 @@ impl<S: Scheme> Dkg<S> {
     /// A deal after the deal phase, kept apart (the first of each dealer)
     /// for [`Dkg::adopt`] alone.
     fn late_deal(&mut self, from: NodeIndex, deal: Arc<Deal<S>>) {
-        let well_formed = deal.commitments.len() == self.config.thresholds.len()
-            && deal
-                .commitments
-                .iter()
-                .zip(&self.config.thresholds)
-                .all(|(c, t)| c.len() == *t as usize);
+        let well_formed = deal.commitments.has_degrees(&self.config.thresholds);
         if deal.session == self.config.session
             && deal.dealer == from
             && well_formed
@@ -123,12 +119,7 @@ impl<S: Scheme> Dkg<S> {
                 if !self.config.is_dealer(from) || self.deals.contains_key(&from) {
                     return;
                 }
-                let well_formed = deal.commitments.len() == thresholds
-                    && deal
-                        .commitments
-                        .iter()
-                        .zip(&self.config.thresholds)
-                        .all(|(c, t)| c.len() == *t as usize);
+                let well_formed = deal.commitments.has_degrees(&self.config.thresholds);
                 if !well_formed {
                     self.disqualify(from, "commitments of the wrong degree");
                 }

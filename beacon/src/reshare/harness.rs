@@ -76,14 +76,16 @@ impl<S: Scheme> ByzantineResharer<S> {
             (ResharerFault::Silent, a @ ReshareAction::SetTimer { .. }) => Some(a),
             (ResharerFault::Silent, _) => None,
             (ResharerFault::WrongDegree, ReshareAction::Broadcast(DkgMessage::Deal(d))) => {
-                let mut commitments = d.commitments.clone();
+                let mut commitments = d.commitments.to_rows();
                 commitments[0].pop();
+                let commitments = crate::dkg::Commitments::new(&commitments);
                 let bad = Deal::new(d.session, d.dealer, commitments, d.share_root);
                 Some(ReshareAction::Broadcast(DkgMessage::Deal(Arc::new(bad))))
             }
             (ResharerFault::WrongConstant, ReshareAction::Broadcast(DkgMessage::Deal(d))) => {
-                let mut commitments = d.commitments.clone();
+                let mut commitments = d.commitments.to_rows();
                 commitments[0][0] = commitments[0][0].add(&S::PublicKey::generator());
+                let commitments = crate::dkg::Commitments::new(&commitments);
                 let bad = Deal::new(d.session, d.dealer, commitments, d.share_root);
                 Some(ReshareAction::Broadcast(DkgMessage::Deal(Arc::new(bad))))
             }

@@ -63,7 +63,10 @@ pub(super) fn sub_shares_match<S: Scheme, R: RngCore + ?Sized>(
     x: Scalar,
     rng: &mut R,
 ) -> bool {
-    let size: usize = received.iter().map(|(d, _)| d.commitments[0].len()).sum();
+    let size: usize = received
+        .iter()
+        .map(|(d, _)| d.commitments.row_lens().sum::<usize>())
+        .sum();
     let mut points = Vec::with_capacity(size);
     let mut scalars = Vec::with_capacity(size);
     let mut weighted = Scalar::ZERO;
@@ -71,13 +74,13 @@ pub(super) fn sub_shares_match<S: Scheme, R: RngCore + ?Sized>(
         let r = Scalar::random_u128(rng);
         weighted += r * *value;
         let mut power = r;
-        for c in &deal.commitments[0] {
+        for c in deal.commitments.row(0).unwrap_or_default() {
             points.push(*c);
             scalars.push(power);
             power *= x;
         }
     }
-    S::PublicKey::msm(&points, &scalars) == S::PublicKey::generator().mul(&weighted)
+    S::PublicKey::msm_affine(&points, &scalars) == S::PublicKey::generator().mul(&weighted)
 }
 
 /// `H_k = sum_i lambda_i G_{i,k}` for `k < t`: the Lagrange combination of the
@@ -90,8 +93,13 @@ pub(super) fn combine_commitments<S: Scheme>(
 ) -> Vec<S::PublicKey> {
     (0..t)
         .map(|k| {
-            let column: Vec<S::PublicKey> = deals.iter().map(|d| d.commitments[0][k]).collect();
-            S::PublicKey::msm(&column, lambdas)
+            let column: Option<Vec<_>> = deals
+                .iter()
+                .map(|d| d.commitments.row(0)?.get(k).copied())
+                .collect();
+            column.map_or(S::PublicKey::identity(), |c| {
+                S::PublicKey::msm_affine(&c, lambdas)
+            })
         })
         .collect()
 }
@@ -128,7 +136,12 @@ mod tests {
             .enumerate()
             .map(|(i, p)| {
                 let c = p.iter().map(|a| g.mul(a)).collect();
-                Deal::new([0; 32], NodeIndex(i as u32), vec![c], [0; 32])
+                Deal::new(
+                    [0; 32],
+                    NodeIndex(i as u32),
+                    crate::dkg::Commitments::new(&[c]),
+                    [0; 32],
+                )
             })
             .collect();
         let mut received: Vec<(&Deal<MinPk>, Scalar)> = deals

@@ -32,6 +32,10 @@ impl<S: Scheme> Engine<S> {
         let node = fx.node;
         let honest = self.slots[node as usize].honest;
         let before_cut = self.before_cut();
+        // The last message sent, encoded, and its copy in flight: a member
+        // sends one vote or empty complaint to each of a committee of
+        // hundreds, and their recipients share one copy.
+        let mut last: Option<(Vec<u8>, InFlight<S>)> = None;
         for (at, output) in fx.outputs {
             // Before the cut, a member that finished its DKG early only helps
             // the others': what its replica does is dropped.
@@ -64,12 +68,12 @@ impl<S: Scheme> Engine<S> {
             }
             match output {
                 MemberOutput::Effect(Effect::Send { to, message }) => {
-                    self.send(node, at, &[to], message)
+                    self.send(node, at, &[to], message, &mut last)
                 }
                 MemberOutput::Effect(Effect::Broadcast(envelope)) => {
                     let me = self.slots[node as usize].identity;
                     let all: Vec<NodeIndex> = broadcast_receivers(me, self.parties).collect();
-                    self.send(node, at, &all, envelope);
+                    self.send(node, at, &all, envelope, &mut last);
                 }
                 MemberOutput::Effect(Effect::SetTimer { at: when, timer }) => {
                     self.push(when, node, Event::Timer(timer))
@@ -120,13 +124,31 @@ impl<S: Scheme> Engine<S> {
         (!sender.twinned || sender.side == receiver.side).then_some(to)
     }
 
-    fn send(&mut self, from: u32, at: Time, to: &[NodeIndex], envelope: Envelope<S>) {
+    /// Sends `envelope` from slot `from` to `to` through the network model.
+    /// An envelope equal to the `last` one sent (the same encoding) shares its
+    /// copy in flight.
+    fn send(
+        &mut self,
+        from: u32,
+        at: Time,
+        to: &[NodeIndex],
+        envelope: Envelope<S>,
+        last: &mut Option<(Vec<u8>, InFlight<S>)>,
+    ) {
         beacon::cost::take_encoded();
-        let bytes = envelope.encode().map(|b| b.len()).unwrap_or(0);
+        let encoded = envelope.encode().unwrap_or_default();
+        let bytes = encoded.len();
         let points = beacon::cost::take_encoded();
         let consensus = matches!(envelope, Envelope::Consensus(_));
         let transmit = self.network.transmit_us(bytes);
-        let envelope = InFlight::new(envelope);
+        let envelope = match last {
+            Some((sent, copy)) if !encoded.is_empty() && *sent == encoded => copy.clone(),
+            _ => {
+                let copy = InFlight::new(envelope);
+                *last = Some((encoded, copy.clone()));
+                copy
+            }
+        };
         let identity = self.slots[from as usize].identity;
         for t in to {
             let slot = if consensus {

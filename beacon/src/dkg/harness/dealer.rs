@@ -115,7 +115,7 @@ impl<S: Scheme> ByzantineDealer<S> {
             })
             .collect::<Option<_>>()?;
         let c = null_vector(rows, *t as usize, l)?;
-        let mut commitments = deal.commitments.clone();
+        let mut commitments = deal.commitments.to_rows();
         for (point, times) in commitments[k].iter_mut().zip(c) {
             for _ in 0..times {
                 *point = point.add(&torsion);
@@ -124,7 +124,7 @@ impl<S: Scheme> ByzantineDealer<S> {
         Some(Deal::new(
             deal.session,
             deal.dealer,
-            commitments,
+            Commitments::new(&commitments),
             deal.share_root,
         ))
     }
@@ -184,10 +184,11 @@ impl<S: Scheme> DkgParticipant<S> for ByzantineDealer<S> {
                     out.push(DkgAction::Broadcast(DkgMessage::Deal(Arc::new(bad))));
                 }
                 (DealerFault::WrongDegree, DkgAction::Broadcast(DkgMessage::Deal(d))) => {
-                    let mut commitments = d.commitments.clone();
+                    let mut commitments = d.commitments.to_rows();
                     for c in &mut commitments {
                         c.pop();
                     }
+                    let commitments = Commitments::new(&commitments);
                     let bad = Deal::new(d.session, d.dealer, commitments, d.share_root);
                     out.push(DkgAction::Broadcast(DkgMessage::Deal(Arc::new(bad))));
                 }

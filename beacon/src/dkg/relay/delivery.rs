@@ -98,7 +98,7 @@ impl BroadcastRelay {
             return;
         }
         if let DkgMessage::Deal(d) = message {
-            if d.commitments.iter().flatten().any(|p| p.is_identity()) {
+            if d.commitments.points().any(|p| p.is_identity()) {
                 return;
             }
         }

@@ -40,7 +40,7 @@ fn deal_in(session: [u8; 32], dealer: u32, x: u64) -> M {
     DkgMessage::Deal(Arc::new(Deal::new(
         session,
         NodeIndex(dealer),
-        vec![vec![c]],
+        crate::dkg::Commitments::new(&[vec![c]]),
         [0; 32],
     )))
 }

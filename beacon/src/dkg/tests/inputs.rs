@@ -51,7 +51,12 @@ fn malformed_messages_are_errors_not_panics() {
         &Disturbances::default(),
     );
     assert!(run.results.iter().all(|r| matches!(r, Some(Ok(_)))));
-    let deal = Deal::<MinPk>::new([1; 32], NodeIndex(0), vec![vec![G1Gen::gen(); 2]], [0; 32]);
+    let deal = Deal::<MinPk>::new(
+        [1; 32],
+        NodeIndex(0),
+        crate::dkg::Commitments::new(&[vec![G1Gen::gen(); 2]]),
+        [0; 32],
+    );
     let bytes = DkgMessage::Deal(Arc::new(deal)).encode().unwrap();
     assert!(DkgMessage::<MinPk>::decode(&bytes).is_ok());
     for cut in [0, 1, 10, bytes.len() - 1] {

@@ -349,7 +349,7 @@ impl<S: Scheme> Resharer<S> {
             let deal = Arc::new(Deal::new(
                 self.session,
                 self.me,
-                vec![commitments],
+                crate::dkg::Commitments::new(&[commitments]),
                 tree.root(),
             ));
             self.deals.insert(self.me, deal.clone());
@@ -405,8 +405,7 @@ impl<S: Scheme> Resharer<S> {
                 if self.deals.contains_key(&from) {
                     return;
                 }
-                let t_new = self.epoch.new_threshold as usize;
-                if !matches!(deal.commitments.as_slice(), [c] if c.len() == t_new) {
+                if !deal.commitments.has_degrees(&[self.epoch.new_threshold]) {
                     self.disqualify(from, "commitments of the wrong degree");
                 }
                 // Decoded on the curve only (see `Deal::commitments`); resharing

@@ -27,7 +27,7 @@ impl<S: Scheme> Resharer<S> {
             }
         }
         for d in self.candidates() {
-            if self.deals[&d].commitments[0][0] != self.old_keys.key(d) {
+            if self.deals[&d].commitments.point(0, 0) != Some(self.old_keys.key(d)) {
                 self.disqualify(d, "commitment inconsistent with the old verification key");
             }
         }
@@ -173,7 +173,6 @@ impl<S: Scheme> Resharer<S> {
     /// matches it.
     pub fn adopt(&mut self, combined: &[NodeIndex]) -> Option<Arc<ReshareOutput<S>>> {
         let need = self.epoch.old_threshold() as usize;
-        let t_new = self.epoch.new_threshold as usize;
         if combined.len() != need || combined.windows(2).any(|w| w[0] >= w[1]) {
             return None;
         }
@@ -184,8 +183,8 @@ impl<S: Scheme> Resharer<S> {
         let mut values = Vec::with_capacity(combined.len());
         for d in combined {
             let deal = self.deals.get(d).or_else(|| self.late_deals.get(d))?;
-            let well_formed = matches!(deal.commitments.as_slice(), [c] if c.len() == t_new)
-                && deal.commitments[0][0] == self.old_keys.key(*d)
+            let well_formed = deal.commitments.has_degrees(&[self.epoch.new_threshold])
+                && deal.commitments.point(0, 0) == Some(self.old_keys.key(*d))
                 && deal.commitments_in_group();
             if !well_formed {
                 return None;

@@ -111,7 +111,7 @@ fn malformed_and_misaddressed_messages_are_ignored() {
         DkgMessage::Deal(Arc::new(Deal::new(
             session,
             NodeIndex(dealer),
-            vec![vec![crate::curve::G1::generator(); len]],
+            crate::dkg::Commitments::new(&[vec![crate::curve::G1::generator(); len]]),
             [0; 32],
         )))
     };
