@@ -185,16 +185,20 @@ impl ReplicaConfig {
 
     /// The DKG of this network, for the simulator and the node alike: its
     /// thresholds, the fault bound `f` (the agreement quorum is `n - f`), and
-    /// the committee of at least `requested_dealers` (0: every member) drawn
+    /// the committee of at least `params.dealers` (0: every member) drawn
     /// from the genesis seed, with `min_qualified` from the committee rule
-    /// ([`Committee::draw`]); phases of `phase_timeout_ms` (doubled per attempt).
+    /// ([`Committee::draw`]); phases of `params.phase_timeout_ms` (doubled per
+    /// attempt), `params.max_attempts` attempts.
     pub fn dkg_config(
         &self,
         session: [u8; 32],
-        requested_dealers: u32,
-        phase_timeout_ms: u64,
-        max_attempts: u32,
+        params: &crate::params::DkgParams,
     ) -> Result<DkgConfig, ConsensusError> {
+        let crate::params::DkgParams {
+            dealers: requested_dealers,
+            phase_timeout_ms,
+            max_attempts,
+        } = *params;
         if phase_timeout_ms == 0 {
             return Err(ConsensusError::NotPositive {
                 name: "phase_timeout_ms",

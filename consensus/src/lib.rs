@@ -47,7 +47,7 @@ pub use member::{
 };
 pub use messages::{Block, CommitCertificate, CommitPath, CommittedEntry, Digest, Message};
 pub use observe::Observer;
-pub use params::ProtocolParams;
+pub use params::{DkgParams, ProtocolParams};
 pub use participant::Participant;
 pub use replica::{
     Event, Evidence, EvidenceKind, Input, Output, ProofKind, Refusal, Replica, ShareKind,

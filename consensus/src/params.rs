@@ -80,6 +80,40 @@ impl Default for ProtocolParams {
     }
 }
 
+/// Default longest wait of a DKG phase for silent members (ms).
+pub const DEFAULT_DKG_PHASE_TIMEOUT_MS: u64 = 3_000;
+/// Default DKG attempts before the DKG fails.
+pub const DEFAULT_DKG_MAX_ATTEMPTS: u32 = 3;
+
+/// The DKG's parameters, as written in the `[dkg]` table of a simulator
+/// scenario and of a node's `node.toml` alike (the same names and defaults;
+/// [`ReplicaConfig::dkg_config`] builds the DKG from them). Every key is
+/// optional.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DkgParams {
+    /// Smallest committee of dealers (0: every member deals). The committee
+    /// is drawn from the genesis seed and raised to the size the committee
+    /// rule needs (`beacon::dkg::committee`).
+    pub dealers: u32,
+    /// Longest wait of each DKG phase for silent members in the first
+    /// attempt (ms, > 0; doubled per attempt). A phase ends as soon as
+    /// everything it waits for is in.
+    pub phase_timeout_ms: u64,
+    /// DKG attempts (each with a fresh session) before the DKG fails.
+    pub max_attempts: u32,
+}
+
+impl Default for DkgParams {
+    fn default() -> Self {
+        DkgParams {
+            dealers: 0,
+            phase_timeout_ms: DEFAULT_DKG_PHASE_TIMEOUT_MS,
+            max_attempts: DEFAULT_DKG_MAX_ATTEMPTS,
+        }
+    }
+}
+
 /// Milliseconds to microseconds, the one conversion of file durations; a
 /// value too large for microseconds in a `u64` is an error naming `name`.
 pub fn ms_to_us(name: &'static str, ms: u64) -> Result<u64, ConsensusError> {

@@ -16,7 +16,7 @@
 
 use crate::NodeError;
 use beacon::{NodeIndex, SchemeId};
-use consensus::{ProtocolParams, ReplicaConfig};
+use consensus::{DkgParams, ProtocolParams, ReplicaConfig};
 use libp2p::{Multiaddr, PeerId};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
@@ -36,6 +36,11 @@ pub struct NodeConfig {
     /// written before this table, which set some of them in `[network]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<ProtocolParams>,
+    /// DKG parameters (identical on every member): the simulator's `[dkg]`
+    /// table, the same names and defaults; absent in files written before
+    /// this table, which set them in `[network]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dkg: Option<DkgParams>,
     /// Every member, this node included.
     pub peers: Vec<PeerEntry>,
     /// Resource limits (every field has a default; written only when changed).
@@ -79,17 +84,18 @@ pub struct NetworkSection {
     /// Hex of the 32-byte seed round 1 chains on (default: SHA-256 of `id`).
     #[serde(default)]
     pub genesis_seed: Option<String>,
-    /// Longest wait of each DKG phase for silent members, in milliseconds (a
-    /// phase ends as soon as everything it waits for is in).
-    #[serde(default = "default_dkg_phase_ms")]
-    pub dkg_phase_ms: u64,
-    /// Smallest DKG committee (0: every member deals); the committee is drawn
-    /// from the genesis seed and sized by the committee rule.
-    #[serde(default)]
-    pub dkg_dealers: u32,
-    /// DKG attempts (fresh session, doubled phases) before the node gives up.
-    #[serde(default = "default_dkg_attempts")]
-    pub dkg_attempts: u32,
+    /// Old place of `[dkg] phase_timeout_ms`; read, with a warning, only from
+    /// files without `[dkg]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dkg_phase_ms: Option<u64>,
+    /// Old place of `[dkg] dealers`; read, with a warning, only from files
+    /// without `[dkg]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dkg_dealers: Option<u32>,
+    /// Old place of `[dkg] max_attempts`; read, with a warning, only from
+    /// files without `[dkg]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dkg_attempts: Option<u32>,
     /// How long to wait for every peer before starting the DKG with those present.
     #[serde(default = "default_peer_wait_ms")]
     pub peer_wait_ms: u64,
@@ -115,12 +121,6 @@ pub struct NetworkSection {
     pub view_change_timeout_ms: Option<u64>,
 }
 
-fn default_dkg_phase_ms() -> u64 {
-    3_000
-}
-fn default_dkg_attempts() -> u32 {
-    3
-}
 fn default_peer_wait_ms() -> u64 {
     60_000
 }
@@ -174,6 +174,12 @@ pub struct Validated {
     pub protocol: ProtocolParams,
     /// Replica parameters.
     pub replica: ReplicaConfig,
+    /// The DKG parameters in force (`[dkg]`, or the old `[network]` keys of
+    /// a file without it).
+    pub dkg: DkgParams,
+    /// What the file should change: old keys read from their old place
+    /// (the node logs each at start).
+    pub warnings: Vec<String>,
 }
 
 impl NodeConfig {
@@ -321,22 +327,14 @@ impl NodeConfig {
             None => Sha256::digest(self.network.id.as_bytes()).into(),
         };
         let replica = self.limits.apply(replica)?;
-        if self.network.dkg_phase_ms == 0 {
-            return err("dkg_phase_ms must be positive".into());
-        }
+        let (dkg, moved) = self.dkg_params()?;
         // The DKG the node will run (its session is known once validated).
-        replica
-            .dkg_config(
-                [0; 32],
-                self.network.dkg_dealers,
-                self.network.dkg_phase_ms,
-                self.network.dkg_attempts,
-            )
-            .map_err(|e| {
-                NodeError::Config(format!(
-                    "[network] dkg_phase_ms, dkg_dealers or dkg_attempts: {e}"
-                ))
-            })?;
+        replica.dkg_config([0; 32], &dkg).map_err(|e| {
+            NodeError::Config(match self.dkg {
+                Some(_) => format!("[dkg] {e}"),
+                None => format!("[network] dkg_phase_ms, dkg_dealers or dkg_attempts: {e}"),
+            })
+        })?;
         if self.network.id.is_empty() {
             return err("network.id must not be empty".into());
         }
@@ -352,8 +350,53 @@ impl NodeConfig {
             data_dir,
             protocol,
             replica,
+            dkg,
+            warnings: moved,
             raw: self,
         })
+    }
+
+    /// The DKG parameters of this file: `[dkg]`, or for a file written before
+    /// that table, the defaults with the old `[network]` keys
+    /// (`dkg_phase_ms`, `dkg_dealers`, `dkg_attempts`) read in, and a
+    /// warning per old key naming its new place. Both at once is an error
+    /// naming the keys to move.
+    pub fn dkg_params(&self) -> Result<(DkgParams, Vec<String>), NodeError> {
+        let network = &self.network;
+        // (set in [network], old key, its place in [dkg]).
+        let moved: Vec<String> = [
+            (
+                network.dkg_phase_ms.is_some(),
+                "dkg_phase_ms",
+                "phase_timeout_ms",
+            ),
+            (network.dkg_dealers.is_some(), "dkg_dealers", "dealers"),
+            (
+                network.dkg_attempts.is_some(),
+                "dkg_attempts",
+                "max_attempts",
+            ),
+        ]
+        .into_iter()
+        .filter(|(set, _, _)| *set)
+        .map(|(_, old, new)| format!("[network] {old} is now [dkg] {new}"))
+        .collect();
+        match &self.dkg {
+            Some(params) if moved.is_empty() => Ok((params.clone(), moved)),
+            Some(_) => Err(NodeError::Config(format!(
+                "DKG parameters in two places: {} (the [network] keys are read only from files without a [dkg] table)",
+                moved.join(", ")
+            ))),
+            None => {
+                let defaults = DkgParams::default();
+                let params = DkgParams {
+                    dealers: network.dkg_dealers.unwrap_or(defaults.dealers),
+                    phase_timeout_ms: network.dkg_phase_ms.unwrap_or(defaults.phase_timeout_ms),
+                    max_attempts: network.dkg_attempts.unwrap_or(defaults.max_attempts),
+                };
+                Ok((params, moved))
+            }
+        }
     }
 
     /// The protocol parameters of this file: `[protocol]`, or for a file
@@ -618,10 +661,15 @@ mod tests {
             let parsed: toml::Table = toml::from_str(text).unwrap();
             let mut table = toml::Table::new();
             table.insert("protocol".into(), parsed["protocol"].clone());
+            table.insert("dkg".into(), parsed["dkg"].clone());
             let pasted = toml::to_string(&table).unwrap();
-            assert!(pasted.starts_with("[protocol]"), "{pasted}");
+            assert!(
+                pasted.contains("[protocol]") && pasted.contains("[dkg]"),
+                "{pasted}"
+            );
             let cfg = load(d, &with_protocol(&valid_n(d, scenario.nodes), &pasted)).unwrap();
             assert_eq!(cfg.protocol, scenario.protocol, "{name}");
+            assert_eq!(cfg.dkg, scenario.dkg, "{name}: the same [dkg] table");
             let simulated = scenario
                 .replica_config()
                 .unwrap()
@@ -634,7 +682,8 @@ mod tests {
         }
     }
 
-    /// The example network's files (docs/operating.md) use the `[protocol]` table.
+    /// The example network's files (docs/operating.md) use the `[protocol]`
+    /// and `[dkg]` tables.
     #[test]
     fn shipped_example_configs_load() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/localnet-4");
@@ -642,7 +691,57 @@ mod tests {
             let cfg = NodeConfig::load(&dir.join(format!("node-{i}/node.toml"))).unwrap();
             assert!(cfg.raw.protocol.is_some() && cfg.raw.network.c.is_none());
             assert_eq!(cfg.protocol, ProtocolParams::with_c(0));
+            assert!(cfg.raw.dkg.is_some() && cfg.warnings.is_empty());
+            assert_eq!(cfg.dkg.phase_timeout_ms, 1_000);
         }
+    }
+
+    /// `[dkg]` has the simulator's names and defaults; the old `[network]`
+    /// keys still load, each with a warning naming its new place; both at
+    /// once, an unknown key or a zero phase are errors naming the key.
+    #[test]
+    fn dkg_table_and_its_old_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let cfg = load(d, &valid(d)).unwrap();
+        assert_eq!(cfg.dkg, DkgParams::default());
+        assert!(cfg.warnings.is_empty());
+        let table = "[dkg]\ndealers = 2\nphase_timeout_ms = 700\nmax_attempts = 5\n";
+        let cfg = load(d, &with_protocol(&valid(d), table)).unwrap();
+        let expected = DkgParams {
+            dealers: 2,
+            phase_timeout_ms: 700,
+            max_attempts: 5,
+        };
+        assert_eq!(cfg.dkg, expected);
+        assert!(cfg.warnings.is_empty());
+        let old = valid(d).replace(
+            "id = \"test\"",
+            "id = \"test\"\ndkg_dealers = 2\ndkg_phase_ms = 700\ndkg_attempts = 5",
+        );
+        let cfg = load(d, &old).unwrap();
+        assert_eq!(cfg.dkg, expected);
+        assert_eq!(
+            cfg.warnings,
+            vec![
+                "[network] dkg_phase_ms is now [dkg] phase_timeout_ms",
+                "[network] dkg_dealers is now [dkg] dealers",
+                "[network] dkg_attempts is now [dkg] max_attempts",
+            ]
+        );
+        let m = error(d, &with_protocol(&old, table));
+        assert!(m.contains("DKG parameters in two places"), "{m}");
+        assert!(
+            m.contains("[network] dkg_phase_ms is now [dkg] phase_timeout_ms"),
+            "{m}"
+        );
+        let m = error(
+            d,
+            &with_protocol(&valid(d), "[dkg]\nphase_timeout_ms = 0\n"),
+        );
+        assert!(m.contains("[dkg] phase_timeout_ms must be positive"), "{m}");
+        let m = error(d, &with_protocol(&valid(d), "[dkg]\nphase_ms = 10\n"));
+        assert!(m.contains("unknown field `phase_ms`"), "{m}");
     }
 
     #[test]

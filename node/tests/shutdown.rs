@@ -139,9 +139,14 @@ fn assert_clean(what: &str, (status, took): (ExitStatus, Duration), log: &Path) 
 
 /// Sets `key = value` in the `[network]` section of a config's text.
 fn set(text: &str, key: &str, value: &str) -> String {
+    let prefix = format!("{key} =");
+    assert!(
+        text.lines().any(|l| l.starts_with(&prefix)),
+        "no {key} in the written node.toml"
+    );
     text.lines()
         .map(|l| {
-            if l.starts_with(&format!("{key} =")) {
+            if l.starts_with(&prefix) {
                 format!("{key} = {value}")
             } else {
                 l.to_string()
@@ -178,7 +183,7 @@ fn sigterm_during_the_dkg_exits_0() {
     // phase, so the signal lands inside it.
     let mut net = Net::new(4, |t| {
         let t = set(t, "peer_wait_ms", "500");
-        set(&t, "dkg_phase_ms", "30000")
+        set(&t, "phase_timeout_ms", "30000")
     });
     for i in 0..3 {
         net.start(i, "dkg");

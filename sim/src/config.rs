@@ -77,9 +77,10 @@ pub struct SimConfig {
     /// too (one type, one set of defaults: `consensus::params`).
     #[serde(default)]
     pub protocol: ProtocolParams,
-    /// DKG parameters.
+    /// DKG parameters: the `[dkg]` table of `node.toml` (one type,
+    /// [`consensus::DkgParams`]).
     #[serde(default)]
-    pub dkg: DkgSection,
+    pub dkg: consensus::DkgParams,
     /// Network model.
     pub network: NetworkConfig,
     /// Network partitions.
@@ -154,30 +155,6 @@ impl ReshareSection {
         consensus::config::check_size(n, c)
             .map_err(|e| SimError::Config(format!("[reshare] {e}")))?;
         Ok(c)
-    }
-}
-
-/// DKG parameters.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct DkgSection {
-    /// Smallest committee of dealers (0, or at least the number of nodes: every
-    /// member deals). The committee is drawn from the genesis seed and raised to
-    /// the size the committee rule needs (`beacon::dkg::committee`).
-    pub dealers: u32,
-    /// Length of each DKG phase in the first attempt (ms; doubled per attempt).
-    pub phase_timeout_ms: u64,
-    /// DKG attempts before the DKG fails (each reruns it with a fresh session).
-    pub max_attempts: u32,
-}
-
-impl Default for DkgSection {
-    fn default() -> Self {
-        DkgSection {
-            dealers: 0,
-            phase_timeout_ms: 2_000,
-            max_attempts: 3,
-        }
     }
 }
 

@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Context, Result};
 use beacon::SchemeId;
-use consensus::ProtocolParams;
+use consensus::{DkgParams, ProtocolParams};
 use node::config::{NetworkSection, NodeConfig, NodeSection, PeerEntry};
 use node::identity;
 use std::path::{Path, PathBuf};
@@ -96,21 +96,25 @@ pub fn write_configs(
                 0
             },
         genesis_seed: None,
+        dkg_phase_ms: None,
+        peer_wait_ms: 60_000,
+        members: (members != n).then_some(members),
+        dkg_dealers: None,
+        dkg_attempts: None,
+        c: None,
+        period: None,
+        fast_path_timeout_ms: None,
+        view_change_timeout_ms: None,
+    };
+    let dkg = DkgParams {
         // Phases end as soon as everything they wait for is in; this is only
         // the bound on waiting for a silent member. It must outlast the slowest
         // honest member's work, though: all processes share this machine's
         // cores and decoding the deals' points costs each member ~n^2 work, so a
         // phase may take ~n^3 of wall time here. Generous, since an honest run
         // never waits for it (n = 4: 5 s, 16: 5.5 s, 32: 9 s, 64: 38 s).
-        dkg_phase_ms: 5_000 + u64::from(n).pow(3) / 8,
-        peer_wait_ms: 60_000,
-        members: (members != n).then_some(members),
-        dkg_dealers: 0,
-        dkg_attempts: 3,
-        c: None,
-        period: None,
-        fast_path_timeout_ms: None,
-        view_change_timeout_ms: None,
+        phase_timeout_ms: 5_000 + u64::from(n).pow(3) / 8,
+        ..DkgParams::default()
     };
     let mut out = Vec::new();
     for i in 0..n {
@@ -124,6 +128,7 @@ pub fn write_configs(
             },
             network: network.clone(),
             protocol: Some(protocol.clone()),
+            dkg: Some(dkg.clone()),
             peers: peers.clone(),
             limits: Default::default(),
             base_dir: PathBuf::new(),

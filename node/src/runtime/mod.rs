@@ -100,6 +100,9 @@ async fn run_inner<S: Scheme>(
             "this node is Byzantine (testing only)"
         );
     }
+    for old in &cfg.warnings {
+        warn!("node.toml: {old} (the old key is still read)");
+    }
     let key = identity::load(&cfg.identity)?;
     check_identity(&cfg, &key)?;
     let disk = OnDisk::<S>::open(&cfg, join)?;
@@ -325,8 +328,8 @@ async fn build_member<S: Scheme>(
     // The memo shares results between replicas of one process (the simulator);
     // a node has one replica, and an unbounded cache there would only grow.
     let memo = Memo::disabled();
-    let phase_us = cfg.raw.network.dkg_phase_ms.saturating_mul(1_000);
-    let attempts = cfg.raw.network.dkg_attempts;
+    let phase_us = cfg.dkg.phase_timeout_ms.saturating_mul(1_000);
+    let attempts = cfg.dkg.max_attempts;
     let recorded_epoch = disk
         .epoch_record
         .as_ref()
@@ -371,13 +374,7 @@ async fn build_member<S: Scheme>(
             if !wait_for_peers(cfg, net, stop).await {
                 return Ok(None);
             }
-            let network = &cfg.raw.network;
-            let dkg = cfg.replica.dkg_config(
-                cfg.dkg_session(),
-                network.dkg_dealers,
-                network.dkg_phase_ms,
-                network.dkg_attempts,
-            )?;
+            let dkg = cfg.replica.dkg_config(cfg.dkg_session(), &cfg.dkg)?;
             Member::new(
                 cfg.replica.clone(),
                 dkg,

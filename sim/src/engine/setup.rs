@@ -204,12 +204,7 @@ impl<S: Scheme> Engine<S> {
         // membership), its size and min_qualified from the committee rule.
         let session: [u8; 32] = Sha256::digest(format!("sbft-beacon sim dkg {}", cfg.seed)).into();
         let dkg = replica
-            .dkg_config(
-                session,
-                cfg.dkg.dealers,
-                cfg.dkg.phase_timeout_ms,
-                cfg.dkg.max_attempts,
-            )
+            .dkg_config(session, &cfg.dkg)
             .map_err(|e| SimError::Config(format!("[dkg] {e}")))?;
         // Every party's member key: the genesis members, then the joiners.
         let keys: Arc<Vec<_>> = Arc::new(

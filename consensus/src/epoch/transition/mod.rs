@@ -196,9 +196,11 @@ impl<S: Scheme> Transition<S> {
                     .config
                     .dkg_config(
                         derive(&session, b"consensus-keys"),
-                        0,
-                        phase_ms,
-                        max_attempts.max(1),
+                        &crate::params::DkgParams {
+                            dealers: 0,
+                            phase_timeout_ms: phase_ms,
+                            max_attempts: max_attempts.max(1),
+                        },
                     )?
                     .with(|c| {
                         c.thresholds.remove(0);
