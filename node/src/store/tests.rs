@@ -1,0 +1,257 @@
+//! The tests of the store: the chain across reopening, the member seed, the
+//! epoch record, the vote record (and its move out of the chain database),
+//! transactions by digest, corrupt key material.
+
+use super::{EpochRecord, Store, VOTES, VOTES_KEY, VOTE_BLOCKS};
+use crate::NodeError;
+use beacon::{MinSig, Scheme};
+use consensus::{Block, CommitCertificate, CommitPath, CommittedEntry, Height, SignedVotes, View};
+use redb::{Database, ReadableDatabase as _};
+use sha2::{Digest as _, Sha256};
+use std::sync::Arc;
+
+const TEST_CACHE: usize = 1 << 20;
+
+fn entry(height: u64) -> Arc<CommittedEntry<MinSig>> {
+    use beacon::Point as _;
+    let block = Arc::new(Block {
+        height: Height::new(height),
+        parent: [0; 32],
+        previous_beacon: Vec::new(),
+        transactions: vec![height.to_be_bytes().to_vec()],
+    });
+    let sig = <MinSig as Scheme>::Signature::generator();
+    Arc::new(CommittedEntry {
+        certificate: CommitCertificate {
+            height: Height::new(height),
+            view: View::ZERO,
+            digest: block.digest(),
+            path: CommitPath::Fast,
+            signature: sig,
+        },
+        block,
+        beacon: sig,
+    })
+}
+
+#[test]
+fn chain_survives_reopening_and_gaps_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(dir.path(), TEST_CACHE).unwrap();
+        assert!(store.load_recent::<MinSig>(10).unwrap().is_empty());
+        assert_eq!(store.latest_height().unwrap(), 0);
+        assert!(store.load_dkg::<MinSig>().unwrap().is_none());
+        store.append(&[entry(1), entry(2)]).unwrap();
+        store.append(&[entry(3)]).unwrap();
+    }
+    let store = Store::open(dir.path(), TEST_CACHE).unwrap();
+    let chain = store.load_recent::<MinSig>(10).unwrap();
+    assert_eq!(chain.len(), 3);
+    assert_eq!(chain[2], entry(3));
+    assert_eq!(store.latest_height().unwrap(), 3);
+    let recent = store.load_recent::<MinSig>(2).unwrap();
+    assert_eq!(recent, vec![entry(2), entry(3)]);
+    store.append(&[entry(5)]).unwrap();
+    assert!(matches!(
+        store.load_recent::<MinSig>(10),
+        Err(NodeError::Store(_))
+    ));
+    // A joiner's store: the run above the gap, and its lowest height.
+    store.append(&[entry(6)]).unwrap();
+    assert_eq!(
+        store.load_tail::<MinSig>(10).unwrap(),
+        vec![entry(5), entry(6)]
+    );
+    assert_eq!(
+        store
+            .lowest_of_tail::<MinSig>()
+            .unwrap()
+            .map(|e| e.block.height.get()),
+        Some(5)
+    );
+}
+
+/// The member seed survives a restart (a node that restarts in the
+/// middle of a DKG deals the same deal again), a replaced one is gone
+/// for good, and a seed file of the wrong length is a clear error.
+#[test]
+fn the_member_seed_is_stored_until_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = {
+        let store = Store::open(dir.path(), TEST_CACHE).unwrap();
+        store.member_seed().unwrap()
+    };
+    let store = Store::open(dir.path(), TEST_CACHE).unwrap();
+    assert_eq!(
+        store.member_seed().unwrap(),
+        first,
+        "read back after a restart"
+    );
+    let next = store.replace_seed().unwrap();
+    assert_ne!(next, first);
+    assert_eq!(store.member_seed().unwrap(), next);
+    std::fs::write(dir.path().join("member.seed"), [7u8; 31]).unwrap();
+    let err = store.member_seed().unwrap_err().to_string();
+    assert!(err.contains("not a 32-byte seed"), "{err}");
+}
+
+#[test]
+fn the_epoch_record_replaces_the_genesis_key_material() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), TEST_CACHE).unwrap();
+    assert!(store.load_epoch::<MinSig>().unwrap().is_none());
+    let config = consensus::ReplicaConfig::new(4, 0).unwrap();
+    let output = (*consensus::corpus::honest_dkg::<MinSig>(&config, 1)[0]).clone();
+    store.save_dkg(&output).unwrap();
+    let record = EpochRecord {
+        number: 1,
+        members: vec![0, 1, 2, 3],
+        config,
+        start: 11,
+        retired: false,
+    };
+    store.save_epoch(&record, Some(&output)).unwrap();
+    assert!(
+        store.load_dkg::<MinSig>().unwrap().is_none(),
+        "genesis shares erased"
+    );
+    let (back, keys) = store.load_epoch::<MinSig>().unwrap().unwrap();
+    assert_eq!(back, record);
+    assert_eq!(keys.unwrap().encode().unwrap(), output.encode().unwrap());
+    // A leaver keeps the record and no shares.
+    let left = EpochRecord {
+        retired: true,
+        ..record
+    };
+    store.save_epoch::<MinSig>(&left, None).unwrap();
+    let (back, keys) = store.load_epoch::<MinSig>().unwrap().unwrap();
+    assert!(back.retired && keys.is_none());
+    // A file that is not a record is an error, not a panic.
+    std::fs::write(dir.path().join("epoch.key"), b"garbage").unwrap();
+    assert!(matches!(
+        store.load_epoch::<MinSig>(),
+        Err(NodeError::Store(_))
+    ));
+}
+
+#[test]
+fn the_vote_record_survives_reopening() {
+    use beacon::Point as _;
+    use consensus::messages::PrepareCertificate;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), TEST_CACHE).unwrap();
+    assert!(store.load_votes::<MinSig>().unwrap().is_empty());
+    let mut record = SignedVotes::<MinSig>::new(Height::new(7));
+    record.votes.insert(View::ZERO, [1; 32]);
+    record.commits.insert(View::new(1), [2; 32]);
+    record.prepared = Some(PrepareCertificate {
+        view: View::new(1),
+        digest: [2; 32],
+        signature: <MinSig as Scheme>::Signature::generator(),
+    });
+    let block = Arc::new(consensus::Block {
+        height: Height::new(7),
+        parent: [3; 32],
+        previous_beacon: vec![4; 48],
+        transactions: vec![vec![5; 100]],
+    });
+    record.votes.insert(View::new(2), block.digest());
+    record.blocks.insert(block.digest(), block.clone());
+    store.save_votes(&[record.clone()]).unwrap();
+    drop(store);
+    let store = Store::open(dir.path(), TEST_CACHE).unwrap();
+    assert_eq!(store.load_votes::<MinSig>().unwrap(), vec![record.clone()]);
+    // A record that no longer names the block drops its body.
+    let mut next = SignedVotes::<MinSig>::new(Height::new(8));
+    next.votes.insert(View::ZERO, block.digest());
+    store.save_votes(&[next.clone()]).unwrap();
+    assert_eq!(store.load_votes::<MinSig>().unwrap(), vec![next]);
+}
+
+/// Writes `record` where versions before `votes.redb` kept it.
+fn put_record_in_chain(chain: &Database, record: &SignedVotes<MinSig>) {
+    let bytes = beacon::wire::encode(&vec![record.clone()]).unwrap();
+    let tx = chain.begin_write().unwrap();
+    tx.open_table(VOTES)
+        .unwrap()
+        .insert(VOTES_KEY, bytes.as_slice())
+        .unwrap();
+    tx.commit().unwrap();
+}
+
+#[test]
+fn a_vote_record_written_before_block_bodies_still_loads() {
+    // The encoding of the record itself is unchanged: bodies live in
+    // their own table, absent from stores written by older versions, which
+    // also kept the record in `chain.redb`.
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), TEST_CACHE).unwrap();
+    let mut record = SignedVotes::<MinSig>::new(Height::new(7));
+    record.votes.insert(View::ZERO, [1; 32]);
+    put_record_in_chain(&store.db, &record);
+    drop(store);
+    let store = Store::open(dir.path(), TEST_CACHE).unwrap();
+    assert_eq!(store.load_votes::<MinSig>().unwrap(), vec![record]);
+}
+
+#[test]
+fn a_vote_record_in_the_chain_database_moves_to_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let block = Arc::new(Block {
+        height: Height::new(7),
+        parent: [3; 32],
+        previous_beacon: vec![4; 48],
+        transactions: vec![vec![5; 100]],
+    });
+    let mut old = SignedVotes::<MinSig>::new(Height::new(7));
+    old.votes.insert(View::ZERO, block.digest());
+    old.blocks.insert(block.digest(), block.clone());
+    // The layout of earlier versions: record and bodies in chain.redb.
+    {
+        let db = Database::create(dir.path().join("chain.redb")).unwrap();
+        put_record_in_chain(&db, &old);
+        let tx = db.begin_write().unwrap();
+        let body = beacon::wire::encode(block.as_ref()).unwrap();
+        tx.open_table(VOTE_BLOCKS)
+            .unwrap()
+            .insert(&block.digest(), body.as_slice())
+            .unwrap();
+        tx.commit().unwrap();
+    }
+    let store = Store::open(dir.path(), TEST_CACHE).unwrap();
+    assert_eq!(store.load_votes::<MinSig>().unwrap(), vec![old.clone()]);
+    let tx = store.db.begin_read().unwrap();
+    assert!(tx.open_table(VOTES).is_err(), "moved out of chain.redb");
+    drop(tx);
+    // A newer record in votes.redb wins over a stale copy left in
+    // chain.redb by a crash between the copy and the removal.
+    let mut newer = SignedVotes::<MinSig>::new(Height::new(8));
+    newer.votes.insert(View::ZERO, [9; 32]);
+    store.save_votes(&[newer.clone()]).unwrap();
+    put_record_in_chain(&store.db, &old);
+    drop(store);
+    let store = Store::open(dir.path(), TEST_CACHE).unwrap();
+    assert_eq!(store.load_votes::<MinSig>().unwrap(), vec![newer]);
+}
+
+#[test]
+fn transactions_are_indexed_by_their_digest() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), TEST_CACHE).unwrap();
+    store.append(&[entry(1), entry(2)]).unwrap();
+    let id: [u8; 32] = Sha256::digest(2u64.to_be_bytes()).into();
+    assert_eq!(store.transaction_height(&id).unwrap(), Some(2));
+    assert_eq!(store.transaction_height(&[7; 32]).unwrap(), None);
+}
+
+#[test]
+fn corrupt_key_material_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), TEST_CACHE).unwrap();
+    std::fs::write(dir.path().join("dkg.key"), b"not key material").unwrap();
+    assert!(matches!(
+        store.load_dkg::<MinSig>(),
+        Err(NodeError::Store(_))
+    ));
+}
