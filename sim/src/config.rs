@@ -152,8 +152,10 @@ impl ReshareSection {
                 SimError::Config(format!("no c makes {n} new members 3f + 2c + 1"))
             })?,
         };
-        consensus::config::check_size(n, c)
-            .map_err(|e| SimError::Config(format!("[reshare] {e}")))?;
+        consensus::config::check_size(n, c).map_err(|source| SimError::Table {
+            table: "reshare",
+            source,
+        })?;
         Ok(c)
     }
 }
@@ -384,7 +386,12 @@ impl SimConfig {
         if self.nodes < 1 {
             return err("nodes must be at least 1".into());
         }
-        self.replica_config()?;
+        self.replica_config()?
+            .dkg_config([0; 32], &self.dkg)
+            .map_err(|source| SimError::Table {
+                table: "dkg",
+                source,
+            })?;
         if self.rounds == 0 {
             return err("rounds must be at least 1".into());
         }
@@ -481,7 +488,10 @@ impl SimConfig {
         let genesis_seed = Sha256::digest(format!("sbft-beacon genesis {}", self.seed)).into();
         ReplicaConfig::from_params(self.nodes, &self.protocol)
             .and_then(|replica| replica.with(|s| s.genesis_seed = genesis_seed))
-            .map_err(|e| SimError::Config(format!("[protocol] {e}")))
+            .map_err(|source| SimError::Table {
+                table: "protocol",
+                source,
+            })
     }
 
     /// The region table, if the latency model uses one.
@@ -524,5 +534,41 @@ impl RegionTable {
         (0..nodes as usize)
             .map(|i| i % self.regions.len())
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A bad value in a table is an error naming the table and the key.
+    #[test]
+    fn bad_tables_are_named() {
+        let mut cfg = SimConfig::load("default").unwrap();
+        cfg.dkg.phase_timeout_ms = 0;
+        let e = cfg.validate().unwrap_err();
+        assert!(matches!(e, SimError::Table { table: "dkg", .. }), "{e}");
+        assert!(
+            e.to_string()
+                .contains("[dkg] phase_timeout_ms must be positive"),
+            "{e}"
+        );
+        let mut cfg = SimConfig::load("default").unwrap();
+        cfg.protocol.fast_path_timeout_ms = 0;
+        let e = cfg.validate().unwrap_err();
+        assert!(
+            matches!(
+                e,
+                SimError::Table {
+                    table: "protocol",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(
+            e.to_string().contains("[protocol] fast_path_timeout_ms"),
+            "{e}"
+        );
     }
 }

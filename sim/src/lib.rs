@@ -72,6 +72,15 @@ pub enum SimError {
     /// The scenario's protocol parameters make no valid replica or member.
     #[error("invalid scenario: {0}")]
     Protocol(#[from] consensus::ConsensusError),
+    /// A table of the scenario (`[protocol]`, `[dkg]`, `[reshare]`) holds
+    /// values that make no valid replica or DKG.
+    #[error("invalid scenario: [{table}] {source}")]
+    Table {
+        /// The table's name.
+        table: &'static str,
+        /// What is wrong with it.
+        source: consensus::ConsensusError,
+    },
     /// The scenario's DKG parameters are invalid.
     #[error("invalid scenario: DKG: {0}")]
     Dkg(#[source] beacon::Error),

@@ -205,7 +205,10 @@ impl<S: Scheme> Engine<S> {
         let session: [u8; 32] = Sha256::digest(format!("sbft-beacon sim dkg {}", cfg.seed)).into();
         let dkg = replica
             .dkg_config(session, &cfg.dkg)
-            .map_err(|e| SimError::Config(format!("[dkg] {e}")))?;
+            .map_err(|source| SimError::Table {
+                table: "dkg",
+                source,
+            })?;
         // Every party's member key: the genesis members, then the joiners.
         let keys: Arc<Vec<_>> = Arc::new(
             (0..parties)
