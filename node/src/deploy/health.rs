@@ -1,0 +1,73 @@
+//! `sbft-beacon health`: the probe the container image's `HEALTHCHECK` runs,
+//! `GET /health` on the API of the node a config names (or of a URL).
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use node::config::NodeConfig;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Options of `health`.
+#[derive(Args)]
+pub struct HealthArgs {
+    /// The node's config: its `http` address is probed (on loopback where it
+    /// listens on every address).
+    #[arg(long, value_name = "FILE", default_value = "/node/node.toml")]
+    config: PathBuf,
+    /// Probe this API instead, e.g. `http://127.0.0.1:8000`.
+    #[arg(long, conflicts_with = "config")]
+    url: Option<String>,
+    /// Give up after this many seconds.
+    #[arg(long, default_value_t = 3)]
+    timeout_s: u64,
+}
+
+/// The API base URL of the node configured in `path`.
+pub(super) fn api_of(path: &Path) -> Result<String> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let cfg: NodeConfig = toml::from_str(&text)
+        .with_context(|| format!("{} is not a node config", path.display()))?;
+    let addr: SocketAddr = cfg
+        .node
+        .http
+        .parse()
+        .with_context(|| format!("{}: bad http address {:?}", path.display(), cfg.node.http))?;
+    let ip = match addr.ip() {
+        IpAddr::V4(a) if a.is_unspecified() => IpAddr::from([127, 0, 0, 1]),
+        IpAddr::V6(a) if a.is_unspecified() => IpAddr::from(std::net::Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    Ok(format!("http://{}", SocketAddr::new(ip, addr.port())))
+}
+
+/// Runs `health`: `GET /health`; succeeds on 200 (the node has its key material
+/// and is on schedule), fails otherwise, printing what the node said.
+pub fn health(args: HealthArgs) -> Result<()> {
+    let base = match &args.url {
+        Some(u) => u.trim_end_matches('/').to_string(),
+        None => api_of(&args.config)?,
+    };
+    let url = format!("{base}/health");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(args.timeout_s.max(1)))
+            .build()?;
+        let response = client
+            .get(&url)
+            .send()
+            .await
+            .with_context(|| format!("GET {url}"))?;
+        let status = response.status();
+        let body = response.text().await.unwrap_or_default();
+        println!("{status} {}", body.trim());
+        if !status.is_success() {
+            bail!("{url}: {status}");
+        }
+        Ok(())
+    })
+}
