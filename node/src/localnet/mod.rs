@@ -6,11 +6,12 @@
 //!
 //! Files: here the arguments and the run; `configs.rs` the nodes' files;
 //! `procs.rs` the node processes; `observe.rs` what the network does;
-//! `reshare.rs` a change of members.
+//! `report.rs` the report of a run; `reshare.rs` a change of members.
 
 mod configs;
 mod observe;
 mod procs;
+mod report;
 mod reshare;
 
 pub use configs::{fast_path_timeout_ms, view_change_timeout_ms, write_configs};
@@ -18,10 +19,11 @@ pub use configs::{fast_path_timeout_ms, view_change_timeout_ms, write_configs};
 use anyhow::{bail, Context, Result};
 use beacon::SchemeId;
 use clap::Args;
+use consensus::ProtocolParams;
 use observe::observe;
 use procs::{keep_or_stop, logged_dkg_s, spawn_all, stop};
+use report::Report;
 use reshare::reshare_run;
-use serde_json::json;
 use sim::report::percentiles;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -78,32 +80,13 @@ pub struct LocalnetArgs {
     reshare_at: u64,
 }
 
-/// Runs `localnet`.
+/// Runs `localnet`: the nodes' files, then the network (or the change of
+/// members of `--reshare-to`), its report, and the nodes stopped or kept.
 pub fn run(args: LocalnetArgs) -> Result<()> {
-    if args.nodes < 1 {
-        bail!("--nodes must be at least 1");
-    }
-    if args.rounds < 2 {
-        bail!("--rounds must be at least 2 (round 1 waits for the DKG)");
-    }
-    let mut protocol = args.protocol.params(args.nodes)?;
-    if args.protocol.protocol.is_none() {
-        protocol.view_change_timeout_ms = view_change_timeout_ms(args.nodes);
-        protocol.fast_path_timeout_ms = fast_path_timeout_ms(args.nodes);
-    }
+    let protocol = protocol_params(&args)?;
     let period = protocol.period_s()?;
     let wall = Instant::now();
-    let temp;
-    let dir = match &args.dir {
-        Some(d) => {
-            std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
-            d.clone()
-        }
-        None => {
-            temp = tempfile::tempdir().context("creating a temporary directory")?;
-            temp.path().to_path_buf()
-        }
-    };
+    let (dir, _temp) = network_dir(&args)?;
     let parties = args.nodes.max(args.reshare_to.unwrap_or(0));
     let configs = write_configs(
         &dir,
@@ -114,15 +97,7 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
         args.base_port,
     )?;
     if args.configs_only {
-        if args.wan.enabled() {
-            bail!(
-                "--configs-only writes plain configs: the WAN emulator runs only with the network"
-            );
-        }
-        for (path, http) in &configs {
-            println!("{}  (API {http})", path.display());
-        }
-        return Ok(());
+        return list_configs(&args, &configs);
     }
     if let Some(m) = args.reshare_to {
         if args.wan.enabled() || args.flood > 0 || m == 0 {
@@ -131,20 +106,7 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
         return reshare_run(&args, &dir, &configs, m, wall);
     }
     // Kept alive until the nodes are stopped (dropping it stops the relays).
-    let _wan = match node::wan::WanModel::from_args(&args.wan, args.nodes)? {
-        Some(model) => {
-            let paths: Vec<PathBuf> = configs.iter().map(|(p, _)| p.clone()).collect();
-            let wan = node::wan::LinkEmulator::in_front_of(model, &paths)?;
-            if !args.json {
-                eprintln!(
-                    "emulated WAN: {} relays in userspace",
-                    args.nodes * args.nodes.saturating_sub(1)
-                );
-            }
-            Some(wan)
-        }
-        None => None,
-    };
+    let _wan = emulate_wan(&args, &configs)?;
     let launched = Instant::now();
     let mut procs = spawn_all(&configs)?;
     if !args.json {
@@ -172,121 +134,84 @@ pub fn run(args: LocalnetArgs) -> Result<()> {
             return Err(e);
         }
     };
-    let http: Vec<&String> = procs.iter().map(|p| &p.http).collect();
-    let (lat, delay) = (&outcome.latency, &outcome.delay);
-    let dkg = percentiles(&logged_dkg_s(&procs));
-    let mut report = json!({
-        "nodes": args.nodes,
-        "rounds": args.rounds,
-        "scheme": args.scheme.as_str(),
-        "chain_identical": outcome.chain_identical,
-        "chain_verified": outcome.chain_verified,
-        "beacon_latency_ms": lat,
-        "commit_latency_ms": outcome.commit_latency,
-        "messages_per_round": outcome.traffic.messages_per_round,
-        "messages_by_kind": outcome.traffic.messages_by_kind,
-        "fast_path_ratio": outcome.traffic.fast_path_ratio,
-        "cpu_ms_per_round": {
-            "protocol_p50": outcome.protocol_cpu.p50,
-            "process_p50": outcome.process_cpu.p50,
-        },
-        "samples": outcome.samples,
-        "per_round_beacon_p50_ms": outcome.per_round_p50,
-        "http": http,
-        "dir": dir.display().to_string(),
-        "wall_s": wall.elapsed().as_secs_f64(),
-        "startup_s": outcome.startup_s,
-        "startup_cpu_s": outcome.startup_cpu_s,
-        "dkg_s": dkg.p50,
-    });
-    if period > 0 {
-        report["beacon_delay_ms"] = json!(delay);
+    Report {
+        args: &args,
+        outcome: &outcome,
+        http: procs.iter().map(|p| &p.http).collect(),
+        dir: &dir,
+        period,
+        wall,
+        dkg: percentiles(&logged_dkg_s(&procs)),
     }
-    if args.wan.enabled() {
-        report["wan"] = json!({
-            "regions": args.wan.regions.as_ref().map(|p| p.display().to_string()),
-            "latency_ms": args.wan.latency_ms,
-            "jitter_ms": args.wan.jitter_ms,
-            "bandwidth_mbps": args.wan.bandwidth_mbps,
-            "backend": "userspace",
-        });
-    }
-    let growth = outcome
-        .rss_end_mb
-        .iter()
-        .zip(&outcome.rss_warm_mb)
-        .map(|(e, w)| e - w)
-        .fold(0.0, f64::max);
-    report["rss_mb"] = json!({
-        "first": outcome.rss_first_mb,
-        "last": outcome.rss_end_mb,
-        "max": outcome.rss_max_mb,
-    });
-    report["soak_rss_mb"] = json!({
-        "warm": outcome.rss_warm_mb,
-        "end": outcome.rss_end_mb,
-        "growth_max": growth,
-    });
-    if args.flood > 0 {
-        report["p99_under_flood_ms"] = json!(lat.p99);
-    }
-    if args.json {
-        println!("{report}");
-    } else {
-        println!(
-            "{} nodes, {} rounds: chain identical on every node: {}, verifies: {}",
-            args.nodes, args.rounds, outcome.chain_identical, outcome.chain_verified
-        );
-        println!(
-            "round latency (ms, rounds 2..={} on every node, {} samples): p50 {:.2}  p90 {:.2}  p99 {:.2}  max {:.2}",
-            args.rounds, outcome.samples, lat.p50, lat.p90, lat.p99, lat.max
-        );
-        let commit = &outcome.commit_latency;
-        println!(
-            "commit latency (ms): p50 {:.2}  p90 {:.2}  p99 {:.2}  max {:.2}; messages per round {:.1}, fast path {:.0}%",
-            commit.p50,
-            commit.p90,
-            commit.p99,
-            commit.max,
-            outcome.traffic.messages_per_round,
-            outcome.traffic.fast_path_ratio * 100.0
-        );
-        if period > 0 {
-            println!(
-                "beacon delay after its scheduled time (ms): p50 {:.2}  p90 {:.2}  p99 {:.2}  max {:.2}",
-                delay.p50, delay.p90, delay.p99, delay.max
-            );
-        }
-        println!(
-            "start-up: every node served round 1 {:.2} s after launch ({:.1} CPU s in all); DKG {:.2} s (median of the nodes' logs, max {:.2})",
-            outcome.startup_s, outcome.startup_cpu_s, dkg.p50, dkg.max
-        );
-        println!(
-            "CPU per round and node (ms, median): protocol {:.2}, whole process {:.2}",
-            outcome.protocol_cpu.p50, outcome.process_cpu.p50
-        );
-        println!(
-            "APIs: {}",
-            http.iter()
-                .map(|s| s.as_str())
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
-        println!(
-            "RSS per node (MB): after warm-up {:?}, at the end {:?} (growth at most {growth:.1})",
-            outcome.rss_warm_mb, outcome.rss_end_mb
-        );
-        if args.flood > 0 {
-            println!(
-                "round latency p99 under a flood of {} transactions of 64 KiB per node: {:.2} ms",
-                args.flood, lat.p99
-            );
-        }
-        println!("wall {:.1} s", wall.elapsed().as_secs_f64());
-    }
+    .print();
     keep_or_stop(&args, &runtime, &mut procs);
     if !outcome.chain_identical || !outcome.chain_verified {
         bail!("the nodes do not serve one valid chain");
     }
     Ok(())
+}
+
+/// Checks `--nodes` and `--rounds`, and reads the protocol parameters: without
+/// a protocol file, with the timeouts that suit `--nodes` processes on one
+/// machine.
+fn protocol_params(args: &LocalnetArgs) -> Result<ProtocolParams> {
+    if args.nodes < 1 {
+        bail!("--nodes must be at least 1");
+    }
+    if args.rounds < 2 {
+        bail!("--rounds must be at least 2 (round 1 waits for the DKG)");
+    }
+    let mut protocol = args.protocol.params(args.nodes)?;
+    if args.protocol.protocol.is_none() {
+        protocol.view_change_timeout_ms = view_change_timeout_ms(args.nodes);
+        protocol.fast_path_timeout_ms = fast_path_timeout_ms(args.nodes);
+    }
+    Ok(protocol)
+}
+
+/// The network's folder: `--dir` (created if missing), or a temporary one,
+/// removed when the returned guard is dropped.
+fn network_dir(args: &LocalnetArgs) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
+    match &args.dir {
+        Some(d) => {
+            std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+            Ok((d.clone(), None))
+        }
+        None => {
+            let temp = tempfile::tempdir().context("creating a temporary directory")?;
+            Ok((temp.path().to_path_buf(), Some(temp)))
+        }
+    }
+}
+
+/// `--configs-only`: prints each node's config and API address, and starts
+/// nothing (refused with the WAN emulator, which runs only with the network).
+fn list_configs(args: &LocalnetArgs, configs: &[(PathBuf, String)]) -> Result<()> {
+    if args.wan.enabled() {
+        bail!("--configs-only writes plain configs: the WAN emulator runs only with the network");
+    }
+    for (path, http) in configs {
+        println!("{}  (API {http})", path.display());
+    }
+    Ok(())
+}
+
+/// The emulated WAN in front of the nodes (userspace relays per directed
+/// link), where the WAN arguments ask for one.
+fn emulate_wan(
+    args: &LocalnetArgs,
+    configs: &[(PathBuf, String)],
+) -> Result<Option<node::wan::LinkEmulator>> {
+    let Some(model) = node::wan::WanModel::from_args(&args.wan, args.nodes)? else {
+        return Ok(None);
+    };
+    let paths: Vec<PathBuf> = configs.iter().map(|(p, _)| p.clone()).collect();
+    let wan = node::wan::LinkEmulator::in_front_of(model, &paths)?;
+    if !args.json {
+        eprintln!(
+            "emulated WAN: {} relays in userspace",
+            args.nodes * args.nodes.saturating_sub(1)
+        );
+    }
+    Ok(Some(wan))
 }
