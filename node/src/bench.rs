@@ -332,6 +332,8 @@ fn dkg<S: Scheme>(args: &DkgArgs) -> Result<()> {
             S::ID
         );
     }
+    // Times are CPU times: MSMs on this thread alone, not on blst's pool.
+    beacon::curve::set_msm_pool(false);
     for &n in &args.n {
         if n == 0 {
             bail!("--n must be at least 1");
@@ -351,8 +353,6 @@ fn dkg<S: Scheme>(args: &DkgArgs) -> Result<()> {
         }
         .build()?;
         let memo = beacon::memo::Memo::shared();
-        // Times are CPU times: MSMs on this thread alone, not on blst's pool.
-        beacon::curve::set_msm_pool(false);
         let start = Instant::now();
         let mut participants = harness::honest::<S>(&config, args.seed, &memo)?;
         // Member 0 computes everything alone, as a node does (it shares no

@@ -311,13 +311,10 @@ pub fn batch_check<S: Scheme>(
 
 /// `sum_i x^i coefficients[i]`: one MSM.
 fn evaluate_at<P: Point>(coefficients: &[P], x: Scalar) -> P {
-    let mut powers = Vec::with_capacity(coefficients.len());
-    let mut power = Scalar::one();
-    for _ in coefficients {
-        powers.push(power);
-        power *= x;
-    }
-    P::msm(coefficients, &powers)
+    P::msm(
+        coefficients,
+        &super::exponent::powers(x, coefficients.len()),
+    )
 }
 
 /// `V = sum_{D,k} r_{D,k} C_{D,k}`: one multi-scalar multiplication (128-bit

@@ -26,14 +26,20 @@ pub fn share_matches<S: Scheme>(
         return false;
     }
     deal.commitments.rows().zip(shares).all(|(c, s)| {
-        let mut powers = Vec::with_capacity(c.len());
-        let mut acc = Scalar::one();
-        for _ in 0..c.len() {
-            powers.push(acc);
-            acc *= x;
-        }
-        S::PublicKey::msm_affine(c, &powers) == S::PublicKey::generator().mul(s)
+        S::PublicKey::msm_affine(c, &powers(x, c.len())) == S::PublicKey::generator().mul(s)
     })
+}
+
+/// `1, x, x^2, ..., x^(len - 1)`: the weights that evaluate a committed
+/// polynomial of `len` coefficients at `x` in one MSM.
+pub(crate) fn powers(x: Scalar, len: usize) -> Vec<Scalar> {
+    let mut out = Vec::with_capacity(len);
+    let mut power = Scalar::one();
+    for _ in 0..len {
+        out.push(power);
+        power *= x;
+    }
+    out
 }
 
 /// Evaluates the polynomial with coefficients `g^{a_i}` "in the exponent" at every
