@@ -27,7 +27,8 @@ pub enum Behaviour {
     /// As collector, never sends the beacon: commit proofs go out without it,
     /// beacons, beacon shares and sync responses (which carry beacons) not at all.
     WithholdBeacon,
-    /// As primary, proposes at once, ignoring the round's time on paced chains.
+    /// Ignores the round's time on paced chains: votes on a proposal, and so
+    /// releases its beacon share, as soon as it holds one (as primary, its own).
     EagerPrimary,
     /// Sends VIEW-CHANGE, NEW-VIEW and PRE-PREPARE for view `u64::MAX`.
     HugeView,

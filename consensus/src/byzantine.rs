@@ -293,14 +293,20 @@ impl<S: Scheme> Participant<S> for ByzantineReplica<S> {
         let mut out = Vec::with_capacity(pending.len());
         while let Some(o) = pending.pop_front() {
             match (self.behaviour, o) {
-                // An eager primary does not wait for the round's time.
+                // An eager replica does not wait for the round's time: it
+                // votes (and releases its beacon share) on what it holds at once.
+                // It tells its replica the release time has come (the real
+                // timer still fires, for proposals that arrive later).
                 (
                     Behaviour::EagerPrimary,
-                    Output::Effect(Effect::SetTimer {
-                        timer: timer @ Timer::Propose { .. },
-                        ..
+                    o @ Output::Effect(Effect::SetTimer {
+                        at,
+                        timer: timer @ Timer::Release { .. },
                     }),
-                ) => pending.extend(self.inner.handle(now, Input::Timer(timer))),
+                ) => {
+                    pending.extend(self.inner.handle(at, Input::Timer(timer)));
+                    self.rewrite(o, &mut out);
+                }
                 (_, o) => self.rewrite(o, &mut out),
             }
         }

@@ -75,14 +75,15 @@ pub struct ReplicaSettings {
     pub election_lag: u64,
     /// Beacon period in microseconds (0 = back-to-back rounds).
     pub period_us: u64,
-    /// Time of round 1 (the primary of height `h` proposes no earlier than
-    /// `genesis_time + (h - 1) * period`).
+    /// Time of round 1 (replicas sign height `h` at
+    /// `genesis_time + (h - 1) * period` by their clocks).
     pub genesis_time_us: u64,
     /// The 32-byte seed round 1 chains on.
     pub genesis_seed: [u8; 32],
-    /// The clock skew tolerated between replicas on a paced chain: no honest
-    /// replica releases its beacon share of round `h` before
-    /// `time_of_round(h) - max_clock_skew_us` by its own clock.
+    /// The clock skew tolerated between replicas on a paced chain: honest
+    /// replicas sign round `h` at `time_of_round(h)` by their own clocks, so
+    /// none of its beacon shares exists before `time_of_round(h) -
+    /// max_clock_skew_us` of true time while clocks are within this skew.
     pub max_clock_skew_us: u64,
     /// How long a collector waits for the fast path before preparing (slow path).
     pub fast_path_timeout_us: u64,
@@ -347,9 +348,23 @@ impl ReplicaSettings {
             .fold(0, u64::saturating_add)
     }
 
-    /// Earliest time an honest replica signs anything for `height` (and so
-    /// releases its beacon share): the round's time less the tolerated clock
-    /// skew. Back-to-back chains (no period) have no such time.
+    /// When an honest replica signs for `height` (and so releases its beacon
+    /// share), by its own clock: the round's time. The primary proposes
+    /// earlier and replicas hold the proposal until then, so the beacon follows
+    /// the round's time by two message delays. Back-to-back chains (no period)
+    /// have no such time.
+    pub fn signing_time(&self, height: u64) -> u64 {
+        if self.period_us == 0 {
+            return 0;
+        }
+        self.time_of_round(height)
+    }
+
+    /// Earliest time any beacon share of `height` can exist while honest
+    /// clocks are within `max_clock_skew_us` of true time: the round's time
+    /// less that skew (a replica whose clock runs ahead signs at
+    /// [`Self::signing_time`] by its clock). What the simulator checks every
+    /// honest beacon against. Back-to-back chains have no such time.
     pub fn release_time(&self, height: u64) -> u64 {
         if self.period_us == 0 {
             return 0;
@@ -358,7 +373,8 @@ impl ReplicaSettings {
             .saturating_sub(self.max_clock_skew_us)
     }
 
-    /// Earliest time the primary of `height` may propose.
+    /// The time of round `height`: honest replicas sign it then by their own
+    /// clocks ([`Self::signing_time`]).
     pub fn time_of_round(&self, height: u64) -> u64 {
         self.genesis_time_us
             .saturating_add(height.saturating_sub(1).saturating_mul(self.period_us))

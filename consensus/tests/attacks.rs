@@ -150,8 +150,22 @@ fn forged_view_changes_do_not_fork_the_chain() {
                 .unwrap()
                 .with(|s| s.genesis_seed = [g; 32])
                 .unwrap();
-            let e0 = Election::draw(&config.genesis_seed, Height::new(1), View::ZERO, 4, 1);
-            let e1 = Election::draw(&config.genesis_seed, Height::new(1), View::new(1), 4, 1);
+            let e0 = Election::draw(
+                &config.genesis_seed,
+                &config.genesis_seed,
+                Height::new(1),
+                View::ZERO,
+                4,
+                1,
+            );
+            let e1 = Election::draw(
+                &config.genesis_seed,
+                &config.genesis_seed,
+                Height::new(1),
+                View::new(1),
+                4,
+                1,
+            );
             (e0.collectors[0] != e1.primary).then_some((config, e0.collectors[0], e1.primary))
         })
         .unwrap();
@@ -501,9 +515,16 @@ fn eager_primary_releases_nothing_early<S: Scheme>() {
             })
             .unwrap();
         // The primary of height 1 is eager.
-        let eager = Election::draw(&cfg.genesis_seed, Height::new(1), View::ZERO, 4, 1)
-            .primary
-            .0;
+        let eager = Election::draw(
+            &cfg.genesis_seed,
+            &cfg.genesis_seed,
+            Height::new(1),
+            View::ZERO,
+            4,
+            1,
+        )
+        .primary
+        .0;
         let mut net = Net::<S>::new(cfg.clone(), seed, &[(eager, Behaviour::EagerPrimary)]);
         net.start();
         assert!(net.run_until(5, Time::from_millis(60_000)));

@@ -30,7 +30,14 @@ impl Fixture {
     fn new() -> Self {
         let config = ReplicaConfig::new(4, 0).unwrap();
         let outputs = common::dkg::<S>(&config, 11);
-        let e = Election::draw(&config.genesis_seed, Height::new(1), View::ZERO, 4, 1);
+        let e = Election::draw(
+            &config.genesis_seed,
+            &config.genesis_seed,
+            Height::new(1),
+            View::ZERO,
+            4,
+            1,
+        );
         let voter = (0..4)
             .map(NodeIndex)
             .find(|i| *i != e.primary && !e.collectors.contains(i))

@@ -58,7 +58,7 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => (any::<usize>(), proptest::option::of((number(), number())), prop_oneof![0u32..4, any::<u32>()])
             .prop_map(|(index, relabel, from)| Op::Message { index, relabel, from }),
-        2 => (0u8..6, number(), number()).prop_map(|(k, h, v)| Op::Timer(k, h, v)),
+        2 => (0u8..5, number(), number()).prop_map(|(k, h, v)| Op::Timer(k, h, v)),
         1 => (0u64..2_000_000).prop_map(Op::Tick),
     ]
 }
@@ -66,11 +66,10 @@ fn op() -> impl Strategy<Value = Op> {
 fn timer(kind: u8, height: u64, view: u64) -> Timer {
     let (height, view) = (Height::new(height), View::new(view));
     match kind {
-        0 => Timer::Propose { height },
-        1 => Timer::FastPath { height, view },
-        2 => Timer::ViewChange { height, view },
-        3 => Timer::Retransmit { height, view },
-        4 => Timer::BackupCollector { height, view },
+        0 => Timer::FastPath { height, view },
+        1 => Timer::ViewChange { height, view },
+        2 => Timer::Retransmit { height, view },
+        3 => Timer::BackupCollector { height, view },
         _ => Timer::Release { height },
     }
 }

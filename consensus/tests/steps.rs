@@ -80,7 +80,14 @@ impl Fixture {
                     .unwrap()
                     .with(|s| s.genesis_seed = [g; 32])
                     .unwrap();
-                let e = Election::draw(&config.genesis_seed, Height::new(1), View::ZERO, 4, 1);
+                let e = Election::draw(
+                    &config.genesis_seed,
+                    &config.genesis_seed,
+                    Height::new(1),
+                    View::ZERO,
+                    4,
+                    1,
+                );
                 (e.primary != e.collectors[0]).then_some((config, e.primary, e.collectors[0]))
             })
             .unwrap();
@@ -241,11 +248,10 @@ impl Fixture {
         }
     }
 
-    /// The primary of `(2, 0)`, elected by the beacon of round 1.
+    /// The primary of `(2, 0)`: the first collector of height 1, drawn from
+    /// the genesis seed (a primary is drawn one round before its collectors).
     fn primary_of_height_2(&self) -> NodeIndex {
-        let beacon = self.aggregate(0, &self.round_message());
-        let randomness = beacon::chain::randomness(&beacon.to_bytes());
-        Election::draw(&randomness, Height::new(2), View::ZERO, 4, 1).primary
+        Election::primary(&self.config.genesis_seed, Height::new(2), 4)
     }
 }
 
@@ -354,14 +360,15 @@ fn collector() {
     let fx = Fixture::new(78);
     let (p, c) = (fx.primary, fx.collector);
     let [a, b] = fx.others;
-    let next = Election::draw(
-        &beacon::chain::randomness(&fx.aggregate(0, &fx.round_message()).to_bytes()),
-        Height::new(2),
-        View::ZERO,
+    let next = Election::primary(&fx.config.genesis_seed, Height::new(2), 4);
+    assert_eq!(next, c, "the collector proposes height 2");
+    // The collector of height 2 is the primary of height 3, drawn by beacon 1.
+    let beacon_1 = fx.aggregate(0, &fx.round_message());
+    let collector_2 = Election::primary(
+        &beacon::chain::randomness(&beacon_1.to_bytes()),
+        Height::new(3),
         4,
-        1,
     );
-    assert_eq!(next.primary, c, "fixture: the collector proposes height 2");
     let block = fx.block(b"tx");
     let steps = vec![
         step("start", Input::Start, outs!["timer view-change(1,0)"]),
@@ -390,7 +397,7 @@ fn collector() {
             msg(b, fx.sign_share(b, 0, &block, "")),
             outs!["persist-votes 2";
                 "broadcast commit-proof"; "committed 1"; "finalized 1"; "broadcast pre-prepare";
-                "timer view-change(2,0)"; "send sign-share to {}", next.collectors[0];
+                "timer view-change(2,0)"; "send sign-share to {}", collector_2;
                 "timer retransmit(2,0)"
             ],
         ),
@@ -408,11 +415,18 @@ fn slow_path() {
     assert_eq!(
         fx.primary_of_height_2(),
         c,
-        "fixture: the collector proposes and collects height 2"
+        "the collector proposes height 2"
     );
     let [a, x] = fx.others;
     let block = fx.block(b"tx");
     let digest = block.digest();
+    // The collector of height 2 is the primary of height 3, drawn by beacon 1.
+    let beacon_1 = fx.aggregate(0, &fx.round_message());
+    let collector_2 = Election::primary(
+        &beacon::chain::randomness(&beacon_1.to_bytes()),
+        Height::new(3),
+        4,
+    );
     let steps = vec![
         step("start", Input::Start, outs!["timer view-change(1,0)"]),
         step(
@@ -447,11 +461,12 @@ fn slow_path() {
             vec![],
         ),
         step(
-            "the third: slow-path proof, commit, finalize; height 2 proposed, its own vote collected",
+            "the third: slow-path proof, commit, finalize; height 2 proposed and voted on",
             msg(a, fx.commit_share(a, 0, digest)),
-            outs!["persist-votes 2"; 
+            outs!["persist-votes 2";
                 "broadcast commit-proof"; "committed 1"; "finalized 1"; "broadcast pre-prepare";
-                "timer view-change(2,0)"; "timer retransmit(2,0)"
+                "timer view-change(2,0)"; "send sign-share to {}", collector_2;
+                "timer retransmit(2,0)"
             ],
         ),
     ];
@@ -465,7 +480,14 @@ fn slow_path() {
 #[test]
 fn view_change() {
     let fx = Fixture::new(80);
-    let e1 = Election::draw(&fx.config.genesis_seed, Height::new(1), View::new(1), 4, 1);
+    let e1 = Election::draw(
+        &fx.config.genesis_seed,
+        &fx.config.genesis_seed,
+        Height::new(1),
+        View::new(1),
+        4,
+        1,
+    );
     let me = e1.primary;
     let [a, b] = {
         let v: Vec<NodeIndex> = (0..4).map(NodeIndex).filter(|i| *i != me).collect();
@@ -520,7 +542,14 @@ fn view_change() {
 #[test]
 fn new_view() {
     let fx = Fixture::new(81);
-    let e1 = Election::draw(&fx.config.genesis_seed, Height::new(1), View::new(1), 4, 1);
+    let e1 = Election::draw(
+        &fx.config.genesis_seed,
+        &fx.config.genesis_seed,
+        Height::new(1),
+        View::new(1),
+        4,
+        1,
+    );
     let q = e1.primary;
     let others: Vec<NodeIndex> = (0..4).map(NodeIndex).filter(|i| *i != q).collect();
     let me = *others.iter().find(|i| **i != fx.primary).unwrap();
@@ -650,12 +679,13 @@ fn catch_up() {
             let chain = &net.record.disks[0];
             let primaries: Vec<NodeIndex> = (1..=4u64)
                 .map(|h| {
+                    // Drawn from the beacon of round h - 2 (election lag 1).
                     let randomness = match h {
-                        1 => config.genesis_seed.to_vec(),
-                        _ => beacon::chain::randomness(&chain[h as usize - 2].beacon.to_bytes())
+                        1 | 2 => config.genesis_seed.to_vec(),
+                        _ => beacon::chain::randomness(&chain[h as usize - 3].beacon.to_bytes())
                             .to_vec(),
                     };
-                    Election::draw(&randomness, Height::new(h), View::ZERO, 4, 1).primary
+                    Election::primary(&randomness, Height::new(h), 4)
                 })
                 .collect();
             let me = (0..4).map(NodeIndex).find(|i| !primaries.contains(i))?;
@@ -764,7 +794,14 @@ fn malformed_messages_decode_to_errors() {
 #[test]
 fn a_restarted_new_primary_sends_no_second_new_view() {
     let fx = Fixture::new(80);
-    let e1 = Election::draw(&fx.config.genesis_seed, Height::new(1), View::new(1), 4, 1);
+    let e1 = Election::draw(
+        &fx.config.genesis_seed,
+        &fx.config.genesis_seed,
+        Height::new(1),
+        View::new(1),
+        4,
+        1,
+    );
     let me = e1.primary;
     let others: Vec<NodeIndex> = (0..4).map(NodeIndex).filter(|i| *i != me).collect();
     let new_view_blocks = |out: &[consensus::Output<S>]| -> Vec<Digest> {
@@ -839,7 +876,14 @@ fn a_restarted_new_primary_sends_no_second_new_view() {
 #[test]
 fn a_new_primary_resends_its_new_view_at_most_three_times() {
     let fx = Fixture::new(81);
-    let e1 = Election::draw(&fx.config.genesis_seed, Height::new(1), View::new(1), 4, 1);
+    let e1 = Election::draw(
+        &fx.config.genesis_seed,
+        &fx.config.genesis_seed,
+        Height::new(1),
+        View::new(1),
+        4,
+        1,
+    );
     let me = e1.primary;
     let others: Vec<NodeIndex> = (0..4).map(NodeIndex).filter(|i| *i != me).collect();
     let new_views_to = |out: &[consensus::Output<S>], who: NodeIndex| {
@@ -950,7 +994,14 @@ fn share_retransmissions_back_off() {
 #[test]
 fn a_forged_copy_of_a_held_prepare_never_reaches_the_vote_record() {
     let fx = Fixture::new(85);
-    let e1 = Election::draw(&fx.config.genesis_seed, Height::new(1), View::new(1), 4, 1);
+    let e1 = Election::draw(
+        &fx.config.genesis_seed,
+        &fx.config.genesis_seed,
+        Height::new(1),
+        View::new(1),
+        4,
+        1,
+    );
     let q = e1.primary;
     let others: Vec<NodeIndex> = (0..4).map(NodeIndex).filter(|i| *i != q).collect();
     let me = others[0];
@@ -1050,7 +1101,14 @@ fn a_round_hashes_each_message_to_the_curve_once() {
 #[test]
 fn view_change_retransmissions_back_off() {
     let fx = Fixture::new(82);
-    let e1 = Election::draw(&fx.config.genesis_seed, Height::new(1), View::new(1), 4, 1);
+    let e1 = Election::draw(
+        &fx.config.genesis_seed,
+        &fx.config.genesis_seed,
+        Height::new(1),
+        View::new(1),
+        4,
+        1,
+    );
     let me = (0..4).map(NodeIndex).find(|i| *i != e1.primary).unwrap();
     let mut replica = fx.started(me);
     let timer = Timer::ViewChange {

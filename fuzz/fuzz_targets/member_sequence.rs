@@ -96,12 +96,11 @@ fuzz_target!(|data: &[u8]| {
             }
             3 => {
                 let (height, view) = (Height::new(a), View::new(b));
-                let timer = match op[1] % 6 {
-                    0 => Timer::Propose { height },
-                    1 => Timer::FastPath { height, view },
-                    2 => Timer::ViewChange { height, view },
-                    3 => Timer::Retransmit { height, view },
-                    4 => Timer::BackupCollector { height, view },
+                let timer = match op[1] % 5 {
+                    0 => Timer::FastPath { height, view },
+                    1 => Timer::ViewChange { height, view },
+                    2 => Timer::Retransmit { height, view },
+                    3 => Timer::BackupCollector { height, view },
                     _ => Timer::Release { height },
                 };
                 MemberInput::Timer(MemberTimer::Replica { epoch: 0, timer })

@@ -254,6 +254,9 @@ fn print_table(r: &Report) {
         r.view_changes
     );
     println!("beacon latency ms   {}", p(&r.beacon_latency_ms));
+    if let Some(delay) = &r.beacon_delay_ms {
+        println!("beacon delay ms     {} (after the round's time)", p(delay));
+    }
     println!("commit latency ms   {}", p(&r.commit_latency_ms));
     println!(
         "traffic             {:.1} messages and {:.0} bytes per node per round ({:.0} messages per round)",

@@ -118,6 +118,10 @@ pub struct Report {
     pub dkg_bytes_per_member: f64,
     /// Beacon round latency (ms): from learning beta_{h-1} to learning beta_h.
     pub beacon_latency_ms: Percentiles,
+    /// On a paced chain, the delay (ms) from a round's time to a member
+    /// learning its beacon (`localnet`'s `beacon_delay_ms`); absent back to back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beacon_delay_ms: Option<Percentiles>,
     /// Commit round latency (ms): from committing block h-1 to committing block
     /// h (`consensus::latency`).
     pub commit_latency_ms: Percentiles,

@@ -7,7 +7,9 @@ use crate::report::{percentiles, Percentiles, RoundStats};
 use beacon::{Beacon, NodeIndex, Scheme, Time};
 use consensus::latency::RoundClock;
 use consensus::replica::Evidence;
-use consensus::{Block, CommitCertificate, CommitPath, CommittedEntry, Height, Observer, View};
+use consensus::{
+    Block, CommitCertificate, CommitPath, CommittedEntry, Height, Observer, ReplicaConfig, View,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -27,11 +29,16 @@ pub struct Stats {
     finalized: Vec<Height>,
     /// Evidence by kind and culprit.
     evidence: BTreeMap<String, u64>,
+    /// On a paced chain, the replicas' schedule (`time_of_round`).
+    schedule: Option<ReplicaConfig>,
+    /// Per learned beacon on a paced chain: ms from its round's time.
+    delay_samples: Vec<f64>,
 }
 
 impl Stats {
-    /// Statistics of `slots` slots, nothing observed yet.
-    pub fn new(slots: usize) -> Self {
+    /// Statistics of `slots` slots of replicas configured by `replica`,
+    /// nothing observed yet.
+    pub fn new(slots: usize, replica: &ReplicaConfig) -> Self {
         Stats {
             clocks: vec![RoundClock::new(); slots],
             beacon_samples: BTreeMap::new(),
@@ -40,6 +47,8 @@ impl Stats {
             view_changes: BTreeSet::new(),
             finalized: vec![Height::ZERO; slots],
             evidence: BTreeMap::new(),
+            schedule: (replica.period_us > 0).then(|| replica.clone()),
+            delay_samples: Vec::new(),
         }
     }
 
@@ -76,6 +85,14 @@ impl Stats {
     pub fn beacon_latency(&self) -> Percentiles {
         let all: Vec<f64> = self.beacon_samples.values().flatten().copied().collect();
         percentiles(&all)
+    }
+
+    /// On a paced chain, the delay from each round's time to a member learning
+    /// its beacon, over all rounds and members; `None` back to back.
+    pub fn beacon_delay(&self) -> Option<Percentiles> {
+        self.schedule
+            .as_ref()
+            .map(|_| percentiles(&self.delay_samples))
     }
 
     /// Commit round latency over all heights and members.
@@ -127,6 +144,10 @@ impl<S: Scheme> Observer<S> for Stats {
 
     fn beacon(&mut self, node: NodeIndex, at: Time, beacon: &Beacon) {
         let height = Height::new(beacon.round);
+        if let Some(schedule) = &self.schedule {
+            let due = schedule.time_of_round(beacon.round);
+            self.delay_samples.push((at.0 as f64 - due as f64) / 1000.0);
+        }
         if let Some(latency) = self.clocks[node.0 as usize].beacon(height, at) {
             self.beacon_samples
                 .entry(beacon.round)

@@ -523,6 +523,38 @@ fn four_nodes_with_model(
     report
 }
 
+/// Issue 34: a back-to-back round takes two message delays, not three. The
+/// rank-0 collector of a height is the primary of the next: its commit proof
+/// and its next PRE-PREPARE leave together, and the SIGN-SHARE it collects
+/// carries the beacon share. Over 10 ms links a round was 30 ms plus CPU; now
+/// 20 ms plus CPU, with no more than `(c + 4) n` messages.
+#[test]
+fn a_back_to_back_round_takes_two_message_delays() {
+    let r = four_nodes_with_model(&built_in_cost_model(), |_| {});
+    assert!(r.beacon_delay_ms.is_none(), "no round times back to back");
+    assert!(
+        r.beacon_latency_ms.p50 < 30.0,
+        "three delays or more: {:?}",
+        r.beacon_latency_ms
+    );
+    assert!(r.messages_per_round <= 4.0 * 4.0, "{}", r.messages_per_round);
+}
+
+/// Issue 34: on a paced chain the primary proposes before the round's time and
+/// every replica votes at that time, so the beacon follows the round's time by
+/// two message delays (it waited for the proposal: three), and never comes
+/// before it (the replicas' clocks agree here).
+#[test]
+fn a_paced_beacon_follows_its_rounds_time_by_two_message_delays() {
+    let r = four_nodes_with_model(&built_in_cost_model(), |cfg| {
+        cfg.protocol.period_ms = 1_000;
+    });
+    let delay = r.beacon_delay_ms.expect("a paced chain reports the delay");
+    assert!(delay.p50 >= 20.0, "before two delays: {delay:?}");
+    assert!(delay.p50 < 30.0, "three delays or more: {delay:?}");
+    assert!(r.messages_per_round <= 4.0 * 4.0, "{}", r.messages_per_round);
+}
+
 /// Nodes on one host share its disk: their durable writes (every replica
 /// records its vote at the same moment) go one after the other, while the
 /// cores, here plenty, stay free.

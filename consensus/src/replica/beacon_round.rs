@@ -149,10 +149,10 @@ impl<S: Scheme> Replica<S> {
     }
 
     /// Sends our beacon share of this round to every member, once per height,
-    /// never before the round's release time.
+    /// never before the round's signing time.
     pub(super) fn send_beacon_share(&mut self, now: Time) {
         let round = &self.round.beacon;
-        if round.share_sent || now < Time(self.config.release_time(self.height.get())) {
+        if round.share_sent || now < Time(self.config.signing_time(self.height.get())) {
             return;
         }
         self.round.beacon.share_sent = true;

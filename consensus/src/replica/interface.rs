@@ -35,11 +35,6 @@ pub enum Input<S: Scheme> {
 /// Timers a replica asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Timer {
-    /// The round's time has come: the primary may propose.
-    Propose {
-        /// Height.
-        height: Height,
-    },
     /// A collector's fast-path wait is over.
     FastPath {
         /// Height.
@@ -68,7 +63,7 @@ pub enum Timer {
         /// View.
         view: View,
     },
-    /// A paced round's release time: proposals held until now may be signed.
+    /// A paced round's signing time: proposals held until now may be signed.
     Release {
         /// Height.
         height: Height,
@@ -76,11 +71,10 @@ pub enum Timer {
 }
 
 impl fmt::Display for Timer {
-    /// `propose(h)`, `fast-path(h,v)`, `view-change(h,v)`, `retransmit(h,v)`,
+    /// `fast-path(h,v)`, `view-change(h,v)`, `retransmit(h,v)`,
     /// `backup-collector(h,v)`, `release(h)`: the names step tables use.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Timer::Propose { height } => write!(f, "propose({height})"),
             Timer::FastPath { height, view } => write!(f, "fast-path({height},{view})"),
             Timer::ViewChange { height, view } => write!(f, "view-change({height},{view})"),
             Timer::Retransmit { height, view } => write!(f, "retransmit({height},{view})"),

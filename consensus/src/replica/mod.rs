@@ -236,7 +236,7 @@ impl<S: Scheme> Replica<S> {
 
     /// Routes one message to the handler of its step, or buffers it: messages
     /// of later heights until that height, of later views until a NEW-VIEW,
-    /// proposals until the round's release time.
+    /// proposals until the round's signing time.
     fn dispatch(&mut self, now: Time, origin: Origin, message: Message<S>) {
         let from = origin.from;
         let message = match message {
@@ -282,7 +282,7 @@ impl<S: Scheme> Replica<S> {
             return;
         }
         if !origin.local {
-            let early = now < Time(self.config.release_time(h.get()));
+            let early = now < Time(self.config.signing_time(h.get()));
             if early
                 && matches!(
                     message,
@@ -353,7 +353,6 @@ impl<S: Scheme> Replica<S> {
     fn on_timer(&mut self, now: Time, timer: Timer) {
         let h = self.height;
         match timer {
-            Timer::Propose { height } if height == h && self.view == View::ZERO => self.propose(),
             Timer::Release { height } if height == h => {
                 for (from, message) in self.round.waiting.take_held() {
                     self.outbox.replay(from, message);
@@ -400,8 +399,8 @@ impl<S: Scheme> Replica<S> {
         true
     }
 
-    /// Starts the current height at view 0: the primary proposes (or waits for
-    /// the round's time), timers are armed, and what arrived early for this
+    /// Starts the current height at view 0: the primary proposes, timers are
+    /// armed, and what arrived early for this
     /// height is replayed.
     fn enter_height(&mut self, now: Time) {
         let h = self.height;
@@ -411,11 +410,11 @@ impl<S: Scheme> Replica<S> {
         self.resume_votes(now);
         let round_time = Time(self.config.time_of_round(h.get()));
         if self.round.election.primary == self.me() {
-            if round_time > now {
-                self.outbox.timer(round_time, Timer::Propose { height: h });
-            } else {
-                self.propose();
-            }
+            // At once, even before the round's time on a paced chain: replicas
+            // (this one included) hold the proposal until the signing time, so
+            // their votes and beacon shares leave at that time, two message
+            // delays before the beacon, not three.
+            self.propose(now);
         }
         let at = now
             .max(round_time)
@@ -427,7 +426,7 @@ impl<S: Scheme> Replica<S> {
                 view: View::ZERO,
             },
         );
-        let release = Time(self.config.release_time(h.get()));
+        let release = Time(self.config.signing_time(h.get()));
         if release > now {
             self.outbox.timer(release, Timer::Release { height: h });
         }

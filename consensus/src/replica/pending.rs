@@ -2,7 +2,7 @@
 //! the loopback when their time comes: messages of later heights (replayed on
 //! entering that height), of later views (replayed when a NEW-VIEW is
 //! accepted), and, on a paced chain, proposals that arrive before the round's
-//! release time (replayed by the release timer; signing them earlier would
+//! signing time (replayed by the signing timer; signing them earlier would
 //! release our beacon share early).
 
 use crate::messages::Message;
@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 pub(super) const FUTURE_LIMIT: usize = 20_000;
 /// Furthest height ahead that is buffered.
 pub(super) const FUTURE_HEIGHTS: u64 = 64;
-/// Most proposals held until a paced round's release time.
+/// Most proposals held until a paced round's signing time.
 const HELD_LIMIT: usize = 64;
 
 /// Messages of later heights (kept across heights).
@@ -111,7 +111,7 @@ impl<S: Scheme> Waiting<S> {
         std::mem::take(&mut self.views)
     }
 
-    /// Holds a proposal until the release time, if there is room.
+    /// Holds a proposal until the signing time, if there is room.
     pub fn hold(&mut self, from: NodeIndex, message: Message<S>) {
         if self.held.len() < HELD_LIMIT {
             self.held.push((from, message));

@@ -1,9 +1,11 @@
 //! Step 1: the election and the primary's proposal. The beacon of height
-//! `h - k` (`k = election_lag`) draws the primary and the `c + 1` collectors of
-//! `(h, v)`; the primary of view 0 proposes a block from the mempool, no earlier
-//! than the round's time on a paced chain. Later views' blocks come from the
-//! view-change rule ([`super::new_view`]). The proposal is broadcast and handed
-//! to this replica's voter through the loopback.
+//! `h - k` (`k = election_lag`) draws the `c + 1` collectors of `(h, v)`, the
+//! first of whom is the primary of `h + 1` (pipelining, [`crate::election`]).
+//! The primary of view 0 proposes a block from the mempool as soon as it
+//! enters the height; votes on it, its own included, wait for the round's
+//! signing time on a paced chain. Later views' blocks come from the view-change
+//! rule ([`super::new_view`]). The proposal is broadcast and handed to this
+//! replica's voter through the loopback (or held until the signing time).
 
 use super::chain::ChainWindow;
 use super::sync::{block_bytes, block_header_bytes};
@@ -12,7 +14,7 @@ use crate::config::ReplicaConfig;
 use crate::election::Election;
 use crate::messages::{Block, Digest, Message};
 use crate::{Height, View};
-use beacon::{NodeIndex, Point, Scheme};
+use beacon::{NodeIndex, Point, Scheme, Time};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -25,15 +27,21 @@ pub(super) fn elect<S: Scheme>(
     view: View,
 ) -> Election {
     let electing = height.saturating_sub(config.election_lag);
-    let randomness: Vec<u8> = if electing > Height::ZERO {
+    let randomness = |round: Height| -> Vec<u8> {
         chain
-            .get(electing)
+            .get(round)
+            .filter(|_| round > Height::ZERO)
             .map(|e| beacon::chain::randomness(&e.beacon.to_bytes()).to_vec())
             .unwrap_or_else(|| config.genesis_seed.to_vec())
-    } else {
-        config.genesis_seed.to_vec()
     };
-    Election::draw(&randomness, height, view, config.n, config.c + 1)
+    Election::draw(
+        &randomness(electing.saturating_sub(1)),
+        &randomness(electing),
+        height,
+        view,
+        config.n,
+        config.c + 1,
+    )
 }
 
 /// Proposals made and primaries drawn at one height.
@@ -54,8 +62,9 @@ impl Primary {
 
 impl<S: Scheme> Replica<S> {
     /// Step 1: as the primary of the current view, propose a fresh block (once
-    /// per view, never during a view change).
-    pub(super) fn propose(&mut self) {
+    /// per view, never during a view change). Our own vote on it waits, like
+    /// everyone's, for the round's signing time.
+    pub(super) fn propose(&mut self, now: Time) {
         let view = self.view;
         if self.round.view_change.in_progress() || !self.round.primary.proposed.insert(view) {
             return;
@@ -79,7 +88,11 @@ impl<S: Scheme> Replica<S> {
             block,
         };
         self.outbox.broadcast(proposal.clone());
-        self.outbox.loop_back(self.me(), proposal);
+        if now < Time(self.config.signing_time(self.height.get())) {
+            self.round.waiting.hold(self.me(), proposal);
+        } else {
+            self.outbox.loop_back(self.me(), proposal);
+        }
     }
 
     /// The primary of `view` at the current height (elections cached per view).

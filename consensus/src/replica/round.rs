@@ -40,7 +40,7 @@ pub(super) struct Round<S: Scheme> {
     pub view_change: ViewChanges<S>,
     /// Steps 2-3: what is sent again.
     pub retransmit: Retransmit<S>,
-    /// Messages waiting for a later view or the release time.
+    /// Messages waiting for a later view or the signing time.
     pub waiting: Waiting<S>,
 }
 

@@ -205,7 +205,7 @@ impl<S: Scheme> Replica<S> {
         let block = voter
             .claimed()
             .and_then(|d| self.round.blocks.get(&d).cloned());
-        let release = Time(self.config.release_time(self.height.get()));
+        let release = Time(self.config.signing_time(self.height.get()));
         let mut vc = ViewChange {
             from: self.me(),
             height: self.height,

@@ -76,6 +76,7 @@ impl<S: Scheme> Engine<S> {
             dkg_messages_by_kind: dkg_messages,
             dkg_bytes_per_member: self.dkg_bytes as f64 / n,
             beacon_latency_ms: self.stats.beacon_latency(),
+            beacon_delay_ms: self.stats.beacon_delay(),
             commit_latency_ms: self.stats.commit_latency(),
             messages_per_round: per(consensus_messages),
             messages_by_kind: self

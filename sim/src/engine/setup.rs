@@ -281,6 +281,7 @@ impl<S: Scheme> Engine<S> {
         }
         let total = slots.len();
         let host = host_of(cfg, &costs);
+        let stats = Stats::new(total, &replica);
         Ok(Engine {
             checker: Checker::new(&replica, S::ID, honest, cfg.seed),
             cfg: cfg.clone(),
@@ -310,7 +311,7 @@ impl<S: Scheme> Engine<S> {
             consensus_bytes: 0,
             dkg_messages: BTreeMap::new(),
             dkg_bytes: 0,
-            stats: Stats::new(total),
+            stats,
             twin_slot,
             cpu_at_rounds_start: 0,
             parties,
@@ -404,7 +405,7 @@ impl<S: Scheme> Engine<S> {
         self.host = host_of(&self.cfg, &self.costs);
         // The DKG's shared results are no use to the rounds.
         self.memo.clear();
-        self.stats = Stats::new(self.slots.len());
+        self.stats = Stats::new(self.slots.len(), &self.replica);
         for slot in &mut self.slots {
             slot.member = None;
             slot.disk = Disk::default();
