@@ -395,8 +395,10 @@ fn collector() {
         step(
             "the fourth: fast-path proof, commit, finalize; height 2 proposed and voted on",
             msg(b, fx.sign_share(b, 0, &block, "")),
-            outs!["persist-votes 2";
-                "broadcast commit-proof"; "committed 1"; "finalized 1"; "broadcast pre-prepare";
+            outs!["broadcast commit-proof"; "committed 1"; "finalized 1";
+                // The proof leaves before the durable write of the next
+                // proposal, which only what follows waits for.
+                "persist-votes 2"; "broadcast pre-prepare";
                 "timer view-change(2,0)"; "send sign-share to {}", collector_2;
                 "timer retransmit(2,0)"
             ],
@@ -448,7 +450,7 @@ fn slow_path() {
         step(
             "fast-path timer: PREPARE from the tau shares; its own COMMIT share goes to itself",
             Input::Timer(Timer::FastPath { height: Height::new(1), view: View::ZERO }),
-            outs!["persist-votes 1"; "broadcast prepare"],
+            outs!["broadcast prepare"; "persist-votes 1"],
         ),
         step(
             "a second COMMIT share",
@@ -463,8 +465,10 @@ fn slow_path() {
         step(
             "the third: slow-path proof, commit, finalize; height 2 proposed and voted on",
             msg(a, fx.commit_share(a, 0, digest)),
-            outs!["persist-votes 2";
-                "broadcast commit-proof"; "committed 1"; "finalized 1"; "broadcast pre-prepare";
+            outs!["broadcast commit-proof"; "committed 1"; "finalized 1";
+                // The proof leaves before the durable write of the next
+                // proposal, which only what follows waits for.
+                "persist-votes 2"; "broadcast pre-prepare";
                 "timer view-change(2,0)"; "send sign-share to {}", collector_2;
                 "timer retransmit(2,0)"
             ],
@@ -603,7 +607,7 @@ fn new_view() {
         step(
             "the NEW-VIEW: accepted, and a vote in view 1 to its collector",
             msg(q, new_view(vcs.clone())),
-            outs!["persist-votes 1"; "timer view-change(1,1)"; "send sign-share to {}", e1.collectors[0]],
+            outs!["timer view-change(1,1)"; "persist-votes 1"; "send sign-share to {}", e1.collectors[0]],
         ),
         step(
             "the same NEW-VIEW again: nothing",

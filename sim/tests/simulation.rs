@@ -537,7 +537,11 @@ fn a_back_to_back_round_takes_two_message_delays() {
         "three delays or more: {:?}",
         r.beacon_latency_ms
     );
-    assert!(r.messages_per_round <= 4.0 * 4.0, "{}", r.messages_per_round);
+    assert!(
+        r.messages_per_round <= 4.0 * 4.0,
+        "{}",
+        r.messages_per_round
+    );
 }
 
 /// Issue 34: on a paced chain the primary proposes before the round's time and
@@ -552,7 +556,11 @@ fn a_paced_beacon_follows_its_rounds_time_by_two_message_delays() {
     let delay = r.beacon_delay_ms.expect("a paced chain reports the delay");
     assert!(delay.p50 >= 20.0, "before two delays: {delay:?}");
     assert!(delay.p50 < 30.0, "three delays or more: {delay:?}");
-    assert!(r.messages_per_round <= 4.0 * 4.0, "{}", r.messages_per_round);
+    assert!(
+        r.messages_per_round <= 4.0 * 4.0,
+        "{}",
+        r.messages_per_round
+    );
 }
 
 /// Nodes on one host share its disk: their durable writes (every replica

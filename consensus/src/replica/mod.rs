@@ -226,12 +226,24 @@ impl<S: Scheme> Replica<S> {
                 break;
             }
         }
-        let mut outputs = self.outbox.take();
+        let (mut outputs, unrecorded) = self.outbox.take();
         if let Some(record) = self.votes.take_changed() {
-            // Persisted before anything of this call goes out.
-            outputs.insert(0, Output::PersistVotes(record));
+            // Persisted before anything queued since the record changed goes
+            // out. What came before carries nothing it records (a proof or a
+            // beacon this replica aggregated, events), and leaves at once: a
+            // collector's proof and beacon do not wait for the write of the
+            // proposal it makes next.
+            let at = unrecorded.min(outputs.len());
+            outputs.insert(at, Output::PersistVotes(record));
         }
         outputs
+    }
+
+    /// The record of what this replica signed, about to change (every change
+    /// goes through here, so the outputs it guards are known).
+    fn record(&mut self) -> &mut VoteLog<S> {
+        self.outbox.vote_record_changes();
+        &mut self.votes
     }
 
     /// Routes one message to the handler of its step, or buffers it: messages
@@ -406,7 +418,7 @@ impl<S: Scheme> Replica<S> {
         let h = self.height;
         self.view = View::ZERO;
         self.round = Round::new(&self.config, &self.chain, h, &self.previous_beacon);
-        self.votes.prune(h);
+        self.record().prune(h);
         self.resume_votes(now);
         let round_time = Time(self.config.time_of_round(h.get()));
         if self.round.election.primary == self.me() {

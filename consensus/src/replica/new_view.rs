@@ -57,7 +57,11 @@ impl<S: Scheme> Replica<S> {
                 .unwrap_or_else(|| Arc::new(self.fresh_block())),
         };
         // One block per view from its primary, even across a crash (`votes.rs`).
-        if self.votes.propose(h, view, block.digest(), &block).is_err() {
+        if self
+            .record()
+            .propose(h, view, block.digest(), &block)
+            .is_err()
+        {
             return;
         }
         self.round.view_change.mark_new_view_sent(view);

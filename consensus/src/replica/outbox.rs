@@ -33,6 +33,9 @@ impl Origin {
 pub(super) struct Outbox<S: Scheme> {
     outputs: Vec<Output<S>>,
     loopback: VecDeque<(Origin, Message<S>)>,
+    /// How many outputs were queued when the vote record first changed in
+    /// this call: those may leave before the record is durable.
+    unrecorded: Option<usize>,
 }
 
 impl<S: Scheme> Outbox<S> {
@@ -41,6 +44,7 @@ impl<S: Scheme> Outbox<S> {
         Outbox {
             outputs: Vec::new(),
             loopback: VecDeque::new(),
+            unrecorded: None,
         }
     }
 
@@ -100,8 +104,16 @@ impl<S: Scheme> Outbox<S> {
         self.loopback.pop_front()
     }
 
-    /// The outputs so far (the loopback queue is empty when `handle` returns).
-    pub fn take(&mut self) -> Vec<Output<S>> {
-        std::mem::take(&mut self.outputs)
+    /// The vote record is about to change: what is queued from here on may
+    /// carry what it records, and waits until the record is durable.
+    pub fn vote_record_changes(&mut self) {
+        self.unrecorded.get_or_insert(self.outputs.len());
+    }
+
+    /// The outputs so far (the loopback queue is empty when `handle` returns),
+    /// and how many of them were queued before the vote record changed.
+    pub fn take(&mut self) -> (Vec<Output<S>>, usize) {
+        let before = self.unrecorded.take().unwrap_or(0);
+        (std::mem::take(&mut self.outputs), before)
     }
 }

@@ -75,9 +75,10 @@ impl<S: Scheme> Replica<S> {
             .votes
             .proposal(self.height, view)
             .unwrap_or_else(|| Arc::new(self.fresh_block()));
+        let height = self.height;
         if self
-            .votes
-            .propose(self.height, view, block.digest(), &block)
+            .record()
+            .propose(height, view, block.digest(), &block)
             .is_err()
         {
             return;

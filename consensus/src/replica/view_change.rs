@@ -162,7 +162,7 @@ impl<S: Scheme> Replica<S> {
         let h = self.height;
         // One VIEW-CHANGE per view and none back to an earlier view, even
         // across a crash: the one sent before goes out again (`votes.rs`).
-        let Ok(sent) = self.votes.sent_view_change(h, new_view) else {
+        let Ok(sent) = self.record().sent_view_change(h, new_view) else {
             return;
         };
         self.view = new_view;
@@ -174,7 +174,7 @@ impl<S: Scheme> Replica<S> {
             Some(vc) => vc,
             None => {
                 let vc = Arc::new(self.view_change_message(now, new_view));
-                self.votes.view_change(vc.clone());
+                self.record().view_change(vc.clone());
                 vc
             }
         };

@@ -96,7 +96,7 @@ impl<S: Scheme> Replica<S> {
             return;
         }
         // Never two votes in one view, not even across a crash (`votes.rs`).
-        if self.votes.vote(h, view, digest, &block).is_err() {
+        if self.record().vote(h, view, digest, &block).is_err() {
             return;
         }
         self.round.voter.accepted.insert(view, digest);
@@ -220,6 +220,7 @@ impl<S: Scheme> Replica<S> {
         {
             return;
         }
+        self.outbox.vote_record_changes();
         let block = self.round.blocks.get(&certificate.digest);
         if self.votes.commit(h, &certificate, block).is_err() {
             return;

@@ -207,7 +207,8 @@ fn step<S: Scheme>(
         shared.costs,
         disk.as_deref_mut(),
     );
-    keep_outputs(slot, fx, outputs, done, end, disk.is_some())
+    let computed = start.plus_micros(cpu);
+    keep_outputs(slot, fx, outputs, (computed, done), end, disk.is_some())
 }
 
 /// Adds one event to the node's trace: when it starts, its kind, its sender
@@ -338,24 +339,30 @@ fn charge<S: Scheme>(
 
 /// Keeps a step's outputs: the node's own timers before `end` are returned
 /// (handled in this window), what goes to its disk is written there, a sync
-/// request is answered from its disk, and the rest leaves at `done` through
-/// `fx`. `host_disk`: the host's store thread writes finalized heights.
+/// request is answered from its disk, and the rest leaves through `fx`: at
+/// `computed` (the step's CPU done) what comes before the first durable write
+/// of the vote record, at `done` (the writes done too) what comes after it.
+/// `host_disk`: the host's store thread writes finalized heights.
 fn keep_outputs<S: Scheme>(
     slot: &mut Slot<S>,
     fx: &mut NodeEffects<S>,
     outputs: Vec<MemberOutput<S>>,
-    done: Time,
+    (computed, written): (Time, Time),
     end: Time,
     host_disk: bool,
 ) -> Vec<(Time, Event<S>)> {
     let mut local = Vec::new();
+    let mut done = computed;
     for o in outputs {
         match o {
             MemberOutput::Effect(Effect::SetTimer { at, timer }) if at < end => {
                 local.push((at, Event::Timer(timer)))
             }
-            // Written before anything else of this step leaves the node.
-            MemberOutput::PersistVotes(record) => slot.disk.votes = record,
+            // Written before anything that follows leaves the node.
+            MemberOutput::PersistVotes(record) => {
+                slot.disk.votes = record;
+                done = written;
+            }
             MemberOutput::DkgComplete(out) => {
                 slot.disk.dkg = Some(out.clone());
                 fx.outputs.push((done, MemberOutput::DkgComplete(out)));
