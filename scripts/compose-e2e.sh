@@ -158,7 +158,7 @@ trap 'exit 130' INT TERM
 # not build the workspace a second time; PROFILE=release for a release image.
 profile="${PROFILE:-test}"
 echo "compose-e2e: building the $profile binary (a no-op after cargo test)"
-cargo build --profile "$profile" --quiet -p node --bin sbft-beacon || die "cargo build --profile $profile failed"
+cargo build --profile "$profile" --quiet -p lab --bin sbft-beacon || die "cargo build --profile $profile failed"
 case "$profile" in test | dev) bin="$CARGO_TARGET_DIR/debug/sbft-beacon" ;; *) bin="$CARGO_TARGET_DIR/$profile/sbft-beacon" ;; esac
 
 if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then

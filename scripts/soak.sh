@@ -10,4 +10,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 filter="${1:-}"
-exec cargo test --release -p node --test limits -- --include-ignored --test-threads 1 --nocapture $filter
+exec cargo test --release -p lab --test limits -- --include-ignored --test-threads 1 --nocapture $filter

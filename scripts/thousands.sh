@@ -22,7 +22,7 @@ command -v python3 >/dev/null || { echo "needs python3" >&2; exit 2; }
 [ -x /usr/bin/time ] || { echo "needs /usr/bin/time (GNU time)" >&2; exit 2; }
 bin="${SBFT_BIN:-}"
 if [ -z "$bin" ]; then
-  cargo build --release -p node >&2
+  cargo build --release -p lab >&2
   bin="${CARGO_TARGET_DIR:-target}/release/sbft-beacon"
 fi
 cores=$(nproc)

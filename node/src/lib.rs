@@ -1,7 +1,8 @@
 //! A real sbft-beacon node: configuration, identities, the libp2p transport, the
 //! store, the HTTP API and metrics, and the event loop that drives the protocol's
-//! state machines (`consensus::Member`) with them. The binary `sbft-beacon` adds
-//! the command line on top.
+//! state machines (`consensus::Member`) with them. The binary `sbft-beacon` (in
+//! the `lab` crate) adds the command line and the measuring tools on top; this
+//! crate does not depend on the simulator.
 //!
 //! - [`clock`]: the wall clock as protocol time, thread and process CPU time;
 //! - [`config`]: `node.toml`, validated on load;
@@ -27,7 +28,6 @@ pub mod net;
 pub mod recorder;
 pub mod runtime;
 pub mod store;
-pub mod wan;
 
 /// The node crate's error type.
 #[derive(Debug, thiserror::Error)]

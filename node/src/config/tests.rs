@@ -169,44 +169,6 @@ fn bad_protocol_values_are_config_errors() {
     assert!(m.contains("dkg_phase_ms"), "{m}");
 }
 
-/// A scenario's `[protocol]` table pasted into `node.toml` gives the node
-/// the replica config the simulator builds for the same `n` (the genesis
-/// time and seed are each driver's own).
-#[test]
-fn scenario_table_gives_the_simulators_replica() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    for name in ["default", "byzantine", "lossy", "crash-restart"] {
-        let scenario = sim::SimConfig::load(name).unwrap();
-        let text = sim::config::BUILT_IN
-            .iter()
-            .find(|(n, _)| *n == format!("sim/{name}.toml"))
-            .unwrap()
-            .1;
-        let parsed: toml::Table = toml::from_str(text).unwrap();
-        let mut table = toml::Table::new();
-        table.insert("protocol".into(), parsed["protocol"].clone());
-        table.insert("dkg".into(), parsed["dkg"].clone());
-        let pasted = toml::to_string(&table).unwrap();
-        assert!(
-            pasted.contains("[protocol]") && pasted.contains("[dkg]"),
-            "{pasted}"
-        );
-        let cfg = load(d, &with_protocol(&valid_n(d, scenario.nodes), &pasted)).unwrap();
-        assert_eq!(cfg.protocol, scenario.protocol, "{name}");
-        assert_eq!(cfg.dkg, scenario.dkg, "{name}: the same [dkg] table");
-        let simulated = scenario
-            .replica_config()
-            .unwrap()
-            .with(|s| {
-                s.genesis_seed = cfg.replica.genesis_seed;
-                s.genesis_time_us = cfg.replica.genesis_time_us;
-            })
-            .unwrap();
-        assert_eq!(cfg.replica, simulated, "{name}");
-    }
-}
-
 /// The example network's files (docs/operating.md) use the `[protocol]`
 /// and `[dkg]` tables.
 #[test]

@@ -1,7 +1,18 @@
-//! The `sbft-beacon` binary: real nodes (`run`, `keys`, `localnet`), deployments
-//! (`deploy compose`, and `health` for container health checks), the
-//! deterministic simulator (`sim`), chain verification (`verify`), timelock
-//! encryption to a round (`tle`) and benchmarks (`bench`).
+//! The `sbft-beacon` binary: one command line for the node and the lab.
+//!
+//! - The node's commands, on the `node` library: `run` (one node of a
+//!   network), `reshare` (propose a change of members to it), `keys` (its
+//!   identity) and `verify` (check a chain with drand's rules).
+//! - The lab, the tools that start, deploy, simulate and measure networks:
+//!   `localnet` (local node processes, over the emulated WAN of [`wan`] if
+//!   asked), `deploy compose` (and `health` for container health checks),
+//!   `sim` (the deterministic simulator), `compare` (the simulator against a
+//!   real network), `bench` (the cryptographic building blocks; `bench
+//!   calibrate` fits the simulator's cost model), with [`plot`] and
+//!   [`protocol_args`] shared among them.
+//! - `tle`: timelock encryption to a round, a client of any beacon's API.
+//!
+//! The `node` crate knows nothing of this one, nor of the simulator.
 
 /// Calls `$f::<S>($args)` with the BLS scheme `S` named by a [`beacon::SchemeId`].
 macro_rules! with_bls_scheme {
@@ -31,13 +42,14 @@ mod run_cmd;
 mod sim_cmd;
 mod tle_cmd;
 mod verify_cmd;
+mod wan;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 /// Byzantine-fault-tolerant consensus with a threshold BLS random beacon.
 #[derive(Parser)]
-#[command(name = "sbft-beacon", version, about)]
+#[command(name = "sbft-beacon", version)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -2,7 +2,7 @@
 //! and a per-round timeline (plotters; SVG or PNG by file extension).
 //!
 //! Text is set in a font compiled into the binary (a subset of DejaVu Sans,
-//! `node/assets/`, drawn by plotters' `ab_glyph` backend), so that plots render
+//! `lab/assets/`, drawn by plotters' `ab_glyph` backend), so that plots render
 //! on hosts without fontconfig or any font installed, containers included.
 
 use anyhow::{bail, Result};

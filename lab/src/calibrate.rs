@@ -214,12 +214,12 @@ fn ping_pong(relayed: bool) -> Result<f64> {
     let paths: Vec<_> = configs.iter().map(|(path, _)| path.clone()).collect();
     // Dropped (the relays stopped) after the transports.
     let _relays = if relayed {
-        let args = node::wan::WanArgs {
+        let args = crate::wan::WanArgs {
             latency_ms: Some(1.0),
             ..Default::default()
         };
-        let model = node::wan::WanModel::from_args(&args, 4)?.context("a 1 ms WAN")?;
-        Some(node::wan::LinkEmulator::in_front_of(model, &paths)?)
+        let model = crate::wan::WanModel::from_args(&args, 4)?.context("a 1 ms WAN")?;
+        Some(crate::wan::LinkEmulator::in_front_of(model, &paths)?)
     } else {
         None
     };

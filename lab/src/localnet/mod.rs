@@ -68,7 +68,7 @@ pub struct LocalnetArgs {
     flood: u32,
     /// Emulated WAN between the nodes (userspace relays per directed link).
     #[command(flatten)]
-    wan: node::wan::WanArgs,
+    wan: crate::wan::WanArgs,
     /// Change the member set once round `--reshare-at` is out: to M members,
     /// nodes 0..M (nodes after `--nodes` join with `run`, nodes after M
     /// leave). Every genesis member proposes the change; the beacon key is
@@ -201,12 +201,12 @@ fn list_configs(args: &LocalnetArgs, configs: &[(PathBuf, String)]) -> Result<()
 fn emulate_wan(
     args: &LocalnetArgs,
     configs: &[(PathBuf, String)],
-) -> Result<Option<node::wan::LinkEmulator>> {
-    let Some(model) = node::wan::WanModel::from_args(&args.wan, args.nodes)? else {
+) -> Result<Option<crate::wan::LinkEmulator>> {
+    let Some(model) = crate::wan::WanModel::from_args(&args.wan, args.nodes)? else {
         return Ok(None);
     };
     let paths: Vec<PathBuf> = configs.iter().map(|(p, _)| p.clone()).collect();
-    let wan = node::wan::LinkEmulator::in_front_of(model, &paths)?;
+    let wan = crate::wan::LinkEmulator::in_front_of(model, &paths)?;
     if !args.json {
         eprintln!(
             "emulated WAN: {} relays in userspace",

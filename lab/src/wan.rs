@@ -268,7 +268,7 @@ fn node_addresses(configs: &[PathBuf]) -> Result<Vec<(SocketAddr, u16)>> {
         .collect()
 }
 
-fn read(path: &PathBuf) -> Result<crate::config::NodeConfig> {
+fn read(path: &PathBuf) -> Result<node::config::NodeConfig> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))
@@ -286,7 +286,7 @@ fn route_through(configs: &[PathBuf], wan: &LinkEmulator) -> Result<()> {
         }
         let text = toml::to_string(&cfg).context("writing a config")?;
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
-        crate::config::NodeConfig::load(path)?;
+        node::config::NodeConfig::load(path)?;
     }
     Ok(())
 }

@@ -8,7 +8,7 @@
 //!
 //! The flood and the admission test run by default (about a minute each); the
 //! others are `#[ignore]`d and run by `scripts/soak.sh`
-//! (`cargo test -p node --test limits -- --ignored`).
+//! (`cargo test -p lab --test limits -- --ignored`).
 
 mod common;
 

@@ -35,7 +35,7 @@ pub struct CompareArgs {
     protocol: Option<PathBuf>,
     /// The WAN: the same options as `localnet`.
     #[command(flatten)]
-    wan: node::wan::WanArgs,
+    wan: crate::wan::WanArgs,
     /// Cores the simulated nodes share, as the real ones share this machine's
     /// (default: this machine's; 0: a core per node).
     #[arg(long, value_name = "N")]
