@@ -1,16 +1,15 @@
 //! The one effect vocabulary of the sans-IO state machines: what a machine asks
 //! its driver to do with the network and the clock.
 //!
-//! A machine (the replica, the DKG session, `consensus::Member`) returns
+//! A machine (the replica, the DKG's phase machine and its relay, the DKG
+//! session, the epoch transition, `consensus::Member`) returns
 //! `Effect<M, T>` values for its message type `M` and timer type `T`, next to
 //! whatever events it reports; the driver (the simulator, the node, a test pump)
 //! carries them out. A wrapper that nests one machine in another maps both
 //! parameters with [`Effect::map`] (a member wraps replica messages in its
 //! envelope and replica timers in its timer type).
-//!
-//! The replica and `Member` use it today; the DKG session and its relay still
-//! have their own `Send/Broadcast/SetTimer` actions until the event-driven DKG
-//! lands, and then use this type too.
+//! A machine's own action enum keeps only what is truly its own (a result,
+//! a typed failure, an announcement to the relay) next to an `Effect` variant.
 
 use crate::{NodeIndex, Time};
 

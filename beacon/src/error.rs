@@ -121,15 +121,6 @@ pub enum Error {
     /// A DKG input or state is invalid.
     #[error("dkg: {0}")]
     Dkg(String),
-    /// A resharing qualified fewer old dealers than the old threshold: their
-    /// sub-shares cannot determine the group secret.
-    #[error("reshare: only {qualified} qualified old dealers, need t_old = {need}")]
-    TooFewDealers {
-        /// Old dealers left after complaints.
-        qualified: u32,
-        /// The old threshold.
-        need: u32,
-    },
     /// A resharing input or state is invalid.
     #[error("reshare: {0}")]
     Reshare(String),

@@ -25,6 +25,7 @@ use beacon::dkg::session::{
     DkgSession, SessionAction, SessionInput, SessionMessage, SessionParticipant, SessionTimer,
 };
 use beacon::dkg::{Complaint, DkgMessage, DkgTimer};
+use beacon::effect::Effect;
 use beacon::{NodeIndex, Scheme, Time};
 
 /// Most broadcasts a replaying member keeps per member of the network.
@@ -82,7 +83,7 @@ impl<S: Scheme> ByzantineSession<S> {
                 dealers,
             });
             if let Ok(message) = self.inner.sign_broadcast(&complaint) {
-                out.push(SessionAction::Send { to, message });
+                out.push(SessionAction::Effect(Effect::Send { to, message }));
             }
         }
         out
@@ -92,21 +93,21 @@ impl<S: Scheme> ByzantineSession<S> {
         match (self.behaviour, action) {
             (
                 Behaviour::ComplaintVersions,
-                SessionAction::Broadcast(SessionMessage::Relay {
+                SessionAction::Effect(Effect::Broadcast(SessionMessage::Relay {
                     message: RelayMessage::Broadcast { attestation, .. },
                     ..
-                }),
+                })),
             ) if attestation.kind == Kind::Complaint => {}
             (
                 Behaviour::ComplaintVersions,
-                a @ SessionAction::SetTimer {
+                a @ SessionAction::Effect(Effect::SetTimer {
                     timer:
                         SessionTimer::Phase {
                             timer: DkgTimer::EndOfComplaints,
                             ..
                         },
                     ..
-                },
+                }),
             ) => {
                 out.push(a);
                 out.extend(self.complaint_versions());
@@ -146,7 +147,7 @@ impl<S: Scheme> SessionParticipant<S> for ByzantineSession<S> {
                             message: RelayMessage::Summary { kind, summary, .. },
                         },
                 },
-            ) => Some(SessionAction::Send {
+            ) => Some(SessionAction::Effect(Effect::Send {
                 to: *from,
                 message: SessionMessage::Relay {
                     attempt: *attempt,
@@ -156,7 +157,7 @@ impl<S: Scheme> SessionParticipant<S> for ByzantineSession<S> {
                         settled: true,
                     },
                 },
-            }),
+            })),
             _ => None,
         };
         let actions = self.inner.handle(now, input);
@@ -169,10 +170,12 @@ impl<S: Scheme> SessionParticipant<S> for ByzantineSession<S> {
         if next != attempt {
             for message in std::mem::take(&mut self.kept) {
                 if self.behaviour == Behaviour::ReplayOldSession {
-                    out.push(SessionAction::Broadcast(SessionMessage::Relay {
-                        attempt: next,
-                        message,
-                    }));
+                    out.push(SessionAction::Effect(Effect::Broadcast(
+                        SessionMessage::Relay {
+                            attempt: next,
+                            message,
+                        },
+                    )));
                 }
             }
         }

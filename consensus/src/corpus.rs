@@ -38,7 +38,7 @@ pub fn honest_dkg<S: Scheme>(config: &ReplicaConfig, seed: u64) -> Vec<Arc<DkgOu
     let Ok(dealers) = harness::honest(&dkg, seed, &memo) else {
         return Vec::new();
     };
-    harness::run::<S>(dealers, seed, &harness::Disturbances::default())
+    harness::run::<S, _>(dealers, seed, &harness::Disturbances::default())
         .results
         .into_iter()
         .filter_map(|r| r.and_then(Result::ok))

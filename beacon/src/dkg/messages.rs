@@ -6,7 +6,7 @@ use super::*;
 use crate::curve::Point;
 use crate::field::Scalar;
 use crate::scheme::Scheme;
-use crate::{wire, Error, NodeIndex, Time};
+use crate::{wire, Error, NodeIndex};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::sync::{Arc, OnceLock};
@@ -183,36 +183,10 @@ pub enum DkgInput<S: Scheme> {
     },
     /// The relay confirms that every member (save proven equivocators) holds the
     /// same versions of the broadcasts of this kind as this member (only used
-    /// by a DKG built [`Dkg::with_relay`]).
+    /// by a DKG built [`PhaseMachine::with_relay`]).
     Confirmed(Kind),
 }
 
-/// Outputs of the state machine.
-#[derive(Clone, Debug)]
-pub enum DkgAction<S: Scheme> {
-    /// Send to one member.
-    Send {
-        /// Recipient.
-        to: NodeIndex,
-        /// Message.
-        message: DkgMessage<S>,
-    },
-    /// Send the same message to every other member.
-    Broadcast(DkgMessage<S>),
-    /// Fire `timer` at `at`.
-    SetTimer {
-        /// When.
-        at: Time,
-        /// Which.
-        timer: DkgTimer,
-    },
-    /// The DKG finished; the result should be persisted.
-    Complete(Arc<DkgOutput<S>>),
-    /// The DKG failed (too few qualified dealers, inconsistent result).
-    Failed(String),
-    /// This member holds every broadcast of this kind it waits for (or its phase
-    /// is over): the relay should tell the others which versions it holds, and
-    /// answer with [`DkgInput::Confirmed`] once they all hold the same. Only a DKG
-    /// built [`Dkg::with_relay`] emits it.
-    Announce(Kind),
-}
+/// Outputs of the DKG state machine: effects, announcements to the relay,
+/// and the result ([`PhaseAction::Done`]) or why there is none.
+pub type DkgAction<S> = PhaseAction<S, DkgOutput<S>>;

@@ -41,7 +41,7 @@
 //! everything it can still receive is in; its timeout only bounds the wait for
 //! silent (or slow) members, and then all honest members, seeing the same
 //! broadcasts within it, compute the same `QUAL` (a synchronous DKG). Over the
-//! relay ([`Dkg::with_relay`]) a phase also waits for the relay's word that every
+//! relay ([`PhaseMachine::with_relay`]) a phase also waits for the relay's word that every
 //! member holds the same versions of its broadcasts ([`DkgInput::Confirmed`]), so
 //! that ending early never outruns the detection of an equivocating member. A
 //! dealer that deals bad shares and then reveals shares that match its
@@ -63,8 +63,10 @@
 //!
 //! # Files
 //! `config.rs` (the parameters), `messages.rs` (what members send, inputs,
-//! timers, actions), `machine.rs` (construction, dispatch, phase ends),
-//! `steps.rs` (steps 1-3), `finalize.rs` (step 4), `exponent.rs` (Feldman checks
+//! timers, actions), `phases/` (the phase machine the DKG and the resharing
+//! share: dispatch, phase ends, steps 1-3 and the judgement of step 4),
+//! `genesis/` (the DKG's side of it: dealing, the batched share check, QUAL's
+//! keys), `exponent.rs` (Feldman checks
 //! and the FFT in the exponent), `output.rs` (the result), `batch.rs` (the batched
 //! share check), `committee.rs`, and the consistent broadcast in `relay/` with
 //! the agreement step in `session/`.
@@ -79,35 +81,29 @@ pub mod harness;
 pub mod relay;
 pub mod session;
 
+pub mod phases;
+
 pub(crate) mod complaints;
 mod config;
 mod exponent;
-mod finalize;
-mod machine;
+mod genesis;
 mod messages;
 mod output;
-mod steps;
 
 pub use commitments::Commitments;
 pub use config::{DkgConfig, DkgSettings};
 pub use exponent::{evaluate_in_exponent, share_matches};
+pub use genesis::{Dkg, Genesis};
 pub use messages::{
     Complaint, Deal, DealtShares, DkgAction, DkgInput, DkgMessage, DkgTimer, Justification,
 };
 pub use output::{DkgOutput, ThresholdKeyMaterial};
+pub use phases::{DkgFailure, PhaseAction, PhaseMachine, Sharing};
 
-use crate::curve::Point;
 use crate::field::Scalar;
-use crate::lagrange::SignerDomain;
 use crate::memo::Memo;
 use crate::scheme::Scheme;
-use crate::{wire, Error, NodeIndex, Time};
-use rand_chacha::ChaCha20Rng;
-use rand_core::SeedableRng;
-use relay::Kind;
-use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, BTreeSet};
+use crate::{Error, NodeIndex, Time};
 use std::sync::Arc;
 
 /// The current phase.
@@ -125,59 +121,6 @@ pub enum DkgPhase {
     Done,
     /// Finished with a failure.
     Failed,
-}
-
-/// A group polynomial (or the verification keys under one): a point per
-/// coefficient (or per member).
-type Points<S> = Arc<Vec<<S as Scheme>::PublicKey>>;
-
-/// A group polynomial and the verification keys under it.
-type Derived<S> = (Points<S>, Points<S>);
-
-/// One member's DKG state machine.
-pub struct Dkg<S: Scheme> {
-    config: DkgConfig,
-    me: NodeIndex,
-    domain: Arc<SignerDomain>,
-    memo: Arc<Memo>,
-    rng: ChaCha20Rng,
-    phase: DkgPhase,
-    deals: BTreeMap<NodeIndex, Arc<Deal<S>>>,
-    /// Dealers excluded so far, with the reason (first reason wins).
-    disqualified: BTreeMap<NodeIndex, String>,
-    shares: BTreeMap<NodeIndex, Vec<Scalar>>,
-    /// Whether each dealer's shares are in its share tree (see [`batch`]).
-    shares_committed: BTreeMap<NodeIndex, ([u8; 32], batch::SharePath)>,
-    /// Deals and shares that came after the deal phase: they never count
-    /// toward this member's QUAL, only toward adopting the QUAL `n - f`
-    /// members signed ([`Dkg::adopt`]), for a member that restarted or was
-    /// cut off and asked for them again.
-    late_deals: BTreeMap<NodeIndex, Arc<Deal<S>>>,
-    late_shares: BTreeMap<NodeIndex, Vec<Scalar>>,
-    my_complaints: BTreeSet<NodeIndex>,
-    /// dealer -> complainers.
-    complaints: BTreeMap<NodeIndex, BTreeSet<NodeIndex>>,
-    /// Members proven to equivocate: their complaints do not count.
-    faulty: BTreeSet<NodeIndex>,
-    justifications: BTreeMap<NodeIndex, Arc<Justification>>,
-    /// Members whose complaint (possibly naming nobody) was delivered.
-    complainers: BTreeSet<NodeIndex>,
-    /// Members whose complaint naming dealers was recorded (at most one each).
-    complained: BTreeSet<NodeIndex>,
-    /// Whether phases wait for the relay's confirmations ([`Dkg::with_relay`]).
-    relayed: bool,
-    /// Kinds announced to, and confirmed by, the relay.
-    announced: BTreeSet<Kind>,
-    confirmed: BTreeSet<Kind>,
-    /// As a dealer: the evaluations of its own polynomials at every member (secret).
-    dealt: Option<Vec<Vec<Scalar>>>,
-    /// Group polynomials and verification keys already derived, per threshold, for
-    /// one dealer set (reused at finalization when QUAL is that set).
-    derived: BTreeMap<(usize, Vec<NodeIndex>), Derived<S>>,
-    /// Group polynomials already summed, per threshold and dealer set: step 4's
-    /// subgroup check and the keys' derivation use the same ones (a real node's
-    /// memo caches nothing).
-    polynomials: BTreeMap<(usize, Vec<NodeIndex>), Points<S>>,
 }
 
 #[cfg(test)]

@@ -1,30 +1,18 @@
-//! An in-memory harness that runs a whole resharing: every participant, messages
-//! delivered one at a time in an order drawn from a seeded RNG, timers fired when
-//! no message is in flight (a synchronous network), with the DKG harness's
-//! network disturbances. Byzantine dealers are swappable [`ReshareParticipant`]s
-//! wrapping an honest [`Resharer`]; the honest code has no flags.
+//! Resharing runs in the phase machines' one in-memory harness
+//! ([`crate::dkg::harness::run_machines`]): honest participants, and
+//! Byzantine dealers as swappable [`ReshareParticipant`]s wrapping an honest
+//! [`Resharer`] (the honest code has no flags).
 
 use super::*;
-use crate::dkg::harness::{other_session, Disturbances};
+pub use crate::dkg::harness::run;
+use crate::dkg::harness::{MachineRun, Participant};
+use crate::effect::Effect;
 use crate::field::Scalar;
 use crate::memo::Memo;
-use crate::schedule::EventQueue;
-use rand_chacha::ChaCha20Rng;
-use rand_core::{RngCore, SeedableRng};
-use std::time::{Duration, Instant};
+use crate::Time;
 
-/// Anything that can stand in a resharing: the honest [`Resharer`] or a
-/// Byzantine wrapper.
-pub trait ReshareParticipant<S: Scheme>: Send {
-    /// Handles one input (see [`Resharer::handle`]).
-    fn handle(&mut self, now: Time, input: ReshareInput<S>) -> Vec<ReshareAction<S>>;
-}
-
-impl<S: Scheme> ReshareParticipant<S> for Resharer<S> {
-    fn handle(&mut self, now: Time, input: ReshareInput<S>) -> Vec<ReshareAction<S>> {
-        Resharer::handle(self, now, input)
-    }
-}
+/// A participant of a resharing: the honest [`Resharer`] or a Byzantine wrapper.
+pub type ReshareParticipant<S> = dyn Participant<S, ReshareOutput<S>>;
 
 /// Ways a Byzantine old member deals.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,46 +60,61 @@ impl<S: Scheme> ByzantineResharer<S> {
     fn rewrite(&self, action: ReshareAction<S>) -> Option<ReshareAction<S>> {
         let one = Scalar::one();
         let shifted = |values: &[Scalar]| values.iter().map(|v| *v + one).collect::<Vec<_>>();
-        match (&self.fault, action) {
-            (ResharerFault::Silent, a @ ReshareAction::SetTimer { .. }) => Some(a),
-            (ResharerFault::Silent, _) => None,
-            (ResharerFault::WrongDegree, ReshareAction::Broadcast(DkgMessage::Deal(d))) => {
+        let effect = match (&self.fault, action) {
+            (ResharerFault::Silent, a @ PhaseAction::Effect(Effect::SetTimer { .. })) => {
+                return Some(a)
+            }
+            (ResharerFault::Silent, _) => return None,
+            (_, PhaseAction::Effect(effect)) => effect,
+            (_, a) => return Some(a),
+        };
+        let effect = match (&self.fault, effect) {
+            (ResharerFault::WrongDegree, Effect::Broadcast(DkgMessage::Deal(d))) => {
                 let mut commitments = d.commitments.to_rows();
                 commitments[0].pop();
-                let commitments = crate::dkg::Commitments::new(&commitments);
-                let bad = Deal::new(d.session, d.dealer, commitments, d.share_root);
-                Some(ReshareAction::Broadcast(DkgMessage::Deal(Arc::new(bad))))
+                Effect::Broadcast(DkgMessage::Deal(Arc::new(with_commitments(
+                    &d,
+                    commitments,
+                ))))
             }
-            (ResharerFault::WrongConstant, ReshareAction::Broadcast(DkgMessage::Deal(d))) => {
+            (ResharerFault::WrongConstant, Effect::Broadcast(DkgMessage::Deal(d))) => {
                 let mut commitments = d.commitments.to_rows();
                 commitments[0][0] = commitments[0][0].add(&S::PublicKey::generator());
-                let commitments = crate::dkg::Commitments::new(&commitments);
-                let bad = Deal::new(d.session, d.dealer, commitments, d.share_root);
-                Some(ReshareAction::Broadcast(DkgMessage::Deal(Arc::new(bad))))
+                Effect::Broadcast(DkgMessage::Deal(Arc::new(with_commitments(
+                    &d,
+                    commitments,
+                ))))
             }
             (
                 _,
-                ReshareAction::Send {
+                Effect::Send {
                     to,
                     message: DkgMessage::Shares(mut s),
                 },
             ) if self.corrupts(to) => {
                 s.shares = shifted(&s.shares);
-                Some(ReshareAction::Send {
+                Effect::Send {
                     to,
                     message: DkgMessage::Shares(s),
-                })
+                }
             }
             (
                 ResharerFault::BadSubShares { .. },
-                ReshareAction::Broadcast(DkgMessage::Justification(_)),
-            ) => None,
-            (_, a) => Some(a),
-        }
+                Effect::Broadcast(DkgMessage::Justification(_)),
+            ) => return None,
+            (_, e) => e,
+        };
+        Some(PhaseAction::Effect(effect))
     }
 }
 
-impl<S: Scheme> ReshareParticipant<S> for ByzantineResharer<S> {
+/// `deal` with other commitments.
+fn with_commitments<S: Scheme>(deal: &Deal<S>, rows: Vec<Vec<S::PublicKey>>) -> Deal<S> {
+    let commitments = crate::dkg::Commitments::new(&rows);
+    Deal::new(deal.session, deal.dealer, commitments, deal.share_root)
+}
+
+impl<S: Scheme> Participant<S, ReshareOutput<S>> for ByzantineResharer<S> {
     fn handle(&mut self, now: Time, input: ReshareInput<S>) -> Vec<ReshareAction<S>> {
         let actions = self.inner.handle(now, input);
         actions
@@ -121,101 +124,8 @@ impl<S: Scheme> ReshareParticipant<S> for ByzantineResharer<S> {
     }
 }
 
-/// What a harness run produced.
-pub struct ReshareRun<S: Scheme> {
-    /// Per participant: its output, or its failure, or `None` if it produced neither.
-    pub results: Vec<Option<Result<Arc<ReshareOutput<S>>, Error>>>,
-    /// Virtual time at the end.
-    pub finished_at: Time,
-    /// Bytes each participant sent (wire encoding; a broadcast counts once per
-    /// recipient).
-    pub bytes_sent: Vec<u64>,
-    /// CPU time each participant spent in `handle`, plus what shared computations
-    /// would have cost it.
-    pub cpu: Vec<Duration>,
-    /// Messages delivered.
-    pub messages: u64,
-}
-
-/// Runs `participants` (participant `p` at index `p`) to completion.
-pub fn run<S: Scheme>(
-    mut participants: Vec<Box<dyn ReshareParticipant<S>>>,
-    seed: u64,
-    disturbances: &Disturbances,
-) -> ReshareRun<S> {
-    let n = participants.len();
-    let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    let mut queue: Vec<(NodeIndex, NodeIndex, DkgMessage<S>)> = Vec::new();
-    let mut timers: EventQueue<(NodeIndex, DkgTimer)> = EventQueue::new();
-    let mut results = vec![None; n];
-    let mut bytes_sent = vec![0u64; n];
-    let mut cpu = vec![Duration::ZERO; n];
-    let mut messages = 0u64;
-    let mut now = Time::ZERO;
-    let _ = crate::memo::take_charged_time();
-    let size = |m: &DkgMessage<S>| m.encode().map(|b| b.len() as u64).unwrap_or(0);
-
-    let mut pending: Vec<(NodeIndex, ReshareInput<S>)> = (0..n as u32)
-        .map(|i| (NodeIndex(i), ReshareInput::Start))
-        .collect();
-    loop {
-        for (who, input) in pending.drain(..) {
-            let start = Instant::now();
-            let actions = participants[who.0 as usize].handle(now, input);
-            cpu[who.0 as usize] += start.elapsed() + crate::memo::take_charged_time();
-            for action in actions {
-                match action {
-                    ReshareAction::Send { to, message } => {
-                        bytes_sent[who.0 as usize] += size(&message);
-                        if (to.0 as usize) < n {
-                            queue.push((who, to, message));
-                        }
-                    }
-                    ReshareAction::Broadcast(message) => {
-                        bytes_sent[who.0 as usize] += size(&message) * (n as u64 - 1);
-                        for j in (0..n as u32).filter(|j| *j != who.0) {
-                            queue.push((who, NodeIndex(j), message.clone()));
-                        }
-                    }
-                    ReshareAction::SetTimer { at, timer } => timers.push(at, (who, timer)),
-                    // Not relayed: every broadcast reaches all as sent.
-                    ReshareAction::Announce(_) => {}
-                    ReshareAction::Reshared(out) => results[who.0 as usize] = Some(Ok(out)),
-                    ReshareAction::Failed(e) => results[who.0 as usize] = Some(Err(e)),
-                }
-            }
-        }
-        if !queue.is_empty() {
-            let i = (rng.next_u64() % queue.len() as u64) as usize;
-            let (from, to, message) = queue.swap_remove(i);
-            messages += 1;
-            let copy = |from, message| (to, ReshareInput::Message { from, message });
-            if disturbances.from_non_members {
-                pending.push(copy(NodeIndex(n as u32 + 7), message.clone()));
-            }
-            if disturbances.replay_other_session {
-                pending.push(copy(from, other_session(&message)));
-            }
-            if disturbances.duplicate_all {
-                pending.push(copy(from, message.clone()));
-            }
-            pending.push(copy(from, message));
-            continue;
-        }
-        let Some((at, (who, timer))) = timers.pop() else {
-            break;
-        };
-        now = now.max(at);
-        pending.push((who, ReshareInput::Timer(timer)));
-    }
-    ReshareRun {
-        results,
-        finished_at: now,
-        bytes_sent,
-        cpu,
-        messages,
-    }
-}
+/// What a resharing run produced.
+pub type ReshareRun<S> = MachineRun<ReshareOutput<S>>;
 
 /// Honest participants of `epoch`, by participant index; `old_shares[i]` is old
 /// member `i`'s share (`None`: lost). Seeds derive from `seed`.
@@ -224,24 +134,16 @@ pub fn honest<S: Scheme>(
     old_shares: &[Option<SecretShare>],
     seed: u64,
     memo: &Arc<Memo>,
-) -> Result<Vec<Box<dyn ReshareParticipant<S>>>, Error> {
+) -> Result<Vec<Box<ReshareParticipant<S>>>, Error> {
     let roster = epoch.roster();
-    roster
-        .participants()
-        .iter()
-        .enumerate()
-        .map(|(p, id)| {
-            let share = old_shares.get(p).cloned().flatten();
-            let resharer = Resharer::<S>::new(
-                epoch.clone(),
-                *id,
-                share,
-                participant_seed(seed, p as u32),
-                memo.clone(),
-            )?;
-            Ok(Box::new(resharer) as Box<dyn ReshareParticipant<S>>)
-        })
-        .collect()
+    let mut participants: Vec<Box<ReshareParticipant<S>>> = Vec::new();
+    for (p, id) in (0u32..).zip(roster.participants()) {
+        let share = old_shares.get(p as usize).cloned().flatten();
+        let seed = participant_seed(seed, p);
+        let resharer = Resharer::<S>::new(epoch.clone(), *id, share, seed, memo.clone())?;
+        participants.push(Box::new(resharer));
+    }
+    Ok(participants)
 }
 
 /// The RNG seed of participant `p` in a run seeded with `seed`.

@@ -32,7 +32,7 @@
 //! 4. **Combine** (end of the justification phase). `QUAL` = the old dealers with
 //!    a well-formed deal whose every complaint is answered by a revealed sub-share
 //!    that matches its commitments (a complainer takes the revealed one). With
-//!    `|QUAL| < t_old` the resharing fails ([`Error::TooFewDealers`]). Otherwise
+//!    `|QUAL| < t_old` the resharing fails ([`crate::dkg::DkgFailure::TooFewDealers`]). Otherwise
 //!    the first `t_old` dealers of `QUAL` form `Q` (any `t_old` determine the
 //!    secret, at least one of them is honest, and fewer dealers cost fewer
 //!    multiplications); with `lambda_i` the Lagrange coefficients at zero of `Q`
@@ -55,7 +55,7 @@
 //! # Model and caveats
 //! As for [`crate::dkg::Dkg`]: broadcasts are consistent (the driver delivers one
 //! version to all; over point-to-point links the DKG's relay provides that and
-//! reports equivocation as [`ReshareInput::Faulty`]); channels are authenticated
+//! reports equivocation as [`crate::dkg::DkgInput::Faulty`]); channels are authenticated
 //! and private; phases are bounded by timeouts, so every honest participant sees
 //! the same broadcasts and computes the same `QUAL` and public polynomial.
 //! Secrecy needs fewer than `t_old` corrupt old members and fewer than `t_new`
@@ -66,12 +66,11 @@
 //! with the same member list, that is how it gets a share back.
 //!
 //! # Phase transitions
-//! | from          | input                       | to              |
-//! |---------------|-----------------------------|-----------------|
-//! | `Idle`        | `Start`                     | `Dealing`       |
-//! | `Dealing`     | timer `EndOfDeal`           | `Complaining`   |
-//! | `Complaining` | timer `EndOfComplaints`     | `Justifying`    |
-//! | `Justifying`  | timer `EndOfJustifications` | `Done`/`Failed` |
+//! The DKG's phase machine's ([`crate::dkg::phases`], with the table in
+//! [`crate::dkg`]): this module only says who deals and receives, what a deal
+//! is checked against, and how the qualified dealers' sub-shares combine
+//! ([`Redistribution`]). A phase ends when everything it can still receive
+//! is in (over the relay, once the relay confirmed it), or at its timer.
 //!
 //! Messages for a later phase are accepted early; messages for a phase already
 //! over, from a participant in the wrong role, for another session, or repeated,
@@ -90,7 +89,7 @@
 //! }
 //! .build()?;
 //! let memo = Memo::shared();
-//! let dkg = dkg_harness::run::<MinSig>(dkg_harness::honest(&config, 1, &memo)?, 1, &Default::default());
+//! let dkg = dkg_harness::run::<MinSig, _>(dkg_harness::honest(&config, 1, &memo)?, 1, &Default::default());
 //! let old: Vec<_> = dkg.results.iter().map(|r| r.clone().unwrap().unwrap()).collect();
 //! let id = |i: u8| MemberId([i; 32]);
 //! let epoch = ReshareSettings::<MinSig> {
@@ -105,7 +104,7 @@
 //! let shares: Vec<_> = old.iter().map(|o| Some(o.keys[0].secret_share.clone())).collect();
 //! let run = harness::run(harness::honest(&epoch, &shares, 2, &memo)?, 2, &Default::default());
 //! // Participant 4 joins as new member 2; the group key is the DKG's.
-//! let joined = run.results[4].clone().unwrap()?;
+//! let joined = run.results[4].clone().unwrap().expect("participant 4 reshared");
 //! assert_eq!(joined.me, Some(beacon::NodeIndex(2)));
 //! assert_eq!(joined.group_key(), old[0].keys[0].group_key());
 //! # Ok::<(), beacon::Error>(())
@@ -120,15 +119,15 @@ mod output;
 mod verify;
 
 pub use crate::dkg::{Complaint, Deal, DealtShares, DkgMessage, DkgPhase, DkgTimer, Justification};
-pub use machine::Resharer;
+pub use machine::{Redistribution, Resharer};
 pub use output::ReshareOutput;
 
 use crate::curve::Point;
-use crate::dkg::ThresholdKeyMaterial;
+use crate::dkg::{PhaseAction, ThresholdKeyMaterial};
 use crate::lagrange::SignerDomain;
 use crate::scheme::Scheme;
 use crate::threshold::{SecretShare, ThresholdPublicKey};
-use crate::{wire, Error, NodeIndex, Time};
+use crate::{wire, Error, NodeIndex};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -375,60 +374,13 @@ impl Roster {
     }
 }
 
-/// Inputs of a [`Resharer`].
-#[derive(Clone, Debug)]
-pub enum ReshareInput<S: Scheme> {
-    /// Begin (deal, if an old member holding its share).
-    Start,
-    /// A message from an authenticated participant.
-    Message {
-        /// The sender's participant index (as authenticated by the transport).
-        from: NodeIndex,
-        /// The message.
-        message: ReshareMessage<S>,
-    },
-    /// A timer requested earlier fired.
-    Timer(DkgTimer),
-    /// The relay proved that participant `member` equivocated: it is excluded as
-    /// a dealer and its complaints are ignored.
-    Faulty {
-        /// The equivocating participant.
-        member: NodeIndex,
-    },
-    /// The relay reports that every participant holds the same versions of
-    /// the broadcasts of `kind` (only with [`Resharer::with_relay`]).
-    Confirmed(crate::dkg::relay::Kind),
-}
+/// Inputs of a [`Resharer`]: the DKG's (participant indices for members).
+pub type ReshareInput<S> = crate::dkg::DkgInput<S>;
 
-/// Outputs of a [`Resharer`]: the DKG's shape.
-#[derive(Clone, Debug)]
-pub enum ReshareAction<S: Scheme> {
-    /// Send to one participant.
-    Send {
-        /// Recipient (participant index).
-        to: NodeIndex,
-        /// Message.
-        message: ReshareMessage<S>,
-    },
-    /// Send the same message to every other participant.
-    Broadcast(ReshareMessage<S>),
-    /// Fire `timer` at `at`.
-    SetTimer {
-        /// When.
-        at: Time,
-        /// Which.
-        timer: DkgTimer,
-    },
-    /// This participant holds every broadcast of `kind` it waits for: tell the
-    /// relay ([`crate::dkg::relay::BroadcastRelay::announce`]; only with
-    /// [`Resharer::with_relay`]).
-    Announce(crate::dkg::relay::Kind),
-    /// The resharing finished: persist the result; the new group uses it from the
-    /// switch the consensus decides.
-    Reshared(Arc<ReshareOutput<S>>),
-    /// The resharing failed ([`Error::TooFewDealers`], or an inconsistent result).
-    Failed(Error),
-}
+/// Outputs of a [`Resharer`]: effects, announcements to the relay, and the
+/// result ([`PhaseAction::Done`]: persist it; the new group uses it from the
+/// switch the consensus decides) or why there is none.
+pub type ReshareAction<S> = PhaseAction<S, ReshareOutput<S>>;
 
 #[cfg(test)]
 mod tests;

@@ -10,15 +10,18 @@ use super::*;
 pub struct ReshareOutput<S: Scheme> {
     /// The session ([`ReshareEpoch::session`]).
     pub session: [u8; 32],
-    /// The epoch.
+    /// The epoch this resharing starts (the new group's shares sign from the
+    /// switch to it on).
     pub epoch: u64,
     /// Size of the new group.
     pub n: u32,
-    /// This participant's new index, if it is a new member.
+    /// This participant's new index, if it is a new member (an old member
+    /// that leaves has none, and no share).
     pub me: Option<NodeIndex>,
     /// Qualified old dealers (old indices); the first `t_old` were combined.
     pub qual: Vec<NodeIndex>,
-    /// Old dealers excluded, with the reason.
+    /// Old dealers excluded, with the reason (one that dealt nothing in
+    /// time counts as excluded).
     pub disqualified: Vec<(NodeIndex, String)>,
     /// The new threshold.
     pub threshold: u32,

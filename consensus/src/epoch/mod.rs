@@ -82,7 +82,9 @@ mod transition;
 
 pub use governance::{check_change, Decision, Governance, ReplicaShape};
 pub use messages::{Control, EpochChange, EpochMessage, EpochReady, Invitation, ReshareWire};
-pub use transition::{keys_digest, Transition, TransitionEvent, TransitionTimer};
+pub use transition::{
+    keys_digest, Transition, TransitionEvent, TransitionFailure, TransitionTimer,
+};
 
 use crate::config::ReplicaConfig;
 use crate::ConsensusError;

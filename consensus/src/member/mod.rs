@@ -314,24 +314,12 @@ impl<S: Scheme> Member<S> {
     ) {
         for action in actions {
             match action {
-                SessionAction::Send { to, message } => {
-                    out.push(MemberOutput::Effect(Effect::Send {
-                        to,
-                        message: Envelope::Dkg(message),
-                    }))
-                }
-                SessionAction::Broadcast(message) => out.push(MemberOutput::Effect(
-                    Effect::Broadcast(Envelope::Dkg(message)),
+                SessionAction::Effect(effect) => out.push(MemberOutput::Effect(
+                    effect.map(Envelope::Dkg, MemberTimer::Dkg),
                 )),
-                SessionAction::SetTimer { at, timer } => {
-                    out.push(MemberOutput::Effect(Effect::SetTimer {
-                        at,
-                        timer: MemberTimer::Dkg(timer),
-                    }))
-                }
                 SessionAction::Failed(reason) => {
                     self.phase = Phase::Failed;
-                    out.push(MemberOutput::DkgFailed(reason));
+                    out.push(MemberOutput::DkgFailed(reason.to_string()));
                 }
                 SessionAction::Complete(output) => {
                     out.push(MemberOutput::DkgComplete(output.clone()));

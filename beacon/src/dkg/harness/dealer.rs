@@ -1,8 +1,10 @@
 //! Byzantine dealers: an honest [`Dkg`] whose outputs are rewritten, one
 //! named fault each (the honest code has no flags).
 
-use super::DkgParticipant;
+use super::Participant;
+use crate::curve::Point;
 use crate::dkg::*;
+use crate::effect::Effect;
 
 /// Ways a Byzantine dealer misbehaves (each wraps an honest [`Dkg`] and rewrites
 /// its outputs; the honest code has no flags).
@@ -93,15 +95,15 @@ impl<S: Scheme> ByzantineDealer<S> {
         let (torsion, l) = S::PublicKey::small_order_point()?;
         let (k, t) = self
             .inner
-            .config
+            .config()
             .thresholds
             .iter()
             .enumerate()
             .max_by_key(|(_, t)| **t)?;
-        let rows: Vec<Vec<u32>> = (0..self.inner.config.n)
-            .filter(|j| *j != self.inner.me.0)
+        let rows: Vec<Vec<u32>> = (0..self.inner.config().n)
+            .filter(|j| *j != self.inner.me().0)
             .map(|j| {
-                let x = self.inner.domain.point(NodeIndex(j)).ok()?;
+                let x = self.inner.sharing().domain().point(NodeIndex(j)).ok()?;
                 let mut power = Scalar::one();
                 Some(
                     (0..*t)
@@ -164,7 +166,7 @@ impl<S: Scheme> ByzantineDealer<S> {
     }
 }
 
-impl<S: Scheme> DkgParticipant<S> for ByzantineDealer<S> {
+impl<S: Scheme> Participant<S, DkgOutput<S>> for ByzantineDealer<S> {
     fn phase(&self) -> Option<DkgPhase> {
         Some(self.inner.phase())
     }
@@ -173,76 +175,94 @@ impl<S: Scheme> DkgParticipant<S> for ByzantineDealer<S> {
         let actions = self.inner.handle(now, input);
         let mut out = Vec::with_capacity(actions.len());
         for action in actions {
-            match (&self.fault, action) {
-                (DealerFault::Silent, a @ DkgAction::SetTimer { .. }) => out.push(a),
-                (DealerFault::Silent, DkgAction::Complete(_) | DkgAction::Failed(_)) => {}
-                (DealerFault::Silent, _) => {}
-                (DealerFault::OffGroupCommitments, DkgAction::Broadcast(DkgMessage::Deal(d))) => {
-                    let bad = self
-                        .hide_small_order_component(&d)
-                        .expect("a group with small-order points and a threshold of n");
-                    out.push(DkgAction::Broadcast(DkgMessage::Deal(Arc::new(bad))));
+            let effect = match (&self.fault, action) {
+                (DealerFault::Silent, a @ PhaseAction::Effect(Effect::SetTimer { .. })) => {
+                    out.push(a);
+                    continue;
                 }
-                (DealerFault::WrongDegree, DkgAction::Broadcast(DkgMessage::Deal(d))) => {
-                    let mut commitments = d.commitments.to_rows();
-                    for c in &mut commitments {
-                        c.pop();
-                    }
-                    let commitments = Commitments::new(&commitments);
-                    let bad = Deal::new(d.session, d.dealer, commitments, d.share_root);
-                    out.push(DkgAction::Broadcast(DkgMessage::Deal(Arc::new(bad))));
+                (DealerFault::Silent, _) => continue,
+                (_, PhaseAction::Effect(effect)) => effect,
+                (_, a) => {
+                    out.push(a);
+                    continue;
                 }
-                (
-                    DealerFault::UncommittedShares { .. },
-                    DkgAction::Send {
-                        to,
-                        message: DkgMessage::Shares(mut s),
-                    },
-                ) if self.is_victim(to) => {
-                    s.salt[0] ^= 1;
-                    out.push(DkgAction::Send {
-                        to,
-                        message: DkgMessage::Shares(s),
-                    });
-                }
-                (
-                    _,
-                    DkgAction::Send {
-                        to,
-                        message: DkgMessage::Shares(mut s),
-                    },
-                ) if self.is_victim(to) => {
-                    s.shares = Self::corrupt(&s.shares);
-                    out.push(DkgAction::Send {
-                        to,
-                        message: DkgMessage::Shares(s),
-                    });
-                }
-                (
-                    DealerFault::BadShares { .. },
-                    DkgAction::Broadcast(DkgMessage::Justification(_)),
-                ) => {}
-                (
-                    DealerFault::InvalidJustification { .. } | DealerFault::Equivocate,
-                    DkgAction::Broadcast(DkgMessage::Justification(j)),
-                ) => {
-                    let revealed = j
-                        .revealed
-                        .iter()
-                        .map(|(r, s)| (*r, Self::corrupt(s)))
-                        .collect();
-                    let bad = Justification {
-                        session: j.session,
-                        dealer: j.dealer,
-                        revealed,
-                    };
-                    out.push(DkgAction::Broadcast(DkgMessage::Justification(Arc::new(
-                        bad,
-                    ))));
-                }
-                (_, a) => out.push(a),
+            };
+            if let Some(effect) = self.rewrite(effect) {
+                out.push(PhaseAction::Effect(effect));
             }
         }
         out
+    }
+}
+
+impl<S: Scheme> ByzantineDealer<S> {
+    /// What this dealer sends instead of `effect` (`None`: nothing).
+    fn rewrite(
+        &self,
+        effect: Effect<DkgMessage<S>, DkgTimer>,
+    ) -> Option<Effect<DkgMessage<S>, DkgTimer>> {
+        let deal = |bad: Deal<S>| Effect::Broadcast(DkgMessage::Deal(Arc::new(bad)));
+        Some(match (&self.fault, effect) {
+            (DealerFault::OffGroupCommitments, Effect::Broadcast(DkgMessage::Deal(d))) => {
+                let bad = self
+                    .hide_small_order_component(&d)
+                    .expect("a group with small-order points and a threshold of n");
+                deal(bad)
+            }
+            (DealerFault::WrongDegree, Effect::Broadcast(DkgMessage::Deal(d))) => {
+                let mut commitments = d.commitments.to_rows();
+                for c in &mut commitments {
+                    c.pop();
+                }
+                let commitments = Commitments::new(&commitments);
+                deal(Deal::new(d.session, d.dealer, commitments, d.share_root))
+            }
+            (
+                DealerFault::UncommittedShares { .. },
+                Effect::Send {
+                    to,
+                    message: DkgMessage::Shares(mut s),
+                },
+            ) if self.is_victim(to) => {
+                s.salt[0] ^= 1;
+                Effect::Send {
+                    to,
+                    message: DkgMessage::Shares(s),
+                }
+            }
+            (
+                _,
+                Effect::Send {
+                    to,
+                    message: DkgMessage::Shares(mut s),
+                },
+            ) if self.is_victim(to) => {
+                s.shares = Self::corrupt(&s.shares);
+                Effect::Send {
+                    to,
+                    message: DkgMessage::Shares(s),
+                }
+            }
+            (DealerFault::BadShares { .. }, Effect::Broadcast(DkgMessage::Justification(_))) => {
+                return None
+            }
+            (
+                DealerFault::InvalidJustification { .. } | DealerFault::Equivocate,
+                Effect::Broadcast(DkgMessage::Justification(j)),
+            ) => {
+                let revealed = j
+                    .revealed
+                    .iter()
+                    .map(|(r, s)| (*r, Self::corrupt(s)))
+                    .collect();
+                let bad = Justification {
+                    session: j.session,
+                    dealer: j.dealer,
+                    revealed,
+                };
+                Effect::Broadcast(DkgMessage::Justification(Arc::new(bad)))
+            }
+            (_, e) => e,
+        })
     }
 }

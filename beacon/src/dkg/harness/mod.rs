@@ -1,10 +1,12 @@
-//! An in-memory harness that runs a whole DKG: `n` participants, messages
+//! The one in-memory harness of the phase machines (the DKG and the
+//! resharing), and runs of whole DKG sessions: `n` participants, messages
 //! delivered one at a time in an order drawn from a seeded RNG, timers fired when
 //! no message is in flight (a synchronous network). Used by the tests, by
 //! `sbft-beacon bench dkg`, and by the simulator's set-up; Byzantine dealers are
-//! swappable [`DkgParticipant`] implementations wrapping an honest [`Dkg`].
+//! swappable [`Participant`] implementations wrapping an honest machine
+//! (the resharing's are in [`crate::reshare::harness`]).
 //!
-//! - this file: the participant interface and one run of bare DKG machines;
+//! - this file: the participant interface and one run of bare phase machines;
 //! - `dealer.rs`: Byzantine dealers ([`DealerFault`], [`ByzantineDealer`]);
 //! - `sessions.rs`: runs of whole DKG sessions (relay and agreement included).
 
@@ -15,29 +17,36 @@ pub use dealer::{ByzantineDealer, DealerFault};
 pub use sessions::*;
 
 use super::*;
+use crate::effect::Effect;
 use crate::schedule::EventQueue;
+use rand_chacha::ChaCha20Rng;
 use rand_core::RngCore;
+use rand_core::SeedableRng;
 use std::time::{Duration, Instant};
 
-/// Anything that can stand in a DKG: the honest [`Dkg`] or a Byzantine wrapper.
-pub trait DkgParticipant<S: Scheme>: Send {
-    /// Handles one input (see [`Dkg::handle`]).
-    fn handle(&mut self, now: Time, input: DkgInput<S>) -> Vec<DkgAction<S>>;
+/// Anything that can stand in a run of a phase machine with output `O`: the
+/// honest [`PhaseMachine`] or a Byzantine wrapper.
+pub trait Participant<S: Scheme, O>: Send {
+    /// Handles one input (see [`PhaseMachine::handle`]).
+    fn handle(&mut self, now: Time, input: DkgInput<S>) -> Vec<PhaseAction<S, O>>;
     /// The phase of the honest machine inside, if any (for CPU accounting).
     fn phase(&self) -> Option<DkgPhase> {
         None
     }
 }
 
-impl<S: Scheme> DkgParticipant<S> for Dkg<S> {
-    fn handle(&mut self, now: Time, input: DkgInput<S>) -> Vec<DkgAction<S>> {
-        Dkg::handle(self, now, input)
+impl<S: Scheme, P: Sharing<S>> Participant<S, P::Output> for PhaseMachine<S, P> {
+    fn handle(&mut self, now: Time, input: DkgInput<S>) -> Vec<PhaseAction<S, P::Output>> {
+        PhaseMachine::handle(self, now, input)
     }
 
     fn phase(&self) -> Option<DkgPhase> {
-        Some(Dkg::phase(self))
+        Some(PhaseMachine::phase(self))
     }
 }
+
+/// A participant of a DKG: the honest [`Dkg`] or a Byzantine wrapper.
+pub type DkgParticipant<S> = dyn Participant<S, DkgOutput<S>>;
 
 /// Network-level misbehaviour injected by the harness itself.
 #[derive(Clone, Debug, Default)]
@@ -51,35 +60,41 @@ pub struct Disturbances {
 }
 
 /// What a harness run produced.
-pub struct DkgRun<S: Scheme> {
-    /// Per member: its output, or its failure, or `None` if it produced neither.
-    pub results: Vec<Option<Result<Arc<DkgOutput<S>>, String>>>,
+pub struct MachineRun<O> {
+    /// Per participant: its output, or its failure, or `None` if it produced
+    /// neither.
+    pub results: Vec<Option<Result<Arc<O>, DkgFailure>>>,
     /// Virtual time of the last result (messages take no time: an honest run
     /// ends at zero, one that waits for silent members at its timeouts).
     pub finished_at: Time,
-    /// Bytes each member sent (wire encoding; a broadcast counts once per recipient).
+    /// Bytes each participant sent (wire encoding; a broadcast counts once per
+    /// recipient).
     pub bytes_sent: Vec<u64>,
-    /// CPU time each member spent in `handle`, plus what shared computations would
-    /// have cost it.
+    /// CPU time each participant spent in `handle`, plus what shared
+    /// computations would have cost it.
     pub cpu: Vec<Duration>,
     /// CPU time per phase (deal = start, verify = the input that ends the deal
-    /// phase, finalize = the rest), summed over members.
+    /// phase, finalize = the rest), summed over participants.
     pub phase_cpu: [Duration; 3],
     /// Messages delivered.
     pub messages: u64,
 }
 
-/// Runs `participants` (member `i` at index `i`) to completion.
-pub fn run<S: Scheme>(
-    mut participants: Vec<Box<dyn DkgParticipant<S>>>,
+/// What a DKG run produced.
+pub type DkgRun<S> = MachineRun<DkgOutput<S>>;
+
+/// Runs `participants` (participant `p` at index `p`) to completion: a DKG's
+/// ([`DkgRun`]) or a resharing's ([`crate::reshare::harness::ReshareRun`]).
+pub fn run<S: Scheme, O>(
+    mut participants: Vec<Box<dyn Participant<S, O>>>,
     seed: u64,
     disturbances: &Disturbances,
-) -> DkgRun<S> {
+) -> MachineRun<O> {
     let n = participants.len();
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let mut queue: Vec<(NodeIndex, NodeIndex, DkgMessage<S>)> = Vec::new();
     let mut timers: EventQueue<(NodeIndex, DkgTimer)> = EventQueue::new();
-    let mut results: Vec<Option<Result<Arc<DkgOutput<S>>, String>>> = vec![None; n];
+    let mut results: Vec<Option<Result<Arc<O>, DkgFailure>>> = (0..n).map(|_| None).collect();
     let mut bytes_sent = vec![0u64; n];
     let mut cpu = vec![Duration::ZERO; n];
     let mut phase_cpu = [Duration::ZERO; 3];
@@ -111,27 +126,31 @@ pub fn run<S: Scheme>(
             phase_cpu[phase] += spent;
             for action in actions {
                 match action {
-                    DkgAction::Send { to, message } => {
+                    PhaseAction::Effect(Effect::Send { to, message }) => {
                         bytes_sent[who.0 as usize] += encoded_len(&message);
-                        queue.push((who, to, message));
+                        if (to.0 as usize) < n {
+                            queue.push((who, to, message));
+                        }
                     }
-                    DkgAction::Broadcast(message) => {
+                    PhaseAction::Effect(Effect::Broadcast(message)) => {
                         bytes_sent[who.0 as usize] += encoded_len(&message) * (n as u64 - 1);
                         for j in (0..n as u32).filter(|j| *j != who.0) {
                             queue.push((who, NodeIndex(j), message.clone()));
                         }
                     }
-                    DkgAction::SetTimer { at, timer } => timers.push(at, (who, timer)),
-                    DkgAction::Complete(out) => {
+                    PhaseAction::Effect(Effect::SetTimer { at, timer }) => {
+                        timers.push(at, (who, timer))
+                    }
+                    PhaseAction::Done(out) => {
                         results[who.0 as usize] = Some(Ok(out));
                         finished_at = now;
                     }
-                    DkgAction::Failed(e) => {
+                    PhaseAction::Failed(e) => {
                         results[who.0 as usize] = Some(Err(e));
                         finished_at = now;
                     }
                     // No relay here: broadcasts are consistent by construction.
-                    DkgAction::Announce(_) => {}
+                    PhaseAction::Announce(_) => {}
                 }
             }
         }
@@ -139,34 +158,17 @@ pub fn run<S: Scheme>(
             let i = (rng.next_u64() % queue.len() as u64) as usize;
             let (from, to, message) = queue.swap_remove(i);
             messages += 1;
+            let copy = |from, message| (to, DkgInput::Message { from, message });
             if disturbances.from_non_members {
-                pending.push((
-                    to,
-                    DkgInput::Message {
-                        from: NodeIndex(n as u32 + 7),
-                        message: message.clone(),
-                    },
-                ));
+                pending.push(copy(NodeIndex(n as u32 + 7), message.clone()));
             }
             if disturbances.replay_other_session {
-                pending.push((
-                    to,
-                    DkgInput::Message {
-                        from,
-                        message: other_session(&message),
-                    },
-                ));
+                pending.push(copy(from, other_session(&message)));
             }
             if disturbances.duplicate_all {
-                pending.push((
-                    to,
-                    DkgInput::Message {
-                        from,
-                        message: message.clone(),
-                    },
-                ));
+                pending.push(copy(from, message.clone()));
             }
-            pending.push((to, DkgInput::Message { from, message }));
+            pending.push(copy(from, message));
             continue;
         }
         let Some((at, (who, timer))) = timers.pop() else {
@@ -175,7 +177,7 @@ pub fn run<S: Scheme>(
         now = now.max(at);
         pending.push((who, DkgInput::Timer(timer)));
     }
-    DkgRun {
+    MachineRun {
         results,
         finished_at,
         bytes_sent,
@@ -224,7 +226,7 @@ pub fn honest<S: Scheme>(
     config: &DkgConfig,
     seed: u64,
     memo: &Arc<Memo>,
-) -> Result<Vec<Box<dyn DkgParticipant<S>>>, Error> {
+) -> Result<Vec<Box<DkgParticipant<S>>>, Error> {
     (0..config.n)
         .map(|i| {
             let dkg = Dkg::<S>::new(
@@ -233,7 +235,7 @@ pub fn honest<S: Scheme>(
                 member_seed(seed, i),
                 memo.clone(),
             )?;
-            Ok(Box::new(dkg) as Box<dyn DkgParticipant<S>>)
+            Ok(Box::new(dkg) as Box<DkgParticipant<S>>)
         })
         .collect()
 }

@@ -4,17 +4,23 @@
 use super::member_seed;
 use crate::dkg::relay::{SigningKey, VerifyingKey};
 use crate::dkg::session::{
-    DkgSession, SessionAction, SessionInput, SessionMessage, SessionParticipant, SessionTimer,
+    DkgSession, SessionAction, SessionFailure, SessionInput, SessionMessage, SessionParticipant,
+    SessionTimer,
 };
 use crate::dkg::*;
+use crate::effect::Effect;
 use crate::schedule::EventQueue;
+use crate::wire;
+use rand_chacha::ChaCha20Rng;
 use rand_core::RngCore;
+use rand_core::SeedableRng;
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// What a run of whole sessions ([`run_sessions`]) produced.
 pub struct SessionRun<S: Scheme> {
     /// Per member: its output, its failure, or `None`.
-    pub results: Vec<Option<Result<Arc<DkgOutput<S>>, String>>>,
+    pub results: Vec<Option<Result<Arc<DkgOutput<S>>, SessionFailure>>>,
     /// Virtual time of the last result.
     pub finished_at: Time,
     /// Messages and wire bytes sent, by kind ([`SessionMessage::kind`]); a
@@ -103,17 +109,19 @@ pub fn run_sessions<S: Scheme>(
                     t.1 += bytes * copies;
                 };
                 match action {
-                    SessionAction::Send { to, message } => {
+                    SessionAction::Effect(Effect::Send { to, message }) => {
                         count(&message, 1);
                         queue.push_back((who, to.0, message));
                     }
-                    SessionAction::Broadcast(message) => {
+                    SessionAction::Effect(Effect::Broadcast(message)) => {
                         count(&message, n as u64 - 1);
                         for j in (0..n as u32).filter(|j| *j != who) {
                             queue.push_back((who, j, message.clone()));
                         }
                     }
-                    SessionAction::SetTimer { at, timer } => timers.push(at, (who, timer)),
+                    SessionAction::Effect(Effect::SetTimer { at, timer }) => {
+                        timers.push(at, (who, timer))
+                    }
                     SessionAction::Complete(out) => {
                         results[who as usize] = Some(Ok(out));
                         finished_at = now;

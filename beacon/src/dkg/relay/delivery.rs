@@ -263,14 +263,14 @@ impl BroadcastRelay {
             return;
         }
         first.pulled_from.push(from.0);
-        out.push(RelayAction::Send {
+        out.push(RelayAction::Effect(Effect::Send {
             to: from,
             message: RelayMessage::Pull {
                 origin: a.origin,
                 kind: a.kind,
                 digest: a.digest,
             },
-        });
+        }));
     }
 
     pub(super) fn on_pull<S: Scheme>(
@@ -285,13 +285,13 @@ impl BroadcastRelay {
                 attestation,
                 payload: Some(payload),
                 ..
-            }) => vec![RelayAction::Send {
+            }) => vec![RelayAction::Effect(Effect::Send {
                 to: from,
                 message: RelayMessage::Broadcast {
                     attestation: attestation.clone(),
                     payload: payload.clone(),
                 },
-            }],
+            })],
             _ => Vec::new(),
         }
     }

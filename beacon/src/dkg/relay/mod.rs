@@ -63,16 +63,20 @@
 //! the runs where they did not.
 
 mod delivery;
+mod relayed;
 mod summaries;
 
 use super::DkgMessage;
+use crate::effect::Effect;
 use crate::memo::Memo;
 use crate::{Error, NodeIndex, Scheme};
 use ed25519_dalek::Verifier as _;
 pub use ed25519_dalek::{SigningKey, VerifyingKey};
+pub use relayed::{RelayedEvent, RelayedInput, RelayedMachine, RelayedMessage};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
+use std::convert::Infallible;
 use std::sync::Arc;
 
 /// Most versions kept per origin and kind (two prove equivocation).
@@ -245,15 +249,9 @@ pub enum RelayAction<S: Scheme> {
         /// Message.
         message: DkgMessage<S>,
     },
-    /// Send to one member.
-    Send {
-        /// Recipient.
-        to: NodeIndex,
-        /// Message.
-        message: RelayMessage,
-    },
-    /// Send to every other member.
-    SendAll(RelayMessage),
+    /// Send a relay message to one member, or to every other member (the
+    /// relay sets no timers).
+    Effect(Effect<RelayMessage, Infallible>),
     /// `origin` signed two versions of one broadcast: it is faulty.
     Equivocation(NodeIndex),
     /// Every member (save proven equivocators) holds the same versions of `kind`

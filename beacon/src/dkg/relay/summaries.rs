@@ -45,14 +45,14 @@ impl BroadcastRelay {
             settled: false,
         };
         let Some(hub) = self.hub.clone() else {
-            out.push(RelayAction::SendAll(message));
+            out.push(RelayAction::Effect(Effect::Broadcast(message)));
             return;
         };
         for h in hub.iter().filter(|h| **h != self.me.0) {
-            out.push(RelayAction::Send {
+            out.push(RelayAction::Effect(Effect::Send {
                 to: NodeIndex(*h),
                 message: message.clone(),
-            });
+            }));
         }
         if self.outside_hub() {
             return;
@@ -64,10 +64,10 @@ impl BroadcastRelay {
             .map(|(m, _)| *m)
             .collect();
         for m in differing {
-            out.push(RelayAction::Send {
+            out.push(RelayAction::Effect(Effect::Send {
                 to: NodeIndex(m),
                 message: message.clone(),
-            });
+            }));
         }
     }
 
@@ -152,10 +152,10 @@ impl BroadcastRelay {
                 settled: true,
             };
             for m in (0..self.n()).filter(|m| !self.in_hub(*m)) {
-                out.push(RelayAction::Send {
+                out.push(RelayAction::Effect(Effect::Send {
                     to: NodeIndex(m),
                     message: message.clone(),
-                });
+                }));
             }
         }
     }
@@ -186,10 +186,10 @@ impl BroadcastRelay {
         }
         *sent += 1;
         state.outstanding.insert(peer);
-        out.push(RelayAction::Send {
+        out.push(RelayAction::Effect(Effect::Send {
             to: NodeIndex(peer),
             message: RelayMessage::PullVersions { kind },
-        });
+        }));
     }
 
     pub(super) fn on_summary<S: Scheme>(
@@ -239,14 +239,14 @@ impl BroadcastRelay {
         // A hub member answers a differing summary from outside the hub with
         // its own: the sender then pulls what it lacks.
         if answer && announced && summary != mine {
-            out.push(RelayAction::Send {
+            out.push(RelayAction::Effect(Effect::Send {
                 to: from,
                 message: RelayMessage::Summary {
                     kind,
                     summary: mine,
                     settled: false,
                 },
-            });
+            }));
         }
         self.check_consistent(kind, &mut out);
         out
@@ -263,10 +263,10 @@ impl BroadcastRelay {
             .filter(|((_, k), _)| *k == kind)
             .flat_map(|(_, vs)| vs.iter().map(|v| v.attestation.clone()))
             .collect();
-        vec![RelayAction::Send {
+        vec![RelayAction::Effect(Effect::Send {
             to: from,
             message: RelayMessage::Versions { kind, attestations },
-        }]
+        })]
     }
 
     pub(super) fn on_versions<S: Scheme>(

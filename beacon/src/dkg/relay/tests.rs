@@ -103,16 +103,17 @@ fn apply(
             RelayAction::Deliver { origin, message } => {
                 out.delivered[who as usize].push((origin.0, message))
             }
-            RelayAction::Send { to, message } => {
+            RelayAction::Effect(Effect::Send { to, message }) => {
                 *out.sent.entry(name(&message)).or_default() += 1;
                 queue.push_back((who, to.0, message))
             }
-            RelayAction::SendAll(message) => {
+            RelayAction::Effect(Effect::Broadcast(message)) => {
                 for j in (0..n as u32).filter(|j| *j != who) {
                     *out.sent.entry(name(&message)).or_default() += 1;
                     queue.push_back((who, j, message.clone()));
                 }
             }
+            RelayAction::Effect(Effect::SetTimer { timer, .. }) => match timer {},
             RelayAction::Equivocation(o) => out.faulty[who as usize].push(o.0),
             RelayAction::Consistent(k) => out.consistent[who as usize].push(k),
         }
@@ -456,9 +457,9 @@ fn outside_the_hub_only_hub_members_summaries_count() {
     let actions = r[0].receive::<MinSig>(NodeIndex(11), stray).unwrap();
     assert!(actions.iter().any(|a| matches!(
         a,
-        RelayAction::Send {
+        RelayAction::Effect(Effect::Send {
             message: RelayMessage::PullVersions { .. },
             ..
-        }
+        })
     )));
 }

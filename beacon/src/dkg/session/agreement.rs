@@ -9,16 +9,11 @@ use std::sync::Arc;
 
 impl<S: Scheme> DkgSession<S> {
     /// Step 2: sign and send this attempt's result.
-    pub(super) fn on_result(
-        &mut self,
-        _now: Time,
-        output: Arc<DkgOutput<S>>,
-        out: &mut Vec<SessionAction<S>>,
-    ) {
+    pub(super) fn on_result(&mut self, output: Arc<DkgOutput<S>>, out: &mut Outbox<S>) {
         // Every member with this QUAL digests the same polynomials: once, when
         // the memo is shared (compressing thousands of points each time is not
         // free).
-        let digest = match self.dkg.qual_digest(&output.qual) {
+        let digest = match self.dkg().qual_digest(&output.qual) {
             Some(qual) => {
                 let mut key = Sha256::new();
                 key.update(b"sbft-beacon/dkg-keys-digest/1");
@@ -50,23 +45,20 @@ impl<S: Scheme> DkgSession<S> {
             // With a hub, votes go to the committee, which certifies a quorum.
             Some(hub) => {
                 for h in hub.into_iter().filter(|h| *h != self.me) {
-                    out.push(SessionAction::Send {
+                    out.push(SessionAction::Effect(Effect::Send {
                         to: h,
                         message: SessionMessage::Result(vote.clone()),
-                    });
+                    }));
                 }
             }
-            None => out.push(SessionAction::Broadcast(SessionMessage::Result(vote))),
+            None => out.push(SessionAction::Effect(Effect::Broadcast(
+                SessionMessage::Result(vote),
+            ))),
         }
         self.check_quorum(out);
     }
 
-    pub(super) fn on_vote(
-        &mut self,
-        from: NodeIndex,
-        vote: SignedResult,
-        out: &mut Vec<SessionAction<S>>,
-    ) {
+    pub(super) fn on_vote(&mut self, from: NodeIndex, vote: SignedResult, out: &mut Outbox<S>) {
         if vote.from != from || from.0 >= self.base.n || self.votes.contains_key(&from) {
             return;
         }
@@ -93,16 +85,12 @@ impl<S: Scheme> DkgSession<S> {
 
     /// The committee, when votes go through it ([`crate::dkg::Dkg::has_hub`]).
     fn hub(&self) -> Option<Vec<NodeIndex>> {
-        self.dkg.has_hub().then(|| self.base.dealers.clone())
+        self.dkg().has_hub().then(|| self.base.dealers.clone())
     }
 
     /// A certificate counts as the `n - f` votes it carries when every one of
     /// them is a valid signature of a distinct member on its result.
-    pub(super) fn on_certificate(
-        &mut self,
-        certificate: &ResultCertificate,
-        out: &mut Vec<SessionAction<S>>,
-    ) {
+    pub(super) fn on_certificate(&mut self, certificate: &ResultCertificate, out: &mut Outbox<S>) {
         let quorum = (self.base.n - self.base.max_faulty) as usize;
         let id = result_id(&certificate.qual, &certificate.keys_digest);
         if self.tally.get(&id).is_some_and(|c| *c >= quorum)
@@ -153,13 +141,13 @@ impl<S: Scheme> DkgSession<S> {
 
     /// With a hub, a committee member whose own result has a quorum sends
     /// everyone the certificate.
-    fn certify(&self, out: &mut Vec<SessionAction<S>>) {
+    fn certify(&self, out: &mut Outbox<S>) {
         // This member's own vote is the first recorded for its result.
         let Some(mine) = self.result_id.and_then(|id| self.results.get(&id)) else {
             return;
         };
         let id = result_id(&mine.qual, &mine.keys_digest);
-        if !self.dkg.has_hub() || !self.base.is_dealer(self.me) {
+        if !self.dkg().has_hub() || !self.base.is_dealer(self.me) {
             return;
         }
         let quorum = (self.base.n - self.base.max_faulty) as usize;
@@ -179,12 +167,12 @@ impl<S: Scheme> DkgSession<S> {
             keys_digest: mine.keys_digest,
             votes,
         };
-        out.push(SessionAction::Broadcast(SessionMessage::Certificate(
-            Arc::new(certificate),
+        out.push(SessionAction::Effect(Effect::Broadcast(
+            SessionMessage::Certificate(Arc::new(certificate)),
         )));
     }
 
-    pub(super) fn check_quorum(&mut self, out: &mut Vec<SessionAction<S>>) {
+    pub(super) fn check_quorum(&mut self, out: &mut Outbox<S>) {
         let quorum = (self.base.n - self.base.max_faulty) as usize;
         if let (Some(mine), Some(id)) = (&self.result, &self.result_id) {
             if self.tally.get(id).copied().unwrap_or(0) >= quorum {
@@ -213,11 +201,11 @@ impl<S: Scheme> DkgSession<S> {
         if let (Some(vote), true) = (&agreed, finished) {
             // A member that restarted or was cut off asked the dealers for
             // their deals and shares (`recovery`): it waits for them.
-            if !self.dkg.holds(&vote.qual) {
+            if !self.dkg().holds(&vote.qual) {
                 return;
             }
             // Once per attempt: the check costs one share check per dealer.
-            if let Some(output) = self.dkg.adopt(&vote.qual) {
+            if let Some(output) = self.dkg.machine_mut().adopt(&vote.qual) {
                 if keys_digest(&output) == vote.keys_digest {
                     let output = DkgOutput {
                         session: self.base.session,
@@ -232,46 +220,40 @@ impl<S: Scheme> DkgSession<S> {
         let other = agreed.is_some();
         if finished && other {
             self.state = State::Over;
-            out.push(SessionAction::Failed(format!(
-                "attempt {}: n - f members agreed on a result this member does not hold",
-                self.attempt
-            )));
+            out.push(SessionAction::Failed(SessionFailure::OtherResult {
+                attempt: self.attempt,
+            }));
         }
     }
 
     /// Step 3: rerun, or give up.
-    pub(super) fn end_of_attempt(&mut self, now: Time, out: &mut Vec<SessionAction<S>>) {
+    pub(super) fn end_of_attempt(&mut self, now: Time, out: &mut Outbox<S>) {
         // `n - f` members agreed in this attempt, and this member still waits
         // for deals or shares it asked for: no later attempt can gather a
         // quorum (those members are done), so it waits on, a bounded number
         // of times.
         let quorum = (self.base.n - self.base.max_faulty) as usize;
         if self.tally.values().any(|c| *c >= quorum) && self.recovery.wait() {
-            out.push(SessionAction::SetTimer {
+            out.push(SessionAction::Effect(Effect::SetTimer {
                 at: now.plus_micros(self.phase_us().saturating_mul(4)),
                 timer: SessionTimer::EndOfAttempt {
                     attempt: self.attempt,
                 },
-            });
+            }));
             return;
         }
         let next = self.attempt + 1;
         if next >= self.base.max_attempts {
             self.state = State::Over;
-            let why = self
-                .last_failure
-                .clone()
-                .unwrap_or_else(|| "no n - f members signed the same result".into());
-            out.push(SessionAction::Failed(format!(
-                "no agreement after {next} attempts (last: {why})"
-            )));
+            out.push(SessionAction::Failed(SessionFailure::NoAgreement {
+                attempts: next,
+                last: self.last_failure.clone(),
+            }));
             return;
         }
         if !self.enter_attempt(next) {
             self.state = State::Over;
-            out.push(SessionAction::Failed(
-                "cannot start the next attempt".into(),
-            ));
+            out.push(SessionAction::Failed(SessionFailure::CannotStartAttempt));
             return;
         }
         self.begin(now, out);
@@ -284,12 +266,11 @@ impl<S: Scheme> DkgSession<S> {
         let parts = Self::attempt_parts(
             &self.base, self.me, &self.seed, &self.memo, &self.key, &self.keys, attempt,
         );
-        let Ok((dkg, relay)) = parts else {
+        let Ok(dkg) = parts else {
             return false;
         };
         self.attempt = attempt;
         self.dkg = dkg;
-        self.relay = relay;
         self.recovery = Default::default();
         self.result = None;
         self.result_id = None;

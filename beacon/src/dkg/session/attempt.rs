@@ -1,11 +1,14 @@
-//! Step 1 of a session: an attempt of the DKG machine, its actions carried
-//! out through the relay, and the relay's actions carried back into the DKG.
+//! Step 1 of a session: an attempt of the DKG machine joined to the relay
+//! ([`RelayedMachine`]), and what its events ask of the session.
 
 use super::*;
-use crate::dkg::relay::RelayAction;
-use crate::dkg::{DkgAction, DkgInput};
+use crate::dkg::relay::{Kind, RelayedEvent, RelayedInput, RelayedMachine, RelayedMessage};
+use crate::dkg::{DkgFailure, DkgInput, Genesis};
 use crate::{NodeIndex, Scheme, Time};
 use std::sync::Arc;
+
+/// An attempt's DKG joined to its relay.
+pub(super) type RelayedDkg<S> = RelayedMachine<S, Genesis<S>>;
 
 impl<S: Scheme> DkgSession<S> {
     pub(super) fn attempt_parts(
@@ -16,7 +19,7 @@ impl<S: Scheme> DkgSession<S> {
         key: &SigningKey,
         keys: &Arc<Vec<VerifyingKey>>,
         attempt: u32,
-    ) -> Result<(Dkg<S>, BroadcastRelay), Error> {
+    ) -> Result<RelayedDkg<S>, Error> {
         let session = attempt_session(&base.session, attempt);
         let config = base.with(|c| {
             c.session = session;
@@ -28,129 +31,136 @@ impl<S: Scheme> DkgSession<S> {
         if dkg.has_hub() {
             relay = relay.with_hub(&base.dealers);
         }
-        Ok((dkg, relay))
+        Ok(RelayedMachine::new(dkg, relay))
+    }
+
+    /// The attempt's DKG.
+    pub(super) fn dkg(&self) -> &Dkg<S> {
+        self.dkg.machine()
     }
 
     pub(super) fn phase_us(&self) -> u64 {
-        self.dkg.config().phase_timeout_us
+        self.dkg().config().phase_timeout_us
     }
 
-    pub(super) fn begin(&mut self, now: Time, out: &mut Vec<SessionAction<S>>) {
+    /// Starts the current attempt; the messages of it that came early go
+    /// through the loopback.
+    pub(super) fn begin(&mut self, now: Time, out: &mut Outbox<S>) {
         self.state = State::Running;
-        out.push(SessionAction::SetTimer {
+        out.push(SessionAction::Effect(Effect::SetTimer {
             at: now.plus_micros(self.phase_us().saturating_mul(4)),
             timer: SessionTimer::EndOfAttempt {
                 attempt: self.attempt,
             },
-        });
-        let actions = self.dkg.handle(now, DkgInput::Start);
-        self.on_dkg(now, actions, out);
+        }));
+        self.run_dkg(now, DkgInput::Start, out);
         for (from, message) in std::mem::take(&mut self.early) {
-            if self.state == State::Running {
-                self.on_message(now, from, message, out);
-            }
+            out.loop_back(Step::Input(SessionInput::Message { from, message }));
         }
     }
 
-    pub(super) fn on_dkg(
-        &mut self,
-        now: Time,
-        actions: Vec<DkgAction<S>>,
-        out: &mut Vec<SessionAction<S>>,
-    ) {
-        let attempt = self.attempt;
-        for action in actions {
-            match action {
-                DkgAction::Send {
-                    to,
-                    message: DkgMessage::Shares(shares),
-                } => {
-                    self.recovery.sent_shares(to, &shares);
-                    out.push(SessionAction::Send {
-                        to,
-                        message: SessionMessage::Shares { attempt, shares },
-                    })
-                }
-                DkgAction::Send {
-                    to,
-                    message: DkgMessage::Complaint(c),
-                } if c.dealers.is_empty() => out.push(SessionAction::Send {
-                    to,
-                    message: SessionMessage::NoComplaint { attempt },
-                }),
-                // The DKG sends nothing else point to point.
-                DkgAction::Send { .. } => {}
-                DkgAction::Broadcast(message) => {
-                    let deal = matches!(message, DkgMessage::Deal(_));
-                    if let Ok(signed) = self.sign_broadcast(&message) {
-                        if deal {
-                            self.recovery.sent_deal(&signed);
-                        }
-                        out.push(SessionAction::Broadcast(signed));
-                    }
-                }
-                DkgAction::SetTimer { at, timer } => out.push(SessionAction::SetTimer {
-                    at,
-                    timer: SessionTimer::Phase { attempt, timer },
-                }),
-                DkgAction::Announce(kind) => {
-                    let actions = self.relay.announce::<S>(kind);
-                    self.on_relay(now, actions, out);
-                }
-                DkgAction::Complete(output) => self.on_result(now, output, out),
-                DkgAction::Failed(reason) => {
-                    self.last_failure = Some(reason);
-                    self.check_quorum(out);
-                }
-            }
-        }
+    /// Hands `input` to the attempt's DKG and carries out what follows.
+    pub(super) fn run_dkg(&mut self, now: Time, input: DkgInput<S>, out: &mut Outbox<S>) {
+        let events = self.dkg.handle(now, RelayedInput::Machine(input));
+        self.carry_out(events, out);
     }
 
+    /// Hands a relay message from `from` to the attempt's relay and carries
+    /// out what follows.
     pub(super) fn on_relay(
         &mut self,
         now: Time,
-        actions: Vec<RelayAction<S>>,
-        out: &mut Vec<SessionAction<S>>,
+        from: NodeIndex,
+        message: RelayMessage,
+        out: &mut Outbox<S>,
     ) {
-        let attempt = self.attempt;
-        for action in actions {
-            match action {
-                RelayAction::Deliver { origin, message } => {
-                    let deal = matches!(message, DkgMessage::Deal(_));
-                    if deal {
-                        self.recovery.deal_from(origin);
-                    }
-                    let actions = self.dkg.handle(
-                        now,
-                        DkgInput::Message {
-                            from: origin,
-                            message,
-                        },
-                    );
-                    self.on_dkg(now, actions, out);
-                    if deal {
-                        self.on_material(out);
-                    }
-                }
-                RelayAction::Send { to, message } => out.push(SessionAction::Send {
-                    to,
-                    message: SessionMessage::Relay { attempt, message },
-                }),
-                RelayAction::SendAll(message) => {
-                    out.push(SessionAction::Broadcast(SessionMessage::Relay {
-                        attempt,
-                        message,
-                    }))
-                }
-                RelayAction::Equivocation(member) => {
-                    let actions = self.dkg.handle(now, DkgInput::Faulty { member });
-                    self.on_dkg(now, actions, out);
-                }
-                RelayAction::Consistent(kind) => {
-                    let actions = self.dkg.handle(now, DkgInput::Confirmed(kind));
-                    self.on_dkg(now, actions, out);
-                }
+        let events = self.dkg.handle(now, RelayedInput::Relay { from, message });
+        self.carry_out(events, out);
+    }
+
+    /// The dispatcher of the relayed DKG's events.
+    fn carry_out(&mut self, events: Vec<RelayedEvent<S, DkgOutput<S>>>, out: &mut Outbox<S>) {
+        for event in events {
+            match event {
+                RelayedEvent::Effect(effect) => self.send_effect(effect, out),
+                RelayedEvent::Signed { kind, message } => self.on_signed(kind, message, out),
+                RelayedEvent::Delivered { origin, kind } => self.on_delivered(origin, kind, out),
+                RelayedEvent::Done(output) => self.on_result(output, out),
+                RelayedEvent::Failed(failure) => self.on_failure(failure, out),
             }
         }
+    }
+
+    /// A message or timer of the attempt, as the session's.
+    fn send_effect(&mut self, effect: Effect<RelayedMessage<S>, DkgTimer>, out: &mut Outbox<S>) {
+        let attempt = self.attempt;
+        let effect = match effect {
+            Effect::Send {
+                to,
+                message: RelayedMessage::Direct(DkgMessage::Shares(shares)),
+            } => {
+                self.recovery.sent_shares(to, &shares);
+                Effect::Send {
+                    to,
+                    message: SessionMessage::Shares { attempt, shares },
+                }
+            }
+            Effect::Send {
+                to,
+                message: RelayedMessage::Direct(DkgMessage::Complaint(c)),
+            } if c.dealers.is_empty() => Effect::Send {
+                to,
+                message: SessionMessage::NoComplaint { attempt },
+            },
+            // The DKG sends nothing else point to point.
+            Effect::Send {
+                message: RelayedMessage::Direct(_),
+                ..
+            }
+            | Effect::Broadcast(RelayedMessage::Direct(_)) => return,
+            Effect::Send {
+                to,
+                message: RelayedMessage::Relay(message),
+            } => Effect::Send {
+                to,
+                message: SessionMessage::Relay { attempt, message },
+            },
+            Effect::Broadcast(RelayedMessage::Relay(message)) => {
+                Effect::Broadcast(SessionMessage::Relay { attempt, message })
+            }
+            Effect::SetTimer { at, timer } => Effect::SetTimer {
+                at,
+                timer: SessionTimer::Phase { attempt, timer },
+            },
+        };
+        out.push(SessionAction::Effect(effect));
+    }
+
+    /// This member's own broadcast, signed: kept (a deal, to send again) and
+    /// broadcast.
+    fn on_signed(&mut self, kind: Kind, message: RelayMessage, out: &mut Outbox<S>) {
+        let signed = SessionMessage::Relay {
+            attempt: self.attempt,
+            message,
+        };
+        if kind == Kind::Deal {
+            self.recovery.sent_deal(&signed);
+        }
+        out.push(SessionAction::Effect(Effect::Broadcast(signed)));
+    }
+
+    /// The relay delivered a broadcast of `origin`: a deal may complete what
+    /// an agreed result takes.
+    fn on_delivered(&mut self, origin: NodeIndex, kind: Option<Kind>, out: &mut Outbox<S>) {
+        if kind == Some(Kind::Deal) {
+            self.recovery.deal_from(origin);
+            self.check_material(out);
+        }
+    }
+
+    /// The attempt's DKG failed: the agreement may still adopt a result.
+    fn on_failure(&mut self, failure: DkgFailure, out: &mut Outbox<S>) {
+        self.last_failure = Some(failure);
+        self.check_quorum(out);
     }
 }

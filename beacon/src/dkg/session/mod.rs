@@ -26,10 +26,19 @@
 
 mod agreement;
 mod attempt;
+mod outbox;
 mod recovery;
+
+use outbox::{Outbox, Step};
 
 use super::relay::{BroadcastRelay, RelayMessage, SigningKey, VerifyingKey};
 use super::*;
+use crate::curve::Point;
+use crate::effect::Effect;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 
 /// Domain separation of the agreement signatures.
 const RESULT_DOMAIN: &[u8] = b"sbft-beacon/dkg-result/2";
@@ -191,27 +200,53 @@ pub enum SessionInput {
 /// Outputs of a session.
 #[derive(Clone, Debug)]
 pub enum SessionAction<S: Scheme> {
-    /// Send to one member.
-    Send {
-        /// Recipient.
-        to: NodeIndex,
-        /// Message.
-        message: SessionMessage,
-    },
-    /// Send to every other member.
-    Broadcast(SessionMessage),
-    /// Fire `timer` at `at`.
-    SetTimer {
-        /// When.
-        at: Time,
-        /// Which.
-        timer: SessionTimer,
-    },
+    /// Send, broadcast, or set a timer.
+    Effect(Effect<SessionMessage, SessionTimer>),
     /// `n - f` members agree with this result: persist it and use it.
     Complete(Arc<DkgOutput<S>>),
     /// No agreement within the attempts (or a quorum agreed on another result).
-    Failed(String),
+    Failed(SessionFailure),
 }
+
+/// Why a session ended without a result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SessionFailure {
+    /// No `n - f` members signed this member's result within the attempts.
+    NoAgreement {
+        /// Attempts made.
+        attempts: u32,
+        /// Why the last attempt's DKG failed at this member, if it did.
+        last: Option<DkgFailure>,
+    },
+    /// `n - f` members agreed on a result this member does not hold.
+    OtherResult {
+        /// The attempt.
+        attempt: u32,
+    },
+    /// The next attempt's parts could not be built.
+    CannotStartAttempt,
+}
+
+impl fmt::Display for SessionFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SessionFailure::NoAgreement { attempts, last } => {
+                write!(f, "no agreement after {attempts} attempts (last: ")?;
+                match last {
+                    Some(why) => write!(f, "{why})"),
+                    None => write!(f, "no n - f members signed the same result)"),
+                }
+            }
+            SessionFailure::OtherResult { attempt } => write!(
+                f,
+                "attempt {attempt}: n - f members agreed on a result this member does not hold"
+            ),
+            SessionFailure::CannotStartAttempt => write!(f, "cannot start the next attempt"),
+        }
+    }
+}
+
+impl std::error::Error for SessionFailure {}
 
 /// Anything that can stand in a DKG session: the honest [`DkgSession`] or a
 /// Byzantine wrapper around it.
@@ -245,12 +280,12 @@ pub struct DkgSession<S: Scheme> {
     keys: Arc<Vec<VerifyingKey>>,
     state: State,
     attempt: u32,
-    dkg: Dkg<S>,
-    relay: BroadcastRelay,
+    /// The current attempt's DKG, joined to its relay.
+    dkg: attempt::RelayedDkg<S>,
     result: Option<Arc<DkgOutput<S>>>,
     /// [`result_id`] of `result`.
     result_id: Option<[u8; 32]>,
-    last_failure: Option<String>,
+    last_failure: Option<DkgFailure>,
     /// The result ([`result_id`]) of each member's first valid vote in this
     /// attempt, and its signature.
     votes: BTreeMap<NodeIndex, ([u8; 32], Vec<u8>)>,
@@ -351,7 +386,7 @@ impl<S: Scheme> DkgSession<S> {
                 me.0
             )));
         }
-        let (dkg, relay) = Self::attempt_parts(&config, me, &seed, &memo, &key, &keys, 0)?;
+        let dkg = Self::attempt_parts(&config, me, &seed, &memo, &key, &keys, 0)?;
         Ok(DkgSession {
             base: config,
             me,
@@ -362,7 +397,6 @@ impl<S: Scheme> DkgSession<S> {
             state: State::Idle,
             attempt: 0,
             dkg,
-            relay,
             result: None,
             result_id: None,
             last_failure: None,
@@ -400,13 +434,13 @@ impl<S: Scheme> DkgSession<S> {
                 self.tally.get(id).copied().unwrap_or(0),
                 self.votes.len()
             ),
-            _ => format!("attempt {}: {}", self.attempt, self.dkg.progress()),
+            _ => format!("attempt {}: {}", self.attempt, self.dkg().progress()),
         }
     }
 
     /// The session of the current attempt.
     pub fn session(&self) -> [u8; 32] {
-        self.dkg.config().session
+        self.dkg().config().session
     }
 
     /// Signs a broadcast of this member for the current attempt (as the relay
@@ -414,28 +448,17 @@ impl<S: Scheme> DkgSession<S> {
     pub fn sign_broadcast(&mut self, message: &DkgMessage<S>) -> Result<SessionMessage, Error> {
         Ok(SessionMessage::Relay {
             attempt: self.attempt,
-            message: self.relay.sign(message)?,
+            message: self.dkg.sign(message)?,
         })
     }
 
-    /// Hands a point-to-point message from `from` to the attempt's DKG.
-    fn hand_to_dkg(
-        &mut self,
-        now: Time,
-        from: NodeIndex,
-        message: DkgMessage<S>,
-        out: &mut Vec<SessionAction<S>>,
-    ) {
-        let actions = self.dkg.handle(now, DkgInput::Message { from, message });
-        self.on_dkg(now, actions, out);
-    }
-
+    /// A message from `from`: kept when it is early, else dispatched by kind.
     fn on_message(
         &mut self,
         now: Time,
         from: NodeIndex,
         message: SessionMessage,
-        out: &mut Vec<SessionAction<S>>,
+        out: &mut Outbox<S>,
     ) {
         if from.0 >= self.base.n || from == self.me {
             return;
@@ -443,7 +466,7 @@ impl<S: Scheme> DkgSession<S> {
         let attempt = message.attempt();
         if let SessionMessage::Certificate(c) = &message {
             if attempt < self.attempt {
-                return self.roll_back(now, c, out);
+                return self.roll_back(now, c.clone(), out);
             }
         }
         if attempt != self.attempt || self.state == State::Idle {
@@ -459,64 +482,83 @@ impl<S: Scheme> DkgSession<S> {
             return;
         }
         match message {
-            SessionMessage::Relay { message, .. } => {
-                if let Ok(actions) = self.relay.receive::<S>(from, message) {
-                    self.on_relay(now, actions, out);
-                }
-            }
-            SessionMessage::Shares { shares, .. } => {
-                self.recovery.shares_from(from);
-                self.hand_to_dkg(now, from, DkgMessage::Shares(shares), out);
-                self.on_material(out);
-            }
+            SessionMessage::Relay { message, .. } => self.on_relay(now, from, message, out),
+            SessionMessage::Shares { shares, .. } => self.on_shares(now, from, shares, out),
             SessionMessage::Request { .. } => {}
-            SessionMessage::NoComplaint { .. } => {
-                let complaint = Complaint {
-                    session: self.session(),
-                    from,
-                    dealers: Vec::new(),
-                };
-                self.hand_to_dkg(now, from, DkgMessage::Complaint(complaint), out)
-            }
+            SessionMessage::NoComplaint { .. } => self.on_no_complaint(now, from, out),
             SessionMessage::Result(vote) => self.on_vote(from, vote, out),
             SessionMessage::Certificate(c) => self.on_certificate(&c, out),
         }
     }
 
-    /// Handles one input at `now`.
-    pub fn handle(&mut self, now: Time, input: SessionInput) -> Vec<SessionAction<S>> {
-        let mut out = Vec::new();
-        if let SessionInput::Message {
+    /// Shares from dealer `from`, for the attempt's DKG; they may complete
+    /// what an agreed result takes.
+    fn on_shares(&mut self, now: Time, from: NodeIndex, shares: DealtShares, out: &mut Outbox<S>) {
+        self.recovery.shares_from(from);
+        self.run_dkg(
+            now,
+            DkgInput::Message {
+                from,
+                message: DkgMessage::Shares(shares),
+            },
+            out,
+        );
+        self.check_material(out);
+    }
+
+    /// `from` complains about no dealer (sent point to point, with a hub).
+    fn on_no_complaint(&mut self, now: Time, from: NodeIndex, out: &mut Outbox<S>) {
+        let complaint = Complaint {
+            session: self.session(),
             from,
-            message: SessionMessage::Request { attempt },
-        } = &input
-        {
-            self.on_request(now, *from, *attempt, &mut out);
-            return out;
-        }
-        if self.state == State::Over {
-            return out;
-        }
-        match input {
-            SessionInput::Start if self.state == State::Idle => self.begin(now, &mut out),
-            SessionInput::Start => {}
-            SessionInput::Message { from, message } => {
-                self.on_message(now, from, message, &mut out)
+            dealers: Vec::new(),
+        };
+        let message = DkgMessage::Complaint(complaint);
+        self.run_dkg(now, DkgInput::Message { from, message }, out);
+    }
+
+    /// Handles one input at `now`: dispatches it, then drains the loopback
+    /// (early messages of an attempt that begins, a certificate this member
+    /// rolled back to) through the same dispatcher.
+    pub fn handle(&mut self, now: Time, input: SessionInput) -> Vec<SessionAction<S>> {
+        let mut out = Outbox::new();
+        out.loop_back(Step::Input(input));
+        while let Some(step) = out.next_step() {
+            match step {
+                Step::Input(input) => self.dispatch(now, input, &mut out),
+                Step::Certificate(c) => self.on_certificate(&c, &mut out),
+                Step::AskMissing => {
+                    let asks = self.request_missing();
+                    out.extend(asks);
+                }
             }
+        }
+        out.into_actions()
+    }
+
+    /// The dispatcher of a session's inputs.
+    fn dispatch(&mut self, now: Time, input: SessionInput, out: &mut Outbox<S>) {
+        match input {
+            SessionInput::Message {
+                from,
+                message: SessionMessage::Request { attempt },
+            } => self.on_request(now, from, attempt, out),
+            _ if self.state == State::Over => {}
+            SessionInput::Start if self.state == State::Idle => self.begin(now, out),
+            SessionInput::Start => {}
+            SessionInput::Message { from, message } => self.on_message(now, from, message, out),
             SessionInput::Timer(SessionTimer::Phase { attempt, timer })
                 if attempt == self.attempt && self.state == State::Running =>
             {
-                let actions = self.dkg.handle(now, DkgInput::Timer(timer));
-                self.on_dkg(now, actions, &mut out);
+                self.run_dkg(now, DkgInput::Timer(timer), out)
             }
             SessionInput::Timer(SessionTimer::EndOfAttempt { attempt })
                 if attempt == self.attempt && self.state == State::Running =>
             {
-                self.end_of_attempt(now, &mut out)
+                self.end_of_attempt(now, out)
             }
             SessionInput::Timer(_) => {}
         }
-        out
     }
 }
 

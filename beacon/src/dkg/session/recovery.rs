@@ -86,9 +86,11 @@ impl<S: Scheme> DkgSession<S> {
                     || !self.recovery.deals_in.contains(d)
                     || !self.recovery.shares_in.contains(d)
             })
-            .map(|to| SessionAction::Send {
-                to,
-                message: SessionMessage::Request { attempt },
+            .map(|to| {
+                SessionAction::Effect(Effect::Send {
+                    to,
+                    message: SessionMessage::Request { attempt },
+                })
             })
             .collect()
     }
@@ -96,7 +98,7 @@ impl<S: Scheme> DkgSession<S> {
     /// A deal or shares came in: once this member's own attempt is over and
     /// `n - f` members agreed on a result, it may now hold everything that
     /// result takes (it asked for it), and adopts it.
-    pub(super) fn on_material(&mut self, out: &mut Vec<SessionAction<S>>) {
+    pub(super) fn check_material(&mut self, out: &mut Outbox<S>) {
         let quorum = (self.base.n - self.base.max_faulty) as usize;
         let finished = self.result.is_some() || self.last_failure.is_some();
         if self.state == State::Running && finished && self.tally.values().any(|c| *c >= quorum) {
@@ -110,7 +112,7 @@ impl<S: Scheme> DkgSession<S> {
         now: Time,
         from: NodeIndex,
         attempt: u32,
-        out: &mut Vec<SessionAction<S>>,
+        out: &mut Outbox<S>,
     ) {
         if from.0 >= self.base.n || from == self.me || self.state == State::Idle {
             return;
@@ -131,36 +133,36 @@ impl<S: Scheme> DkgSession<S> {
             // the certificate of this one takes it back
             // ([`DkgSession::roll_back`]).
             if let Some(certificate) = self.agreed_certificate() {
-                out.push(SessionAction::Send {
+                out.push(SessionAction::Effect(Effect::Send {
                     to: from,
                     message: SessionMessage::Certificate(certificate),
-                });
+                }));
             }
             return;
         }
         if let Some(deal) = &self.recovery.deal {
-            out.push(SessionAction::Send {
+            out.push(SessionAction::Effect(Effect::Send {
                 to: from,
                 message: SessionMessage::Relay {
                     attempt,
                     message: deal.clone(),
                 },
-            });
+            }));
         }
         if let Some(shares) = self.recovery.shares.get(&from) {
-            out.push(SessionAction::Send {
+            out.push(SessionAction::Effect(Effect::Send {
                 to: from,
                 message: SessionMessage::Shares {
                     attempt,
                     shares: shares.clone(),
                 },
-            });
+            }));
         }
         if let Some(certificate) = self.agreed_certificate() {
-            out.push(SessionAction::Send {
+            out.push(SessionAction::Effect(Effect::Send {
                 to: from,
                 message: SessionMessage::Certificate(certificate),
-            });
+            }));
         }
     }
 
@@ -202,13 +204,13 @@ impl<S: Scheme> DkgSession<S> {
     pub(super) fn roll_back(
         &mut self,
         now: Time,
-        certificate: &ResultCertificate,
-        out: &mut Vec<SessionAction<S>>,
+        certificate: Arc<ResultCertificate>,
+        out: &mut Outbox<S>,
     ) {
         let attempt = certificate.attempt;
         if self.state != State::Running
             || attempt >= self.attempt
-            || !self.certifies(certificate, &attempt_session(&self.base.session, attempt))
+            || !self.certifies(&certificate, &attempt_session(&self.base.session, attempt))
         {
             return;
         }
@@ -217,7 +219,7 @@ impl<S: Scheme> DkgSession<S> {
         }
         self.early.clear();
         self.begin(now, out);
-        self.on_certificate(certificate, out);
-        out.extend(self.request_missing());
+        out.loop_back(Step::Certificate(certificate));
+        out.loop_back(Step::AskMissing);
     }
 }

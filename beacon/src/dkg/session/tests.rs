@@ -1,11 +1,12 @@
 //! Sessions over an in-memory network: agreement, late members, distinct attempts.
 
 use super::*;
+use crate::effect::Effect;
 use crate::schedule::EventQueue;
 use crate::scheme::MinSig;
 
 /// Each member's last terminal action.
-type Results = Vec<Option<Result<Arc<DkgOutput<MinSig>>, String>>>;
+type Results = Vec<Option<Result<Arc<DkgOutput<MinSig>>, SessionFailure>>>;
 
 /// Runs `n` honest sessions with zero latency; member `i` starts at
 /// `starts[i]`. Returns each member's last terminal action.
@@ -79,15 +80,15 @@ fn run_cut(
             };
             for action in actions {
                 match action {
-                    SessionAction::Send { to, .. } if lost(now, who, to.0) => {}
-                    SessionAction::Send { to, message } => queue.push_back((
+                    SessionAction::Effect(Effect::Send { to, .. }) if lost(now, who, to.0) => {}
+                    SessionAction::Effect(Effect::Send { to, message }) => queue.push_back((
                         to.0,
                         SessionInput::Message {
                             from: NodeIndex(who),
                             message,
                         },
                     )),
-                    SessionAction::Broadcast(message) => {
+                    SessionAction::Effect(Effect::Broadcast(message)) => {
                         for j in (0..n).filter(|j| *j != who && !lost(now, who, *j)) {
                             queue.push_back((
                                 j,
@@ -98,7 +99,7 @@ fn run_cut(
                             ));
                         }
                     }
-                    SessionAction::SetTimer { at, timer } => {
+                    SessionAction::Effect(Effect::SetTimer { at, timer }) => {
                         timers.push(at, (who, Some(SessionInput::Timer(timer))))
                     }
                     SessionAction::Complete(out) => results[who as usize] = Some(Ok(out)),

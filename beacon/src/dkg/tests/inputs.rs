@@ -6,7 +6,7 @@ use super::*;
 #[test]
 fn persisted_output_signs_after_restart() {
     let cfg = config(7, Vec::new());
-    let run = harness::run::<MinSig>(
+    let run = harness::run::<MinSig, _>(
         harness::honest(&cfg, 31, &Memo::shared()).unwrap(),
         31,
         &Disturbances::default(),
@@ -45,7 +45,7 @@ fn persisted_output_signs_after_restart() {
 #[test]
 fn malformed_messages_are_errors_not_panics() {
     let cfg = config(4, Vec::new());
-    let run = harness::run::<MinPk>(
+    let run = harness::run::<MinPk, _>(
         harness::honest(&cfg, 41, &Memo::shared()).unwrap(),
         41,
         &Disturbances::default(),

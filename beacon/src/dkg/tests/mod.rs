@@ -5,11 +5,17 @@ mod inputs;
 mod phases;
 mod share_check;
 
-use super::harness::{self, ByzantineDealer, DealerFault, Disturbances, DkgParticipant};
+use super::harness::{
+    self, ByzantineDealer, DealerFault, Disturbances, DkgParticipant, Participant,
+};
 use super::*;
-use crate::lagrange::InterpolationMethod;
+use crate::curve::Point;
+use crate::lagrange::{InterpolationMethod, SignerDomain};
 use crate::scheme::{MinPk, MinSig};
 use crate::threshold::SignatureShare;
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
+use std::collections::BTreeMap;
 
 fn config(n: u32, dealers: Vec<NodeIndex>) -> DkgConfig {
     settings(n, dealers).build().unwrap()
@@ -80,7 +86,7 @@ fn check_agreement<S: Scheme>(
 fn honest_run<S: Scheme>(n: u32, seed: u64) {
     let cfg = config(n, Vec::new());
     let memo = Memo::shared();
-    let run = harness::run::<S>(
+    let run = harness::run::<S, _>(
         harness::honest(&cfg, seed, &memo).unwrap(),
         seed,
         &Disturbances::default(),
@@ -101,12 +107,12 @@ fn honest_runs_agree_and_sign() {
 #[test]
 fn without_sharing_the_same_keys_result() {
     let cfg = config(7, Vec::new());
-    let a = harness::run::<MinPk>(
+    let a = harness::run::<MinPk, _>(
         harness::honest(&cfg, 9, &Memo::shared()).unwrap(),
         9,
         &Disturbances::default(),
     );
-    let b = harness::run::<MinPk>(
+    let b = harness::run::<MinPk, _>(
         harness::honest(&cfg, 9, &Memo::disabled()).unwrap(),
         10,
         &Disturbances::default(),
@@ -134,7 +140,7 @@ fn with_faults<S: Scheme>(
         )
         .unwrap();
         participants[*who as usize] =
-            Box::new(ByzantineDealer::new(inner, fault.clone())) as Box<dyn DkgParticipant<S>>;
+            Box::new(ByzantineDealer::new(inner, fault.clone())) as Box<DkgParticipant<S>>;
     }
     harness::run(participants, seed, disturbances)
 }
@@ -238,7 +244,10 @@ fn too_few_qualified_dealers_fail() {
         Dkg::<MinPk>::new(cfg.clone(), NodeIndex(1), harness::member_seed(5, 1), memo).unwrap();
     participants[1] = Box::new(ByzantineDealer::new(inner, DealerFault::Silent));
     let run = harness::run(participants, 5, &Disturbances::default());
-    assert!(matches!(&run.results[0], Some(Err(e)) if e.contains("qualified")));
+    assert!(matches!(
+        &run.results[0],
+        Some(Err(DkgFailure::TooFewDealers { .. }))
+    ));
 }
 
 #[test]
@@ -261,7 +270,7 @@ struct ToldOfEquivocation<S: Scheme> {
     dealer: NodeIndex,
 }
 
-impl<S: Scheme> DkgParticipant<S> for ToldOfEquivocation<S> {
+impl<S: Scheme> Participant<S, DkgOutput<S>> for ToldOfEquivocation<S> {
     fn handle(&mut self, now: Time, input: DkgInput<S>) -> Vec<DkgAction<S>> {
         // Told before anything else happens (phases end on events: by the
         // time a timer fires, the run is over).
@@ -283,7 +292,7 @@ impl<S: Scheme> DkgParticipant<S> for ToldOfEquivocation<S> {
 fn an_equivocating_dealer_reported_by_the_transport_is_excluded() {
     let cfg = config(4, Vec::new());
     let memo = Memo::disabled();
-    let participants: Vec<Box<dyn DkgParticipant<MinSig>>> = (0..4)
+    let participants: Vec<Box<DkgParticipant<MinSig>>> = (0..4)
         .map(|i| {
             let inner = Dkg::new(
                 cfg.clone(),
@@ -295,7 +304,7 @@ fn an_equivocating_dealer_reported_by_the_transport_is_excluded() {
             Box::new(ToldOfEquivocation {
                 inner,
                 dealer: NodeIndex(2),
-            }) as Box<dyn DkgParticipant<MinSig>>
+            }) as Box<DkgParticipant<MinSig>>
         })
         .collect();
     let run = harness::run(participants, 3, &Disturbances::default());

@@ -8,7 +8,7 @@ use super::*;
 #[test]
 fn phases_end_when_everything_is_in() {
     let cfg = config(7, Vec::new());
-    let run = harness::run::<MinPk>(
+    let run = harness::run::<MinPk, _>(
         harness::honest(&cfg, 5, &Memo::shared()).unwrap(),
         5,
         &Disturbances::default(),

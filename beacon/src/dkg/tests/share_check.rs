@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::curve::G1;
+use crate::effect::Effect;
 
 /// Dealings of `dealers` random polynomials per threshold, as member `j` gets
 /// them: (deal, j's shares).
@@ -254,8 +255,8 @@ fn step_four_excludes_a_deal_off_the_group_that_drew_no_complaint() {
     )
     .unwrap();
     for action in member.handle(Time::ZERO, DkgInput::Start) {
-        if let DkgAction::Broadcast(DkgMessage::Deal(deal)) = action {
-            member.deals.insert(me, deal);
+        if let DkgAction::Effect(Effect::Broadcast(DkgMessage::Deal(deal))) = action {
+            member.board.deals.insert(me, deal);
         }
     }
     for i in 1..n {
@@ -266,7 +267,7 @@ fn step_four_excludes_a_deal_off_the_group_that_drew_no_complaint() {
             Memo::disabled(),
         )
         .unwrap();
-        let mut dealer: Box<dyn DkgParticipant<MinPk>> = if NodeIndex(i) == bad {
+        let mut dealer: Box<DkgParticipant<MinPk>> = if NodeIndex(i) == bad {
             Box::new(ByzantineDealer::new(
                 inner,
                 DealerFault::OffGroupCommitments,
@@ -276,25 +277,25 @@ fn step_four_excludes_a_deal_off_the_group_that_drew_no_complaint() {
         };
         for action in dealer.handle(Time::ZERO, DkgInput::Start) {
             match action {
-                DkgAction::Broadcast(DkgMessage::Deal(deal)) => {
-                    member.deals.insert(NodeIndex(i), deal);
+                DkgAction::Effect(Effect::Broadcast(DkgMessage::Deal(deal))) => {
+                    member.board.deals.insert(NodeIndex(i), deal);
                 }
-                DkgAction::Send {
+                DkgAction::Effect(Effect::Send {
                     to,
                     message: DkgMessage::Shares(s),
-                } if to == me => {
-                    member.shares.insert(NodeIndex(i), s.shares.clone());
+                }) if to == me => {
+                    member.board.shares.insert(NodeIndex(i), s.shares.clone());
                 }
                 _ => {}
             }
         }
     }
-    assert!(!member.deals[&bad]
+    assert!(!member.board.deals[&bad]
         .commitments
         .points()
         .all(|p| p.in_group()));
     let actions = member.finalize();
-    let Some(DkgAction::Complete(out)) = actions.first() else {
+    let Some(DkgAction::Done(out)) = actions.first() else {
         panic!("finalize failed: {actions:?}");
     };
     assert_eq!(
@@ -327,7 +328,7 @@ fn the_hidden_component_vanishes_at_every_other_member() {
     let bad_actions = byzantine.handle(Time::ZERO, DkgInput::Start);
     let deal_of = |actions: &[DkgAction<MinPk>]| {
         actions.iter().find_map(|a| match a {
-            DkgAction::Broadcast(DkgMessage::Deal(d)) => Some(d.clone()),
+            DkgAction::Effect(Effect::Broadcast(DkgMessage::Deal(d))) => Some(d.clone()),
             _ => None,
         })
     };
@@ -340,10 +341,10 @@ fn the_hidden_component_vanishes_at_every_other_member() {
     let domain = SignerDomain::new(n).unwrap();
     let mut checked = 0;
     for a in &actions {
-        if let DkgAction::Send {
+        if let DkgAction::Effect(Effect::Send {
             to,
             message: DkgMessage::Shares(s),
-        } = a
+        }) = a
         {
             let x = domain.point(*to).unwrap();
             for (c, share) in bad.commitments.to_rows().iter().zip(&s.shares) {

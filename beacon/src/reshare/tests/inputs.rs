@@ -197,14 +197,14 @@ fn malformed_and_misaddressed_messages_are_ignored() {
     assert!(matches!(
         last.as_slice(),
         [
-            ReshareAction::Broadcast(DkgMessage::Complaint(_)),
-            ReshareAction::SetTimer { .. },
+            ReshareAction::Effect(Effect::Broadcast(DkgMessage::Complaint(_))),
+            ReshareAction::Effect(Effect::SetTimer { .. }),
             ..
         ]
     ));
     assert!(matches!(
         &last[last.len() - 1..],
-        [ReshareAction::Failed(Error::TooFewDealers {
+        [ReshareAction::Failed(DkgFailure::TooFewDealers {
             qualified: 0,
             need: 2
         })]
@@ -226,10 +226,10 @@ fn malformed_and_misaddressed_messages_are_ignored() {
     let mut to: Vec<u32> = out
         .iter()
         .filter_map(|a| match a {
-            ReshareAction::Send {
+            ReshareAction::Effect(Effect::Send {
                 to,
                 message: DkgMessage::Shares(s),
-            } if s.shares.len() == 1 => Some(to.0),
+            }) if s.shares.len() == 1 => Some(to.0),
             _ => None,
         })
         .collect();

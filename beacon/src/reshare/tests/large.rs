@@ -65,7 +65,7 @@ fn dkg(n: u32, seed: u64) -> dkg_harness::DkgRun<MinSig> {
     .unwrap();
     let memo = Memo::shared();
     let participants = dkg_harness::honest(&config, seed, &memo).unwrap();
-    dkg_harness::run::<MinSig>(participants, seed, &Disturbances::default())
+    dkg_harness::run::<MinSig, _>(participants, seed, &Disturbances::default())
 }
 
 #[test]

@@ -13,10 +13,13 @@ use super::harness::{self, ByzantineResharer, ReshareParticipant, ReshareRun, Re
 use super::*;
 use crate::chain::{round_message, Beacon, ChainInfo};
 use crate::dkg::harness::Disturbances;
+use crate::dkg::DkgFailure;
+use crate::effect::Effect;
 use crate::field::Scalar;
 use crate::lagrange::InterpolationMethod;
 use crate::memo::Memo;
 use crate::threshold::{ShareSet, SignatureShare};
+use crate::Time;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 
@@ -79,17 +82,15 @@ fn run_with<S: Scheme>(
     let memo = Memo::shared();
     let mut participants = harness::honest(epoch, shares, seed, &memo).unwrap();
     let roster = epoch.roster();
+    let byzantine = |p: u32, fault: &ResharerFault| -> Box<ReshareParticipant<S>> {
+        let id = roster.participants()[p as usize];
+        let share = shares[p as usize].clone();
+        let seed = harness::participant_seed(seed, p);
+        let inner = Resharer::new(epoch.clone(), id, share, seed, memo.clone()).unwrap();
+        Box::new(ByzantineResharer::new(inner, fault.clone()))
+    };
     for (p, fault) in faults {
-        let inner = Resharer::new(
-            epoch.clone(),
-            roster.participants()[*p as usize],
-            shares[*p as usize].clone(),
-            harness::participant_seed(seed, *p),
-            memo.clone(),
-        )
-        .unwrap();
-        participants[*p as usize] = Box::new(ByzantineResharer::new(inner, fault.clone()))
-            as Box<dyn ReshareParticipant<S>>;
+        participants[*p as usize] = byzantine(*p, fault);
     }
     harness::run(participants, seed, disturbances)
 }

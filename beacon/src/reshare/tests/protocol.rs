@@ -163,12 +163,12 @@ fn fewer_than_t_old_honest_dealers_fail_with_a_clear_error() {
         let error = run.results[p].clone().unwrap().unwrap_err();
         assert_eq!(
             error,
-            Error::TooFewDealers {
+            DkgFailure::TooFewDealers {
                 qualified: 2,
                 need: 3
             }
         );
-        assert!(error.to_string().contains("need t_old = 3"), "{error}");
+        assert!(error.to_string().contains("need 3"), "{error}");
     }
 }
 
@@ -195,8 +195,7 @@ fn a_member_that_lost_its_key_rejoins_with_the_same_member_list() {
     let material = reloaded.key_material().unwrap();
     assert_eq!(material.secret_share, *out.share.as_ref().unwrap());
     let mut tampered = bytes.clone();
-    let last = tampered.len() - 3;
-    tampered[last] ^= 1;
+    tampered[bytes.len() - 3] ^= 1;
     assert!(ReshareOutput::<MinSig>::decode(&tampered).is_err());
 }
 
@@ -278,13 +277,15 @@ fn route(
 ) {
     for action in actions {
         match action {
-            ReshareAction::Send { to, message } => queue.push((from, to.0, message)),
-            ReshareAction::Broadcast(message) => {
+            ReshareAction::Effect(Effect::Send { to, message }) => {
+                queue.push((from, to.0, message))
+            }
+            ReshareAction::Effect(Effect::Broadcast(message)) => {
                 for to in (0..n).filter(|p| *p != from) {
                     queue.push((from, to, message.clone()));
                 }
             }
-            ReshareAction::Reshared(output) => outputs[from as usize] = Some(output),
+            ReshareAction::Done(output) => outputs[from as usize] = Some(output),
             _ => {}
         }
     }

@@ -1,6 +1,7 @@
-//! The transition's drivers: the resharer's, the relay's and the DKG
-//! session's actions carried out as effects addressed by directory index,
-//! and the relay's deliveries carried back into the resharer.
+//! The transition's dispatchers of its two nested machines' events: the
+//! resharing joined to its relay ([`RelayedMachine`]) and the new members'
+//! DKG session, carried out as effects addressed by directory index, their
+//! results kept.
 
 use super::*;
 
@@ -12,140 +13,153 @@ impl<S: Scheme> Transition<S> {
         out.push(TransitionEvent::Effect(effect));
     }
 
-    pub(super) fn on_reshare(
+    /// Hands `input` to the resharing (joined to its relay) and carries out
+    /// what follows.
+    pub(super) fn run_reshare(
         &mut self,
         now: Time,
-        actions: Vec<ReshareAction<S>>,
+        input: RelayedInput<S>,
         out: &mut Vec<TransitionEvent<S>>,
     ) {
-        let epoch = self.epoch;
-        for action in actions {
-            match action {
-                ReshareAction::Send {
-                    to,
-                    message: DkgMessage::Shares(shares),
-                } => self.send_to_participant(out, to, ReshareWire::Shares(shares)),
-                // The resharing sends nothing else point to point.
-                ReshareAction::Send { .. } => {}
-                ReshareAction::Broadcast(message) => {
-                    if let Ok(signed) = self.relay.sign(&message) {
-                        if self.broadcasts.len() < 3 {
-                            self.broadcasts.push(signed.clone());
-                        }
-                        Self::effect(
-                            out,
-                            Effect::Broadcast(EpochMessage::Reshare {
-                                epoch,
-                                message: ReshareWire::Relay(signed),
-                            }),
-                        );
-                    }
-                }
-                ReshareAction::SetTimer { at, timer } => Self::effect(
-                    out,
-                    Effect::SetTimer {
-                        at,
-                        timer: TransitionTimer::Reshare(timer),
-                    },
-                ),
-                ReshareAction::Announce(kind) => {
-                    let actions = self.relay.announce::<S>(kind);
-                    self.on_relay(now, actions, out);
-                }
-                ReshareAction::Reshared(output) => {
-                    self.reshared = Some(output);
-                    self.finish(out);
-                }
-                // A new member's resharing can end without enough dealers
-                // where others' did not (a complaint it took and the dealers
-                // never saw, deals it missed while down): it keeps what it
-                // holds and waits for the dealers the chain names
-                // (`adopt`), asking for what it lacks.
-                ReshareAction::Failed(e) => {
-                    self.reshare_failed.get_or_insert_with(|| e.to_string());
-                }
+        let events = self.reshare.handle(now, input);
+        for event in events {
+            match event {
+                RelayedEvent::Effect(effect) => self.send_reshare_effect(effect, out),
+                RelayedEvent::Signed { message, .. } => self.on_signed(message, out),
+                RelayedEvent::Delivered { .. } => {}
+                RelayedEvent::Done(output) => self.on_reshared(output, out),
+                RelayedEvent::Failed(failure) => self.on_reshare_failed(failure),
             }
         }
     }
 
-    pub(super) fn on_relay(
+    /// A message or timer of the resharing, as the transition's.
+    fn send_reshare_effect(
         &mut self,
-        now: Time,
-        actions: Vec<RelayAction<S>>,
+        effect: Effect<RelayedMessage<S>, DkgTimer>,
         out: &mut Vec<TransitionEvent<S>>,
     ) {
-        let epoch = self.epoch;
-        for action in actions {
-            match action {
-                RelayAction::Deliver { origin, message } => {
-                    let input = ReshareInput::Message {
-                        from: origin,
-                        message,
-                    };
-                    let actions = self.resharer.handle(now, input);
-                    self.on_reshare(now, actions, out);
-                }
-                RelayAction::Send { to, message } => {
-                    self.send_to_participant(out, to, ReshareWire::Relay(message))
-                }
-                RelayAction::SendAll(message) => Self::effect(
-                    out,
-                    Effect::Broadcast(EpochMessage::Reshare {
-                        epoch,
-                        message: ReshareWire::Relay(message),
-                    }),
-                ),
-                RelayAction::Equivocation(member) => {
-                    let actions = self.resharer.handle(now, ReshareInput::Faulty { member });
-                    self.on_reshare(now, actions, out);
-                }
-                RelayAction::Consistent(kind) => {
-                    let actions = self.resharer.handle(now, ReshareInput::Confirmed(kind));
-                    self.on_reshare(now, actions, out);
-                }
+        match effect {
+            Effect::Send {
+                to,
+                message: RelayedMessage::Direct(DkgMessage::Shares(shares)),
+            } => self.send_to_participant(out, to, ReshareWire::Shares(shares)),
+            // The resharing sends nothing else point to point.
+            Effect::Send {
+                message: RelayedMessage::Direct(_),
+                ..
             }
+            | Effect::Broadcast(RelayedMessage::Direct(_)) => {}
+            Effect::Send {
+                to,
+                message: RelayedMessage::Relay(message),
+            } => self.send_to_participant(out, to, ReshareWire::Relay(message)),
+            Effect::Broadcast(RelayedMessage::Relay(message)) => Self::effect(
+                out,
+                Effect::Broadcast(EpochMessage::Reshare {
+                    epoch: self.epoch,
+                    message: ReshareWire::Relay(message),
+                }),
+            ),
+            Effect::SetTimer { at, timer } => Self::effect(
+                out,
+                Effect::SetTimer {
+                    at,
+                    timer: TransitionTimer::Reshare(timer),
+                },
+            ),
         }
     }
 
-    pub(super) fn on_dkg(
+    /// This member's own resharing broadcast, signed: kept (to send again
+    /// with its sub-share) and broadcast.
+    fn on_signed(&mut self, signed: RelayMessage, out: &mut Vec<TransitionEvent<S>>) {
+        if self.broadcasts.len() < 3 {
+            self.broadcasts.push(signed.clone());
+        }
+        Self::effect(
+            out,
+            Effect::Broadcast(EpochMessage::Reshare {
+                epoch: self.epoch,
+                message: ReshareWire::Relay(signed),
+            }),
+        );
+    }
+
+    /// The resharing's result.
+    fn on_reshared(&mut self, output: Arc<ReshareOutput<S>>, out: &mut Vec<TransitionEvent<S>>) {
+        self.reshared = Some(output);
+        self.finish(out);
+    }
+
+    /// A new member's resharing can end without enough dealers where others'
+    /// did not (a complaint it took and the dealers never saw, deals it
+    /// missed while down): it keeps what it holds and waits for the dealers
+    /// the chain names (`adopt`), asking for what it lacks.
+    fn on_reshare_failed(&mut self, failure: DkgFailure) {
+        self.reshare_failed.get_or_insert(failure);
+    }
+
+    /// Hands `input` to the new members' DKG session (if this member is one)
+    /// and carries out what follows.
+    pub(super) fn run_dkg(
+        &mut self,
+        now: Time,
+        input: SessionInput,
+        out: &mut Vec<TransitionEvent<S>>,
+    ) {
+        if let Some(dkg) = self.dkg.as_mut() {
+            let actions = dkg.handle(now, input);
+            self.carry_out_dkg(actions, out);
+        }
+    }
+
+    /// The dispatcher of the new members' DKG session's actions.
+    pub(super) fn carry_out_dkg(
         &mut self,
         actions: Vec<SessionAction<S>>,
         out: &mut Vec<TransitionEvent<S>>,
     ) {
-        let epoch = self.epoch;
-        let wrap = |message: SessionMessage| EpochMessage::Dkg { epoch, message };
         for action in actions {
             match action {
-                SessionAction::Send { to, message } => {
-                    if let Some(d) = self.new.directory_of(to) {
-                        Self::effect(
-                            out,
-                            Effect::Send {
-                                to: NodeIndex(d),
-                                message: wrap(message),
-                            },
-                        );
-                    }
-                }
-                SessionAction::Broadcast(message) => {
-                    Self::effect(out, Effect::Broadcast(wrap(message)))
-                }
-                SessionAction::SetTimer { at, timer } => Self::effect(
-                    out,
-                    Effect::SetTimer {
-                        at,
-                        timer: TransitionTimer::Dkg(timer),
-                    },
-                ),
-                SessionAction::Complete(output) => {
-                    self.consensus_keys = Some(output);
-                    self.finish(out);
-                }
-                SessionAction::Failed(reason) => {
-                    self.fail(format!("DKG of the consensus keys: {reason}"), out)
+                SessionAction::Effect(effect) => self.send_dkg_effect(effect, out),
+                SessionAction::Complete(output) => self.on_consensus_keys(output, out),
+                SessionAction::Failed(failure) => {
+                    self.fail(TransitionFailure::ConsensusKeys(failure), out)
                 }
             }
         }
+    }
+
+    /// A message or timer of the new members' DKG, as the transition's
+    /// (recipients by directory index).
+    fn send_dkg_effect(
+        &self,
+        effect: Effect<SessionMessage, SessionTimer>,
+        out: &mut Vec<TransitionEvent<S>>,
+    ) {
+        let epoch = self.epoch;
+        let effect = match effect {
+            Effect::Send { to, message } => match self.new.directory_of(to) {
+                Some(d) => Effect::Send {
+                    to: NodeIndex(d),
+                    message,
+                },
+                None => return,
+            },
+            other => other,
+        };
+        let effect = effect.map(
+            |message| EpochMessage::Dkg { epoch, message },
+            TransitionTimer::Dkg,
+        );
+        Self::effect(out, effect);
+    }
+
+    /// The new members' DKG's result.
+    fn on_consensus_keys(&mut self, output: Arc<DkgOutput<S>>, out: &mut Vec<TransitionEvent<S>>) {
+        self.consensus_keys = Some(output);
+        self.finish(out);
     }
 
     /// Sends a resharing message to directory member `to`.

@@ -3,9 +3,9 @@
 //! the new members' DKG of the consensus keys, run side by side. Pure: it
 //! returns effects addressed by directory index.
 //!
-//! `effects` carries the resharer's, the relay's and the DKG session's actions
-//! out as effects; `recovery` asks for what a new member lacks and answers
-//! such requests as a dealer.
+//! `effects` carries out the events of the resharing (joined to its relay by
+//! [`RelayedMachine`]) and the DKG session's actions as effects; `recovery`
+//! asks for what a new member lacks and answers such requests as a dealer.
 //!
 //! A new member's result is the new epoch's key material in the DKG's shape
 //! (beacon, slow path, fast path): the beacon key is the reshared one (same
@@ -16,12 +16,17 @@ use super::{Directory, EpochView};
 use crate::config::ReplicaConfig;
 use crate::ConsensusError;
 use beacon::dkg::committee::Committee;
-use beacon::dkg::relay::{BroadcastRelay, RelayAction, SigningKey};
-use beacon::dkg::session::{DkgSession, SessionAction, SessionInput, SessionMessage, SessionTimer};
-use beacon::dkg::{DkgMessage, DkgOutput, DkgTimer};
+use beacon::dkg::relay::{
+    BroadcastRelay, RelayMessage, RelayedEvent, RelayedInput, RelayedMachine, RelayedMessage,
+    SigningKey,
+};
+use beacon::dkg::session::{
+    DkgSession, SessionAction, SessionFailure, SessionInput, SessionMessage, SessionTimer,
+};
+use beacon::dkg::{DkgFailure, DkgMessage, DkgOutput, DkgTimer};
 use beacon::effect::Effect;
 use beacon::memo::Memo;
-use beacon::reshare::{ReshareAction, ReshareEpoch, ReshareInput, ReshareOutput, Resharer};
+use beacon::reshare::{Redistribution, ReshareEpoch, ReshareInput, ReshareOutput, Resharer};
 use beacon::threshold::SecretShare;
 use beacon::{NodeIndex, Scheme, Time};
 use sha2::{Digest as _, Sha256};
@@ -72,7 +77,33 @@ pub enum TransitionEvent<S: Scheme> {
         digest: [u8; 32],
     },
     /// The transition failed at this member (it keeps the old epoch running).
-    Failed(String),
+    Failed(TransitionFailure),
+}
+
+/// Why a transition failed at a new member.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TransitionFailure {
+    /// The new members' DKG of the consensus keys failed.
+    #[error("DKG of the consensus keys: {0}")]
+    ConsensusKeys(SessionFailure),
+    /// The resharing left this new member without a share.
+    #[error("the resharing left this new member without a share")]
+    NoBeaconShare,
+    /// The reshared beacon key has another threshold than the new epoch's.
+    #[error("reshared beacon threshold {reshared} differs from the epoch's {epoch}")]
+    BeaconThreshold {
+        /// The reshared key's threshold.
+        reshared: u32,
+        /// The new epoch's beacon threshold.
+        epoch: u32,
+    },
+    /// The assembled key material does not check out.
+    #[error("new key material: {0}")]
+    KeyMaterial(beacon::Error),
+    /// The deals of the dealers the chain named do not give the keys it
+    /// switched to.
+    #[error("the deals of the dealers the chain named do not give the keys it switched to")]
+    AdoptedKeysDiffer,
 }
 
 /// SHA-256 of a new epoch's public keys: every group polynomial of `output`.
@@ -104,17 +135,17 @@ pub struct Transition<S: Scheme> {
     /// Directory index of each participant.
     roster: Vec<u32>,
     new: EpochView,
-    resharer: Resharer<S>,
-    relay: BroadcastRelay,
+    /// The resharing, joined to its relay.
+    reshare: RelayedMachine<S, Redistribution<S>>,
     dkg: Option<DkgSession<S>>,
     reshared: Option<Arc<ReshareOutput<S>>>,
     consensus_keys: Option<Arc<DkgOutput<S>>>,
     /// Why this new member's own resharing ended without a result: it waits
     /// for the dealers the chain names ([`Transition::adopt`]).
-    reshare_failed: Option<String>,
+    reshare_failed: Option<DkgFailure>,
     /// This member's signed resharing broadcasts (its deal first), to send
     /// again with its sub-share to a new member that asks.
-    broadcasts: Vec<beacon::dkg::relay::RelayMessage>,
+    broadcasts: Vec<RelayMessage>,
     /// Resends so far, per new member (participant index).
     resent: BTreeMap<NodeIndex, u32>,
     /// The keys the chain switched to (their digest and the dealers it
@@ -240,8 +271,7 @@ impl<S: Scheme> Transition<S> {
             participant,
             roster,
             new,
-            resharer,
-            relay,
+            reshare: RelayedMachine::new(resharer, relay),
             dkg,
             reshared: None,
             consensus_keys: None,
@@ -284,12 +314,9 @@ impl<S: Scheme> Transition<S> {
                 },
             );
         }
-        let actions = self.resharer.handle(now, ReshareInput::Start);
-        self.on_reshare(now, actions, &mut out);
-        if let Some(dkg) = self.dkg.as_mut() {
-            let actions = dkg.handle(now, SessionInput::Start);
-            self.on_dkg(actions, &mut out);
-        }
+        let start = RelayedInput::Machine(ReshareInput::Start);
+        self.run_reshare(now, start, &mut out);
+        self.run_dkg(now, SessionInput::Start, &mut out);
         out
     }
 
@@ -317,17 +344,12 @@ impl<S: Scheme> Transition<S> {
                 epoch,
                 message: message @ SessionMessage::Request { .. },
             } => {
-                if let (true, Some(j), Some(dkg)) = (
-                    *epoch == self.epoch,
-                    self.new.index_of(from),
-                    self.dkg.as_mut(),
-                ) {
+                if let (true, Some(j)) = (*epoch == self.epoch, self.new.index_of(from)) {
                     let input = SessionInput::Message {
                         from: j,
                         message: message.clone(),
                     };
-                    let actions = dkg.handle(now, input);
-                    self.on_dkg(actions, &mut out);
+                    self.run_dkg(now, input, &mut out);
                 }
                 return out;
             }
@@ -345,26 +367,23 @@ impl<S: Scheme> Transition<S> {
                 };
                 match message {
                     ReshareWire::Request => {}
-                    ReshareWire::Relay(m) => {
-                        if let Ok(actions) = self.relay.receive::<S>(p, m) {
-                            self.on_relay(now, actions, &mut out);
-                        }
+                    ReshareWire::Relay(message) => {
+                        let input = RelayedInput::Relay { from: p, message };
+                        self.run_reshare(now, input, &mut out);
                     }
                     ReshareWire::Shares(shares) => {
-                        let input = ReshareInput::Message {
+                        let input = RelayedInput::Machine(ReshareInput::Message {
                             from: p,
                             message: DkgMessage::Shares(shares),
-                        };
-                        let actions = self.resharer.handle(now, input);
-                        self.on_reshare(now, actions, &mut out);
+                        });
+                        self.run_reshare(now, input, &mut out);
                     }
                 }
-                self.on_awaited(&mut out);
+                self.adopt_if_complete(&mut out);
             }
             EpochMessage::Dkg { epoch, message } if epoch == self.epoch => {
-                if let (Some(j), Some(dkg)) = (self.new.index_of(from), self.dkg.as_mut()) {
-                    let actions = dkg.handle(now, SessionInput::Message { from: j, message });
-                    self.on_dkg(actions, &mut out);
+                if let Some(j) = self.new.index_of(from) {
+                    self.run_dkg(now, SessionInput::Message { from: j, message }, &mut out);
                 }
             }
             _ => {}
@@ -381,23 +400,18 @@ impl<S: Scheme> Transition<S> {
         }
         match timer {
             TransitionTimer::Reshare(t) => {
-                let actions = self.resharer.handle(now, ReshareInput::Timer(t));
-                self.on_reshare(now, actions, &mut out);
+                let input = RelayedInput::Machine(ReshareInput::Timer(t));
+                self.run_reshare(now, input, &mut out)
             }
-            TransitionTimer::Dkg(t) => {
-                if let Some(dkg) = self.dkg.as_mut() {
-                    let actions = dkg.handle(now, SessionInput::Timer(t));
-                    self.on_dkg(actions, &mut out);
-                }
-            }
-            TransitionTimer::Recover => self.on_recover(now, &mut out),
+            TransitionTimer::Dkg(t) => self.run_dkg(now, SessionInput::Timer(t), &mut out),
+            TransitionTimer::Recover => self.recover(now, &mut out),
             // The member erases a finished transition on this timer.
             TransitionTimer::Erase => {}
         }
         out
     }
 
-    fn fail(&mut self, reason: String, out: &mut Vec<TransitionEvent<S>>) {
+    fn fail(&mut self, reason: TransitionFailure, out: &mut Vec<TransitionEvent<S>>) {
         if self.dkg.is_some() && !self.over {
             self.over = true;
             out.push(TransitionEvent::Failed(reason));
@@ -416,7 +430,7 @@ impl<S: Scheme> Transition<S> {
         match Self::assemble(self.epoch, threshold, reshared, consensus) {
             Ok((output, digest)) => {
                 self.over = true;
-                let need = self.resharer.epoch().old_threshold() as usize;
+                let need = self.reshare.machine().epoch().old_threshold() as usize;
                 let dealers = reshared.qual.iter().take(need).map(|d| d.0).collect();
                 out.push(TransitionEvent::Complete {
                     output,
@@ -435,15 +449,15 @@ impl<S: Scheme> Transition<S> {
         beacon_threshold: u32,
         reshared: &ReshareOutput<S>,
         consensus: &DkgOutput<S>,
-    ) -> Result<(Arc<DkgOutput<S>>, [u8; 32]), String> {
+    ) -> Result<(Arc<DkgOutput<S>>, [u8; 32]), TransitionFailure> {
         let Some(beacon_key) = reshared.key_material() else {
-            return Err("the resharing left this new member without a share".into());
+            return Err(TransitionFailure::NoBeaconShare);
         };
         if beacon_key.threshold != beacon_threshold {
-            return Err(format!(
-                "reshared beacon threshold {} differs from the epoch's {beacon_threshold}",
-                beacon_key.threshold
-            ));
+            return Err(TransitionFailure::BeaconThreshold {
+                reshared: beacon_key.threshold,
+                epoch: beacon_threshold,
+            });
         }
         let mut keys = Vec::with_capacity(consensus.keys.len() + 1);
         keys.push(beacon_key);
@@ -456,9 +470,7 @@ impl<S: Scheme> Transition<S> {
             disqualified: consensus.disqualified.clone(),
             keys,
         };
-        output
-            .check()
-            .map_err(|e| format!("new key material: {e}"))?;
+        output.check().map_err(TransitionFailure::KeyMaterial)?;
         let digest = keys_digest(epoch, &output);
         Ok((Arc::new(output), digest))
     }
@@ -501,7 +513,7 @@ impl<S: Scheme> Transition<S> {
     /// `digest`.
     fn recombine(&mut self, digest: [u8; 32], dealers: &[NodeIndex]) -> Option<Arc<DkgOutput<S>>> {
         let consensus = self.consensus_keys.clone()?;
-        let reshared = self.resharer.adopt(dealers)?;
+        let reshared = self.reshare.machine_mut().adopt(dealers)?;
         let threshold = self.new.config.beacon_threshold;
         let (output, mine) = Self::assemble(self.epoch, threshold, &reshared, &consensus).ok()?;
         if mine != digest {
@@ -514,13 +526,13 @@ impl<S: Scheme> Transition<S> {
     /// Whether this member still lacks something to recombine its keys from
     /// `dealers`: its consensus keys, or a deal or sub-share of one of them.
     fn lacks(&self, dealers: &[NodeIndex]) -> bool {
-        let missing = self.resharer.missing();
+        let missing = self.reshare.machine().missing();
         self.consensus_keys.is_none() || dealers.iter().any(|d| missing.contains(d))
     }
 
     /// A deal or sub-share came in: once the awaited dealers' are all in,
     /// this member adopts the chain's keys, or fails if they do not give them.
-    fn on_awaited(&mut self, out: &mut Vec<TransitionEvent<S>>) {
+    fn adopt_if_complete(&mut self, out: &mut Vec<TransitionEvent<S>>) {
         let Some(awaited) = &self.awaited else {
             return;
         };
@@ -532,8 +544,7 @@ impl<S: Scheme> Transition<S> {
         match self.recombine(digest, &dealers) {
             Some(output) => out.push(TransitionEvent::Adopted { output, digest }),
             None => out.push(TransitionEvent::Failed(
-                "the deals of the dealers the chain named do not give the keys it switched to"
-                    .into(),
+                TransitionFailure::AdoptedKeysDiffer,
             )),
         }
     }

@@ -12,7 +12,7 @@ const MAX_RESENDS: u32 = 8;
 
 impl<S: Scheme> Transition<S> {
     pub(super) fn phase_us(&self) -> u64 {
-        self.resharer.epoch().phase_timeout_us
+        self.reshare.machine().epoch().phase_timeout_us
     }
 
     /// As a new member still without the resharing's result: asks each old
@@ -22,7 +22,7 @@ impl<S: Scheme> Transition<S> {
         if self.dkg.is_none() {
             return false;
         }
-        let mut missing = self.resharer.missing();
+        let mut missing = self.reshare.machine().missing();
         match (&self.reshared, &self.awaited) {
             (None, _) => {}
             // Done, but the chain switched to keys from other dealers.
@@ -42,7 +42,7 @@ impl<S: Scheme> Transition<S> {
         let Some(p) = self.participant.get(&from).copied() else {
             return;
         };
-        let Some(shares) = self.resharer.resend_to(p) else {
+        let Some(shares) = self.reshare.machine().resend_to(p) else {
             return;
         };
         let count = self.resent.entry(p).or_insert(0);
@@ -59,7 +59,7 @@ impl<S: Scheme> Transition<S> {
     /// Erases what this member kept to send again as a dealer (its
     /// sub-shares determine its old share).
     pub fn erase_dealt(&mut self) {
-        self.resharer.erase_dealt();
+        self.reshare.machine_mut().erase_dealt();
         self.broadcasts.clear();
     }
 
@@ -77,7 +77,7 @@ impl<S: Scheme> Transition<S> {
         if self.reshared.is_none() || self.consensus_keys.is_none() {
             self.request_missing(&mut out);
         } else {
-            self.on_recover(now, &mut out);
+            self.recover(now, &mut out);
         }
         out
     }
@@ -85,11 +85,11 @@ impl<S: Scheme> Transition<S> {
     /// The [`TransitionTimer::Recover`] timer: asks for what this new member
     /// still lacks, and is armed again until it holds both results (what it
     /// lacks may only show later: votes it never got, say).
-    pub(super) fn on_recover(&mut self, now: Time, out: &mut Vec<TransitionEvent<S>>) {
+    pub(super) fn recover(&mut self, now: Time, out: &mut Vec<TransitionEvent<S>>) {
         self.request_missing(out);
         if let Some(dkg) = self.dkg.as_ref().filter(|_| self.consensus_keys.is_none()) {
             let asked = dkg.request_missing();
-            self.on_dkg(asked, out);
+            self.carry_out_dkg(asked, out);
         }
         if self.reshared.is_none() || self.consensus_keys.is_none() || self.awaited.is_some() {
             Self::effect(

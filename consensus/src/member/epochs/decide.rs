@@ -384,7 +384,7 @@ impl<S: Scheme> Member<S> {
                     self.epochs.ready = Some((digest, output));
                     self.try_join(now, out);
                 }
-                TransitionEvent::Failed(reason) => self.fail_epoch(epoch, reason, out),
+                TransitionEvent::Failed(reason) => self.fail_epoch(epoch, reason.to_string(), out),
             }
         }
     }
