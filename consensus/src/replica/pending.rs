@@ -14,8 +14,11 @@ use std::collections::{BTreeMap, BTreeSet};
 pub(super) const FUTURE_LIMIT: usize = 20_000;
 /// Furthest height ahead that is buffered.
 pub(super) const FUTURE_HEIGHTS: u64 = 64;
-/// Most proposals held until a paced round's signing time.
-const HELD_LIMIT: usize = 64;
+/// Most proposals held per sender until a paced round's signing time: a
+/// primary's PRE-PREPARE and NEW-VIEWs of a few views. Per sender, so that the
+/// early proposals of others never leave no room for the primary's (honest
+/// primaries propose before the round's time), and at most `n` times this.
+const HELD_PER_SENDER: usize = 4;
 
 /// Messages of later heights (kept across heights).
 pub(super) struct FutureHeights<S: Scheme> {
@@ -111,9 +114,9 @@ impl<S: Scheme> Waiting<S> {
         std::mem::take(&mut self.views)
     }
 
-    /// Holds a proposal until the signing time, if there is room.
+    /// Holds a proposal until the signing time, if `from` has room.
     pub fn hold(&mut self, from: NodeIndex, message: Message<S>) {
-        if self.held.len() < HELD_LIMIT {
+        if self.held.iter().filter(|(f, _)| *f == from).count() < HELD_PER_SENDER {
             self.held.push((from, message));
         }
     }
@@ -121,5 +124,32 @@ impl<S: Scheme> Waiting<S> {
     /// The proposals held.
     pub fn take_held(&mut self) -> Vec<(NodeIndex, Message<S>)> {
         std::mem::take(&mut self.held)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use beacon::MinSig;
+
+    /// A replica flooding early proposals fills its own room only: the
+    /// primary's proposal, arriving later, is still held (it was dropped once
+    /// 64 proposals of anyone were held).
+    #[test]
+    fn early_proposals_of_one_sender_leave_room_for_the_primary() {
+        let mut waiting = Waiting::<MinSig>::new();
+        let junk = || Message::SyncRequest {
+            from_height: Height::new(1),
+        };
+        for _ in 0..1_000 {
+            waiting.hold(NodeIndex(3), junk());
+        }
+        waiting.hold(NodeIndex(0), junk());
+        let held = waiting.take_held();
+        assert_eq!(
+            held.iter().filter(|(f, _)| *f == NodeIndex(3)).count(),
+            HELD_PER_SENDER
+        );
+        assert!(held.iter().any(|(f, _)| *f == NodeIndex(0)));
     }
 }
