@@ -14,7 +14,10 @@
 # script prints the load average before and after.
 #
 # Environment: REPEATS (3), ROUNDS_B2B (40), ROUNDS_PACED (12),
-# NODES_B2B ("4 16"), NODES_PACED ("4 16"), TIMEOUT_S (300 per run).
+# NODES_B2B ("4 16"), NODES_PACED ("4 16"), TIMEOUT_S (300 per run),
+# BEFORE_ARGS and AFTER_ARGS (extra `localnet` options of each side, e.g. to
+# compare two settings of one build:
+#   AFTER_ARGS="--beacon-shares everyone" scripts/beacon-latency.sh B B).
 set -euo pipefail
 if [ $# -lt 2 ]; then
   sed -n '2,16p' "$0" >&2
@@ -36,12 +39,13 @@ done
 
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); nproc $(nproc); results in $out"
 
-# run NAME BIN NODES PERIOD ROUNDS REPEAT: one localnet run, its JSON kept.
+# run NAME BIN NODES PERIOD ROUNDS REPEAT ARGS: one localnet run, its JSON kept.
 run() {
-  local name=$1 bin=$2 nodes=$3 period=$4 rounds=$5 rep=$6
+  local name=$1 bin=$2 nodes=$3 period=$4 rounds=$5 rep=$6 extra=$7
   local file="$out/$name-n$nodes-p$period-$rep.json"
+  # shellcheck disable=SC2086 # ARGS are words on purpose.
   if ! "$bin" localnet --nodes "$nodes" --rounds "$rounds" --period "$period" \
-    --timeout-s "$timeout_s" --json >"$file" 2>"$file.log"; then
+    --timeout-s "$timeout_s" $extra --json >"$file" 2>"$file.log"; then
     echo "run failed: $name n=$nodes period=$period (see $file.log)" >&2
     return 1
   fi
@@ -51,8 +55,8 @@ for setting in $(for n in $nodes_b2b; do echo "$n:0:$rounds_b2b"; done) \
   $(for n in $nodes_paced; do echo "$n:1:$rounds_paced"; done); do
   IFS=: read -r nodes period rounds <<<"$setting"
   for rep in $(seq 1 "$repeats"); do
-    run before "$before" "$nodes" "$period" "$rounds" "$rep"
-    run after "$after" "$nodes" "$period" "$rounds" "$rep"
+    run before "$before" "$nodes" "$period" "$rounds" "$rep" "${BEFORE_ARGS:-}"
+    run after "$after" "$nodes" "$period" "$rounds" "$rep" "${AFTER_ARGS:-}"
   done
 done
 

@@ -213,12 +213,36 @@ impl<S: Scheme> ByzantineReplica<S> {
                 out.push(Output::send(to, message));
             }
             (
+                Behaviour::BadShares,
+                Effect::Send {
+                    to,
+                    message: Message::BeaconShare { round, share },
+                },
+            ) => {
+                let message = Message::BeaconShare {
+                    round,
+                    share: Self::corrupt(share),
+                };
+                out.push(Output::send(to, message));
+            }
+            (Behaviour::BadShares, Effect::Broadcast(Message::BeaconShare { round, share })) => {
+                let message = Message::BeaconShare {
+                    round,
+                    share: Self::corrupt(share),
+                };
+                out.push(Output::broadcast(message));
+            }
+            (
                 Behaviour::WithholdShares,
                 Effect::Send {
-                    message: Message::SignShare { .. } | Message::CommitShare { .. },
+                    message:
+                        Message::SignShare { .. }
+                        | Message::CommitShare { .. }
+                        | Message::BeaconShare { .. },
                     ..
                 },
-            ) => {}
+            )
+            | (Behaviour::WithholdShares, Effect::Broadcast(Message::BeaconShare { .. })) => {}
             (
                 Behaviour::SilentCollector,
                 Effect::Broadcast(

@@ -28,6 +28,59 @@ pub const DEFAULT_CLOCK_SKEW_US: u64 = 100_000;
 /// chain window ([`crate::replica::CHAIN_WINDOW`]).
 pub const MAX_ELECTION_LAG: u64 = 64;
 
+/// Where replicas send their beacon shares (`[protocol] beacon_shares`).
+///
+/// A beacon share is a unique signature on public data (`beta_{h-1}` and the
+/// round), so sending it to more replicas changes who learns `beta_h` first,
+/// never what it is: the choice is latency against messages, not safety.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BeaconShares {
+    /// On the vote (SIGN-SHARE) to the collectors, who combine `beta_h` and
+    /// broadcast it: two message delays from the round's time, `(c + 4) n`
+    /// messages a round in all.
+    #[default]
+    Collectors,
+    /// Also on a BEACON-SHARE to every other replica, each of which combines
+    /// `beta_h` from the first `t_b` valid shares: one message delay from the
+    /// round's time, about `n^2` more messages and a share check and combine at
+    /// every replica. drand's pattern; for small networks.
+    Everyone,
+}
+
+/// Largest paced network whose replicas share beacon shares with everyone
+/// unless told otherwise ([`BeaconShares::for_network`]).
+pub const EVERYONE_SHARES_UP_TO: u32 = 16;
+
+impl BeaconShares {
+    /// The route of a network of `n` replicas, `period_us` apart (0: back to
+    /// back), that does not choose one, as measured (`docs/results.md`):
+    /// - paced, up to [`EVERYONE_SHARES_UP_TO`] replicas: everyone. The beacon
+    ///   comes one message delay after the round's time instead of two
+    ///   (simulated, a core per node: 3.2 to 2.2 ms at 4 nodes and 5.6 to
+    ///   4.2 ms at 16 on loopback, 94 to 41 ms at 16 over the WAN table).
+    /// - back to back: the collectors. Blocks commit through the collectors
+    ///   either way, so the cadence stays two delays, and the extra shares
+    ///   only cost CPU (4 nodes: 17.6 against 19.8 ms on a 2-core machine).
+    /// - above that size: the collectors, where `n^2` messages a round cost
+    ///   more than the delay saved.
+    pub fn for_network(n: u32, period_us: u64) -> BeaconShares {
+        if period_us > 0 && n <= EVERYONE_SHARES_UP_TO {
+            BeaconShares::Everyone
+        } else {
+            BeaconShares::Collectors
+        }
+    }
+
+    /// Its name in a `[protocol]` table.
+    pub fn name(self) -> &'static str {
+        match self {
+            BeaconShares::Collectors => "collectors",
+            BeaconShares::Everyone => "everyone",
+        }
+    }
+}
+
 /// Parameters every replica of one network shares, validated: a replica runs
 /// only with one of these. Read its fields through [`ReplicaSettings`]
 /// (`config.n`, `config.fast_threshold()`); change them with
@@ -113,6 +166,13 @@ pub struct ReplicaSettings {
     /// (16 MiB - 64 KiB) / 44 - 1 KiB = 378,786 bytes.
     #[serde(default = "default_max_block_bytes")]
     pub max_block_bytes: usize,
+    /// Where a replica's beacon share goes: to the collectors on its vote
+    /// (two message delays to the beacon), or to every replica too, each of
+    /// which combines the beacon itself (one delay, `n^2` messages); `None`:
+    /// by the network's size and pace ([`BeaconShares::for_network`]), read through
+    /// [`ReplicaSettings::beacon_share_route`].
+    #[serde(default)]
+    pub beacon_shares: Option<BeaconShares>,
 }
 
 /// Upper bound of what a view change adds to its block on the wire (bytes):
@@ -179,6 +239,7 @@ impl ReplicaConfig {
             mempool_limit: 100_000,
             mempool_bytes_limit: default_mempool_bytes(),
             max_block_bytes: 0,
+            beacon_shares: None,
         };
         cfg.max_block_bytes = DEFAULT_MAX_BLOCK_BYTES.min(cfg.largest_block_that_fits());
         Ok(cfg)
@@ -221,6 +282,13 @@ impl ReplicaConfig {
 }
 
 impl ReplicaSettings {
+    /// Where this replica's beacon shares go: the configured route, else the
+    /// one for the network's size and pace.
+    pub fn beacon_share_route(&self) -> BeaconShares {
+        self.beacon_shares
+            .unwrap_or_else(|| BeaconShares::for_network(self.n, self.period_us))
+    }
+
     /// These settings as a config, if they are valid ([`Self::validate`]).
     pub fn build(self) -> Result<ReplicaConfig, ConsensusError> {
         ReplicaConfig::try_from(self)

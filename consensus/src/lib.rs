@@ -40,7 +40,7 @@ pub mod position;
 pub mod replica;
 
 pub use byzantine::{Behaviour, ByzantineReplica};
-pub use config::{KeyShare, ReplicaConfig, ReplicaKeys, ReplicaSettings};
+pub use config::{BeaconShares, KeyShare, ReplicaConfig, ReplicaKeys, ReplicaSettings};
 pub use election::Election;
 pub use member::{
     member_key, Envelope, EpochEvent, Member, MemberInput, MemberOutput, MemberTimer,

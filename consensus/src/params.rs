@@ -15,7 +15,7 @@
 //! threshold outside `[f + 1, n - f]`, a period that is not whole seconds) are
 //! [`ConsensusError`]s naming the key, never panics.
 
-use crate::config::{check_positive, check_size, smallest_collector_slack};
+use crate::config::{check_positive, check_size, smallest_collector_slack, BeaconShares};
 use crate::{ConsensusError, ReplicaConfig};
 use serde::{Deserialize, Serialize};
 
@@ -60,6 +60,12 @@ pub struct ProtocolParams {
     /// Whether collectors broadcast the beacon as soon as it exists (else only
     /// with the commit proof).
     pub early_beacon: bool,
+    /// Where beacon shares go: `"collectors"` (two message delays to the
+    /// beacon, `(c + 4) n` messages a round) or `"everyone"` (one delay, about
+    /// `n^2` more messages); absent: everyone on paced networks of up to 16
+    /// replicas, else the collectors ([`BeaconShares::for_network`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beacon_shares: Option<BeaconShares>,
     /// Most transactions in one block (> 0).
     pub max_batch: usize,
 }
@@ -75,6 +81,7 @@ impl Default for ProtocolParams {
             view_change_timeout_ms: DEFAULT_VIEW_CHANGE_TIMEOUT_MS,
             backup_collector_delay_ms: DEFAULT_BACKUP_COLLECTOR_DELAY_MS,
             early_beacon: true,
+            beacon_shares: None,
             max_batch: DEFAULT_MAX_BATCH,
         }
     }
@@ -206,6 +213,7 @@ impl ReplicaConfig {
         cfg.view_change_timeout_us = view_change;
         cfg.backup_collector_delay_us = backup;
         cfg.early_beacon = params.early_beacon;
+        cfg.beacon_shares = params.beacon_shares;
         cfg.max_batch = params.max_batch;
         cfg.build()
     }
@@ -215,6 +223,42 @@ impl ReplicaConfig {
 mod tests {
     use super::*;
     use crate::config::MAX_ELECTION_LAG;
+
+    #[test]
+    fn beacon_shares_go_to_everyone_on_small_paced_networks() {
+        let route = |n: u32, period_ms: u64, set: Option<BeaconShares>| {
+            let params = ProtocolParams {
+                period_ms,
+                beacon_shares: set,
+                ..ProtocolParams::default()
+            };
+            ReplicaConfig::from_params(n, &params)
+                .unwrap()
+                .beacon_share_route()
+        };
+        assert_eq!(route(4, 1_000, None), BeaconShares::Everyone);
+        assert_eq!(route(16, 3_000, None), BeaconShares::Everyone);
+        assert_eq!(route(17, 1_000, None), BeaconShares::Collectors);
+        assert_eq!(route(4, 0, None), BeaconShares::Collectors);
+        let everyone = Some(BeaconShares::Everyone);
+        assert_eq!(route(64, 0, everyone), BeaconShares::Everyone);
+        let collectors = Some(BeaconShares::Collectors);
+        assert_eq!(route(4, 1_000, collectors), BeaconShares::Collectors);
+        let p: ProtocolParams = toml::from_str("beacon_shares = \"everyone\"").unwrap();
+        assert_eq!(p.beacon_shares, everyone);
+        assert!(toml::from_str::<ProtocolParams>("beacon_shares = \"all\"").is_err());
+        // A resized network decides again, for its new size.
+        let small = ReplicaConfig::from_params(
+            4,
+            &ProtocolParams {
+                period_ms: 1_000,
+                ..ProtocolParams::default()
+            },
+        )
+        .unwrap();
+        let large = small.resized(31, 0, 0).unwrap();
+        assert_eq!(large.beacon_share_route(), BeaconShares::Collectors);
+    }
 
     #[test]
     fn defaults_suit_real_networks() {

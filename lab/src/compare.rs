@@ -33,6 +33,10 @@ pub struct CompareArgs {
     /// simulator scenario, a `node.toml`); default: the nodes' defaults.
     #[arg(long, value_name = "FILE")]
     protocol: Option<PathBuf>,
+    /// Where beacon shares go in both runs (`collectors` or `everyone`), over
+    /// the `--protocol` file's.
+    #[arg(long, value_name = "TO", value_parser = crate::protocol_args::parse_beacon_shares)]
+    beacon_shares: Option<consensus::BeaconShares>,
     /// The WAN: the same options as `localnet`.
     #[command(flatten)]
     wan: crate::wan::WanArgs,
@@ -116,6 +120,9 @@ fn real(args: &CompareArgs, dir: &Path) -> Result<(Value, ProtocolParams)> {
         .arg(args.rounds.to_string());
     if let Some(file) = &args.protocol {
         command.arg("--protocol").arg(file);
+    }
+    if let Some(shares) = args.beacon_shares {
+        command.arg("--beacon-shares").arg(shares.name());
     }
     let wan = &args.wan;
     if let Some(r) = &wan.regions {

@@ -6,10 +6,10 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use consensus::ProtocolParams;
+use consensus::{BeaconShares, ProtocolParams};
 use std::path::{Path, PathBuf};
 
-/// `--protocol FILE`, `--c` and `--period`.
+/// `--protocol FILE`, `--c`, `--period` and `--beacon-shares`.
 #[derive(Args, Clone, Debug, Default)]
 pub struct ProtocolArgs {
     /// Protocol parameters: the `[protocol]` table of this TOML file (a
@@ -26,6 +26,23 @@ pub struct ProtocolArgs {
     /// file's period, else 0).
     #[arg(long)]
     pub period: Option<u32>,
+    /// Where beacon shares go: `collectors` (on the vote; two message delays
+    /// to the beacon) or `everyone` (each replica combines; one delay, about
+    /// n^2 more messages). Default: the `--protocol` file's, else everyone on
+    /// paced networks of up to 16 nodes, the collectors otherwise.
+    #[arg(long, value_name = "TO", value_parser = parse_beacon_shares)]
+    pub beacon_shares: Option<BeaconShares>,
+}
+
+/// `--beacon-shares`: a `[protocol] beacon_shares` value.
+pub(crate) fn parse_beacon_shares(text: &str) -> Result<BeaconShares, String> {
+    match text {
+        "collectors" => Ok(BeaconShares::Collectors),
+        "everyone" => Ok(BeaconShares::Everyone),
+        other => Err(format!(
+            "{other:?} is not a beacon-share route: collectors or everyone"
+        )),
+    }
 }
 
 impl ProtocolArgs {
@@ -42,6 +59,9 @@ impl ProtocolArgs {
         }
         if let Some(p) = self.period {
             params.period_ms = u64::from(p) * 1_000;
+        }
+        if let Some(shares) = self.beacon_shares {
+            params.beacon_shares = Some(shares);
         }
         let c = match (&self.protocol, self.c, params.c) {
             (Some(path), None, Some(c)) => params.collector_slack(n).map_err(|e| {
@@ -83,6 +103,7 @@ mod tests {
             protocol: file.map(Path::to_path_buf),
             c,
             period,
+            beacon_shares: None,
         }
     }
 
@@ -112,6 +133,30 @@ mod tests {
         let p = args(Some(&file), Some(1), Some(2)).params(6).unwrap();
         assert_eq!((p.c, p.period_ms), (Some(1), 2_000));
         assert_eq!(p.fast_path_timeout_ms, want.fast_path_timeout_ms);
+    }
+
+    #[test]
+    fn beacon_shares_from_the_file_or_the_command_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("everyone.toml");
+        std::fs::write(&file, "[protocol]\nbeacon_shares = \"everyone\"\n").unwrap();
+        let p = args(Some(&file), None, None).params(4).unwrap();
+        assert_eq!(p.beacon_shares, Some(BeaconShares::Everyone));
+        let mut over = args(Some(&file), None, None);
+        over.beacon_shares = Some(parse_beacon_shares("collectors").unwrap());
+        assert_eq!(
+            over.params(4).unwrap().beacon_shares,
+            Some(BeaconShares::Collectors)
+        );
+        assert_eq!(
+            args(None, None, None).params(4).unwrap().beacon_shares,
+            None
+        );
+        let e = parse_beacon_shares("all").unwrap_err();
+        assert!(e.contains("collectors or everyone"), "{e}");
+        std::fs::write(&file, "[protocol]\nbeacon_shares = \"all\"\n").unwrap();
+        let e = format!("{:#}", args(Some(&file), None, None).params(4).unwrap_err());
+        assert!(e.contains("beacon_shares") || e.contains("everyone"), "{e}");
     }
 
     #[test]

@@ -35,8 +35,9 @@ fn the_simulator_predicts_an_emulated_four_node_wan() {
     assert_eq!(real["wan"]["latency_ms"], 20.0, "{real}");
     let sim = report["sim"]["beacon_latency_ms"]["p50"].as_f64().unwrap();
     let p50 = real["beacon_latency_ms"]["p50"].as_f64().unwrap();
-    // Three one-way delays at least: proposal, shares to the collector, proof.
-    assert!(p50 >= 60.0, "real p50 {p50} ms is below three 20 ms hops");
+    // Two one-way delays at least: the proposal (which leaves with the previous
+    // height's proof, from its collector) and the shares to the collector.
+    assert!(p50 >= 40.0, "real p50 {p50} ms is below two 20 ms hops");
     let error = report["error"]["beacon_p50"].as_f64().unwrap();
     assert!(
         error.abs() <= 0.30,

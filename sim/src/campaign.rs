@@ -28,6 +28,8 @@ pub struct CampaignRun {
     pub crash_restart: bool,
     /// Message loss probability.
     pub loss: f64,
+    /// Where beacon shares went (`[protocol] beacon_shares`).
+    pub beacon_shares: &'static str,
     /// Beacons produced.
     pub rounds: u64,
     /// Violations.
@@ -80,6 +82,13 @@ pub fn draw(base: &SimConfig, seed: u64) -> SimConfig {
     } else {
         0.0
     };
+    // Both beacon-share routes face the same faults (drawn last, so that the
+    // draws above are those of earlier campaigns).
+    cfg.protocol.beacon_shares = Some(if rng.gen_bool(0.5) {
+        consensus::BeaconShares::Everyone
+    } else {
+        consensus::BeaconShares::Collectors
+    });
     // The scenario's time limit is for the scenario's own faults; the faults
     // drawn here may need longer (`consensus/SAFETY.md`, "How long a run may
     // take").
@@ -201,6 +210,13 @@ fn run_seed(base: &SimConfig, seed: u64) -> Result<CampaignRun, SimError> {
         partition: !cfg.partitions.is_empty(),
         crash_restart: !cfg.faults.crash.is_empty(),
         loss: cfg.network.loss,
+        beacon_shares: cfg
+            .protocol
+            .beacon_shares
+            .unwrap_or_else(|| {
+                consensus::BeaconShares::for_network(cfg.nodes, cfg.protocol.period_ms * 1_000)
+            })
+            .name(),
         rounds: report.rounds,
         violations: report.violations,
         trace_hash: report.trace_hash,

@@ -349,6 +349,40 @@ fn new_byzantine_kinds_keep_agreement_and_liveness() {
     }
 }
 
+/// Issue 34: with `beacon_shares = "everyone"` every replica combines the
+/// beacon from shares sent to it directly, so the attacks on shares and on the
+/// beacon reach every replica, not only the collectors: invalid beacon shares
+/// to everyone (caught by the batch check, their sender convicted), shares
+/// withheld, a beacon withheld by its collector, shares released early, a
+/// silent collector. Agreement, the release time and liveness hold.
+#[test]
+fn beacon_shares_sent_to_everyone_withstand_the_share_attacks() {
+    for (seed, kind) in [
+        (11, "bad-shares"),
+        (12, "withhold-shares"),
+        (13, "withhold-beacon"),
+        (14, "eager-primary"),
+        (15, "silent-collector"),
+        (16, "silent"),
+    ] {
+        let mut cfg = small("default", 7, 8);
+        cfg.seed = seed;
+        cfg.protocol.c = Some(0);
+        cfg.protocol.beacon_shares = Some(consensus::BeaconShares::Everyone);
+        cfg.protocol.period_ms = if kind == "eager-primary" { 1000 } else { 0 };
+        cfg.faults.byzantine = 2;
+        cfg.faults.byzantine_kinds = vec![kind.into()];
+        cfg.validate().unwrap();
+        let (report, _) = sim::run(&cfg, None).unwrap();
+        assert!(
+            report.violations.is_empty(),
+            "{kind}: {:?}",
+            report.violations
+        );
+        assert!(report.rounds >= 8, "{kind}");
+    }
+}
+
 /// Issue 11, part 2: crash-restarts at arbitrary moments (any protocol step of
 /// the node that crashes: primary, collector or voter) never make an honest
 /// member sign two values for one slot, because it resumes from its persisted
@@ -552,6 +586,7 @@ fn a_back_to_back_round_takes_two_message_delays() {
 fn a_paced_beacon_follows_its_rounds_time_by_two_message_delays() {
     let r = four_nodes_with_model(&built_in_cost_model(), |cfg| {
         cfg.protocol.period_ms = 1_000;
+        cfg.protocol.beacon_shares = Some(consensus::BeaconShares::Collectors);
     });
     let delay = r.beacon_delay_ms.expect("a paced chain reports the delay");
     assert!(delay.p50 >= 20.0, "before two delays: {delay:?}");
@@ -561,6 +596,37 @@ fn a_paced_beacon_follows_its_rounds_time_by_two_message_delays() {
         "{}",
         r.messages_per_round
     );
+}
+
+/// Issue 34, deliverable 3: with `beacon_shares = "everyone"` each replica
+/// sends its beacon share to every replica when it votes, and each combines
+/// `beta_h` itself: the beacon follows the round's time by one message delay,
+/// not two, at the cost of the extra shares (`(n - 1)(n - c - 1)` a round: every
+/// replica to every non-collector but itself, less the collectors' early
+/// beacons, which no one needs then). Blocks still commit through the
+/// collectors, so the chain is the same protocol's.
+#[test]
+fn shared_with_everyone_a_paced_beacon_follows_its_rounds_time_by_one_delay() {
+    let run = |shares: consensus::BeaconShares| {
+        four_nodes_with_model(&built_in_cost_model(), |cfg| {
+            cfg.protocol.period_ms = 1_000;
+            cfg.protocol.beacon_shares = Some(shares);
+        })
+    };
+    let collectors = run(consensus::BeaconShares::Collectors);
+    let everyone = run(consensus::BeaconShares::Everyone);
+    let delay = |r: &sim::report::Report| r.beacon_delay_ms.expect("paced").p50;
+    let (two, one) = (delay(&collectors), delay(&everyone));
+    eprintln!("delay after the round's time: collectors {two} ms, everyone {one} ms");
+    assert!(one >= 10.0, "before one delay: {one} ms");
+    assert!(one < 20.0, "two delays or more: {one} ms");
+    assert!(two >= 20.0, "collectors: {two} ms");
+    // n = 4, c = 0: one collector; it shares with the three others, each of
+    // them with the two others that do not collect: 9 more; and its early
+    // beacon to the three others is not sent (everyone combines): 6 more.
+    let extra = everyone.messages_per_round - collectors.messages_per_round;
+    assert!((extra - 6.0).abs() < 0.5, "{extra} more messages per round");
+    assert_eq!(everyone.fast_path_ratio, collectors.fast_path_ratio);
 }
 
 /// Nodes on one host share its disk: their durable writes (every replica

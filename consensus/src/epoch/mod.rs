@@ -231,6 +231,7 @@ impl ReplicaConfig {
         next.view_change_timeout_us = self.view_change_timeout_us;
         next.backup_collector_delay_us = self.backup_collector_delay_us;
         next.early_beacon = self.early_beacon;
+        next.beacon_shares = self.beacon_shares;
         next.max_batch = self.max_batch;
         next.max_transaction_bytes = self.max_transaction_bytes;
         next.mempool_limit = self.mempool_limit;

@@ -4,7 +4,8 @@
 //! replica holds, and `beta_h` once known — recovered here from `t_b` shares
 //! (the [`Tally`] path) or received and verified. Also the withheld-beacon
 //! rule: a replica that committed without a beacon sends its share to everyone
-//! (`SAFETY.md`, "A withheld beacon"; `t_b` honest shares make the beacon, so no
+//! (with `beacon_shares = "everyone"` every replica does so when it votes, and
+//! each combines `beta_h` itself; `SAFETY.md`, "A withheld beacon"; `t_b` honest shares make the beacon, so no
 //! single collector can withhold it).
 
 use super::interface::{Event, EvidenceKind, ProofKind, ShareKind};
@@ -12,6 +13,7 @@ use super::outbox::Origin;
 use super::tally::Tally;
 use super::verifier::Key;
 use super::Replica;
+use crate::config::BeaconShares;
 use crate::messages::Message;
 use crate::Height;
 use beacon::chain::round_message;
@@ -24,8 +26,12 @@ pub(super) struct BeaconRound<S: Scheme> {
     previous: Vec<u8>,
     shares: Tally<S, ()>,
     beacon: Option<S::Signature>,
-    /// Whether this replica sent its share to everyone (BEACON-SHARE).
+    /// Whether this replica sent its share to everyone (BEACON-SHARE) because
+    /// it committed without the beacon.
     share_sent: bool,
+    /// Whether this replica shared it with everyone when it voted
+    /// (`beacon_shares = "everyone"`).
+    shared_on_vote: bool,
 }
 
 impl<S: Scheme> BeaconRound<S> {
@@ -39,6 +45,7 @@ impl<S: Scheme> BeaconRound<S> {
             shares: Tally::new(ShareKind::Beacon, n),
             beacon: None,
             share_sent: false,
+            shared_on_vote: false,
         }
     }
 
@@ -93,17 +100,60 @@ impl<S: Scheme> Replica<S> {
             }
             return;
         }
+        let everyone = self.config.beacon_share_route() == BeaconShares::Everyone;
+        if everyone && round > self.height && !origin.local {
+            // Shared at vote time, it can overtake the proof that ends our
+            // height: kept (bounded) and counted on entering its height.
+            let message = Message::BeaconShare { round, share };
+            self.future.keep(self.height, round, origin.from, message);
+            return;
+        }
         if round != self.height || self.round.beacon.beacon.is_some() {
             return;
         }
         self.add_beacon_share(origin.from, share);
-        if self.round.commit.committed().is_some() {
+        let committed = self.round.commit.committed().is_some();
+        if committed {
             self.send_beacon_share(now);
         }
         if let Some(signature) = self.recover_beacon() {
-            // Peers still waiting may have missed shares that we hold.
-            self.outbox.broadcast(Message::Beacon { round, signature });
+            // Peers still waiting may have missed shares that we hold. Where
+            // everyone shares at vote time, everyone combines on their own:
+            // only a replica that had committed without the beacon (it was
+            // withheld from it) tells the others.
+            if !everyone || committed {
+                self.outbox.broadcast(Message::Beacon { round, signature });
+            }
         }
+    }
+
+    /// `beacon_shares = "everyone"`: our beacon share of this round, made for
+    /// the vote just sent to the collectors (so at or after the round's
+    /// signing time, on the verified `beta_{h-1}`), goes to every replica that
+    /// is not a collector of this height too (the collectors have it on the
+    /// vote). Once per height: a vote in a later view, or again after a
+    /// restart, signs the same share, which everyone already has. (The
+    /// withheld-beacon rule still sends it again, to everyone, if this replica
+    /// commits without the beacon: shares lost on the way are resent then.)
+    pub(super) fn share_beacon_with_everyone(&mut self, share: S::Signature) {
+        if self.round.beacon.shared_on_vote {
+            return;
+        }
+        self.round.beacon.shared_on_vote = true;
+        let me = self.me();
+        self.add_beacon_share(me, share);
+        let message = Message::BeaconShare {
+            round: self.height,
+            share,
+        };
+        for to in (0..self.config.n).map(NodeIndex) {
+            if to != me && self.round.election.rank(to).is_none() {
+                self.outbox.send(to, message.clone());
+            }
+        }
+        // With t_b = 1 (or our share completing the count), the beacon is ours
+        // already.
+        self.recover_beacon();
     }
 
     /// Counts `from`'s beacon share of this round (unless the beacon is known or

@@ -12,7 +12,7 @@ use super::outbox::{Origin, Outbox};
 use super::tally::Tally;
 use super::verifier::Verifier;
 use super::Replica;
-use crate::config::ReplicaConfig;
+use crate::config::{BeaconShares, ReplicaConfig};
 use crate::messages::{signed, CommitCertificate, CommitPath, Digest, Message, PrepareCertificate};
 use crate::{Height, View};
 use beacon::{Scheme, Time};
@@ -219,7 +219,10 @@ impl<S: Scheme> Replica<S> {
         let me = self.me();
         if self.round.election.rank(me).is_some() {
             if let Some(signature) = self.recover_beacon() {
-                if self.config.early_beacon {
+                // Where everyone shares, everyone combines: no one waits for it.
+                if self.config.early_beacon
+                    && self.config.beacon_share_route() == BeaconShares::Collectors
+                {
                     let beacon = Message::Beacon {
                         round: h,
                         signature,

@@ -1,5 +1,6 @@
 //! Steps 2 and 3 as a voter: accept one proposal per view and send SIGN-SHARE
-//! (sigma, tau and beacon shares) to the collectors; answer a valid PREPARE with
+//! (sigma, tau and beacon shares) to the collectors, and the beacon share to
+//! everyone else too where `beacon_shares = "everyone"`; answer a valid PREPARE with
 //! a COMMIT share. What a voter holds — its fast vote and its highest prepare
 //! certificate — is what its VIEW-CHANGE reports in step 5.
 
@@ -7,6 +8,7 @@ use super::interface::{EvidenceKind, ProofKind};
 use super::outbox::Origin;
 use super::verifier::Key;
 use super::Replica;
+use crate::config::BeaconShares;
 use crate::messages::{signed, Block, Digest, FastVote, Message, PrepareCertificate};
 use crate::View;
 use beacon::{Scheme, Time};
@@ -129,6 +131,9 @@ impl<S: Scheme> Replica<S> {
             beacon,
         };
         self.send_to_collectors(now, view, message);
+        if self.config.beacon_share_route() == BeaconShares::Everyone {
+            self.share_beacon_with_everyone(beacon);
+        }
     }
 
     /// After a restart (crash safety, `votes.rs`): the prepare certificate this

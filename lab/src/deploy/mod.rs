@@ -72,7 +72,7 @@ pub struct ComposeArgs {
     /// Number of nodes.
     #[arg(long)]
     nodes: u32,
-    /// Protocol parameters: `--protocol FILE`, `--c`, `--period`.
+    /// Protocol parameters: `--protocol FILE`, `--c`, `--period`, `--beacon-shares`.
     #[command(flatten)]
     protocol: crate::protocol_args::ProtocolArgs,
     /// Output directory (must not exist yet, or be empty).

@@ -53,7 +53,7 @@ pub struct LocalnetArgs {
     /// Signature scheme.
     #[arg(long, default_value = "pedersen-bls-chained")]
     scheme: SchemeId,
-    /// Protocol parameters: `--protocol FILE`, `--c`, `--period`.
+    /// Protocol parameters: `--protocol FILE`, `--c`, `--period`, `--beacon-shares`.
     #[command(flatten)]
     protocol: crate::protocol_args::ProtocolArgs,
     /// First TCP port (libp2p on P + i, HTTP on P + 1000 + i); 0 picks free ports.
