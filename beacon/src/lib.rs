@@ -27,6 +27,8 @@
 //! assert!(public.verify(b"round 1", &sig));
 //! ```
 
+#![warn(unreachable_pub)]
+
 pub mod chain;
 pub mod cost;
 pub mod curve;
