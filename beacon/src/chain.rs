@@ -14,7 +14,7 @@
 use crate::curve::{Point, G1, G2};
 use crate::scheme::{MinPk, MinSig, Scheme, SchemeId};
 use crate::wire::hex_bytes;
-use crate::Error;
+use crate::{ChainBreak, Error, SignatureError};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -108,10 +108,9 @@ impl BeaconJson {
             previous_signature: parse_hex("previous_signature", &self.previous_signature)?,
         };
         if parse_hex("randomness", &self.randomness)? != beacon.randomness() {
-            return Err(Error::InvalidSignature(format!(
-                "round {}: randomness is not SHA-256(signature)",
-                self.round
-            )));
+            return Err(Error::InvalidSignature(
+                SignatureError::RandomnessMismatch { round: self.round },
+            ));
         }
         Ok(beacon)
     }
@@ -120,7 +119,7 @@ impl BeaconJson {
 fn parse_hex(what: &'static str, s: &str) -> Result<Vec<u8>, Error> {
     hex::decode(s).map_err(|e| Error::Hex {
         what,
-        reason: e.to_string(),
+        reason: e.into(),
     })
 }
 
@@ -232,7 +231,7 @@ impl ChainInfo {
     /// Verifies one beacon's signature and randomness (not its link to the chain).
     pub fn verify_beacon(&self, beacon: &Beacon) -> Result<(), Error> {
         if beacon.round == 0 {
-            return Err(Error::InvalidSignature("round 0 is not a beacon".into()));
+            return Err(Error::InvalidSignature(SignatureError::RoundZero));
         }
         let msg = round_message(self.scheme, beacon.round, &beacon.previous_signature);
         let ok = if self.scheme == SchemeId::InsecureMock {
@@ -258,10 +257,9 @@ impl ChainInfo {
         if ok {
             Ok(())
         } else {
-            Err(Error::InvalidSignature(format!(
-                "round {} does not verify",
-                beacon.round
-            )))
+            Err(Error::InvalidSignature(SignatureError::DoesNotVerify {
+                round: beacon.round,
+            }))
         }
     }
 
@@ -275,13 +273,13 @@ impl ChainInfo {
                 if b.round != p.round + 1 {
                     return Err(Error::BrokenChain {
                         round: b.round,
-                        reason: format!("follows round {}", p.round),
+                        reason: ChainBreak::Gap { previous: p.round },
                     });
                 }
                 if self.scheme.is_chained() && b.previous_signature != p.signature {
                     return Err(Error::BrokenChain {
                         round: b.round,
-                        reason: "previous_signature is not the previous round's signature".into(),
+                        reason: ChainBreak::WrongLink,
                     });
                 }
             } else if b.round == 1
@@ -290,12 +288,12 @@ impl ChainInfo {
             {
                 return Err(Error::BrokenChain {
                     round: 1,
-                    reason: "round 1 does not chain on the genesis seed".into(),
+                    reason: ChainBreak::NotOnGenesisSeed,
                 });
             }
             self.verify_beacon(b).map_err(|e| Error::BrokenChain {
                 round: b.round,
-                reason: e.to_string(),
+                reason: ChainBreak::Unverified(Box::new(e)),
             })?;
             prev = Some(b);
         }
@@ -369,9 +367,7 @@ impl ChainInfoJson {
             beacon_id: self.metadata.beacon_id.clone(),
         };
         if parse_hex("hash", &self.hash)? != info.hash() {
-            return Err(Error::InvalidSignature(
-                "chain hash does not match the chain info".into(),
-            ));
+            return Err(Error::InvalidSignature(SignatureError::ChainHashMismatch));
         }
         Ok(info)
     }
@@ -380,6 +376,7 @@ impl ChainInfoJson {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::HexError;
     use serde_json::Value;
 
     const VECTORS: &str = include_str!("../tests/data/drand-mainnet.json");
@@ -429,10 +426,38 @@ mod tests {
         info.verify_chain(None, &first).unwrap();
         // And the links are checked: drop round 2.
         let gap = vec![first[0].clone(), first[2].clone()];
-        assert!(matches!(
+        assert_eq!(
             info.verify_chain(None, &gap),
-            Err(Error::BrokenChain { round: 3, .. })
-        ));
+            Err(Error::BrokenChain {
+                round: 3,
+                reason: ChainBreak::Gap { previous: 1 }
+            })
+        );
+        // A beacon that does not verify breaks the chain there, and says why.
+        let mut bad = first[1].clone();
+        bad.round = 5;
+        let err = info.verify_chain(None, &[bad]).unwrap_err();
+        assert_eq!(
+            err,
+            Error::BrokenChain {
+                round: 5,
+                reason: ChainBreak::Unverified(Box::new(Error::InvalidSignature(
+                    SignatureError::DoesNotVerify { round: 5 }
+                )))
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "chain broken at round 5: invalid signature: round 5 does not verify"
+        );
+        let zero = Beacon {
+            round: 0,
+            ..first[0].clone()
+        };
+        assert_eq!(
+            info.verify_beacon(&zero),
+            Err(Error::InvalidSignature(SignatureError::RoundZero))
+        );
     }
 
     #[test]
@@ -469,12 +494,29 @@ mod tests {
                         "00"
                     },
                 );
-                assert!(rj.to_beacon().is_err());
+                assert_eq!(
+                    rj.to_beacon(),
+                    Err(Error::InvalidSignature(
+                        SignatureError::RandomnessMismatch { round: b.round }
+                    ))
+                );
             }
             // Chain info fields: every one enters the hash or the verification.
             let mut t = info_json.clone();
             t.period += 1;
-            assert!(t.to_info().is_err());
+            assert_eq!(
+                t.to_info(),
+                Err(Error::InvalidSignature(SignatureError::ChainHashMismatch))
+            );
+            let mut t = info_json.clone();
+            t.public_key.push('x');
+            assert!(matches!(
+                t.to_info(),
+                Err(Error::Hex {
+                    what: "public_key",
+                    reason: HexError::OddLength
+                })
+            ));
             let mut t = info_json.clone();
             t.genesis_time += 1;
             assert!(t.to_info().is_err());

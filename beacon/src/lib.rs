@@ -27,6 +27,8 @@
 //! assert!(public.verify(b"round 1", &sig));
 //! ```
 
+#![warn(unreachable_pub)]
+
 pub mod chain;
 pub mod cost;
 pub mod curve;
@@ -46,7 +48,9 @@ pub mod wire;
 
 pub use chain::{Beacon, BeaconJson, ChainInfo, ChainInfoJson};
 pub use curve::{Point, G1, G2};
-pub use error::Error;
+pub use error::{
+    ChainBreak, DkgError, Error, HexError, MemberSet, ReshareError, SignatureError, WireError,
+};
 pub use field::Scalar;
 pub use lagrange::{InterpolationMethod, LagrangeCoefficients, SignerDomain};
 pub use scheme::{MinPk, MinPkUnchained, MinSig, MinSigUnchained, Scheme, SchemeId};

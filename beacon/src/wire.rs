@@ -10,9 +10,11 @@
 
 use crate::curve::{Point, G1, G2};
 use crate::field::Scalar;
-use crate::Error;
+use crate::{Error, WireError};
+use bincode::error::DecodeError;
 use serde::de::{self, DeserializeOwned, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::cell::RefCell;
 use std::fmt;
 
 /// Largest message [`decode`] accepts (bytes).
@@ -34,25 +36,25 @@ fn config() -> Config {
 
 /// Encodes a value.
 pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, Error> {
-    bincode::serde::encode_to_vec(value, config()).map_err(|e| Error::Wire(e.to_string()))
+    bincode::serde::encode_to_vec(value, config())
+        .map_err(|e| Error::Wire(WireError::Encode(e.to_string())))
 }
 
 /// Decodes a value, rejecting input over [`MAX_MESSAGE_BYTES`], malformed input and
 /// trailing bytes.
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
     if bytes.len() > MAX_MESSAGE_BYTES {
-        return Err(Error::Wire(format!(
-            "message of {} bytes exceeds the limit of {MAX_MESSAGE_BYTES}",
-            bytes.len()
-        )));
+        return Err(Error::Wire(WireError::TooLarge {
+            len: bytes.len(),
+            limit: MAX_MESSAGE_BYTES,
+        }));
     }
-    let (value, used) = bincode::serde::decode_from_slice(bytes, config())
-        .map_err(|e| Error::Wire(e.to_string()))?;
+    forget_refusal();
+    let (value, used) = bincode::serde::decode_from_slice(bytes, config()).map_err(decode_error)?;
     if used != bytes.len() {
-        return Err(Error::Wire(format!(
-            "{} trailing bytes",
-            bytes.len() - used
-        )));
+        return Err(Error::Wire(WireError::TrailingBytes {
+            count: bytes.len() - used,
+        }));
     }
     Ok(value)
 }
@@ -61,9 +63,48 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
 /// file's header, read before the rest), with [`decode`]'s size limit.
 pub fn decode_prefix<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
     let bytes = &bytes[..bytes.len().min(MAX_MESSAGE_BYTES)];
-    let (value, _) = bincode::serde::decode_from_slice(bytes, config())
-        .map_err(|e| Error::Wire(e.to_string()))?;
+    forget_refusal();
+    let (value, _) = bincode::serde::decode_from_slice(bytes, config()).map_err(decode_error)?;
     Ok(value)
+}
+
+thread_local! {
+    /// The typed reason a point or scalar check refused a value in the
+    /// message being decoded: serde carries only its text up through the
+    /// codec, and [`decode_error`] takes it back.
+    static REFUSAL: RefCell<Option<Error>> = const { RefCell::new(None) };
+}
+
+/// Drops a reason left by an earlier refusal (one decoded by another
+/// format, such as JSON, which never reaches [`decode_error`]).
+fn forget_refusal() {
+    REFUSAL.with(|r| r.borrow_mut().take());
+}
+
+/// Refuses a value for `reason`: remembers the typed reason for
+/// [`decode_error`] and hands serde its text.
+pub(crate) fn refuse<E: de::Error>(reason: Error) -> E {
+    let error = E::custom(&reason);
+    REFUSAL.with(|r| *r.borrow_mut() = Some(reason));
+    error
+}
+
+/// The typed reason for a codec failure: the refusal a value's own check
+/// recorded, or what the codec says.
+fn decode_error(error: DecodeError) -> Error {
+    let refusal = REFUSAL.with(|r| r.borrow_mut().take());
+    let reason = match (error, refusal) {
+        (DecodeError::OtherString(_), Some(Error::Wire(reason))) => reason,
+        (DecodeError::OtherString(_), Some(reason)) => WireError::InvalidValue(Box::new(reason)),
+        (DecodeError::UnexpectedEnd { additional }, _) => WireError::Truncated {
+            missing: additional,
+        },
+        (DecodeError::LimitExceeded, _) => WireError::LengthOverLimit {
+            limit: MAX_MESSAGE_BYTES,
+        },
+        (error, _) => WireError::Malformed(error.to_string()),
+    };
+    Error::Wire(reason)
 }
 
 thread_local! {
@@ -95,9 +136,7 @@ pub fn decode_with_point_budget<T: DeserializeOwned>(
 fn spend_point() -> Result<(), Error> {
     POINT_BUDGET.with(|b| match b.get() {
         None => Ok(()),
-        Some(0) => Err(Error::Wire(
-            "more points than this message kind may hold".into(),
-        )),
+        Some(0) => Err(Error::Wire(WireError::TooManyPoints)),
         Some(k) => {
             b.set(Some(k - 1));
             Ok(())
@@ -164,8 +203,8 @@ macro_rules! point_serde {
         impl<'de> Deserialize<'de> for $t {
             fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
                 let bytes = deserialize_bytes(deserializer)?;
-                spend_point().map_err(de::Error::custom)?;
-                <$t>::from_bytes(&bytes).map_err(de::Error::custom)
+                spend_point().map_err(refuse)?;
+                <$t>::from_bytes(&bytes).map_err(refuse)
             }
         }
     };
@@ -187,13 +226,13 @@ impl<'de> Deserialize<'de> for Scalar {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let bytes = deserialize_bytes(deserializer)?;
         let arr: [u8; 32] = bytes.as_slice().try_into().map_err(|_| {
-            de::Error::custom(Error::WrongLength {
+            refuse(Error::WrongLength {
                 what: "scalar",
                 expected: 32,
                 got: bytes.len(),
             })
         })?;
-        Scalar::from_bytes_be(&arr).ok_or_else(|| de::Error::custom(Error::NonCanonicalScalar))
+        Scalar::from_bytes_be(&arr).ok_or_else(|| refuse(Error::NonCanonicalScalar))
     }
 }
 
@@ -202,7 +241,7 @@ impl<'de> Deserialize<'de> for Scalar {
 /// commitments, decoded on the curve only).
 pub(crate) fn point_bytes<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
     let bytes = deserialize_bytes(deserializer)?;
-    spend_point().map_err(de::Error::custom)?;
+    spend_point().map_err(refuse)?;
     Ok(bytes)
 }
 
@@ -264,6 +303,7 @@ mod tests {
             points
         );
         let err = decode_with_point_budget::<Vec<G1>>(&bytes, 9).unwrap_err();
+        assert_eq!(err, Error::Wire(WireError::TooManyPoints));
         assert!(err.to_string().contains("more points"), "{err}");
         // The budget ends with the call.
         assert_eq!(decode::<Vec<G1>>(&bytes).unwrap(), points);
@@ -273,34 +313,66 @@ mod tests {
     fn decoding_rejects_bad_input() {
         let p = G1::generator();
         let mut bytes = encode(&p).unwrap();
+        let refused = |e: Error| match e {
+            Error::Wire(WireError::InvalidValue(reason)) => *reason,
+            other => panic!("not a refused value: {other}"),
+        };
         // Trailing byte.
         bytes.push(0);
-        assert!(decode::<G1>(&bytes)
-            .unwrap_err()
-            .to_string()
-            .contains("trailing"));
+        let err = decode::<G1>(&bytes).unwrap_err();
+        assert_eq!(err, Error::Wire(WireError::TrailingBytes { count: 1 }));
+        assert!(err.to_string().contains("trailing"), "{err}");
         bytes.pop();
         // Truncated.
-        assert!(decode::<G1>(&bytes[..10]).is_err());
+        assert!(matches!(
+            decode::<G1>(&bytes[..10]),
+            Err(Error::Wire(WireError::Truncated { .. }))
+        ));
         // A G1 encoding where a G2 is expected: wrong length.
-        let err = decode::<G2>(&bytes).unwrap_err().to_string();
-        assert!(err.contains("expected 96 bytes"), "{err}");
+        let err = decode::<G2>(&bytes).unwrap_err();
+        assert!(err.to_string().contains("expected 96 bytes"), "{err}");
+        assert!(matches!(
+            refused(err),
+            Error::WrongLength {
+                expected: 96,
+                got: 48,
+                ..
+            }
+        ));
         // Identity.
         let id = encode(&G1::identity().to_bytes()).unwrap();
-        assert!(decode::<G1>(&id)
-            .unwrap_err()
-            .to_string()
-            .contains("identity"));
+        assert!(matches!(
+            refused(decode::<G1>(&id).unwrap_err()),
+            Error::IdentityPoint { .. }
+        ));
         // Non-canonical scalar.
         let big = encode(&[0xffu8; 32].to_vec()).unwrap();
-        assert!(decode::<Scalar>(&big)
-            .unwrap_err()
-            .to_string()
-            .contains("canonical"));
+        assert_eq!(
+            refused(decode::<Scalar>(&big).unwrap_err()),
+            Error::NonCanonicalScalar
+        );
         // Oversized.
-        assert!(decode::<Vec<u8>>(&vec![0u8; MAX_MESSAGE_BYTES + 1]).is_err());
-        // A length prefix promising more than the limit.
+        assert_eq!(
+            decode::<Vec<u8>>(&vec![0u8; MAX_MESSAGE_BYTES + 1]),
+            Err(Error::Wire(WireError::TooLarge {
+                len: MAX_MESSAGE_BYTES + 1,
+                limit: MAX_MESSAGE_BYTES
+            }))
+        );
+        // A length prefix promising more than the limit (and more than the
+        // input holds: nothing is allocated for it).
         let huge_len = encode(&(u64::MAX)).unwrap();
-        assert!(decode::<Vec<u8>>(&huge_len).is_err());
+        assert!(matches!(
+            decode::<Vec<u8>>(&huge_len),
+            Err(Error::Wire(
+                WireError::Truncated { .. } | WireError::LengthOverLimit { .. }
+            ))
+        ));
+        // A reason refused by JSON is not taken for the next binary decode.
+        assert!(serde_json::from_str::<Scalar>(&format!("\"{}\"", "ff".repeat(32))).is_err());
+        assert_eq!(
+            decode::<u8>(&[]),
+            Err(Error::Wire(WireError::Truncated { missing: 1 }))
+        );
     }
 }

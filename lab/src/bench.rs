@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 /// Benchmarks.
 #[derive(Subcommand)]
-pub enum BenchCommand {
+pub(crate) enum BenchCommand {
     /// Lagrange coefficients (naive, fast, roots of unity), MSM and full aggregation.
     Interpolation(InterpolationArgs),
     /// Share verification: individual, batch + bisection, optimistic recovery.
@@ -31,7 +31,7 @@ pub enum BenchCommand {
 
 /// Options of `bench calibrate`.
 #[derive(Args)]
-pub struct CalibrateArgs {
+pub(crate) struct CalibrateArgs {
     /// Where to write the cost model.
     #[arg(long, default_value = "configs/cost-model.toml")]
     pub out: std::path::PathBuf,
@@ -42,7 +42,7 @@ pub struct CalibrateArgs {
 
 /// Options of `bench dkg`.
 #[derive(Args)]
-pub struct DkgArgs {
+pub(crate) struct DkgArgs {
     /// Numbers of members.
     #[arg(long, value_delimiter = ',', default_value = "64,256,1024")]
     n: Vec<u32>,
@@ -62,7 +62,7 @@ pub struct DkgArgs {
 
 /// Options of `bench relay`.
 #[derive(Args)]
-pub struct RelayArgs {
+pub(crate) struct RelayArgs {
     /// Numbers of members (every member deals).
     #[arg(long, value_delimiter = ',', default_value = "128")]
     n: Vec<u32>,
@@ -83,7 +83,7 @@ pub struct RelayArgs {
 
 /// Options of `bench interpolation`.
 #[derive(Args)]
-pub struct InterpolationArgs {
+pub(crate) struct InterpolationArgs {
     /// Thresholds t to measure (n = 2t - 1, a random t-subset of signers).
     #[arg(long, value_delimiter = ',', default_value = "64,256,1024,4096,16384")]
     threshold: Vec<u32>,
@@ -100,7 +100,7 @@ pub struct InterpolationArgs {
 
 /// Options of `bench verify`.
 #[derive(Args)]
-pub struct VerifyArgs {
+pub(crate) struct VerifyArgs {
     /// Number of signers (all sign; the threshold is n/2 + 1).
     #[arg(long, default_value_t = 4096)]
     n: u32,
@@ -119,7 +119,7 @@ pub struct VerifyArgs {
 }
 
 /// Runs one benchmark subcommand.
-pub fn run(cmd: BenchCommand) -> Result<()> {
+pub(crate) fn run(cmd: BenchCommand) -> Result<()> {
     match cmd {
         BenchCommand::Interpolation(a) => with_bls_scheme!(a.scheme, interpolation, &a),
         BenchCommand::Verify(a) => with_bls_scheme!(a.scheme, verify, &a),
@@ -308,7 +308,7 @@ fn verify<S: Scheme>(args: &VerifyArgs) -> Result<()> {
 }
 
 /// Committee of `k` dealers spread evenly over `n` members.
-pub fn committee(n: u32, k: u32) -> Vec<NodeIndex> {
+pub(crate) fn committee(n: u32, k: u32) -> Vec<NodeIndex> {
     (0..k)
         .map(|i| NodeIndex((i as u64 * n as u64 / k as u64) as u32))
         .collect()

@@ -71,7 +71,7 @@ fn persist_votes_us() -> Result<(f64, f64)> {
 
 /// `bench calibrate`: fits the cost model (MSM sizes up to `2^max_log_msm`)
 /// and writes it to `out`.
-pub fn calibrate(out: &Path, max_log_msm: u32) -> Result<()> {
+pub(crate) fn calibrate(out: &Path, max_log_msm: u32) -> Result<()> {
     let model = fit_cost_model(max_log_msm)?;
     let text = cost_model_file(&model);
     std::fs::write(out, &text).with_context(|| format!("writing {}", out.display()))?;
@@ -81,7 +81,7 @@ pub fn calibrate(out: &Path, max_log_msm: u32) -> Result<()> {
 }
 
 /// The cost model as `bench calibrate` writes it.
-pub fn cost_model_file(model: &sim::cost_model::CostModel) -> String {
+pub(crate) fn cost_model_file(model: &sim::cost_model::CostModel) -> String {
     format!(
         "# Virtual CPU cost (microseconds) per cryptographic operation, used by the\n# simulator's compute-cost model. Regenerate with\n#   cargo run --release -- bench calibrate\n{}",
         model.to_toml()
@@ -91,7 +91,7 @@ pub fn cost_model_file(model: &sim::cost_model::CostModel) -> String {
 /// Measures the simulator's cost model on this machine (MSM sizes up to
 /// `2^max_log_msm`): the one way to fit it, behind `bench calibrate` and
 /// `compare --calibrate`.
-pub fn fit_cost_model(max_log_msm: u32) -> Result<sim::cost_model::CostModel> {
+pub(crate) fn fit_cost_model(max_log_msm: u32) -> Result<sim::cost_model::CostModel> {
     use beacon::curve::pairing_product_is_one;
     use beacon::{G1, G2};
     let mut rng = ChaCha20Rng::seed_from_u64(7);

@@ -19,7 +19,7 @@ use std::process::Command;
 
 /// Options of `compare`.
 #[derive(Args)]
-pub struct CompareArgs {
+pub(crate) struct CompareArgs {
     /// Number of nodes.
     #[arg(long, default_value_t = 4)]
     nodes: u32,
@@ -200,7 +200,7 @@ fn figures() -> Vec<Figure> {
 }
 
 /// Runs `compare`.
-pub fn run(args: CompareArgs) -> Result<()> {
+pub(crate) fn run(args: CompareArgs) -> Result<()> {
     if !args.wan.enabled() {
         bail!("compare needs a WAN: --regions FILE or --latency-ms X");
     }

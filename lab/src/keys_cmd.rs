@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 /// Options of `keys`.
 #[derive(Args)]
-pub struct KeysArgs {
+pub(crate) struct KeysArgs {
     /// Where to write the new identity.
     #[arg(long, value_name = "FILE", required_unless_present = "show")]
     out: Option<PathBuf>,
@@ -25,7 +25,7 @@ pub struct KeysArgs {
 }
 
 /// Runs `keys`.
-pub fn run(args: KeysArgs) -> Result<()> {
+pub(crate) fn run(args: KeysArgs) -> Result<()> {
     let (key, file) = match (args.out, args.show) {
         (Some(out), None) => {
             if out.exists() && !args.force {

@@ -14,6 +14,8 @@
 //!
 //! The `node` crate knows nothing of this one, nor of the simulator.
 
+#![warn(unreachable_pub)]
+
 /// Calls `$f::<S>($args)` with the BLS scheme `S` named by a [`beacon::SchemeId`].
 macro_rules! with_bls_scheme {
     ($scheme:expr, $f:ident, $args:expr) => {

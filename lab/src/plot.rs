@@ -28,12 +28,12 @@ fn register_font() -> Result<()> {
 }
 
 /// Draws the report's latency figures into `path` (.svg or .png).
-pub fn draw(report: &Report, path: &Path) -> Result<()> {
+pub(crate) fn draw(report: &Report, path: &Path) -> Result<()> {
     draw_rounds(&report.scenario, &report.per_round, path)
 }
 
 /// The per-round median beacon latencies (ms) of rounds that have one.
-pub fn beacon_medians(per_round: &[RoundStats]) -> Vec<f64> {
+pub(crate) fn beacon_medians(per_round: &[RoundStats]) -> Vec<f64> {
     per_round
         .iter()
         .map(|r| r.beacon_ms.p50)
@@ -44,7 +44,7 @@ pub fn beacon_medians(per_round: &[RoundStats]) -> Vec<f64> {
 /// Draws CDFs of per-round median beacon latencies, one line per named series
 /// (`compare --plot`: the simulator's and the emulated real network's), into
 /// `path` (.svg or .png).
-pub fn draw_cdfs(title: &str, series: &[(&str, Vec<f64>)], path: &Path) -> Result<()> {
+pub(crate) fn draw_cdfs(title: &str, series: &[(&str, Vec<f64>)], path: &Path) -> Result<()> {
     register_font()?;
     match path.extension().and_then(|e| e.to_str()) {
         Some("svg") => {

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 /// `--protocol FILE`, `--c`, `--period` and `--beacon-shares`.
 #[derive(Args, Clone, Debug, Default)]
-pub struct ProtocolArgs {
+pub(crate) struct ProtocolArgs {
     /// Protocol parameters: the `[protocol]` table of this TOML file (a
     /// simulator scenario such as `configs/sim/default.toml`, a `node.toml`, or
     /// a file with only that table). `--c` and `--period` override its values.
@@ -49,7 +49,7 @@ impl ProtocolArgs {
     /// The `[protocol]` table the nodes of an `n`-node network get: the file's
     /// (or the defaults), with `--c` and `--period` over it and `c` resolved,
     /// checked for `n`.
-    pub fn params(&self, n: u32) -> Result<ProtocolParams> {
+    pub(crate) fn params(&self, n: u32) -> Result<ProtocolParams> {
         let mut params = match &self.protocol {
             Some(path) => read_table(path)?,
             None => ProtocolParams::default(),

@@ -13,7 +13,7 @@ const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(200
 
 /// Options of `run`.
 #[derive(Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// The node's config file.
     #[arg(long, value_name = "FILE")]
     config: PathBuf,
@@ -35,7 +35,7 @@ pub struct RunArgs {
 }
 
 /// Installs the log subscriber: `RUST_LOG` or `info` (libp2p at `warn`), to stderr.
-pub fn init_logging() {
+pub(crate) fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new("info,libp2p=warn,libp2p_stream=warn")
     });
@@ -73,7 +73,7 @@ fn node<S: Scheme>(args: (Validated, usize, Option<consensus::Behaviour>, bool))
 }
 
 /// Runs `run`.
-pub fn run(args: RunArgs) -> Result<()> {
+pub(crate) fn run(args: RunArgs) -> Result<()> {
     init_logging();
     let cfg = NodeConfig::load(&args.config)?;
     with_bls_scheme!(

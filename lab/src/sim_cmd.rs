@@ -11,7 +11,7 @@ use std::path::PathBuf;
 /// Options of `sim`.
 #[derive(Args)]
 #[command(args_conflicts_with_subcommands = true)]
-pub struct SimArgs {
+pub(crate) struct SimArgs {
     #[command(subcommand)]
     command: Option<SimCommand>,
     #[command(flatten)]
@@ -26,7 +26,7 @@ enum SimCommand {
 
 /// Options of one simulation run.
 #[derive(Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// Scenario file, or a built-in scenario name (default, large, huge, byzantine, lossy, crash-restart, reshare).
     #[arg(long, default_value = "configs/sim/default.toml")]
     config: String,
@@ -116,7 +116,7 @@ fn load(config: &str, nodes: Option<u32>, rounds: Option<u64>) -> Result<SimConf
 }
 
 /// Runs `sim`.
-pub fn run(args: SimArgs) -> Result<()> {
+pub(crate) fn run(args: SimArgs) -> Result<()> {
     match args.command {
         Some(SimCommand::Campaign(c)) => campaign(c),
         None => single(args.run),

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 /// Options of `verify`.
 #[derive(Args)]
-pub struct VerifyArgs {
+pub(crate) struct VerifyArgs {
     /// A chain in drand's JSON shape: `{"info": {...}, "beacons": [...]}` (what
     /// `sim --chain` writes).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["info", "beacons", "url"])]
@@ -71,7 +71,7 @@ async fn fetch(
 }
 
 /// Runs `verify`; exits with status 1 at the first bad round.
-pub fn run(args: VerifyArgs) -> Result<()> {
+pub(crate) fn run(args: VerifyArgs) -> Result<()> {
     let (info, beacons) = match (&args.chain, &args.url, &args.info, &args.beacons) {
         (Some(chain), _, _, _) => {
             let v = read_json(chain)?;

@@ -24,7 +24,7 @@ use tokio::time::Instant;
 
 /// WAN options of `localnet` (and `compare`).
 #[derive(Args, Clone, Debug, Default)]
-pub struct WanArgs {
+pub(crate) struct WanArgs {
     /// Region table (the simulator's, e.g. `configs/regions/wan.toml`): nodes
     /// are placed round-robin over its regions, and each link gets the one-way
     /// latency of its region pair.
@@ -43,7 +43,7 @@ pub struct WanArgs {
 
 impl WanArgs {
     /// Whether any WAN condition was asked for.
-    pub fn enabled(&self) -> bool {
+    pub(crate) fn enabled(&self) -> bool {
         self.regions.is_some()
             || self.latency_ms.is_some()
             || self.jitter_ms > 0.0
@@ -53,7 +53,7 @@ impl WanArgs {
 
 /// Latency, jitter and bandwidth of every directed link of `n` nodes.
 #[derive(Clone, Debug, PartialEq)]
-pub struct WanModel {
+pub(crate) struct WanModel {
     /// One-way latency (µs) from node `i` to node `j`.
     pub one_way_us: Vec<Vec<u64>>,
     /// Jitter bound (µs).
@@ -68,7 +68,7 @@ fn micros(ms: f64) -> u64 {
 
 impl WanModel {
     /// The model `args` describe for `n` nodes (`None` when no WAN is asked for).
-    pub fn from_args(args: &WanArgs, n: u32) -> Result<Option<Self>> {
+    pub(crate) fn from_args(args: &WanArgs, n: u32) -> Result<Option<Self>> {
         if !args.enabled() {
             return Ok(None);
         }
@@ -128,7 +128,7 @@ impl Uplink {
 }
 
 /// Running relays for every directed link; dropping it stops them all.
-pub struct LinkEmulator {
+pub(crate) struct LinkEmulator {
     ports: Vec<Vec<u16>>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -138,7 +138,11 @@ impl LinkEmulator {
     /// Starts relays for `model` in front of the nodes listening at `targets`,
     /// on free ports other than `reserved` (ports the nodes were given but may
     /// not have bound yet).
-    pub fn start(model: WanModel, targets: Vec<SocketAddr>, reserved: &[u16]) -> Result<Self> {
+    pub(crate) fn start(
+        model: WanModel,
+        targets: Vec<SocketAddr>,
+        reserved: &[u16],
+    ) -> Result<Self> {
         let n = targets.len();
         if model.one_way_us.len() != n {
             bail!(
@@ -212,7 +216,7 @@ impl LinkEmulator {
 
     /// Starts relays for `model` in front of the nodes whose `node.toml` files
     /// are `configs`, and points each node's peers at them.
-    pub fn in_front_of(model: WanModel, configs: &[PathBuf]) -> Result<Self> {
+    pub(crate) fn in_front_of(model: WanModel, configs: &[PathBuf]) -> Result<Self> {
         let nodes = node_addresses(configs)?;
         let reserved: Vec<u16> = nodes.iter().flat_map(|(a, h)| [a.port(), *h]).collect();
         let targets = nodes.iter().map(|(a, _)| *a).collect();
@@ -222,7 +226,7 @@ impl LinkEmulator {
     }
 
     /// The relay port node `from` dials to reach node `to`.
-    pub fn port(&self, from: usize, to: usize) -> u16 {
+    pub(crate) fn port(&self, from: usize, to: usize) -> u16 {
         self.ports[from][to]
     }
 }

@@ -16,6 +16,8 @@
 //!   round statistics, logs, persistence);
 //! - [`runtime`]: the event loop (`sbft-beacon run`).
 
+#![warn(unreachable_pub)]
+
 pub mod backfill;
 pub mod clock;
 pub mod config;

@@ -16,6 +16,7 @@
 //! hash and beacon chain.
 
 #![forbid(unsafe_code)]
+#![warn(unreachable_pub)]
 
 pub mod campaign;
 pub mod config;

@@ -78,7 +78,7 @@ pub(crate) struct ReshareRun {
 impl ReshareRun {
     /// The change of `section` for `nodes` genesis members: leavers drawn with
     /// `rng`, joiners the parties after the genesis members in `keys`.
-    pub fn plan(
+    pub(crate) fn plan(
         section: &ReshareSection,
         nodes: u32,
         keys: &[VerifyingKey],
@@ -118,7 +118,7 @@ impl ReshareRun {
     }
 
     /// Records an honest member's epoch event.
-    pub fn on_event<S: Scheme>(&mut self, node: u32, at: Time, event: &EpochEvent<S>) {
+    pub(crate) fn on_event<S: Scheme>(&mut self, node: u32, at: Time, event: &EpochEvent<S>) {
         match event {
             EpochEvent::Decided { height, .. } => {
                 self.decided.get_or_insert((at, *height));
@@ -138,7 +138,7 @@ impl ReshareRun {
 
     /// Whether every honest new member runs the new epoch and every honest
     /// leaver retired.
-    pub fn complete(&self, honest: &[bool]) -> bool {
+    pub(crate) fn complete(&self, honest: &[bool]) -> bool {
         let is_honest = |i: &u32| honest.get(*i as usize).copied().unwrap_or(false);
         self.new_members
             .iter()
@@ -152,24 +152,24 @@ impl ReshareRun {
     }
 
     /// When the first honest member read the decision.
-    pub fn decided_at(&self) -> Option<Time> {
+    pub(crate) fn decided_at(&self) -> Option<Time> {
         self.decided.map(|(t, _)| t)
     }
 
     /// The height whose block decided the change, once decided.
-    pub fn decided_height(&self) -> Option<Height> {
+    pub(crate) fn decided_height(&self) -> Option<Height> {
         self.decided.map(|(_, h)| h)
     }
 
     /// The height the new epoch starts at, once some member runs it.
-    pub fn start_height(&self) -> Option<Height> {
+    pub(crate) fn start_height(&self) -> Option<Height> {
         self.started.values().map(|(_, h)| *h).min()
     }
 
     /// The report's figures; `gap_ratio` from the engine's statistics,
     /// `dkg_ms` the genesis DKG's virtual time, `lost_by_crash` the members
     /// cut off during the change.
-    pub fn report(&self, gap_ratio: f64, dkg_ms: f64, lost_by_crash: u32) -> ReshareReport {
+    pub(crate) fn report(&self, gap_ratio: f64, dkg_ms: f64, lost_by_crash: u32) -> ReshareReport {
         let ready = self.ready.values().max().copied();
         let ms = |t: Option<Time>| t.map_or(0.0, |t| t.as_millis_f64());
         let decided = self.decided.map(|(t, _)| t);

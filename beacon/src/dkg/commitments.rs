@@ -7,7 +7,7 @@
 
 use crate::curve::Point;
 use crate::wire;
-use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 
 /// The commitments of one deal: `rows[k][i] = g^{a_{k,i}}` for threshold `k`,
@@ -110,7 +110,7 @@ impl<'de, P: Point> Deserialize<'de> for OnCurve<P> {
         let bytes = wire::point_bytes(deserializer)?;
         P::affine_from_bytes_on_curve(&bytes)
             .map(OnCurve)
-            .map_err(de::Error::custom)
+            .map_err(wire::refuse)
     }
 }
 

@@ -4,7 +4,7 @@
 //! [`DkgSettings`] that pass [`DkgSettings::validate`] (deserializing one
 //! checks it too), and read through them.
 
-use crate::{Error, NodeIndex};
+use crate::{DkgError, Error, NodeIndex};
 use serde::{Deserialize, Serialize};
 
 /// Parameters every member of one DKG run agrees on, validated: a DKG runs
@@ -85,10 +85,10 @@ impl DkgSettings {
     /// Checks the parameters.
     pub fn validate(&self) -> Result<(), Error> {
         if self.n == 0 {
-            return Err(Error::Dkg("n must be at least 1".into()));
+            return Err(Error::Dkg(DkgError::NoMembers));
         }
         if self.thresholds.is_empty() {
-            return Err(Error::Dkg("no thresholds requested".into()));
+            return Err(Error::Dkg(DkgError::NoThresholds));
         }
         for &t in &self.thresholds {
             if t == 0 || t > self.n {
@@ -97,7 +97,7 @@ impl DkgSettings {
         }
         for pair in self.dealers.windows(2) {
             if pair[0] >= pair[1] {
-                return Err(Error::Dkg("dealers must be sorted and distinct".into()));
+                return Err(Error::Dkg(DkgError::DealersUnsorted));
             }
         }
         if let Some(last) = self.dealers.last() {
@@ -109,20 +109,22 @@ impl DkgSettings {
             }
         }
         if 3 * u64::from(self.max_faulty) >= u64::from(self.n) {
-            return Err(Error::Dkg(format!(
-                "fault bound f = {} needs n > 3f (n = {})",
-                self.max_faulty, self.n
-            )));
+            return Err(Error::Dkg(DkgError::TooManyFaulty {
+                max_faulty: self.max_faulty,
+                n: self.n,
+            }));
         }
         if self.max_attempts == 0 || self.max_attempts > 16 {
-            return Err(Error::Dkg("max_attempts must be in 1..=16".into()));
+            return Err(Error::Dkg(DkgError::MaxAttempts {
+                max_attempts: self.max_attempts,
+            }));
         }
         let k = self.dealer_count();
         if self.min_qualified == 0 || self.min_qualified > k {
-            return Err(Error::Dkg(format!(
-                "min_qualified = {} must be in 1..={k}",
-                self.min_qualified
-            )));
+            return Err(Error::Dkg(DkgError::MinQualified {
+                min_qualified: self.min_qualified,
+                dealers: k,
+            }));
         }
         Ok(())
     }

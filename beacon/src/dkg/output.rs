@@ -4,7 +4,7 @@
 use crate::lagrange::SignerDomain;
 use crate::scheme::Scheme;
 use crate::threshold::{SecretShare, ThresholdPublicKey};
-use crate::{wire, Error, NodeIndex};
+use crate::{wire, DkgError, Error, NodeIndex};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -86,14 +86,12 @@ impl<S: Scheme> DkgOutput<S> {
                 || k.verification_keys.len() != self.n as usize
                 || k.public_polynomial.len() != k.threshold as usize
             {
-                return Err(Error::Dkg("key material has the wrong size".into()));
+                return Err(Error::Dkg(DkgError::KeyMaterialSize));
             }
             if k.secret_share.index != self.me
                 || k.secret_share.verification_key::<S>() != k.verification_keys[self.me.0 as usize]
             {
-                return Err(Error::Dkg(
-                    "secret share does not match its verification key".into(),
-                ));
+                return Err(Error::Dkg(DkgError::ShareKeyMismatch));
             }
         }
         Ok(())

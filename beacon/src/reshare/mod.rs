@@ -127,7 +127,7 @@ use crate::dkg::{PhaseAction, ThresholdKeyMaterial};
 use crate::lagrange::SignerDomain;
 use crate::scheme::Scheme;
 use crate::threshold::{SecretShare, ThresholdPublicKey};
-use crate::{wire, Error, NodeIndex};
+use crate::{wire, Error, MemberSet, NodeIndex, ReshareError};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -220,20 +220,22 @@ pub struct ReshareSettings<S: Scheme> {
     pub phase_timeout_us: u64,
 }
 
-fn check_members(what: &str, members: &[MemberId]) -> Result<u32, Error> {
+fn check_members(set: MemberSet, members: &[MemberId]) -> Result<u32, Error> {
     let n = u32::try_from(members.len()).unwrap_or(u32::MAX);
     if n == 0 || n > MAX_GROUP {
-        return Err(Error::Reshare(format!(
-            "{n} {what} members (need 1..={MAX_GROUP})"
-        )));
+        return Err(Error::Reshare(ReshareError::GroupSize {
+            set,
+            n,
+            max: MAX_GROUP,
+        }));
     }
     let mut sorted = members.to_vec();
     sorted.sort_unstable();
     if let Some(pair) = sorted.windows(2).find(|p| p[0] == p[1]) {
-        return Err(Error::Reshare(format!(
-            "{:?} listed twice among the {what} members",
-            pair[0]
-        )));
+        return Err(Error::Reshare(ReshareError::DuplicateMember {
+            member: pair[0],
+            set,
+        }));
     }
     Ok(n)
 }
@@ -246,8 +248,8 @@ impl<S: Scheme> ReshareSettings<S> {
 
     /// Checks the parameters.
     pub fn validate(&self) -> Result<(), Error> {
-        let n_old = check_members("old", &self.old_members)?;
-        let n_new = check_members("new", &self.new_members)?;
+        let n_old = check_members(MemberSet::Old, &self.old_members)?;
+        let n_new = check_members(MemberSet::New, &self.new_members)?;
         let t_old = self.old_threshold();
         if t_old == 0 || t_old > n_old {
             return Err(Error::InvalidThreshold { t: t_old, n: n_old });
@@ -259,7 +261,7 @@ impl<S: Scheme> ReshareSettings<S> {
             });
         }
         if self.phase_timeout_us == 0 {
-            return Err(Error::Reshare("phase timeout must be positive".into()));
+            return Err(Error::Reshare(ReshareError::ZeroPhaseTimeout));
         }
         Ok(())
     }

@@ -67,7 +67,7 @@ impl<S: Scheme> ReshareOutput<S> {
             || self.public_polynomial.len() != self.threshold as usize
             || self.verification_keys.len() != self.n as usize
         {
-            return Err(Error::Reshare("key material has the wrong size".into()));
+            return Err(Error::Reshare(ReshareError::KeyMaterialSize));
         }
         match (&self.share, self.me) {
             (None, None) => Ok(()),
@@ -75,12 +75,10 @@ impl<S: Scheme> ReshareOutput<S> {
                 if share.verification_key::<S>() == self.verification_keys[me.0 as usize] {
                     Ok(())
                 } else {
-                    Err(Error::Reshare(
-                        "share does not match its verification key".into(),
-                    ))
+                    Err(Error::Reshare(ReshareError::ShareKeyMismatch))
                 }
             }
-            _ => Err(Error::Reshare("share and index disagree".into())),
+            _ => Err(Error::Reshare(ReshareError::ShareIndexMismatch)),
         }
     }
 

@@ -15,7 +15,7 @@ use crate::curve::{FixedBase, Point};
 use crate::field::Scalar;
 use crate::lagrange::{InterpolationMethod, LagrangeCoefficients, SignerDomain};
 use crate::scheme::Scheme;
-use crate::{Error, NodeIndex};
+use crate::{Error, NodeIndex, SignatureError};
 use rand_core::RngCore;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -347,9 +347,7 @@ impl<S: Scheme> ThresholdPublicKey<S> {
         let coefficients = self.domain.lagrange_at_zero(&signers, method)?;
         let signature = combine::<S>(&coefficients, &valid[..t]);
         if !S::verify_hashed(&self.group_key, &hashed, &signature) {
-            return Err(Error::InvalidSignature(
-                "recovered signature from verified shares does not verify: inconsistent key".into(),
-            ));
+            return Err(Error::InvalidSignature(SignatureError::InconsistentKey));
         }
         Ok(Recovery {
             signature: Some(signature),

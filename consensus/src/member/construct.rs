@@ -165,9 +165,9 @@ impl<S: Scheme> Member<S> {
     ) -> Result<Self, ConsensusError> {
         let directory = Directory::new(keys);
         if directory.key(me) != Some(&key.verifying_key()) {
-            return Err(ConsensusError::Beacon(beacon::Error::Reshare(format!(
-                "party {me}: the member key does not match the directory"
-            ))));
+            return Err(ConsensusError::Beacon(beacon::Error::Reshare(
+                beacon::ReshareError::MemberKeyMismatch { party: me },
+            )));
         }
         let identity = Identity {
             key,

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 /// Options of `health`.
 #[derive(Args)]
-pub struct HealthArgs {
+pub(crate) struct HealthArgs {
     /// The node's config: its `http` address is probed (on loopback where it
     /// listens on every address).
     #[arg(long, value_name = "FILE", default_value = "/node/node.toml")]
@@ -44,7 +44,7 @@ pub(super) fn api_of(path: &Path) -> Result<String> {
 
 /// Runs `health`: `GET /health`; succeeds on 200 (the node has its key material
 /// and is on schedule), fails otherwise, printing what the node said.
-pub fn health(args: HealthArgs) -> Result<()> {
+pub(crate) fn health(args: HealthArgs) -> Result<()> {
     let base = match &args.url {
         Some(u) => u.trim_end_matches('/').to_string(),
         None => api_of(&args.config)?,

@@ -36,7 +36,7 @@ mod files;
 mod health;
 mod placement;
 
-pub use health::{health, HealthArgs};
+pub(crate) use health::{health, HealthArgs};
 
 use anyhow::{bail, Context, Result};
 use beacon::SchemeId;
@@ -49,11 +49,11 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 
 /// The user (and group) ID of the image's non-root user (`scripts/Dockerfile`).
-pub const IMAGE_UID: u32 = 10001;
+pub(crate) const IMAGE_UID: u32 = 10001;
 
 /// Options of `deploy`.
 #[derive(Args)]
-pub struct DeployArgs {
+pub(crate) struct DeployArgs {
     #[command(subcommand)]
     target: Target,
 }
@@ -68,7 +68,7 @@ enum Target {
 
 /// Options of `deploy compose`.
 #[derive(Args)]
-pub struct ComposeArgs {
+pub(crate) struct ComposeArgs {
     /// Number of nodes.
     #[arg(long)]
     nodes: u32,
@@ -124,7 +124,7 @@ fn network_id(n: u32) -> String {
 
 /// What `deploy compose` wrote: the node folders and compose files.
 #[derive(Debug)]
-pub struct Written {
+pub(crate) struct Written {
     /// Every `compose.yml`, with the host it is for (`None`: this machine).
     pub compose_files: Vec<(Option<String>, PathBuf)>,
     /// Every node's `node.toml`, by index.
@@ -292,7 +292,7 @@ fn write(args: &ComposeArgs) -> Result<Written> {
 }
 
 /// Runs `deploy`.
-pub fn run(args: DeployArgs) -> Result<()> {
+pub(crate) fn run(args: DeployArgs) -> Result<()> {
     match args.target {
         Target::Compose(args) => {
             let written = write(&args)?;

@@ -26,7 +26,7 @@ pub(super) fn free_ports(count: usize) -> Result<Vec<u16>> {
 /// two cores a round takes seconds, and a 1 s timeout turned every height into
 /// a run of view changes, each costing more CPU than the round). A `--protocol`
 /// file's value is kept as it is.
-pub fn view_change_timeout_ms(n: u32) -> u64 {
+pub(crate) fn view_change_timeout_ms(n: u32) -> u64 {
     (u64::from(n).pow(2) / 2).max(ProtocolParams::default().view_change_timeout_ms)
 }
 
@@ -37,7 +37,7 @@ pub fn view_change_timeout_ms(n: u32) -> u64 {
 /// the slow path (a PREPARE every node verifies, then COMMIT shares), doubling
 /// each node's CPU per round (8.1 ms against 4.3) and the round latency (p50
 /// 187 ms against 101). A `--protocol` file's value is kept as it is.
-pub fn fast_path_timeout_ms(n: u32) -> u64 {
+pub(crate) fn fast_path_timeout_ms(n: u32) -> u64 {
     (4 * u64::from(n)).max(ProtocolParams::default().fast_path_timeout_ms)
 }
 
@@ -46,7 +46,7 @@ pub fn fast_path_timeout_ms(n: u32) -> u64 {
 /// [`crate::protocol_args::ProtocolArgs::params`]); the first `members` nodes
 /// are the genesis members (`[network] members`; the others join later).
 /// Returns the config paths and HTTP base URLs.
-pub fn write_configs(
+pub(crate) fn write_configs(
     dir: &Path,
     n: u32,
     members: u32,

@@ -14,7 +14,7 @@ mod procs;
 mod report;
 mod reshare;
 
-pub use configs::{fast_path_timeout_ms, view_change_timeout_ms, write_configs};
+pub(crate) use configs::{fast_path_timeout_ms, view_change_timeout_ms, write_configs};
 
 use anyhow::{bail, Context, Result};
 use beacon::SchemeId;
@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 /// Options of `localnet`.
 #[derive(Args)]
-pub struct LocalnetArgs {
+pub(crate) struct LocalnetArgs {
     /// Number of nodes.
     #[arg(long, default_value_t = 4)]
     nodes: u32,
@@ -82,7 +82,7 @@ pub struct LocalnetArgs {
 
 /// Runs `localnet`: the nodes' files, then the network (or the change of
 /// members of `--reshare-to`), its report, and the nodes stopped or kept.
-pub fn run(args: LocalnetArgs) -> Result<()> {
+pub(crate) fn run(args: LocalnetArgs) -> Result<()> {
     let protocol = protocol_params(&args)?;
     let period = protocol.period_s()?;
     let wall = Instant::now();

@@ -17,7 +17,7 @@ pub(super) fn scheme_dst(scheme: SchemeId) -> Result<&'static [u8]> {
 /// Checks that `info`'s chain can be timelocked with `tlock`: an unchained
 /// scheme whose signature group and DST are the ones `tlock` hashes round
 /// numbers with (RFC 9380 `..._RO_NUL_` in G1 or G2), and a valid key.
-pub fn check_timelockable(info: &ChainInfo) -> Result<()> {
+pub(super) fn check_timelockable(info: &ChainInfo) -> Result<()> {
     let scheme = info.scheme;
     let hash = hex::encode(info.hash());
     if scheme.is_chained() {
@@ -69,7 +69,7 @@ pub(super) fn parse_info(value: serde_json::Value, from: &str) -> Result<ChainIn
 
 /// Encrypts `src` to `round` of `info`'s chain into `dst` (armored if
 /// `armor`). `info` must pass [`check_timelockable`].
-pub fn encrypt_to<W: Write, R: Read>(
+pub(super) fn encrypt_to<W: Write, R: Read>(
     dst: W,
     src: R,
     info: &ChainInfo,
@@ -97,7 +97,7 @@ pub fn encrypt_to<W: Write, R: Read>(
 
 /// What a timelocked file's header says.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Header {
+pub(super) struct Header {
     /// The round it is locked to.
     pub round: u64,
     /// The chain hash it is locked to.
@@ -105,7 +105,7 @@ pub struct Header {
 }
 
 /// Reads the round and chain hash of a timelocked file (binary or armored).
-pub fn read_header<R: Read>(src: R) -> Result<Header> {
+pub(super) fn read_header<R: Read>(src: R) -> Result<Header> {
     match guard_panics(|| Ok(tlock_age::decrypt_header(src)))? {
         Ok(h) if h.round() == 0 => bail!("malformed timelock header: round 0"),
         Ok(h) => Ok(Header {
@@ -130,7 +130,7 @@ pub fn read_header<R: Read>(src: R) -> Result<Header> {
 /// that round's signature into `dst`. Callers verify the signature first
 /// (`ChainInfo::verify_beacon`): a wrong one gives an error, not garbage, but
 /// names no culprit.
-pub fn decrypt_with<W: Write, R: Read>(
+pub(super) fn decrypt_with<W: Write, R: Read>(
     dst: W,
     src: R,
     chain_hash: &[u8],

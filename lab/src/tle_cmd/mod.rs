@@ -40,14 +40,14 @@ use time::{fmt_from_now, fmt_utc, now_ceil, parse_duration, round_at_or_after};
 
 /// The HTTP API of a local node by default: node 0 of `deploy compose
 /// --publish-http 8000` and the example `node.toml` (`http = "127.0.0.1:8000"`).
-pub const DEFAULT_URL: &str = "http://127.0.0.1:8000";
+pub(crate) const DEFAULT_URL: &str = "http://127.0.0.1:8000";
 
 /// How long one HTTP request may take.
 const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Options of `tle`.
 #[derive(Args)]
-pub struct TleArgs {
+pub(crate) struct TleArgs {
     #[command(subcommand)]
     command: TleCommand,
 }
@@ -63,7 +63,7 @@ enum TleCommand {
 /// Options of `tle encrypt`.
 #[derive(Args)]
 #[command(group(ArgGroup::new("when").required(true).args(["round", "duration"])))]
-pub struct EncryptArgs {
+pub(crate) struct EncryptArgs {
     /// Round to encrypt to.
     #[arg(long, short = 'r')]
     round: Option<u64>,
@@ -95,7 +95,7 @@ pub struct EncryptArgs {
 
 /// Options of `tle decrypt`.
 #[derive(Args)]
-pub struct DecryptArgs {
+pub(crate) struct DecryptArgs {
     /// A node's HTTP API (drand's v1 shape) serving the file's chain:
     /// `{URL}/info` and `{URL}/public/{round}` (or `{URL}/{chain hash}/...`).
     #[arg(long, short = 'u', default_value = DEFAULT_URL)]
@@ -110,7 +110,7 @@ pub struct DecryptArgs {
 }
 
 /// Runs `tle encrypt` or `tle decrypt`.
-pub fn run(args: TleArgs) -> Result<()> {
+pub(crate) fn run(args: TleArgs) -> Result<()> {
     match args.command {
         TleCommand::Encrypt(a) => encrypt_cmd(a),
         TleCommand::Decrypt(a) => decrypt_cmd(a),

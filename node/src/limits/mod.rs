@@ -156,22 +156,22 @@ impl LimitsSection {
 /// a variant as its `u32` little-endian index in declaration order; a test checks
 /// these against real encodings).
 mod tag {
-    pub const ENVELOPE_DKG: u32 = 0;
-    pub const ENVELOPE_CONSENSUS: u32 = 1;
-    pub const ENVELOPE_EPOCH: u32 = 2;
-    pub const EPOCH_CONTROL: u32 = 0;
-    pub const EPOCH_INVITE: u32 = 1;
-    pub const EPOCH_RESHARE: u32 = 2;
-    pub const EPOCH_DKG: u32 = 3;
-    pub const EPOCH_HANDOFF: u32 = 4;
-    pub const EPOCH_HANDOFF_REQUEST: u32 = 5;
-    pub const PRE_PREPARE: u32 = 0;
-    pub const VIEW_CHANGE: u32 = 7;
-    pub const NEW_VIEW: u32 = 8;
-    pub const BLOCK_RESPONSE: u32 = 10;
-    pub const SYNC_RESPONSE: u32 = 12;
+    pub(super) const ENVELOPE_DKG: u32 = 0;
+    pub(super) const ENVELOPE_CONSENSUS: u32 = 1;
+    pub(super) const ENVELOPE_EPOCH: u32 = 2;
+    pub(super) const EPOCH_CONTROL: u32 = 0;
+    pub(super) const EPOCH_INVITE: u32 = 1;
+    pub(super) const EPOCH_RESHARE: u32 = 2;
+    pub(super) const EPOCH_DKG: u32 = 3;
+    pub(super) const EPOCH_HANDOFF: u32 = 4;
+    pub(super) const EPOCH_HANDOFF_REQUEST: u32 = 5;
+    pub(super) const PRE_PREPARE: u32 = 0;
+    pub(super) const VIEW_CHANGE: u32 = 7;
+    pub(super) const NEW_VIEW: u32 = 8;
+    pub(super) const BLOCK_RESPONSE: u32 = 10;
+    pub(super) const SYNC_RESPONSE: u32 = 12;
     /// Highest consensus message tag.
-    pub const LAST_MESSAGE: u32 = 12;
+    pub(super) const LAST_MESSAGE: u32 = 12;
 }
 
 /// Bytes of the tags [`Admission::admit`] reads.

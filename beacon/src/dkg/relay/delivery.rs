@@ -4,15 +4,14 @@
 
 use super::*;
 use crate::dkg::DkgMessage;
-use crate::{wire, Error, NodeIndex, Point as _, Scheme};
+use crate::{wire, DkgError, Error, NodeIndex, Point as _, Scheme};
 use ed25519_dalek::Signer as _;
 use sha2::{Digest as _, Sha256};
 
 impl BroadcastRelay {
     /// Signs this member's own broadcast: send the returned message to everyone.
     pub fn sign<S: Scheme>(&mut self, message: &DkgMessage<S>) -> Result<RelayMessage, Error> {
-        let kind =
-            Kind::of(message).ok_or_else(|| Error::Dkg("DKG shares are not broadcast".into()))?;
+        let kind = Kind::of(message).ok_or(Error::Dkg(DkgError::SharesNotBroadcast))?;
         let payload = Payload::new(wire::encode(message)?);
         let digest = payload.digest();
         self.prime::<S>(&digest, message);
@@ -53,10 +52,7 @@ impl BroadcastRelay {
         message: RelayMessage,
     ) -> Result<Vec<RelayAction<S>>, Error> {
         if from.0 >= self.n() || from == self.me {
-            return Err(Error::Dkg(format!(
-                "relay message from {} (not another member)",
-                from.0
-            )));
+            return Err(Error::Dkg(DkgError::NotAnotherMember { from: from.0 }));
         }
         match message {
             RelayMessage::Broadcast {
@@ -103,7 +99,7 @@ impl BroadcastRelay {
             }
         }
         let _ = self.memo.get_or_compute(Self::decode_key::<S>(digest), || {
-            Ok::<DkgMessage<S>, String>(message.clone())
+            Ok::<DkgMessage<S>, Error>(message.clone())
         });
     }
 
@@ -115,10 +111,10 @@ impl BroadcastRelay {
         payload: &[u8],
     ) -> Result<DkgMessage<S>, Error> {
         let key = Self::decode_key::<S>(digest);
-        let decoded = self.memo.get_or_compute(key, || {
-            wire::decode::<DkgMessage<S>>(payload).map_err(|e| e.to_string())
-        });
-        decoded.as_ref().clone().map_err(Error::Dkg)
+        let decoded = self
+            .memo
+            .get_or_compute(key, || wire::decode::<DkgMessage<S>>(payload));
+        decoded.as_ref().clone()
     }
 
     pub(super) fn on_broadcast<S: Scheme>(
@@ -128,10 +124,7 @@ impl BroadcastRelay {
     ) -> Result<Vec<RelayAction<S>>, Error> {
         let digest = payload.digest();
         if digest != a.digest {
-            return Err(Error::Dkg(format!(
-                "DKG broadcast of {}: payload does not match its digest",
-                a.origin
-            )));
+            return Err(Error::Dkg(DkgError::DigestMismatch { origin: a.origin }));
         }
         let known = match self.version(a.origin, a.kind, &digest) {
             // Already held: nothing to learn, nothing to decode.
@@ -142,20 +135,20 @@ impl BroadcastRelay {
         if !known {
             self.check(&a)?;
         }
-        let message: DkgMessage<S> = self
-            .decode(&digest, payload.bytes())
-            .map_err(|e| Error::Dkg(format!("DKG broadcast of {}: {e}", a.origin)))?;
+        let message: DkgMessage<S> = self.decode(&digest, payload.bytes()).map_err(|e| {
+            Error::Dkg(DkgError::UndecodablePayload {
+                origin: a.origin,
+                reason: Box::new(e),
+            })
+        })?;
         if Kind::of(&message) != Some(a.kind) {
-            return Err(Error::Dkg(format!(
-                "DKG broadcast of {}: payload is not a {:?}",
-                a.origin, a.kind
-            )));
+            return Err(Error::Dkg(DkgError::WrongKind {
+                origin: a.origin,
+                kind: a.kind,
+            }));
         }
         if session_of(&message) != self.session {
-            return Err(Error::Dkg(format!(
-                "DKG broadcast of {}: payload of another session",
-                a.origin
-            )));
+            return Err(Error::Dkg(DkgError::OtherSession { origin: a.origin }));
         }
         let mut out = Vec::new();
         let (origin, kind) = (a.origin, a.kind);

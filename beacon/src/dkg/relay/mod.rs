@@ -69,7 +69,7 @@ mod summaries;
 use super::DkgMessage;
 use crate::effect::Effect;
 use crate::memo::Memo;
-use crate::{Error, NodeIndex, Scheme};
+use crate::{DkgError, Error, NodeIndex, Scheme};
 use ed25519_dalek::Verifier as _;
 pub use ed25519_dalek::{SigningKey, VerifyingKey};
 pub use relayed::{RelayedEvent, RelayedInput, RelayedMachine, RelayedMessage};
@@ -404,19 +404,13 @@ impl BroadcastRelay {
 
     fn check(&self, a: &Attestation) -> Result<(), Error> {
         let Some(key) = self.keys.get(a.origin as usize) else {
-            return Err(Error::Dkg(format!(
-                "DKG broadcast from unknown origin {}",
-                a.origin
-            )));
+            return Err(Error::Dkg(DkgError::UnknownOrigin { origin: a.origin }));
         };
         let bytes = signed_bytes(&self.session, a.origin, a.kind, &a.digest);
         if verify(&self.memo, key, &bytes, &a.signature) {
             Ok(())
         } else {
-            Err(Error::Dkg(format!(
-                "DKG broadcast of {} with an invalid signature (or of another attempt)",
-                a.origin
-            )))
+            Err(Error::Dkg(DkgError::BadAttestation { origin: a.origin }))
         }
     }
 }

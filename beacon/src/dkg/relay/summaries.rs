@@ -2,7 +2,7 @@
 //! lists pulled where two members' views differ, and the consistency signal.
 
 use super::*;
-use crate::{Error, NodeIndex, Scheme};
+use crate::{DkgError, Error, NodeIndex, Scheme};
 use sha2::{Digest as _, Sha256};
 
 impl BroadcastRelay {
@@ -276,12 +276,11 @@ impl BroadcastRelay {
         attestations: Vec<Attestation>,
     ) -> Result<Vec<RelayAction<S>>, Error> {
         if attestations.len() > MAX_VERSIONS * self.n() as usize {
-            return Err(Error::Dkg(format!(
-                "a list of {} versions from {} (at most {} exist)",
-                attestations.len(),
-                from.0,
-                MAX_VERSIONS * self.n() as usize
-            )));
+            return Err(Error::Dkg(DkgError::TooManyVersions {
+                from: from.0,
+                listed: attestations.len(),
+                max: MAX_VERSIONS * self.n() as usize,
+            }));
         }
         let mut out = Vec::new();
         self.kinds

@@ -35,6 +35,7 @@ use super::relay::{BroadcastRelay, RelayMessage, SigningKey, VerifyingKey};
 use super::*;
 use crate::curve::Point;
 use crate::effect::Effect;
+use crate::DkgError;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
@@ -374,17 +375,13 @@ impl<S: Scheme> DkgSession<S> {
         keys: Arc<Vec<VerifyingKey>>,
     ) -> Result<Self, Error> {
         if keys.len() != config.n as usize {
-            return Err(Error::Dkg(format!(
-                "{} member keys for n = {}",
-                keys.len(),
-                config.n
-            )));
+            return Err(Error::Dkg(DkgError::KeyCount {
+                keys: keys.len(),
+                n: config.n,
+            }));
         }
         if keys.get(me.0 as usize) != Some(&key.verifying_key()) {
-            return Err(Error::Dkg(format!(
-                "member {}: the signing key does not match the listed public key",
-                me.0
-            )));
+            return Err(Error::Dkg(DkgError::SigningKeyMismatch { member: me }));
         }
         let dkg = Self::attempt_parts(&config, me, &seed, &memo, &key, &keys, 0)?;
         Ok(DkgSession {

@@ -2,6 +2,7 @@
 //! persisted result that signs after a restart.
 
 use super::*;
+use crate::DkgError;
 
 #[test]
 fn persisted_output_signs_after_restart() {
@@ -110,15 +111,38 @@ fn config_validation() {
     let mut cfg = config(4, Vec::new()).settings();
     assert!(cfg.validate().is_ok());
     cfg.thresholds = vec![5];
-    assert!(cfg.validate().is_err());
+    assert_eq!(cfg.validate(), Err(Error::InvalidThreshold { t: 5, n: 4 }));
+    cfg.thresholds = Vec::new();
+    assert_eq!(cfg.validate(), Err(Error::Dkg(DkgError::NoThresholds)));
     let mut cfg = config(4, vec![NodeIndex(1), NodeIndex(2)]).settings();
     cfg.dealers = vec![NodeIndex(2), NodeIndex(1)];
-    assert!(cfg.validate().is_err());
+    assert_eq!(cfg.validate(), Err(Error::Dkg(DkgError::DealersUnsorted)));
     cfg.dealers = vec![NodeIndex(1), NodeIndex(4)];
     assert!(cfg.validate().is_err());
     let mut cfg = config(4, Vec::new()).settings();
     cfg.min_qualified = 0;
-    assert!(cfg.validate().is_err());
+    assert_eq!(
+        cfg.validate(),
+        Err(Error::Dkg(DkgError::MinQualified {
+            min_qualified: 0,
+            dealers: 4
+        }))
+    );
+    let mut cfg = config(4, Vec::new()).settings();
+    cfg.max_attempts = 17;
+    assert_eq!(
+        cfg.validate(),
+        Err(Error::Dkg(DkgError::MaxAttempts { max_attempts: 17 }))
+    );
+    let mut cfg = config(4, Vec::new()).settings();
+    cfg.max_faulty = 2;
+    assert_eq!(
+        cfg.validate(),
+        Err(Error::Dkg(DkgError::TooManyFaulty {
+            max_faulty: 2,
+            n: 4
+        }))
+    );
     assert!(Dkg::<MinPk>::new(
         config(4, Vec::new()),
         NodeIndex(4),

@@ -197,24 +197,22 @@ impl<S: Scheme> Resharer<S> {
     ) -> Result<Self, Error> {
         let roster = epoch.roster();
         let Some(p) = roster.index_of(&me) else {
-            return Err(Error::Reshare(format!(
-                "{me:?} is neither an old nor a new member"
-            )));
+            return Err(Error::Reshare(ReshareError::NotAParticipant { member: me }));
         };
         let session = epoch.session();
         let old_keys = OldKeys::new(&epoch, &session, memo.clone())?;
         if let Some(share) = &old_share {
             if roster.old_index(p) != Some(share.index) {
-                return Err(Error::Reshare(format!(
-                    "{me:?} holds a share of old index {}, but is participant {p}",
-                    share.index
-                )));
+                return Err(Error::Reshare(ReshareError::ShareOfAnotherIndex {
+                    member: me,
+                    old_index: share.index,
+                    participant: p,
+                }));
             }
             if share.verification_key::<S>() != old_keys.key(share.index) {
-                return Err(Error::Reshare(format!(
-                    "the old share of {} does not match the old public polynomial",
-                    share.index
-                )));
+                return Err(Error::Reshare(ReshareError::OldShareMismatch {
+                    old_index: share.index,
+                }));
             }
         }
         let new_domain = SignerDomain::shared(epoch.new_members.len() as u32)?;

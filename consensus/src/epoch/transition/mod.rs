@@ -188,11 +188,11 @@ impl<S: Scheme> Transition<S> {
             .participants()
             .iter()
             .map(|id| {
-                directory.index_of(id).ok_or_else(|| {
-                    ConsensusError::Beacon(beacon::Error::Reshare(format!(
-                        "{id:?} is not in this member's directory"
+                directory
+                    .index_of(id)
+                    .ok_or(ConsensusError::Beacon(beacon::Error::Reshare(
+                        beacon::ReshareError::NotInDirectory { member: *id },
                     )))
-                })
             })
             .collect::<Result<_, _>>()?;
         let participant: BTreeMap<u32, NodeIndex> = roster
@@ -202,7 +202,7 @@ impl<S: Scheme> Transition<S> {
             .collect();
         let Some(p) = participant.get(&me).copied() else {
             return Err(ConsensusError::Beacon(beacon::Error::Reshare(
-                "this member takes no part in the change".into(),
+                beacon::ReshareError::NotInRoster,
             )));
         };
         let session = reshare.session();
