@@ -2,16 +2,41 @@
 //! [`Replica`] and rewrites what it sends. The honest code has no fault flags.
 
 pub use crate::behaviour::Behaviour;
+use crate::byzantine_dkg::ByzantineSession;
 use crate::config::ReplicaKeys;
 use crate::messages::{signed, Block, FastVote, Message, ViewChange};
-use crate::participant::Participant;
+use crate::participant::{Adversary, Participant};
 use crate::replica::{ChainWindow, Input, Output, Replica, Timer};
 use crate::{Height, View};
+use beacon::dkg::session::{DkgSession, SessionParticipant};
 use beacon::effect::Effect;
 use beacon::{NodeIndex, Point, Scheme, Time};
 use sha2::{Digest as _, Sha256};
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
+
+impl Behaviour {
+    /// This behaviour as what a driver plugs into a [`crate::Member`].
+    pub fn adversary<S: Scheme>(self) -> Arc<dyn Adversary<S>> {
+        Arc::new(self)
+    }
+}
+
+/// A member with a behaviour wraps its DKG session when the behaviour is a
+/// DKG one (the session is honest otherwise), and every replica.
+impl<S: Scheme> Adversary<S> for Behaviour {
+    fn session(&self, session: DkgSession<S>) -> Box<dyn SessionParticipant<S>> {
+        if self.is_dkg() {
+            Box::new(ByzantineSession::new(session, *self))
+        } else {
+            Box::new(session)
+        }
+    }
+
+    fn replica(&self, replica: Replica<S>, keys: ReplicaKeys<S>) -> Box<dyn Participant<S>> {
+        Box::new(ByzantineReplica::new(replica, keys, *self))
+    }
+}
 
 /// A Byzantine replica: an honest [`Replica`] whose outputs are rewritten.
 pub struct ByzantineReplica<S: Scheme> {

@@ -9,7 +9,8 @@
 //! - [`election`]: primary and collectors drawn from a past beacon;
 //! - [`messages`]: blocks and messages (PRE-PREPARE, SIGN-SHARE, ...), wire encoding;
 //! - [`replica`]: the honest replica (protocol steps in its module docs);
-//! - [`participant`]: what drivers hold, the honest replica or a wrapper;
+//! - [`participant`]: what drivers hold, the honest replica or a wrapper, and
+//!   the [`Adversary`] a driver plugs into a member to build such wrappers;
 //! - [`position`]: [`Height`] and [`View`], counters with checked arithmetic only;
 //! - [`behaviour`], [`byzantine`]: the Byzantine kinds, and swappable Byzantine
 //!   replicas for simulations and tests;
@@ -42,13 +43,14 @@ pub mod replica;
 pub use byzantine::{Behaviour, ByzantineReplica};
 pub use config::{BeaconShares, KeyShare, ReplicaConfig, ReplicaKeys, ReplicaSettings};
 pub use election::Election;
+pub use epoch::MemberIdentity;
 pub use member::{
     member_key, Envelope, EpochEvent, Member, MemberInput, MemberOutput, MemberTimer,
 };
 pub use messages::{Block, CommitCertificate, CommitPath, CommittedEntry, Digest, Message};
 pub use observe::Observer;
 pub use params::{DkgParams, ProtocolParams};
-pub use participant::Participant;
+pub use participant::{Adversary, Participant};
 pub use replica::{
     Event, Evidence, EvidenceKind, Input, Output, ProofKind, Refusal, Replica, ShareKind,
     SignedVotes, Timer,

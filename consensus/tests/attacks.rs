@@ -74,7 +74,7 @@ impl Manual {
                     Vec::new(),
                     [o.me.0 as u8; 32],
                     memo.clone(),
-                    behaviour,
+                    behaviour.map(Behaviour::adversary),
                 )
                 .unwrap()
             })

@@ -15,7 +15,7 @@ use beacon::{MinSig, NodeIndex, Point, Scheme, Time};
 use consensus::epoch::{member_id, Control, EpochChange, EpochMessage, EpochView, ReshareWire};
 use consensus::{
     member_key, Block, CommitCertificate, CommitPath, CommittedEntry, Envelope, Height, Member,
-    MemberInput, MemberOutput, MemberTimer, ReplicaConfig, View,
+    MemberIdentity, MemberInput, MemberOutput, MemberTimer, ReplicaConfig, View,
 };
 use std::sync::Arc;
 
@@ -103,7 +103,11 @@ impl Fixture {
             None,
         )
         .unwrap()
-        .with_identity(i, key(i), self.keys.clone(), PHASE_US, 3);
+        .with_identity(
+            MemberIdentity::new(i, key(i), self.keys.clone()),
+            PHASE_US,
+            3,
+        );
         let out = m.handle(Time::ZERO, MemberInput::Start);
         (m, out)
     }
@@ -112,11 +116,9 @@ impl Fixture {
     fn joiner(&self, i: u32, seed: u8) -> (Member<S>, Vec<MemberOutput<S>>) {
         let mut m = Member::joining(
             EpochView::genesis(self.config.clone()),
-            i,
+            MemberIdentity::new(i, key(i), self.keys.clone()),
             [seed; 32],
             Memo::shared(),
-            key(i),
-            self.keys.clone(),
             PHASE_US,
             3,
         )

@@ -88,7 +88,7 @@ pub use transition::{
 
 use crate::config::ReplicaConfig;
 use crate::ConsensusError;
-use beacon::dkg::relay::VerifyingKey;
+use beacon::dkg::relay::{SigningKey, VerifyingKey};
 use beacon::reshare::MemberId;
 use beacon::NodeIndex;
 use std::collections::BTreeMap;
@@ -202,6 +202,11 @@ impl Directory {
             .copied()
     }
 
+    /// Every party's member key, by directory index.
+    pub fn keys(&self) -> &Arc<Vec<VerifyingKey>> {
+        &self.keys
+    }
+
     /// The member keys of `members` (directory indices), in that order.
     pub fn keys_of(&self, members: &[u32]) -> Arc<Vec<VerifyingKey>> {
         Arc::new(
@@ -210,6 +215,40 @@ impl Directory {
                 .filter_map(|d| self.key(*d).copied())
                 .collect(),
         )
+    }
+}
+
+/// Who a member is, in the DKG and in changes of members: its directory
+/// index, the member key it signs its DKG and resharing broadcasts, results
+/// and control transactions with, and the directory (every party's member
+/// key). The simulator derives the key from a member's seed
+/// ([`crate::member_key`]); a real node signs with its identity key.
+#[derive(Clone, Debug)]
+pub struct MemberIdentity {
+    /// This member's directory index (its index in the genesis epoch for a
+    /// genesis member).
+    pub me: u32,
+    /// Its member key.
+    pub key: SigningKey,
+    /// The member keys of everyone the transport reaches, by directory index:
+    /// the genesis members first, then parties that may join later.
+    pub directory: Directory,
+}
+
+impl MemberIdentity {
+    /// Directory member `me` with member key `key`, among the parties of
+    /// member keys `keys` (by directory index).
+    pub fn new(me: u32, key: SigningKey, keys: Arc<Vec<VerifyingKey>>) -> Self {
+        MemberIdentity {
+            me,
+            key,
+            directory: Directory::new(keys),
+        }
+    }
+
+    /// Whether the directory holds this member's key at its index.
+    pub fn is_listed(&self) -> bool {
+        self.directory.key(self.me) == Some(&self.key.verifying_key())
     }
 }
 

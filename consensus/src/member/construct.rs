@@ -4,22 +4,18 @@
 use super::*;
 
 impl<S: Scheme> Member<S> {
-    /// A member that will run the DKG described by `dkg` (its thresholds must be
-    /// `config.dkg_thresholds()`), signing its DKG messages with `key`; `keys` are
-    /// the member keys of everyone the transport reaches, by index: the `dkg.n`
-    /// genesis members first, then parties that may join later. `behaviour`
-    /// makes it Byzantine (its DKG session for DKG behaviours, its replica for
-    /// the others).
-    #[allow(clippy::too_many_arguments)]
+    /// A genesis member, `identity`, that will run the DKG described by `dkg`
+    /// (its thresholds must be `config.dkg_thresholds()`; the `dkg.n` genesis
+    /// members are the first of the directory, and `identity.me` is this
+    /// member's index among them). `adversary` makes it Byzantine: it
+    /// replaces its DKG session and its replicas ([`Adversary`]).
     pub fn new(
         config: ReplicaConfig,
         dkg: DkgConfig,
-        me: NodeIndex,
+        identity: MemberIdentity,
         seed: [u8; 32],
         memo: Arc<Memo>,
-        key: SigningKey,
-        keys: Arc<Vec<VerifyingKey>>,
-        behaviour: Option<Behaviour>,
+        adversary: Option<Arc<dyn Adversary<S>>>,
     ) -> Result<Self, ConsensusError> {
         if dkg.thresholds != config.dkg_thresholds() || dkg.n != config.n {
             return Err(ConsensusError::DkgMismatch {
@@ -31,59 +27,65 @@ impl<S: Scheme> Member<S> {
         }
         // The genesis members' keys: shared when no party may join later (a
         // copy per member was n^2 keys in a simulation of n members).
+        let keys = identity.directory.keys();
         let genesis = if keys.len() == config.n as usize {
             keys.clone()
         } else {
             Arc::new(keys.iter().take(config.n as usize).copied().collect())
         };
+        let me = NodeIndex(identity.me);
         let identity = Identity {
-            key: key.clone(),
-            directory: Directory::new(keys),
-            me: me.0,
             phase_timeout_us: dkg.phase_timeout_us,
             max_attempts: dkg.max_attempts,
+            who: identity,
         };
-        let session = DkgSession::new(dkg, me, derive(&seed, b"dkg"), memo.clone(), key, genesis)?;
-        let state: Box<dyn SessionParticipant<S>> = match behaviour {
-            Some(b) if b.is_dkg() => Box::new(ByzantineSession::new(session, b)),
-            _ => Box::new(session),
+        let session = DkgSession::new(
+            dkg,
+            me,
+            derive(&seed, b"dkg"),
+            memo.clone(),
+            identity.who.key.clone(),
+            genesis,
+        )?;
+        let state: Box<dyn SessionParticipant<S>> = match &adversary {
+            Some(adversary) => adversary.session(session),
+            None => Box::new(session),
         };
         Ok(Self::assemble(
             me,
             EpochView::genesis(config),
-            None,
             seed,
             memo,
-            behaviour,
+            adversary,
             Phase::Dkg(state),
             Some(identity),
         ))
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// A member of `epoch` in phase `phase`, without key material.
     pub(in crate::member) fn assemble(
         me: NodeIndex,
         epoch: EpochView,
-        keys: Option<Arc<DkgOutput<S>>>,
         seed: [u8; 32],
         memo: Arc<Memo>,
-        behaviour: Option<Behaviour>,
+        adversary: Option<Arc<dyn Adversary<S>>>,
         phase: Phase<S>,
         identity: Option<Identity>,
     ) -> Self {
         let epochs =
-            epochs::EpochState::new(&epoch, identity.as_ref().map(|i| &i.directory), &memo);
+            epochs::EpochState::new(&epoch, identity.as_ref().map(|i| &i.who.directory), &memo);
         Member {
             me,
             seed,
             memo,
-            behaviour,
+            adversary,
             phase,
             early: Vec::new(),
             epoch,
-            keys,
+            keys: None,
             identity,
             epochs,
+            generation: 0,
         }
     }
 
@@ -100,7 +102,7 @@ impl<S: Scheme> Member<S> {
         votes: Vec<SignedVotes<S>>,
         seed: [u8; 32],
         memo: Arc<Memo>,
-        behaviour: Option<Behaviour>,
+        adversary: Option<Arc<dyn Adversary<S>>>,
     ) -> Result<Self, ConsensusError> {
         Self::restore_in(
             EpochView::genesis(config),
@@ -109,7 +111,7 @@ impl<S: Scheme> Member<S> {
             votes,
             seed,
             memo,
-            behaviour,
+            adversary,
         )
     }
 
@@ -122,7 +124,7 @@ impl<S: Scheme> Member<S> {
         votes: Vec<SignedVotes<S>>,
         seed: [u8; 32],
         memo: Arc<Memo>,
-        behaviour: Option<Behaviour>,
+        adversary: Option<Arc<dyn Adversary<S>>>,
     ) -> Result<Self, ConsensusError> {
         output.check()?;
         if output.n != epoch.config.n || epoch.members.len() != epoch.config.n as usize {
@@ -133,53 +135,56 @@ impl<S: Scheme> Member<S> {
                 thresholds: epoch.config.dkg_thresholds(),
             });
         }
-        let replica =
-            Self::build_replica(&epoch.config, output, chain, votes, &seed, &memo, behaviour)?;
-        Ok(Self::assemble(
-            output.me,
-            epoch,
-            Some(Arc::new(output.clone())),
-            seed,
-            memo,
-            behaviour,
-            Phase::Replica(replica),
-            None,
-        ))
+        let replica = Self::build_replica(
+            &epoch.config,
+            output,
+            chain,
+            votes,
+            &seed,
+            &memo,
+            adversary.as_deref(),
+        )?;
+        Ok(Member {
+            keys: Some(Arc::new(output.clone())),
+            ..Self::assemble(
+                output.me,
+                epoch,
+                seed,
+                memo,
+                adversary,
+                Phase::Replica(replica),
+                None,
+            )
+        })
     }
 
-    /// A party that joins the running network whose current epoch is `epoch`
-    /// (the members it trusts to invite it): it waits for `f + 1` identical
-    /// invitations, takes part in the change, and runs the new epoch's replica
-    /// from the handoff. `me` is its directory index in `keys`; resharings use
-    /// phases of `phase_timeout_us` and the new members' DKG `max_attempts`.
-    #[allow(clippy::too_many_arguments)]
+    /// A party, `identity`, that joins the running network whose current
+    /// epoch is `epoch` (the members it trusts to invite it): it waits for
+    /// `f + 1` identical invitations, takes part in the change, and runs the
+    /// new epoch's replica from the handoff. Resharings use phases of
+    /// `phase_timeout_us` and the new members' DKG `max_attempts`.
     pub fn joining(
         epoch: EpochView,
-        me: u32,
+        identity: MemberIdentity,
         seed: [u8; 32],
         memo: Arc<Memo>,
-        key: SigningKey,
-        keys: Arc<Vec<VerifyingKey>>,
         phase_timeout_us: u64,
         max_attempts: u32,
     ) -> Result<Self, ConsensusError> {
-        let directory = Directory::new(keys);
-        if directory.key(me) != Some(&key.verifying_key()) {
+        if !identity.is_listed() {
             return Err(ConsensusError::Beacon(beacon::Error::Reshare(
-                beacon::ReshareError::MemberKeyMismatch { party: me },
+                beacon::ReshareError::MemberKeyMismatch { party: identity.me },
             )));
         }
+        let me = NodeIndex(identity.me);
         let identity = Identity {
-            key,
-            directory,
-            me,
+            who: identity,
             phase_timeout_us,
             max_attempts,
         };
         Ok(Self::assemble(
-            NodeIndex(me),
+            me,
             epoch,
-            None,
             seed,
             memo,
             None,
@@ -188,28 +193,27 @@ impl<S: Scheme> Member<S> {
         ))
     }
 
-    /// Gives a restored member its identity (see [`Member::new`] for `keys`), so
-    /// that it takes part in epoch changes.
+    /// Gives a restored member its identity, so that it takes part in epoch
+    /// changes (resharings with phases of `phase_timeout_us`, the new
+    /// members' DKG with `max_attempts`).
     pub fn with_identity(
         mut self,
-        me: u32,
-        key: SigningKey,
-        keys: Arc<Vec<VerifyingKey>>,
+        identity: MemberIdentity,
         phase_timeout_us: u64,
         max_attempts: u32,
     ) -> Self {
-        let directory = Directory::new(keys);
-        self.epochs = epochs::EpochState::new(&self.epoch, Some(&directory), &self.memo);
+        self.epochs = epochs::EpochState::new(&self.epoch, Some(&identity.directory), &self.memo);
         self.identity = Some(Identity {
-            key,
-            directory,
-            me,
+            who: identity,
             phase_timeout_us,
             max_attempts,
         });
         self
     }
 
+    /// The replica of an epoch of configuration `config` from key material
+    /// `output`, resuming after `chain` with the vote record `votes`; what
+    /// runs in its place when an adversary is plugged in.
     pub(in crate::member) fn build_replica(
         config: &ReplicaConfig,
         output: &DkgOutput<S>,
@@ -217,7 +221,7 @@ impl<S: Scheme> Member<S> {
         votes: Vec<SignedVotes<S>>,
         seed: &[u8; 32],
         memo: &Arc<Memo>,
-        behaviour: Option<Behaviour>,
+        adversary: Option<&dyn Adversary<S>>,
     ) -> Result<Box<dyn Participant<S>>, ConsensusError> {
         let keys = ReplicaKeys::from_dkg(config, output)?;
         let chain = ChainWindow::resume(chain).ok_or(ConsensusError::ChainGap)?;
@@ -229,8 +233,8 @@ impl<S: Scheme> Member<S> {
             chain,
             votes,
         )?;
-        Ok(match behaviour {
-            Some(b) => Box::new(ByzantineReplica::new(replica, keys, b)),
+        Ok(match adversary {
+            Some(adversary) => adversary.replica(replica, keys),
             None => Box::new(replica),
         })
     }

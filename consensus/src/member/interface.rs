@@ -4,7 +4,7 @@
 use super::EpochEvent;
 use crate::epoch::{EpochChange, EpochMessage, TransitionTimer};
 use crate::messages::Message;
-use crate::replica::{Event, SignedVotes, Timer};
+use crate::replica::{Event, Output, SignedVotes, Timer};
 use crate::ConsensusError;
 use crate::Height;
 use beacon::dkg::session::{SessionMessage, SessionTimer};
@@ -12,6 +12,7 @@ use beacon::dkg::DkgOutput;
 use beacon::effect::Effect;
 use beacon::{wire, NodeIndex, Scheme};
 use serde::{Deserialize, Serialize};
+use std::fmt;
 use std::sync::Arc;
 
 /// Everything that travels between members: one enum, one codec.
@@ -120,4 +121,54 @@ pub enum MemberOutput<S: Scheme> {
     Event(Event<S>),
     /// A step of an epoch change (see [`EpochEvent`]).
     Epoch(EpochEvent<S>),
+}
+
+impl fmt::Display for MemberTimer {
+    /// `dkg …`, `replica 0 view-change(4,0)`, `epoch 1 Erase`, `epoch-resend`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MemberTimer::Dkg(timer) => write!(f, "dkg {timer:?}"),
+            MemberTimer::Replica { epoch, timer } => write!(f, "replica {epoch} {timer}"),
+            MemberTimer::Epoch { epoch, timer } => write!(f, "epoch {epoch} {timer:?}"),
+            MemberTimer::EpochResend => write!(f, "epoch-resend"),
+        }
+    }
+}
+
+impl<S: Scheme> fmt::Display for MemberOutput<S> {
+    /// One line per output, as step tables write them: `send epoch-invite
+    /// to 4`, `broadcast pre-prepare`, `timer epoch-resend`, `dkg-complete`,
+    /// `epoch 1 decided at 3`, `epoch 1 retired after 4`, and the replica's
+    /// events as its outputs write them (`finalized 3`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MemberOutput::Effect(Effect::Send { to, message }) => {
+                write!(f, "send {} to {}", message.kind(), to.0)
+            }
+            MemberOutput::Effect(Effect::Broadcast(m)) => write!(f, "broadcast {}", m.kind()),
+            MemberOutput::Effect(Effect::SetTimer { timer, .. }) => write!(f, "timer {timer}"),
+            MemberOutput::SyncFromStore { to, from_height } => {
+                write!(f, "sync-from-store {} from {from_height}", to.0)
+            }
+            MemberOutput::PersistVotes(record) => Output::<S>::PersistVotes(record.clone()).fmt(f),
+            MemberOutput::DkgComplete(_) => write!(f, "dkg-complete"),
+            MemberOutput::DkgFailed(reason) => write!(f, "dkg-failed: {reason}"),
+            MemberOutput::Event(event) => Output::Event(event.clone()).fmt(f),
+            MemberOutput::Epoch(EpochEvent::Decided { epoch, height }) => {
+                write!(f, "epoch {epoch} decided at {height}")
+            }
+            MemberOutput::Epoch(EpochEvent::Ready { epoch, .. }) => {
+                write!(f, "epoch {epoch} ready")
+            }
+            MemberOutput::Epoch(EpochEvent::Started { epoch, start, .. }) => {
+                write!(f, "epoch {epoch} started at {start}")
+            }
+            MemberOutput::Epoch(EpochEvent::Retired { epoch, height }) => {
+                write!(f, "epoch {epoch} retired after {height}")
+            }
+            MemberOutput::Epoch(EpochEvent::Failed { epoch, reason }) => {
+                write!(f, "epoch {epoch} failed: {reason}")
+            }
+        }
+    }
 }

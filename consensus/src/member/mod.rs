@@ -6,26 +6,35 @@
 //! a bound) and replayed when the replica starts. A member restored from persisted
 //! key material and chain skips the DKG.
 //!
+//! The replica's discipline: handlers only emit. What the DKG session, the
+//! replica and the transition return goes into the loopback queue of
+//! `outbox` as self-inputs, and [`Member::handle`] drains it through one
+//! dispatcher (`dispatch_self`), depth first, so that outputs leave in the
+//! order of the steps that caused them; no handler calls another. A driver
+//! makes a member Byzantine by plugging in an [`Adversary`]; this module
+//! names no Byzantine kind.
+//!
 //! This module owns a member's phases and the dispatch of its inputs;
 //! `interface` has what it takes and gives (envelope, timers, inputs,
-//! outputs), `construct` how it is built, `epochs` its side of changes of
-//! members.
+//! outputs), `outbox` where handlers put what they produce, `construct` how
+//! it is built, `epochs` its side of changes of members; `tests` has its
+//! step tables.
 
-use crate::byzantine::{Behaviour, ByzantineReplica};
-use crate::byzantine_dkg::ByzantineSession;
 use crate::config::{ReplicaConfig, ReplicaKeys};
-use crate::epoch::{Directory, EpochView};
+use crate::epoch::Decision;
+use crate::epoch::{EpochView, MemberIdentity};
 use crate::messages::{CommittedEntry, Message};
-use crate::participant::Participant;
-use crate::replica::{ChainWindow, Event, Input, Output, Replica, SignedVotes};
+use crate::participant::{Adversary, Participant};
+use crate::replica::{ChainWindow, Event, Input, Output, Replica, SignedVotes, Timer};
 use crate::ConsensusError;
 use crate::Height;
-use beacon::dkg::relay::{SigningKey, VerifyingKey};
+use beacon::dkg::relay::SigningKey;
 use beacon::dkg::session::{DkgSession, SessionAction, SessionInput, SessionParticipant};
 use beacon::dkg::{DkgConfig, DkgOutput};
 use beacon::effect::Effect;
 use beacon::memo::Memo;
 use beacon::{NodeIndex, Scheme, Time};
+use outbox::{Generation, Outbox, SelfInput};
 use sha2::{Digest as _, Sha256};
 use std::sync::Arc;
 
@@ -43,15 +52,11 @@ enum Phase<S: Scheme> {
     Failed,
 }
 
-/// What a member needs to take part in epoch changes: its member key, the
-/// member keys of everyone the transport reaches, and the DKG's phase length
-/// and attempts (reused by resharings).
+/// What a member needs to take part in epoch changes: who it is, and the
+/// DKG's phase length and attempts (reused by resharings).
 #[derive(Clone)]
 struct Identity {
-    key: SigningKey,
-    directory: Directory,
-    /// This member's directory index.
-    me: u32,
+    who: MemberIdentity,
     phase_timeout_us: u64,
     max_attempts: u32,
 }
@@ -61,7 +66,8 @@ pub struct Member<S: Scheme> {
     me: NodeIndex,
     seed: [u8; 32],
     memo: Arc<Memo>,
-    behaviour: Option<Behaviour>,
+    /// What a driver plugged in to make this member misbehave (none: honest).
+    adversary: Option<Arc<dyn Adversary<S>>>,
     phase: Phase<S>,
     early: Vec<(NodeIndex, Message<S>)>,
     /// The current epoch (its members and replica configuration).
@@ -70,6 +76,9 @@ pub struct Member<S: Scheme> {
     keys: Option<Arc<DkgOutput<S>>>,
     identity: Option<Identity>,
     epochs: epochs::EpochState<S>,
+    /// How many epoch ends this member read: what the replica of an ended
+    /// epoch still produced is dropped.
+    generation: Generation,
 }
 
 /// The member key (signing DKG broadcasts and results) derived from a member's
@@ -141,85 +150,147 @@ impl<S: Scheme> Member<S> {
 
     /// Whether this member follows the protocol.
     pub fn is_honest(&self) -> bool {
-        self.behaviour.is_none()
+        self.adversary.is_none()
     }
 
-    /// Handles one input at `now`. `from` in messages is the sender's
-    /// directory index (its index in the genesis epoch for genesis members).
+    /// Handles one input at `now`: dispatches it, then drains the loopback
+    /// (what the DKG session, the replica and the transition returned) through
+    /// the same kind of dispatcher, depth first (see `outbox`). `from` in
+    /// messages is the sender's directory index (its index in the genesis
+    /// epoch for genesis members).
     pub fn handle(&mut self, now: Time, input: MemberInput<S>) -> Vec<MemberOutput<S>> {
-        let mut out = Vec::new();
+        let mut out = Outbox::new();
+        self.dispatch(now, input, &mut out);
+        while let Some(input) = out.next_input() {
+            self.dispatch_self(now, input, &mut out);
+        }
+        out.take()
+    }
+
+    /// Routes one input to its handler.
+    fn dispatch(&mut self, now: Time, input: MemberInput<S>, out: &mut Outbox<S>) {
         match input {
-            MemberInput::Start => match &mut self.phase {
-                Phase::Dkg(dkg) => {
-                    let actions = dkg.handle(now, SessionInput::Start);
-                    self.on_dkg_actions(now, actions, &mut out);
-                }
-                Phase::Replica(r) => {
-                    // A restored member reads the control transactions of its
-                    // stored window first: proposals it had counted before it
-                    // stopped, a decision, or a switch it missed.
-                    let window: Vec<_> = r.finalized().iter().cloned().collect();
-                    for entry in &window {
-                        if self.on_finalized(now, entry, &mut out) {
-                            return out;
-                        }
-                    }
-                    if let Phase::Replica(r) = &mut self.phase {
-                        let outputs = r.handle(now, Input::Start);
-                        self.on_replica(now, outputs, &mut out);
-                    }
-                }
+            MemberInput::Start => match self.phase {
+                Phase::Dkg(_) => self.on_session_input(now, SessionInput::Start, out),
+                Phase::Replica(_) => self.on_restart(out),
                 // A joiner asks the members it trusts for an invitation at
                 // once (it may restart during a change), then periodically.
-                Phase::Joining => self.on_resend(now, &mut out),
-                _ => {}
+                Phase::Joining => self.on_resend(now, out),
+                Phase::Retired | Phase::Failed => {}
             },
             MemberInput::Message { from, envelope } => match envelope {
                 Envelope::Dkg(message) => {
-                    if let Phase::Dkg(dkg) = &mut self.phase {
-                        let actions = dkg.handle(now, SessionInput::Message { from, message });
-                        self.on_dkg_actions(now, actions, &mut out);
-                    }
+                    self.on_session_input(now, SessionInput::Message { from, message }, out)
                 }
-                Envelope::Consensus(message) => self.on_consensus(now, from.0, message, &mut out),
-                Envelope::Epoch(message) => self.on_epoch_message(now, from.0, message, &mut out),
+                Envelope::Consensus(message) => self.on_consensus(now, from.0, message, out),
+                Envelope::Epoch(message) => self.on_epoch_message(now, from.0, message, out),
             },
             MemberInput::Timer(MemberTimer::Dkg(t)) => {
-                if let Phase::Dkg(dkg) = &mut self.phase {
-                    let actions = dkg.handle(now, SessionInput::Timer(t));
-                    self.on_dkg_actions(now, actions, &mut out);
-                }
+                self.on_session_input(now, SessionInput::Timer(t), out)
             }
             MemberInput::Timer(MemberTimer::Replica { epoch, timer }) => {
-                if let (Phase::Replica(r), true) = (&mut self.phase, epoch == self.epoch.number) {
-                    let outputs = r.handle(now, Input::Timer(timer));
-                    self.on_replica(now, outputs, &mut out);
-                }
+                self.on_replica_timer(now, epoch, timer, out)
             }
             MemberInput::Timer(MemberTimer::Epoch { epoch, timer }) => {
-                self.on_transition_timer(now, epoch, timer, &mut out)
+                self.on_transition_timer(now, epoch, timer, out)
             }
-            MemberInput::Timer(MemberTimer::EpochResend) => self.on_resend(now, &mut out),
-            MemberInput::ClientTransaction(tx) => {
-                if let Phase::Replica(r) = &mut self.phase {
-                    let outputs = r.handle(now, Input::ClientTransaction(tx));
-                    self.on_replica(now, outputs, &mut out);
-                }
-            }
-            MemberInput::ProposeEpoch(change) => self.propose_epoch(now, change, &mut out),
+            MemberInput::Timer(MemberTimer::EpochResend) => self.on_resend(now, out),
+            MemberInput::ClientTransaction(tx) => self.on_client_transaction(now, tx, out),
+            MemberInput::ProposeEpoch(change) => self.on_propose_epoch(now, change, out),
         }
-        out
+    }
+
+    /// Routes one self-input to its handler; what the replica of an epoch
+    /// that ended still produced is dropped.
+    fn dispatch_self(&mut self, now: Time, input: SelfInput<S>, out: &mut Outbox<S>) {
+        match input {
+            SelfInput::Replica { generation, .. }
+            | SelfInput::StartReplica { generation }
+            | SelfInput::Finalized { generation, .. }
+            | SelfInput::Decision { generation, .. }
+                if generation != self.generation => {}
+            SelfInput::Session(action) => self.on_session_action(now, action, out),
+            SelfInput::Replica { epoch, output, .. } => self.on_replica_output(epoch, output, out),
+            SelfInput::StartReplica { .. } => self.on_replica_start(now, out),
+            SelfInput::Finalized { entry, .. } => self.on_finalized(&entry, out),
+            SelfInput::Decision {
+                decision: Decision::Decided { change, height },
+                ..
+            } => self.on_decided(now, change, height, out),
+            SelfInput::Decision {
+                decision:
+                    Decision::Switch {
+                        height,
+                        digest,
+                        dealers,
+                    },
+                ..
+            } => self.on_switch(now, height, digest, dealers, out),
+            SelfInput::Transition { epoch, event } => self.on_transition(now, epoch, event, out),
+            SelfInput::Early {
+                epoch,
+                from,
+                message,
+            } => self.on_early_message(now, epoch, from, message, out),
+            SelfInput::RetryJoin => self.on_retry_join(now, out),
+            SelfInput::ArmResend => self.arm_resend(now, out),
+        }
+    }
+
+    /// An input for the DKG session, while it runs.
+    fn on_session_input(&mut self, now: Time, input: SessionInput, out: &mut Outbox<S>) {
+        if let Phase::Dkg(dkg) = &mut self.phase {
+            let actions = dkg.handle(now, input);
+            for action in actions {
+                out.queue(SelfInput::Session(action));
+            }
+        }
+    }
+
+    /// A restored member reads the control transactions of its stored window
+    /// first (proposals it had counted before it stopped, a decision, or a
+    /// switch it missed), then starts its replica, unless the epoch ended.
+    fn on_restart(&mut self, out: &mut Outbox<S>) {
+        if let Phase::Replica(r) = &self.phase {
+            for entry in r.finalized().iter() {
+                out.queue(SelfInput::Finalized {
+                    generation: self.generation,
+                    entry: entry.clone(),
+                });
+            }
+            out.queue(SelfInput::StartReplica {
+                generation: self.generation,
+            });
+        }
+    }
+
+    /// Starts the restored replica.
+    fn on_replica_start(&mut self, now: Time, out: &mut Outbox<S>) {
+        if let Phase::Replica(r) = &mut self.phase {
+            let outputs = r.handle(now, Input::Start);
+            self.queue_replica(outputs, out);
+        }
+    }
+
+    /// A timer of the replica of `epoch`: to the replica, if it still runs.
+    fn on_replica_timer(&mut self, now: Time, epoch: u64, timer: Timer, out: &mut Outbox<S>) {
+        if let (Phase::Replica(r), true) = (&mut self.phase, epoch == self.epoch.number) {
+            let outputs = r.handle(now, Input::Timer(timer));
+            self.queue_replica(outputs, out);
+        }
+    }
+
+    /// A client transaction: to the replica's mempool.
+    fn on_client_transaction(&mut self, now: Time, tx: Vec<u8>, out: &mut Outbox<S>) {
+        if let Phase::Replica(r) = &mut self.phase {
+            let outputs = r.handle(now, Input::ClientTransaction(tx));
+            self.queue_replica(outputs, out);
+        }
     }
 
     /// A consensus message from directory member `from`: to the replica under
     /// its epoch index; kept too when it may belong to the next epoch.
-    fn on_consensus(
-        &mut self,
-        now: Time,
-        from: u32,
-        message: Message<S>,
-        out: &mut Vec<MemberOutput<S>>,
-    ) {
+    fn on_consensus(&mut self, now: Time, from: u32, message: Message<S>, out: &mut Outbox<S>) {
         self.epochs
             .keep_ahead(from, &message, self.current_height());
         if let Message::SyncRequest { from_height } = &message {
@@ -230,7 +301,7 @@ impl<S: Scheme> Member<S> {
             let known = self
                 .identity
                 .as_ref()
-                .is_some_and(|i| from < i.directory.len());
+                .is_some_and(|i| from < i.who.directory.len());
             if stored && known && self.epoch.number > 0 && self.epoch.index_of(from).is_none() {
                 out.push(MemberOutput::SyncFromStore {
                     to: NodeIndex(from),
@@ -248,7 +319,7 @@ impl<S: Scheme> Member<S> {
             Phase::Replica(r) => {
                 if let Some(i) = self.epoch.index_of(from) {
                     let outputs = r.handle(now, Input::Message { from: i, message });
-                    self.on_replica(now, outputs, out);
+                    self.queue_replica(outputs, out);
                 }
             }
             _ => {}
@@ -262,90 +333,90 @@ impl<S: Scheme> Member<S> {
         }
     }
 
-    /// Carries out a replica's outputs: indices to directory indices, timers
-    /// tagged with the epoch, finalized blocks read for control transactions.
-    /// When a block ends the epoch, what the replica did after it is dropped.
-    fn on_replica(&mut self, now: Time, outputs: Vec<Output<S>>, out: &mut Vec<MemberOutput<S>>) {
-        let epoch = self.epoch.number;
-        for o in outputs {
-            match o {
-                Output::Effect(e) => {
-                    let e = match e {
-                        Effect::Send { to, message } => match self.epoch.directory_of(to) {
-                            Some(d) => Effect::Send {
-                                to: NodeIndex(d),
-                                message,
-                            },
-                            None => continue,
-                        },
-                        other => other,
-                    };
-                    out.push(MemberOutput::Effect(e.map(Envelope::Consensus, |timer| {
-                        MemberTimer::Replica { epoch, timer }
-                    })))
-                }
-                Output::SyncFromStore { to, from_height } => {
-                    if let Some(d) = self.epoch.directory_of(to) {
-                        out.push(MemberOutput::SyncFromStore {
-                            to: NodeIndex(d),
-                            from_height,
-                        })
-                    }
-                }
-                Output::PersistVotes(record) => out.push(MemberOutput::PersistVotes(record)),
-                Output::Event(Event::Finalized(entry)) => {
-                    out.push(MemberOutput::Event(Event::Finalized(entry.clone())));
-                    if self.on_finalized(now, &entry, out) {
-                        // The epoch ended with this height: the rest was the old
-                        // epoch's next height, which never happens.
-                        return;
-                    }
-                }
-                Output::Event(e) => out.push(MemberOutput::Event(e)),
-            }
+    /// Queues what the current replica returned, one output at a time.
+    fn queue_replica(&self, outputs: Vec<Output<S>>, out: &mut Outbox<S>) {
+        for output in outputs {
+            out.queue(SelfInput::Replica {
+                generation: self.generation,
+                epoch: self.epoch.number,
+                output,
+            });
         }
     }
 
-    fn on_dkg_actions(
-        &mut self,
-        now: Time,
-        actions: Vec<SessionAction<S>>,
-        out: &mut Vec<MemberOutput<S>>,
-    ) {
-        for action in actions {
-            match action {
-                SessionAction::Effect(effect) => out.push(MemberOutput::Effect(
-                    effect.map(Envelope::Dkg, MemberTimer::Dkg),
-                )),
-                SessionAction::Failed(reason) => {
-                    self.phase = Phase::Failed;
-                    out.push(MemberOutput::DkgFailed(reason.to_string()));
+    /// Carries out one output of the replica of `epoch`: indices to
+    /// directory indices, timers tagged with the epoch, finalized blocks
+    /// queued to be read for control transactions.
+    fn on_replica_output(&mut self, epoch: u64, output: Output<S>, out: &mut Outbox<S>) {
+        match output {
+            Output::Effect(e) => {
+                let e = match e {
+                    Effect::Send { to, message } => match self.epoch.directory_of(to) {
+                        Some(d) => Effect::Send {
+                            to: NodeIndex(d),
+                            message,
+                        },
+                        None => return,
+                    },
+                    other => other,
+                };
+                out.push(MemberOutput::Effect(e.map(Envelope::Consensus, |timer| {
+                    MemberTimer::Replica { epoch, timer }
+                })))
+            }
+            Output::SyncFromStore { to, from_height } => {
+                if let Some(d) = self.epoch.directory_of(to) {
+                    out.push(MemberOutput::SyncFromStore {
+                        to: NodeIndex(d),
+                        from_height,
+                    })
                 }
-                SessionAction::Complete(output) => {
-                    out.push(MemberOutput::DkgComplete(output.clone()));
-                    match Self::build_replica(
-                        &self.epoch.config,
-                        &output,
-                        Vec::new(),
-                        Vec::new(),
-                        &self.seed,
-                        &self.memo,
-                        self.behaviour,
-                    ) {
-                        Ok(mut replica) => {
-                            self.keys = Some(output);
-                            let mut outputs = replica.handle(now, Input::Start);
-                            for (from, message) in std::mem::take(&mut self.early) {
-                                outputs
-                                    .extend(replica.handle(now, Input::Message { from, message }));
-                            }
-                            self.phase = Phase::Replica(replica);
-                            self.on_replica(now, outputs, out);
+            }
+            Output::PersistVotes(record) => out.push(MemberOutput::PersistVotes(record)),
+            Output::Event(Event::Finalized(entry)) => {
+                out.push(MemberOutput::Event(Event::Finalized(entry.clone())));
+                out.queue(SelfInput::Finalized {
+                    generation: self.generation,
+                    entry,
+                });
+            }
+            Output::Event(e) => out.push(MemberOutput::Event(e)),
+        }
+    }
+
+    /// One output of the DKG session: its effects, or its end.
+    fn on_session_action(&mut self, now: Time, action: SessionAction<S>, out: &mut Outbox<S>) {
+        match action {
+            SessionAction::Effect(effect) => out.push(MemberOutput::Effect(
+                effect.map(Envelope::Dkg, MemberTimer::Dkg),
+            )),
+            SessionAction::Failed(reason) => {
+                self.phase = Phase::Failed;
+                out.push(MemberOutput::DkgFailed(reason.to_string()));
+            }
+            SessionAction::Complete(output) => {
+                out.push(MemberOutput::DkgComplete(output.clone()));
+                match Self::build_replica(
+                    &self.epoch.config,
+                    &output,
+                    Vec::new(),
+                    Vec::new(),
+                    &self.seed,
+                    &self.memo,
+                    self.adversary.as_deref(),
+                ) {
+                    Ok(mut replica) => {
+                        self.keys = Some(output);
+                        let mut outputs = replica.handle(now, Input::Start);
+                        for (from, message) in std::mem::take(&mut self.early) {
+                            outputs.extend(replica.handle(now, Input::Message { from, message }));
                         }
-                        Err(e) => {
-                            self.phase = Phase::Failed;
-                            out.push(MemberOutput::DkgFailed(e.to_string()));
-                        }
+                        self.phase = Phase::Replica(replica);
+                        self.queue_replica(outputs, out);
+                    }
+                    Err(e) => {
+                        self.phase = Phase::Failed;
+                        out.push(MemberOutput::DkgFailed(e.to_string()));
                     }
                 }
             }
@@ -356,5 +427,9 @@ impl<S: Scheme> Member<S> {
 mod construct;
 mod epochs;
 mod interface;
+mod outbox;
 pub use epochs::EpochEvent;
 pub use interface::{Envelope, MemberInput, MemberOutput, MemberTimer};
+
+#[cfg(test)]
+mod tests;

@@ -166,7 +166,7 @@ impl<S: Scheme> Net<S> {
                     Vec::new(),
                     seed,
                     memo.clone(),
-                    behaviour,
+                    behaviour.map(Behaviour::adversary),
                 )
                 .unwrap()
             })

@@ -36,14 +36,13 @@ use crate::recorder::Recorder;
 use crate::store::{EpochRecord, Store};
 use crate::{identity, NodeError};
 use archive::{persistence_thread, publish, StoreArchive};
-use beacon::dkg::relay::{SigningKey, VerifyingKey};
 use beacon::dkg::DkgOutput;
 use beacon::memo::Memo;
 use beacon::schedule::EventQueue;
 use beacon::{ChainInfo, Point as _, Scheme};
 use consensus::epoch::EpochView;
 use consensus::replica::CHAIN_WINDOW;
-use consensus::{Behaviour, CommittedEntry, Member, MemberInput};
+use consensus::{Behaviour, CommittedEntry, Member, MemberIdentity, MemberInput};
 use libp2p::identity::Keypair;
 use node::{Node, STORE_READERS};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -132,17 +131,16 @@ async fn run_inner<S: Scheme>(
     // again, never a second version (`consensus/SAFETY.md`, "A member's part
     // of a change survives its crash"); replaced once the keys it dealt are
     // stored.
-    let identity = MemberIdentity {
+    let parts = MemberParts {
         seed: disk.store.member_seed()?,
-        key: member_key,
-        keys: member_keys,
+        identity: MemberIdentity::new(cfg.me.0, member_key, member_keys),
         behaviour,
     };
     let stored = disk.keys.is_some();
     let had_epoch = disk.epoch_record.is_some();
     let epoch_start = disk.epoch_record.as_ref().map_or(1, |(r, _)| r.start);
     let store = disk.store.clone();
-    let Some(member) = build_member(&cfg, disk, identity, &mut net, &mut stop).await? else {
+    let Some(member) = build_member(&cfg, disk, parts, &mut net, &mut stop).await? else {
         return Ok(());
     };
     let (persist_tx, persist_rx) = std::sync::mpsc::channel();
@@ -296,13 +294,12 @@ impl<S: Scheme> OnDisk<S> {
     }
 }
 
-/// Who this node's member is: its seed, its member key and every party's,
-/// and its behaviour.
-struct MemberIdentity {
+/// What this node's member is built from: its seed, who it is (its member
+/// key and every party's), and its behaviour.
+struct MemberParts {
     /// The stored seed its deals derive from.
     seed: [u8; 32],
-    key: SigningKey,
-    keys: Arc<Vec<VerifyingKey>>,
+    identity: MemberIdentity,
     /// Byzantine for tests of the others' defences; never in production.
     behaviour: Option<Behaviour>,
 }
@@ -314,17 +311,16 @@ struct MemberIdentity {
 async fn build_member<S: Scheme>(
     cfg: &Validated,
     disk: OnDisk<S>,
-    identity: MemberIdentity,
+    parts: MemberParts,
     net: &mut Network,
     stop: &mut StopSignal,
 ) -> Result<Option<Member<S>>, NodeError> {
-    let me = cfg.me;
-    let MemberIdentity {
+    let MemberParts {
         seed,
-        key: member_key,
-        keys: member_keys,
+        identity,
         behaviour,
-    } = identity;
+    } = parts;
+    let adversary = behaviour.map(Behaviour::adversary);
     // The memo shares results between replicas of one process (the simulator);
     // a node has one replica, and an unbounded cache there would only grow.
     let memo = Memo::disabled();
@@ -345,8 +341,8 @@ async fn build_member<S: Scheme>(
             let epoch = recorded_epoch
                 .clone()
                 .unwrap_or_else(|| EpochView::genesis(cfg.replica.clone()));
-            Member::restore_in(epoch, output, disk.chain, votes, seed, memo, behaviour)?
-                .with_identity(me.0, member_key, member_keys, phase_us, attempts)
+            Member::restore_in(epoch, output, disk.chain, votes, seed, memo, adversary)?
+                .with_identity(identity, phase_us, attempts)
         }
         None if disk.joins => {
             // The members it trusts to invite it: those of the epoch it
@@ -359,32 +355,14 @@ async fn build_member<S: Scheme>(
                 members = epoch.members.len(),
                 "joining: waiting for the members to reshare to a member list with this node"
             );
-            Member::joining(
-                epoch,
-                me.0,
-                seed,
-                memo,
-                member_key,
-                member_keys,
-                phase_us,
-                attempts,
-            )?
+            Member::joining(epoch, identity, seed, memo, phase_us, attempts)?
         }
         None => {
             if !wait_for_peers(cfg, net, stop).await {
                 return Ok(None);
             }
             let dkg = cfg.replica.dkg_config(cfg.dkg_session(), &cfg.dkg)?;
-            Member::new(
-                cfg.replica.clone(),
-                dkg,
-                me,
-                seed,
-                memo,
-                member_key,
-                member_keys,
-                behaviour,
-            )?
+            Member::new(cfg.replica.clone(), dkg, identity, seed, memo, adversary)?
         }
     };
     Ok(Some(member))

@@ -19,9 +19,9 @@ use beacon::dkg::DkgConfig;
 use beacon::dkg::DkgOutput;
 use beacon::memo::Memo;
 use beacon::schedule::EventQueue;
-use beacon::{NodeIndex, Point, Scheme, Time};
+use beacon::{Point, Scheme, Time};
 use consensus::epoch::EpochView;
-use consensus::{Behaviour, Member, ReplicaConfig};
+use consensus::{Behaviour, Member, MemberIdentity, ReplicaConfig};
 use rand::seq::SliceRandom;
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
@@ -167,11 +167,13 @@ fn joiner<S: Scheme>(
 ) -> Result<Member<S>, consensus::ConsensusError> {
     Member::joining(
         EpochView::genesis(replica.clone()),
-        i,
+        MemberIdentity::new(
+            i,
+            consensus::member_key(&member_seed(seed, i)),
+            keys.clone(),
+        ),
         member_seed(seed, i),
         memo.clone(),
-        consensus::member_key(&member_seed(seed, i)),
-        keys.clone(),
         phase_timeout_us,
         max_attempts,
     )
@@ -233,12 +235,14 @@ impl<S: Scheme> Engine<S> {
                 Some(Member::new(
                     replica.clone(),
                     dkg.clone(),
-                    NodeIndex(i),
+                    MemberIdentity::new(
+                        i,
+                        consensus::member_key(&member_seed(cfg.seed, i)),
+                        keys.clone(),
+                    ),
                     member_seed(cfg.seed, i),
                     memo.clone(),
-                    consensus::member_key(&member_seed(cfg.seed, i)),
-                    keys.clone(),
-                    roles.behaviours[i as usize],
+                    roles.behaviours[i as usize].map(Behaviour::adversary),
                 )?)
             };
             let twinned = roles.twins.contains(&i);
@@ -427,13 +431,11 @@ impl<S: Scheme> Engine<S> {
                     Vec::new(),
                     seed,
                     self.memo.clone(),
-                    behaviours[i],
+                    behaviours[i].map(Behaviour::adversary),
                 )
                 .map(|m| {
                     m.with_identity(
-                        node,
-                        consensus::member_key(&seed),
-                        self.keys.clone(),
+                        MemberIdentity::new(node, consensus::member_key(&seed), self.keys.clone()),
                         self.phase_timeout_us,
                         self.max_attempts,
                     )

@@ -17,8 +17,8 @@ use beacon::{Scheme, Time};
 use consensus::epoch::EpochView;
 use consensus::replica::sync_response;
 use consensus::{
-    ConsensusError, Envelope, Event as ReplicaEvent, Member, MemberInput, MemberOutput, Message,
-    ReplicaConfig,
+    Behaviour, ConsensusError, Envelope, Event as ReplicaEvent, Member, MemberIdentity,
+    MemberInput, MemberOutput, Message, ReplicaConfig,
 };
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -299,13 +299,15 @@ fn restore<S: Scheme>(
         slot.disk.votes.clone(),
         member_seed(shared.seed, node),
         shared.memo.clone(),
-        slot.behaviour,
+        slot.behaviour.map(Behaviour::adversary),
     )
     .map(|m| {
         m.with_identity(
-            slot.identity,
-            consensus::member_key(&seed),
-            shared.keys.clone(),
+            MemberIdentity::new(
+                slot.identity,
+                consensus::member_key(&seed),
+                shared.keys.clone(),
+            ),
             shared.phase_timeout_us,
             shared.max_attempts,
         )

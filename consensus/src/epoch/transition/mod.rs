@@ -12,13 +12,12 @@
 //! group key), the other two are the fresh DKG's.
 
 use super::messages::{EpochMessage, ReshareWire};
-use super::{Directory, EpochView};
+use super::{EpochView, MemberIdentity};
 use crate::config::ReplicaConfig;
 use crate::ConsensusError;
 use beacon::dkg::committee::Committee;
 use beacon::dkg::relay::{
     BroadcastRelay, RelayMessage, RelayedEvent, RelayedInput, RelayedMachine, RelayedMessage,
-    SigningKey,
 };
 use beacon::dkg::session::{
     DkgSession, SessionAction, SessionFailure, SessionInput, SessionMessage, SessionTimer,
@@ -165,23 +164,20 @@ struct Awaited {
 }
 
 impl<S: Scheme> Transition<S> {
-    /// Directory member `me`'s part in the change to `new` (the new members and
-    /// their configuration) by the resharing `reshare`. `old_share` is its
-    /// current beacon share (old members), `key` its member key; the DKG of the
-    /// consensus keys runs with `max_attempts` attempts of `reshare`'s phase
-    /// length.
-    #[allow(clippy::too_many_arguments)]
+    /// `identity`'s part in the change to `new` (the new members and their
+    /// configuration) by the resharing `reshare`. `old_share` is its current
+    /// beacon share (old members); the DKG of the consensus keys runs with
+    /// `max_attempts` attempts of `reshare`'s phase length.
     pub fn new(
         reshare: ReshareEpoch<S>,
         new: EpochView,
-        directory: &Directory,
-        me: u32,
-        key: SigningKey,
+        identity: &MemberIdentity,
         old_share: Option<SecretShare>,
         seed: [u8; 32],
         memo: Arc<Memo>,
         max_attempts: u32,
     ) -> Result<Self, ConsensusError> {
+        let (directory, me, key) = (&identity.directory, identity.me, &identity.key);
         let epoch = reshare.epoch;
         let roster: Vec<u32> = reshare
             .roster()

@@ -15,11 +15,11 @@ impl<S: Scheme> Member<S> {
 
     /// The operator's proposal: signed, into this replica's mempool and to
     /// every member's.
-    pub(in crate::member) fn propose_epoch(
+    pub(in crate::member) fn on_propose_epoch(
         &mut self,
         now: Time,
         change: EpochChange,
-        out: &mut Vec<MemberOutput<S>>,
+        out: &mut Outbox<S>,
     ) {
         let Some(identity) = &self.identity else {
             out.push(MemberOutput::Epoch(EpochEvent::Failed {
@@ -35,20 +35,15 @@ impl<S: Scheme> Member<S> {
             }));
             return;
         }
-        let control = Control::propose(change, &identity.key);
+        let control = Control::propose(change, &identity.who.key);
         self.submit(now, control, out);
     }
 
     /// A signed control transaction: to this replica and to every member.
-    pub(in crate::member) fn submit(
-        &mut self,
-        now: Time,
-        control: Control,
-        out: &mut Vec<MemberOutput<S>>,
-    ) {
+    pub(in crate::member) fn submit(&mut self, now: Time, control: Control, out: &mut Outbox<S>) {
         if let (Phase::Replica(r), Ok(tx)) = (&mut self.phase, control.to_transaction()) {
             let outputs = r.handle(now, Input::ControlTransaction(tx));
-            self.on_replica(now, outputs, out);
+            self.queue_replica(outputs, out);
         }
         if self.epochs.pending.len() < MAX_PENDING_CONTROLS {
             self.epochs.pending.push(control.clone());
@@ -58,13 +53,9 @@ impl<S: Scheme> Member<S> {
     }
 
     /// Sends `control` to every member of the current epoch but this one.
-    pub(in crate::member) fn send_control(
-        &self,
-        control: &Control,
-        out: &mut Vec<MemberOutput<S>>,
-    ) {
+    pub(in crate::member) fn send_control(&self, control: &Control, out: &mut Outbox<S>) {
         for d in self.epoch.members.clone() {
-            if Some(d) != self.identity.as_ref().map(|i| i.me) {
+            if Some(d) != self.identity.as_ref().map(|i| i.who.me) {
                 out.push(MemberOutput::Effect(Effect::Send {
                     to: NodeIndex(d),
                     message: Envelope::Epoch(EpochMessage::Control(control.clone())),
@@ -74,7 +65,7 @@ impl<S: Scheme> Member<S> {
     }
 
     /// Arms the resend timer unless it is armed.
-    pub(in crate::member) fn arm_resend(&mut self, now: Time, out: &mut Vec<MemberOutput<S>>) {
+    pub(in crate::member) fn arm_resend(&mut self, now: Time, out: &mut Outbox<S>) {
         let Some(identity) = &self.identity else {
             return;
         };
@@ -91,7 +82,7 @@ impl<S: Scheme> Member<S> {
     /// Sends again what the change still waits for: this member's control
     /// transactions not yet finalized, its invitations (an old member, until
     /// the switch), or its request for a handoff (a new member with its keys).
-    pub(in crate::member) fn on_resend(&mut self, now: Time, out: &mut Vec<MemberOutput<S>>) {
+    pub(in crate::member) fn on_resend(&mut self, now: Time, out: &mut Outbox<S>) {
         self.epochs.resend_armed = false;
         let mut waiting = false;
         for control in self.epochs.pending.clone() {
@@ -103,7 +94,7 @@ impl<S: Scheme> Member<S> {
             &self.epochs.invitation,
             &self.epochs.transition,
         ) {
-            let me = self.identity.as_ref().map(|i| i.me);
+            let me = self.identity.as_ref().map(|i| i.who.me);
             for d in &t.new_epoch().members {
                 // New members heard from in the change have their invitation
                 // (or keys of the old epoch: they need none).
@@ -143,16 +134,16 @@ impl<S: Scheme> Member<S> {
         }
     }
 
-    /// Reads a finalized entry's control transactions; returns whether the
-    /// epoch ended with it.
+    /// Reads a finalized entry's control transactions: its decisions are
+    /// queued, to be read in order (a switch ends the epoch, and what its
+    /// replica queued after it is dropped).
     pub(in crate::member) fn on_finalized(
         &mut self,
-        now: Time,
         entry: &Arc<CommittedEntry<S>>,
-        out: &mut Vec<MemberOutput<S>>,
-    ) -> bool {
+        out: &mut Outbox<S>,
+    ) {
         let Some(governance) = self.epochs.governance.as_mut() else {
-            return false;
+            return;
         };
         if !entry
             .block
@@ -160,33 +151,25 @@ impl<S: Scheme> Member<S> {
             .iter()
             .any(|tx| Control::from_transaction(tx).is_some())
         {
-            return false;
+            return;
         }
         self.epochs.pending.retain(|c| match c.to_transaction() {
             Ok(tx) => !entry.block.transactions.contains(&tx),
             Err(_) => false,
         });
         for decision in governance.on_finalized(&entry.block) {
-            match decision {
-                Decision::Decided { change, height } => self.on_decided(now, change, height, out),
-                Decision::Switch {
-                    height,
-                    digest,
-                    dealers,
-                } => {
-                    self.switch(now, height, digest, dealers, out);
-                    return true;
-                }
-            }
+            out.queue(SelfInput::Decision {
+                generation: self.generation,
+                decision,
+            });
         }
-        false
     }
 
     pub(in crate::member) fn fail_epoch(
         &mut self,
         epoch: u64,
         reason: String,
-        out: &mut Vec<MemberOutput<S>>,
+        out: &mut Outbox<S>,
     ) {
         out.push(MemberOutput::Epoch(EpochEvent::Failed { epoch, reason }));
     }
@@ -197,7 +180,7 @@ impl<S: Scheme> Member<S> {
         let members = change
             .members
             .iter()
-            .map(|m| identity.directory.index_of(m))
+            .map(|m| identity.who.directory.index_of(m))
             .collect::<Option<Vec<u32>>>()
             .ok_or("a new member is not in this member's directory")?;
         let config = self
@@ -218,7 +201,7 @@ impl<S: Scheme> Member<S> {
         now: Time,
         change: EpochChange,
         height: Height,
-        out: &mut Vec<MemberOutput<S>>,
+        out: &mut Outbox<S>,
     ) {
         let epoch = change.epoch;
         out.push(MemberOutput::Epoch(EpochEvent::Decided { epoch, height }));
@@ -234,7 +217,7 @@ impl<S: Scheme> Member<S> {
         };
         let reshare = ReshareSettings {
             epoch,
-            old_members: self.epoch.ids(&identity.directory),
+            old_members: self.epoch.ids(&identity.who.directory),
             old_public_polynomial: beacon_key.public_polynomial.clone(),
             new_members: change.members.clone(),
             new_threshold: new.config.beacon_threshold,
@@ -255,7 +238,7 @@ impl<S: Scheme> Member<S> {
         // stay, one of which may have lost its key material and wait as a
         // joiner (the others, running the old epoch, ignore it).
         for d in &new.members {
-            if *d != identity.me {
+            if *d != identity.who.me {
                 out.push(MemberOutput::Effect(Effect::Send {
                     to: NodeIndex(*d),
                     message: Envelope::Epoch(EpochMessage::Invite(Box::new(invitation.clone()))),
@@ -263,7 +246,8 @@ impl<S: Scheme> Member<S> {
             }
         }
         self.start_transition(now, invitation, new, Some(share), out);
-        self.arm_resend(now, out);
+        // Once what the transition did at its start was read.
+        out.queue(SelfInput::ArmResend);
     }
 
     pub(in crate::member) fn start_transition(
@@ -272,7 +256,7 @@ impl<S: Scheme> Member<S> {
         invitation: Invitation<S>,
         new: EpochView,
         old_share: Option<beacon::threshold::SecretShare>,
-        out: &mut Vec<MemberOutput<S>>,
+        out: &mut Outbox<S>,
     ) {
         let Some(identity) = &self.identity else {
             return;
@@ -283,9 +267,7 @@ impl<S: Scheme> Member<S> {
         let transition = Transition::new(
             invitation.reshare.clone(),
             new,
-            &identity.directory,
-            identity.me,
-            identity.key.clone(),
+            &identity.who,
             old_share,
             derive(&self.seed, &label),
             self.memo.clone(),
@@ -296,15 +278,15 @@ impl<S: Scheme> Member<S> {
                 let events = t.start(now);
                 self.epochs.transition = Some(t);
                 self.epochs.invitation = Some(invitation);
-                self.on_transition(now, events, out);
+                self.queue_transition(events, out);
                 let early = std::mem::take(&mut self.epochs.early);
                 for (from, messages) in early {
                     for message in messages {
-                        let Some(t) = self.epochs.transition.as_mut() else {
-                            return;
-                        };
-                        let events = t.on_message(now, from, message);
-                        self.on_transition(now, events, out);
+                        out.queue(SelfInput::Early {
+                            epoch,
+                            from,
+                            message,
+                        });
                     }
                 }
             }
@@ -317,12 +299,12 @@ impl<S: Scheme> Member<S> {
         now: Time,
         epoch: u64,
         timer: TransitionTimer,
-        out: &mut Vec<MemberOutput<S>>,
+        out: &mut Outbox<S>,
     ) {
         if let Some(t) = self.epochs.transition.as_mut() {
             if t.epoch() == epoch {
                 let events = t.on_timer(now, timer);
-                self.on_transition(now, events, out);
+                self.queue_transition(events, out);
                 return;
             }
         }
@@ -340,52 +322,84 @@ impl<S: Scheme> Member<S> {
         }
     }
 
-    pub(in crate::member) fn on_transition(
+    /// A message of the change into `epoch` that came before the transition
+    /// started ([`SelfInput::Early`]): to the transition, if it still runs.
+    pub(in crate::member) fn on_early_message(
         &mut self,
         now: Time,
+        epoch: u64,
+        from: u32,
+        message: EpochMessage<S>,
+        out: &mut Outbox<S>,
+    ) {
+        if let Some(t) = self
+            .epochs
+            .transition
+            .as_mut()
+            .filter(|t| t.epoch() == epoch)
+        {
+            let events = t.on_message(now, from, message);
+            self.queue_transition(events, out);
+        }
+    }
+
+    /// Queues what the running transition returned, one event at a time
+    /// (nothing when none runs).
+    pub(in crate::member) fn queue_transition(
+        &self,
         events: Vec<TransitionEvent<S>>,
-        out: &mut Vec<MemberOutput<S>>,
+        out: &mut Outbox<S>,
     ) {
         let Some(epoch) = self.epochs.transition.as_ref().map(|t| t.epoch()) else {
             return;
         };
         for event in events {
-            match event {
-                TransitionEvent::Effect(e) => {
-                    out.push(MemberOutput::Effect(e.map(Envelope::Epoch, |timer| {
-                        MemberTimer::Epoch { epoch, timer }
-                    })))
-                }
-                TransitionEvent::Complete {
-                    output,
+            out.queue(SelfInput::Transition { epoch, event });
+        }
+    }
+
+    /// One event of the transition into `epoch`.
+    pub(in crate::member) fn on_transition(
+        &mut self,
+        now: Time,
+        epoch: u64,
+        event: TransitionEvent<S>,
+        out: &mut Outbox<S>,
+    ) {
+        match event {
+            TransitionEvent::Effect(e) => {
+                out.push(MemberOutput::Effect(e.map(Envelope::Epoch, |timer| {
+                    MemberTimer::Epoch { epoch, timer }
+                })))
+            }
+            TransitionEvent::Complete {
+                output,
+                digest,
+                dealers,
+            } => {
+                self.epochs.ready = Some((digest, output));
+                out.push(MemberOutput::Epoch(EpochEvent::Ready { epoch, digest }));
+                let (Some(identity), Some(invitation)) = (&self.identity, &self.epochs.invitation)
+                else {
+                    return;
+                };
+                let control = Control::ready(
+                    epoch,
+                    invitation.change.digest(),
                     digest,
                     dealers,
-                } => {
-                    self.epochs.ready = Some((digest, output));
-                    out.push(MemberOutput::Epoch(EpochEvent::Ready { epoch, digest }));
-                    let (Some(identity), Some(invitation)) =
-                        (&self.identity, &self.epochs.invitation)
-                    else {
-                        continue;
-                    };
-                    let control = Control::ready(
-                        epoch,
-                        invitation.change.digest(),
-                        digest,
-                        dealers,
-                        &identity.key,
-                    );
-                    self.submit(now, control, out);
-                    self.try_join(now, out);
-                }
-                // The keys the chain switched to, recombined once the deals
-                // of the dealers it named came in (`keys_for` waited).
-                TransitionEvent::Adopted { output, digest } => {
-                    self.epochs.ready = Some((digest, output));
-                    self.try_join(now, out);
-                }
-                TransitionEvent::Failed(reason) => self.fail_epoch(epoch, reason.to_string(), out),
+                    &identity.who.key,
+                );
+                self.submit(now, control, out);
+                self.try_join(now, out);
             }
+            // The keys the chain switched to, recombined once the deals
+            // of the dealers it named came in (`keys_for` waited).
+            TransitionEvent::Adopted { output, digest } => {
+                self.epochs.ready = Some((digest, output));
+                self.try_join(now, out);
+            }
+            TransitionEvent::Failed(reason) => self.fail_epoch(epoch, reason.to_string(), out),
         }
     }
 }

@@ -10,7 +10,7 @@
 
 use super::*;
 use crate::epoch::{
-    check_change, Control, Decision, EpochChange, EpochMessage, Governance, Invitation,
+    check_change, Control, Directory, EpochChange, EpochMessage, Governance, Invitation,
     ReshareWire, Transition, TransitionEvent, TransitionTimer,
 };
 use beacon::dkg::session::SessionMessage;

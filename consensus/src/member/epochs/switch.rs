@@ -11,7 +11,7 @@ impl<S: Scheme> Member<S> {
         now: Time,
         from: u32,
         message: EpochMessage<S>,
-        out: &mut Vec<MemberOutput<S>>,
+        out: &mut Outbox<S>,
     ) {
         if matches!(
             message,
@@ -23,7 +23,7 @@ impl<S: Scheme> Member<S> {
             < self
                 .identity
                 .as_ref()
-                .map_or(0, |i| i.directory.len() as usize)
+                .map_or(0, |i| i.who.directory.len() as usize)
         {
             self.epochs.heard_from.insert(from);
         }
@@ -35,7 +35,7 @@ impl<S: Scheme> Member<S> {
                 let known = self
                     .identity
                     .as_ref()
-                    .is_some_and(|i| i.directory.index_of(&signer).is_some());
+                    .is_some_and(|i| i.who.directory.index_of(&signer).is_some());
                 let Ok(tx) = control.to_transaction() else {
                     return;
                 };
@@ -52,7 +52,7 @@ impl<S: Scheme> Member<S> {
                 }
                 seen.insert(id);
                 let outputs = r.handle(now, Input::ControlTransaction(tx));
-                self.on_replica(now, outputs, out);
+                self.queue_replica(outputs, out);
             }
             EpochMessage::Invite(invitation) => self.on_invite(now, from, *invitation, out),
             EpochMessage::Handoff {
@@ -120,14 +120,11 @@ impl<S: Scheme> Member<S> {
             message @ (EpochMessage::Reshare { epoch, .. } | EpochMessage::Dkg { epoch, .. }) => {
                 if let Some(t) = self.epochs.transition.as_mut() {
                     let events = t.on_message(now, from, message);
-                    self.on_transition(now, events, out);
-                    if self.epochs.ready.is_none() {
-                        // Waiting for keys the chain switched to: what came
-                        // may complete them.
-                        self.try_join(now, out);
-                    }
+                    self.queue_transition(events, out);
+                    // Once the events were read.
+                    out.queue(SelfInput::RetryJoin);
                 } else if Some(epoch) == self.epoch.number.checked_add(1) {
-                    let parties = self.identity.as_ref().map_or(0, |i| i.directory.len());
+                    let parties = self.identity.as_ref().map_or(0, |i| i.who.directory.len());
                     if from < parties {
                         let limit = early_per_sender(parties as usize);
                         let kept = self.epochs.early.entry(from).or_default();
@@ -149,8 +146,8 @@ impl<S: Scheme> Member<S> {
     /// the restarted member then asks for). A new member that holds its
     /// transition ignores the invitation; one without counts it with the
     /// others (`f + 1` identical ones start its transition).
-    fn invite_again(&self, from: u32, epoch: u64, out: &mut Vec<MemberOutput<S>>) {
-        let me = self.identity.as_ref().map(|i| i.me);
+    fn invite_again(&self, from: u32, epoch: u64, out: &mut Outbox<S>) {
+        let me = self.identity.as_ref().map(|i| i.who.me);
         let running = match (
             &self.phase,
             &self.epochs.invitation,
@@ -193,7 +190,7 @@ impl<S: Scheme> Member<S> {
         now: Time,
         from: u32,
         invitation: Invitation<S>,
-        out: &mut Vec<MemberOutput<S>>,
+        out: &mut Outbox<S>,
     ) {
         let Some(identity) = &self.identity else {
             return;
@@ -202,7 +199,7 @@ impl<S: Scheme> Member<S> {
             || self.epochs.transition.is_some()
             || self.epoch.index_of(from).is_none()
             || !self.epochs.invited_by.insert(from)
-            || invitation.reshare.old_members != self.epoch.ids(&identity.directory)
+            || invitation.reshare.old_members != self.epoch.ids(&identity.who.directory)
             || invitation.change.epoch != self.epoch.number.saturating_add(1)
         {
             return;
@@ -230,7 +227,7 @@ impl<S: Scheme> Member<S> {
 
     /// A joiner with its keys starts the new replica once `f + 1` old members
     /// handed over the same chain with its keys' digest.
-    pub(in crate::member) fn try_join(&mut self, now: Time, out: &mut Vec<MemberOutput<S>>) {
+    pub(in crate::member) fn try_join(&mut self, now: Time, out: &mut Outbox<S>) {
         if !matches!(self.phase, Phase::Joining) {
             return;
         }
@@ -295,7 +292,7 @@ impl<S: Scheme> Member<S> {
         now: Time,
         digest: [u8; 32],
         dealers: &[u32],
-        out: &mut Vec<MemberOutput<S>>,
+        out: &mut Outbox<S>,
     ) -> bool {
         if let Some((mine, _)) = &self.epochs.ready {
             if *mine == digest {
@@ -310,7 +307,7 @@ impl<S: Scheme> Member<S> {
             return true;
         }
         let events = t.ask_awaited(now);
-        self.on_transition(now, events, out);
+        self.queue_transition(events, out);
         false
     }
 
@@ -321,15 +318,26 @@ impl<S: Scheme> Member<S> {
         self.epochs.transition.as_ref().is_some_and(|t| t.awaits())
     }
 
-    /// Step 5 at an old member: the epoch ends after `height`.
-    pub(in crate::member) fn switch(
+    /// A member waiting for the keys the chain switched to read a message of
+    /// the change ([`SelfInput::RetryJoin`]): what came may complete them.
+    pub(in crate::member) fn on_retry_join(&mut self, now: Time, out: &mut Outbox<S>) {
+        if self.epochs.ready.is_none() {
+            self.try_join(now, out);
+        }
+    }
+
+    /// Step 5 at an old member: the epoch ends after `height`. What its
+    /// replica queued after the block that ended it is dropped (it was the
+    /// old epoch's next height, which never happens).
+    pub(in crate::member) fn on_switch(
         &mut self,
         now: Time,
         height: Height,
         digest: [u8; 32],
         dealers: Vec<u32>,
-        out: &mut Vec<MemberOutput<S>>,
+        out: &mut Outbox<S>,
     ) {
+        self.generation = self.generation.wrapping_add(1);
         let Phase::Replica(replica) = &self.phase else {
             return;
         };
@@ -370,7 +378,11 @@ impl<S: Scheme> Member<S> {
                 }));
             }
         }
-        let me = self.identity.as_ref().map(|i| i.me).unwrap_or(self.me.0);
+        let me = self
+            .identity
+            .as_ref()
+            .map(|i| i.who.me)
+            .unwrap_or(self.me.0);
         let running = self.epochs.transition.is_some() && self.epochs.ready.is_none();
         let holds = self.keys_for(now, digest, &dealers, out);
         let running = running || self.awaits_keys();
@@ -419,7 +431,7 @@ impl<S: Scheme> Member<S> {
         &mut self,
         now: Time,
         entries: Vec<Arc<CommittedEntry<S>>>,
-        out: &mut Vec<MemberOutput<S>>,
+        out: &mut Outbox<S>,
     ) {
         let (Some((_, output)), Some(t)) =
             (self.epochs.ready.take(), self.epochs.transition.take())
@@ -435,7 +447,7 @@ impl<S: Scheme> Member<S> {
             Vec::new(),
             &self.seed,
             &self.memo,
-            self.behaviour,
+            self.adversary.as_deref(),
         );
         let mut replica = match replica {
             Ok(r) => r,
@@ -445,7 +457,7 @@ impl<S: Scheme> Member<S> {
             }
         };
         let ahead = std::mem::take(&mut self.epochs.ahead);
-        let directory = self.identity.as_ref().map(|i| i.directory.clone());
+        let directory = self.identity.as_ref().map(|i| i.who.directory.clone());
         self.epochs = self.epochs.next(&new, directory.as_ref(), &self.memo);
         self.retain(now, Some(t), out);
         self.me = output.me;
@@ -468,17 +480,12 @@ impl<S: Scheme> Member<S> {
             }
         }
         self.phase = Phase::Replica(replica);
-        self.on_replica(now, outputs, out);
+        self.queue_replica(outputs, out);
     }
 
     /// Keeps the transition of the change just made, to send its deal again
     /// to new members that ask, and arms its erasure.
-    fn retain(
-        &mut self,
-        now: Time,
-        transition: Option<Transition<S>>,
-        out: &mut Vec<MemberOutput<S>>,
-    ) {
+    fn retain(&mut self, now: Time, transition: Option<Transition<S>>, out: &mut Outbox<S>) {
         let (Some(t), Some(identity)) = (transition, &self.identity) else {
             return;
         };

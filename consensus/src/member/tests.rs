@@ -1,0 +1,434 @@
+//! Step tables for [`Member`], as the replica's (`consensus/tests/steps.rs`):
+//! one member, one input per step, and the outputs it must produce, written
+//! as data in the order it produces them ([`MemberOutput`]'s `Display`). What
+//! the DKG session, the replica and the transition return goes through the
+//! member's loopback inside one step, so a step shows everything one input
+//! causes, in the order the loopback runs it.
+//!
+//! The network: genesis members 0..4 (`n = 4, c = 0`), and parties 4..7 that
+//! may join.
+
+use super::*;
+use crate::config::smallest_collector_slack;
+use crate::epoch::{member_id, Control, EpochChange, EpochMessage, ReshareWire, TransitionTimer};
+use crate::messages::{Block, CommitCertificate, CommitPath};
+use crate::params::DkgParams;
+use crate::View;
+use beacon::dkg::relay::VerifyingKey;
+use beacon::schedule::EventQueue;
+use beacon::{MinSig, Point};
+use std::collections::VecDeque;
+
+type S = MinSig;
+type Sig = <S as Scheme>::Signature;
+
+/// Phase length of changes (µs).
+const PHASE_US: u64 = 1_000_000;
+
+/// Parties: the genesis members, then the joiners.
+const PARTIES: u32 = 7;
+
+/// One input and the outputs it must produce, in order.
+struct Step {
+    desc: &'static str,
+    input: MemberInput<S>,
+    expected: Vec<&'static str>,
+}
+
+fn step(desc: &'static str, input: MemberInput<S>, expected: &[&'static str]) -> Step {
+    Step {
+        desc,
+        input,
+        expected: expected.to_vec(),
+    }
+}
+
+/// Runs `steps` on `member`, step `i` at `i` ms.
+fn check(member: &mut Member<S>, steps: Vec<Step>) {
+    for (i, step) in steps.into_iter().enumerate() {
+        let out = member.handle(Time::from_millis(i as u64), step.input);
+        let lines: Vec<String> = out.iter().map(ToString::to_string).collect();
+        assert_eq!(lines, step.expected, "step {i}: {}", step.desc);
+    }
+}
+
+fn key(i: u32) -> SigningKey {
+    member_key(&[i as u8 + 1; 32])
+}
+
+fn keys() -> Arc<Vec<VerifyingKey>> {
+    Arc::new((0..PARTIES).map(|i| key(i).verifying_key()).collect())
+}
+
+fn identity(i: u32) -> MemberIdentity {
+    MemberIdentity::new(i, key(i), keys())
+}
+
+fn message(from: u32, envelope: Envelope<S>) -> MemberInput<S> {
+    MemberInput::Message {
+        from: NodeIndex(from),
+        envelope,
+    }
+}
+
+/// The change into epoch 1 with the parties `members`.
+fn change(members: &[u32]) -> EpochChange {
+    let keys = keys();
+    EpochChange {
+        epoch: 1,
+        members: members
+            .iter()
+            .map(|d| member_id(&keys[*d as usize]))
+            .collect(),
+        c: smallest_collector_slack(members.len() as u32).unwrap(),
+        beacon_threshold: 0,
+    }
+}
+
+/// A chain of `blocks.len()` heights holding `blocks`' transactions (its
+/// certificates are not checked by a restored member).
+fn chain(blocks: Vec<Vec<Vec<u8>>>) -> Vec<Arc<CommittedEntry<S>>> {
+    let mut chain: Vec<Arc<CommittedEntry<S>>> = Vec::new();
+    for (h, transactions) in blocks.into_iter().enumerate() {
+        let block = Block {
+            height: Height::new(h as u64 + 1),
+            parent: chain.last().map_or([0; 32], |e| e.block.digest()),
+            previous_beacon: Vec::new(),
+            transactions,
+        };
+        let certificate = CommitCertificate {
+            height: block.height,
+            view: View::ZERO,
+            digest: block.digest(),
+            path: CommitPath::Fast,
+            signature: Sig::generator(),
+        };
+        chain.push(Arc::new(CommittedEntry {
+            block: Arc::new(block),
+            certificate,
+            beacon: Sig::generator(),
+        }));
+    }
+    chain
+}
+
+/// Genesis members 0, 1 and 2 propose `change`.
+fn proposals(change: &EpochChange) -> Vec<Vec<u8>> {
+    (0..3)
+        .map(|i| {
+            Control::propose(change.clone(), &key(i))
+                .to_transaction()
+                .unwrap()
+        })
+        .collect()
+}
+
+/// Genesis member `i`, restored from `chain` with its identity (not started).
+fn restored(i: u32, chain: Vec<Arc<CommittedEntry<S>>>) -> Member<S> {
+    let config = ReplicaConfig::new(4, 0).unwrap();
+    let outputs = crate::corpus::honest_dkg::<S>(&config, 35);
+    Member::restore(
+        config,
+        &outputs[i as usize],
+        chain,
+        Vec::new(),
+        [i as u8; 32],
+        Memo::disabled(),
+        None,
+    )
+    .unwrap()
+    .with_identity(identity(i), PHASE_US, 3)
+}
+
+#[test]
+fn a_finalized_block_that_ends_the_epoch_switches_and_drops_the_old_replica() {
+    // Member 0 leaves: the change makes parties 1..7 the members. Height 3
+    // decides it; height 4 holds n' - f' = 5 new members' readies.
+    let change = change(&[1, 2, 3, 4, 5, 6]);
+    let digest = [7; 32];
+    let readies = (1..6)
+        .map(|i| {
+            Control::ready(1, change.digest(), digest, vec![0, 1, 2], &key(i))
+                .to_transaction()
+                .unwrap()
+        })
+        .collect();
+    let mut member = restored(0, chain(vec![vec![], vec![], proposals(&change), readies]));
+    check(
+        &mut member,
+        vec![step(
+            "the restarted member reads its window: height 3 decides the change \
+             (invitations, the resharing's start, the resend timer), height 4 \
+             ends the epoch (handoffs to the joiners, the erasure timer of what it \
+             dealt, retired); the replica of the ended epoch never starts",
+            MemberInput::Start,
+            &[
+                "epoch 1 decided at 3",
+                "send epoch-invite to 1",
+                "send epoch-invite to 2",
+                "send epoch-invite to 3",
+                "send epoch-invite to 4",
+                "send epoch-invite to 5",
+                "send epoch-invite to 6",
+                "broadcast epoch-reshare",
+                "send epoch-reshare to 1",
+                "send epoch-reshare to 2",
+                "send epoch-reshare to 3",
+                "send epoch-reshare to 4",
+                "send epoch-reshare to 5",
+                "send epoch-reshare to 6",
+                "timer epoch 1 Reshare(EndOfDeal)",
+                "timer epoch-resend",
+                "send epoch-handoff to 4",
+                "send epoch-handoff to 5",
+                "send epoch-handoff to 6",
+                "timer epoch 1 Erase",
+                "epoch 1 retired after 4",
+            ],
+        )],
+    );
+    assert!(member.is_retired());
+    assert_eq!(member.epoch().number, 1);
+}
+
+#[test]
+fn a_decision_on_the_window_starts_the_change_then_the_replica() {
+    // As above without the readies: the epoch goes on.
+    let change = change(&[1, 2, 3, 4, 5, 6]);
+    let mut member = restored(0, chain(vec![vec![], vec![], proposals(&change)]));
+    check(
+        &mut member,
+        vec![step(
+            "the decision (invitations, the resharing's start, the resend \
+             timer), then the replica of the running epoch starts",
+            MemberInput::Start,
+            &[
+                "epoch 1 decided at 3",
+                "send epoch-invite to 1",
+                "send epoch-invite to 2",
+                "send epoch-invite to 3",
+                "send epoch-invite to 4",
+                "send epoch-invite to 5",
+                "send epoch-invite to 6",
+                "broadcast epoch-reshare",
+                "send epoch-reshare to 1",
+                "send epoch-reshare to 2",
+                "send epoch-reshare to 3",
+                "send epoch-reshare to 4",
+                "send epoch-reshare to 5",
+                "send epoch-reshare to 6",
+                "timer epoch 1 Reshare(EndOfDeal)",
+                "timer epoch-resend",
+                "persist-votes 4",
+                "broadcast pre-prepare",
+                "timer replica 0 view-change(4,0)",
+                "send sign-share to 1",
+                "timer replica 0 retransmit(4,0)",
+            ],
+        )],
+    );
+    assert!(member.has_keys());
+    assert_eq!(member.changing_to(), Some(1));
+}
+
+#[test]
+fn a_message_of_the_next_epoch_waits_for_the_transition_and_is_replayed_after_its_start() {
+    // Every party is a member of epoch 1. Genesis members 0 and 1 read the
+    // decision off their window and send joiner 4 their invitation and
+    // their part of the resharing.
+    let change = change(&[0, 1, 2, 3, 4, 5, 6]);
+    let window = || chain(vec![vec![], vec![], proposals(&change)]);
+    let sent_to_4 = |i: u32| -> Vec<EpochMessage<S>> {
+        restored(i, window())
+            .handle(Time::ZERO, MemberInput::Start)
+            .into_iter()
+            .filter_map(|o| match o {
+                MemberOutput::Effect(Effect::Send {
+                    to: NodeIndex(4),
+                    message: Envelope::Epoch(m),
+                })
+                | MemberOutput::Effect(Effect::Broadcast(Envelope::Epoch(m))) => Some(m),
+                _ => None,
+            })
+            .collect()
+    };
+    let (from_0, from_1) = (sent_to_4(0), sent_to_4(1));
+    let invite = |sent: &[EpochMessage<S>]| {
+        let invite = sent.iter().find(|m| matches!(m, EpochMessage::Invite(_)));
+        Envelope::Epoch(invite.cloned().unwrap())
+    };
+    let reshare = |sent: &[EpochMessage<S>], shares: bool| {
+        let reshare = sent.iter().find(|m| match m {
+            EpochMessage::Reshare { message, .. } => {
+                matches!(message, ReshareWire::Shares(_)) == shares
+                    && !matches!(message, ReshareWire::Request)
+            }
+            _ => false,
+        });
+        Envelope::Epoch(reshare.cloned().unwrap())
+    };
+    let mut joiner = Member::joining(
+        EpochView::genesis(ReplicaConfig::new(4, 0).unwrap()),
+        identity(4),
+        [44; 32],
+        Memo::disabled(),
+        PHASE_US,
+        3,
+    )
+    .unwrap();
+    let recover = MemberInput::Timer(MemberTimer::Epoch {
+        epoch: 1,
+        timer: TransitionTimer::Recover,
+    });
+    check(
+        &mut joiner,
+        vec![
+            step(
+                "a joiner asks the genesis members for the handoff (it may \
+                 have lost an invitation) and arms the resend timer",
+                MemberInput::Start,
+                &[
+                    "send epoch-handoff-request to 0",
+                    "send epoch-handoff-request to 1",
+                    "send epoch-handoff-request to 2",
+                    "send epoch-handoff-request to 3",
+                    "timer epoch-resend",
+                ],
+            ),
+            step(
+                "dealer 0's resharing broadcast, before any invitation: kept",
+                message(0, reshare(&from_0, false)),
+                &[],
+            ),
+            step(
+                "dealer 0's sub-shares for this joiner: kept",
+                message(0, reshare(&from_0, true)),
+                &[],
+            ),
+            step(
+                "one invitation: f + 1 = 2 are needed",
+                message(0, invite(&from_0)),
+                &[],
+            ),
+            step(
+                "the second identical invitation starts the transition (its \
+                 timers, this new member's deal in the consensus keys' DKG); \
+                 the kept messages are read after it",
+                message(1, invite(&from_1)),
+                &[
+                    "timer epoch 1 Recover",
+                    "timer epoch 1 Reshare(EndOfDeal)",
+                    "timer epoch 1 Dkg(EndOfAttempt { attempt: 0 })",
+                    "broadcast epoch-dkg",
+                    "send epoch-dkg to 0",
+                    "send epoch-dkg to 1",
+                    "send epoch-dkg to 2",
+                    "send epoch-dkg to 3",
+                    "send epoch-dkg to 5",
+                    "send epoch-dkg to 6",
+                    "timer epoch 1 Dkg(Phase { attempt: 0, timer: EndOfDeal })",
+                ],
+            ),
+            step(
+                "dealer 1's resharing broadcast, during the transition",
+                message(1, reshare(&from_1, false)),
+                &[],
+            ),
+            step(
+                "dealer 1's sub-shares, during the transition",
+                message(1, reshare(&from_1, true)),
+                &[],
+            ),
+            step(
+                "time to ask for what is missing: the deals and sub-shares of \
+                 dealers 2 and 3 only (0's were kept and read, 1's came \
+                 during the transition)",
+                recover,
+                &[
+                    "send epoch-reshare to 2",
+                    "send epoch-reshare to 3",
+                    "send epoch-dkg to 0",
+                    "send epoch-dkg to 1",
+                    "send epoch-dkg to 2",
+                    "send epoch-dkg to 3",
+                    "timer epoch 1 Recover",
+                ],
+            ),
+        ],
+    );
+    assert_eq!(joiner.changing_to(), Some(1));
+}
+
+/// Genesis members 0..4 run the DKG, messages delivered in order, timers
+/// fired when nothing is in flight; returns member 0 and the outputs of the
+/// input that completed its DKG.
+fn genesis_dkg() -> (Member<S>, Vec<MemberOutput<S>>) {
+    let config = ReplicaConfig::new(4, 0).unwrap();
+    let dkg = config.dkg_config([35; 32], &DkgParams::default()).unwrap();
+    let memo = Memo::shared();
+    let mut members: Vec<Member<S>> = (0..4)
+        .map(|i| {
+            Member::new(
+                config.clone(),
+                dkg.clone(),
+                identity(i),
+                [i as u8; 32],
+                memo.clone(),
+                None,
+            )
+            .unwrap()
+        })
+        .collect();
+    let mut queue: VecDeque<(u32, MemberInput<S>)> =
+        (0..4).map(|i| (i, MemberInput::Start)).collect();
+    let mut timers: EventQueue<(u32, MemberTimer)> = EventQueue::new();
+    let mut now = Time::ZERO;
+    loop {
+        let (to, input) = match queue.pop_front() {
+            Some(next) => next,
+            None => {
+                let (at, (to, timer)) = timers.pop().expect("the DKG ends");
+                now = now.max(at);
+                (to, MemberInput::Timer(timer))
+            }
+        };
+        let out = members[to as usize].handle(now, input);
+        if to == 0
+            && out
+                .iter()
+                .any(|o| matches!(o, MemberOutput::DkgComplete(_)))
+        {
+            return (members.swap_remove(0), out);
+        }
+        for o in out {
+            match o {
+                MemberOutput::Effect(Effect::Send {
+                    to: NodeIndex(d),
+                    message: envelope,
+                }) if d < 4 => queue.push_back((d, message(to, envelope))),
+                MemberOutput::Effect(Effect::Broadcast(envelope)) => {
+                    for d in (0..4).filter(|d| *d != to) {
+                        queue.push_back((d, message(to, envelope.clone())));
+                    }
+                }
+                MemberOutput::Effect(Effect::SetTimer { at, timer }) => {
+                    timers.push(at, (to, timer))
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+#[test]
+fn the_dkg_done_starts_the_replica_in_the_same_step() {
+    let (member, out) = genesis_dkg();
+    let lines: Vec<String> = out.iter().map(ToString::to_string).collect();
+    let done = lines.iter().position(|l| l == "dkg-complete").unwrap();
+    assert_eq!(
+        lines[done..],
+        ["dkg-complete", "timer replica 0 view-change(1,0)"],
+        "the DKG's end, then the replica's start: {lines:?}"
+    );
+    assert!(member.has_keys());
+}
