@@ -23,6 +23,7 @@
 //! The safety argument is in `SAFETY.md` next to this crate's manifest.
 
 #![forbid(unsafe_code)]
+#![warn(unreachable_pub)]
 
 pub mod behaviour;
 pub mod byzantine;

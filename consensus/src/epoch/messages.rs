@@ -26,7 +26,7 @@ const PROPOSE_DOMAIN: &[u8] = b"sbft-beacon/epoch-propose/1";
 const READY_DOMAIN: &[u8] = b"sbft-beacon/epoch-ready/2";
 
 /// Largest member list a change may name.
-pub const MAX_MEMBERS: usize = 1 << 16;
+pub(super) const MAX_MEMBERS: usize = 1 << 16;
 
 /// A change of members: epoch `epoch` with `members` (by member key, in epoch
 /// order), `c` extra collectors and beacon threshold `beacon_threshold`

@@ -100,7 +100,7 @@ pub(super) struct Outbox<S: Scheme> {
 
 impl<S: Scheme> Outbox<S> {
     /// Empty.
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         Outbox {
             outputs: Vec::new(),
             step: Vec::new(),
@@ -109,18 +109,18 @@ impl<S: Scheme> Outbox<S> {
     }
 
     /// Queues `output` for the driver.
-    pub fn push(&mut self, output: MemberOutput<S>) {
+    pub(super) fn push(&mut self, output: MemberOutput<S>) {
         self.step.push(Queued::Output(output));
     }
 
     /// Queues `input` for this member.
-    pub fn queue(&mut self, input: SelfInput<S>) {
+    pub(super) fn queue(&mut self, input: SelfInput<S>) {
         self.step.push(Queued::Input(input));
     }
 
     /// The next self-input: what the step that just ran queued comes first;
     /// outputs before it go to the driver's list.
-    pub fn next_input(&mut self) -> Option<SelfInput<S>> {
+    pub(super) fn next_input(&mut self) -> Option<SelfInput<S>> {
         for queued in self.step.drain(..).rev() {
             self.pending.push_front(queued);
         }
@@ -134,7 +134,7 @@ impl<S: Scheme> Outbox<S> {
     }
 
     /// The outputs (the queue is empty when `handle` returns).
-    pub fn take(&mut self) -> Vec<MemberOutput<S>> {
+    pub(super) fn take(&mut self) -> Vec<MemberOutput<S>> {
         debug_assert!(self.step.is_empty() && self.pending.is_empty());
         std::mem::take(&mut self.outputs)
     }

@@ -24,7 +24,7 @@ struct Held<S: Scheme> {
 
 impl<S: Scheme> Backups<S> {
     /// Nothing held.
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         Backups {
             held: BTreeMap::new(),
         }
@@ -32,7 +32,7 @@ impl<S: Scheme> Backups<S> {
 
     /// Records that another collector's result for height `h` arrived (a
     /// commit proof, with or without the beacon, or a beacon).
-    pub fn note_peer_result(&mut self, h: Height, message: &Message<S>) {
+    pub(super) fn note_peer_result(&mut self, h: Height, message: &Message<S>) {
         for held in self
             .held
             .range_mut((h, View::ZERO)..=(h, View::MAX))

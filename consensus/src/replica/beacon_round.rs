@@ -37,7 +37,7 @@ pub(super) struct BeaconRound<S: Scheme> {
 impl<S: Scheme> BeaconRound<S> {
     /// Round `round`, chained on `previous` (the previous beacon's signature,
     /// or the genesis seed), among `n` signers.
-    pub fn new(round: Height, previous: &[u8], n: u32) -> Self {
+    pub(super) fn new(round: Height, previous: &[u8], n: u32) -> Self {
         BeaconRound {
             round,
             message: round_message(S::ID, round.get(), previous),
@@ -50,12 +50,12 @@ impl<S: Scheme> BeaconRound<S> {
     }
 
     /// What the round's shares sign.
-    pub fn message(&self) -> &[u8; 32] {
+    pub(super) fn message(&self) -> &[u8; 32] {
         &self.message
     }
 
     /// `beta_h`, once known.
-    pub fn known(&self) -> Option<S::Signature> {
+    pub(super) fn known(&self) -> Option<S::Signature> {
         self.beacon
     }
 }

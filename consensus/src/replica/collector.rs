@@ -45,14 +45,14 @@ enum Collected<S: Scheme> {
 
 impl<S: Scheme> Collector<S> {
     /// Nothing collected.
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         Collector {
             views: BTreeMap::new(),
         }
     }
 
     /// This collector's rank in `view` (0 acts at once), if it collects there.
-    pub fn rank(&self, view: View) -> Option<usize> {
+    pub(super) fn rank(&self, view: View) -> Option<usize> {
         self.views.get(&view).map(|c| c.rank)
     }
 

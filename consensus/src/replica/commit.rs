@@ -25,7 +25,7 @@ pub(super) struct Commit<S: Scheme> {
 
 impl<S: Scheme> Commit<S> {
     /// Nothing certified.
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         Commit {
             certified: None,
             committed: None,
@@ -33,13 +33,13 @@ impl<S: Scheme> Commit<S> {
     }
 
     /// The committed block and certificate.
-    pub fn committed(&self) -> Option<&(Arc<Block>, CommitCertificate<S>)> {
+    pub(super) fn committed(&self) -> Option<&(Arc<Block>, CommitCertificate<S>)> {
         self.committed.as_ref()
     }
 
     /// Commits if a certificate and its block (from `blocks`) are both known;
     /// returns what committed just now.
-    pub fn take_ready(
+    pub(super) fn take_ready(
         &mut self,
         blocks: &BTreeMap<Digest, Arc<Block>>,
     ) -> Option<(Arc<Block>, CommitCertificate<S>)> {
@@ -54,7 +54,7 @@ impl<S: Scheme> Commit<S> {
 
     /// Records a verified certificate (a later one replaces an earlier one
     /// still waiting for its block: by agreement they name the same block).
-    pub fn certify(&mut self, certificate: CommitCertificate<S>) {
+    pub(super) fn certify(&mut self, certificate: CommitCertificate<S>) {
         if self.committed.is_none() {
             self.certified = Some(certificate);
         }

@@ -24,7 +24,7 @@ pub(super) struct Mempool {
 
 impl Mempool {
     /// Empty.
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         Mempool {
             controls: VecDeque::new(),
             transactions: VecDeque::new(),
@@ -34,7 +34,7 @@ impl Mempool {
     }
 
     /// Adds `tx` unless it is too large, a duplicate, or the pool is full.
-    pub fn add(&mut self, config: &ReplicaConfig, tx: Vec<u8>) {
+    pub(super) fn add(&mut self, config: &ReplicaConfig, tx: Vec<u8>) {
         if tx.len() > config.max_transaction_bytes
             || self.transactions.len() >= config.mempool_limit
             || self.bytes + tx.len() > config.mempool_bytes_limit
@@ -50,7 +50,7 @@ impl Mempool {
 
     /// Adds the control transaction `tx` to its lane unless it is too large,
     /// a duplicate, or the lane is full.
-    pub fn add_control(&mut self, config: &ReplicaConfig, tx: Vec<u8>) {
+    pub(super) fn add_control(&mut self, config: &ReplicaConfig, tx: Vec<u8>) {
         if tx.len() > config.max_transaction_bytes || self.controls.len() >= CONTROL_LIMIT {
             return;
         }
@@ -68,7 +68,7 @@ impl Mempool {
 
     /// The oldest transactions, control ones first, at most `max` of them and
     /// `room` bytes of encoding (each costs its length plus 8).
-    pub fn batch(&self, max: usize, mut room: usize) -> Vec<Vec<u8>> {
+    pub(super) fn batch(&self, max: usize, mut room: usize) -> Vec<Vec<u8>> {
         self.controls
             .iter()
             .chain(&self.transactions)
@@ -85,7 +85,7 @@ impl Mempool {
     }
 
     /// Drops `block`'s transactions, in one pass.
-    pub fn remove_committed(&mut self, block: &Block) {
+    pub(super) fn remove_committed(&mut self, block: &Block) {
         let committed: HashSet<&[u8]> = block
             .transactions
             .iter()

@@ -24,7 +24,7 @@ pub(super) struct Origin {
 
 impl Origin {
     /// A message from the network.
-    pub fn peer(from: NodeIndex) -> Self {
+    pub(super) fn peer(from: NodeIndex) -> Self {
         Origin { from, local: false }
     }
 }
@@ -40,7 +40,7 @@ pub(super) struct Outbox<S: Scheme> {
 
 impl<S: Scheme> Outbox<S> {
     /// Empty.
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         Outbox {
             outputs: Vec::new(),
             loopback: VecDeque::new(),
@@ -49,35 +49,35 @@ impl<S: Scheme> Outbox<S> {
     }
 
     /// Send `message` to `to`.
-    pub fn send(&mut self, to: NodeIndex, message: Message<S>) {
+    pub(super) fn send(&mut self, to: NodeIndex, message: Message<S>) {
         self.outputs
             .push(Output::Effect(Effect::Send { to, message }));
     }
 
     /// Send `message` to every other replica.
-    pub fn broadcast(&mut self, message: Message<S>) {
+    pub(super) fn broadcast(&mut self, message: Message<S>) {
         self.outputs
             .push(Output::Effect(Effect::Broadcast(message)));
     }
 
     /// Fire `timer` at `at`.
-    pub fn timer(&mut self, at: Time, timer: Timer) {
+    pub(super) fn timer(&mut self, at: Time, timer: Timer) {
         self.outputs
             .push(Output::Effect(Effect::SetTimer { at, timer }));
     }
 
     /// Ask the driver to answer a sync request from its store.
-    pub fn sync_from_store(&mut self, to: NodeIndex, from_height: Height) {
+    pub(super) fn sync_from_store(&mut self, to: NodeIndex, from_height: Height) {
         self.outputs.push(Output::SyncFromStore { to, from_height });
     }
 
     /// Report `event`.
-    pub fn event(&mut self, event: Event<S>) {
+    pub(super) fn event(&mut self, event: Event<S>) {
         self.outputs.push(Output::Event(event));
     }
 
     /// Report misbehaviour of `culprit` at `height`.
-    pub fn evidence(&mut self, culprit: NodeIndex, height: Height, kind: EvidenceKind) {
+    pub(super) fn evidence(&mut self, culprit: NodeIndex, height: Height, kind: EvidenceKind) {
         self.event(Event::Evidence(Evidence {
             culprit,
             height,
@@ -86,7 +86,7 @@ impl<S: Scheme> Outbox<S> {
     }
 
     /// Deliver `message` to this replica (`me`) after the current one.
-    pub fn loop_back(&mut self, me: NodeIndex, message: Message<S>) {
+    pub(super) fn loop_back(&mut self, me: NodeIndex, message: Message<S>) {
         let origin = Origin {
             from: me,
             local: true,
@@ -95,24 +95,24 @@ impl<S: Scheme> Outbox<S> {
     }
 
     /// Deliver a buffered message from `from` again, after the current one.
-    pub fn replay(&mut self, from: NodeIndex, message: Message<S>) {
+    pub(super) fn replay(&mut self, from: NodeIndex, message: Message<S>) {
         self.loopback.push_back((Origin::peer(from), message));
     }
 
     /// The next message of the loopback queue.
-    pub fn next_message(&mut self) -> Option<(Origin, Message<S>)> {
+    pub(super) fn next_message(&mut self) -> Option<(Origin, Message<S>)> {
         self.loopback.pop_front()
     }
 
     /// The vote record is about to change: what is queued from here on may
     /// carry what it records, and waits until the record is durable.
-    pub fn vote_record_changes(&mut self) {
+    pub(super) fn vote_record_changes(&mut self) {
         self.unrecorded.get_or_insert(self.outputs.len());
     }
 
     /// The outputs so far (the loopback queue is empty when `handle` returns),
     /// and how many of them were queued before the vote record changed.
-    pub fn take(&mut self) -> (Vec<Output<S>>, usize) {
+    pub(super) fn take(&mut self) -> (Vec<Output<S>>, usize) {
         let before = self.unrecorded.take().unwrap_or(0);
         (std::mem::take(&mut self.outputs), before)
     }

@@ -30,7 +30,7 @@ pub(super) struct FutureHeights<S: Scheme> {
 
 impl<S: Scheme> FutureHeights<S> {
     /// Empty.
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         FutureHeights {
             by_height: BTreeMap::new(),
             count: 0,
@@ -40,7 +40,13 @@ impl<S: Scheme> FutureHeights<S> {
 
     /// Keeps `message` of height `h` (the current height is `current`) if it is
     /// near enough and there is room.
-    pub fn keep(&mut self, current: Height, h: Height, from: NodeIndex, message: Message<S>) {
+    pub(super) fn keep(
+        &mut self,
+        current: Height,
+        h: Height,
+        from: NodeIndex,
+        message: Message<S>,
+    ) {
         if h <= current.saturating_add(FUTURE_HEIGHTS) && self.count < FUTURE_LIMIT {
             self.by_height.entry(h).or_default().push((from, message));
             self.count += 1;
@@ -49,12 +55,12 @@ impl<S: Scheme> FutureHeights<S> {
     }
 
     /// How many distinct replicas sent the messages of later heights kept.
-    pub fn senders(&self) -> usize {
+    pub(super) fn senders(&self) -> usize {
         self.by_sender.len()
     }
 
     /// The messages of height `h`, in arrival order.
-    pub fn take(&mut self, h: Height) -> Vec<(NodeIndex, Message<S>)> {
+    pub(super) fn take(&mut self, h: Height) -> Vec<(NodeIndex, Message<S>)> {
         let taken = self.by_height.remove(&h).unwrap_or_default();
         self.count -= taken.len();
         for (from, _) in &taken {
@@ -73,7 +79,7 @@ impl<S: Scheme> FutureHeights<S> {
     /// ahead of us. Asking them in turn reaches an honest one within `f + 1`
     /// requests; always asking the first let a Byzantine replica that sent an
     /// early message and never answers stall us forever.
-    pub fn sender(&self, k: usize) -> Option<NodeIndex> {
+    pub(super) fn sender(&self, k: usize) -> Option<NodeIndex> {
         let mut seen = BTreeSet::new();
         let senders: Vec<NodeIndex> = self
             .by_height
@@ -95,7 +101,7 @@ pub(super) struct Waiting<S: Scheme> {
 
 impl<S: Scheme> Waiting<S> {
     /// Empty.
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         Waiting {
             views: Vec::new(),
             held: Vec::new(),
@@ -103,26 +109,26 @@ impl<S: Scheme> Waiting<S> {
     }
 
     /// Keeps a message of a later view, if there is room.
-    pub fn keep_for_view(&mut self, from: NodeIndex, message: Message<S>) {
+    pub(super) fn keep_for_view(&mut self, from: NodeIndex, message: Message<S>) {
         if self.views.len() < FUTURE_LIMIT {
             self.views.push((from, message));
         }
     }
 
     /// The messages kept for later views.
-    pub fn take_views(&mut self) -> Vec<(NodeIndex, Message<S>)> {
+    pub(super) fn take_views(&mut self) -> Vec<(NodeIndex, Message<S>)> {
         std::mem::take(&mut self.views)
     }
 
     /// Holds a proposal until the signing time, if `from` has room.
-    pub fn hold(&mut self, from: NodeIndex, message: Message<S>) {
+    pub(super) fn hold(&mut self, from: NodeIndex, message: Message<S>) {
         if self.held.iter().filter(|(f, _)| *f == from).count() < HELD_PER_SENDER {
             self.held.push((from, message));
         }
     }
 
     /// The proposals held.
-    pub fn take_held(&mut self) -> Vec<(NodeIndex, Message<S>)> {
+    pub(super) fn take_held(&mut self) -> Vec<(NodeIndex, Message<S>)> {
         std::mem::take(&mut self.held)
     }
 }

@@ -52,7 +52,7 @@ pub(super) struct Primary {
 
 impl Primary {
     /// Nothing proposed or drawn.
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         Primary {
             proposed: BTreeSet::new(),
             primaries: BTreeMap::new(),

@@ -56,7 +56,7 @@ impl Resends {
 
 impl<S: Scheme> Retransmit<S> {
     /// Nothing sent yet.
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         Retransmit {
             shares: Vec::new(),
             armed: BTreeSet::new(),
@@ -67,7 +67,7 @@ impl<S: Scheme> Retransmit<S> {
     }
 
     /// Keeps a collector's broadcast of `view` (a PREPARE) to send again.
-    pub fn keep_broadcast(&mut self, view: View, message: Message<S>) {
+    pub(super) fn keep_broadcast(&mut self, view: View, message: Message<S>) {
         self.broadcasts.push((view, message));
     }
 }

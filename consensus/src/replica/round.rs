@@ -46,7 +46,7 @@ pub(super) struct Round<S: Scheme> {
 
 impl<S: Scheme> Round<S> {
     /// Height `height` at view 0, chained on `previous_beacon`.
-    pub fn new(
+    pub(super) fn new(
         config: &ReplicaConfig,
         chain: &ChainWindow<S>,
         height: Height,

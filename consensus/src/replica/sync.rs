@@ -51,7 +51,7 @@ pub(super) struct CatchUp<S: Scheme> {
 
 impl<S: Scheme> CatchUp<S> {
     /// Nothing asked.
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         CatchUp {
             last_request: None,
             rest: None,
@@ -60,7 +60,7 @@ impl<S: Scheme> CatchUp<S> {
     }
 
     /// The rest of a response, to replay at the next height.
-    pub fn take_rest(&mut self) -> Option<(NodeIndex, Message<S>)> {
+    pub(super) fn take_rest(&mut self) -> Option<(NodeIndex, Message<S>)> {
         let (from, entries) = self.rest.take()?;
         Some((from, Message::SyncResponse { entries }))
     }

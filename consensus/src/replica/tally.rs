@@ -22,7 +22,7 @@ pub(super) struct Tally<S: Scheme, K> {
 
 impl<S: Scheme, K: Ord + Copy> Tally<S, K> {
     /// No shares yet, among `n` signers.
-    pub fn new(kind: ShareKind, n: u32) -> Self {
+    pub(super) fn new(kind: ShareKind, n: u32) -> Self {
         Tally {
             kind,
             n,
@@ -36,7 +36,7 @@ impl<S: Scheme, K: Ord + Copy> Tally<S, K> {
     /// out-of-range signers are ignored by the share set). Returns false, and
     /// keeps only the first, when `from` already sent a share on another key:
     /// two votes in one slot, which no honest replica sends.
-    pub fn insert(
+    pub(super) fn insert(
         &mut self,
         key: K,
         message: &[u8],
@@ -71,7 +71,7 @@ impl<S: Scheme, K: Ord + Copy> Tally<S, K> {
     /// The threshold signature of the first key (in order) whose shares reach
     /// `threshold` and recover. Invalid shares found on the way are dropped
     /// from every key's set and reported as evidence at `height`.
-    pub fn recover(
+    pub(super) fn recover(
         &mut self,
         threshold: usize,
         verifier: &mut Verifier<S>,

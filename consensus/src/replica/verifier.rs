@@ -35,7 +35,7 @@ pub(super) enum Key {
 
 impl Key {
     /// The key a share kind is made with.
-    pub fn of(share: ShareKind) -> Key {
+    pub(super) fn of(share: ShareKind) -> Key {
         match share {
             ShareKind::Sigma => Key::Sigma,
             ShareKind::Tau | ShareKind::Commit => Key::Tau,
@@ -72,7 +72,7 @@ const HASHED_KEPT: usize = 8;
 
 impl<S: Scheme> Verifier<S> {
     /// `seed` drives the batch-verification weights.
-    pub fn new(keys: ReplicaKeys<S>, memo: Arc<Memo>, seed: [u8; 32]) -> Self {
+    pub(super) fn new(keys: ReplicaKeys<S>, memo: Arc<Memo>, seed: [u8; 32]) -> Self {
         Verifier {
             keys,
             memo,
@@ -83,7 +83,7 @@ impl<S: Scheme> Verifier<S> {
     }
 
     /// This replica.
-    pub fn me(&self) -> NodeIndex {
+    pub(super) fn me(&self) -> NodeIndex {
         self.keys.me
     }
 
@@ -92,13 +92,13 @@ impl<S: Scheme> Verifier<S> {
     }
 
     /// The public side of `key`.
-    pub fn public(&self, key: Key) -> &ThresholdPublicKey<S> {
+    pub(super) fn public(&self, key: Key) -> &ThresholdPublicKey<S> {
         &self.key(key).public
     }
 
     /// Hash to the curve: kept for the last few messages (hashing to G2 costs
     /// about as much as a pairing), and shared between simulated replicas.
-    pub fn hash(&self, msg: &[u8]) -> S::Signature {
+    pub(super) fn hash(&self, msg: &[u8]) -> S::Signature {
         let mut h = Sha256::new();
         h.update(b"hash-to-curve");
         h.update(S::DST);
@@ -118,7 +118,7 @@ impl<S: Scheme> Verifier<S> {
 
     /// Verifies a threshold signature under `key`, shared between simulated
     /// replicas.
-    pub fn verify(&self, key: Key, msg: &[u8], sig: &S::Signature) -> bool {
+    pub(super) fn verify(&self, key: Key, msg: &[u8], sig: &S::Signature) -> bool {
         let public = self.public(key);
         let mut h = Sha256::new();
         h.update(b"verify");
@@ -132,7 +132,7 @@ impl<S: Scheme> Verifier<S> {
     }
 
     /// This replica's share of `key` on `msg`.
-    pub fn sign(&self, key: Key, msg: &[u8]) -> S::Signature {
+    pub(super) fn sign(&self, key: Key, msg: &[u8]) -> S::Signature {
         let hashed = self.hash(msg);
         let share = &self.key(key).share;
         if !self.memo.is_enabled() {
@@ -155,7 +155,7 @@ impl<S: Scheme> Verifier<S> {
     /// Recovers `key`'s threshold signature from `set` (one check of the
     /// interpolated signature, batch verification with bisection when it
     /// fails), convicting the signers of invalid shares at `height`.
-    pub fn recover(&mut self, key: Key, set: &ShareSet<S>, height: Height) -> Recovered<S> {
+    pub(super) fn recover(&mut self, key: Key, set: &ShareSet<S>, height: Height) -> Recovered<S> {
         let shares = set.shares();
         let public = &key_share(&self.keys, key).public;
         match public.recover(
@@ -184,7 +184,7 @@ impl<S: Scheme> Verifier<S> {
     /// replicas. The random weights are derived from a hash of every share
     /// (Fiat-Shamir), so the check is a pure function of public data and stays
     /// sound: no share can be chosen after the weights.
-    pub fn shares_verify(&self, key: Key, msg: &[u8], shares: &[SignatureShare<S>]) -> bool {
+    pub(super) fn shares_verify(&self, key: Key, msg: &[u8], shares: &[SignatureShare<S>]) -> bool {
         let public = self.public(key);
         let mut h = Sha256::new();
         h.update(b"batch-verify shares");
@@ -204,7 +204,7 @@ impl<S: Scheme> Verifier<S> {
 
     /// The signers of invalid shares of `key` on `msg` (batch verification with
     /// bisection, weights from this replica's RNG).
-    pub fn find_invalid(
+    pub(super) fn find_invalid(
         &mut self,
         key: Key,
         msg: &[u8],
@@ -219,7 +219,7 @@ impl<S: Scheme> Verifier<S> {
     /// Whether `from`'s shares are ignored at `height`: convicted less than
     /// [`CONVICTION_HEIGHTS`] ago (a conviction expires, so a replica that was
     /// faulty once, say with a corrupted key it has since restored, counts again).
-    pub fn is_convicted(&self, from: NodeIndex, height: Height) -> bool {
+    pub(super) fn is_convicted(&self, from: NodeIndex, height: Height) -> bool {
         self.convicted
             .get(&from)
             .is_some_and(|at| height < at.saturating_add(CONVICTION_HEIGHTS))

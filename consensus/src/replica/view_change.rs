@@ -49,7 +49,7 @@ pub(super) struct ViewChanges<S: Scheme> {
 
 impl<S: Scheme> ViewChanges<S> {
     /// No view change yet.
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         ViewChanges {
             in_progress: false,
             received: BTreeMap::new(),
@@ -73,28 +73,28 @@ impl<S: Scheme> ViewChanges<S> {
     }
 
     /// Whether we sent a VIEW-CHANGE and accepted no NEW-VIEW since.
-    pub fn in_progress(&self) -> bool {
+    pub(super) fn in_progress(&self) -> bool {
         self.in_progress
     }
 
     /// The view changes received for `view` (as its primary).
-    pub fn received(&self, view: View) -> Option<Vec<Arc<ViewChange<S>>>> {
+    pub(super) fn received(&self, view: View) -> Option<Vec<Arc<ViewChange<S>>>> {
         Some(self.received.get(&view)?.values().cloned().collect())
     }
 
     /// Marks `view`'s NEW-VIEW as sent; false if it already was.
-    pub fn mark_new_view_sent(&mut self, view: View) -> bool {
+    pub(super) fn mark_new_view_sent(&mut self, view: View) -> bool {
         self.new_view_sent.insert(view)
     }
 
     /// Whether `view`'s NEW-VIEW went out.
-    pub fn new_view_sent(&self, view: View) -> bool {
+    pub(super) fn new_view_sent(&self, view: View) -> bool {
         self.new_view_sent.contains(&view)
     }
 
     /// Our VIEW-CHANGE while the view change is in progress (what the
     /// retransmission timer sends again).
-    pub fn latest_sent(&self) -> Option<Message<S>> {
+    pub(super) fn latest_sent(&self) -> Option<Message<S>> {
         self.latest
             .clone()
             .filter(|m| self.in_progress && matches!(m, Message::ViewChange(_)))
@@ -102,7 +102,7 @@ impl<S: Scheme> ViewChanges<S> {
 
     /// A NEW-VIEW was accepted: the view change is over, and the NEW-VIEW is
     /// what replicas behind us are answered with.
-    pub fn accepted(&mut self, new_view: Message<S>) {
+    pub(super) fn accepted(&mut self, new_view: Message<S>) {
         self.in_progress = false;
         self.latest = Some(new_view);
     }

@@ -14,7 +14,10 @@ impl<S: Scheme> Verifier<S> {
     /// The senders whose VIEW-CHANGE signature does not verify: one batch per
     /// signed message (honest replicas with the same claims sign the same
     /// message), bisection only when a batch fails.
-    pub fn forged_view_changes(&mut self, vcs: &[Arc<ViewChange<S>>]) -> BTreeSet<NodeIndex> {
+    pub(super) fn forged_view_changes(
+        &mut self,
+        vcs: &[Arc<ViewChange<S>>],
+    ) -> BTreeSet<NodeIndex> {
         let mut by_message: BTreeMap<Digest, Vec<SignatureShare<S>>> = BTreeMap::new();
         for vc in vcs {
             by_message
@@ -36,7 +39,7 @@ impl<S: Scheme> Verifier<S> {
 
     /// The view changes of height `h` whose signatures, certificates and votes
     /// verify (batch-verified per group of identical claims).
-    pub fn valid_view_changes(
+    pub(super) fn valid_view_changes(
         &mut self,
         h: Height,
         vcs: &[Arc<ViewChange<S>>],
@@ -91,7 +94,7 @@ impl<S: Scheme> Verifier<S> {
     /// Verifies only the claims that decide [`super::safe_value::safe_value`]
     /// at height `h`: the highest prepare certificate and the fast votes of the
     /// winning digest.
-    pub fn deciding_claims_verify(
+    pub(super) fn deciding_claims_verify(
         &mut self,
         h: Height,
         f: u32,

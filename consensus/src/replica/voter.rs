@@ -29,7 +29,7 @@ pub(super) struct Voter<S: Scheme> {
 
 impl<S: Scheme> Voter<S> {
     /// Nothing accepted or voted.
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         Voter {
             accepted: BTreeMap::new(),
             fast_vote: None,
@@ -39,23 +39,23 @@ impl<S: Scheme> Voter<S> {
     }
 
     /// The latest fast-path vote.
-    pub fn fast_vote(&self) -> Option<&FastVote<S>> {
+    pub(super) fn fast_vote(&self) -> Option<&FastVote<S>> {
         self.fast_vote.as_ref()
     }
 
     /// The highest prepare certificate.
-    pub fn prepared(&self) -> Option<&PrepareCertificate<S>> {
+    pub(super) fn prepared(&self) -> Option<&PrepareCertificate<S>> {
         self.prepared.as_ref()
     }
 
     /// Whether a proposal of `view` was accepted.
-    pub fn has_accepted(&self, view: View) -> bool {
+    pub(super) fn has_accepted(&self, view: View) -> bool {
         self.accepted.contains_key(&view)
     }
 
     /// The digest a VIEW-CHANGE carries the block of: the prepared one, else the
     /// fast-voted one.
-    pub fn claimed(&self) -> Option<Digest> {
+    pub(super) fn claimed(&self) -> Option<Digest> {
         self.prepared
             .as_ref()
             .map(|p| p.digest)

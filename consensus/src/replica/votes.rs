@@ -108,7 +108,7 @@ pub(super) struct VoteLog<S: Scheme> {
 impl<S: Scheme> VoteLog<S> {
     /// The log a replica resumes with: `records` from its store, those below
     /// `height` (finalized since) dropped.
-    pub fn restore(records: Vec<SignedVotes<S>>, height: Height) -> Self {
+    pub(super) fn restore(records: Vec<SignedVotes<S>>, height: Height) -> Self {
         VoteLog {
             heights: records
                 .into_iter()
@@ -120,7 +120,7 @@ impl<S: Scheme> VoteLog<S> {
     }
 
     /// The record of `height`, if anything was signed there.
-    pub fn at(&self, height: Height) -> Option<&SignedVotes<S>> {
+    pub(super) fn at(&self, height: Height) -> Option<&SignedVotes<S>> {
         self.heights.get(&height)
     }
 
@@ -180,7 +180,7 @@ impl<S: Scheme> VoteLog<S> {
 
     /// May this replica sign SIGN-SHARE on `block` (of digest `digest`) in
     /// `(height, view)`?
-    pub fn vote(
+    pub(super) fn vote(
         &mut self,
         height: Height,
         view: View,
@@ -192,7 +192,7 @@ impl<S: Scheme> VoteLog<S> {
 
     /// May this replica propose `block` (of digest `digest`) in
     /// `(height, view)`?
-    pub fn propose(
+    pub(super) fn propose(
         &mut self,
         height: Height,
         view: View,
@@ -204,14 +204,14 @@ impl<S: Scheme> VoteLog<S> {
 
     /// The block this replica proposed in `(height, view)`, if it did and
     /// holds its body: a restarted primary proposes it again, never another.
-    pub fn proposal(&self, height: Height, view: View) -> Option<Arc<Block>> {
+    pub(super) fn proposal(&self, height: Height, view: View) -> Option<Arc<Block>> {
         let record = self.at(height)?;
         record.blocks.get(record.proposals.get(&view)?).cloned()
     }
 
     /// May this replica send a COMMIT share answering `certificate` at
     /// `height`? Records the certificate with it, and the block when held.
-    pub fn commit(
+    pub(super) fn commit(
         &mut self,
         height: Height,
         certificate: &PrepareCertificate<S>,
@@ -229,7 +229,7 @@ impl<S: Scheme> VoteLog<S> {
 
     /// The VIEW-CHANGE already sent for `(height, new_view)`, to be sent again
     /// unchanged; `Err` when one for a later view was sent.
-    pub fn sent_view_change(
+    pub(super) fn sent_view_change(
         &self,
         height: Height,
         new_view: View,
@@ -245,7 +245,7 @@ impl<S: Scheme> VoteLog<S> {
     }
 
     /// Records a VIEW-CHANGE about to be sent (a later one than any before).
-    pub fn view_change(&mut self, vc: Arc<ViewChange<S>>) {
+    pub(super) fn view_change(&mut self, vc: Arc<ViewChange<S>>) {
         let record = self.entry(vc.height);
         if record.view_change_view() < vc.new_view {
             record.view_change = Some(vc);
@@ -256,12 +256,12 @@ impl<S: Scheme> VoteLog<S> {
     /// Forgets the heights below `height` (finalized).
     /// (A stored record of finalized heights is ignored on restore, so this
     /// needs no write.)
-    pub fn prune(&mut self, height: Height) {
+    pub(super) fn prune(&mut self, height: Height) {
         self.heights.retain(|h, _| *h >= height);
     }
 
     /// The whole record, when it changed since the last call.
-    pub fn take_changed(&mut self) -> Option<Vec<SignedVotes<S>>> {
+    pub(super) fn take_changed(&mut self) -> Option<Vec<SignedVotes<S>>> {
         if !std::mem::take(&mut self.dirty) {
             return None;
         }
