@@ -262,6 +262,47 @@ macro_rules! outs {
     };
 }
 
+/// A voter where beacon shares go to everyone (`beacon_shares = "everyone"`):
+/// its share leaves for every other non-collector before the write of its vote
+/// record (a beacon share is not a vote), the SIGN-SHARE after it; a second
+/// share makes the beacon at the voter itself, with nothing broadcast.
+#[test]
+fn voter_sharing_beacon_shares_with_everyone() {
+    let mut fx = Fixture::new(77);
+    fx.config = fx
+        .config
+        .with(|s| s.beacon_shares = Some(consensus::BeaconShares::Everyone))
+        .unwrap();
+    let (p, c) = (fx.primary, fx.collector);
+    let me = fx.others[0];
+    let x = fx.others[1];
+    let block = fx.block(b"tx");
+    let mut vote: Vec<String> = (0..4)
+        .map(NodeIndex)
+        .filter(|i| *i != me && *i != c)
+        .map(|i| format!("send beacon-share to {i}"))
+        .collect();
+    vote.extend(outs!["persist-votes 1"; "send sign-share to {}", c; "timer retransmit(1,0)"]);
+    let steps = vec![
+        step(
+            "start: arm the view timer",
+            Input::Start,
+            outs!["timer view-change(1,0)"],
+        ),
+        step(
+            "pre-prepare from the primary: beacon shares, then the write, then the vote",
+            msg(p, fx.proposal(0, &block)),
+            vote,
+        ),
+        step(
+            "another replica's share makes the beacon here (t_b = 2)",
+            msg(x, fx.beacon_share(x)),
+            outs!["beacon 1"],
+        ),
+    ];
+    check(&mut fx.replica(me), steps);
+}
+
 /// A voter (neither primary nor collector): one SIGN-SHARE per view to the
 /// collector, evidence for a second proposal and a bad beacon, a commit proof
 /// whose block it lacks, catch-up on messages from ahead, and the withheld-beacon

@@ -97,6 +97,14 @@ impl<S: Scheme> Replica<S> {
             }
             return;
         }
+        if self.config.beacon_share_route() == BeaconShares::Everyone {
+            // The beacon share is not a vote (signing it again gives the same
+            // bytes), so the non-collectors get it before the write of the
+            // vote record, which the vote below waits for: no fsync on the
+            // beacon's path.
+            let share = self.verifier.sign(Key::Beacon, self.round.beacon.message());
+            self.share_beacon_with_everyone(share);
+        }
         // Never two votes in one view, not even across a crash (`votes.rs`).
         if self.record().vote(h, view, digest, &block).is_err() {
             return;
@@ -132,6 +140,8 @@ impl<S: Scheme> Replica<S> {
         };
         self.send_to_collectors(now, view, message);
         if self.config.beacon_share_route() == BeaconShares::Everyone {
+            // Once per height: already done before the vote's write, unless
+            // this vote is one resumed after a restart.
             self.share_beacon_with_everyone(beacon);
         }
     }
