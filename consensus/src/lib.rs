@@ -46,7 +46,8 @@ pub use config::{BeaconShares, KeyShare, ReplicaConfig, ReplicaKeys, ReplicaSett
 pub use election::Election;
 pub use epoch::MemberIdentity;
 pub use member::{
-    member_key, Envelope, EpochEvent, Member, MemberInput, MemberOutput, MemberTimer,
+    member_key, Envelope, EpochEvent, KeyGenerationFailure, Member, MemberInput, MemberOutput,
+    MemberTimer,
 };
 pub use messages::{Block, CommitCertificate, CommitPath, CommittedEntry, Digest, Message};
 pub use observe::Observer;

@@ -51,7 +51,7 @@ pub enum NodeError {
     Network(String),
     /// The DKG failed.
     #[error("DKG failed: {0}")]
-    Dkg(String),
+    Dkg(#[from] consensus::KeyGenerationFailure),
     /// The protocol rejected its parameters or key material.
     #[error(transparent)]
     Consensus(#[from] consensus::ConsensusError),

@@ -7,13 +7,25 @@ use crate::messages::Message;
 use crate::replica::{Event, Output, SignedVotes, Timer};
 use crate::ConsensusError;
 use crate::Height;
-use beacon::dkg::session::{SessionMessage, SessionTimer};
+use beacon::dkg::session::{SessionFailure, SessionMessage, SessionTimer};
 use beacon::dkg::DkgOutput;
 use beacon::effect::Effect;
 use beacon::{wire, NodeIndex, Scheme};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::sync::Arc;
+
+/// Why a member's start-up key generation ended without keys it can use.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum KeyGenerationFailure {
+    /// The DKG session ended without an agreed result.
+    #[error(transparent)]
+    Session(#[from] SessionFailure),
+    /// The agreed result does not give this member a valid replica (its key
+    /// material does not fit the network's configuration).
+    #[error("the DKG's key material does not fit the replica: {0}")]
+    Keys(Arc<ConsensusError>),
+}
 
 /// Everything that travels between members: one enum, one codec.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -116,7 +128,7 @@ pub enum MemberOutput<S: Scheme> {
     /// The DKG finished: persist the key material.
     DkgComplete(Arc<DkgOutput<S>>),
     /// The DKG failed.
-    DkgFailed(String),
+    DkgFailed(KeyGenerationFailure),
     /// An event of the replica (commits, beacons, finalized heights, evidence...).
     Event(Event<S>),
     /// A step of an epoch change (see [`EpochEvent`]).

@@ -392,7 +392,7 @@ impl<S: Scheme> Member<S> {
             )),
             SessionAction::Failed(reason) => {
                 self.phase = Phase::Failed;
-                out.push(MemberOutput::DkgFailed(reason.to_string()));
+                out.push(MemberOutput::DkgFailed(reason.into()));
             }
             SessionAction::Complete(output) => {
                 out.push(MemberOutput::DkgComplete(output.clone()));
@@ -416,7 +416,9 @@ impl<S: Scheme> Member<S> {
                     }
                     Err(e) => {
                         self.phase = Phase::Failed;
-                        out.push(MemberOutput::DkgFailed(e.to_string()));
+                        out.push(MemberOutput::DkgFailed(KeyGenerationFailure::Keys(
+                            Arc::new(e),
+                        )));
                     }
                 }
             }
@@ -429,7 +431,7 @@ mod epochs;
 mod interface;
 mod outbox;
 pub use epochs::EpochEvent;
-pub use interface::{Envelope, MemberInput, MemberOutput, MemberTimer};
+pub use interface::{Envelope, KeyGenerationFailure, MemberInput, MemberOutput, MemberTimer};
 
 #[cfg(test)]
 mod tests;
