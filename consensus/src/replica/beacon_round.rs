@@ -32,6 +32,9 @@ pub(super) struct BeaconRound<S: Scheme> {
     /// Whether this replica shared it with everyone when it voted
     /// (`beacon_shares = "everyone"`).
     shared_on_vote: bool,
+    /// This replica's own share, once signed (a vote, a view change, the
+    /// withheld-beacon rule and sharing with everyone all carry the same one).
+    own_share: Option<S::Signature>,
 }
 
 impl<S: Scheme> BeaconRound<S> {
@@ -46,6 +49,7 @@ impl<S: Scheme> BeaconRound<S> {
             beacon: None,
             share_sent: false,
             shared_on_vote: false,
+            own_share: None,
         }
     }
 
@@ -127,6 +131,16 @@ impl<S: Scheme> Replica<S> {
         }
     }
 
+    /// This replica's beacon share of the round, signed once per height.
+    pub(super) fn own_beacon_share(&mut self) -> S::Signature {
+        if let Some(share) = self.round.beacon.own_share {
+            return share;
+        }
+        let share = self.verifier.sign(Key::Beacon, self.round.beacon.message());
+        self.round.beacon.own_share = Some(share);
+        share
+    }
+
     /// `beacon_shares = "everyone"`: our beacon share of this round, made for
     /// the vote just sent to the collectors (so at or after the round's
     /// signing time, on the verified `beta_{h-1}`), goes to every replica that
@@ -206,7 +220,7 @@ impl<S: Scheme> Replica<S> {
             return;
         }
         self.round.beacon.share_sent = true;
-        let share = self.verifier.sign(Key::Beacon, self.round.beacon.message());
+        let share = self.own_beacon_share();
         let me = self.me();
         self.add_beacon_share(me, share);
         self.outbox.broadcast(Message::BeaconShare {

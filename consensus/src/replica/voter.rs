@@ -102,7 +102,7 @@ impl<S: Scheme> Replica<S> {
             // bytes), so the non-collectors get it before the write of the
             // vote record, which the vote below waits for: no fsync on the
             // beacon's path.
-            let share = self.verifier.sign(Key::Beacon, self.round.beacon.message());
+            let share = self.own_beacon_share();
             self.share_beacon_with_everyone(share);
         }
         // Never two votes in one view, not even across a crash (`votes.rs`).
@@ -124,7 +124,7 @@ impl<S: Scheme> Replica<S> {
         let tau = self
             .verifier
             .sign(Key::Tau, &signed::prepare(h, view, &digest));
-        let beacon = self.verifier.sign(Key::Beacon, self.round.beacon.message());
+        let beacon = self.own_beacon_share();
         self.round.voter.fast_vote = Some(FastVote {
             view,
             digest,
