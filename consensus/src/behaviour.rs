@@ -32,6 +32,10 @@ pub enum Behaviour {
     EagerPrimary,
     /// Sends VIEW-CHANGE, NEW-VIEW and PRE-PREPARE for view `u64::MAX`.
     HugeView,
+    /// Floods every replica with junk SIGN-SHAREs of later heights: as many as a
+    /// replica's buffer of later heights holds, then a top-up at each height,
+    /// so that the buffer stays full of its messages.
+    FloodFutureHeights,
     /// DKG: signs three versions of its complaint (two harmless, one against an
     /// honest dealer) and sends each to a different member.
     ComplaintVersions,
@@ -46,7 +50,7 @@ pub enum Behaviour {
 
 impl Behaviour {
     /// Every kind, for campaigns.
-    pub const ALL: [Behaviour; 14] = [
+    pub const ALL: [Behaviour; 15] = [
         Behaviour::EquivocatingPrimary,
         Behaviour::BadShares,
         Behaviour::WithholdShares,
@@ -58,6 +62,7 @@ impl Behaviour {
         Behaviour::WithholdBeacon,
         Behaviour::EagerPrimary,
         Behaviour::HugeView,
+        Behaviour::FloodFutureHeights,
         Behaviour::ComplaintVersions,
         Behaviour::ReplayOldSession,
         Behaviour::FalseSettled,
@@ -77,6 +82,7 @@ impl Behaviour {
             Behaviour::WithholdBeacon => "withhold-beacon",
             Behaviour::EagerPrimary => "eager-primary",
             Behaviour::HugeView => "huge-view",
+            Behaviour::FloodFutureHeights => "flood-future-heights",
             Behaviour::ComplaintVersions => "complaint-versions",
             Behaviour::ReplayOldSession => "replay-old-session",
             Behaviour::FalseSettled => "false-settled",

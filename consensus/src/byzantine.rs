@@ -6,7 +6,7 @@ use crate::byzantine_dkg::ByzantineSession;
 use crate::config::ReplicaKeys;
 use crate::messages::{signed, Block, FastVote, Message, ViewChange};
 use crate::participant::{Adversary, Participant};
-use crate::replica::{ChainWindow, Input, Output, Replica, Timer};
+use crate::replica::{ChainWindow, Input, Output, Replica, Timer, FUTURE_HEIGHTS, FUTURE_LIMIT};
 use crate::{Height, View};
 use beacon::dkg::session::{DkgSession, SessionParticipant};
 use beacon::effect::Effect;
@@ -163,6 +163,34 @@ impl<S: Scheme> ByzantineReplica<S> {
                     view: View::MAX,
                     block,
                 }));
+            }
+            Behaviour::FloodFutureHeights => {
+                if !self.attacked.insert((h, View::ZERO)) {
+                    return;
+                }
+                // At first, enough to fill a replica's buffer of later heights
+                // (spread over heights h + 2 to h + 64, not h + 1, which is
+                // replayed soon); then, at each height, the messages of height
+                // h + 1 the others have taken out meanwhile, at h + 64.
+                let (count, first) = if self.attacked.len() == 1 {
+                    (FUTURE_LIMIT as u64, 2)
+                } else {
+                    (
+                        FUTURE_LIMIT as u64 / (FUTURE_HEIGHTS - 1) + 1,
+                        FUTURE_HEIGHTS,
+                    )
+                };
+                let span = FUTURE_HEIGHTS + 1 - first;
+                for k in 0..count {
+                    out.push(Output::broadcast(Message::SignShare {
+                        height: h.saturating_add(first + k % span),
+                        view: View::ZERO,
+                        digest: [k as u8; 32],
+                        sigma: S::Signature::generator(),
+                        tau: S::Signature::generator(),
+                        beacon: S::Signature::generator(),
+                    }));
+                }
             }
             _ => {}
         }

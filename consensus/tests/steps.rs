@@ -1172,3 +1172,65 @@ fn view_change_retransmissions_back_off() {
     // view-1 timeout (2 s).
     assert_eq!(gaps, vec![100, 200, 400, 800, 1_600, 2_000, 2_000, 2_000]);
 }
+
+/// One replica floods messages of later heights (junk SIGN-SHAREs of heights
+/// 3 to 65, as many as the buffer of later heights holds): the next primary's
+/// PRE-PREPARE of height 2, arriving after the flood, is still kept, and
+/// replayed (voted on) when the replica enters height 2. Before the buffer was
+/// shared fairly among senders, the flood filled it and the proposal was
+/// dropped: the replica could not vote at height 2 until a view change.
+#[test]
+fn a_flood_of_later_heights_from_one_replica_leaves_room_for_the_next_proposal() {
+    let fx = Fixture::new(77);
+    let (p, c) = (fx.primary, fx.collector);
+    let next = fx.primary_of_height_2();
+    let me = *fx.others.iter().find(|i| **i != next).unwrap();
+    let flooder = (0..4)
+        .map(NodeIndex)
+        .find(|i| *i != me && *i != next)
+        .unwrap();
+    let block = fx.block(b"tx");
+    let beacon = fx.aggregate(0, &fx.round_message());
+    let block_2 = Arc::new(Block {
+        height: Height::new(2),
+        parent: block.digest(),
+        previous_beacon: beacon.to_bytes().to_vec(),
+        transactions: vec![b"next".to_vec()],
+    });
+    let mut replica = fx.replica(me);
+    replica.handle(Time::ZERO, Input::Start);
+    replica.handle(Time::ZERO, msg(p, fx.proposal(0, &block)));
+    for k in 0..consensus::replica::FUTURE_LIMIT as u64 {
+        let junk = Message::SignShare {
+            height: Height::new(3 + k % 63),
+            view: View::ZERO,
+            digest: [k as u8; 32],
+            sigma: Sig::generator(),
+            tau: Sig::generator(),
+            beacon: Sig::generator(),
+        };
+        replica.handle(Time::from_millis(1), msg(flooder, junk));
+    }
+    let proposal_2 = Message::PrePrepare {
+        height: Height::new(2),
+        view: View::ZERO,
+        block: block_2,
+    };
+    assert!(replica
+        .handle(Time::from_millis(2), msg(next, proposal_2))
+        .is_empty());
+    let proof = Message::CommitProof {
+        certificate: fx.fast_proof(&block),
+        beacon: Some(beacon),
+    };
+    let out: Vec<String> = replica
+        .handle(Time::from_millis(3), msg(c, proof))
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert!(out.contains(&"finalized 1".to_string()), "{out:?}");
+    assert!(
+        out.iter().any(|o| o.starts_with("send sign-share to")),
+        "entering height 2, the kept proposal is voted on: {out:?}"
+    );
+}

@@ -352,6 +352,7 @@ fn new_byzantine_kinds_keep_agreement_and_liveness() {
         (3, "withhold-beacon"),
         (4, "eager-primary"),
         (5, "huge-view"),
+        (6, "flood-future-heights"),
     ] {
         two_of_seven_attack(seed, kind, Some(consensus::BeaconShares::Collectors));
     }

@@ -89,6 +89,7 @@ use beacon::{NodeIndex, Point, Scheme, Time};
 use mempool::Mempool;
 use outbox::{Origin, Outbox};
 use pending::FutureHeights;
+pub use pending::{FUTURE_HEIGHTS, FUTURE_LIMIT};
 use primary::elect;
 use round::Round;
 use std::sync::Arc;
@@ -304,16 +305,14 @@ impl<S: Scheme> Replica<S> {
                 // Signing it would release our beacon share before the round's time.
                 return self.round.waiting.hold(from, message);
             }
-            let later_view = message.view().is_some_and(|v| v > self.view);
-            if later_view
-                && matches!(
-                    message,
-                    Message::PrePrepare { .. }
-                        | Message::SignShare { .. }
-                        | Message::CommitShare { .. }
-                )
-            {
-                return self.round.waiting.keep_for_view(from, message);
+            let waits_for_view = matches!(
+                message,
+                Message::PrePrepare { .. }
+                    | Message::SignShare { .. }
+                    | Message::CommitShare { .. }
+            );
+            if let Some(view) = message.view().filter(|v| *v > self.view && waits_for_view) {
+                return self.round.waiting.keep_for_view(view, from, message);
             }
         }
         match message {
