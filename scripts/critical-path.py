@@ -12,7 +12,13 @@ completed the beacon to the time the node learned the previous one, through
 the message that enabled each input (or the node's own previous work when that
 finished later), and splits the interval into:
 
-  cpu        handling an input, on a core (the replica's thread CPU)
+  sign       handling an input: hashing to the curve and scalar
+             multiplications (signing shares)
+  verify     handling an input: pairing checks (shares, proofs, beacons)
+  combine    handling an input: multi-scalar multiplications (combining
+             shares, batch checks' sums)
+  cpu        handling an input, on a core, the rest (the replica's thread
+             CPU less the three above: hashing, encoding, bookkeeping)
   preempt    handling an input, but not on a core (wall - CPU)
   queue      decoded, waiting for the node's event loop
   timer      waiting for one of the node's timers (e.g. a collector's
@@ -57,7 +63,10 @@ def load(path):
         if kind == "handled":
             work.append({"type": "handled", "start": at, "end": at + int(rest["wall_us"]),
                          "cpu": int(rest["cpu_us"]), "from": int(rest["from"]),
-                         "timer": rest.get("kind") == '"timer"'})
+                         "timer": rest.get("kind") == '"timer"',
+                         # Older traces have no split: all of it is "cpu".
+                         "crypto": [(k, int(rest.get(k + "_us", 0)))
+                                    for k in ("sign", "verify", "combine")]})
         elif kind == "persisted":
             work.append({"type": "persisted", "start": at, "end": at + int(rest["wall_us"])})
         elif kind == "read":
@@ -113,7 +122,14 @@ def walk(nodes, me, start, end, link_us):
             current = before
         if current is None:
             break
-        segments.append(("cpu", current["start"], current["start"] + current["cpu"]))
+        # The cryptography's wall time, within the handling's CPU (its timings
+        # are wall clock: capped by the CPU, so that preemption stays apart).
+        t = current["start"]
+        cpu_end = current["start"] + current["cpu"]
+        for category, us in current["crypto"]:
+            segments.append((category, t, min(t + us, cpu_end)))
+            t = min(t + us, cpu_end)
+        segments.append(("cpu", t, cpu_end))
         segments.append(("preempt", current["start"] + current["cpu"], current["end"]))
         previous = work_before(n, current["start"], current)
         sender = current["from"]

@@ -221,7 +221,9 @@ macro_rules! group {
                 let bytes = scalar.to_bytes_le();
                 let mut out = <$proj>::default();
                 // SAFETY: `bytes` holds 255 bits (32 bytes) little-endian as blst expects.
-                unsafe { $mult(&mut out, &self.0, bytes.as_ptr(), 255) };
+                cost::timed(cost::Timed::Mul, || unsafe {
+                    $mult(&mut out, &self.0, bytes.as_ptr(), 255)
+                });
                 $name(out)
             }
 
@@ -229,7 +231,7 @@ macro_rules! group {
                 // Charged as the multiplication it replaces (the cost model's
                 // dealer time stays as calibrated).
                 cost::record(|c| c.$mulfield += 1);
-                Self::comb(Self::generator_table(), scalar)
+                cost::timed(cost::Timed::Mul, || Self::comb(Self::generator_table(), scalar))
             }
 
             fn comb_limbs(&self) -> Vec<u64> {
@@ -238,7 +240,7 @@ macro_rules! group {
 
             fn mul_comb(limbs: &[u64], scalar: &Scalar) -> Self {
                 cost::record(|c| c.$mulfield += 1);
-                Self::comb(limbs, scalar)
+                cost::timed(cost::Timed::Mul, || Self::comb(limbs, scalar))
             }
 
             fn msm(points: &[Self], scalars: &[Scalar]) -> Self {
@@ -248,7 +250,7 @@ macro_rules! group {
                     1 => return points[0].mul(&scalars[0]),
                     n => cost::record_msm($tag, n),
                 }
-                cost::timed(true, || {
+                cost::timed(cost::Timed::Msm, || {
                     Self::pippenger_255(&Self::batch_to_affine(points), scalars)
                 })
             }
@@ -260,7 +262,7 @@ macro_rules! group {
                     1 => return points[0].mul(&Scalar::from_u128(scalars[0])),
                     n => cost::record_msm($tag, n),
                 }
-                cost::timed(true, || {
+                cost::timed(cost::Timed::Msm, || {
                     Self::pippenger_128(&Self::batch_to_affine(points), scalars)
                 })
             }
@@ -297,7 +299,7 @@ macro_rules! group {
                     1 => return Self::from_affine(&points[0]).mul(&scalars[0]),
                     n => cost::record_msm($tag, n),
                 }
-                cost::timed(true, || Self::pippenger_255(points, scalars))
+                cost::timed(cost::Timed::Msm, || Self::pippenger_255(points, scalars))
             }
 
             fn msm_affine_u128(points: &[$aff], scalars: &[u128]) -> Self {
@@ -307,14 +309,14 @@ macro_rules! group {
                     1 => return Self::from_affine(&points[0]).mul(&Scalar::from_u128(scalars[0])),
                     n => cost::record_msm($tag, n),
                 }
-                cost::timed(true, || Self::pippenger_128(points, scalars))
+                cost::timed(cost::Timed::Msm, || Self::pippenger_128(points, scalars))
             }
 
             fn hash_to_curve(msg: &[u8], dst: &[u8]) -> Self {
                 cost::record(|c| c.$hashfield += 1);
                 let mut out = <$proj>::default();
                 // SAFETY: pointers and lengths describe valid slices; no augmentation.
-                unsafe {
+                cost::timed(cost::Timed::Hash, || unsafe {
                     $hash(
                         &mut out,
                         msg.as_ptr(),
@@ -324,7 +326,7 @@ macro_rules! group {
                         std::ptr::null(),
                         0,
                     )
-                };
+                });
                 $name(out)
             }
 

@@ -8,7 +8,9 @@ use blst::{blst_final_exp, blst_fp12, blst_fp12_is_one, blst_fp12_mul, blst_mill
 
 /// Whether `prod_i e(g1_i, g2_i) == 1` in G_T. Terms with an identity point contribute 1.
 pub fn pairing_product_is_one(terms: &[(G1, G2)]) -> bool {
-    cost::timed(false, || pairing_product_is_one_untimed(terms))
+    cost::timed(cost::Timed::Pairing, || {
+        pairing_product_is_one_untimed(terms)
+    })
 }
 
 fn pairing_product_is_one_untimed(terms: &[(G1, G2)]) -> bool {
