@@ -52,11 +52,63 @@ pub struct EpochRecord {
 }
 
 /// `epoch.key`: the epoch, and this node's key material in it (encoded
-/// [`DkgOutput`]; none once retired).
+/// [`DkgOutput`]; none once retired). Written as [`EPOCH_FILE_HEADER`] and
+/// this in JSON (the key material in hex), so that a later build that adds a
+/// protocol setting (with its default) still reads the record; files without
+/// the header are the bincode of earlier builds, read as such.
 #[derive(Serialize, Deserialize)]
 struct EpochFile {
     record: EpochRecord,
+    #[serde(with = "hex_bytes")]
     output: Option<Vec<u8>>,
+}
+
+/// The first line of an `epoch.key` in JSON (a bincode file never starts with
+/// it: its first byte would be a varint tag `0xff`, which bincode never writes).
+const EPOCH_FILE_HEADER: &[u8] = b"\xffsbft-beacon epoch record v2\n";
+
+/// Optional bytes as optional hex in JSON, as they are in bincode.
+mod hex_bytes {
+    use serde::{Deserialize as _, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(v: &Option<Vec<u8>>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(bytes) => s.serialize_some(&hex::encode(bytes)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Vec<u8>>, D::Error> {
+        Option::<String>::deserialize(d)?
+            .map(|h| hex::decode(h).map_err(serde::de::Error::custom))
+            .transpose()
+    }
+}
+
+impl EpochFile {
+    /// The file's bytes: the header, then JSON.
+    fn encode(&self) -> Result<Vec<u8>, NodeError> {
+        let mut bytes = EPOCH_FILE_HEADER.to_vec();
+        serde_json::to_writer(&mut bytes, self).map_err(db_err)?;
+        Ok(bytes)
+    }
+
+    /// Reads a file [`EpochFile::encode`] wrote, or the bincode of an earlier build.
+    fn decode(bytes: &[u8]) -> Result<Self, String> {
+        match bytes.strip_prefix(EPOCH_FILE_HEADER) {
+            Some(json) => serde_json::from_slice(json).map_err(|e| e.to_string()),
+            None => beacon::wire::decode(bytes).map_err(|e| {
+                format!(
+                    "{e} (a record in bincode, as builds before the v2 header wrote it, must \
+                     have the protocol settings of the build that reads it: start the node once \
+                     with the build that wrote it, which rewrites it at its next change, or \
+                     rejoin with `run --join`)"
+                )
+            }),
+        }
+    }
 }
 
 /// A node's store.
@@ -228,7 +280,7 @@ impl Store {
                 path.display()
             ))
         };
-        let file: EpochFile = beacon::wire::decode(&bytes).map_err(|e| bad(e.to_string()))?;
+        let file = EpochFile::decode(&bytes).map_err(bad)?;
         let output = match &file.output {
             Some(b) => Some(DkgOutput::decode(b).map_err(|e| bad(e.to_string()))?),
             None => None,
@@ -257,8 +309,7 @@ impl Store {
             record: record.clone(),
             output,
         };
-        let bytes = beacon::wire::encode(&file).map_err(db_err)?;
-        write_private(&self.epoch_path(), &bytes)?;
+        write_private(&self.epoch_path(), &file.encode()?)?;
         match std::fs::remove_file(self.key_path()) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),

@@ -119,14 +119,26 @@ fn the_epoch_record_replaces_the_genesis_key_material() {
     let (back, keys) = store.load_epoch::<MinSig>().unwrap().unwrap();
     assert_eq!(back, record);
     assert_eq!(keys.unwrap().encode().unwrap(), output.encode().unwrap());
+    let written = std::fs::read(dir.path().join("epoch.key")).unwrap();
+    assert!(written.starts_with(super::EPOCH_FILE_HEADER));
     // A leaver keeps the record and no shares.
     let left = EpochRecord {
         retired: true,
-        ..record
+        ..record.clone()
     };
     store.save_epoch::<MinSig>(&left, None).unwrap();
     let (back, keys) = store.load_epoch::<MinSig>().unwrap().unwrap();
     assert!(back.retired && keys.is_none());
+    // A record in the bincode of earlier builds still reads.
+    let legacy = beacon::wire::encode(&super::EpochFile {
+        record: record.clone(),
+        output: Some(output.encode().unwrap()),
+    })
+    .unwrap();
+    std::fs::write(dir.path().join("epoch.key"), &legacy).unwrap();
+    let (back, keys) = store.load_epoch::<MinSig>().unwrap().unwrap();
+    assert_eq!(back, record);
+    assert_eq!(keys.unwrap().encode().unwrap(), output.encode().unwrap());
     // A file that is not a record is an error, not a panic.
     std::fs::write(dir.path().join("epoch.key"), b"garbage").unwrap();
     assert!(matches!(
@@ -254,4 +266,37 @@ fn corrupt_key_material_is_an_error() {
         store.load_dkg::<MinSig>(),
         Err(NodeError::Store(_))
     ));
+}
+
+/// An epoch record written before a protocol setting existed (here: without
+/// `beacon_shares` and `max_block_bytes`, as a build before them wrote its
+/// JSON) reads, with the settings' defaults. Before the v2 header, records were
+/// bincode, and a build with one more setting failed to read them.
+#[test]
+fn an_epoch_record_without_a_later_setting_reads_with_its_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), TEST_CACHE).unwrap();
+    let config = consensus::ReplicaConfig::new(4, 0).unwrap();
+    let output = (*consensus::corpus::honest_dkg::<MinSig>(&config, 1)[0]).clone();
+    let record = EpochRecord {
+        number: 2,
+        members: vec![0, 1, 2, 4],
+        config,
+        start: 40,
+        retired: false,
+    };
+    store.save_epoch(&record, Some(&output)).unwrap();
+    let path = dir.path().join("epoch.key");
+    let written = std::fs::read(&path).unwrap();
+    let json = written.strip_prefix(super::EPOCH_FILE_HEADER).unwrap();
+    let mut file: serde_json::Value = serde_json::from_slice(json).unwrap();
+    let settings = file["record"]["config"].as_object_mut().unwrap();
+    assert!(settings.remove("beacon_shares").is_some());
+    assert!(settings.remove("max_block_bytes").is_some());
+    let mut older = super::EPOCH_FILE_HEADER.to_vec();
+    older.extend(serde_json::to_vec(&file).unwrap());
+    std::fs::write(&path, older).unwrap();
+    let (back, keys) = store.load_epoch::<MinSig>().unwrap().unwrap();
+    assert_eq!(back, record, "the defaults are those of ReplicaConfig::new");
+    assert!(keys.is_some());
 }
