@@ -169,6 +169,23 @@ macro_rules! group {
             }
         }
 
+        impl $name {
+            /// The point's projective coordinates as they lie in memory: equal
+            /// bytes are equal points (not conversely). Unlike
+            /// [`Point::to_bytes`], no field inversion: what the simulator's
+            /// fingerprint of a message uses ([`crate::wire::encoded_len_and_fingerprint`]).
+            pub(crate) fn projective_bytes(&self) -> &[u8] {
+                // SAFETY: blst's projective point is plain data (`repr(C)`,
+                // 64-bit limbs only, so no padding), valid for its whole size.
+                unsafe {
+                    std::slice::from_raw_parts(
+                        (&self.0 as *const $proj).cast::<u8>(),
+                        std::mem::size_of::<$proj>(),
+                    )
+                }
+            }
+        }
+
         impl PartialEq for $name {
             fn eq(&self, other: &Self) -> bool {
                 // SAFETY: both are valid points.

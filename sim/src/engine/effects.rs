@@ -125,8 +125,8 @@ impl<S: Scheme> Engine<S> {
     }
 
     /// Sends `envelope` from slot `from` to `to` through the network model.
-    /// An envelope equal to the `last` one sent (the same encoding) shares its
-    /// copy in flight.
+    /// An envelope equal to the `last` one sent (the same fingerprint: the
+    /// same encoding) shares its copy in flight.
     fn send(
         &mut self,
         from: u32,
@@ -136,8 +136,8 @@ impl<S: Scheme> Engine<S> {
         last: &mut Option<(Vec<u8>, InFlight<S>)>,
     ) {
         beacon::cost::take_encoded();
-        let encoded = envelope.encode().unwrap_or_default();
-        let bytes = encoded.len();
+        let (bytes, encoded) =
+            beacon::wire::encoded_len_and_fingerprint(&envelope).unwrap_or_default();
         let points = beacon::cost::take_encoded();
         let consensus = matches!(envelope, Envelope::Consensus(_));
         let transmit = self.network.transmit_us(bytes);
