@@ -80,7 +80,7 @@ mod governance;
 mod messages;
 mod transition;
 
-pub use governance::{check_change, Decision, Governance, ReplicaShape};
+pub use governance::{check_change, ChangeRefused, Decision, Governance, ReplicaShape};
 pub use messages::{Control, EpochChange, EpochMessage, EpochReady, Invitation, ReshareWire};
 pub use transition::{
     keys_digest, Transition, TransitionEvent, TransitionFailure, TransitionTimer,

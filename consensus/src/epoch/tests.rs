@@ -93,18 +93,50 @@ fn a_forged_proposal_does_not_count() {
 
 #[test]
 fn unsafe_sizes_and_wrong_epochs_are_refused() {
+    let refusal = |c: &EpochChange| check_change(0, c).unwrap_err();
     let mut bad = change();
     bad.members.pop(); // 6 members: not 3f + 2c + 1 for c = 0
-    assert!(check_change(0, &bad).is_err());
+    let e = refusal(&bad);
+    assert!(
+        matches!(&e, ChangeRefused::UnsafeSize(s) if matches!(**s, ConsensusError::NetworkSize { n: 6, c: 0, .. })),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string()
+            .starts_with("n = 6 is not 3f + 2c + 1 for c = 0"),
+        "{e}"
+    );
     let mut skip = change();
     skip.epoch = 2;
-    assert!(check_change(0, &skip).is_err());
+    let e = refusal(&skip);
+    assert!(matches!(
+        e,
+        ChangeRefused::NotNextEpoch {
+            proposed: 2,
+            current: 0
+        }
+    ));
+    assert_eq!(e.to_string(), "epoch 2 does not follow epoch 0");
     let mut twice = change();
     twice.members[1] = twice.members[0];
-    assert!(check_change(0, &twice).is_err());
+    let e = refusal(&twice);
+    assert!(matches!(e, ChangeRefused::MemberListedTwice));
+    assert_eq!(e.to_string(), "a member is listed twice");
     let mut weak = change();
     weak.beacon_threshold = 2; // f = 2 for 7 members
-    assert!(check_change(0, &weak).is_err());
+    let e = refusal(&weak);
+    assert!(matches!(
+        e,
+        ChangeRefused::BeaconThreshold {
+            threshold: 2,
+            min: 3,
+            n: 7
+        }
+    ));
+    assert_eq!(
+        e.to_string(),
+        "beacon threshold 2 outside [f + 1, n] = [3, 7]"
+    );
     assert!(check_change(0, &change()).is_ok());
 }
 

@@ -430,7 +430,7 @@ mod construct;
 mod epochs;
 mod interface;
 mod outbox;
-pub use epochs::EpochEvent;
+pub use epochs::{EpochChangeFailure, EpochEvent};
 pub use interface::{Envelope, KeyGenerationFailure, MemberInput, MemberOutput, MemberTimer};
 
 #[cfg(test)]

@@ -181,7 +181,11 @@ impl<S: Scheme> Node<S> {
                         "DKG complete; key material saved"
                     );
                     for (dealer, reason) in &output.disqualified {
-                        warn!(dealer = dealer.0, reason, "DKG: dealer disqualified");
+                        warn!(
+                            dealer = dealer.0,
+                            reason = reason.as_str(),
+                            "DKG: dealer disqualified"
+                        );
                     }
                     self.state
                         .chain
@@ -251,7 +255,7 @@ impl<S: Scheme> Node<S> {
             }
             Err(e) => warn!(
                 peer = from.0,
-                error = e,
+                error = %e,
                 "backfill: a sync response does not link; ignored"
             ),
         }

@@ -70,7 +70,7 @@ impl Roles {
             .faults
             .byzantine_kinds
             .iter()
-            .map(|k| k.parse().map_err(SimError::Config))
+            .map(|k| k.parse().map_err(SimError::Protocol))
             .collect::<Result<_, _>>()?;
         let mut behaviours = vec![None; n as usize];
         for (i, node) in indices

@@ -24,14 +24,14 @@ impl<S: Scheme> Member<S> {
         let Some(identity) = &self.identity else {
             out.push(MemberOutput::Epoch(EpochEvent::Failed {
                 epoch: change.epoch,
-                reason: "this member has no member key to propose with".into(),
+                reason: EpochChangeFailure::NoMemberKey,
             }));
             return;
         };
-        if let Err(reason) = check_change(self.epoch.number, &change) {
+        if let Err(refused) = check_change(self.epoch.number, &change) {
             out.push(MemberOutput::Epoch(EpochEvent::Failed {
                 epoch: change.epoch,
-                reason,
+                reason: refused.into(),
             }));
             return;
         }
@@ -168,21 +168,27 @@ impl<S: Scheme> Member<S> {
     pub(in crate::member) fn fail_epoch(
         &mut self,
         epoch: u64,
-        reason: String,
+        reason: EpochChangeFailure,
         out: &mut Outbox<S>,
     ) {
         out.push(MemberOutput::Epoch(EpochEvent::Failed { epoch, reason }));
     }
 
     /// The members and configuration of `change` as this member sees them.
-    pub(in crate::member) fn next_epoch(&self, change: &EpochChange) -> Result<EpochView, String> {
-        let identity = self.identity.as_ref().ok_or("no identity")?;
+    pub(in crate::member) fn next_epoch(
+        &self,
+        change: &EpochChange,
+    ) -> Result<EpochView, EpochChangeFailure> {
+        let identity = self
+            .identity
+            .as_ref()
+            .ok_or(EpochChangeFailure::NoIdentity)?;
         let members = change
             .members
             .iter()
             .map(|m| identity.who.directory.index_of(m))
             .collect::<Option<Vec<u32>>>()
-            .ok_or("a new member is not in this member's directory")?;
+            .ok_or(EpochChangeFailure::NewMemberNotInDirectory)?;
         let config = self
             .epoch
             .config
@@ -191,7 +197,7 @@ impl<S: Scheme> Member<S> {
                 change.c,
                 change.beacon_threshold,
             )
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| EpochChangeFailure::Config(Arc::new(e)))?;
         Ok(EpochView::new(change.epoch, members, config))
     }
 
@@ -226,7 +232,7 @@ impl<S: Scheme> Member<S> {
         .build();
         let reshare = match reshare {
             Ok(r) => r,
-            Err(e) => return self.fail_epoch(epoch, e.to_string(), out),
+            Err(e) => return self.fail_epoch(epoch, EpochChangeFailure::Resharing(e), out),
         };
         let share = beacon_key.secret_share.clone();
         let invitation = Invitation {
@@ -290,7 +296,7 @@ impl<S: Scheme> Member<S> {
                     }
                 }
             }
-            Err(e) => self.fail_epoch(epoch, e.to_string(), out),
+            Err(e) => self.fail_epoch(epoch, EpochChangeFailure::TransitionSetup(Arc::new(e)), out),
         }
     }
 
@@ -399,7 +405,7 @@ impl<S: Scheme> Member<S> {
                 self.epochs.ready = Some((digest, output));
                 self.try_join(now, out);
             }
-            TransitionEvent::Failed(reason) => self.fail_epoch(epoch, reason.to_string(), out),
+            TransitionEvent::Failed(reason) => self.fail_epoch(epoch, reason.into(), out),
         }
     }
 }

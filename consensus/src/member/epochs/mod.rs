@@ -10,8 +10,8 @@
 
 use super::*;
 use crate::epoch::{
-    check_change, Control, Directory, EpochChange, EpochMessage, Governance, Invitation,
-    ReshareWire, Transition, TransitionEvent, TransitionTimer,
+    check_change, ChangeRefused, Control, Directory, EpochChange, EpochMessage, Governance,
+    Invitation, ReshareWire, Transition, TransitionEvent, TransitionFailure, TransitionTimer,
 };
 use beacon::dkg::session::SessionMessage;
 use beacon::reshare::{MemberId, ReshareSettings};
@@ -63,8 +63,53 @@ pub enum EpochEvent<S: Scheme> {
         /// The epoch.
         epoch: u64,
         /// Why.
-        reason: String,
+        reason: EpochChangeFailure,
     },
+}
+
+/// Why a change of members failed at this member ([`EpochEvent::Failed`]);
+/// it keeps running the epoch it is in.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum EpochChangeFailure {
+    /// The operator proposed a change to a member without a member key.
+    #[error("this member has no member key to propose with")]
+    NoMemberKey,
+    /// The operator's proposal cannot follow the current epoch.
+    #[error(transparent)]
+    Refused(#[from] ChangeRefused),
+    /// A member without an identity (no directory) cannot place the new
+    /// members.
+    #[error("no identity")]
+    NoIdentity,
+    /// A new member of the change is not in this member's directory.
+    #[error("a new member is not in this member's directory")]
+    NewMemberNotInDirectory,
+    /// The current configuration resized to the change is invalid.
+    #[error(transparent)]
+    Config(Arc<ConsensusError>),
+    /// The resharing of the change cannot be set up.
+    #[error(transparent)]
+    Resharing(beacon::Error),
+    /// This member's transition cannot be set up.
+    #[error(transparent)]
+    TransitionSetup(Arc<ConsensusError>),
+    /// The transition (resharing, new members' DKG) failed.
+    #[error(transparent)]
+    Transition(#[from] TransitionFailure),
+    /// The chain switched to keys this member does not hold.
+    #[error("the epoch switched to keys this member does not hold")]
+    SwitchedToOtherKeys,
+    /// `f + 1` old members handed over a chain that switched to keys other
+    /// than this joiner's.
+    #[error("the old members switched to keys other than this member's")]
+    HandedOverOtherKeys,
+    /// The epoch ended and this member never learned the change (it has no
+    /// identity): it stops.
+    #[error("the epoch ended, and this member does not know the next one")]
+    NextEpochUnknown,
+    /// The new epoch's replica cannot be built from the new keys.
+    #[error(transparent)]
+    Replica(Arc<ConsensusError>),
 }
 
 /// Bookkeeping of epoch changes at one member.

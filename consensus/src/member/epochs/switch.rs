@@ -247,11 +247,7 @@ impl<S: Scheme> Member<S> {
             }
             if !holds {
                 self.phase = Phase::Failed;
-                return self.fail_epoch(
-                    epoch,
-                    "the epoch switched to keys this member does not hold".into(),
-                    out,
-                );
+                return self.fail_epoch(epoch, EpochChangeFailure::SwitchedToOtherKeys, out);
             }
             return self.enter_epoch(now, own.entries, out);
         }
@@ -271,11 +267,7 @@ impl<S: Scheme> Member<S> {
         }
         if !holds {
             self.phase = Phase::Failed;
-            return self.fail_epoch(
-                epoch,
-                "the old members switched to keys other than this member's".into(),
-                out,
-            );
+            return self.fail_epoch(epoch, EpochChangeFailure::HandedOverOtherKeys, out);
         }
         let Some(handoff) = self.epochs.handoffs.remove(&from) else {
             return;
@@ -354,7 +346,7 @@ impl<S: Scheme> Member<S> {
             self.keys = None;
             return self.fail_epoch(
                 self.epoch.number.saturating_add(1),
-                "the epoch ended, and this member does not know the next one".into(),
+                EpochChangeFailure::NextEpochUnknown,
                 out,
             );
         };
@@ -402,11 +394,7 @@ impl<S: Scheme> Member<S> {
             Some(_) => {
                 self.phase = Phase::Failed;
                 self.keys = None;
-                self.fail_epoch(
-                    new.number,
-                    "the epoch switched to keys this member does not hold".into(),
-                    out,
-                );
+                self.fail_epoch(new.number, EpochChangeFailure::SwitchedToOtherKeys, out);
             }
             None => {
                 self.phase = Phase::Retired;
@@ -453,7 +441,7 @@ impl<S: Scheme> Member<S> {
             Ok(r) => r,
             Err(e) => {
                 self.phase = Phase::Failed;
-                return self.fail_epoch(new.number, e.to_string(), out);
+                return self.fail_epoch(new.number, EpochChangeFailure::Replica(Arc::new(e)), out);
             }
         };
         let ahead = std::mem::take(&mut self.epochs.ahead);
