@@ -58,7 +58,7 @@ pub use replica::{
     SignedVotes, Timer,
 };
 
-pub use position::{Height, View};
+pub use position::{DirectoryIndex, Epoch, Height, View};
 
 /// The consensus crate's error type.
 #[derive(Debug, thiserror::Error)]

@@ -5,7 +5,7 @@
 use super::messages::{Control, EpochChange};
 use crate::config::{check_size, ReplicaConfig};
 use crate::messages::Block;
-use crate::{ConsensusError, Height};
+use crate::{ConsensusError, Epoch, Height};
 use beacon::reshare::MemberId;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -38,7 +38,7 @@ pub enum Decision {
 /// current member and one ready per new member count.
 #[derive(Clone, Debug)]
 pub struct Governance {
-    epoch: u64,
+    epoch: Epoch,
     /// Shared: every member of a simulated network holds the same set.
     members: Arc<BTreeSet<MemberId>>,
     quorum: usize,
@@ -66,9 +66,9 @@ pub enum ChangeRefused {
     #[error("epoch {proposed} does not follow epoch {current}")]
     NotNextEpoch {
         /// The change's epoch.
-        proposed: u64,
+        proposed: Epoch,
         /// The current epoch.
-        current: u64,
+        current: Epoch,
     },
     /// More members than a `u32` counts.
     #[error("too many members")]
@@ -94,8 +94,8 @@ pub enum ChangeRefused {
 
 /// Whether `change` can follow epoch `epoch`: the next number, distinct
 /// members, a safe size and a beacon threshold within it.
-pub fn check_change(epoch: u64, change: &EpochChange) -> Result<ReplicaShape, ChangeRefused> {
-    if Some(change.epoch) != epoch.checked_add(1) {
+pub fn check_change(epoch: Epoch, change: &EpochChange) -> Result<ReplicaShape, ChangeRefused> {
+    if Some(change.epoch) != epoch.next() {
         return Err(ChangeRefused::NotNextEpoch {
             proposed: change.epoch,
             current: epoch,
@@ -132,7 +132,7 @@ pub struct ReplicaShape {
 
 impl Governance {
     /// Epoch `epoch` with `members` under `config`.
-    pub fn new(epoch: u64, members: Arc<BTreeSet<MemberId>>, config: &ReplicaConfig) -> Self {
+    pub fn new(epoch: Epoch, members: Arc<BTreeSet<MemberId>>, config: &ReplicaConfig) -> Self {
         Governance {
             epoch,
             members,
@@ -144,7 +144,7 @@ impl Governance {
     }
 
     /// The current epoch.
-    pub fn epoch(&self) -> u64 {
+    pub fn epoch(&self) -> Epoch {
         self.epoch
     }
 

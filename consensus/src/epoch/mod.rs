@@ -87,7 +87,7 @@ pub use transition::{
 };
 
 use crate::config::ReplicaConfig;
-use crate::ConsensusError;
+use crate::{ConsensusError, Epoch};
 use beacon::dkg::relay::{SigningKey, VerifyingKey};
 use beacon::reshare::MemberId;
 use beacon::NodeIndex;
@@ -104,7 +104,7 @@ pub fn member_id(key: &VerifyingKey) -> MemberId {
 #[derive(Clone, Debug)]
 pub struct EpochView {
     /// The epoch (0 for the genesis members).
-    pub number: u64,
+    pub number: Epoch,
     /// Directory index of each member, by epoch index.
     pub members: Vec<u32>,
     /// The replicas' configuration in this epoch.
@@ -114,7 +114,7 @@ pub struct EpochView {
 
 impl EpochView {
     /// Epoch `number` with `members` (directory indices by epoch index).
-    pub fn new(number: u64, members: Vec<u32>, config: ReplicaConfig) -> Self {
+    pub fn new(number: Epoch, members: Vec<u32>, config: ReplicaConfig) -> Self {
         let position = members
             .iter()
             .enumerate()
@@ -130,7 +130,7 @@ impl EpochView {
 
     /// The genesis epoch: directory members `0..config.n`.
     pub fn genesis(config: ReplicaConfig) -> Self {
-        EpochView::new(0, (0..config.n).collect(), config)
+        EpochView::new(Epoch::ZERO, (0..config.n).collect(), config)
     }
 
     /// The epoch index of directory member `d`, if it is a member.

@@ -27,7 +27,7 @@ use crate::messages::{CommittedEntry, Message};
 use crate::participant::{Adversary, Participant};
 use crate::replica::{ChainWindow, Event, Input, Output, Replica, SignedVotes, Timer};
 use crate::ConsensusError;
-use crate::Height;
+use crate::{Epoch, Height};
 use beacon::dkg::relay::SigningKey;
 use beacon::dkg::session::{DkgSession, SessionAction, SessionInput, SessionParticipant};
 use beacon::dkg::{DkgConfig, DkgOutput};
@@ -273,7 +273,7 @@ impl<S: Scheme> Member<S> {
     }
 
     /// A timer of the replica of `epoch`: to the replica, if it still runs.
-    fn on_replica_timer(&mut self, now: Time, epoch: u64, timer: Timer, out: &mut Outbox<S>) {
+    fn on_replica_timer(&mut self, now: Time, epoch: Epoch, timer: Timer, out: &mut Outbox<S>) {
         if let (Phase::Replica(r), true) = (&mut self.phase, epoch == self.epoch.number) {
             let outputs = r.handle(now, Input::Timer(timer));
             self.queue_replica(outputs, out);
@@ -302,7 +302,11 @@ impl<S: Scheme> Member<S> {
                 .identity
                 .as_ref()
                 .is_some_and(|i| from < i.who.directory.len());
-            if stored && known && self.epoch.number > 0 && self.epoch.index_of(from).is_none() {
+            if stored
+                && known
+                && self.epoch.number > Epoch::ZERO
+                && self.epoch.index_of(from).is_none()
+            {
                 out.push(MemberOutput::SyncFromStore {
                     to: NodeIndex(from),
                     from_height: *from_height,
@@ -347,7 +351,7 @@ impl<S: Scheme> Member<S> {
     /// Carries out one output of the replica of `epoch`: indices to
     /// directory indices, timers tagged with the epoch, finalized blocks
     /// queued to be read for control transactions.
-    fn on_replica_output(&mut self, epoch: u64, output: Output<S>, out: &mut Outbox<S>) {
+    fn on_replica_output(&mut self, epoch: Epoch, output: Output<S>, out: &mut Outbox<S>) {
         match output {
             Output::Effect(e) => {
                 let e = match e {

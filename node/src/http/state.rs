@@ -5,6 +5,7 @@
 
 use crate::metrics::Metrics;
 use beacon::{Beacon, ChainInfo, ChainInfoJson};
+use consensus::Epoch;
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -196,7 +197,7 @@ pub struct ReshareRequest {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReshareAccepted {
     /// The epoch it proposes.
-    pub epoch: u64,
+    pub epoch: Epoch,
     /// Its members, as `[[peers]]` indices.
     pub members: Vec<u32>,
     /// `c` of the new epoch.
@@ -247,7 +248,7 @@ pub type AdminRequest = (
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EpochJson {
     /// The epoch (0: the genesis members).
-    pub epoch: u64,
+    pub epoch: Epoch,
     /// Its members, as `[[peers]]` indices, by epoch index.
     pub members: Vec<u32>,
     /// Its first height (1 for the genesis epoch).
@@ -262,7 +263,7 @@ pub struct EpochJson {
     /// and the new members' DKG are under way here. Absent when none is, and
     /// again once the node runs that epoch (or left).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub changing_to: Option<u64>,
+    pub changing_to: Option<Epoch>,
 }
 
 /// Shared state of the handlers.

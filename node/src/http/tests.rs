@@ -541,8 +541,8 @@ fn proposal_refusals_read_as_before() {
         "this node is not a running member of the current epoch"
     );
     let refused = ProposalRefused::from(ChangeRefused::NotNextEpoch {
-        proposed: 3,
-        current: 1,
+        proposed: consensus::Epoch::new(3),
+        current: consensus::Epoch::new(1),
     });
     assert_eq!(refused.to_string(), "epoch 3 does not follow epoch 1");
 }

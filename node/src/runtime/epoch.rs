@@ -164,7 +164,7 @@ impl<S: Scheme> Node<S> {
         self.handle(MemberInput::ProposeEpoch(change))
             .map_err(ProposalRefused::Member)?;
         info!(
-            epoch,
+            epoch = epoch.get(),
             members = n,
             c,
             change = &digest[..16],
@@ -183,11 +183,15 @@ impl<S: Scheme> Node<S> {
 pub(super) fn log_epoch_event<S: Scheme>(event: &EpochEvent<S>) {
     match event {
         EpochEvent::Decided { epoch, height } => {
-            info!(epoch, height = height.get(), "epoch change decided")
+            info!(
+                epoch = epoch.get(),
+                height = height.get(),
+                "epoch change decided"
+            )
         }
         EpochEvent::Ready { epoch, digest } => {
             info!(
-                epoch,
+                epoch = epoch.get(),
                 keys = hex::encode(&digest[..8]),
                 "holding the new epoch's keys"
             )
@@ -198,20 +202,20 @@ pub(super) fn log_epoch_event<S: Scheme>(event: &EpochEvent<S>) {
             members,
             ..
         } => info!(
-            epoch,
+            epoch = epoch.get(),
             start = start.get(),
             members = members.len(),
             "running the new epoch; its key material saved"
         ),
         EpochEvent::Retired { epoch, height } => {
             warn!(
-                epoch,
+                epoch = epoch.get(),
                 height = height.get(),
                 "left the group: shares erased"
             )
         }
         EpochEvent::Failed { epoch, reason } => {
-            warn!(epoch, reason = %reason, "epoch change failed")
+            warn!(epoch = epoch.get(), reason = %reason, "epoch change failed")
         }
     }
 }

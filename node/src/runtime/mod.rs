@@ -42,7 +42,7 @@ use beacon::schedule::EventQueue;
 use beacon::{ChainInfo, Point as _, Scheme};
 use consensus::epoch::EpochView;
 use consensus::replica::CHAIN_WINDOW;
-use consensus::{Behaviour, CommittedEntry, Member, MemberIdentity, MemberInput};
+use consensus::{Behaviour, CommittedEntry, Epoch, Member, MemberIdentity, MemberInput};
 use libp2p::identity::Keypair;
 use node::{Node, STORE_READERS};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -283,7 +283,7 @@ impl<S: Scheme> OnDisk<S> {
                 changing_to: None,
             },
             None => EpochJson {
-                epoch: 0,
+                epoch: Epoch::ZERO,
                 members: (0..cfg.genesis_members).collect(),
                 start: 1,
                 f: cfg.replica.f,
@@ -334,7 +334,7 @@ async fn build_member<S: Scheme>(
         Some(output) => {
             info!(
                 height = disk.chain.last().map_or(0, |e| e.block.height.get()),
-                epoch = recorded_epoch.as_ref().map_or(0, |e| e.number),
+                epoch = recorded_epoch.as_ref().map_or(0, |e| e.number.get()),
                 "key material found: skipping the DKG, resuming from the stored chain"
             );
             let votes = disk.store.load_votes()?;
@@ -351,7 +351,7 @@ async fn build_member<S: Scheme>(
                 .clone()
                 .unwrap_or_else(|| EpochView::genesis(cfg.replica.clone()));
             info!(
-                epoch = epoch.number,
+                epoch = epoch.number.get(),
                 members = epoch.members.len(),
                 "joining: waiting for the members to reshare to a member list with this node"
             );

@@ -9,7 +9,7 @@ impl<S: Scheme> Member<S> {
     /// decision on its chain (an old member) or the invitation (a joiner)
     /// until it runs that epoch's replica or leaves; `None` when it takes
     /// part in none. A driver shows it (the node's `GET /epoch`).
-    pub fn changing_to(&self) -> Option<u64> {
+    pub fn changing_to(&self) -> Option<Epoch> {
         self.epochs.transition.as_ref().map(|t| t.epoch())
     }
 
@@ -167,7 +167,7 @@ impl<S: Scheme> Member<S> {
 
     pub(in crate::member) fn fail_epoch(
         &mut self,
-        epoch: u64,
+        epoch: Epoch,
         reason: EpochChangeFailure,
         out: &mut Outbox<S>,
     ) {
@@ -222,7 +222,7 @@ impl<S: Scheme> Member<S> {
             Err(reason) => return self.fail_epoch(epoch, reason, out),
         };
         let reshare = ReshareSettings {
-            epoch,
+            epoch: epoch.get(),
             old_members: self.epoch.ids(&identity.who.directory),
             old_public_polynomial: beacon_key.public_polynomial.clone(),
             new_members: change.members.clone(),
@@ -269,7 +269,7 @@ impl<S: Scheme> Member<S> {
         };
         let epoch = new.number;
         let mut label = b"epoch".to_vec();
-        label.extend_from_slice(&epoch.to_be_bytes());
+        label.extend_from_slice(&epoch.get().to_be_bytes());
         let transition = Transition::new(
             invitation.reshare.clone(),
             new,
@@ -303,7 +303,7 @@ impl<S: Scheme> Member<S> {
     pub(in crate::member) fn on_transition_timer(
         &mut self,
         now: Time,
-        epoch: u64,
+        epoch: Epoch,
         timer: TransitionTimer,
         out: &mut Outbox<S>,
     ) {
@@ -333,7 +333,7 @@ impl<S: Scheme> Member<S> {
     pub(in crate::member) fn on_early_message(
         &mut self,
         now: Time,
-        epoch: u64,
+        epoch: Epoch,
         from: u32,
         message: EpochMessage<S>,
         out: &mut Outbox<S>,
@@ -368,7 +368,7 @@ impl<S: Scheme> Member<S> {
     pub(in crate::member) fn on_transition(
         &mut self,
         now: Time,
-        epoch: u64,
+        epoch: Epoch,
         event: TransitionEvent<S>,
         out: &mut Outbox<S>,
     ) {

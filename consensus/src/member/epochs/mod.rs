@@ -24,14 +24,14 @@ pub enum EpochEvent<S: Scheme> {
     /// The chain decided the change into `epoch` at `height`.
     Decided {
         /// The new epoch.
-        epoch: u64,
+        epoch: Epoch,
         /// The height whose block decided it.
         height: Height,
     },
     /// This member holds its keys of `epoch` and told the old members.
     Ready {
         /// The new epoch.
-        epoch: u64,
+        epoch: Epoch,
         /// [`crate::epoch::keys_digest`] of the new public keys.
         digest: [u8; 32],
     },
@@ -40,7 +40,7 @@ pub enum EpochEvent<S: Scheme> {
     /// indices by epoch index), replacing the previous key material.
     Started {
         /// The epoch.
-        epoch: u64,
+        epoch: Epoch,
         /// Its first height.
         start: Height,
         /// Its members, by epoch index (directory indices).
@@ -54,14 +54,14 @@ pub enum EpochEvent<S: Scheme> {
     /// shares and stopped.
     Retired {
         /// The epoch it is not part of.
-        epoch: u64,
+        epoch: Epoch,
         /// The last height it finalized.
         height: Height,
     },
     /// The change into `epoch` failed at this member.
     Failed {
         /// The epoch.
-        epoch: u64,
+        epoch: Epoch,
         /// Why.
         reason: EpochChangeFailure,
     },
@@ -182,11 +182,11 @@ fn early_per_sender(parties: usize) -> usize {
 /// What identical handoffs share: epoch, keys digest, resharing dealers, and
 /// the SHA-256 of every entry's height, block digest and beacon (the
 /// certificates may differ between honest members; those are not covered).
-type HandoffIdentity = (u64, [u8; 32], Vec<u32>, [u8; 32]);
+type HandoffIdentity = (Epoch, [u8; 32], Vec<u32>, [u8; 32]);
 
 #[derive(Clone)]
 struct Handoff<S: Scheme> {
-    epoch: u64,
+    epoch: Epoch,
     digest: [u8; 32],
     dealers: Vec<u32>,
     entries: Vec<Arc<CommittedEntry<S>>>,
@@ -224,7 +224,7 @@ impl<S: Scheme> EpochState<S> {
         let governance = directory.map(|d| {
             let mut key = Sha256::new();
             key.update(b"sbft-beacon/epoch-member-ids/1");
-            key.update(epoch.number.to_be_bytes());
+            key.update(epoch.number.get().to_be_bytes());
             for m in &epoch.members {
                 key.update(m.to_be_bytes());
                 key.update(d.key(*m).map_or([0; 32], |k| k.to_bytes()));

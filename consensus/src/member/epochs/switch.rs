@@ -146,7 +146,7 @@ impl<S: Scheme> Member<S> {
     /// the restarted member then asks for). A new member that holds its
     /// transition ignores the invitation; one without counts it with the
     /// others (`f + 1` identical ones start its transition).
-    fn invite_again(&self, from: u32, epoch: u64, out: &mut Outbox<S>) {
+    fn invite_again(&self, from: u32, epoch: Epoch, out: &mut Outbox<S>) {
         let me = self.identity.as_ref().map(|i| i.who.me);
         let running = match (
             &self.phase,
