@@ -21,6 +21,7 @@
 //! that may join), while a `NodeIndex` is a member's place in one epoch's
 //! committee (`0..n`); [`crate::epoch::EpochView`] translates.
 
+use beacon::NodeIndex;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -143,6 +144,18 @@ impl DirectoryIndex {
     /// The index as a `usize`, to index a list of the directory's parties.
     pub const fn as_usize(self) -> usize {
         self.0 as usize
+    }
+
+    /// The party's address for its driver: a [`crate::Member`]'s effects
+    /// (`Effect::Send`'s `to`) and inputs (`MemberInput::Message`'s `from`)
+    /// name parties by directory index in a `NodeIndex`.
+    pub const fn address(self) -> NodeIndex {
+        NodeIndex(self.0)
+    }
+
+    /// The party a driver's `address` names ([`DirectoryIndex::address`]).
+    pub const fn of_address(address: NodeIndex) -> Self {
+        Self(address.0)
     }
 }
 

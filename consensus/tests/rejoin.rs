@@ -14,8 +14,9 @@ use beacon::memo::Memo;
 use beacon::{MinSig, NodeIndex, Point, Scheme, Time};
 use consensus::epoch::{member_id, Control, EpochChange, EpochMessage, EpochView, ReshareWire};
 use consensus::{
-    member_key, Block, CommitCertificate, CommitPath, CommittedEntry, Envelope, Epoch, Height,
-    Member, MemberIdentity, MemberInput, MemberOutput, MemberTimer, ReplicaConfig, View,
+    member_key, Block, CommitCertificate, CommitPath, CommittedEntry, DirectoryIndex, Envelope,
+    Epoch, Height, Member, MemberIdentity, MemberInput, MemberOutput, MemberTimer, ReplicaConfig,
+    View,
 };
 use std::sync::Arc;
 
@@ -104,7 +105,7 @@ impl Fixture {
         )
         .unwrap()
         .with_identity(
-            MemberIdentity::new(i, key(i), self.keys.clone()),
+            MemberIdentity::new(DirectoryIndex::new(i), key(i), self.keys.clone()),
             PHASE_US,
             3,
         );
@@ -116,7 +117,7 @@ impl Fixture {
     fn joiner(&self, i: u32, seed: u8) -> (Member<S>, Vec<MemberOutput<S>>) {
         let mut m = Member::joining(
             EpochView::genesis(self.config.clone()),
-            MemberIdentity::new(i, key(i), self.keys.clone()),
+            MemberIdentity::new(DirectoryIndex::new(i), key(i), self.keys.clone()),
             [seed; 32],
             Memo::shared(),
             PHASE_US,

@@ -27,7 +27,7 @@ use crate::messages::{CommittedEntry, Message};
 use crate::participant::{Adversary, Participant};
 use crate::replica::{ChainWindow, Event, Input, Output, Replica, SignedVotes, Timer};
 use crate::ConsensusError;
-use crate::{Epoch, Height};
+use crate::{DirectoryIndex, Epoch, Height};
 use beacon::dkg::relay::SigningKey;
 use beacon::dkg::session::{DkgSession, SessionAction, SessionInput, SessionParticipant};
 use beacon::dkg::{DkgConfig, DkgOutput};
@@ -182,8 +182,12 @@ impl<S: Scheme> Member<S> {
                 Envelope::Dkg(message) => {
                     self.on_session_input(now, SessionInput::Message { from, message }, out)
                 }
-                Envelope::Consensus(message) => self.on_consensus(now, from.0, message, out),
-                Envelope::Epoch(message) => self.on_epoch_message(now, from.0, message, out),
+                Envelope::Consensus(message) => {
+                    self.on_consensus(now, DirectoryIndex::of_address(from), message, out)
+                }
+                Envelope::Epoch(message) => {
+                    self.on_epoch_message(now, DirectoryIndex::of_address(from), message, out)
+                }
             },
             MemberInput::Timer(MemberTimer::Dkg(t)) => {
                 self.on_session_input(now, SessionInput::Timer(t), out)
@@ -290,7 +294,13 @@ impl<S: Scheme> Member<S> {
 
     /// A consensus message from directory member `from`: to the replica under
     /// its epoch index; kept too when it may belong to the next epoch.
-    fn on_consensus(&mut self, now: Time, from: u32, message: Message<S>, out: &mut Outbox<S>) {
+    fn on_consensus(
+        &mut self,
+        now: Time,
+        from: DirectoryIndex,
+        message: Message<S>,
+        out: &mut Outbox<S>,
+    ) {
         self.epochs
             .keep_ahead(from, &message, self.current_height());
         if let Message::SyncRequest { from_height } = &message {
@@ -301,14 +311,14 @@ impl<S: Scheme> Member<S> {
             let known = self
                 .identity
                 .as_ref()
-                .is_some_and(|i| from < i.who.directory.len());
+                .is_some_and(|i| from.get() < i.who.directory.len());
             if stored
                 && known
                 && self.epoch.number > Epoch::ZERO
                 && self.epoch.index_of(from).is_none()
             {
                 out.push(MemberOutput::SyncFromStore {
-                    to: NodeIndex(from),
+                    to: from.address(),
                     from_height: *from_height,
                 });
                 return;
@@ -357,7 +367,7 @@ impl<S: Scheme> Member<S> {
                 let e = match e {
                     Effect::Send { to, message } => match self.epoch.directory_of(to) {
                         Some(d) => Effect::Send {
-                            to: NodeIndex(d),
+                            to: d.address(),
                             message,
                         },
                         None => return,
@@ -371,7 +381,7 @@ impl<S: Scheme> Member<S> {
             Output::SyncFromStore { to, from_height } => {
                 if let Some(d) = self.epoch.directory_of(to) {
                     out.push(MemberOutput::SyncFromStore {
-                        to: NodeIndex(d),
+                        to: d.address(),
                         from_height,
                     })
                 }

@@ -14,7 +14,7 @@ use super::interface::MemberOutput;
 use crate::epoch::{Decision, EpochMessage, TransitionEvent};
 use crate::messages::CommittedEntry;
 use crate::replica::Output;
-use crate::Epoch;
+use crate::{DirectoryIndex, Epoch};
 use beacon::dkg::session::SessionAction;
 use beacon::Scheme;
 use std::collections::VecDeque;
@@ -71,7 +71,7 @@ pub(super) enum SelfInput<S: Scheme> {
         /// The change's epoch.
         epoch: Epoch,
         /// The sender's directory index.
-        from: u32,
+        from: DirectoryIndex,
         /// The message.
         message: EpochMessage<S>,
     },

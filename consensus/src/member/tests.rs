@@ -13,7 +13,7 @@ use crate::config::smallest_collector_slack;
 use crate::epoch::{member_id, Control, EpochChange, EpochMessage, ReshareWire, TransitionTimer};
 use crate::messages::{Block, CommitCertificate, CommitPath};
 use crate::params::DkgParams;
-use crate::View;
+use crate::{DirectoryIndex, View};
 use beacon::dkg::relay::VerifyingKey;
 use beacon::schedule::EventQueue;
 use beacon::{MinSig, Point};
@@ -61,7 +61,7 @@ fn keys() -> Arc<Vec<VerifyingKey>> {
 }
 
 fn identity(i: u32) -> MemberIdentity {
-    MemberIdentity::new(i, key(i), keys())
+    MemberIdentity::new(DirectoryIndex::new(i), key(i), keys())
 }
 
 fn message(from: u32, envelope: Envelope<S>) -> MemberInput<S> {

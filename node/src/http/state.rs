@@ -5,7 +5,7 @@
 
 use crate::metrics::Metrics;
 use beacon::{Beacon, ChainInfo, ChainInfoJson};
-use consensus::Epoch;
+use consensus::{DirectoryIndex, Epoch};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -199,7 +199,7 @@ pub struct ReshareAccepted {
     /// The epoch it proposes.
     pub epoch: Epoch,
     /// Its members, as `[[peers]]` indices.
-    pub members: Vec<u32>,
+    pub members: Vec<DirectoryIndex>,
     /// `c` of the new epoch.
     pub c: u32,
     /// Hex of the change's digest (what proposals are counted by).
@@ -250,7 +250,7 @@ pub struct EpochJson {
     /// The epoch (0: the genesis members).
     pub epoch: Epoch,
     /// Its members, as `[[peers]]` indices, by epoch index.
-    pub members: Vec<u32>,
+    pub members: Vec<DirectoryIndex>,
     /// Its first height (1 for the genesis epoch).
     pub start: u64,
     /// Byzantine members it tolerates.

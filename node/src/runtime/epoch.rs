@@ -10,7 +10,7 @@ use crate::store::EpochRecord;
 use crate::{identity, NodeError};
 use beacon::{Scheme, Time};
 use consensus::epoch::{check_change, member_id, EpochChange};
-use consensus::{EpochEvent, MemberInput};
+use consensus::{DirectoryIndex, EpochEvent, MemberInput};
 use std::sync::atomic::Ordering;
 use tracing::{info, warn};
 
@@ -139,7 +139,7 @@ impl<S: Scheme> Node<S> {
                 .find(|p| p.id.to_string() == *text)
                 .ok_or_else(|| ProposalRefused::NotAPeer { peer: text.clone() })?;
             let key = identity::member_public_key(&peer.id).map_err(ProposalRefused::PeerKey)?;
-            indices.push(peer.index.0);
+            indices.push(DirectoryIndex::new(peer.index.0));
             ids.push(member_id(&key));
         }
         let n = ids.len() as u32;

@@ -106,7 +106,7 @@ fn the_epoch_record_replaces_the_genesis_key_material() {
     store.save_dkg(&output).unwrap();
     let record = EpochRecord {
         number: consensus::Epoch::new(1),
-        members: vec![0, 1, 2, 3],
+        members: (0..4).map(consensus::DirectoryIndex::new).collect(),
         config,
         start: 11,
         retired: false,

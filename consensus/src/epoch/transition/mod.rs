@@ -14,7 +14,7 @@
 use super::messages::{EpochMessage, ReshareWire};
 use super::{EpochView, MemberIdentity};
 use crate::config::ReplicaConfig;
-use crate::{ConsensusError, Epoch};
+use crate::{ConsensusError, DirectoryIndex, Epoch};
 use beacon::dkg::committee::Committee;
 use beacon::dkg::relay::{
     BroadcastRelay, RelayMessage, RelayedEvent, RelayedInput, RelayedMachine, RelayedMessage,
@@ -130,9 +130,9 @@ fn stayers<S: Scheme>(reshare: &ReshareEpoch<S>) -> Vec<NodeIndex> {
 pub struct Transition<S: Scheme> {
     epoch: Epoch,
     /// Participant index of each directory member in the resharing.
-    participant: BTreeMap<u32, NodeIndex>,
+    participant: BTreeMap<DirectoryIndex, NodeIndex>,
     /// Directory index of each participant.
-    roster: Vec<u32>,
+    roster: Vec<DirectoryIndex>,
     new: EpochView,
     /// The resharing, joined to its relay.
     reshare: RelayedMachine<S, Redistribution<S>>,
@@ -179,7 +179,7 @@ impl<S: Scheme> Transition<S> {
     ) -> Result<Self, ConsensusError> {
         let (directory, me, key) = (&identity.directory, identity.me, &identity.key);
         let epoch = Epoch::new(reshare.epoch);
-        let roster: Vec<u32> = reshare
+        let roster: Vec<DirectoryIndex> = reshare
             .roster()
             .participants()
             .iter()
@@ -191,7 +191,7 @@ impl<S: Scheme> Transition<S> {
                     )))
             })
             .collect::<Result<_, _>>()?;
-        let participant: BTreeMap<u32, NodeIndex> = roster
+        let participant: BTreeMap<DirectoryIndex, NodeIndex> = roster
             .iter()
             .enumerate()
             .map(|(p, d)| (*d, NodeIndex(p as u32)))
@@ -320,7 +320,7 @@ impl<S: Scheme> Transition<S> {
     pub fn on_message(
         &mut self,
         now: Time,
-        from: u32,
+        from: DirectoryIndex,
         message: EpochMessage<S>,
     ) -> Vec<TransitionEvent<S>> {
         let mut out = Vec::new();

@@ -57,7 +57,7 @@ impl<S: Scheme> Member<S> {
         for d in self.epoch.members.clone() {
             if Some(d) != self.identity.as_ref().map(|i| i.who.me) {
                 out.push(MemberOutput::Effect(Effect::Send {
-                    to: NodeIndex(d),
+                    to: d.address(),
                     message: Envelope::Epoch(EpochMessage::Control(control.clone())),
                 }));
             }
@@ -100,7 +100,7 @@ impl<S: Scheme> Member<S> {
                 // (or keys of the old epoch: they need none).
                 if Some(*d) != me && !self.epochs.heard_from.contains(d) {
                     out.push(MemberOutput::Effect(Effect::Send {
-                        to: NodeIndex(*d),
+                        to: d.address(),
                         message: Envelope::Epoch(EpochMessage::Invite(Box::new(
                             invitation.clone(),
                         ))),
@@ -122,7 +122,7 @@ impl<S: Scheme> Member<S> {
             if let Some(epoch) = asked {
                 for d in &self.epoch.members {
                     out.push(MemberOutput::Effect(Effect::Send {
-                        to: NodeIndex(*d),
+                        to: d.address(),
                         message: Envelope::Epoch(EpochMessage::HandoffRequest { epoch }),
                     }));
                 }
@@ -187,7 +187,7 @@ impl<S: Scheme> Member<S> {
             .members
             .iter()
             .map(|m| identity.who.directory.index_of(m))
-            .collect::<Option<Vec<u32>>>()
+            .collect::<Option<Vec<DirectoryIndex>>>()
             .ok_or(EpochChangeFailure::NewMemberNotInDirectory)?;
         let config = self
             .epoch
@@ -246,7 +246,7 @@ impl<S: Scheme> Member<S> {
         for d in &new.members {
             if *d != identity.who.me {
                 out.push(MemberOutput::Effect(Effect::Send {
-                    to: NodeIndex(*d),
+                    to: d.address(),
                     message: Envelope::Epoch(EpochMessage::Invite(Box::new(invitation.clone()))),
                 }));
             }
@@ -334,7 +334,7 @@ impl<S: Scheme> Member<S> {
         &mut self,
         now: Time,
         epoch: Epoch,
-        from: u32,
+        from: DirectoryIndex,
         message: EpochMessage<S>,
         out: &mut Outbox<S>,
     ) {

@@ -44,7 +44,7 @@ pub enum EpochEvent<S: Scheme> {
         /// Its first height.
         start: Height,
         /// Its members, by epoch index (directory indices).
-        members: Vec<u32>,
+        members: Vec<DirectoryIndex>,
         /// Its replica configuration.
         config: ReplicaConfig,
         /// This member's key material in it.
@@ -121,24 +121,24 @@ pub(super) struct EpochState<S: Scheme> {
     /// This member's keys of the next epoch, and their digest.
     ready: Option<([u8; 32], Arc<DkgOutput<S>>)>,
     /// A joiner's invitations by digest, and who sent each (one per sender).
-    invites: BTreeMap<[u8; 32], (Invitation<S>, BTreeSet<u32>)>,
-    invited_by: BTreeSet<u32>,
+    invites: BTreeMap<[u8; 32], (Invitation<S>, BTreeSet<DirectoryIndex>)>,
+    invited_by: BTreeSet<DirectoryIndex>,
     /// A joiner's handoffs, one per old member.
-    handoffs: BTreeMap<u32, Handoff<S>>,
+    handoffs: BTreeMap<DirectoryIndex, Handoff<S>>,
     /// Consensus messages ahead of the replica, kept while this member is ready
     /// to switch (they may be the next epoch's first height).
-    ahead: Vec<(u32, Message<S>)>,
+    ahead: Vec<(DirectoryIndex, Message<S>)>,
     /// Resharing and DKG messages of the next epoch that came before this
     /// member started its transition (other members decide, or invite, a
     /// little earlier), by sender; replayed when it starts.
-    early: BTreeMap<u32, Vec<EpochMessage<S>>>,
+    early: BTreeMap<DirectoryIndex, Vec<EpochMessage<S>>>,
     /// This member's control transactions not yet seen in a finalized block.
     pending: Vec<Control>,
     /// Control transactions forwarded to the replica (their digests), per
     /// signer.
     controls_from: BTreeMap<MemberId, BTreeSet<[u8; 32]>>,
     /// Parties that sent this member a message of the change.
-    heard_from: BTreeSet<u32>,
+    heard_from: BTreeSet<DirectoryIndex>,
     /// Whether an [`MemberTimer::EpochResend`] is armed.
     resend_armed: bool,
     /// A stayer whose keys were not ready at the switch: its own chain up to
@@ -226,7 +226,7 @@ impl<S: Scheme> EpochState<S> {
             key.update(b"sbft-beacon/epoch-member-ids/1");
             key.update(epoch.number.get().to_be_bytes());
             for m in &epoch.members {
-                key.update(m.to_be_bytes());
+                key.update(m.get().to_be_bytes());
                 key.update(d.key(*m).map_or([0; 32], |k| k.to_bytes()));
             }
             let ids = memo.get_or_compute(key.finalize().into(), || {
@@ -275,7 +275,7 @@ impl<S: Scheme> EpochState<S> {
     /// ready to switch (bounded).
     pub(in crate::member) fn keep_ahead(
         &mut self,
-        from: u32,
+        from: DirectoryIndex,
         message: &Message<S>,
         height: Option<Height>,
     ) {
