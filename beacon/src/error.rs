@@ -104,6 +104,10 @@ pub enum Error {
     /// as it was), not a formatted reason.
     #[error("unknown scheme {0:?} (known: pedersen-bls-chained, bls-chained-g1-rfc9380, bls-unchained-g1-rfc9380, pedersen-bls-unchained)")]
     UnknownScheme(String),
+    /// An interpolation method name that this crate does not know. The
+    /// `String` is the name as given (reported back as it was).
+    #[error("unknown interpolation method {0:?} (naive, fast, roots_of_unity)")]
+    UnknownInterpolationMethod(String),
     /// Malformed hex.
     #[error("invalid hex in {what}: {reason}")]
     Hex {
@@ -365,6 +369,13 @@ pub enum DkgError {
     OtherSession {
         /// The claimed origin.
         origin: u32,
+    },
+    /// A stored reason for a dealer's disqualification that names none of
+    /// [`crate::dkg::Disqualification`]'s (the text as stored).
+    #[error("unknown reason for a dealer's disqualification {text:?}")]
+    UnknownDisqualification {
+        /// The stored text.
+        text: String,
     },
     /// A list of attested versions longer than any honest member sends.
     #[error("a list of {listed} versions from {from} (at most {max} exist)")]

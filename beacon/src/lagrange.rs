@@ -56,15 +56,13 @@ impl fmt::Display for InterpolationMethod {
 }
 
 impl FromStr for InterpolationMethod {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
         match s {
             "naive" => Ok(Self::Naive),
             "fast" => Ok(Self::Fast),
             "roots_of_unity" | "rou" => Ok(Self::RootsOfUnity),
-            other => Err(format!(
-                "unknown interpolation method {other:?} (naive, fast, roots_of_unity)"
-            )),
+            other => Err(Error::UnknownInterpolationMethod(other.to_string())),
         }
     }
 }
@@ -476,6 +474,20 @@ mod tests {
         assert_eq!(
             lagrange_naive(&points).unwrap(),
             lagrange_fast(&points).unwrap()
+        );
+    }
+
+    #[test]
+    fn method_names_parse_and_unknown_ones_are_named() {
+        for m in InterpolationMethod::ALL {
+            assert_eq!(m.as_str().parse::<InterpolationMethod>(), Ok(m));
+        }
+        assert_eq!("rou".parse(), Ok(InterpolationMethod::RootsOfUnity));
+        let e = "cubic".parse::<InterpolationMethod>().unwrap_err();
+        assert_eq!(e, Error::UnknownInterpolationMethod("cubic".into()));
+        assert_eq!(
+            e.to_string(),
+            "unknown interpolation method \"cubic\" (naive, fast, roots_of_unity)"
         );
     }
 }

@@ -2,6 +2,8 @@
 //! replica-side ones ([`crate::byzantine`]) and DKG-side ones
 //! ([`crate::byzantine_dkg`]), named as configs write them.
 
+use crate::ConsensusError;
+
 /// Kinds of Byzantine behaviour.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Behaviour {
@@ -90,17 +92,42 @@ impl Behaviour {
     }
 }
 
+/// Every kind's name, comma-separated ([`ConsensusError::UnknownBehaviour`]'s
+/// list of the known ones).
+pub(crate) fn known_names() -> String {
+    Behaviour::ALL.map(|b| b.as_str()).join(", ")
+}
+
 impl std::str::FromStr for Behaviour {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = ConsensusError;
+    fn from_str(s: &str) -> Result<Self, ConsensusError> {
         Behaviour::ALL
             .into_iter()
             .find(|b| b.as_str() == s)
-            .ok_or_else(|| {
-                format!(
-                    "unknown behaviour {s:?}; known: {}",
-                    Behaviour::ALL.map(|b| b.as_str()).join(", ")
-                )
+            .ok_or_else(|| ConsensusError::UnknownBehaviour {
+                name: s.to_string(),
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_back_and_unknown_ones_list_the_known() {
+        for b in Behaviour::ALL {
+            assert_eq!(b.as_str().parse::<Behaviour>().ok(), Some(b));
+        }
+        let e = "loud".parse::<Behaviour>().unwrap_err();
+        assert!(
+            matches!(&e, ConsensusError::UnknownBehaviour { name } if name == "loud"),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            format!("unknown behaviour \"loud\"; known: {}", known_names())
+        );
+        assert!(e.to_string().contains("equivocating-primary, bad-shares,"));
     }
 }

@@ -81,6 +81,20 @@ impl BeaconShares {
     }
 }
 
+impl std::str::FromStr for BeaconShares {
+    type Err = ConsensusError;
+    /// The route named `text` as a `[protocol]` table names it
+    /// ([`BeaconShares::name`]): `--beacon-shares` on the command line.
+    fn from_str(text: &str) -> Result<Self, ConsensusError> {
+        [BeaconShares::Collectors, BeaconShares::Everyone]
+            .into_iter()
+            .find(|b| b.name() == text)
+            .ok_or_else(|| ConsensusError::UnknownBeaconShares {
+                name: text.to_string(),
+            })
+    }
+}
+
 /// Parameters every replica of one network shares, validated: a replica runs
 /// only with one of these. Read its fields through [`ReplicaSettings`]
 /// (`config.n`, `config.fast_threshold()`); change them with

@@ -46,8 +46,8 @@ pub use config::{BeaconShares, KeyShare, ReplicaConfig, ReplicaKeys, ReplicaSett
 pub use election::Election;
 pub use epoch::MemberIdentity;
 pub use member::{
-    member_key, Envelope, EpochEvent, KeyGenerationFailure, Member, MemberInput, MemberOutput,
-    MemberTimer,
+    member_key, Envelope, EpochChangeFailure, EpochEvent, KeyGenerationFailure, Member,
+    MemberInput, MemberOutput, MemberTimer,
 };
 pub use messages::{Block, CommitCertificate, CommitPath, CommittedEntry, Digest, Message};
 pub use observe::Observer;
@@ -58,7 +58,7 @@ pub use replica::{
     SignedVotes, Timer,
 };
 
-pub use position::{Height, View};
+pub use position::{DirectoryIndex, Epoch, Height, View};
 
 /// The consensus crate's error type.
 #[derive(Debug, thiserror::Error)]
@@ -143,6 +143,18 @@ pub enum ConsensusError {
     /// A restored chain whose heights are not consecutive.
     #[error("the stored chain's heights are not consecutive")]
     ChainGap,
+    /// A Byzantine behaviour name ([`Behaviour`]) that names none.
+    #[error("unknown behaviour {name:?}; known: {}", behaviour::known_names())]
+    UnknownBehaviour {
+        /// The name as given.
+        name: String,
+    },
+    /// A beacon-share route ([`BeaconShares`]) that names none.
+    #[error("{name:?} is not a beacon-share route: collectors or everyone")]
+    UnknownBeaconShares {
+        /// The name as given.
+        name: String,
+    },
     /// A cryptographic or encoding error from the beacon crate.
     #[error(transparent)]
     Beacon(#[from] beacon::Error),

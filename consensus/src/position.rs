@@ -1,4 +1,6 @@
-//! [`Height`] and [`View`]: the two counters that place a message in the protocol.
+//! [`Height`] and [`View`]: the two counters that place a message in the protocol;
+//! [`Epoch`], the counter of member sets; and [`DirectoryIndex`], a party's
+//! place in the member directory.
 //!
 //! Both arrive from the network, so either can be `u64::MAX` (one VIEW-CHANGE for
 //! view `u64::MAX` once made every receiver panic on `view + 1`). The types offer
@@ -10,9 +12,16 @@
 //! which counter a number turns into), and leaves through `get()` where it meets
 //! the beacon crate's rounds, timers' arithmetic, or a store's `u64` keys.
 //!
-//! Both are `#[serde(transparent)]`: a height or view encodes exactly as the
-//! `u64` it holds, on the wire and in stored chains.
+//! All are `#[serde(transparent)]`: a height, view or epoch encodes exactly as
+//! the `u64` it holds, and a directory index as its `u32`, on the wire, in
+//! stored chains and in JSON.
+//!
+//! A [`DirectoryIndex`] is not a [`beacon::NodeIndex`]: the directory lists
+//! every party the transport reaches (the genesis members first, then parties
+//! that may join), while a `NodeIndex` is a member's place in one epoch's
+//! committee (`0..n`); [`crate::epoch::EpochView`] translates.
 
+use beacon::NodeIndex;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -105,6 +114,57 @@ counter!(
     "view"
 );
 
+counter!(
+    /// An epoch: one member set and its keys (epoch 0 for the genesis members;
+    /// each change of members starts the next).
+    Epoch,
+    "epoch"
+);
+
+/// A party's index in the member directory ([`crate::epoch::Directory`]): the
+/// member keys of every party the transport reaches, the genesis members
+/// first. Drivers address members by it; it stays the same across epochs.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
+#[serde(transparent)]
+pub struct DirectoryIndex(u32);
+
+impl DirectoryIndex {
+    /// The party at index `value`.
+    pub const fn new(value: u32) -> Self {
+        Self(value)
+    }
+
+    /// The index as a number.
+    pub const fn get(self) -> u32 {
+        self.0
+    }
+
+    /// The index as a `usize`, to index a list of the directory's parties.
+    pub const fn as_usize(self) -> usize {
+        self.0 as usize
+    }
+
+    /// The party's address for its driver: a [`crate::Member`]'s effects
+    /// (`Effect::Send`'s `to`) and inputs (`MemberInput::Message`'s `from`)
+    /// name parties by directory index in a `NodeIndex`.
+    pub const fn address(self) -> NodeIndex {
+        NodeIndex(self.0)
+    }
+
+    /// The party a driver's `address` names ([`DirectoryIndex::address`]).
+    pub const fn of_address(address: NodeIndex) -> Self {
+        Self(address.0)
+    }
+}
+
+impl fmt::Display for DirectoryIndex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,6 +191,8 @@ mod tests {
 
     #[test]
     fn display_is_the_number() {
+        assert_eq!(Epoch::new(3).to_string(), "3");
+        assert_eq!(DirectoryIndex::new(5).to_string(), "5");
         assert_eq!(Height::new(7).to_string(), "7");
         assert_eq!(format!("{:>4}", View::new(12)), "  12");
     }
@@ -156,5 +218,32 @@ mod tests {
             beacon::wire::encode(&pair).unwrap(),
             beacon::wire::encode(&(5u64, u64::MAX)).unwrap()
         );
+    }
+    #[test]
+    fn epochs_and_directory_indices_encode_as_their_numbers() {
+        for value in [0, 1, 255, 256, 1 << 40, u64::MAX] {
+            let bytes = beacon::wire::encode(&value).unwrap();
+            assert_eq!(beacon::wire::encode(&Epoch::new(value)).unwrap(), bytes);
+            assert_eq!(
+                beacon::wire::decode::<Epoch>(&bytes).unwrap(),
+                Epoch::new(value)
+            );
+            assert_eq!(
+                serde_json::to_string(&Epoch::new(value)).unwrap(),
+                value.to_string()
+            );
+        }
+        for value in [0, 1, 255, 256, u32::MAX] {
+            let bytes = beacon::wire::encode(&value).unwrap();
+            let index = DirectoryIndex::new(value);
+            assert_eq!(beacon::wire::encode(&index).unwrap(), bytes);
+            assert_eq!(
+                beacon::wire::decode::<DirectoryIndex>(&bytes).unwrap(),
+                index
+            );
+            assert_eq!(serde_json::to_string(&index).unwrap(), value.to_string());
+        }
+        assert_eq!(Epoch::MAX.next(), None);
+        assert_eq!(Epoch::ZERO.next(), Some(Epoch::new(1)));
     }
 }

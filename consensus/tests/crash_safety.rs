@@ -10,8 +10,8 @@ mod common;
 use beacon::memo::Memo;
 use beacon::{MinSig, NodeIndex, Time};
 use consensus::{
-    Block, Election, Envelope, Height, Member, MemberInput, MemberOutput, MemberTimer, Message,
-    ReplicaConfig, SignedVotes, Timer, View,
+    Block, Election, Envelope, Epoch, Height, Member, MemberInput, MemberOutput, MemberTimer,
+    Message, ReplicaConfig, SignedVotes, Timer, View,
 };
 use std::sync::Arc;
 
@@ -179,7 +179,7 @@ fn a_restarted_member_keeps_its_view_change() {
     let a = f.block(1);
     let (mut m, _) = f.member(f.voter, Vec::new());
     let timer = MemberTimer::Replica {
-        epoch: 0,
+        epoch: Epoch::ZERO,
         timer: Timer::ViewChange {
             height: Height::new(1),
             view: View::ZERO,

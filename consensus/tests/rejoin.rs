@@ -14,8 +14,9 @@ use beacon::memo::Memo;
 use beacon::{MinSig, NodeIndex, Point, Scheme, Time};
 use consensus::epoch::{member_id, Control, EpochChange, EpochMessage, EpochView, ReshareWire};
 use consensus::{
-    member_key, Block, CommitCertificate, CommitPath, CommittedEntry, Envelope, Height, Member,
-    MemberIdentity, MemberInput, MemberOutput, MemberTimer, ReplicaConfig, View,
+    member_key, Block, CommitCertificate, CommitPath, CommittedEntry, DirectoryIndex, Envelope,
+    Epoch, Height, Member, MemberIdentity, MemberInput, MemberOutput, MemberTimer, ReplicaConfig,
+    View,
 };
 use std::sync::Arc;
 
@@ -44,7 +45,7 @@ impl Fixture {
         let keys: Arc<Vec<VerifyingKey>> =
             Arc::new((0..7).map(|i| key(i).verifying_key()).collect());
         let change = EpochChange {
-            epoch: 1,
+            epoch: Epoch::new(1),
             members: keys.iter().map(member_id).collect(),
             c: consensus::config::smallest_collector_slack(7).unwrap(),
             beacon_threshold: 0,
@@ -104,7 +105,7 @@ impl Fixture {
         )
         .unwrap()
         .with_identity(
-            MemberIdentity::new(i, key(i), self.keys.clone()),
+            MemberIdentity::new(DirectoryIndex::new(i), key(i), self.keys.clone()),
             PHASE_US,
             3,
         );
@@ -116,7 +117,7 @@ impl Fixture {
     fn joiner(&self, i: u32, seed: u8) -> (Member<S>, Vec<MemberOutput<S>>) {
         let mut m = Member::joining(
             EpochView::genesis(self.config.clone()),
-            MemberIdentity::new(i, key(i), self.keys.clone()),
+            MemberIdentity::new(DirectoryIndex::new(i), key(i), self.keys.clone()),
             [seed; 32],
             Memo::shared(),
             PHASE_US,
@@ -172,7 +173,7 @@ fn a_joiner_restarted_during_a_change_asks_for_its_invitation_and_gets_it() {
     // Each old member read the decision off its chain, runs its part of the
     // change, and invited every new member once.
     for (m, out) in [(&a, &out_a), (&b, &out_b)] {
-        assert_eq!(m.changing_to(), Some(1));
+        assert_eq!(m.changing_to(), Some(Epoch::new(1)));
         assert_eq!(invites(&sent_to(out, joiner)), 1);
     }
     // The joiner took part: it asked both for their deals (they heard from
@@ -180,7 +181,7 @@ fn a_joiner_restarted_during_a_change_asks_for_its_invitation_and_gets_it() {
     // invites it no more.
     for m in [&mut a, &mut b] {
         let request = EpochMessage::Reshare {
-            epoch: 1,
+            epoch: Epoch::new(1),
             message: ReshareWire::Request,
         };
         let _ = deliver(m, 1_000, joiner, request);
@@ -194,7 +195,10 @@ fn a_joiner_restarted_during_a_change_asks_for_its_invitation_and_gets_it() {
     for d in 0..4 {
         let asked = sent_to(&out_j, d);
         assert!(
-            matches!(asked[..], [EpochMessage::HandoffRequest { epoch: 1 }]),
+            matches!(
+                asked[..],
+                [EpochMessage::HandoffRequest { epoch }] if epoch == Epoch::new(1)
+            ),
             "to {d}: {asked:?}"
         );
     }
@@ -212,7 +216,9 @@ fn a_joiner_restarted_during_a_change_asks_for_its_invitation_and_gets_it() {
             m,
             2 * PHASE_US,
             joiner,
-            EpochMessage::HandoffRequest { epoch: 1 },
+            EpochMessage::HandoffRequest {
+                epoch: Epoch::new(1),
+            },
         );
         let to_joiner = sent_to(&out, joiner);
         assert_eq!(invites(&to_joiner), 1, "old member {i}: {to_joiner:?}");
@@ -220,7 +226,14 @@ fn a_joiner_restarted_during_a_change_asks_for_its_invitation_and_gets_it() {
     }
     // A request for an epoch no change is under way to gets nothing.
     let (mut c, _) = fx.old_member(2);
-    let outsider = deliver(&mut c, 0, 6, EpochMessage::HandoffRequest { epoch: 2 });
+    let outsider = deliver(
+        &mut c,
+        0,
+        6,
+        EpochMessage::HandoffRequest {
+            epoch: Epoch::new(2),
+        },
+    );
     assert_eq!(invites(&sent_to(&outsider, 6)), 0);
     let mut it = answers.into_iter();
     let (first, invite) = it.next().unwrap();
@@ -230,7 +243,7 @@ fn a_joiner_restarted_during_a_change_asks_for_its_invitation_and_gets_it() {
     let _ = deliver(&mut j, 2 * PHASE_US, second, invite);
     assert_eq!(
         j.changing_to(),
-        Some(1),
+        Some(Epoch::new(1)),
         "the joiner takes part in the change again"
     );
 }

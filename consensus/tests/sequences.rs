@@ -9,7 +9,7 @@ use beacon::memo::Memo;
 use beacon::{MinSig, NodeIndex, Time};
 use consensus::corpus::{genuine_messages, relabel};
 use consensus::{
-    Envelope, Event, Height, Member, MemberInput, MemberOutput, MemberTimer, Message,
+    Envelope, Epoch, Event, Height, Member, MemberInput, MemberOutput, MemberTimer, Message,
     ReplicaConfig, Timer, View,
 };
 use proptest::prelude::*;
@@ -111,7 +111,7 @@ proptest! {
                     let from = if from < 4 { NodeIndex(from) } else { *sender };
                     MemberInput::Message { from, envelope: Envelope::Consensus(message) }
                 }
-                Op::Timer(k, h, v) => MemberInput::Timer(MemberTimer::Replica { epoch: 0, timer: timer(k, h, v) }),
+                Op::Timer(k, h, v) => MemberInput::Timer(MemberTimer::Replica { epoch: Epoch::ZERO, timer: timer(k, h, v) }),
                 Op::Tick(us) => {
                     now = now.plus_micros(us);
                     continue;

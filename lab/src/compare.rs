@@ -35,7 +35,7 @@ pub(crate) struct CompareArgs {
     protocol: Option<PathBuf>,
     /// Where beacon shares go in both runs (`collectors` or `everyone`), over
     /// the `--protocol` file's.
-    #[arg(long, value_name = "TO", value_parser = crate::protocol_args::parse_beacon_shares)]
+    #[arg(long, value_name = "TO")]
     beacon_shares: Option<consensus::BeaconShares>,
     /// The WAN: the same options as `localnet`.
     #[command(flatten)]

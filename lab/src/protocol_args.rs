@@ -30,19 +30,8 @@ pub(crate) struct ProtocolArgs {
     /// to the beacon) or `everyone` (each replica combines; one delay, about
     /// n^2 more messages). Default: the `--protocol` file's, else everyone on
     /// paced networks of up to 16 nodes, the collectors otherwise.
-    #[arg(long, value_name = "TO", value_parser = parse_beacon_shares)]
+    #[arg(long, value_name = "TO")]
     pub beacon_shares: Option<BeaconShares>,
-}
-
-/// `--beacon-shares`: a `[protocol] beacon_shares` value.
-pub(crate) fn parse_beacon_shares(text: &str) -> Result<BeaconShares, String> {
-    match text {
-        "collectors" => Ok(BeaconShares::Collectors),
-        "everyone" => Ok(BeaconShares::Everyone),
-        other => Err(format!(
-            "{other:?} is not a beacon-share route: collectors or everyone"
-        )),
-    }
 }
 
 impl ProtocolArgs {
@@ -143,7 +132,7 @@ mod tests {
         let p = args(Some(&file), None, None).params(4).unwrap();
         assert_eq!(p.beacon_shares, Some(BeaconShares::Everyone));
         let mut over = args(Some(&file), None, None);
-        over.beacon_shares = Some(parse_beacon_shares("collectors").unwrap());
+        over.beacon_shares = Some("collectors".parse().unwrap());
         assert_eq!(
             over.params(4).unwrap().beacon_shares,
             Some(BeaconShares::Collectors)
@@ -152,8 +141,11 @@ mod tests {
             args(None, None, None).params(4).unwrap().beacon_shares,
             None
         );
-        let e = parse_beacon_shares("all").unwrap_err();
-        assert!(e.contains("collectors or everyone"), "{e}");
+        let e = "all".parse::<BeaconShares>().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "\"all\" is not a beacon-share route: collectors or everyone"
+        );
         std::fs::write(&file, "[protocol]\nbeacon_shares = \"all\"\n").unwrap();
         let e = format!("{:#}", args(Some(&file), None, None).params(4).unwrap_err());
         assert!(e.contains("beacon_shares") || e.contains("everyone"), "{e}");

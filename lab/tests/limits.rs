@@ -459,7 +459,7 @@ fn frames_at_the_frame_limit() -> Vec<(String, Vec<u8>)> {
     // An `Invitation` encodes as its fields in order.
     let invitation = (
         EpochChange {
-            epoch: 1,
+            epoch: consensus::Epoch::new(1),
             members: ids.clone(),
             c: 0,
             beacon_threshold: 0,

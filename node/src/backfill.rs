@@ -11,7 +11,7 @@
 //! beacon signatures it carries.
 
 use beacon::{Point as _, Scheme};
-use consensus::CommittedEntry;
+use consensus::{CommittedEntry, Height};
 use std::sync::Arc;
 
 /// The heights a joiner still lacks, below the lowest one it trusts.
@@ -19,6 +19,27 @@ pub struct Backfill<S: Scheme> {
     /// The lowest trusted height: the next one wanted is just below it.
     anchor: Arc<CommittedEntry<S>>,
     genesis_seed: Vec<u8>,
+}
+
+/// Why an entry of a sync response does not extend the trusted chain
+/// downwards ([`Backfill::extend`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BrokenLink {
+    /// The block at `height` is not the parent the block above names.
+    #[error("height {height}: its block is not the parent of height {}", height.saturating_add(1))]
+    NotParent {
+        /// The entry's height.
+        height: Height,
+    },
+    /// The beacon at `height` is not the one the block above chains on.
+    #[error("height {height}: its beacon is not the one height {} chains on", height.saturating_add(1))]
+    NotChainedOn {
+        /// The entry's height.
+        height: Height,
+    },
+    /// Height 1's block does not chain on the genesis seed.
+    #[error("height 1 does not chain on the genesis seed")]
+    NotOnGenesisSeed,
 }
 
 /// How many heights below the anchor one request asks for (a peer answers
@@ -53,30 +74,24 @@ impl<S: Scheme> Backfill<S> {
     pub fn extend(
         &mut self,
         entries: &[Arc<CommittedEntry<S>>],
-    ) -> Result<Vec<Arc<CommittedEntry<S>>>, String> {
+    ) -> Result<Vec<Arc<CommittedEntry<S>>>, BrokenLink> {
         let mut taken = Vec::new();
         loop {
-            let want = self.anchor.block.height.get().saturating_sub(1);
-            if want == 0 {
+            let want = self.anchor.block.height.saturating_sub(1);
+            if want == Height::ZERO {
                 return Ok(taken);
             }
-            let Some(entry) = entries.iter().find(|e| e.block.height.get() == want) else {
+            let Some(entry) = entries.iter().find(|e| e.block.height == want) else {
                 return Ok(taken);
             };
             if entry.block.digest() != self.anchor.block.parent {
-                return Err(format!(
-                    "height {want}: its block is not the parent of height {}",
-                    want + 1
-                ));
+                return Err(BrokenLink::NotParent { height: want });
             }
             if entry.beacon.to_bytes() != self.anchor.block.previous_beacon {
-                return Err(format!(
-                    "height {want}: its beacon is not the one height {} chains on",
-                    want + 1
-                ));
+                return Err(BrokenLink::NotChainedOn { height: want });
             }
-            if want == 1 && entry.block.previous_beacon != self.genesis_seed {
-                return Err("height 1 does not chain on the genesis seed".into());
+            if want == Height::new(1) && entry.block.previous_beacon != self.genesis_seed {
+                return Err(BrokenLink::NotOnGenesisSeed);
             }
             taken.push(entry.clone());
             self.anchor = entry.clone();
@@ -93,7 +108,7 @@ impl<S: Scheme> Backfill<S> {
 mod tests {
     use super::*;
     use beacon::MinSig;
-    use consensus::{Block, CommitCertificate, CommitPath, Height, View};
+    use consensus::{Block, CommitCertificate, CommitPath, View};
 
     type S = MinSig;
 
@@ -155,17 +170,30 @@ mod tests {
         let mut b = Backfill::below(c[9].clone(), &seed).unwrap();
         // Another chain's height 9 does not link to this chain's height 10.
         let e = b.extend(&other[..9]).unwrap_err();
-        assert!(e.contains("height 9"), "{e}");
+        assert_eq!(
+            e,
+            BrokenLink::NotParent {
+                height: Height::new(9)
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "height 9: its block is not the parent of height 10"
+        );
         // The same block with another beacon neither.
         let mut forged = (*c[8]).clone();
         forged.beacon = <S as Scheme>::Signature::generator();
         let e = b.extend(&[Arc::new(forged)]).unwrap_err();
-        assert!(e.contains("beacon"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "height 9: its beacon is not the one height 10 chains on"
+        );
         // Nothing was taken: the honest heights still extend it.
         assert_eq!(b.extend(&c[..9]).unwrap().len(), 9);
         // A chain on another genesis seed fails at height 1.
         let mut b = Backfill::below(other[9].clone(), &seed).unwrap();
         let e = b.extend(&other[..9]).unwrap_err();
-        assert!(e.contains("genesis"), "{e}");
+        assert_eq!(e, BrokenLink::NotOnGenesisSeed);
+        assert_eq!(e.to_string(), "height 1 does not chain on the genesis seed");
     }
 }

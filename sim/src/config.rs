@@ -470,8 +470,7 @@ impl SimConfig {
             }
         }
         for k in &self.faults.byzantine_kinds {
-            k.parse::<consensus::Behaviour>()
-                .map_err(SimError::Config)?;
+            k.parse::<consensus::Behaviour>()?;
         }
         if self.faults.byzantine > 0 && self.faults.byzantine_kinds.is_empty() {
             return err("faults.byzantine > 0 needs faults.byzantine_kinds".into());

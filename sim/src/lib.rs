@@ -70,7 +70,8 @@ pub enum SimError {
     /// The scenario or a file it names is invalid.
     #[error("invalid scenario: {0}")]
     Config(String),
-    /// The scenario's protocol parameters make no valid replica or member.
+    /// The scenario's protocol parameters make no valid replica or member,
+    /// or it names a Byzantine behaviour that does not exist.
     #[error("invalid scenario: {0}")]
     Protocol(#[from] consensus::ConsensusError),
     /// A table of the scenario (`[protocol]`, `[dkg]`, `[reshare]`) holds

@@ -2,6 +2,7 @@
 //! table the CLI prints).
 
 use crate::invariants::Violation;
+use beacon::dkg::Disqualification;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -106,7 +107,7 @@ pub struct Report {
     /// Qualified dealers in the honest members' result.
     pub dkg_qualified: u32,
     /// Dealers an honest member excluded, with its reason.
-    pub dkg_disqualified: BTreeMap<u32, String>,
+    pub dkg_disqualified: BTreeMap<u32, Disqualification>,
     /// Wall time of the DKG part (s).
     pub dkg_wall_s: f64,
     /// DKG and epoch-change messages sent in the whole run, by kind

@@ -7,7 +7,7 @@ use crate::SimError;
 use beacon::dkg::relay::VerifyingKey;
 use beacon::{Scheme, Time};
 use consensus::epoch::{member_id, EpochChange};
-use consensus::{EpochEvent, Height};
+use consensus::{Epoch, EpochEvent, Height};
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha20Rng;
 use serde::Serialize;
@@ -94,7 +94,7 @@ impl ReshareRun {
             .chain(joiners.iter().copied())
             .collect();
         let change = EpochChange {
-            epoch: 1,
+            epoch: Epoch::new(1),
             members: members
                 .iter()
                 .map(|i| member_id(&keys[*i as usize]))

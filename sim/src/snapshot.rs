@@ -27,7 +27,7 @@
 //! every thread); every share is checked against its verification key when
 //! its member is rebuilt.
 
-use beacon::dkg::{DkgOutput, ThresholdKeyMaterial};
+use beacon::dkg::{Disqualification, DkgOutput, ThresholdKeyMaterial};
 use beacon::threshold::SecretShare;
 use beacon::{NodeIndex, Scheme};
 use serde::{Deserialize, Serialize};
@@ -152,7 +152,7 @@ pub struct DkgSummary {
     /// Qualified dealers.
     pub qualified: u32,
     /// Disqualified dealers, with the reason.
-    pub disqualified: BTreeMap<u32, String>,
+    pub disqualified: BTreeMap<u32, Disqualification>,
     /// DKG and epoch messages sent, by kind.
     pub messages_by_kind: BTreeMap<String, u64>,
     /// Their bytes.
@@ -205,7 +205,7 @@ fn decode_points<P: beacon::Point>(bytes: &[u8], threads: usize) -> Result<Vec<P
 struct GroupResult {
     session: [u8; 32],
     qual: Vec<NodeIndex>,
-    disqualified: Vec<(NodeIndex, String)>,
+    disqualified: Vec<(NodeIndex, Disqualification)>,
     thresholds: Vec<PublicThreshold>,
 }
 

@@ -2,6 +2,7 @@
 //! simulator runs the same relay, agreement step and committee draw as the node.
 
 use beacon::dkg::committee::Committee;
+use beacon::dkg::Disqualification;
 use sim::config::Latency;
 use sim::SimConfig;
 
@@ -46,7 +47,7 @@ fn run_attacked(cfg: &SimConfig, seed: u64) -> sim::Report {
         report
             .dkg_disqualified
             .values()
-            .all(|why| why.contains("equivocat")),
+            .all(|why| *why == Disqualification::Equivocation),
         "seed {seed}: {:?}",
         report.dkg_disqualified
     );

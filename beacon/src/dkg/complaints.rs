@@ -2,7 +2,7 @@
 //! every complaint against a dealer must be answered by a revealed share that
 //! matches the dealer's commitments, or the dealer is disqualified.
 
-use super::{Deal, Justification};
+use super::{Deal, Disqualification, Justification};
 use crate::field::Scalar;
 use crate::scheme::Scheme;
 use crate::NodeIndex;
@@ -12,7 +12,7 @@ use std::sync::Arc;
 /// What the judgement decided.
 pub(crate) struct Verdicts {
     /// Dealers to disqualify, with the reason.
-    pub disqualified: Vec<(NodeIndex, &'static str)>,
+    pub disqualified: Vec<(NodeIndex, Disqualification)>,
     /// Shares revealed to this member (it had complained), by dealer.
     pub revealed_to_me: Vec<(NodeIndex, Vec<Scalar>)>,
 }
@@ -39,7 +39,7 @@ pub(crate) fn judge<S: Scheme>(
         let Some(j) = justifications.get(dealer) else {
             verdicts
                 .disqualified
-                .push((*dealer, "complaints left unanswered"));
+                .push((*dealer, Disqualification::UnansweredComplaints));
             continue;
         };
         for c in complainers {
@@ -52,7 +52,7 @@ pub(crate) fn judge<S: Scheme>(
                 _ => {
                     verdicts
                         .disqualified
-                        .push((*dealer, "invalid or missing justification"));
+                        .push((*dealer, Disqualification::InvalidJustification));
                     break;
                 }
             }

@@ -85,6 +85,7 @@ pub mod phases;
 
 pub(crate) mod complaints;
 mod config;
+mod disqualification;
 mod exponent;
 mod genesis;
 mod messages;
@@ -92,6 +93,7 @@ mod output;
 
 pub use commitments::Commitments;
 pub use config::{DkgConfig, DkgSettings};
+pub use disqualification::Disqualification;
 pub use exponent::{evaluate_in_exponent, share_matches};
 pub use genesis::{Dkg, Genesis};
 pub use messages::{

@@ -22,7 +22,7 @@ pub struct ReshareOutput<S: Scheme> {
     pub qual: Vec<NodeIndex>,
     /// Old dealers excluded, with the reason (one that dealt nothing in
     /// time counts as excluded).
-    pub disqualified: Vec<(NodeIndex, String)>,
+    pub disqualified: Vec<(NodeIndex, Disqualification)>,
     /// The new threshold.
     pub threshold: u32,
     /// The new public polynomial (`threshold` points; the first is the unchanged

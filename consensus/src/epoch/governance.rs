@@ -5,7 +5,7 @@
 use super::messages::{Control, EpochChange};
 use crate::config::{check_size, ReplicaConfig};
 use crate::messages::Block;
-use crate::Height;
+use crate::{ConsensusError, Epoch, Height};
 use beacon::reshare::MemberId;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -38,7 +38,7 @@ pub enum Decision {
 /// current member and one ready per new member count.
 #[derive(Clone, Debug)]
 pub struct Governance {
-    epoch: u64,
+    epoch: Epoch,
     /// Shared: every member of a simulated network holds the same set.
     members: Arc<BTreeSet<MemberId>>,
     quorum: usize,
@@ -59,29 +59,62 @@ struct Decided {
     switched: bool,
 }
 
+/// Why a change cannot follow the current epoch ([`check_change`]).
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum ChangeRefused {
+    /// The change's epoch is not the one after the current epoch.
+    #[error("epoch {proposed} does not follow epoch {current}")]
+    NotNextEpoch {
+        /// The change's epoch.
+        proposed: Epoch,
+        /// The current epoch.
+        current: Epoch,
+    },
+    /// More members than a `u32` counts.
+    #[error("too many members")]
+    TooManyMembers,
+    /// A member listed twice.
+    #[error("a member is listed twice")]
+    MemberListedTwice,
+    /// The new member count and `c` make no safe `n = 3f + 2c + 1`
+    /// ([`ConsensusError::NetworkSize`]).
+    #[error(transparent)]
+    UnsafeSize(Arc<ConsensusError>),
+    /// A beacon threshold outside `[f + 1, n]` (0 asks for the default).
+    #[error("beacon threshold {threshold} outside [f + 1, n] = [{min}, {n}]")]
+    BeaconThreshold {
+        /// The change's beacon threshold.
+        threshold: u32,
+        /// The smallest allowed, `f + 1`.
+        min: u32,
+        /// The new member count, the largest allowed.
+        n: u32,
+    },
+}
+
 /// Whether `change` can follow epoch `epoch`: the next number, distinct
 /// members, a safe size and a beacon threshold within it.
-pub fn check_change(epoch: u64, change: &EpochChange) -> Result<ReplicaShape, String> {
-    if Some(change.epoch) != epoch.checked_add(1) {
-        return Err(format!(
-            "epoch {} does not follow epoch {epoch}",
-            change.epoch
-        ));
+pub fn check_change(epoch: Epoch, change: &EpochChange) -> Result<ReplicaShape, ChangeRefused> {
+    if Some(change.epoch) != epoch.next() {
+        return Err(ChangeRefused::NotNextEpoch {
+            proposed: change.epoch,
+            current: epoch,
+        });
     }
-    let n = u32::try_from(change.members.len()).map_err(|_| "too many members".to_string())?;
+    let n = u32::try_from(change.members.len()).map_err(|_| ChangeRefused::TooManyMembers)?;
     let distinct: BTreeSet<_> = change.members.iter().collect();
     if distinct.len() != change.members.len() {
-        return Err("a member is listed twice".into());
+        return Err(ChangeRefused::MemberListedTwice);
     }
-    check_size(n, change.c).map_err(|e| e.to_string())?;
+    check_size(n, change.c).map_err(|e| ChangeRefused::UnsafeSize(Arc::new(e)))?;
     let f = (n - 2 * change.c - 1) / 3;
     if change.beacon_threshold > n || (change.beacon_threshold > 0 && change.beacon_threshold <= f)
     {
-        return Err(format!(
-            "beacon threshold {} outside [f + 1, n] = [{}, {n}]",
-            change.beacon_threshold,
-            f + 1
-        ));
+        return Err(ChangeRefused::BeaconThreshold {
+            threshold: change.beacon_threshold,
+            min: f + 1,
+            n,
+        });
     }
     Ok(ReplicaShape { n, f, c: change.c })
 }
@@ -99,7 +132,7 @@ pub struct ReplicaShape {
 
 impl Governance {
     /// Epoch `epoch` with `members` under `config`.
-    pub fn new(epoch: u64, members: Arc<BTreeSet<MemberId>>, config: &ReplicaConfig) -> Self {
+    pub fn new(epoch: Epoch, members: Arc<BTreeSet<MemberId>>, config: &ReplicaConfig) -> Self {
         Governance {
             epoch,
             members,
@@ -111,7 +144,7 @@ impl Governance {
     }
 
     /// The current epoch.
-    pub fn epoch(&self) -> u64 {
+    pub fn epoch(&self) -> Epoch {
         self.epoch
     }
 

@@ -4,7 +4,7 @@
 
 use crate::messages::CommittedEntry;
 use crate::ConsensusError;
-use crate::Height;
+use crate::{Epoch, Height};
 use beacon::dkg::relay::{RelayMessage, SigningKey, VerifyingKey};
 use beacon::dkg::session::SessionMessage;
 use beacon::dkg::DealtShares;
@@ -34,7 +34,7 @@ pub(super) const MAX_MEMBERS: usize = 1 << 16;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EpochChange {
     /// The epoch it starts (the current one plus one).
-    pub epoch: u64,
+    pub epoch: Epoch,
     /// The new members, in their new order.
     pub members: Vec<MemberId>,
     /// Extra collectors' slack of the new epoch.
@@ -58,7 +58,7 @@ impl EpochChange {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EpochReady {
     /// The epoch.
-    pub epoch: u64,
+    pub epoch: Epoch,
     /// The change it answers ([`EpochChange::digest`]).
     pub change: [u8; 32],
     /// The new member.
@@ -99,14 +99,14 @@ fn propose_bytes(change: &EpochChange, member: &MemberId) -> Vec<u8> {
 }
 
 fn ready_bytes(
-    epoch: u64,
+    epoch: Epoch,
     change: &[u8; 32],
     member: &MemberId,
     digest: &[u8; 32],
     dealers: &[u32],
 ) -> Vec<u8> {
     let mut m = READY_DOMAIN.to_vec();
-    m.extend_from_slice(&epoch.to_be_bytes());
+    m.extend_from_slice(&epoch.get().to_be_bytes());
     m.extend_from_slice(change);
     m.extend_from_slice(&member.0);
     m.extend_from_slice(digest);
@@ -141,7 +141,7 @@ impl Control {
 
     /// `key`'s ready for the change with digest `change` of epoch `epoch`.
     pub fn ready(
-        epoch: u64,
+        epoch: Epoch,
         change: [u8; 32],
         digest: [u8; 32],
         dealers: Vec<u32>,
@@ -249,14 +249,14 @@ pub enum EpochMessage<S: Scheme> {
     /// A resharing message of epoch `epoch`.
     Reshare {
         /// The epoch.
-        epoch: u64,
+        epoch: Epoch,
         /// The message.
         message: ReshareWire,
     },
     /// A message of the new members' DKG for epoch `epoch`.
     Dkg {
         /// The epoch.
-        epoch: u64,
+        epoch: Epoch,
         /// The message.
         message: SessionMessage,
     },
@@ -264,7 +264,7 @@ pub enum EpochMessage<S: Scheme> {
     /// switch height), for members that did not follow it.
     Handoff {
         /// The epoch that starts after the last entry.
-        epoch: u64,
+        epoch: Epoch,
         /// The digest of the new keys the chain switched to.
         digest: [u8; 32],
         /// The resharing dealers behind that digest ([`EpochReady::dealers`]).
@@ -279,7 +279,7 @@ pub enum EpochMessage<S: Scheme> {
     /// new member with its invitation as well.
     HandoffRequest {
         /// The epoch it waits to start.
-        epoch: u64,
+        epoch: Epoch,
     },
 }
 

@@ -80,14 +80,14 @@ mod governance;
 mod messages;
 mod transition;
 
-pub use governance::{check_change, Decision, Governance, ReplicaShape};
+pub use governance::{check_change, ChangeRefused, Decision, Governance, ReplicaShape};
 pub use messages::{Control, EpochChange, EpochMessage, EpochReady, Invitation, ReshareWire};
 pub use transition::{
     keys_digest, Transition, TransitionEvent, TransitionFailure, TransitionTimer,
 };
 
 use crate::config::ReplicaConfig;
-use crate::ConsensusError;
+use crate::{ConsensusError, DirectoryIndex, Epoch};
 use beacon::dkg::relay::{SigningKey, VerifyingKey};
 use beacon::reshare::MemberId;
 use beacon::NodeIndex;
@@ -104,17 +104,17 @@ pub fn member_id(key: &VerifyingKey) -> MemberId {
 #[derive(Clone, Debug)]
 pub struct EpochView {
     /// The epoch (0 for the genesis members).
-    pub number: u64,
+    pub number: Epoch,
     /// Directory index of each member, by epoch index.
-    pub members: Vec<u32>,
+    pub members: Vec<DirectoryIndex>,
     /// The replicas' configuration in this epoch.
     pub config: ReplicaConfig,
-    position: BTreeMap<u32, NodeIndex>,
+    position: BTreeMap<DirectoryIndex, NodeIndex>,
 }
 
 impl EpochView {
     /// Epoch `number` with `members` (directory indices by epoch index).
-    pub fn new(number: u64, members: Vec<u32>, config: ReplicaConfig) -> Self {
+    pub fn new(number: Epoch, members: Vec<DirectoryIndex>, config: ReplicaConfig) -> Self {
         let position = members
             .iter()
             .enumerate()
@@ -130,16 +130,17 @@ impl EpochView {
 
     /// The genesis epoch: directory members `0..config.n`.
     pub fn genesis(config: ReplicaConfig) -> Self {
-        EpochView::new(0, (0..config.n).collect(), config)
+        let members = (0..config.n).map(DirectoryIndex::new).collect();
+        EpochView::new(Epoch::ZERO, members, config)
     }
 
     /// The epoch index of directory member `d`, if it is a member.
-    pub fn index_of(&self, d: u32) -> Option<NodeIndex> {
+    pub fn index_of(&self, d: DirectoryIndex) -> Option<NodeIndex> {
         self.position.get(&d).copied()
     }
 
     /// The directory index of epoch member `i`.
-    pub fn directory_of(&self, i: NodeIndex) -> Option<u32> {
+    pub fn directory_of(&self, i: NodeIndex) -> Option<DirectoryIndex> {
         self.members.get(i.0 as usize).copied()
     }
 
@@ -156,7 +157,7 @@ pub struct Directory {
     /// Index by member id, built at the first lookup (only changes of members
     /// look up): every member of a simulated network holds a directory, and an
     /// index each was `n^2` entries and hashes at construction.
-    position: std::sync::OnceLock<BTreeMap<MemberId, u32>>,
+    position: std::sync::OnceLock<BTreeMap<MemberId, DirectoryIndex>>,
 }
 
 impl Directory {
@@ -179,23 +180,23 @@ impl Directory {
     }
 
     /// Party `d`'s member key.
-    pub fn key(&self, d: u32) -> Option<&VerifyingKey> {
-        self.keys.get(d as usize)
+    pub fn key(&self, d: DirectoryIndex) -> Option<&VerifyingKey> {
+        self.keys.get(d.as_usize())
     }
 
     /// Party `d`'s member id (the zero id when out of range).
-    pub fn id(&self, d: u32) -> MemberId {
+    pub fn id(&self, d: DirectoryIndex) -> MemberId {
         self.key(d).map(member_id).unwrap_or(MemberId([0; 32]))
     }
 
     /// The directory index of `id`.
-    pub fn index_of(&self, id: &MemberId) -> Option<u32> {
+    pub fn index_of(&self, id: &MemberId) -> Option<DirectoryIndex> {
         self.position
             .get_or_init(|| {
                 self.keys
                     .iter()
                     .enumerate()
-                    .map(|(i, k)| (member_id(k), i as u32))
+                    .map(|(i, k)| (member_id(k), DirectoryIndex::new(i as u32)))
                     .collect()
             })
             .get(id)
@@ -208,7 +209,7 @@ impl Directory {
     }
 
     /// The member keys of `members` (directory indices), in that order.
-    pub fn keys_of(&self, members: &[u32]) -> Arc<Vec<VerifyingKey>> {
+    pub fn keys_of(&self, members: &[DirectoryIndex]) -> Arc<Vec<VerifyingKey>> {
         Arc::new(
             members
                 .iter()
@@ -227,7 +228,7 @@ impl Directory {
 pub struct MemberIdentity {
     /// This member's directory index (its index in the genesis epoch for a
     /// genesis member).
-    pub me: u32,
+    pub me: DirectoryIndex,
     /// Its member key.
     pub key: SigningKey,
     /// The member keys of everyone the transport reaches, by directory index:
@@ -238,7 +239,7 @@ pub struct MemberIdentity {
 impl MemberIdentity {
     /// Directory member `me` with member key `key`, among the parties of
     /// member keys `keys` (by directory index).
-    pub fn new(me: u32, key: SigningKey, keys: Arc<Vec<VerifyingKey>>) -> Self {
+    pub fn new(me: DirectoryIndex, key: SigningKey, keys: Arc<Vec<VerifyingKey>>) -> Self {
         MemberIdentity {
             me,
             key,

@@ -24,7 +24,7 @@ fn block(height: u64, controls: &[Control]) -> Block {
 
 fn change() -> EpochChange {
     EpochChange {
-        epoch: 1,
+        epoch: Epoch::new(1),
         members: (2..9).map(id).collect(),
         c: 0,
         beacon_threshold: 0,
@@ -34,7 +34,7 @@ fn change() -> EpochChange {
 fn governance() -> Governance {
     let members = (0..4).map(id).collect();
     Governance::new(
-        0,
+        Epoch::ZERO,
         std::sync::Arc::new(members),
         &ReplicaConfig::new(4, 0).unwrap(),
     )
@@ -93,19 +93,49 @@ fn a_forged_proposal_does_not_count() {
 
 #[test]
 fn unsafe_sizes_and_wrong_epochs_are_refused() {
+    let refusal = |c: &EpochChange| check_change(Epoch::ZERO, c).unwrap_err();
     let mut bad = change();
     bad.members.pop(); // 6 members: not 3f + 2c + 1 for c = 0
-    assert!(check_change(0, &bad).is_err());
+    let e = refusal(&bad);
+    assert!(
+        matches!(&e, ChangeRefused::UnsafeSize(s) if matches!(**s, ConsensusError::NetworkSize { n: 6, c: 0, .. })),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string()
+            .starts_with("n = 6 is not 3f + 2c + 1 for c = 0"),
+        "{e}"
+    );
     let mut skip = change();
-    skip.epoch = 2;
-    assert!(check_change(0, &skip).is_err());
+    skip.epoch = Epoch::new(2);
+    let e = refusal(&skip);
+    assert!(matches!(
+        e,
+        ChangeRefused::NotNextEpoch { proposed, current }
+            if proposed == Epoch::new(2) && current == Epoch::ZERO
+    ));
+    assert_eq!(e.to_string(), "epoch 2 does not follow epoch 0");
     let mut twice = change();
     twice.members[1] = twice.members[0];
-    assert!(check_change(0, &twice).is_err());
+    let e = refusal(&twice);
+    assert!(matches!(e, ChangeRefused::MemberListedTwice));
+    assert_eq!(e.to_string(), "a member is listed twice");
     let mut weak = change();
     weak.beacon_threshold = 2; // f = 2 for 7 members
-    assert!(check_change(0, &weak).is_err());
-    assert!(check_change(0, &change()).is_ok());
+    let e = refusal(&weak);
+    assert!(matches!(
+        e,
+        ChangeRefused::BeaconThreshold {
+            threshold: 2,
+            min: 3,
+            n: 7
+        }
+    ));
+    assert_eq!(
+        e.to_string(),
+        "beacon threshold 2 outside [f + 1, n] = [3, 7]"
+    );
+    assert!(check_change(Epoch::ZERO, &change()).is_ok());
 }
 
 #[test]
@@ -116,7 +146,8 @@ fn the_switch_needs_n_minus_f_new_members_ready_with_one_digest() {
     }
     let digest = change().digest();
     // 7 new members, f = 2: five readies with one digest.
-    let ready = |i: u8, keys: u8| Control::ready(1, digest, [keys; 32], vec![0, 1], &key(i));
+    let ready =
+        |i: u8, keys: u8| Control::ready(Epoch::new(1), digest, [keys; 32], vec![0, 1], &key(i));
     let mut height = 2;
     for i in 2..6 {
         assert!(g.on_finalized(&block(height, &[ready(i, 1)])).is_empty());
@@ -124,7 +155,7 @@ fn the_switch_needs_n_minus_f_new_members_ready_with_one_digest() {
     }
     // A ready with another digest, from an old member, or for another change
     // does not complete it.
-    let other_change = Control::ready(1, [9; 32], [1; 32], vec![0, 1], &key(6));
+    let other_change = Control::ready(Epoch::new(1), [9; 32], [1; 32], vec![0, 1], &key(6));
     assert!(g
         .on_finalized(&block(height, &[ready(6, 2), ready(0, 1), other_change]))
         .is_empty());

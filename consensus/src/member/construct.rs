@@ -33,7 +33,7 @@ impl<S: Scheme> Member<S> {
         } else {
             Arc::new(keys.iter().take(config.n as usize).copied().collect())
         };
-        let me = NodeIndex(identity.me);
+        let me = identity.me.address();
         let identity = Identity {
             phase_timeout_us: dkg.phase_timeout_us,
             max_attempts: dkg.max_attempts,
@@ -173,10 +173,12 @@ impl<S: Scheme> Member<S> {
     ) -> Result<Self, ConsensusError> {
         if !identity.is_listed() {
             return Err(ConsensusError::Beacon(beacon::Error::Reshare(
-                beacon::ReshareError::MemberKeyMismatch { party: identity.me },
+                beacon::ReshareError::MemberKeyMismatch {
+                    party: identity.me.get(),
+                },
             )));
         }
-        let me = NodeIndex(identity.me);
+        let me = identity.me.address();
         let identity = Identity {
             who: identity,
             phase_timeout_us,

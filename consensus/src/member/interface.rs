@@ -6,7 +6,7 @@ use crate::epoch::{EpochChange, EpochMessage, TransitionTimer};
 use crate::messages::Message;
 use crate::replica::{Event, Output, SignedVotes, Timer};
 use crate::ConsensusError;
-use crate::Height;
+use crate::{Epoch, Height};
 use beacon::dkg::session::{SessionFailure, SessionMessage, SessionTimer};
 use beacon::dkg::DkgOutput;
 use beacon::effect::Effect;
@@ -69,14 +69,14 @@ pub enum MemberTimer {
     /// A timer of the replica of epoch `epoch`.
     Replica {
         /// The epoch whose replica set it.
-        epoch: u64,
+        epoch: Epoch,
         /// The timer.
         timer: Timer,
     },
     /// A timer of the change into epoch `epoch`.
     Epoch {
         /// The epoch being started.
-        epoch: u64,
+        epoch: Epoch,
         /// The timer.
         timer: TransitionTimer,
     },

@@ -27,7 +27,7 @@ use crate::messages::{CommittedEntry, Message};
 use crate::participant::{Adversary, Participant};
 use crate::replica::{ChainWindow, Event, Input, Output, Replica, SignedVotes, Timer};
 use crate::ConsensusError;
-use crate::Height;
+use crate::{DirectoryIndex, Epoch, Height};
 use beacon::dkg::relay::SigningKey;
 use beacon::dkg::session::{DkgSession, SessionAction, SessionInput, SessionParticipant};
 use beacon::dkg::{DkgConfig, DkgOutput};
@@ -182,8 +182,12 @@ impl<S: Scheme> Member<S> {
                 Envelope::Dkg(message) => {
                     self.on_session_input(now, SessionInput::Message { from, message }, out)
                 }
-                Envelope::Consensus(message) => self.on_consensus(now, from.0, message, out),
-                Envelope::Epoch(message) => self.on_epoch_message(now, from.0, message, out),
+                Envelope::Consensus(message) => {
+                    self.on_consensus(now, DirectoryIndex::of_address(from), message, out)
+                }
+                Envelope::Epoch(message) => {
+                    self.on_epoch_message(now, DirectoryIndex::of_address(from), message, out)
+                }
             },
             MemberInput::Timer(MemberTimer::Dkg(t)) => {
                 self.on_session_input(now, SessionInput::Timer(t), out)
@@ -273,7 +277,7 @@ impl<S: Scheme> Member<S> {
     }
 
     /// A timer of the replica of `epoch`: to the replica, if it still runs.
-    fn on_replica_timer(&mut self, now: Time, epoch: u64, timer: Timer, out: &mut Outbox<S>) {
+    fn on_replica_timer(&mut self, now: Time, epoch: Epoch, timer: Timer, out: &mut Outbox<S>) {
         if let (Phase::Replica(r), true) = (&mut self.phase, epoch == self.epoch.number) {
             let outputs = r.handle(now, Input::Timer(timer));
             self.queue_replica(outputs, out);
@@ -290,7 +294,13 @@ impl<S: Scheme> Member<S> {
 
     /// A consensus message from directory member `from`: to the replica under
     /// its epoch index; kept too when it may belong to the next epoch.
-    fn on_consensus(&mut self, now: Time, from: u32, message: Message<S>, out: &mut Outbox<S>) {
+    fn on_consensus(
+        &mut self,
+        now: Time,
+        from: DirectoryIndex,
+        message: Message<S>,
+        out: &mut Outbox<S>,
+    ) {
         self.epochs
             .keep_ahead(from, &message, self.current_height());
         if let Message::SyncRequest { from_height } = &message {
@@ -301,10 +311,14 @@ impl<S: Scheme> Member<S> {
             let known = self
                 .identity
                 .as_ref()
-                .is_some_and(|i| from < i.who.directory.len());
-            if stored && known && self.epoch.number > 0 && self.epoch.index_of(from).is_none() {
+                .is_some_and(|i| from.get() < i.who.directory.len());
+            if stored
+                && known
+                && self.epoch.number > Epoch::ZERO
+                && self.epoch.index_of(from).is_none()
+            {
                 out.push(MemberOutput::SyncFromStore {
-                    to: NodeIndex(from),
+                    to: from.address(),
                     from_height: *from_height,
                 });
                 return;
@@ -347,13 +361,13 @@ impl<S: Scheme> Member<S> {
     /// Carries out one output of the replica of `epoch`: indices to
     /// directory indices, timers tagged with the epoch, finalized blocks
     /// queued to be read for control transactions.
-    fn on_replica_output(&mut self, epoch: u64, output: Output<S>, out: &mut Outbox<S>) {
+    fn on_replica_output(&mut self, epoch: Epoch, output: Output<S>, out: &mut Outbox<S>) {
         match output {
             Output::Effect(e) => {
                 let e = match e {
                     Effect::Send { to, message } => match self.epoch.directory_of(to) {
                         Some(d) => Effect::Send {
-                            to: NodeIndex(d),
+                            to: d.address(),
                             message,
                         },
                         None => return,
@@ -367,7 +381,7 @@ impl<S: Scheme> Member<S> {
             Output::SyncFromStore { to, from_height } => {
                 if let Some(d) = self.epoch.directory_of(to) {
                     out.push(MemberOutput::SyncFromStore {
-                        to: NodeIndex(d),
+                        to: d.address(),
                         from_height,
                     })
                 }
@@ -430,7 +444,7 @@ mod construct;
 mod epochs;
 mod interface;
 mod outbox;
-pub use epochs::EpochEvent;
+pub use epochs::{EpochChangeFailure, EpochEvent};
 pub use interface::{Envelope, KeyGenerationFailure, MemberInput, MemberOutput, MemberTimer};
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use super::interface::MemberOutput;
 use crate::epoch::{Decision, EpochMessage, TransitionEvent};
 use crate::messages::CommittedEntry;
 use crate::replica::Output;
+use crate::{DirectoryIndex, Epoch};
 use beacon::dkg::session::SessionAction;
 use beacon::Scheme;
 use std::collections::VecDeque;
@@ -33,7 +34,7 @@ pub(super) enum SelfInput<S: Scheme> {
         /// The replica's generation.
         generation: Generation,
         /// The epoch it runs (its timers are tagged with it).
-        epoch: u64,
+        epoch: Epoch,
         /// The output.
         output: Output<S>,
     },
@@ -60,7 +61,7 @@ pub(super) enum SelfInput<S: Scheme> {
     /// What the transition into `epoch` did.
     Transition {
         /// The transition's epoch.
-        epoch: u64,
+        epoch: Epoch,
         /// The event.
         event: TransitionEvent<S>,
     },
@@ -68,9 +69,9 @@ pub(super) enum SelfInput<S: Scheme> {
     /// started its transition, replayed.
     Early {
         /// The change's epoch.
-        epoch: u64,
+        epoch: Epoch,
         /// The sender's directory index.
-        from: u32,
+        from: DirectoryIndex,
         /// The message.
         message: EpochMessage<S>,
     },
@@ -151,7 +152,7 @@ mod tests {
         MemberOutput::Effect(Effect::SetTimer {
             at: Time::ZERO,
             timer: super::super::MemberTimer::Epoch {
-                epoch,
+                epoch: Epoch::new(epoch),
                 timer: TransitionTimer::Erase,
             },
         })
@@ -162,7 +163,7 @@ mod tests {
             MemberOutput::Effect(Effect::SetTimer {
                 timer: super::super::MemberTimer::Epoch { epoch, .. },
                 ..
-            }) => *epoch,
+            }) => epoch.get(),
             _ => unreachable!(),
         }
     }

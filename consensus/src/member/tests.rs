@@ -13,7 +13,7 @@ use crate::config::smallest_collector_slack;
 use crate::epoch::{member_id, Control, EpochChange, EpochMessage, ReshareWire, TransitionTimer};
 use crate::messages::{Block, CommitCertificate, CommitPath};
 use crate::params::DkgParams;
-use crate::View;
+use crate::{DirectoryIndex, View};
 use beacon::dkg::relay::VerifyingKey;
 use beacon::schedule::EventQueue;
 use beacon::{MinSig, Point};
@@ -61,7 +61,7 @@ fn keys() -> Arc<Vec<VerifyingKey>> {
 }
 
 fn identity(i: u32) -> MemberIdentity {
-    MemberIdentity::new(i, key(i), keys())
+    MemberIdentity::new(DirectoryIndex::new(i), key(i), keys())
 }
 
 fn message(from: u32, envelope: Envelope<S>) -> MemberInput<S> {
@@ -75,7 +75,7 @@ fn message(from: u32, envelope: Envelope<S>) -> MemberInput<S> {
 fn change(members: &[u32]) -> EpochChange {
     let keys = keys();
     EpochChange {
-        epoch: 1,
+        epoch: Epoch::new(1),
         members: members
             .iter()
             .map(|d| member_id(&keys[*d as usize]))
@@ -148,9 +148,15 @@ fn a_finalized_block_that_ends_the_epoch_switches_and_drops_the_old_replica() {
     let digest = [7; 32];
     let readies = (1..6)
         .map(|i| {
-            Control::ready(1, change.digest(), digest, vec![0, 1, 2], &key(i))
-                .to_transaction()
-                .unwrap()
+            Control::ready(
+                Epoch::new(1),
+                change.digest(),
+                digest,
+                vec![0, 1, 2],
+                &key(i),
+            )
+            .to_transaction()
+            .unwrap()
         })
         .collect();
     let mut member = restored(0, chain(vec![vec![], vec![], proposals(&change), readies]));
@@ -188,7 +194,7 @@ fn a_finalized_block_that_ends_the_epoch_switches_and_drops_the_old_replica() {
         )],
     );
     assert!(member.is_retired());
-    assert_eq!(member.epoch().number, 1);
+    assert_eq!(member.epoch().number, Epoch::new(1));
 }
 
 #[test]
@@ -228,7 +234,7 @@ fn a_decision_on_the_window_starts_the_change_then_the_replica() {
         )],
     );
     assert!(member.has_keys());
-    assert_eq!(member.changing_to(), Some(1));
+    assert_eq!(member.changing_to(), Some(Epoch::new(1)));
 }
 
 #[test]
@@ -277,7 +283,7 @@ fn a_message_of_the_next_epoch_waits_for_the_transition_and_is_replayed_after_it
     )
     .unwrap();
     let recover = MemberInput::Timer(MemberTimer::Epoch {
-        epoch: 1,
+        epoch: Epoch::new(1),
         timer: TransitionTimer::Recover,
     });
     check(
@@ -356,7 +362,7 @@ fn a_message_of_the_next_epoch_waits_for_the_transition_and_is_replayed_after_it
             ),
         ],
     );
-    assert_eq!(joiner.changing_to(), Some(1));
+    assert_eq!(joiner.changing_to(), Some(Epoch::new(1)));
 }
 
 /// Genesis members 0..4 run the DKG, messages delivered in order, timers

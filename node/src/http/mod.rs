@@ -34,8 +34,8 @@ mod state;
 mod tests;
 
 pub use state::{
-    AdminRequest, ApiState, BlockJson, ChainArchive, ChainView, EpochJson, ReshareAccepted,
-    ReshareRequest, RoundStat, Submitted,
+    AdminRequest, ApiState, BlockJson, ChainArchive, ChainView, EpochJson, ProposalRefused,
+    ReshareAccepted, ReshareRequest, RoundStat, Submitted,
 };
 
 use axum::extract::State;

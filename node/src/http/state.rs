@@ -5,6 +5,7 @@
 
 use crate::metrics::Metrics;
 use beacon::{Beacon, ChainInfo, ChainInfoJson};
+use consensus::{DirectoryIndex, Epoch};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -196,28 +197,60 @@ pub struct ReshareRequest {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReshareAccepted {
     /// The epoch it proposes.
-    pub epoch: u64,
+    pub epoch: Epoch,
     /// Its members, as `[[peers]]` indices.
-    pub members: Vec<u32>,
+    pub members: Vec<DirectoryIndex>,
     /// `c` of the new epoch.
     pub c: u32,
     /// Hex of the change's digest (what proposals are counted by).
     pub change: String,
 }
 
+/// Why the node refused an operator's proposal of a change of members: the
+/// text of `POST /admin/reshare`'s `400 Bad Request` answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ProposalRefused {
+    /// A new member that is not among the config's `[[peers]]`.
+    #[error("{peer} is not in this node's [[peers]]: add it to every member's config first")]
+    NotAPeer {
+        /// The peer ID as the request gave it.
+        peer: String,
+    },
+    /// A new member's peer ID embeds no member key.
+    #[error(transparent)]
+    PeerKey(crate::NodeError),
+    /// No `c <= 2` makes the new member count a safe `n = 3f + 2c + 1` (and
+    /// the request named none).
+    #[error("{n} members fit no n = 3f + 2c + 1 with c <= 2")]
+    NoCollectorSlack {
+        /// The new member count.
+        n: u32,
+    },
+    /// The change cannot follow the current epoch.
+    #[error(transparent)]
+    Refused(#[from] consensus::epoch::ChangeRefused),
+    /// This node runs no replica of the current epoch (it is in a DKG,
+    /// joining, retired or failed).
+    #[error("this node is not a running member of the current epoch")]
+    NotRunning,
+    /// The member did not take the proposal.
+    #[error(transparent)]
+    Member(crate::NodeError),
+}
+
 /// A proposal for the event loop, and where its answer goes.
 pub type AdminRequest = (
     ReshareRequest,
-    tokio::sync::oneshot::Sender<Result<ReshareAccepted, String>>,
+    tokio::sync::oneshot::Sender<Result<ReshareAccepted, ProposalRefused>>,
 );
 
 /// The member set this node is in (`GET /epoch`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EpochJson {
     /// The epoch (0: the genesis members).
-    pub epoch: u64,
+    pub epoch: Epoch,
     /// Its members, as `[[peers]]` indices, by epoch index.
-    pub members: Vec<u32>,
+    pub members: Vec<DirectoryIndex>,
     /// Its first height (1 for the genesis epoch).
     pub start: u64,
     /// Byzantine members it tolerates.
@@ -230,7 +263,7 @@ pub struct EpochJson {
     /// and the new members' DKG are under way here. Absent when none is, and
     /// again once the node runs that epoch (or left).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub changing_to: Option<u64>,
+    pub changing_to: Option<Epoch>,
 }
 
 /// Shared state of the handlers.

@@ -518,3 +518,31 @@ async fn waiting_for_a_round_is_bounded() {
     statuses.sort();
     assert_eq!(statuses, [404, 404, 503]);
 }
+
+/// The admin API's refusals read as the text it answered before they had a
+/// type.
+#[test]
+fn proposal_refusals_read_as_before() {
+    use super::ProposalRefused;
+    use consensus::epoch::ChangeRefused;
+    let peer = ProposalRefused::NotAPeer {
+        peer: "12D3KooW".into(),
+    };
+    assert_eq!(
+        peer.to_string(),
+        "12D3KooW is not in this node's [[peers]]: add it to every member's config first"
+    );
+    assert_eq!(
+        ProposalRefused::NoCollectorSlack { n: 6 }.to_string(),
+        "6 members fit no n = 3f + 2c + 1 with c <= 2"
+    );
+    assert_eq!(
+        ProposalRefused::NotRunning.to_string(),
+        "this node is not a running member of the current epoch"
+    );
+    let refused = ProposalRefused::from(ChangeRefused::NotNextEpoch {
+        proposed: consensus::Epoch::new(3),
+        current: consensus::Epoch::new(1),
+    });
+    assert_eq!(refused.to_string(), "epoch 3 does not follow epoch 1");
+}

@@ -86,7 +86,7 @@ fn kinds_are_read_from_real_encodings() {
     use consensus::epoch::{Control, EpochChange, EpochMessage};
     let key = beacon::dkg::relay::SigningKey::from_bytes(&[7; 32]);
     let change = EpochChange {
-        epoch: 1,
+        epoch: consensus::Epoch::new(1),
         members: vec![consensus::epoch::member_id(&key.verifying_key())],
         c: 0,
         beacon_threshold: 0,
@@ -98,7 +98,7 @@ fn kinds_are_read_from_real_encodings() {
         ),
         (
             EpochMessage::Handoff {
-                epoch: 1,
+                epoch: consensus::Epoch::new(1),
                 digest: [0; 32],
                 dealers: vec![0],
                 entries: vec![],
@@ -106,7 +106,9 @@ fn kinds_are_read_from_real_encodings() {
             "epoch-handoff",
         ),
         (
-            EpochMessage::HandoffRequest { epoch: 1 },
+            EpochMessage::HandoffRequest {
+                epoch: consensus::Epoch::new(1),
+            },
             "epoch-handoff-request",
         ),
     ];
@@ -239,7 +241,7 @@ mod largest {
         let point = <S as beacon::Scheme>::PublicKey::generator();
         Invitation {
             change: EpochChange {
-                epoch: u64::MAX,
+                epoch: consensus::Epoch::MAX,
                 members: ids.clone(),
                 c: u32::MAX,
                 beacon_threshold: u32::MAX,
@@ -300,7 +302,7 @@ fn the_largest_honest_dkg_and_epoch_frames_are_admitted() {
             ))])
             .map(|message| {
                 Envelope::Epoch(consensus::epoch::EpochMessage::Reshare {
-                    epoch: u64::MAX,
+                    epoch: consensus::Epoch::MAX,
                     message,
                 })
             })
@@ -310,7 +312,7 @@ fn the_largest_honest_dkg_and_epoch_frames_are_admitted() {
             .into_iter()
             .map(|message| {
                 Envelope::Epoch(consensus::epoch::EpochMessage::Dkg {
-                    epoch: u64::MAX,
+                    epoch: consensus::Epoch::MAX,
                     message,
                 })
             })

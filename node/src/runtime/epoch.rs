@@ -5,12 +5,12 @@
 use super::chain_info;
 use super::node::Node;
 use crate::backfill::Backfill;
-use crate::http::{EpochJson, ReshareAccepted, ReshareRequest};
+use crate::http::{EpochJson, ProposalRefused, ReshareAccepted, ReshareRequest};
 use crate::store::EpochRecord;
 use crate::{identity, NodeError};
 use beacon::{Scheme, Time};
 use consensus::epoch::{check_change, member_id, EpochChange};
-use consensus::{EpochEvent, MemberInput};
+use consensus::{DirectoryIndex, EpochEvent, MemberInput};
 use std::sync::atomic::Ordering;
 use tracing::{info, warn};
 
@@ -125,7 +125,10 @@ impl<S: Scheme> Node<S> {
 
     /// The operator's proposal of a change of members: checked, signed by the
     /// member and handed to every member.
-    pub(super) fn propose(&mut self, request: ReshareRequest) -> Result<ReshareAccepted, String> {
+    pub(super) fn propose(
+        &mut self,
+        request: ReshareRequest,
+    ) -> Result<ReshareAccepted, ProposalRefused> {
         let mut indices = Vec::with_capacity(request.members.len());
         let mut ids = Vec::with_capacity(request.members.len());
         for text in &request.members {
@@ -134,18 +137,16 @@ impl<S: Scheme> Node<S> {
                 .peers
                 .iter()
                 .find(|p| p.id.to_string() == *text)
-                .ok_or_else(|| {
-                    format!("{text} is not in this node's [[peers]]: add it to every member's config first")
-                })?;
-            let key = identity::member_public_key(&peer.id).map_err(|e| e.to_string())?;
-            indices.push(peer.index.0);
+                .ok_or_else(|| ProposalRefused::NotAPeer { peer: text.clone() })?;
+            let key = identity::member_public_key(&peer.id).map_err(ProposalRefused::PeerKey)?;
+            indices.push(DirectoryIndex::new(peer.index.0));
             ids.push(member_id(&key));
         }
         let n = ids.len() as u32;
         let c = match request.c {
             Some(c) => c,
             None => consensus::config::smallest_collector_slack(n)
-                .ok_or_else(|| format!("{n} members fit no n = 3f + 2c + 1 with c <= 2"))?,
+                .ok_or(ProposalRefused::NoCollectorSlack { n })?,
         };
         let current = self.member.epoch().number;
         let change = EpochChange {
@@ -156,14 +157,14 @@ impl<S: Scheme> Node<S> {
         };
         check_change(current, &change)?;
         if self.member.replica().is_none() {
-            return Err("this node is not a running member of the current epoch".into());
+            return Err(ProposalRefused::NotRunning);
         }
         let digest = hex::encode(change.digest());
         let epoch = change.epoch;
         self.handle(MemberInput::ProposeEpoch(change))
-            .map_err(|e| e.to_string())?;
+            .map_err(ProposalRefused::Member)?;
         info!(
-            epoch,
+            epoch = epoch.get(),
             members = n,
             c,
             change = &digest[..16],
@@ -182,11 +183,15 @@ impl<S: Scheme> Node<S> {
 pub(super) fn log_epoch_event<S: Scheme>(event: &EpochEvent<S>) {
     match event {
         EpochEvent::Decided { epoch, height } => {
-            info!(epoch, height = height.get(), "epoch change decided")
+            info!(
+                epoch = epoch.get(),
+                height = height.get(),
+                "epoch change decided"
+            )
         }
         EpochEvent::Ready { epoch, digest } => {
             info!(
-                epoch,
+                epoch = epoch.get(),
                 keys = hex::encode(&digest[..8]),
                 "holding the new epoch's keys"
             )
@@ -197,18 +202,20 @@ pub(super) fn log_epoch_event<S: Scheme>(event: &EpochEvent<S>) {
             members,
             ..
         } => info!(
-            epoch,
+            epoch = epoch.get(),
             start = start.get(),
             members = members.len(),
             "running the new epoch; its key material saved"
         ),
         EpochEvent::Retired { epoch, height } => {
             warn!(
-                epoch,
+                epoch = epoch.get(),
                 height = height.get(),
                 "left the group: shares erased"
             )
         }
-        EpochEvent::Failed { epoch, reason } => warn!(epoch, reason, "epoch change failed"),
+        EpochEvent::Failed { epoch, reason } => {
+            warn!(epoch = epoch.get(), reason = %reason, "epoch change failed")
+        }
     }
 }

@@ -42,7 +42,9 @@ use beacon::schedule::EventQueue;
 use beacon::{ChainInfo, Point as _, Scheme};
 use consensus::epoch::EpochView;
 use consensus::replica::CHAIN_WINDOW;
-use consensus::{Behaviour, CommittedEntry, Member, MemberIdentity, MemberInput};
+use consensus::{
+    Behaviour, CommittedEntry, DirectoryIndex, Epoch, Member, MemberIdentity, MemberInput,
+};
 use libp2p::identity::Keypair;
 use node::{Node, STORE_READERS};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -133,7 +135,7 @@ async fn run_inner<S: Scheme>(
     // stored.
     let parts = MemberParts {
         seed: disk.store.member_seed()?,
-        identity: MemberIdentity::new(cfg.me.0, member_key, member_keys),
+        identity: MemberIdentity::new(DirectoryIndex::new(cfg.me.0), member_key, member_keys),
         behaviour,
     };
     let stored = disk.keys.is_some();
@@ -283,8 +285,8 @@ impl<S: Scheme> OnDisk<S> {
                 changing_to: None,
             },
             None => EpochJson {
-                epoch: 0,
-                members: (0..cfg.genesis_members).collect(),
+                epoch: Epoch::ZERO,
+                members: (0..cfg.genesis_members).map(DirectoryIndex::new).collect(),
                 start: 1,
                 f: cfg.replica.f,
                 status: "starting".into(),
@@ -334,7 +336,7 @@ async fn build_member<S: Scheme>(
         Some(output) => {
             info!(
                 height = disk.chain.last().map_or(0, |e| e.block.height.get()),
-                epoch = recorded_epoch.as_ref().map_or(0, |e| e.number),
+                epoch = recorded_epoch.as_ref().map_or(0, |e| e.number.get()),
                 "key material found: skipping the DKG, resuming from the stored chain"
             );
             let votes = disk.store.load_votes()?;
@@ -351,7 +353,7 @@ async fn build_member<S: Scheme>(
                 .clone()
                 .unwrap_or_else(|| EpochView::genesis(cfg.replica.clone()));
             info!(
-                epoch = epoch.number,
+                epoch = epoch.number.get(),
                 members = epoch.members.len(),
                 "joining: waiting for the members to reshare to a member list with this node"
             );
@@ -468,7 +470,7 @@ fn check_key_material<S: Scheme>(
         }
         Some(r) => {
             output.n as usize == r.members.len()
-                && r.members.get(output.me.0 as usize) == Some(&cfg.me.0)
+                && r.members.get(output.me.0 as usize) == Some(&DirectoryIndex::new(cfg.me.0))
                 && r.config.n == output.n
         }
     };

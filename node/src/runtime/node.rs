@@ -21,7 +21,8 @@ use beacon::{NodeIndex, Scheme, Time};
 use consensus::observe::dispatch;
 use consensus::replica::sync_response;
 use consensus::{
-    CommittedEntry, Envelope, Height, Member, MemberInput, MemberOutput, MemberTimer, Message,
+    CommittedEntry, DirectoryIndex, Envelope, Height, Member, MemberInput, MemberOutput,
+    MemberTimer, Message,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -190,7 +191,11 @@ impl<S: Scheme> Node<S> {
                         "DKG complete; key material saved"
                     );
                     for (dealer, reason) in &output.disqualified {
-                        warn!(dealer = dealer.0, reason, "DKG: dealer disqualified");
+                        warn!(
+                            dealer = dealer.0,
+                            reason = reason.as_str(),
+                            "DKG: dealer disqualified"
+                        );
                     }
                     self.state
                         .chain
@@ -216,8 +221,8 @@ impl<S: Scheme> Node<S> {
     /// backfill's anchor.
     pub(super) fn request_backfill(&mut self) {
         let Some(b) = &self.backfill else { return };
-        let me = self.cfg.me.0;
-        let others: Vec<u32> = self
+        let me = DirectoryIndex::new(self.cfg.me.0);
+        let others: Vec<DirectoryIndex> = self
             .member
             .epoch()
             .members
@@ -234,7 +239,7 @@ impl<S: Scheme> Node<S> {
             from_height: Height::new(b.request_from()),
         });
         if let Ok(bytes) = encode(&frame) {
-            self.net.send(NodeIndex(to), Arc::new(bytes));
+            self.net.send(to.address(), Arc::new(bytes));
         }
     }
 
@@ -260,7 +265,7 @@ impl<S: Scheme> Node<S> {
             }
             Err(e) => warn!(
                 peer = from.0,
-                error = e,
+                error = %e,
                 "backfill: a sync response does not link; ignored"
             ),
         }

@@ -18,7 +18,7 @@ use crate::identity::write_private;
 use crate::NodeError;
 use beacon::dkg::DkgOutput;
 use beacon::Scheme;
-use consensus::{CommittedEntry, ReplicaConfig, SignedVotes};
+use consensus::{CommittedEntry, DirectoryIndex, Epoch, ReplicaConfig, SignedVotes};
 use redb::{Database, ReadableDatabase as _, ReadableTable as _, TableDefinition};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
@@ -39,9 +39,9 @@ const VOTE_BLOCKS: TableDefinition<&[u8; 32], &[u8]> = TableDefinition::new("vot
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EpochRecord {
     /// The epoch number (1 for the first change).
-    pub number: u64,
+    pub number: Epoch,
     /// Its members: directory indices (`[[peers]]` indices), by epoch index.
-    pub members: Vec<u32>,
+    pub members: Vec<DirectoryIndex>,
     /// Its replica configuration.
     pub config: ReplicaConfig,
     /// The first height of the epoch.

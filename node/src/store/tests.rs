@@ -105,8 +105,8 @@ fn the_epoch_record_replaces_the_genesis_key_material() {
     let output = (*consensus::corpus::honest_dkg::<MinSig>(&config, 1)[0]).clone();
     store.save_dkg(&output).unwrap();
     let record = EpochRecord {
-        number: 1,
-        members: vec![0, 1, 2, 3],
+        number: consensus::Epoch::new(1),
+        members: (0..4).map(consensus::DirectoryIndex::new).collect(),
         config,
         start: 11,
         retired: false,

@@ -197,9 +197,7 @@ impl<S: Scheme> Engine<S> {
             self.checker.on_group_key(node, at, key);
             self.dkg_qualified = out.qual.len() as u32;
             for (dealer, reason) in &out.disqualified {
-                self.dkg_disqualified
-                    .entry(dealer.0)
-                    .or_insert_with(|| reason.clone());
+                self.dkg_disqualified.entry(dealer.0).or_insert(*reason);
             }
         }
         // Genesis members only: joiners have no DKG of their own.

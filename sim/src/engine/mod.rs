@@ -60,6 +60,7 @@ use crate::snapshot::{DkgSnapshot, DkgSummary, SnapshotKey};
 use crate::stats::Stats;
 use crate::SimError;
 use beacon::dkg::relay::VerifyingKey;
+use beacon::dkg::Disqualification;
 use beacon::memo::Memo;
 use beacon::schedule::EventQueue;
 use beacon::{Scheme, Time};
@@ -99,7 +100,7 @@ struct Engine<S: Scheme> {
     max_attempts: u32,
     dkg_dealers: u32,
     dkg_qualified: u32,
-    dkg_disqualified: BTreeMap<u32, String>,
+    dkg_disqualified: BTreeMap<u32, Disqualification>,
     dkg_end: Option<Time>,
     rounds_started_wall: Option<Instant>,
     /// Consensus messages sent, by kind (from the first, which may come

@@ -70,7 +70,7 @@ impl Roles {
             .faults
             .byzantine_kinds
             .iter()
-            .map(|k| k.parse().map_err(SimError::Config))
+            .map(|k| k.parse().map_err(SimError::Protocol))
             .collect::<Result<_, _>>()?;
         let mut behaviours = vec![None; n as usize];
         for (i, node) in indices
@@ -168,7 +168,7 @@ fn joiner<S: Scheme>(
     Member::joining(
         EpochView::genesis(replica.clone()),
         MemberIdentity::new(
-            i,
+            consensus::DirectoryIndex::new(i),
             consensus::member_key(&member_seed(seed, i)),
             keys.clone(),
         ),
@@ -236,7 +236,7 @@ impl<S: Scheme> Engine<S> {
                     replica.clone(),
                     dkg.clone(),
                     MemberIdentity::new(
-                        i,
+                        consensus::DirectoryIndex::new(i),
                         consensus::member_key(&member_seed(cfg.seed, i)),
                         keys.clone(),
                     ),
@@ -435,7 +435,11 @@ impl<S: Scheme> Engine<S> {
                 )
                 .map(|m| {
                     m.with_identity(
-                        MemberIdentity::new(node, consensus::member_key(&seed), self.keys.clone()),
+                        MemberIdentity::new(
+                            consensus::DirectoryIndex::new(node),
+                            consensus::member_key(&seed),
+                            self.keys.clone(),
+                        ),
                         self.phase_timeout_us,
                         self.max_attempts,
                     )

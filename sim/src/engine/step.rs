@@ -304,7 +304,7 @@ fn restore<S: Scheme>(
     .map(|m| {
         m.with_identity(
             MemberIdentity::new(
-                slot.identity,
+                consensus::DirectoryIndex::new(slot.identity),
                 consensus::member_key(&seed),
                 shared.keys.clone(),
             ),

@@ -76,7 +76,7 @@ impl<S: Scheme> Genesis<S> {
                 .memo
                 .get_or_compute(key, || deal.commitments_in_group())
             {
-                board.disqualify(d, "commitments outside the prime-order group");
+                board.disqualify(d, Disqualification::CommitmentsOutsideGroup);
             }
         }
     }
@@ -191,7 +191,7 @@ impl<S: Scheme> Dkg<S> {
                 .disqualified
                 .iter()
                 .filter(|(d, _)| !qual.contains(d))
-                .map(|(d, r)| (*d, r.clone()))
+                .map(|(d, r)| (*d, *r))
                 .collect(),
             keys,
         }))

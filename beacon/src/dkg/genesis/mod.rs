@@ -13,7 +13,7 @@ mod keys;
 use super::batch::{batch_check, in_share_tree, share_leaf};
 use super::phases::{Board, DealerSet, DkgFailure, PhaseMachine, Rng, Sharing};
 use super::relay::Kind;
-use super::{share_matches, Deal, DkgConfig, DkgOutput, DkgPhase};
+use super::{share_matches, Deal, Disqualification, DkgConfig, DkgOutput, DkgPhase};
 use crate::field::Scalar;
 use crate::lagrange::SignerDomain;
 use crate::memo::Memo;
@@ -110,16 +110,16 @@ impl<S: Scheme> Sharing<S> for Genesis<S> {
         )
     }
 
-    fn deal_fault(&self, deal: &Deal<S>) -> Option<&'static str> {
+    fn deal_fault(&self, deal: &Deal<S>) -> Option<Disqualification> {
         (!deal.commitments.has_degrees(&self.config.thresholds))
-            .then_some("commitments of the wrong degree")
+            .then_some(Disqualification::WrongDegree)
     }
 
     fn keeps_late_deal(&self, deal: &Deal<S>) -> bool {
         deal.commitments.has_degrees(&self.config.thresholds)
     }
 
-    fn check_deals(&self, _board: &Board<S>) -> Vec<(NodeIndex, &'static str)> {
+    fn check_deals(&self, _board: &Board<S>) -> Vec<(NodeIndex, Disqualification)> {
         Vec::new()
     }
 

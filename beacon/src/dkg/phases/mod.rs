@@ -19,7 +19,9 @@ mod steps;
 pub use failure::DkgFailure;
 
 use super::relay::Kind;
-use super::{Deal, DealtShares, DkgInput, DkgMessage, DkgPhase, DkgTimer, Justification};
+use super::{
+    Deal, DealtShares, Disqualification, DkgInput, DkgMessage, DkgPhase, DkgTimer, Justification,
+};
 use crate::effect::Effect;
 use crate::field::Scalar;
 use crate::lagrange::SignerDomain;
@@ -75,12 +77,12 @@ pub trait Sharing<S: Scheme>: Send {
     /// (`None` if it does not deal).
     fn polynomials(&self, me: NodeIndex, rng: &mut Rng) -> Option<Vec<Vec<Scalar>>>;
     /// Why a deal received in the deal phase disqualifies its dealer, if it does.
-    fn deal_fault(&self, deal: &Deal<S>) -> Option<&'static str>;
+    fn deal_fault(&self, deal: &Deal<S>) -> Option<Disqualification>;
     /// Whether a deal received after the deal phase is kept (for adoption).
     fn keeps_late_deal(&self, deal: &Deal<S>) -> bool;
     /// Dealers to disqualify at the end of the deal phase beyond the silent
     /// ones, with the reason.
-    fn check_deals(&self, board: &Board<S>) -> Vec<(NodeIndex, &'static str)>;
+    fn check_deals(&self, board: &Board<S>) -> Vec<(NodeIndex, Disqualification)>;
     /// The candidate dealers whose shares to receiver `me` are missing or wrong.
     fn bad_dealers(&mut self, board: &Board<S>, me: NodeIndex, rng: &mut Rng) -> DealerSet;
     /// The dealer sent `shares` to participant `to` (to send again on request).
@@ -94,7 +96,7 @@ pub trait Sharing<S: Scheme>: Send {
 pub struct Board<S: Scheme> {
     pub(crate) deals: BTreeMap<NodeIndex, Arc<Deal<S>>>,
     /// Dealers excluded so far, with the reason (first reason wins).
-    pub(crate) disqualified: BTreeMap<NodeIndex, String>,
+    pub(crate) disqualified: BTreeMap<NodeIndex, Disqualification>,
     /// This receiver's shares, per dealer (one per threshold).
     pub(crate) shares: BTreeMap<NodeIndex, Vec<Scalar>>,
     /// The salt and share-tree path of each dealer's shares (see
@@ -139,10 +141,8 @@ impl<S: Scheme> Default for Board<S> {
 
 impl<S: Scheme> Board<S> {
     /// Excludes `dealer` (the first reason stays).
-    pub(crate) fn disqualify(&mut self, dealer: NodeIndex, reason: &str) {
-        self.disqualified
-            .entry(dealer)
-            .or_insert_with(|| reason.to_string());
+    pub(crate) fn disqualify(&mut self, dealer: NodeIndex, reason: Disqualification) {
+        self.disqualified.entry(dealer).or_insert(reason);
     }
 
     /// Dealers with a deal that are not (yet) disqualified, ascending.
@@ -155,11 +155,8 @@ impl<S: Scheme> Board<S> {
     }
 
     /// The disqualified dealers and why.
-    pub(crate) fn disqualified_list(&self) -> Vec<(NodeIndex, String)> {
-        self.disqualified
-            .iter()
-            .map(|(d, r)| (*d, r.clone()))
-            .collect()
+    pub(crate) fn disqualified_list(&self) -> Vec<(NodeIndex, Disqualification)> {
+        self.disqualified.iter().map(|(d, r)| (*d, *r)).collect()
     }
 }
 
@@ -285,7 +282,7 @@ impl<S: Scheme, P: Sharing<S>> PhaseMachine<S, P> {
         }
         board.complaints.retain(|_, c| !c.is_empty());
         if self.sharing.is_dealer(member) {
-            board.disqualify(member, "equivocating broadcasts");
+            board.disqualify(member, Disqualification::Equivocation);
         }
     }
 

@@ -188,7 +188,7 @@ impl<S: Scheme, P: Sharing<S>> PhaseMachine<S, P> {
         self.announce(Kind::Deal, &mut out);
         for d in self.sharing.dealers() {
             if !self.board.deals.contains_key(&d) {
-                self.board.disqualify(d, "no deal before the deadline");
+                self.board.disqualify(d, Disqualification::NoDeal);
             }
         }
         for (d, reason) in self.sharing.check_deals(&self.board) {

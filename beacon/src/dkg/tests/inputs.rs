@@ -43,6 +43,67 @@ fn persisted_output_signs_after_restart() {
     assert!(DkgOutput::<MinSig>::decode(&bad).is_err());
 }
 
+/// `DkgOutput` as nodes stored it before a disqualification reason had a
+/// type: the same fields, the reason as its text.
+#[derive(serde::Serialize)]
+#[serde(bound = "")]
+struct OutputWithTextReasons<S: Scheme> {
+    session: [u8; 32],
+    n: u32,
+    me: NodeIndex,
+    qual: Vec<NodeIndex>,
+    disqualified: Vec<(NodeIndex, String)>,
+    keys: Vec<ThresholdKeyMaterial<S>>,
+}
+
+#[test]
+fn an_output_stored_with_text_reasons_still_decodes() {
+    let cfg = config(7, Vec::new());
+    let run = harness::run::<MinSig, _>(
+        harness::honest(&cfg, 37, &Memo::shared()).unwrap(),
+        37,
+        &Disturbances::default(),
+    );
+    let output = run.results[2].clone().unwrap().unwrap();
+    let with_text = |reasons: &[(u32, &str)]| {
+        let old = OutputWithTextReasons::<MinSig> {
+            session: output.session,
+            n: output.n,
+            me: output.me,
+            qual: output.qual.clone(),
+            disqualified: reasons
+                .iter()
+                .map(|(d, r)| (NodeIndex(*d), r.to_string()))
+                .collect(),
+            keys: output.keys.clone(),
+        };
+        crate::wire::encode(&old).unwrap()
+    };
+    let bytes = with_text(&[
+        (4, "commitments of the wrong degree"),
+        (5, "complaints left unanswered"),
+        (6, "equivocating broadcasts"),
+    ]);
+    let reloaded = DkgOutput::<MinSig>::decode(&bytes).unwrap();
+    assert_eq!(
+        reloaded.disqualified,
+        vec![
+            (NodeIndex(4), Disqualification::WrongDegree),
+            (NodeIndex(5), Disqualification::UnansweredComplaints),
+            (NodeIndex(6), Disqualification::Equivocation),
+        ]
+    );
+    assert_eq!(reloaded.qual, output.qual);
+    // Written again, it is the same bytes.
+    assert_eq!(reloaded.encode().unwrap(), bytes);
+    // A reason no version wrote is a decode error that names it.
+    let e = DkgOutput::<MinSig>::decode(&with_text(&[(4, "late")])).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "wire: dkg: unknown reason for a dealer's disqualification \"late\""
+    );
+}
+
 #[test]
 fn malformed_messages_are_errors_not_panics() {
     let cfg = config(4, Vec::new());

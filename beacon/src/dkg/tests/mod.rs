@@ -177,12 +177,22 @@ fn byzantine_dealers_are_excluded_and_honest_members_agree() {
         let qual: Vec<NodeIndex> = honest.iter().map(|i| NodeIndex(*i)).collect();
         check_agreement(&run, &honest, &qual);
         let out = run.results[0].clone().unwrap().unwrap();
-        let reasons: BTreeMap<NodeIndex, String> = out.disqualified.iter().cloned().collect();
-        assert!(reasons[&NodeIndex(4)].contains("degree"));
-        assert!(reasons[&NodeIndex(10)].contains("no deal"));
-        assert!(reasons[&NodeIndex(1)].contains("unanswered"));
-        assert!(reasons[&NodeIndex(13)].contains("justification"));
-        assert!(reasons[&NodeIndex(6)].contains("justification"));
+        let reasons: BTreeMap<NodeIndex, Disqualification> =
+            out.disqualified.iter().cloned().collect();
+        assert_eq!(reasons[&NodeIndex(4)], Disqualification::WrongDegree);
+        assert_eq!(reasons[&NodeIndex(10)], Disqualification::NoDeal);
+        assert_eq!(
+            reasons[&NodeIndex(1)],
+            Disqualification::UnansweredComplaints
+        );
+        assert_eq!(
+            reasons[&NodeIndex(13)],
+            Disqualification::InvalidJustification
+        );
+        assert_eq!(
+            reasons[&NodeIndex(6)],
+            Disqualification::InvalidJustification
+        );
     }
 }
 
@@ -317,5 +327,5 @@ fn an_equivocating_dealer_reported_by_the_transport_is_excluded() {
     assert!(out
         .disqualified
         .iter()
-        .any(|(d, why)| *d == NodeIndex(2) && why.contains("equivocat")));
+        .any(|(d, why)| *d == NodeIndex(2) && *why == Disqualification::Equivocation));
 }

@@ -104,7 +104,7 @@ fn a_bad_share_is_caught_in_a_run() {
     assert!(out
         .disqualified
         .iter()
-        .any(|(d, why)| *d == NodeIndex(5) && why.contains("unanswered")));
+        .any(|(d, why)| *d == NodeIndex(5) && *why == Disqualification::UnansweredComplaints));
 }
 
 proptest::proptest! {
@@ -300,7 +300,7 @@ fn step_four_excludes_a_deal_off_the_group_that_drew_no_complaint() {
     };
     assert_eq!(
         out.disqualified,
-        vec![(bad, "commitments outside the prime-order group".to_string())]
+        vec![(bad, Disqualification::CommitmentsOutsideGroup)]
     );
     assert!(!out.qual.contains(&bad));
     for key in &out.keys {

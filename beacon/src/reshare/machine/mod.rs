@@ -95,15 +95,15 @@ impl<S: Scheme> Sharing<S> for Redistribution<S> {
         Some(vec![poly])
     }
 
-    fn deal_fault(&self, deal: &Deal<S>) -> Option<&'static str> {
+    fn deal_fault(&self, deal: &Deal<S>) -> Option<Disqualification> {
         let degree = deal.commitments.has_degrees(&self.thresholds);
         // Decoded on the curve only (see `Deal::commitments`); resharing is
         // rare and its deals few, so each point is checked here.
         let in_group = deal.commitments_in_group();
         if !degree {
-            Some("commitments of the wrong degree")
+            Some(Disqualification::WrongDegree)
         } else if !in_group {
-            Some("commitments outside the prime-order group")
+            Some(Disqualification::CommitmentsOutsideGroup)
         } else {
             None
         }
@@ -114,12 +114,12 @@ impl<S: Scheme> Sharing<S> for Redistribution<S> {
     }
 
     /// Constant terms off the old polynomial.
-    fn check_deals(&self, board: &Board<S>) -> Vec<(NodeIndex, &'static str)> {
+    fn check_deals(&self, board: &Board<S>) -> Vec<(NodeIndex, Disqualification)> {
         board
             .candidates()
             .into_iter()
             .filter(|d| board.deals[d].commitments.point(0, 0) != Some(self.old_keys.key(*d)))
-            .map(|d| (d, "commitment inconsistent with the old verification key"))
+            .map(|d| (d, Disqualification::InconsistentWithOldKey))
             .collect()
     }
 

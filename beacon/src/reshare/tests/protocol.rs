@@ -132,11 +132,18 @@ fn byzantine_dealers_are_excluded_and_resharing_succeeds() {
         let out = outputs[0].clone().unwrap();
         let qual: Vec<NodeIndex> = [0, 2, 3, 5, 7, 9].into_iter().map(NodeIndex).collect();
         assert_eq!(out.qual, qual);
-        let reasons: BTreeMap<NodeIndex, String> = out.disqualified.iter().cloned().collect();
-        assert!(reasons[&NodeIndex(1)].contains("unanswered"));
-        assert!(reasons[&NodeIndex(4)].contains("old verification key"));
-        assert!(reasons[&NodeIndex(6)].contains("degree"));
-        assert!(reasons[&NodeIndex(8)].contains("no deal"));
+        let reasons: BTreeMap<NodeIndex, Disqualification> =
+            out.disqualified.iter().cloned().collect();
+        assert_eq!(
+            reasons[&NodeIndex(1)],
+            Disqualification::UnansweredComplaints
+        );
+        assert_eq!(
+            reasons[&NodeIndex(4)],
+            Disqualification::InconsistentWithOldKey
+        );
+        assert_eq!(reasons[&NodeIndex(6)], Disqualification::WrongDegree);
+        assert_eq!(reasons[&NodeIndex(8)], Disqualification::NoDeal);
         assert_eq!(reasons.len(), 4);
         // The victims of the justified dealer, and the new members, sign.
         assert!(sign_beacon(&outputs, &[5, 12, 0, 11, 3], seed));
@@ -184,7 +191,7 @@ fn a_member_that_lost_its_key_rejoins_with_the_same_member_list() {
     assert!(out
         .disqualified
         .iter()
-        .any(|(d, why)| *d == NodeIndex(4) && why.contains("no deal")));
+        .any(|(d, why)| *d == NodeIndex(4) && *why == Disqualification::NoDeal));
     assert!(sign_beacon(&outputs, &[4, 0, 6], 11));
     // The restored member persists its result and signs after a restart.
     let bytes = out.encode().unwrap();

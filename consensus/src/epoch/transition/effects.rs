@@ -142,7 +142,7 @@ impl<S: Scheme> Transition<S> {
         let effect = match effect {
             Effect::Send { to, message } => match self.new.directory_of(to) {
                 Some(d) => Effect::Send {
-                    to: NodeIndex(d),
+                    to: d.address(),
                     message,
                 },
                 None => return,
@@ -166,13 +166,13 @@ impl<S: Scheme> Transition<S> {
     pub(super) fn send_reshare(
         &self,
         out: &mut Vec<TransitionEvent<S>>,
-        to: u32,
+        to: DirectoryIndex,
         message: ReshareWire,
     ) {
         Self::effect(
             out,
             Effect::Send {
-                to: NodeIndex(to),
+                to: to.address(),
                 message: EpochMessage::Reshare {
                     epoch: self.epoch,
                     message,

@@ -14,7 +14,7 @@
 use super::messages::{EpochMessage, ReshareWire};
 use super::{EpochView, MemberIdentity};
 use crate::config::ReplicaConfig;
-use crate::ConsensusError;
+use crate::{ConsensusError, DirectoryIndex, Epoch};
 use beacon::dkg::committee::Committee;
 use beacon::dkg::relay::{
     BroadcastRelay, RelayMessage, RelayedEvent, RelayedInput, RelayedMachine, RelayedMessage,
@@ -106,10 +106,10 @@ pub enum TransitionFailure {
 }
 
 /// SHA-256 of a new epoch's public keys: every group polynomial of `output`.
-pub fn keys_digest<S: Scheme>(epoch: u64, output: &DkgOutput<S>) -> [u8; 32] {
+pub fn keys_digest<S: Scheme>(epoch: Epoch, output: &DkgOutput<S>) -> [u8; 32] {
     let mut h = Sha256::new();
     h.update(b"sbft-beacon/epoch-keys/1");
-    h.update(epoch.to_be_bytes());
+    h.update(epoch.get().to_be_bytes());
     h.update(beacon::dkg::session::keys_digest(output));
     h.finalize().into()
 }
@@ -128,11 +128,11 @@ fn stayers<S: Scheme>(reshare: &ReshareEpoch<S>) -> Vec<NodeIndex> {
 
 /// One member's part in one epoch change.
 pub struct Transition<S: Scheme> {
-    epoch: u64,
+    epoch: Epoch,
     /// Participant index of each directory member in the resharing.
-    participant: BTreeMap<u32, NodeIndex>,
+    participant: BTreeMap<DirectoryIndex, NodeIndex>,
     /// Directory index of each participant.
-    roster: Vec<u32>,
+    roster: Vec<DirectoryIndex>,
     new: EpochView,
     /// The resharing, joined to its relay.
     reshare: RelayedMachine<S, Redistribution<S>>,
@@ -178,8 +178,8 @@ impl<S: Scheme> Transition<S> {
         max_attempts: u32,
     ) -> Result<Self, ConsensusError> {
         let (directory, me, key) = (&identity.directory, identity.me, &identity.key);
-        let epoch = reshare.epoch;
-        let roster: Vec<u32> = reshare
+        let epoch = Epoch::new(reshare.epoch);
+        let roster: Vec<DirectoryIndex> = reshare
             .roster()
             .participants()
             .iter()
@@ -191,7 +191,7 @@ impl<S: Scheme> Transition<S> {
                     )))
             })
             .collect::<Result<_, _>>()?;
-        let participant: BTreeMap<u32, NodeIndex> = roster
+        let participant: BTreeMap<DirectoryIndex, NodeIndex> = roster
             .iter()
             .enumerate()
             .map(|(p, d)| (*d, NodeIndex(p as u32)))
@@ -280,7 +280,7 @@ impl<S: Scheme> Transition<S> {
     }
 
     /// The epoch this transition starts.
-    pub fn epoch(&self) -> u64 {
+    pub fn epoch(&self) -> Epoch {
         self.epoch
     }
 
@@ -320,7 +320,7 @@ impl<S: Scheme> Transition<S> {
     pub fn on_message(
         &mut self,
         now: Time,
-        from: u32,
+        from: DirectoryIndex,
         message: EpochMessage<S>,
     ) -> Vec<TransitionEvent<S>> {
         let mut out = Vec::new();
@@ -441,7 +441,7 @@ impl<S: Scheme> Transition<S> {
     /// The key material of the new epoch: the reshared beacon key, then the
     /// new members' DKG's slow- and fast-path keys; and its digest.
     fn assemble(
-        epoch: u64,
+        epoch: Epoch,
         beacon_threshold: u32,
         reshared: &ReshareOutput<S>,
         consensus: &DkgOutput<S>,

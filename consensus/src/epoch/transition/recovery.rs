@@ -38,7 +38,7 @@ impl<S: Scheme> Transition<S> {
     /// Directory member `from` asked for this dealer's deal and sub-share
     /// again: sent (its signed broadcasts, then the sub-share), at most
     /// [`MAX_RESENDS`] times per new member.
-    pub(super) fn resend(&mut self, from: u32, out: &mut Vec<TransitionEvent<S>>) {
+    pub(super) fn resend(&mut self, from: DirectoryIndex, out: &mut Vec<TransitionEvent<S>>) {
         let Some(p) = self.participant.get(&from).copied() else {
             return;
         };

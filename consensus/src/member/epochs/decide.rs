@@ -9,7 +9,7 @@ impl<S: Scheme> Member<S> {
     /// decision on its chain (an old member) or the invitation (a joiner)
     /// until it runs that epoch's replica or leaves; `None` when it takes
     /// part in none. A driver shows it (the node's `GET /epoch`).
-    pub fn changing_to(&self) -> Option<u64> {
+    pub fn changing_to(&self) -> Option<Epoch> {
         self.epochs.transition.as_ref().map(|t| t.epoch())
     }
 
@@ -24,14 +24,14 @@ impl<S: Scheme> Member<S> {
         let Some(identity) = &self.identity else {
             out.push(MemberOutput::Epoch(EpochEvent::Failed {
                 epoch: change.epoch,
-                reason: "this member has no member key to propose with".into(),
+                reason: EpochChangeFailure::NoMemberKey,
             }));
             return;
         };
-        if let Err(reason) = check_change(self.epoch.number, &change) {
+        if let Err(refused) = check_change(self.epoch.number, &change) {
             out.push(MemberOutput::Epoch(EpochEvent::Failed {
                 epoch: change.epoch,
-                reason,
+                reason: refused.into(),
             }));
             return;
         }
@@ -57,7 +57,7 @@ impl<S: Scheme> Member<S> {
         for d in self.epoch.members.clone() {
             if Some(d) != self.identity.as_ref().map(|i| i.who.me) {
                 out.push(MemberOutput::Effect(Effect::Send {
-                    to: NodeIndex(d),
+                    to: d.address(),
                     message: Envelope::Epoch(EpochMessage::Control(control.clone())),
                 }));
             }
@@ -100,7 +100,7 @@ impl<S: Scheme> Member<S> {
                 // (or keys of the old epoch: they need none).
                 if Some(*d) != me && !self.epochs.heard_from.contains(d) {
                     out.push(MemberOutput::Effect(Effect::Send {
-                        to: NodeIndex(*d),
+                        to: d.address(),
                         message: Envelope::Epoch(EpochMessage::Invite(Box::new(
                             invitation.clone(),
                         ))),
@@ -122,7 +122,7 @@ impl<S: Scheme> Member<S> {
             if let Some(epoch) = asked {
                 for d in &self.epoch.members {
                     out.push(MemberOutput::Effect(Effect::Send {
-                        to: NodeIndex(*d),
+                        to: d.address(),
                         message: Envelope::Epoch(EpochMessage::HandoffRequest { epoch }),
                     }));
                 }
@@ -167,22 +167,28 @@ impl<S: Scheme> Member<S> {
 
     pub(in crate::member) fn fail_epoch(
         &mut self,
-        epoch: u64,
-        reason: String,
+        epoch: Epoch,
+        reason: EpochChangeFailure,
         out: &mut Outbox<S>,
     ) {
         out.push(MemberOutput::Epoch(EpochEvent::Failed { epoch, reason }));
     }
 
     /// The members and configuration of `change` as this member sees them.
-    pub(in crate::member) fn next_epoch(&self, change: &EpochChange) -> Result<EpochView, String> {
-        let identity = self.identity.as_ref().ok_or("no identity")?;
+    pub(in crate::member) fn next_epoch(
+        &self,
+        change: &EpochChange,
+    ) -> Result<EpochView, EpochChangeFailure> {
+        let identity = self
+            .identity
+            .as_ref()
+            .ok_or(EpochChangeFailure::NoIdentity)?;
         let members = change
             .members
             .iter()
             .map(|m| identity.who.directory.index_of(m))
-            .collect::<Option<Vec<u32>>>()
-            .ok_or("a new member is not in this member's directory")?;
+            .collect::<Option<Vec<DirectoryIndex>>>()
+            .ok_or(EpochChangeFailure::NewMemberNotInDirectory)?;
         let config = self
             .epoch
             .config
@@ -191,7 +197,7 @@ impl<S: Scheme> Member<S> {
                 change.c,
                 change.beacon_threshold,
             )
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| EpochChangeFailure::Config(Arc::new(e)))?;
         Ok(EpochView::new(change.epoch, members, config))
     }
 
@@ -216,7 +222,7 @@ impl<S: Scheme> Member<S> {
             Err(reason) => return self.fail_epoch(epoch, reason, out),
         };
         let reshare = ReshareSettings {
-            epoch,
+            epoch: epoch.get(),
             old_members: self.epoch.ids(&identity.who.directory),
             old_public_polynomial: beacon_key.public_polynomial.clone(),
             new_members: change.members.clone(),
@@ -226,7 +232,7 @@ impl<S: Scheme> Member<S> {
         .build();
         let reshare = match reshare {
             Ok(r) => r,
-            Err(e) => return self.fail_epoch(epoch, e.to_string(), out),
+            Err(e) => return self.fail_epoch(epoch, EpochChangeFailure::Resharing(e), out),
         };
         let share = beacon_key.secret_share.clone();
         let invitation = Invitation {
@@ -240,7 +246,7 @@ impl<S: Scheme> Member<S> {
         for d in &new.members {
             if *d != identity.who.me {
                 out.push(MemberOutput::Effect(Effect::Send {
-                    to: NodeIndex(*d),
+                    to: d.address(),
                     message: Envelope::Epoch(EpochMessage::Invite(Box::new(invitation.clone()))),
                 }));
             }
@@ -263,7 +269,7 @@ impl<S: Scheme> Member<S> {
         };
         let epoch = new.number;
         let mut label = b"epoch".to_vec();
-        label.extend_from_slice(&epoch.to_be_bytes());
+        label.extend_from_slice(&epoch.get().to_be_bytes());
         let transition = Transition::new(
             invitation.reshare.clone(),
             new,
@@ -290,14 +296,14 @@ impl<S: Scheme> Member<S> {
                     }
                 }
             }
-            Err(e) => self.fail_epoch(epoch, e.to_string(), out),
+            Err(e) => self.fail_epoch(epoch, EpochChangeFailure::TransitionSetup(Arc::new(e)), out),
         }
     }
 
     pub(in crate::member) fn on_transition_timer(
         &mut self,
         now: Time,
-        epoch: u64,
+        epoch: Epoch,
         timer: TransitionTimer,
         out: &mut Outbox<S>,
     ) {
@@ -327,8 +333,8 @@ impl<S: Scheme> Member<S> {
     pub(in crate::member) fn on_early_message(
         &mut self,
         now: Time,
-        epoch: u64,
-        from: u32,
+        epoch: Epoch,
+        from: DirectoryIndex,
         message: EpochMessage<S>,
         out: &mut Outbox<S>,
     ) {
@@ -362,7 +368,7 @@ impl<S: Scheme> Member<S> {
     pub(in crate::member) fn on_transition(
         &mut self,
         now: Time,
-        epoch: u64,
+        epoch: Epoch,
         event: TransitionEvent<S>,
         out: &mut Outbox<S>,
     ) {
@@ -399,7 +405,7 @@ impl<S: Scheme> Member<S> {
                 self.epochs.ready = Some((digest, output));
                 self.try_join(now, out);
             }
-            TransitionEvent::Failed(reason) => self.fail_epoch(epoch, reason.to_string(), out),
+            TransitionEvent::Failed(reason) => self.fail_epoch(epoch, reason.into(), out),
         }
     }
 }

@@ -10,8 +10,8 @@
 
 use super::*;
 use crate::epoch::{
-    check_change, Control, Directory, EpochChange, EpochMessage, Governance, Invitation,
-    ReshareWire, Transition, TransitionEvent, TransitionTimer,
+    check_change, ChangeRefused, Control, Directory, EpochChange, EpochMessage, Governance,
+    Invitation, ReshareWire, Transition, TransitionEvent, TransitionFailure, TransitionTimer,
 };
 use beacon::dkg::session::SessionMessage;
 use beacon::reshare::{MemberId, ReshareSettings};
@@ -24,14 +24,14 @@ pub enum EpochEvent<S: Scheme> {
     /// The chain decided the change into `epoch` at `height`.
     Decided {
         /// The new epoch.
-        epoch: u64,
+        epoch: Epoch,
         /// The height whose block decided it.
         height: Height,
     },
     /// This member holds its keys of `epoch` and told the old members.
     Ready {
         /// The new epoch.
-        epoch: u64,
+        epoch: Epoch,
         /// [`crate::epoch::keys_digest`] of the new public keys.
         digest: [u8; 32],
     },
@@ -40,11 +40,11 @@ pub enum EpochEvent<S: Scheme> {
     /// indices by epoch index), replacing the previous key material.
     Started {
         /// The epoch.
-        epoch: u64,
+        epoch: Epoch,
         /// Its first height.
         start: Height,
         /// Its members, by epoch index (directory indices).
-        members: Vec<u32>,
+        members: Vec<DirectoryIndex>,
         /// Its replica configuration.
         config: ReplicaConfig,
         /// This member's key material in it.
@@ -54,17 +54,62 @@ pub enum EpochEvent<S: Scheme> {
     /// shares and stopped.
     Retired {
         /// The epoch it is not part of.
-        epoch: u64,
+        epoch: Epoch,
         /// The last height it finalized.
         height: Height,
     },
     /// The change into `epoch` failed at this member.
     Failed {
         /// The epoch.
-        epoch: u64,
+        epoch: Epoch,
         /// Why.
-        reason: String,
+        reason: EpochChangeFailure,
     },
+}
+
+/// Why a change of members failed at this member ([`EpochEvent::Failed`]);
+/// it keeps running the epoch it is in.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum EpochChangeFailure {
+    /// The operator proposed a change to a member without a member key.
+    #[error("this member has no member key to propose with")]
+    NoMemberKey,
+    /// The operator's proposal cannot follow the current epoch.
+    #[error(transparent)]
+    Refused(#[from] ChangeRefused),
+    /// A member without an identity (no directory) cannot place the new
+    /// members.
+    #[error("no identity")]
+    NoIdentity,
+    /// A new member of the change is not in this member's directory.
+    #[error("a new member is not in this member's directory")]
+    NewMemberNotInDirectory,
+    /// The current configuration resized to the change is invalid.
+    #[error(transparent)]
+    Config(Arc<ConsensusError>),
+    /// The resharing of the change cannot be set up.
+    #[error(transparent)]
+    Resharing(beacon::Error),
+    /// This member's transition cannot be set up.
+    #[error(transparent)]
+    TransitionSetup(Arc<ConsensusError>),
+    /// The transition (resharing, new members' DKG) failed.
+    #[error(transparent)]
+    Transition(#[from] TransitionFailure),
+    /// The chain switched to keys this member does not hold.
+    #[error("the epoch switched to keys this member does not hold")]
+    SwitchedToOtherKeys,
+    /// `f + 1` old members handed over a chain that switched to keys other
+    /// than this joiner's.
+    #[error("the old members switched to keys other than this member's")]
+    HandedOverOtherKeys,
+    /// The epoch ended and this member never learned the change (it has no
+    /// identity): it stops.
+    #[error("the epoch ended, and this member does not know the next one")]
+    NextEpochUnknown,
+    /// The new epoch's replica cannot be built from the new keys.
+    #[error(transparent)]
+    Replica(Arc<ConsensusError>),
 }
 
 /// Bookkeeping of epoch changes at one member.
@@ -76,24 +121,24 @@ pub(super) struct EpochState<S: Scheme> {
     /// This member's keys of the next epoch, and their digest.
     ready: Option<([u8; 32], Arc<DkgOutput<S>>)>,
     /// A joiner's invitations by digest, and who sent each (one per sender).
-    invites: BTreeMap<[u8; 32], (Invitation<S>, BTreeSet<u32>)>,
-    invited_by: BTreeSet<u32>,
+    invites: BTreeMap<[u8; 32], (Invitation<S>, BTreeSet<DirectoryIndex>)>,
+    invited_by: BTreeSet<DirectoryIndex>,
     /// A joiner's handoffs, one per old member.
-    handoffs: BTreeMap<u32, Handoff<S>>,
+    handoffs: BTreeMap<DirectoryIndex, Handoff<S>>,
     /// Consensus messages ahead of the replica, kept while this member is ready
     /// to switch (they may be the next epoch's first height).
-    ahead: Vec<(u32, Message<S>)>,
+    ahead: Vec<(DirectoryIndex, Message<S>)>,
     /// Resharing and DKG messages of the next epoch that came before this
     /// member started its transition (other members decide, or invite, a
     /// little earlier), by sender; replayed when it starts.
-    early: BTreeMap<u32, Vec<EpochMessage<S>>>,
+    early: BTreeMap<DirectoryIndex, Vec<EpochMessage<S>>>,
     /// This member's control transactions not yet seen in a finalized block.
     pending: Vec<Control>,
     /// Control transactions forwarded to the replica (their digests), per
     /// signer.
     controls_from: BTreeMap<MemberId, BTreeSet<[u8; 32]>>,
     /// Parties that sent this member a message of the change.
-    heard_from: BTreeSet<u32>,
+    heard_from: BTreeSet<DirectoryIndex>,
     /// Whether an [`MemberTimer::EpochResend`] is armed.
     resend_armed: bool,
     /// A stayer whose keys were not ready at the switch: its own chain up to
@@ -137,11 +182,11 @@ fn early_per_sender(parties: usize) -> usize {
 /// What identical handoffs share: epoch, keys digest, resharing dealers, and
 /// the SHA-256 of every entry's height, block digest and beacon (the
 /// certificates may differ between honest members; those are not covered).
-type HandoffIdentity = (u64, [u8; 32], Vec<u32>, [u8; 32]);
+type HandoffIdentity = (Epoch, [u8; 32], Vec<u32>, [u8; 32]);
 
 #[derive(Clone)]
 struct Handoff<S: Scheme> {
-    epoch: u64,
+    epoch: Epoch,
     digest: [u8; 32],
     dealers: Vec<u32>,
     entries: Vec<Arc<CommittedEntry<S>>>,
@@ -179,9 +224,9 @@ impl<S: Scheme> EpochState<S> {
         let governance = directory.map(|d| {
             let mut key = Sha256::new();
             key.update(b"sbft-beacon/epoch-member-ids/1");
-            key.update(epoch.number.to_be_bytes());
+            key.update(epoch.number.get().to_be_bytes());
             for m in &epoch.members {
-                key.update(m.to_be_bytes());
+                key.update(m.get().to_be_bytes());
                 key.update(d.key(*m).map_or([0; 32], |k| k.to_bytes()));
             }
             let ids = memo.get_or_compute(key.finalize().into(), || {
@@ -230,7 +275,7 @@ impl<S: Scheme> EpochState<S> {
     /// ready to switch (bounded).
     pub(in crate::member) fn keep_ahead(
         &mut self,
-        from: u32,
+        from: DirectoryIndex,
         message: &Message<S>,
         height: Option<Height>,
     ) {

@@ -9,7 +9,7 @@ impl<S: Scheme> Member<S> {
     pub(in crate::member) fn on_epoch_message(
         &mut self,
         now: Time,
-        from: u32,
+        from: DirectoryIndex,
         message: EpochMessage<S>,
         out: &mut Outbox<S>,
     ) {
@@ -80,7 +80,7 @@ impl<S: Scheme> Member<S> {
                 if let (Some(h), true) = (&self.epochs.served, asked_by_new) {
                     if h.epoch == epoch {
                         out.push(MemberOutput::Effect(Effect::Send {
-                            to: NodeIndex(from),
+                            to: from.address(),
                             message: Envelope::Epoch(EpochMessage::Handoff {
                                 epoch,
                                 digest: h.digest,
@@ -125,7 +125,7 @@ impl<S: Scheme> Member<S> {
                     out.queue(SelfInput::RetryJoin);
                 } else if Some(epoch) == self.epoch.number.checked_add(1) {
                     let parties = self.identity.as_ref().map_or(0, |i| i.who.directory.len());
-                    if from < parties {
+                    if from.get() < parties {
                         let limit = early_per_sender(parties as usize);
                         let kept = self.epochs.early.entry(from).or_default();
                         if kept.len() < limit {
@@ -146,7 +146,7 @@ impl<S: Scheme> Member<S> {
     /// the restarted member then asks for). A new member that holds its
     /// transition ignores the invitation; one without counts it with the
     /// others (`f + 1` identical ones start its transition).
-    fn invite_again(&self, from: u32, epoch: u64, out: &mut Outbox<S>) {
+    fn invite_again(&self, from: DirectoryIndex, epoch: Epoch, out: &mut Outbox<S>) {
         let me = self.identity.as_ref().map(|i| i.who.me);
         let running = match (
             &self.phase,
@@ -178,7 +178,7 @@ impl<S: Scheme> Member<S> {
             return;
         }
         out.push(MemberOutput::Effect(Effect::Send {
-            to: NodeIndex(from),
+            to: from.address(),
             message: Envelope::Epoch(EpochMessage::Invite(Box::new(invitation.clone()))),
         }));
     }
@@ -188,7 +188,7 @@ impl<S: Scheme> Member<S> {
     pub(in crate::member) fn on_invite(
         &mut self,
         now: Time,
-        from: u32,
+        from: DirectoryIndex,
         invitation: Invitation<S>,
         out: &mut Outbox<S>,
     ) {
@@ -247,15 +247,11 @@ impl<S: Scheme> Member<S> {
             }
             if !holds {
                 self.phase = Phase::Failed;
-                return self.fail_epoch(
-                    epoch,
-                    "the epoch switched to keys this member does not hold".into(),
-                    out,
-                );
+                return self.fail_epoch(epoch, EpochChangeFailure::SwitchedToOtherKeys, out);
             }
             return self.enter_epoch(now, own.entries, out);
         }
-        let mut counts: BTreeMap<_, (usize, u32)> = BTreeMap::new();
+        let mut counts: BTreeMap<_, (usize, DirectoryIndex)> = BTreeMap::new();
         for (from, h) in &self.epochs.handoffs {
             if let Some(id) = h.identity().filter(|id| id.0 == epoch) {
                 counts.entry(id).or_insert((0, *from)).0 += 1;
@@ -271,11 +267,7 @@ impl<S: Scheme> Member<S> {
         }
         if !holds {
             self.phase = Phase::Failed;
-            return self.fail_epoch(
-                epoch,
-                "the old members switched to keys other than this member's".into(),
-                out,
-            );
+            return self.fail_epoch(epoch, EpochChangeFailure::HandedOverOtherKeys, out);
         }
         let Some(handoff) = self.epochs.handoffs.remove(&from) else {
             return;
@@ -354,7 +346,7 @@ impl<S: Scheme> Member<S> {
             self.keys = None;
             return self.fail_epoch(
                 self.epoch.number.saturating_add(1),
-                "the epoch ended, and this member does not know the next one".into(),
+                EpochChangeFailure::NextEpochUnknown,
                 out,
             );
         };
@@ -368,7 +360,7 @@ impl<S: Scheme> Member<S> {
         for d in &new.members {
             if self.epoch.index_of(*d).is_none() {
                 out.push(MemberOutput::Effect(Effect::Send {
-                    to: NodeIndex(*d),
+                    to: d.address(),
                     message: Envelope::Epoch(EpochMessage::Handoff {
                         epoch: new.number,
                         digest,
@@ -382,7 +374,7 @@ impl<S: Scheme> Member<S> {
             .identity
             .as_ref()
             .map(|i| i.who.me)
-            .unwrap_or(self.me.0);
+            .unwrap_or(DirectoryIndex::of_address(self.me));
         let running = self.epochs.transition.is_some() && self.epochs.ready.is_none();
         let holds = self.keys_for(now, digest, &dealers, out);
         let running = running || self.awaits_keys();
@@ -402,11 +394,7 @@ impl<S: Scheme> Member<S> {
             Some(_) => {
                 self.phase = Phase::Failed;
                 self.keys = None;
-                self.fail_epoch(
-                    new.number,
-                    "the epoch switched to keys this member does not hold".into(),
-                    out,
-                );
+                self.fail_epoch(new.number, EpochChangeFailure::SwitchedToOtherKeys, out);
             }
             None => {
                 self.phase = Phase::Retired;
@@ -415,7 +403,7 @@ impl<S: Scheme> Member<S> {
                 self.epochs = self.epochs.next(&new, None, &self.memo);
                 self.retain(now, transition, out);
                 self.epoch = new;
-                self.me = NodeIndex(me);
+                self.me = me.address();
                 out.push(MemberOutput::Epoch(EpochEvent::Retired {
                     epoch: self.epoch.number,
                     height,
@@ -453,7 +441,7 @@ impl<S: Scheme> Member<S> {
             Ok(r) => r,
             Err(e) => {
                 self.phase = Phase::Failed;
-                return self.fail_epoch(new.number, e.to_string(), out);
+                return self.fail_epoch(new.number, EpochChangeFailure::Replica(Arc::new(e)), out);
             }
         };
         let ahead = std::mem::take(&mut self.epochs.ahead);
