@@ -279,8 +279,8 @@ fn an_epoch_record_without_a_later_setting_reads_with_its_default() {
     let config = consensus::ReplicaConfig::new(4, 0).unwrap();
     let output = (*consensus::corpus::honest_dkg::<MinSig>(&config, 1)[0]).clone();
     let record = EpochRecord {
-        number: 2,
-        members: vec![0, 1, 2, 4],
+        number: consensus::Epoch::new(2),
+        members: [0, 1, 2, 4].map(consensus::DirectoryIndex::new).to_vec(),
         config,
         start: 40,
         retired: false,
