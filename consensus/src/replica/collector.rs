@@ -18,6 +18,16 @@ use crate::{Height, View};
 use beacon::{Scheme, Time};
 use std::collections::BTreeMap;
 
+/// The three signature shares of one SIGN-SHARE, on one block in one view.
+pub(super) struct VoteShares<S: Scheme> {
+    /// Fast-path share (on the fast vote).
+    pub(super) sigma: S::Signature,
+    /// Slow-path share (on the PREPARE).
+    pub(super) tau: S::Signature,
+    /// Beacon share.
+    pub(super) beacon: S::Signature,
+}
+
 /// A collector's state at one height, by view.
 pub(super) struct Collector<S: Scheme> {
     views: BTreeMap<View, Collecting<S>>,
@@ -135,17 +145,15 @@ impl<S: Scheme> Replica<S> {
     /// trip of the wait before any other share can arrive, and send rounds of
     /// long links down the slow path for nothing); the beacon share goes to the
     /// beacon round (step 4).
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn on_sign_share(
         &mut self,
         now: Time,
         origin: Origin,
         view: View,
         digest: Digest,
-        sigma: S::Signature,
-        tau: S::Signature,
-        beacon: S::Signature,
+        shares: VoteShares<S>,
     ) {
+        let VoteShares { sigma, tau, beacon } = shares;
         let (from, h, me) = (origin.from, self.height, self.me());
         if self.verifier.is_convicted(from, h) {
             return;

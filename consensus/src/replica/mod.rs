@@ -326,7 +326,10 @@ impl<S: Scheme> Replica<S> {
                 tau,
                 beacon,
                 ..
-            } => self.on_sign_share(now, origin, view, digest, sigma, tau, beacon),
+            } => {
+                let shares = collector::VoteShares { sigma, tau, beacon };
+                self.on_sign_share(now, origin, view, digest, shares)
+            }
             Message::CommitProof {
                 certificate,
                 beacon,

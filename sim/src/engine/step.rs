@@ -82,7 +82,7 @@ fn run_node<S: Scheme>(
         local.push(t, e);
     }
     while let Some((at, event)) = local.pop() {
-        let timers = step(node, slot, at, event, end, shared, &mut fx, None);
+        let timers = step(node, slot, Ready { at, event }, end, shared, &mut fx, None);
         if fx.panic.is_some() {
             break;
         }
@@ -122,16 +122,11 @@ fn run_on_host<S: Scheme>(
         let (core, free) = host.earliest();
         let before = slot.cpu_until;
         let sent_before = fx.outputs.len();
-        let timers = step(
-            *node,
-            slot,
-            at.max(free),
+        let ready = Ready {
+            at: at.max(free),
             event,
-            end,
-            shared,
-            fx,
-            Some(&mut host.disk),
-        );
+        };
+        let timers = step(*node, slot, ready, end, shared, fx, Some(&mut host.disk));
         if slot.cpu_until > before {
             host.occupy(core, slot.cpu_until);
         }
@@ -147,22 +142,29 @@ fn run_on_host<S: Scheme>(
     slots.into_iter().map(|(_, _, fx)| fx).collect()
 }
 
-/// Handles one event at a node: it starts at `ready` (its arrival, or later
-/// when it waited for a core) or when the node is free, whichever is later.
-/// Returns the node's own timers that fall before `end`, to handle in this
-/// window. `disk`: when the host's shared disk is next free, if modelled (else
-/// each node has a disk of its own).
-#[allow(clippy::too_many_arguments)]
+/// An event for a node, and when it can start there: its arrival, or later
+/// when it waited for a core.
+struct Ready<S: Scheme> {
+    /// When the event can start (the node may still be busy then).
+    at: Time,
+    /// The event.
+    event: Event<S>,
+}
+
+/// Handles one event at a node: it starts when it is `ready` or when the
+/// node is free, whichever is later. Returns the node's own timers that fall
+/// before `end`, to handle in this window. `disk`: when the host's shared disk
+/// is next free, if modelled (else each node has a disk of its own).
 fn step<S: Scheme>(
     node: u32,
     slot: &mut Slot<S>,
-    ready: Time,
-    event: Event<S>,
+    ready: Ready<S>,
     end: Time,
     shared: &Shared<'_>,
     fx: &mut NodeEffects<S>,
     mut disk: Option<&mut Time>,
 ) -> Vec<(Time, Event<S>)> {
+    let Ready { at: ready, event } = ready;
     let start = ready.max(slot.busy_until);
     record(fx, start, &event);
     let (points, delivered) = match &event {
