@@ -47,9 +47,18 @@ pub fn draw(base: &SimConfig, seed: u64) -> SimConfig {
     let c = cfg.protocol.collector_slack(n).unwrap_or(0);
     let f = (n.saturating_sub(2 * c + 1)) / 3;
     let count = rng.gen_range(0..=f);
-    let mut kinds: Vec<Behaviour> = Behaviour::ALL.to_vec();
+    let (first, later) = Behaviour::ALL.split_at(Behaviour::FIRST_CAMPAIGN_KINDS);
+    let mut kinds: Vec<Behaviour> = first.to_vec();
     kinds.shuffle(&mut rng);
     kinds.truncate(rng.gen_range(1..=kinds.len()));
+    // Kinds added since are drawn from a stream of their own (each as likely
+    // as an earlier kind is), leaving every draw above and below as it was.
+    let mut added = ChaCha20Rng::seed_from_u64(seed ^ 0x0add_ed0c_1a55);
+    for kind in later {
+        if added.gen_bool(0.5) {
+            kinds.push(*kind);
+        }
+    }
     cfg.faults.byzantine = count;
     cfg.faults.byzantine_kinds = kinds.iter().map(|k| k.as_str().to_string()).collect();
     cfg.faults.twins = if count < f && rng.gen_bool(0.3) {
