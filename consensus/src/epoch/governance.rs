@@ -20,6 +20,21 @@ pub enum Decision {
         /// The height whose block completed the quorum.
         height: Height,
     },
+    /// `f' + 1` new members, one of them honest, are ready with keys of
+    /// digest `digest` from the resharing `dealers`, the first keys to gather
+    /// that many, by `height`: these keys exist, and every new member whose
+    /// own keys differ (its resharing qualified other dealers) recombines
+    /// them from `dealers` and is ready with them instead, so that the
+    /// readies, split by faulty dealers, converge on one set
+    /// (`consensus/SAFETY.md`, "The chain names the dealers").
+    Named {
+        /// The digest of the named keys ([`super::keys_digest`]).
+        digest: [u8; 32],
+        /// The resharing dealers they combine.
+        dealers: Vec<u32>,
+        /// The height whose block gathered the `f' + 1`-th ready.
+        height: Height,
+    },
     /// `n' - f'` new members are ready with keys of digest `digest` (from the
     /// same resharing dealers) by
     /// `height`: the old epoch ends after `height`.
@@ -54,8 +69,14 @@ struct Decided {
     digest: [u8; 32],
     members: BTreeSet<MemberId>,
     quorum: usize,
-    /// First ready of each new member (keys digest, resharing dealers).
+    /// `f' + 1` of the new epoch: readies that include an honest one.
+    vouched: usize,
+    /// Each new member's ready (keys digest, resharing dealers): its first,
+    /// or the named keys' once it is ready with those.
     readies: BTreeMap<MemberId, ([u8; 32], Vec<u32>)>,
+    /// The first keys `vouched` new members were ready with
+    /// ([`Decision::Named`]).
+    named: Option<([u8; 32], Vec<u32>)>,
     switched: bool,
 }
 
@@ -178,15 +199,29 @@ impl Governance {
                     {
                         continue;
                     }
-                    let key = (ready.digest, ready.dealers.clone());
-                    d.readies.entry(ready.member).or_insert(key.clone());
+                    let key = (ready.digest, ready.dealers);
+                    // A member's first ready counts; a later one only when it
+                    // moves to the named keys (once: those stay its ready).
+                    match d.readies.get(&ready.member) {
+                        None => {}
+                        Some(first) if d.named.as_ref() == Some(&key) && *first != key => {}
+                        Some(_) => continue,
+                    }
+                    d.readies.insert(ready.member, key.clone());
                     let count = d.readies.values().filter(|v| **v == key).count();
                     if count >= d.quorum {
                         d.switched = true;
                         out.push(Decision::Switch {
                             height: block.height,
-                            digest: ready.digest,
-                            dealers: ready.dealers,
+                            digest: key.0,
+                            dealers: key.1,
+                        });
+                    } else if count >= d.vouched && d.named.is_none() {
+                        d.named = Some(key.clone());
+                        out.push(Decision::Named {
+                            digest: key.0,
+                            dealers: key.1,
+                            height: block.height,
                         });
                     }
                 }
@@ -224,9 +259,11 @@ impl Governance {
         self.decided = Some(Decided {
             members: change.members.iter().copied().collect(),
             quorum: (shape.n - shape.f) as usize,
+            vouched: (shape.f + 1) as usize,
             change: change.clone(),
             digest,
             readies: BTreeMap::new(),
+            named: None,
             switched: false,
         });
         self.proposals.clear();

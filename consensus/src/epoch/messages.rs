@@ -281,6 +281,18 @@ pub enum EpochMessage<S: Scheme> {
         /// The epoch it waits to start.
         epoch: Epoch,
     },
+    /// An old member tells a joiner (which does not read the old epoch's
+    /// chain) the keys the chain named for epoch `epoch`
+    /// ([`super::Decision::Named`]); a joiner believes `f + 1` old members
+    /// that send the same.
+    Named {
+        /// The epoch the keys are for.
+        epoch: Epoch,
+        /// The digest of the named keys.
+        digest: [u8; 32],
+        /// The resharing dealers they combine.
+        dealers: Vec<u32>,
+    },
 }
 
 impl<S: Scheme> EpochMessage<S> {
@@ -293,6 +305,7 @@ impl<S: Scheme> EpochMessage<S> {
             EpochMessage::Dkg { .. } => "epoch-dkg",
             EpochMessage::Handoff { .. } => "epoch-handoff",
             EpochMessage::HandoffRequest { .. } => "epoch-handoff-request",
+            EpochMessage::Named { .. } => "epoch-named",
         }
     }
 }

@@ -28,6 +28,13 @@
 //!    [`EpochMessage::Handoff`]s); the beacon of `h' + 1` signs the beacon of
 //!    `h'` under the same group key. Members that leave erase their shares.
 //!
+//!    Readies split by faulty dealers converge: the first keys that `f' + 1`
+//!    new members are ready with are named by the chain
+//!    ([`Decision::Named`]; joiners learn them from `f + 1` old members'
+//!    [`EpochMessage::Named`]), and every new member whose keys differ
+//!    recombines those and is ready with them (`consensus/SAFETY.md`, "The
+//!    chain names the dealers").
+//!
 //! A change that never gathers its readies leaves the old epoch running: the
 //! chain never waits for a resharing.
 //!

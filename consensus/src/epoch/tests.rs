@@ -138,19 +138,38 @@ fn unsafe_sizes_and_wrong_epochs_are_refused() {
     assert!(check_change(Epoch::ZERO, &change()).is_ok());
 }
 
-#[test]
-fn the_switch_needs_n_minus_f_new_members_ready_with_one_digest() {
+/// Governance after `change()` was decided at height 1 (by members 0-2), and
+/// the change's digest.
+fn decided() -> (Governance, [u8; 32]) {
     let mut g = governance();
     for i in 0..3 {
         g.on_finalized(&block(1, &[Control::propose(change(), &key(i))]));
     }
-    let digest = change().digest();
+    (g, change().digest())
+}
+
+#[test]
+fn the_switch_needs_n_minus_f_new_members_ready_with_one_digest() {
+    let (mut g, digest) = decided();
     // 7 new members, f = 2: five readies with one digest.
     let ready =
         |i: u8, keys: u8| Control::ready(Epoch::new(1), digest, [keys; 32], vec![0, 1], &key(i));
     let mut height = 2;
     for i in 2..6 {
-        assert!(g.on_finalized(&block(height, &[ready(i, 1)])).is_empty());
+        let decisions = g.on_finalized(&block(height, &[ready(i, 1)]));
+        if i == 4 {
+            // f + 1 = 3 readies with one set of keys name them.
+            assert_eq!(
+                decisions,
+                vec![Decision::Named {
+                    digest: [1; 32],
+                    dealers: vec![0, 1],
+                    height: crate::Height::new(height),
+                }]
+            );
+        } else {
+            assert!(decisions.is_empty());
+        }
         height += 1;
     }
     // A ready with another digest, from an old member, or for another change
@@ -176,4 +195,56 @@ fn the_next_config_keeps_the_protocol_and_resizes_the_quorums() {
     assert_eq!((new.n, new.f, new.beacon_threshold), (7, 2, 3));
     assert_eq!(new.fast_path_timeout_us, old.fast_path_timeout_us);
     assert!(old.resized(6, 0, 0).is_err());
+}
+
+#[test]
+fn readies_split_over_two_sets_of_keys_move_to_the_named_one_and_switch() {
+    let (mut g, digest) = decided();
+    // 7 new members, f = 2, quorum 5: their resharings qualified two sets of
+    // dealers, and the readies split 2 + 2.
+    let ready = |i: u8, keys: u8, dealers: Vec<u32>| {
+        Control::ready(Epoch::new(1), digest, [keys; 32], dealers, &key(i))
+    };
+    assert!(g
+        .on_finalized(&block(
+            2,
+            &[
+                ready(2, 1, vec![0, 1]),
+                ready(3, 1, vec![0, 1]),
+                ready(4, 2, vec![0, 2]),
+                ready(5, 2, vec![0, 2]),
+            ]
+        ))
+        .is_empty());
+    // A member may not move to keys that are not named.
+    assert!(g
+        .on_finalized(&block(3, &[ready(3, 2, vec![0, 2])]))
+        .is_empty());
+    // The third ready with the second set names it (f + 1 = 3).
+    assert_eq!(
+        g.on_finalized(&block(4, &[ready(6, 2, vec![0, 2])])),
+        vec![Decision::Named {
+            digest: [2; 32],
+            dealers: vec![0, 2],
+            height: crate::Height::new(4),
+        }]
+    );
+    // Once named, a member that was ready with the first set moves to it, and
+    // its old ready, finalized again, does not move it back.
+    assert!(g
+        .on_finalized(&block(
+            5,
+            &[ready(2, 2, vec![0, 2]), ready(2, 1, vec![0, 1])]
+        ))
+        .is_empty());
+    // The fifth ready with the named keys switches; a second naming never
+    // comes.
+    assert_eq!(
+        g.on_finalized(&block(6, &[ready(3, 2, vec![0, 2])])),
+        vec![Decision::Switch {
+            height: crate::Height::new(6),
+            digest: [2; 32],
+            dealers: vec![0, 2],
+        }]
+    );
 }

@@ -230,6 +230,13 @@ impl<S: Scheme> Member<S> {
                     },
                 ..
             } => self.on_switch(now, height, digest, dealers, out),
+            SelfInput::Decision {
+                decision:
+                    Decision::Named {
+                        digest, dealers, ..
+                    },
+                ..
+            } => self.on_named(now, digest, dealers, out),
             SelfInput::Transition { epoch, event } => self.on_transition(now, epoch, event, out),
             SelfInput::Early {
                 epoch,

@@ -165,6 +165,7 @@ mod tag {
     pub(super) const EPOCH_DKG: u32 = 3;
     pub(super) const EPOCH_HANDOFF: u32 = 4;
     pub(super) const EPOCH_HANDOFF_REQUEST: u32 = 5;
+    pub(super) const EPOCH_NAMED: u32 = 6;
     pub(super) const PRE_PREPARE: u32 = 0;
     pub(super) const VIEW_CHANGE: u32 = 7;
     pub(super) const NEW_VIEW: u32 = 8;
@@ -213,6 +214,11 @@ const RELAY_FIXED: usize = 4 * 1024;
 /// bytes (a `Versions` answer), a revealed share of 108 (a justification), a
 /// member id of 32 (a complaint or a result's `qual` of 4).
 const RELAY_PER_MEMBER: usize = 256;
+/// Bytes of an [`consensus::epoch::EpochMessage::Named`] besides its dealers:
+/// tags, epoch, digest and the list's length.
+const NAMED_FIXED: usize = 64;
+/// Bytes per dealer of a `Named` (a `u32`).
+const NAMED_PER_DEALER: usize = 4;
 /// Bytes per commitment (the largest compressed point, in G2).
 const POINT_BYTES: usize = 96;
 /// Bytes per member of an invitation: the member lists of the change, of the
@@ -359,6 +365,11 @@ impl Admission {
                     max_points: 2 * 64 + 4,
                 },
                 tag::EPOCH_HANDOFF_REQUEST => small("epoch-handoff-request"),
+                tag::EPOCH_NAMED => Admit {
+                    kind: "epoch-named",
+                    max_bytes: NAMED_FIXED.saturating_add(p.saturating_mul(NAMED_PER_DEALER)),
+                    max_points: 0,
+                },
                 _ => Admit {
                     kind: "unknown",
                     max_bytes: 0,

@@ -111,6 +111,14 @@ fn kinds_are_read_from_real_encodings() {
             },
             "epoch-handoff-request",
         ),
+        (
+            EpochMessage::Named {
+                epoch: consensus::Epoch::new(1),
+                digest: [7; 32],
+                dealers: vec![0, 1, 2],
+            },
+            "epoch-named",
+        ),
     ];
     for (message, kind) in epoch_cases {
         let frame: Envelope<S> = Envelope::Epoch(message);
@@ -322,6 +330,13 @@ fn the_largest_honest_dkg_and_epoch_frames_are_admitted() {
             largest::invitation(parties),
         )));
         let invite = largest::check(&a, vec![invite]);
+        // The keys the chain named: every party a dealer at most.
+        let named = Envelope::Epoch(consensus::epoch::EpochMessage::Named {
+            epoch: consensus::Epoch::MAX,
+            digest: [0xff; 32],
+            dealers: (0..parties).map(|_| u32::MAX).collect(),
+        });
+        largest::check(&a, vec![named]);
         eprintln!(
             "n = {n}, {parties} parties: largest dkg {dkg}, reshare {reshare}, new members' dkg {new_dkg}, invitation {invite} bytes"
         );

@@ -129,6 +129,8 @@ impl<S: Scheme> Member<S> {
             }
             waiting = true;
         }
+        // The joiners learn the keys the chain named from the old members.
+        self.send_named(out);
         if waiting {
             self.arm_resend(now, out);
         }
@@ -385,24 +387,22 @@ impl<S: Scheme> Member<S> {
             } => {
                 self.epochs.ready = Some((digest, output));
                 out.push(MemberOutput::Epoch(EpochEvent::Ready { epoch, digest }));
-                let (Some(identity), Some(invitation)) = (&self.identity, &self.epochs.invitation)
-                else {
-                    return;
-                };
-                let control = Control::ready(
-                    epoch,
-                    invitation.change.digest(),
-                    digest,
-                    dealers,
-                    &identity.who.key,
-                );
-                self.submit(now, control, out);
+                match self.epochs.named.clone() {
+                    // The chain named other keys already: those are its ready.
+                    Some((named, _)) if named != digest => self.ready_with_named(now, out),
+                    _ => self.sign_ready(now, epoch, digest, dealers, out),
+                }
                 self.try_join(now, out);
             }
-            // The keys the chain switched to, recombined once the deals
-            // of the dealers it named came in (`keys_for` waited).
+            // The keys the chain named or switched to, recombined once the
+            // deals of the dealers it named came in (`keys_for` waited).
             TransitionEvent::Adopted { output, digest } => {
                 self.epochs.ready = Some((digest, output));
+                if let Some((named, dealers)) = self.epochs.named.clone() {
+                    if named == digest && self.epochs.readied != Some(digest) {
+                        self.sign_ready(now, epoch, digest, dealers, out);
+                    }
+                }
                 self.try_join(now, out);
             }
             TransitionEvent::Failed(reason) => self.fail_epoch(epoch, reason.into(), out),

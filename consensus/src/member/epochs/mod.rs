@@ -157,6 +157,13 @@ pub(super) struct EpochState<S: Scheme> {
     /// that asks for its handoff (it may have restarted and lost the
     /// invitation, which old members send only until they hear from it).
     retained_invitation: Option<Invitation<S>>,
+    /// The keys (digest, resharing dealers) the chain named for the next
+    /// epoch ([`Decision::Named`]; a joiner's from `f + 1` old members).
+    named: Option<([u8; 32], Vec<u32>)>,
+    /// A joiner's notices of the named keys, one per old member.
+    named_by: BTreeMap<DirectoryIndex, ([u8; 32], Vec<u32>)>,
+    /// The digest of the keys this member last signed a ready for.
+    readied: Option<[u8; 32]>,
 }
 
 /// Phase lengths after the switch during which an old member still sends its
@@ -252,6 +259,9 @@ impl<S: Scheme> EpochState<S> {
             served: None,
             retained: None,
             retained_invitation: None,
+            named: None,
+            named_by: BTreeMap::new(),
+            readied: None,
         }
     }
 
@@ -298,4 +308,5 @@ fn handoff_len(config: &ReplicaConfig) -> usize {
 }
 
 mod decide;
+mod named;
 mod switch;

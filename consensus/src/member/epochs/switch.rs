@@ -55,6 +55,11 @@ impl<S: Scheme> Member<S> {
                 self.queue_replica(outputs, out);
             }
             EpochMessage::Invite(invitation) => self.on_invite(now, from, *invitation, out),
+            EpochMessage::Named {
+                epoch,
+                digest,
+                dealers,
+            } => self.on_named_notice(now, from, epoch, (digest, dealers), out),
             EpochMessage::Handoff {
                 epoch,
                 digest,

@@ -1,0 +1,127 @@
+//! The keys the chain names ([`Decision::Named`]): new members whose own
+//! resharing qualified other dealers (a faulty dealer's deal reached some of
+//! them in time and not others) recombine the named keys and are ready with
+//! them, so that their readies converge on one set of dealers and the chain
+//! can switch. Old members tell the joiners, which do not read the old chain.
+
+use super::*;
+
+impl<S: Scheme> Member<S> {
+    /// The chain named the keys of digest `digest` from the resharing
+    /// `dealers` (or `f + 1` old members told this joiner so): an old member
+    /// tells the joiners, and a new member holding other keys, or none yet,
+    /// moves its ready to these.
+    pub(in crate::member) fn on_named(
+        &mut self,
+        now: Time,
+        digest: [u8; 32],
+        dealers: Vec<u32>,
+        out: &mut Outbox<S>,
+    ) {
+        if self.epochs.named.is_some() {
+            return;
+        }
+        self.epochs.named = Some((digest, dealers));
+        self.send_named(out);
+        self.ready_with_named(now, out);
+    }
+
+    /// An old member running the old epoch tells every joiner of the change
+    /// the named keys (again at each resend, until the switch).
+    pub(in crate::member) fn send_named(&self, out: &mut Outbox<S>) {
+        let (Phase::Replica(_), Some((digest, dealers)), Some(t)) =
+            (&self.phase, &self.epochs.named, &self.epochs.transition)
+        else {
+            return;
+        };
+        for d in &t.new_epoch().members {
+            if self.epoch.index_of(*d).is_none() {
+                out.push(MemberOutput::Effect(Effect::Send {
+                    to: d.address(),
+                    message: Envelope::Epoch(EpochMessage::Named {
+                        epoch: t.epoch(),
+                        digest: *digest,
+                        dealers: dealers.clone(),
+                    }),
+                }));
+            }
+        }
+    }
+
+    /// A joiner's notice from old member `from` of the keys the chain named
+    /// for `epoch`: believed once `f + 1` old members sent the same (one
+    /// notice per old member counts).
+    pub(in crate::member) fn on_named_notice(
+        &mut self,
+        now: Time,
+        from: DirectoryIndex,
+        epoch: Epoch,
+        key: ([u8; 32], Vec<u32>),
+        out: &mut Outbox<S>,
+    ) {
+        if !matches!(self.phase, Phase::Joining)
+            || self.epoch.index_of(from).is_none()
+            || Some(epoch) != self.epoch.number.checked_add(1)
+            || self.epochs.named.is_some()
+        {
+            return;
+        }
+        self.epochs.named_by.entry(from).or_insert(key.clone());
+        let same = self.epochs.named_by.values().filter(|k| **k == key).count();
+        if same > self.epoch.config.f as usize {
+            self.on_named(now, key.0, key.1, out);
+        }
+    }
+
+    /// A new member whose ready is not for the named keys recombines them
+    /// ([`Member::keys_for`]: at once, or once the named dealers' deals and
+    /// sub-shares are in) and signs a ready for them.
+    pub(in crate::member) fn ready_with_named(&mut self, now: Time, out: &mut Outbox<S>) {
+        let Some((digest, dealers)) = self.epochs.named.clone() else {
+            return;
+        };
+        let Some(epoch) = self.epochs.transition.as_ref().map(|t| t.epoch()) else {
+            return;
+        };
+        let me = self.identity.as_ref().map(|i| i.who.me);
+        let is_new = self
+            .epochs
+            .transition
+            .as_ref()
+            .is_some_and(|t| me.is_some_and(|me| t.new_epoch().index_of(me).is_some()));
+        if !is_new || self.epochs.readied == Some(digest) {
+            return;
+        }
+        if self.keys_for(now, digest, &dealers, out) {
+            self.sign_ready(now, epoch, digest, dealers, out);
+        }
+    }
+
+    /// Signs this member's ready for the keys of digest `digest` from the
+    /// resharing `dealers`, into the mempools of the old members.
+    pub(in crate::member) fn sign_ready(
+        &mut self,
+        now: Time,
+        epoch: Epoch,
+        digest: [u8; 32],
+        dealers: Vec<u32>,
+        out: &mut Outbox<S>,
+    ) {
+        let (Some(identity), Some(invitation)) = (&self.identity, &self.epochs.invitation) else {
+            return;
+        };
+        let control = Control::ready(
+            epoch,
+            invitation.change.digest(),
+            digest,
+            dealers,
+            &identity.who.key,
+        );
+        self.epochs.readied = Some(digest);
+        // A ready it signed before, for other keys, no longer needs sending.
+        self.epochs
+            .pending
+            .retain(|c| !matches!(c, Control::Ready(r) if r.epoch == epoch));
+        self.submit(now, control, out);
+    }
+}
