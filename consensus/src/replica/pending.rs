@@ -33,6 +33,10 @@ struct FairBuffer<K: Ord + Copy, S: Scheme> {
     count: usize,
     /// How many of the messages kept came from each sender.
     by_sender: BTreeMap<NodeIndex, usize>,
+    /// The same counts ordered by count, then sender: the last is the sender
+    /// holding most (the highest index among equals), found in `O(log n)`
+    /// when a full buffer must make room.
+    by_count: BTreeSet<(usize, NodeIndex)>,
 }
 
 impl<K: Ord + Copy, S: Scheme> FairBuffer<K, S> {
@@ -41,6 +45,20 @@ impl<K: Ord + Copy, S: Scheme> FairBuffer<K, S> {
             by_key: BTreeMap::new(),
             count: 0,
             by_sender: BTreeMap::new(),
+            by_count: BTreeSet::new(),
+        }
+    }
+
+    /// Moves `from`'s count by one up (`true`) or down, in both indexes.
+    fn recount(&mut self, from: NodeIndex, up: bool) {
+        let old = self.by_sender.get(&from).copied().unwrap_or(0);
+        let new = if up { old + 1 } else { old.saturating_sub(1) };
+        self.by_count.remove(&(old, from));
+        if new == 0 {
+            self.by_sender.remove(&from);
+        } else {
+            self.by_sender.insert(from, new);
+            self.by_count.insert((new, from));
         }
     }
 
@@ -49,7 +67,7 @@ impl<K: Ord + Copy, S: Scheme> FairBuffer<K, S> {
     fn keep(&mut self, key: K, from: NodeIndex, message: Message<S>) {
         if self.count >= FUTURE_LIMIT {
             let mine = self.by_sender.get(&from).copied().unwrap_or(0);
-            let Some((&heaviest, &most)) = self.by_sender.iter().max_by_key(|(_, c)| **c) else {
+            let Some(&(most, heaviest)) = self.by_count.last() else {
                 return;
             };
             // `from` is among those holding most already: its message waits no more.
@@ -59,7 +77,7 @@ impl<K: Ord + Copy, S: Scheme> FairBuffer<K, S> {
         }
         self.by_key.entry(key).or_default().push((from, message));
         self.count += 1;
-        *self.by_sender.entry(from).or_default() += 1;
+        self.recount(from, true);
     }
 
     /// Drops the message of `sender` due last; whether there was one.
@@ -83,12 +101,7 @@ impl<K: Ord + Copy, S: Scheme> FairBuffer<K, S> {
     fn uncount(&mut self, senders: impl IntoIterator<Item = NodeIndex>) {
         for from in senders {
             self.count -= 1;
-            if let Some(c) = self.by_sender.get_mut(&from) {
-                *c -= 1;
-                if *c == 0 {
-                    self.by_sender.remove(&from);
-                }
-            }
+            self.recount(from, false);
         }
     }
 
@@ -107,6 +120,7 @@ impl<K: Ord + Copy, S: Scheme> FairBuffer<K, S> {
             .collect();
         self.count = 0;
         self.by_sender.clear();
+        self.by_count.clear();
         taken
     }
 }
@@ -271,6 +285,14 @@ mod tests {
         let kept: usize = future.kept.by_key.values().map(Vec::len).sum();
         assert_eq!(kept, future.kept.count);
         assert_eq!(future.kept.by_sender.values().sum::<usize>(), kept);
+        // The ordered index holds the same counts.
+        let by_count: BTreeSet<(usize, NodeIndex)> = future
+            .kept
+            .by_sender
+            .iter()
+            .map(|(s, c)| (*c, *s))
+            .collect();
+        assert_eq!(by_count, future.kept.by_count);
     }
 
     /// Messages of later views are shared fairly the same way: a flood of one
