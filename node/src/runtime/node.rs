@@ -186,11 +186,11 @@ impl<S: Scheme> Node<S> {
                         .map_or(0, |t| t.elapsed().as_millis() as u64);
                     info!(
                         chain = hex::encode(info.hash()),
-                        qualified = output.qual.len(),
+                        qualified = output.verdicts.qual.len(),
                         dkg_ms,
                         "DKG complete; key material saved"
                     );
-                    for (dealer, reason) in &output.disqualified {
+                    for (dealer, reason) in &output.verdicts.disqualified {
                         warn!(
                             dealer = dealer.0,
                             reason = reason.as_str(),
