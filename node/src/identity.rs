@@ -1,17 +1,60 @@
 //! Node identities: the libp2p ed25519 key pair a node authenticates with, stored
 //! as hex of libp2p's protobuf encoding in a file only its owner can read.
 
-use crate::NodeError;
+use crate::config::ConfigError;
+use crate::{FileOp, NodeError};
 use beacon::dkg::relay::{SigningKey, VerifyingKey};
 use libp2p::identity::Keypair;
 use libp2p::PeerId;
 use std::io::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// Why an identity key file cannot be written or read, or an identity
+/// cannot serve as a DKG member key ([`crate::NodeError::Identity`]).
+#[derive(Debug, thiserror::Error)]
+pub enum IdentityError {
+    /// The key pair cannot be encoded.
+    #[error("identity: encoding key: {0}")]
+    Encode(#[source] libp2p::identity::DecodingError),
+    /// The key file cannot be read.
+    #[error("identity: reading {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The key file is not hex.
+    #[error("identity: {}: not a hex key file: {source}", path.display())]
+    NotHex {
+        /// The file.
+        path: PathBuf,
+        /// What the decoder found.
+        source: hex::FromHexError,
+    },
+    /// The key file's bytes are not a libp2p key pair.
+    #[error("identity: {}: not a libp2p key: {source}", path.display())]
+    NotAKey {
+        /// The file.
+        path: PathBuf,
+        /// What the decoder found.
+        source: libp2p::identity::DecodingError,
+    },
+    /// The identity is a key pair of another kind than ed25519.
+    #[error("identity: the identity is not an ed25519 key")]
+    NotEd25519,
+    /// The identity's ed25519 secret is not 32 bytes.
+    #[error("identity: ed25519 secret of the wrong length ({len} bytes, not 32)")]
+    SecretLength {
+        /// Its length.
+        len: usize,
+    },
+}
 
 /// Writes `bytes` to `path` atomically (temporary file, fsync, rename) with mode
 /// 0600 on Unix.
 pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), NodeError> {
-    let io = |e: std::io::Error| NodeError::Io(format!("writing {}: {e}", path.display()));
+    let io = |e: std::io::Error| NodeError::io(FileOp::Write, path, e);
     let tmp = path.with_extension("tmp");
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create(true).truncate(true);
@@ -46,20 +89,23 @@ pub fn generate() -> Keypair {
 
 /// Saves `key` to `path` (mode 0600).
 pub fn save(key: &Keypair, path: &Path) -> Result<(), NodeError> {
-    let bytes = key
-        .to_protobuf_encoding()
-        .map_err(|e| NodeError::Identity(format!("encoding key: {e}")))?;
+    let bytes = key.to_protobuf_encoding().map_err(IdentityError::Encode)?;
     write_private(path, format!("{}\n", hex::encode(bytes)).as_bytes())
 }
 
 /// Loads the identity in `path`.
 pub fn load(path: &Path) -> Result<Keypair, NodeError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| NodeError::Identity(format!("reading {}: {e}", path.display())))?;
-    let bytes = hex::decode(text.trim())
-        .map_err(|e| NodeError::Identity(format!("{}: not a hex key file: {e}", path.display())))?;
+    let path = path.to_path_buf();
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(source) => return Err(IdentityError::Read { path, source }.into()),
+    };
+    let bytes = match hex::decode(text.trim()) {
+        Ok(bytes) => bytes,
+        Err(source) => return Err(IdentityError::NotHex { path, source }.into()),
+    };
     Keypair::from_protobuf_encoding(&bytes)
-        .map_err(|e| NodeError::Identity(format!("{}: not a libp2p key: {e}", path.display())))
+        .map_err(|source| IdentityError::NotAKey { path, source }.into())
 }
 
 /// The member key of the DKG (signing its broadcasts and results): the ed25519
@@ -69,23 +115,21 @@ pub fn member_key(key: &Keypair) -> Result<SigningKey, NodeError> {
     let ed = key
         .clone()
         .try_into_ed25519()
-        .map_err(|_| NodeError::Identity("the identity is not an ed25519 key".into()))?;
-    let secret: [u8; 32] = ed
-        .secret()
+        .map_err(|_| IdentityError::NotEd25519)?;
+    let secret = ed.secret();
+    let secret: [u8; 32] = secret
         .as_ref()
         .try_into()
-        .map_err(|_| NodeError::Identity("ed25519 secret of the wrong length".into()))?;
+        .map_err(|_| IdentityError::SecretLength {
+            len: secret.as_ref().len(),
+        })?;
     Ok(SigningKey::from_bytes(&secret))
 }
 
 /// The DKG member public key of `peer`: the ed25519 key inside its
 /// (identity-hashed) peer ID.
 pub fn member_public_key(peer: &PeerId) -> Result<VerifyingKey, NodeError> {
-    let bad = || {
-        NodeError::Config(format!(
-            "peer ID {peer} does not embed an ed25519 public key"
-        ))
-    };
+    let bad = || NodeError::from(ConfigError::PeerKey { peer: *peer });
     let hash: &libp2p::multihash::Multihash<64> = peer.as_ref();
     if hash.code() != 0 {
         return Err(bad());
@@ -135,9 +179,22 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("bad.key");
         std::fs::write(&path, "zz").unwrap();
-        assert!(matches!(load(&path), Err(NodeError::Identity(_))));
+        let e = load(&path).unwrap_err();
+        assert!(
+            matches!(e, NodeError::Identity(IdentityError::NotHex { .. })),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("bad.key: not a hex key file"), "{e}");
         std::fs::write(&path, "0011").unwrap();
-        assert!(matches!(load(&path), Err(NodeError::Identity(_))));
-        assert!(load(&dir.path().join("missing")).is_err());
+        let e = load(&path).unwrap_err();
+        assert!(
+            matches!(e, NodeError::Identity(IdentityError::NotAKey { .. })),
+            "{e:?}"
+        );
+        let e = load(&dir.path().join("missing")).unwrap_err();
+        assert!(
+            matches!(&e, NodeError::Identity(IdentityError::Read { path, .. }) if path.ends_with("missing")),
+            "{e:?}"
+        );
     }
 }

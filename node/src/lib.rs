@@ -31,28 +31,96 @@ pub mod recorder;
 pub mod runtime;
 pub mod store;
 
-/// The node crate's error type.
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// The node crate's error type. The typed reasons of its parts
+/// ([`config::ConfigError`], [`identity::IdentityError`],
+/// [`store::StoreError`], [`net::NetworkError`]) say what failed, with the
+/// file, field or address; each names its part first (`config: `,
+/// `identity: `, `store: `, `network: `), and the error of the library
+/// underneath is its source.
 #[derive(Debug, thiserror::Error)]
 pub enum NodeError {
-    /// The configuration is invalid.
-    #[error("config: {0}")]
-    Config(String),
+    /// The configuration is invalid (boxed: it names peer IDs and paths,
+    /// and every `Result` of the crate carries this type).
+    #[error(transparent)]
+    Config(Box<config::ConfigError>),
     /// An identity key file is missing or invalid.
-    #[error("identity: {0}")]
-    Identity(String),
-    /// Reading or writing a file failed.
-    #[error("io: {0}")]
-    Io(String),
+    #[error(transparent)]
+    Identity(#[from] identity::IdentityError),
+    /// Creating, reading, writing or erasing a file failed.
+    #[error("io: {op} {}: {source}", path.display())]
+    Io {
+        /// What the node was doing with the file.
+        op: FileOp,
+        /// The file (or directory).
+        path: PathBuf,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+    /// The handlers of SIGTERM and SIGINT could not be installed.
+    #[error("io: installing a signal handler: {0}")]
+    Signal(#[source] std::io::Error),
+    /// The HTTP API could not bind its address or start its runtime.
+    #[error("io: the HTTP API on {addr}: {source}")]
+    HttpApi {
+        /// The address it was to listen on.
+        addr: SocketAddr,
+        /// Why it failed.
+        source: std::io::Error,
+    },
     /// The store failed or holds invalid data.
-    #[error("store: {0}")]
-    Store(String),
+    #[error(transparent)]
+    Store(#[from] store::StoreError),
     /// The transport failed.
-    #[error("network: {0}")]
-    Network(String),
+    #[error(transparent)]
+    Network(#[from] net::NetworkError),
     /// The DKG failed.
     #[error("DKG failed: {0}")]
     Dkg(#[from] consensus::KeyGenerationFailure),
     /// The protocol rejected its parameters or key material.
     #[error(transparent)]
     Consensus(#[from] consensus::ConsensusError),
+}
+
+impl From<config::ConfigError> for NodeError {
+    fn from(e: config::ConfigError) -> Self {
+        NodeError::Config(Box::new(e))
+    }
+}
+
+impl NodeError {
+    /// A failed `op` on the file at `path`.
+    pub fn io(op: FileOp, path: &Path, source: std::io::Error) -> Self {
+        NodeError::Io {
+            op,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// What the node was doing with a file when it failed ([`NodeError::Io`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileOp {
+    /// Creating a directory.
+    Create,
+    /// Reading a file.
+    Read,
+    /// Writing a file (atomically: a temporary file, then a rename).
+    Write,
+    /// Erasing a file.
+    Erase,
+}
+
+impl std::fmt::Display for FileOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FileOp::Create => "creating",
+            FileOp::Read => "reading",
+            FileOp::Write => "writing",
+            FileOp::Erase => "erasing",
+        })
+    }
 }

@@ -27,7 +27,7 @@
 //! every thread); every share is checked against its verification key when
 //! its member is rebuilt.
 
-use beacon::dkg::{Disqualification, DkgOutput, ThresholdKeyMaterial};
+use beacon::dkg::{Disqualification, DkgOutput, ThresholdKeyMaterial, Verdicts};
 use beacon::threshold::SecretShare;
 use beacon::{NodeIndex, Scheme};
 use serde::{Deserialize, Serialize};
@@ -200,12 +200,13 @@ fn decode_points<P: beacon::Point>(bytes: &[u8], threads: usize) -> Result<Vec<P
     Ok(points)
 }
 
-/// The public side of a DKG result, which members with the same QUAL share.
+/// The public side of a DKG result, which members with the same QUAL share
+/// (the verdicts encode as their two fields, as when the group held them
+/// itself).
 #[derive(Serialize, Deserialize)]
 struct GroupResult {
     session: [u8; 32],
-    qual: Vec<NodeIndex>,
-    disqualified: Vec<(NodeIndex, Disqualification)>,
+    verdicts: Verdicts,
     thresholds: Vec<PublicThreshold>,
 }
 
@@ -213,8 +214,7 @@ struct GroupResult {
 /// members of one simulation share it).
 fn same_public<S: Scheme>(a: &DkgOutput<S>, b: &DkgOutput<S>) -> bool {
     a.session == b.session
-        && a.qual == b.qual
-        && a.disqualified == b.disqualified
+        && a.verdicts == b.verdicts
         && a.keys.len() == b.keys.len()
         && a.keys.iter().zip(&b.keys).all(|(p, k)| {
             p.threshold == k.threshold
@@ -229,8 +229,7 @@ impl GroupResult {
     fn of<S: Scheme>(out: &DkgOutput<S>) -> Self {
         GroupResult {
             session: out.session,
-            qual: out.qual.clone(),
-            disqualified: out.disqualified.clone(),
+            verdicts: out.verdicts.clone(),
             thresholds: out
                 .keys
                 .iter()
@@ -419,8 +418,7 @@ impl<S: Scheme> DkgSnapshot<S> {
                 session: group.session,
                 n: file.key.nodes,
                 me: NodeIndex(i as u32),
-                qual: group.qual.clone(),
-                disqualified: group.disqualified.clone(),
+                verdicts: group.verdicts.clone(),
                 keys,
             })));
         }
@@ -489,8 +487,10 @@ mod tests {
             session: [0; 32],
             n: 4,
             me: NodeIndex(0),
-            qual: vec![NodeIndex(0)],
-            disqualified: Vec::new(),
+            verdicts: Verdicts {
+                qual: vec![NodeIndex(0)],
+                disqualified: Vec::new(),
+            },
             keys: vec![ThresholdKeyMaterial {
                 threshold: 1,
                 public_polynomial: Arc::new(vec![point]),
@@ -510,6 +510,45 @@ mod tests {
             .expect("refused")
             .to_string();
         assert!(err.contains("other thresholds"), "{err}");
+    }
+
+    /// A group's verdicts encode as the two fields the group held itself
+    /// before they were one value: snapshots saved since read as they did.
+    #[test]
+    fn a_group_result_encodes_as_its_flat_fields() {
+        #[derive(Serialize)]
+        struct FlatGroup {
+            session: [u8; 32],
+            qual: Vec<NodeIndex>,
+            disqualified: Vec<(NodeIndex, Disqualification)>,
+            thresholds: Vec<PublicThreshold>,
+        }
+        let verdicts = Verdicts {
+            qual: vec![NodeIndex(0), NodeIndex(2)],
+            disqualified: vec![(NodeIndex(1), Disqualification::NoDeal)],
+        };
+        let thresholds = || {
+            vec![PublicThreshold {
+                threshold: 1,
+                public_polynomial: vec![1, 2, 3],
+                verification_keys: vec![4, 5],
+            }]
+        };
+        let flat = FlatGroup {
+            session: [3; 32],
+            qual: verdicts.qual.clone(),
+            disqualified: verdicts.disqualified.clone(),
+            thresholds: thresholds(),
+        };
+        let group = GroupResult {
+            session: [3; 32],
+            verdicts,
+            thresholds: thresholds(),
+        };
+        assert_eq!(
+            beacon::wire::encode(&group).unwrap(),
+            beacon::wire::encode(&flat).unwrap()
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// What the judgement decided.
-pub(crate) struct Verdicts {
+pub(crate) struct Judgement {
     /// Dealers to disqualify, with the reason.
     pub disqualified: Vec<(NodeIndex, Disqualification)>,
     /// Shares revealed to this member (it had complained), by dealer.
@@ -27,8 +27,8 @@ pub(crate) fn judge<S: Scheme>(
     excluded: impl Fn(NodeIndex) -> bool,
     me: NodeIndex,
     valid: impl Fn(&Deal<S>, NodeIndex, &[Scalar]) -> bool,
-) -> Verdicts {
-    let mut verdicts = Verdicts {
+) -> Judgement {
+    let mut judgement = Judgement {
         disqualified: Vec::new(),
         revealed_to_me: Vec::new(),
     };
@@ -37,7 +37,7 @@ pub(crate) fn judge<S: Scheme>(
             continue;
         };
         let Some(j) = justifications.get(dealer) else {
-            verdicts
+            judgement
                 .disqualified
                 .push((*dealer, Disqualification::UnansweredComplaints));
             continue;
@@ -46,11 +46,11 @@ pub(crate) fn judge<S: Scheme>(
             match j.revealed.iter().find(|(r, _)| r == c) {
                 Some((_, shares)) if valid(deal, *c, shares) => {
                     if *c == me {
-                        verdicts.revealed_to_me.push((*dealer, shares.clone()));
+                        judgement.revealed_to_me.push((*dealer, shares.clone()));
                     }
                 }
                 _ => {
-                    verdicts
+                    judgement
                         .disqualified
                         .push((*dealer, Disqualification::InvalidJustification));
                     break;
@@ -58,5 +58,5 @@ pub(crate) fn judge<S: Scheme>(
             }
         }
     }
-    verdicts
+    judgement
 }

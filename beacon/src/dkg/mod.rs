@@ -67,7 +67,8 @@
 //! share: dispatch, phase ends, steps 1-3 and the judgement of step 4),
 //! `genesis/` (the DKG's side of it: dealing, the batched share check, QUAL's
 //! keys), `exponent.rs` (Feldman checks
-//! and the FFT in the exponent), `output.rs` (the result), `batch.rs` (the batched
+//! and the FFT in the exponent), `output.rs` (the result), `verdicts.rs` (its `QUAL` and
+//! exclusions, which the resharing's result holds too), `batch.rs` (the batched
 //! share check), `committee.rs`, and the consistent broadcast in `relay/` with
 //! the agreement step in `session/`.
 
@@ -90,6 +91,7 @@ mod exponent;
 mod genesis;
 mod messages;
 mod output;
+mod verdicts;
 
 pub use commitments::Commitments;
 pub use config::{DkgConfig, DkgSettings};
@@ -101,6 +103,7 @@ pub use messages::{
 };
 pub use output::{DkgOutput, ThresholdKeyMaterial};
 pub use phases::{DkgFailure, PhaseAction, PhaseMachine, Sharing};
+pub use verdicts::Verdicts;
 
 use crate::field::Scalar;
 use crate::memo::Memo;

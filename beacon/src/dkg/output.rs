@@ -1,7 +1,7 @@
 //! The result of a DKG: per threshold, the group polynomial, verification keys
 //! and this member's share, with the checks a restored result must pass.
 
-use super::Disqualification;
+use super::Verdicts;
 use crate::lagrange::SignerDomain;
 use crate::scheme::Scheme;
 use crate::threshold::{SecretShare, ThresholdPublicKey};
@@ -51,11 +51,9 @@ pub struct DkgOutput<S: Scheme> {
     pub n: u32,
     /// This member.
     pub me: NodeIndex,
-    /// Qualified dealers.
-    pub qual: Vec<NodeIndex>,
-    /// Dealers excluded, with the reason (serialized as its words, as
-    /// outputs stored before the reason had a type hold it).
-    pub disqualified: Vec<(NodeIndex, Disqualification)>,
+    /// The qualified dealers (`QUAL`, ascending) and those excluded, with
+    /// the reason.
+    pub verdicts: Verdicts,
     /// One entry per requested threshold, in the order requested.
     pub keys: Vec<ThresholdKeyMaterial<S>>,
 }

@@ -123,7 +123,7 @@ pub use machine::{Redistribution, Resharer};
 pub use output::ReshareOutput;
 
 use crate::curve::Point;
-use crate::dkg::{Disqualification, PhaseAction, ThresholdKeyMaterial};
+use crate::dkg::{Disqualification, PhaseAction, ThresholdKeyMaterial, Verdicts};
 use crate::lagrange::SignerDomain;
 use crate::scheme::Scheme;
 use crate::threshold::{SecretShare, ThresholdPublicKey};

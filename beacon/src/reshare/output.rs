@@ -18,11 +18,10 @@ pub struct ReshareOutput<S: Scheme> {
     /// This participant's new index, if it is a new member (an old member
     /// that leaves has none, and no share).
     pub me: Option<NodeIndex>,
-    /// Qualified old dealers (old indices); the first `t_old` were combined.
-    pub qual: Vec<NodeIndex>,
-    /// Old dealers excluded, with the reason (one that dealt nothing in
-    /// time counts as excluded).
-    pub disqualified: Vec<(NodeIndex, Disqualification)>,
+    /// The qualified old dealers (old indices; the first `t_old` of `QUAL`
+    /// were combined) and those excluded, with the reason (one that dealt
+    /// nothing in time counts as excluded).
+    pub verdicts: Verdicts,
     /// The new threshold.
     pub threshold: u32,
     /// The new public polynomial (`threshold` points; the first is the unchanged

@@ -14,6 +14,10 @@
 //!
 //! Relative paths are resolved against the directory of the config file.
 
+mod error;
+
+pub use error::ConfigError;
+
 use crate::NodeError;
 use beacon::{NodeIndex, SchemeId};
 use consensus::{DkgParams, ProtocolParams, ReplicaConfig};
@@ -185,10 +189,14 @@ pub struct Validated {
 impl NodeConfig {
     /// Reads and validates `path`.
     pub fn load(path: &Path) -> Result<Validated, NodeError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| NodeError::Config(format!("reading {}: {e}", path.display())))?;
-        let mut cfg: NodeConfig = toml::from_str(&text)
-            .map_err(|e| NodeError::Config(format!("{}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let mut cfg: NodeConfig = toml::from_str(&text).map_err(|source| ConfigError::Parse {
+            path: path.to_path_buf(),
+            source,
+        })?;
         cfg.base_dir = path
             .parent()
             .map(Path::to_path_buf)
@@ -206,61 +214,44 @@ impl NodeConfig {
 
     /// Checks every field and parses addresses, IDs and parameters.
     pub fn validate(self) -> Result<Validated, NodeError> {
-        let err = |m: String| Err(NodeError::Config(m));
-        let signing = || {
-            SchemeId::SIGNING
-                .iter()
-                .map(SchemeId::as_str)
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
         let scheme: SchemeId = match self.network.scheme.parse() {
             Ok(s) if SchemeId::SIGNING.contains(&s) => s,
-            Ok(other) => {
-                return err(format!(
-                    "scheme {other} cannot sign beacons (use one of {})",
-                    signing()
-                ))
-            }
+            Ok(other) => return Err(ConfigError::SchemeCannotSign { scheme: other }.into()),
             Err(_) => {
-                return err(format!(
-                    "unknown scheme {:?} (use one of {})",
-                    self.network.scheme,
-                    signing()
-                ))
+                let scheme = self.network.scheme.clone();
+                return Err(ConfigError::UnknownScheme { scheme }.into());
             }
         };
         let n = self.peers.len() as u32;
         if n == 0 {
-            return err("no [[peers]] listed".into());
+            return Err(ConfigError::NoPeers.into());
         }
         let mut peers: Vec<Option<Peer>> = vec![None; n as usize];
         let mut ids = BTreeSet::new();
         for p in &self.peers {
-            if p.index >= n {
-                return err(format!(
-                    "peer index {} out of range: {n} peers are listed, indices must be 0..{n}",
-                    p.index
-                ));
+            let index = p.index;
+            if index >= n {
+                return Err(ConfigError::PeerIndexOutOfRange { index, peers: n }.into());
             }
-            let id: PeerId = p.peer_id.parse().map_err(|e| {
-                NodeError::Config(format!(
-                    "peer {}: bad peer_id {:?}: {e}",
-                    p.index, p.peer_id
-                ))
+            let id: PeerId = p.peer_id.parse().map_err(|source| ConfigError::BadPeerId {
+                index,
+                peer_id: p.peer_id.clone(),
+                source,
             })?;
-            let address: Multiaddr = p.address.parse().map_err(|e| {
-                NodeError::Config(format!(
-                    "peer {}: bad address {:?}: {e}",
-                    p.index, p.address
-                ))
-            })?;
+            let address: Multiaddr =
+                p.address
+                    .parse()
+                    .map_err(|source| ConfigError::BadPeerAddress {
+                        index,
+                        address: p.address.clone(),
+                        source,
+                    })?;
             if !ids.insert(id) {
-                return err(format!("peer {}: peer_id {id} is listed twice", p.index));
+                return Err(ConfigError::DuplicatePeerId { index, peer: id }.into());
             }
-            let slot = &mut peers[p.index as usize];
+            let slot = &mut peers[index as usize];
             if slot.is_some() {
-                return err(format!("peer index {} is listed twice", p.index));
+                return Err(ConfigError::DuplicatePeerIndex { index }.into());
             }
             *slot = Some(Peer {
                 index: NodeIndex(p.index),
@@ -270,73 +261,75 @@ impl NodeConfig {
         }
         let peers: Vec<Peer> = peers.into_iter().flatten().collect();
         if self.node.index >= n {
-            return err(format!(
-                "node.index {} is not among the {n} peers",
-                self.node.index
-            ));
+            let index = self.node.index;
+            return Err(ConfigError::NodeIndexOutOfRange { index, peers: n }.into());
         }
         let parties = n;
         let n = match self.network.members {
             None => parties,
             Some(m) if (1..=parties).contains(&m) => m,
-            Some(m) => {
-                return err(format!(
-                    "[network] members = {m}: the genesis members are the first peers, so it must be in 1..={parties}"
-                ))
+            Some(members) => {
+                return Err(ConfigError::Members {
+                    members,
+                    peers: parties,
+                }
+                .into())
             }
         };
-        let listen: Multiaddr = self.node.listen.parse().map_err(|e| {
-            NodeError::Config(format!("bad listen address {:?}: {e}", self.node.listen))
-        })?;
-        let http: SocketAddr = self.node.http.parse().map_err(|e| {
-            NodeError::Config(format!(
-                "bad http address {:?} (expected ip:port): {e}",
-                self.node.http
-            ))
-        })?;
+        let listen: Multiaddr =
+            self.node
+                .listen
+                .parse()
+                .map_err(|source| ConfigError::BadListen {
+                    address: self.node.listen.clone(),
+                    source,
+                })?;
+        let http: SocketAddr = self
+            .node
+            .http
+            .parse()
+            .map_err(|source| ConfigError::BadHttp {
+                address: self.node.http.clone(),
+                source,
+            })?;
         let identity = self.resolve(&self.node.identity);
         if !identity.is_file() {
-            return err(format!(
-                "identity key file {} is missing (create one with `sbft-beacon keys --out FILE`)",
-                identity.display()
-            ));
+            return Err(ConfigError::IdentityMissing { path: identity }.into());
         }
         let protocol = self.protocol_params()?;
-        // Where the parameters were read from, for the error message.
-        let table = match self.protocol {
-            Some(_) => "[protocol]",
-            None => "[network]",
-        };
         let mut replica = ReplicaConfig::from_params(n, &protocol)
-            .map_err(|e| NodeError::Config(format!("{table} {e} (n = {n} members)")))?
+            .map_err(|source| ConfigError::Protocol {
+                from_network: self.protocol.is_none(),
+                n,
+                source,
+            })?
             .settings();
-        let genesis_time = u64::try_from(self.network.genesis_time)
-            .map_err(|_| NodeError::Config("genesis_time must not be negative".into()))?;
-        replica.genesis_time_us = genesis_time.checked_mul(1_000_000).ok_or_else(|| {
-            NodeError::Config(format!(
-                "genesis_time = {genesis_time} is too far in the future"
-            ))
+        let genesis_time = u64::try_from(self.network.genesis_time).map_err(|_| {
+            ConfigError::NegativeGenesisTime {
+                genesis_time: self.network.genesis_time,
+            }
         })?;
+        replica.genesis_time_us = genesis_time
+            .checked_mul(1_000_000)
+            .ok_or(ConfigError::GenesisTooLate { genesis_time })?;
         replica.genesis_seed = match &self.network.genesis_seed {
             Some(h) => hex::decode(h)
                 .ok()
                 .and_then(|b| <[u8; 32]>::try_from(b).ok())
-                .ok_or_else(|| {
-                    NodeError::Config(format!("genesis_seed must be 64 hex digits, got {h:?}"))
-                })?,
+                .ok_or_else(|| ConfigError::GenesisSeed { seed: h.clone() })?,
             None => Sha256::digest(self.network.id.as_bytes()).into(),
         };
-        let replica = self.limits.apply(replica)?;
+        let replica = self.limits.apply(replica).map_err(ConfigError::from)?;
         let (dkg, moved) = self.dkg_params()?;
         // The DKG the node will run (its session is known once validated).
-        replica.dkg_config([0; 32], &dkg).map_err(|e| {
-            NodeError::Config(match self.dkg {
-                Some(_) => format!("[dkg] {e}"),
-                None => format!("[network] dkg_phase_ms, dkg_dealers or dkg_attempts: {e}"),
-            })
-        })?;
+        replica
+            .dkg_config([0; 32], &dkg)
+            .map_err(|source| ConfigError::Dkg {
+                from_network: self.dkg.is_none(),
+                source,
+            })?;
         if self.network.id.is_empty() {
-            return err("network.id must not be empty".into());
+            return Err(ConfigError::EmptyNetworkId.into());
         }
         let data_dir = self.resolve(&self.node.data_dir);
         Ok(Validated {
@@ -383,10 +376,7 @@ impl NodeConfig {
         .collect();
         match &self.dkg {
             Some(params) if moved.is_empty() => Ok((params.clone(), moved)),
-            Some(_) => Err(NodeError::Config(format!(
-                "DKG parameters in two places: {} (the [network] keys are read only from files without a [dkg] table)",
-                moved.join(", ")
-            ))),
+            Some(_) => Err(ConfigError::DkgInTwoPlaces { moved }.into()),
             None => {
                 let defaults = DkgParams::default();
                 let params = DkgParams {
@@ -427,10 +417,7 @@ impl NodeConfig {
         .collect();
         match &self.protocol {
             Some(params) if moved.is_empty() => Ok(params.clone()),
-            Some(_) => Err(NodeError::Config(format!(
-                "protocol parameters in two places: move {} (the [network] keys are read only from files without a [protocol] table)",
-                moved.join(", ")
-            ))),
+            Some(_) => Err(ConfigError::ProtocolInTwoPlaces { moved }.into()),
             None => {
                 let defaults = ProtocolParams::default();
                 Ok(ProtocolParams {

@@ -39,7 +39,7 @@ fn load(dir: &Path, text: &str) -> Result<Validated, NodeError> {
 
 fn error(dir: &Path, text: &str) -> String {
     match load(dir, text) {
-        Err(NodeError::Config(m)) => m,
+        Err(NodeError::Config(e)) => e.to_string(),
         other => panic!("expected a config error, got {other:?}"),
     }
 }

@@ -38,6 +38,7 @@ pub use state::{
     ReshareAccepted, ReshareRequest, RoundStat, Submitted,
 };
 
+use crate::net::NetworkError;
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -114,22 +115,8 @@ pub async fn post_reshare(
     request: &ReshareRequest,
 ) -> Result<ReshareAccepted, crate::NodeError> {
     let url = format!("{}/admin/reshare", base.trim_end_matches('/'));
-    let err = |e: String| crate::NodeError::Network(format!("POST {url}: {e}"));
-    let response = client
-        .post(&url)
-        .json(request)
-        .send()
-        .await
-        .map_err(|e| err(e.to_string()))?;
-    let status = response.status();
-    if !status.is_success() {
-        let text = response.text().await.unwrap_or_default();
-        return Err(err(format!("{status}: {}", text.trim())));
-    }
-    response
-        .json()
-        .await
-        .map_err(|e| err(format!("not the expected JSON: {e}")))
+    let post = client.post(&url).json(request);
+    Ok(exchange(post, reqwest::Method::POST, url).await?)
 }
 
 /// Fetches `url` from a node's API as JSON; a failed request, a non-success
@@ -138,19 +125,43 @@ pub async fn get_json(
     client: &reqwest::Client,
     url: &str,
 ) -> Result<serde_json::Value, crate::NodeError> {
-    let err = |e: String| crate::NodeError::Network(format!("GET {url}: {e}"));
-    let response = client
-        .get(url)
-        .send()
-        .await
-        .map_err(|e| err(e.to_string()))?;
-    if !response.status().is_success() {
-        return Err(err(response.status().to_string()));
+    let get = client.get(url);
+    Ok(exchange(get, reqwest::Method::GET, url.to_string()).await?)
+}
+
+/// Sends `request` (`method` to `url`, named in errors) and decodes the
+/// answer's JSON: a failed request, a status other than success (with the
+/// answer's text) or an answer that does not decode as `T` is an error.
+async fn exchange<T: serde::de::DeserializeOwned>(
+    request: reqwest::RequestBuilder,
+    method: reqwest::Method,
+    url: String,
+) -> Result<T, NetworkError> {
+    let response = match request.send().await {
+        Ok(response) => response,
+        Err(source) => {
+            return Err(NetworkError::Request {
+                method,
+                url,
+                source,
+            })
+        }
+    };
+    let status = response.status();
+    if !status.is_success() {
+        let body = response.text().await.unwrap_or_default().trim().to_string();
+        return Err(NetworkError::Status {
+            method,
+            url,
+            status,
+            body,
+        });
     }
-    response
-        .json()
-        .await
-        .map_err(|e| err(format!("not JSON: {e}")))
+    response.json().await.map_err(|source| NetworkError::Json {
+        method,
+        url,
+        source,
+    })
 }
 
 /// Binds `addr` and serves the API on a thread of its own (with its own
@@ -159,7 +170,7 @@ pub fn serve(
     addr: SocketAddr,
     state: Arc<ApiState>,
 ) -> Result<std::thread::JoinHandle<()>, crate::NodeError> {
-    let io = |e: std::io::Error| crate::NodeError::Io(format!("the HTTP API on {addr}: {e}"));
+    let io = |source: std::io::Error| crate::NodeError::HttpApi { addr, source };
     let listener = std::net::TcpListener::bind(addr).map_err(io)?;
     listener.set_nonblocking(true).map_err(io)?;
     let runtime = tokio::runtime::Builder::new_current_thread()

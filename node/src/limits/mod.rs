@@ -10,7 +10,6 @@
 //! [`Admission::admit`] for the table and the section "Limits and what
 //! happens at them" of `docs/operating.md` for what happens at each limit.
 
-use crate::NodeError;
 use consensus::{ReplicaConfig, ReplicaSettings};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -92,64 +91,180 @@ impl LimitsSection {
 
     /// Checks the limits and applies the block and mempool bounds to
     /// `replica`: the config it runs with, if the result is valid.
-    pub fn apply(&self, mut replica: ReplicaSettings) -> Result<ReplicaConfig, NodeError> {
-        let err = |m: String| Err(NodeError::Config(format!("[limits] {m}")));
+    pub fn apply(&self, mut replica: ReplicaSettings) -> Result<ReplicaConfig, LimitsError> {
         if let Some(b) = self.max_block_bytes {
             replica.max_block_bytes = b;
         }
         replica.mempool_bytes_limit = self.mempool_bytes;
-        if replica.max_block_bytes < replica.max_transaction_bytes + 1024 {
-            return err(format!(
-                "max_block_bytes = {} cannot hold one transaction of {} bytes",
-                replica.max_block_bytes, replica.max_transaction_bytes
-            ));
+        let max_transaction_bytes = replica.max_transaction_bytes;
+        let max_block_bytes = replica.max_block_bytes;
+        if max_block_bytes < max_transaction_bytes + 1024 {
+            return Err(LimitsError::BlockTooSmall {
+                max_block_bytes,
+                max_transaction_bytes,
+            });
         }
-        if self.mempool_bytes < replica.max_block_bytes {
-            return err(format!(
-                "mempool_bytes = {} is smaller than a block ({} bytes)",
-                self.mempool_bytes, replica.max_block_bytes
-            ));
+        if self.mempool_bytes < max_block_bytes {
+            return Err(LimitsError::MempoolTooSmall {
+                mempool_bytes: self.mempool_bytes,
+                max_block_bytes,
+            });
         }
-        if self.submit_queue_bytes < replica.max_transaction_bytes {
-            return err("submit_queue_bytes cannot hold one transaction".into());
+        if self.submit_queue_bytes < max_transaction_bytes {
+            return Err(LimitsError::SubmitQueueTooSmall {
+                submit_queue_bytes: self.submit_queue_bytes,
+                max_transaction_bytes,
+            });
         }
         if self.peer_queue_bytes < MAX_FRAME_BYTES {
-            return err(format!(
-                "peer_queue_bytes must be at least the frame limit ({} bytes)",
-                MAX_FRAME_BYTES
-            ));
+            return Err(LimitsError::PeerQueueTooSmall {
+                peer_queue_bytes: self.peer_queue_bytes,
+            });
         }
         if self.peer_inbound_bytes < MAX_FRAME_BYTES || self.peer_inbound_bytes > u32::MAX as usize
         {
-            return err(format!(
-                "peer_inbound_bytes must be between the frame limit ({} bytes) and 4 GiB",
-                MAX_FRAME_BYTES
-            ));
+            return Err(LimitsError::PeerInbound {
+                peer_inbound_bytes: self.peer_inbound_bytes,
+            });
         }
         if self.peer_decode_cpu_ms_per_s == 0 || self.peer_decode_cpu_ms_per_s > 1000 {
-            return err("peer_decode_cpu_ms_per_s must be in 1..=1000".into());
+            return Err(LimitsError::PeerDecodeCpu {
+                peer_decode_cpu_ms_per_s: self.peer_decode_cpu_ms_per_s,
+            });
         }
         if self.tx_per_s_per_client == 0 || self.tx_burst_per_client == 0 {
-            return err("tx_per_s_per_client and tx_burst_per_client must be positive".into());
+            return Err(LimitsError::TxRate {
+                tx_per_s_per_client: self.tx_per_s_per_client,
+                tx_burst_per_client: self.tx_burst_per_client,
+            });
         }
         if matches!(&self.tx_token, Some(t) if t.is_empty()) {
-            return err("tx_token must not be empty (leave it out for no token)".into());
+            return Err(LimitsError::EmptyTxToken);
         }
         if self.http_timeout_ms == 0 || self.http_concurrency == 0 {
-            return err("http_timeout_ms and http_concurrency must be positive".into());
+            return Err(LimitsError::Http {
+                http_timeout_ms: self.http_timeout_ms,
+                http_concurrency: self.http_concurrency,
+            });
         }
         if self.stats_page == 0 || self.stats_rounds == 0 {
-            return err("stats_page and stats_rounds must be positive".into());
+            return Err(LimitsError::Stats {
+                stats_page: self.stats_page,
+                stats_rounds: self.stats_rounds,
+            });
         }
         if self.store_cache_bytes < MIN_STORE_CACHE_BYTES {
-            return err(format!(
-                "store_cache_bytes must be at least {MIN_STORE_CACHE_BYTES} (64 KiB)"
-            ));
+            return Err(LimitsError::StoreCache {
+                store_cache_bytes: self.store_cache_bytes,
+            });
         }
-        replica
-            .build()
-            .map_err(|e| NodeError::Config(format!("[limits] {e}")))
+        replica.build().map_err(LimitsError::Replica)
     }
+}
+
+/// Why a `[limits]` table is refused ([`LimitsSection::apply`]): the field
+/// and its value.
+#[derive(Debug, thiserror::Error)]
+pub enum LimitsError {
+    /// A block cannot hold one transaction of the largest size.
+    #[error(
+        "config: [limits] max_block_bytes = {max_block_bytes} cannot hold one transaction of {max_transaction_bytes} bytes"
+    )]
+    BlockTooSmall {
+        /// The largest block.
+        max_block_bytes: usize,
+        /// The largest transaction.
+        max_transaction_bytes: usize,
+    },
+    /// The mempool cannot hold one block.
+    #[error(
+        "config: [limits] mempool_bytes = {mempool_bytes} is smaller than a block ({max_block_bytes} bytes)"
+    )]
+    MempoolTooSmall {
+        /// The value of the field.
+        mempool_bytes: usize,
+        /// The largest block.
+        max_block_bytes: usize,
+    },
+    /// The submission queue cannot hold one transaction.
+    #[error(
+        "config: [limits] submit_queue_bytes = {submit_queue_bytes} cannot hold one transaction ({max_transaction_bytes} bytes)"
+    )]
+    SubmitQueueTooSmall {
+        /// The value of the field.
+        submit_queue_bytes: usize,
+        /// The largest transaction.
+        max_transaction_bytes: usize,
+    },
+    /// A peer's outbound queue cannot hold one frame.
+    #[error(
+        "config: [limits] peer_queue_bytes = {peer_queue_bytes} must be at least the frame limit ({MAX_FRAME_BYTES} bytes)"
+    )]
+    PeerQueueTooSmall {
+        /// The value of the field.
+        peer_queue_bytes: usize,
+    },
+    /// A peer's inbound buffer cannot hold one frame, or is over 4 GiB.
+    #[error(
+        "config: [limits] peer_inbound_bytes = {peer_inbound_bytes} must be between the frame limit ({MAX_FRAME_BYTES} bytes) and 4 GiB"
+    )]
+    PeerInbound {
+        /// The value of the field.
+        peer_inbound_bytes: usize,
+    },
+    /// The decoding CPU of a peer is not in `1..=1000` ms per second.
+    #[error(
+        "config: [limits] peer_decode_cpu_ms_per_s = {peer_decode_cpu_ms_per_s} must be in 1..=1000"
+    )]
+    PeerDecodeCpu {
+        /// The value of the field.
+        peer_decode_cpu_ms_per_s: u64,
+    },
+    /// A client's transaction rate or burst is zero.
+    #[error(
+        "config: [limits] tx_per_s_per_client and tx_burst_per_client must be positive (they are {tx_per_s_per_client} and {tx_burst_per_client})"
+    )]
+    TxRate {
+        /// The value of `tx_per_s_per_client`.
+        tx_per_s_per_client: u32,
+        /// The value of `tx_burst_per_client`.
+        tx_burst_per_client: u32,
+    },
+    /// `tx_token` is set to the empty string.
+    #[error("config: [limits] tx_token must not be empty (leave it out for no token)")]
+    EmptyTxToken,
+    /// The HTTP time limit or concurrency is zero.
+    #[error(
+        "config: [limits] http_timeout_ms and http_concurrency must be positive (they are {http_timeout_ms} and {http_concurrency})"
+    )]
+    Http {
+        /// The value of `http_timeout_ms`.
+        http_timeout_ms: u64,
+        /// The value of `http_concurrency`.
+        http_concurrency: usize,
+    },
+    /// A round-statistics bound is zero.
+    #[error(
+        "config: [limits] stats_page and stats_rounds must be positive (they are {stats_page} and {stats_rounds})"
+    )]
+    Stats {
+        /// The value of `stats_page`.
+        stats_page: usize,
+        /// The value of `stats_rounds`.
+        stats_rounds: usize,
+    },
+    /// The store's page cache is below the minimum.
+    #[error(
+        "config: [limits] store_cache_bytes = {store_cache_bytes} must be at least {MIN_STORE_CACHE_BYTES} (64 KiB)"
+    )]
+    StoreCache {
+        /// The value of the field.
+        store_cache_bytes: usize,
+    },
+    /// The replica refuses the bounds the limits set (a block too large for
+    /// a NEW-VIEW to fit a frame, for one).
+    #[error("config: [limits] {0}")]
+    Replica(#[source] consensus::ConsensusError),
 }
 
 /// Enum tags of [`consensus::Envelope`] and the enums inside it (bincode encodes

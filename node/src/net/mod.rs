@@ -18,11 +18,13 @@
 //! `writer.rs` writes a peer's frames; `reader.rs` reads and decodes them;
 //! `probe.rs` peers that misbehave on purpose, for tests.
 
+mod error;
 mod probe;
 mod reader;
 mod swarm;
 mod writer;
 
+pub use error::{NetworkError, StreamStep};
 pub use probe::{send_raw, serve_silent};
 pub use reader::CpuBudget;
 
@@ -148,7 +150,6 @@ impl Network {
         limits: NetLimits,
         metrics: Arc<Metrics>,
     ) -> Result<(Self, Inbox<M>), NodeError> {
-        let net = |e: String| NodeError::Network(e);
         let mut swarm = build_swarm(
             key,
             Behaviour {
@@ -167,11 +168,12 @@ impl Network {
         }
         swarm
             .listen_on(cfg.listen.clone())
-            .map_err(|e| net(format!("cannot listen on {}: {e}", cfg.listen)))?;
+            .map_err(|source| NetworkError::Listen {
+                address: cfg.listen.clone(),
+                source,
+            })?;
         let mut control = swarm.behaviour().streams.new_control();
-        let incoming = control
-            .accept(PROTOCOL)
-            .map_err(|e| net(format!("protocol {PROTOCOL}: {e}")))?;
+        let incoming = control.accept(PROTOCOL).map_err(NetworkError::Protocol)?;
         let (in_tx, in_rx) = mpsc::channel(INBOX);
         let (conn_tx, conn_rx) = watch::channel(0usize);
         let (genesis_tx, genesis_rx) = watch::channel(0usize);
@@ -302,10 +304,10 @@ fn build_swarm<B: NetworkBehaviour>(
             noise::Config::new,
             yamux::Config::default,
         )
-        .map_err(|e| NodeError::Network(format!("transport: {e}")))?
+        .map_err(NetworkError::Transport)?
         .with_dns_config(dns.0, dns.1)
         .with_behaviour(|_| behaviour)
-        .map_err(|e| NodeError::Network(format!("behaviour: {e}")))?
+        .unwrap_or_else(|never| match never {})
         .with_swarm_config(|c| c.with_idle_connection_timeout(idle))
         .build())
 }

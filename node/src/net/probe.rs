@@ -1,7 +1,7 @@
 //! Peers that break the protocol on purpose, for tests and operators' probes:
 //! one that never reads what it is sent, one that writes hand-made bytes.
 
-use super::{build_swarm, PROTOCOL, STREAM_ACK};
+use super::{build_swarm, NetworkError, StreamStep, PROTOCOL, STREAM_ACK};
 use crate::NodeError;
 use futures::{AsyncReadExt as _, AsyncWriteExt as _, StreamExt as _};
 use libp2p::identity::Keypair;
@@ -16,20 +16,19 @@ pub async fn serve_silent(
     address: libp2p::Multiaddr,
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<(), NodeError> {
-    let net = |e: String| NodeError::Network(e);
     let mut swarm = build_swarm(
         key,
         libp2p_stream::Behaviour::new(),
         Duration::from_secs(3600),
     )?;
     swarm
-        .listen_on(address)
-        .map_err(|e| net(format!("listen: {e}")))?;
+        .listen_on(address.clone())
+        .map_err(|source| NetworkError::Listen { address, source })?;
     let mut incoming = swarm
         .behaviour()
         .new_control()
         .accept(PROTOCOL)
-        .map_err(|e| net(format!("protocol: {e}")))?;
+        .map_err(NetworkError::Protocol)?;
     let mut held = Vec::new();
     tokio::pin!(stop);
     loop {
@@ -45,6 +44,10 @@ pub async fn serve_silent(
     }
 }
 
+/// How long [`send_raw`] has to connect and write, and how long its
+/// connection may stay idle.
+const PROBE_TIME: Duration = Duration::from_secs(10);
+
 /// Opens a raw stream to `peer` with `key` and writes `bytes` as they are (no
 /// framing added): lets tests and operators probe a node with hand-made frames.
 pub async fn send_raw(
@@ -53,16 +56,11 @@ pub async fn send_raw(
     address: libp2p::Multiaddr,
     bytes: Vec<u8>,
 ) -> Result<(), NodeError> {
-    let net = |e: String| NodeError::Network(e);
-    let mut swarm = build_swarm(
-        key,
-        libp2p_stream::Behaviour::new(),
-        Duration::from_secs(10),
-    )?;
+    let mut swarm = build_swarm(key, libp2p_stream::Behaviour::new(), PROBE_TIME)?;
     let opts = libp2p::swarm::dial_opts::DialOpts::peer_id(peer)
         .addresses(vec![address])
         .build();
-    swarm.dial(opts).map_err(|e| net(format!("dial: {e}")))?;
+    swarm.dial(opts).map_err(NetworkError::Dial)?;
     let mut control = swarm.behaviour().new_control();
     let driver = tokio::spawn(async move {
         loop {
@@ -70,28 +68,28 @@ pub async fn send_raw(
         }
     });
     let result = async {
+        let failed =
+            |step: StreamStep| move |source: std::io::Error| NetworkError::Stream { step, source };
         let mut stream = control
             .open_stream(peer, PROTOCOL)
             .await
-            .map_err(|e| net(format!("cannot open a stream: {e}")))?;
+            .map_err(NetworkError::OpenStream)?;
         let mut ack = [0u8; 1];
         stream
             .read_exact(&mut ack)
             .await
-            .map_err(|e| net(format!("stream not accepted: {e}")))?;
+            .map_err(NetworkError::NotAccepted)?;
         stream
             .write_all(&bytes)
             .await
-            .map_err(|e| net(format!("write: {e}")))?;
-        stream
-            .flush()
-            .await
-            .map_err(|e| net(format!("flush: {e}")))?;
-        stream.close().await.map_err(|e| net(format!("close: {e}")))
+            .map_err(failed(StreamStep::Write))?;
+        stream.flush().await.map_err(failed(StreamStep::Flush))?;
+        stream.close().await.map_err(failed(StreamStep::Close))
     };
-    let r = tokio::time::timeout(Duration::from_secs(10), result)
-        .await
-        .unwrap_or_else(|_| Err(net("timed out".into())));
+    let r = match tokio::time::timeout(PROBE_TIME, result).await {
+        Ok(r) => r.map_err(NodeError::from),
+        Err(_) => Err(NetworkError::TimedOut { after: PROBE_TIME }.into()),
+    };
     driver.abort();
     r
 }

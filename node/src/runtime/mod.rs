@@ -28,12 +28,12 @@ mod signal;
 pub use signal::{shutdown_signal, StopSignal};
 
 use crate::backfill::Backfill;
-use crate::config::Validated;
+use crate::config::{ConfigError, Validated};
 use crate::http::{AdminRequest, ApiState, EpochJson, Submitted};
 use crate::metrics::Metrics;
-use crate::net::{Inbox, NetLimits, Network};
+use crate::net::{Inbox, NetLimits, Network, NetworkError};
 use crate::recorder::Recorder;
-use crate::store::{EpochRecord, Store};
+use crate::store::{EpochRecord, Store, StoreError};
 use crate::{identity, NodeError};
 use archive::{persistence_thread, publish, StoreArchive};
 use beacon::dkg::DkgOutput;
@@ -189,13 +189,13 @@ async fn run_inner<S: Scheme>(
 /// The identity file's peer ID must be the one the config lists for this node.
 fn check_identity(cfg: &Validated, key: &Keypair) -> Result<(), NodeError> {
     if identity::peer_id(key) != cfg.me().id {
-        return Err(NodeError::Config(format!(
-            "identity {} has peer ID {}, but peers[{}] lists {}",
-            cfg.identity.display(),
-            identity::peer_id(key),
-            cfg.me.0,
-            cfg.me().id
-        )));
+        return Err(ConfigError::IdentityMismatch {
+            path: cfg.identity.clone(),
+            found: identity::peer_id(key),
+            index: cfg.me.0,
+            listed: cfg.me().id,
+        }
+        .into());
     }
     Ok(())
 }
@@ -243,11 +243,8 @@ impl<S: Scheme> OnDisk<S> {
         let joins =
             stored.is_none() && (join || epoch_record.is_some() || !cfg.is_genesis_member());
         if stored.is_none() && !joins && !chain.is_empty() {
-            return Err(NodeError::Config(format!(
-                "{} holds a chain but no key material: this member lost its keys. Start it with \
-                 `run --join`, and have the members reshare to a member list that includes it",
-                cfg.data_dir.display()
-            )));
+            let data_dir = cfg.data_dir.clone();
+            return Err(ConfigError::LostKeys { data_dir }.into());
         }
         Ok(OnDisk {
             store,
@@ -428,7 +425,7 @@ async fn event_loop<S: Scheme>(
             _ = backfill_tick.tick(), if node.backfill.is_some() => node.request_backfill(),
             _ = status.tick() => log_status(&node, &mut last_status),
             message = inbound.recv() => {
-                let Some(m) = message else { return Err(NodeError::Network("transport stopped".into())) };
+                let Some(m) = message else { return Err(NetworkError::Stopped.into()) };
                 node.receive(m.from, m.message)?;
             }
             _ = tokio::time::sleep(deadline) => {}
@@ -475,10 +472,8 @@ fn check_key_material<S: Scheme>(
         }
     };
     if !fits {
-        return Err(NodeError::Store(format!(
-            "the key material in {} belongs to another network or node (session, index or n differ)",
-            cfg.data_dir.display()
-        )));
+        let data_dir = cfg.data_dir.clone();
+        return Err(StoreError::ForeignKeyMaterial { data_dir }.into());
     }
     Ok(())
 }

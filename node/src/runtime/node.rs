@@ -11,7 +11,7 @@ use crate::clock::{now, thread_cpu_ns};
 use crate::config::Validated;
 use crate::http::ApiState;
 use crate::metrics::Phase;
-use crate::net::Network;
+use crate::net::{Network, NetworkError};
 use crate::recorder::Recorder;
 use crate::store::Store;
 use crate::NodeError;
@@ -186,11 +186,11 @@ impl<S: Scheme> Node<S> {
                         .map_or(0, |t| t.elapsed().as_millis() as u64);
                     info!(
                         chain = hex::encode(info.hash()),
-                        qualified = output.qual.len(),
+                        qualified = output.verdicts.qual.len(),
                         dkg_ms,
                         "DKG complete; key material saved"
                     );
-                    for (dealer, reason) in &output.disqualified {
+                    for (dealer, reason) in &output.verdicts.disqualified {
                         warn!(
                             dealer = dealer.0,
                             reason = reason.as_str(),
@@ -320,5 +320,5 @@ impl<S: Scheme> Node<S> {
 }
 
 fn encode<S: Scheme>(frame: &Envelope<S>) -> Result<Vec<u8>, NodeError> {
-    beacon::wire::encode(frame).map_err(|e| NodeError::Network(format!("encoding a frame: {e}")))
+    beacon::wire::encode(frame).map_err(|e| NetworkError::EncodeFrame(e).into())
 }

@@ -21,9 +21,7 @@ impl StopSignal {
         #[cfg(unix)]
         {
             use tokio::signal::unix::{signal, SignalKind};
-            let install = |kind: SignalKind| {
-                signal(kind).map_err(|e| NodeError::Io(format!("installing a signal handler: {e}")))
-            };
+            let install = |kind: SignalKind| signal(kind).map_err(NodeError::Signal);
             Ok(StopSignal {
                 term: install(SignalKind::terminate())?,
                 interrupt: install(SignalKind::interrupt())?,

@@ -15,7 +15,7 @@
 //! stored; then a fresh one replaces it.
 
 use crate::identity::write_private;
-use crate::NodeError;
+use crate::{FileOp, NodeError};
 use beacon::dkg::DkgOutput;
 use beacon::Scheme;
 use consensus::{CommittedEntry, DirectoryIndex, Epoch, ReplicaConfig, SignedVotes};
@@ -24,6 +24,10 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+mod error;
+
+pub use error::{EpochRecordError, StoreError};
 
 const CHAIN: TableDefinition<u64, &[u8]> = TableDefinition::new("chain");
 /// Where each committed transaction (by SHA-256) is: its height.
@@ -89,24 +93,17 @@ mod hex_bytes {
 
 impl EpochFile {
     /// The file's bytes: the header, then JSON.
-    fn encode(&self) -> Result<Vec<u8>, NodeError> {
+    fn encode(&self) -> Result<Vec<u8>, StoreError> {
         let mut bytes = EPOCH_FILE_HEADER.to_vec();
-        serde_json::to_writer(&mut bytes, self).map_err(db_err)?;
+        serde_json::to_writer(&mut bytes, self).map_err(StoreError::EncodeRecord)?;
         Ok(bytes)
     }
 
     /// Reads a file [`EpochFile::encode`] wrote, or the bincode of an earlier build.
-    fn decode(bytes: &[u8]) -> Result<Self, String> {
+    fn decode(bytes: &[u8]) -> Result<Self, EpochRecordError> {
         match bytes.strip_prefix(EPOCH_FILE_HEADER) {
-            Some(json) => serde_json::from_slice(json).map_err(|e| e.to_string()),
-            None => beacon::wire::decode(bytes).map_err(|e| {
-                format!(
-                    "{e} (a record in bincode, as builds before the v2 header wrote it, must \
-                     have the protocol settings of the build that reads it: start the node once \
-                     with the build that wrote it, which rewrites it at its next change, or \
-                     rejoin with `run --join`)"
-                )
-            }),
+            Some(json) => Ok(serde_json::from_slice(json)?),
+            None => beacon::wire::decode(bytes).map_err(EpochRecordError::Bincode),
         }
     }
 }
@@ -118,8 +115,12 @@ pub struct Store {
     votes: Database,
 }
 
-fn db_err(e: impl std::fmt::Display) -> NodeError {
-    NodeError::Store(e.to_string())
+fn db_err(e: impl Into<redb::Error>) -> NodeError {
+    StoreError::Database(e.into()).into()
+}
+
+fn encode_err(e: beacon::Error) -> NodeError {
+    StoreError::Encode(e).into()
 }
 
 /// Page cache of the vote database (it holds one record and a few blocks).
@@ -172,8 +173,7 @@ impl Store {
     /// Opens (creating if needed) the store in `dir`, with a page cache of
     /// `cache_bytes` (`[limits] store_cache_bytes`).
     pub fn open(dir: &Path, cache_bytes: usize) -> Result<Self, NodeError> {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| NodeError::Io(format!("creating {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir).map_err(|e| NodeError::io(FileOp::Create, dir, e))?;
         // redb's page cache defaults to 1 GiB; the node reads little back.
         let db = redb::Builder::new()
             .set_cache_size(cache_bytes)
@@ -207,19 +207,18 @@ impl Store {
     pub fn load_dkg<S: Scheme>(&self) -> Result<Option<DkgOutput<S>>, NodeError> {
         let path = self.key_path();
         match std::fs::read(&path) {
-            Ok(bytes) => DkgOutput::decode(&bytes).map(Some).map_err(|e| {
-                NodeError::Store(format!("{} is not valid key material: {e}", path.display()))
-            }),
+            Ok(bytes) => match DkgOutput::decode(&bytes) {
+                Ok(output) => Ok(Some(output)),
+                Err(source) => Err(StoreError::KeyMaterial { path, source }.into()),
+            },
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(NodeError::Io(format!("reading {}: {e}", path.display()))),
+            Err(e) => Err(NodeError::io(FileOp::Read, &path, e)),
         }
     }
 
     /// Persists the DKG result (mode 0600, atomically).
     pub fn save_dkg<S: Scheme>(&self, output: &DkgOutput<S>) -> Result<(), NodeError> {
-        let bytes = output
-            .encode()
-            .map_err(|e| NodeError::Store(e.to_string()))?;
+        let bytes = output.encode().map_err(encode_err)?;
         write_private(&self.key_path(), &bytes)
     }
 
@@ -234,15 +233,15 @@ impl Store {
     pub fn member_seed(&self) -> Result<[u8; 32], NodeError> {
         let path = self.seed_path();
         match std::fs::read(&path) {
-            Ok(bytes) => bytes.as_slice().try_into().map_err(|_| {
-                NodeError::Store(format!(
-                    "{} holds {} bytes, not a 32-byte seed",
-                    path.display(),
-                    bytes.len()
-                ))
-            }),
+            Ok(bytes) => match bytes.as_slice().try_into() {
+                Ok(seed) => Ok(seed),
+                Err(_) => {
+                    let len = bytes.len();
+                    Err(StoreError::SeedLength { path, len }.into())
+                }
+            },
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.replace_seed(),
-            Err(e) => Err(NodeError::Io(format!("reading {}: {e}", path.display()))),
+            Err(e) => Err(NodeError::io(FileOp::Read, &path, e)),
         }
     }
 
@@ -272,23 +271,23 @@ impl Store {
         let bytes = match std::fs::read(&path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(NodeError::Io(format!("reading {}: {e}", path.display()))),
+            Err(e) => return Err(NodeError::io(FileOp::Read, &path, e)),
         };
-        let bad = |e: String| {
-            NodeError::Store(format!(
-                "{} is not a valid epoch record: {e}",
-                path.display()
-            ))
+        let bad = |source: EpochRecordError| StoreError::EpochRecord {
+            path: path.clone(),
+            source,
         };
         let file = EpochFile::decode(&bytes).map_err(bad)?;
         let output = match &file.output {
-            Some(b) => Some(DkgOutput::decode(b).map_err(|e| bad(e.to_string()))?),
+            Some(b) => Some(
+                DkgOutput::decode(b)
+                    .map_err(EpochRecordError::KeyMaterial)
+                    .map_err(bad)?,
+            ),
             None => None,
         };
         if output.is_none() != file.record.retired {
-            return Err(bad(
-                "a member's record without key material, or a leaver's with it".into(),
-            ));
+            return Err(bad(EpochRecordError::KeyMaterialPresence).into());
         }
         Ok(Some((file.record, output)))
     }
@@ -302,9 +301,7 @@ impl Store {
         record: &EpochRecord,
         output: Option<&DkgOutput<S>>,
     ) -> Result<(), NodeError> {
-        let output = output
-            .map(|o| o.encode().map_err(|e| NodeError::Store(e.to_string())))
-            .transpose()?;
+        let output = output.map(|o| o.encode().map_err(encode_err)).transpose()?;
         let file = EpochFile {
             record: record.clone(),
             output,
@@ -313,10 +310,7 @@ impl Store {
         match std::fs::remove_file(self.key_path()) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(NodeError::Io(format!(
-                "erasing {}: {e}",
-                self.key_path().display()
-            ))),
+            Err(e) => Err(NodeError::io(FileOp::Erase, &self.key_path(), e)),
         }
     }
 
@@ -326,7 +320,7 @@ impl Store {
     /// transaction, each written once (the record changes a few times per
     /// height; its block does not); bodies no longer named are dropped.
     pub fn save_votes<S: Scheme>(&self, record: &[SignedVotes<S>]) -> Result<(), NodeError> {
-        let bytes = beacon::wire::encode(&record.to_vec()).map_err(db_err)?;
+        let bytes = beacon::wire::encode(&record.to_vec()).map_err(encode_err)?;
         let tx = self.votes.begin_write().map_err(db_err)?;
         {
             let mut table = tx.open_table(VOTES).map_err(db_err)?;
@@ -348,7 +342,7 @@ impl Store {
             }
             for (digest, block) in record.iter().flat_map(|r| &r.blocks) {
                 if bodies.get(digest).map_err(db_err)?.is_none() {
-                    let body = beacon::wire::encode(block.as_ref()).map_err(db_err)?;
+                    let body = beacon::wire::encode(block.as_ref()).map_err(encode_err)?;
                     bodies.insert(digest, body.as_slice()).map_err(db_err)?;
                 }
             }
@@ -359,16 +353,13 @@ impl Store {
     /// The last record of what the replica signed (empty when none), with the
     /// bodies of the blocks it names (a body must hash to its digest).
     pub fn load_votes<S: Scheme>(&self) -> Result<Vec<SignedVotes<S>>, NodeError> {
-        let corrupt = |e: &dyn std::fmt::Display| {
-            NodeError::Store(format!("the vote record is corrupt: {e}"))
-        };
+        let corrupt = |e: beacon::Error| NodeError::from(StoreError::CorruptVotes(e));
         let tx = self.votes.begin_read().map_err(db_err)?;
         let table = tx.open_table(VOTES).map_err(db_err)?;
         let Some(v) = table.get(VOTES_KEY).map_err(db_err)? else {
             return Ok(Vec::new());
         };
-        let mut records: Vec<SignedVotes<S>> =
-            beacon::wire::decode(v.value()).map_err(|e| corrupt(&e))?;
+        let mut records: Vec<SignedVotes<S>> = beacon::wire::decode(v.value()).map_err(corrupt)?;
         let bodies = tx.open_table(VOTE_BLOCKS).map_err(db_err)?;
         for record in &mut records {
             let named: Vec<[u8; 32]> = record.named().copied().collect();
@@ -377,9 +368,9 @@ impl Store {
                     continue;
                 };
                 let block: consensus::Block =
-                    beacon::wire::decode(body.value()).map_err(|e| corrupt(&e))?;
+                    beacon::wire::decode(body.value()).map_err(corrupt)?;
                 if block.digest() != digest {
-                    return Err(corrupt(&"a block body does not match its digest"));
+                    return Err(StoreError::VoteBodyDigest.into());
                 }
                 record.blocks.insert(digest, Arc::new(block));
             }
@@ -400,14 +391,12 @@ impl Store {
             let (k, v) = row.map_err(db_err)?;
             let height = k.value();
             let entry: CommittedEntry<S> = beacon::wire::decode(v.value())
-                .map_err(|e| NodeError::Store(format!("height {height}: {e}")))?;
+                .map_err(|source| StoreError::Entry { height, source })?;
             let expected = out.last().map_or(height, |next: &Arc<CommittedEntry<S>>| {
                 next.block.height.get().saturating_sub(1)
             });
             if entry.block.height.get() != height || height != expected || height == 0 {
-                return Err(NodeError::Store(format!(
-                    "height {height} is out of place (expected {expected})"
-                )));
+                return Err(StoreError::OutOfPlace { height, expected }.into());
             }
             out.push(Arc::new(entry));
         }
@@ -436,9 +425,10 @@ impl Store {
                 break;
             }
             let entry: CommittedEntry<S> = beacon::wire::decode(v.value())
-                .map_err(|e| NodeError::Store(format!("height {height}: {e}")))?;
-            if entry.block.height.get() != height {
-                return Err(NodeError::Store(format!("height {height} is out of place")));
+                .map_err(|source| StoreError::Entry { height, source })?;
+            let found = entry.block.height.get();
+            if found != height {
+                return Err(StoreError::WrongHeight { height, found }.into());
             }
             out.push(Arc::new(entry));
         }
@@ -490,9 +480,10 @@ impl Store {
         let Some(v) = table.get(height).map_err(db_err)? else {
             return Ok(None);
         };
-        beacon::wire::decode(v.value())
-            .map(Some)
-            .map_err(|e| NodeError::Store(format!("height {height}: {e}")))
+        match beacon::wire::decode(v.value()) {
+            Ok(entry) => Ok(Some(entry)),
+            Err(source) => Err(StoreError::Entry { height, source }.into()),
+        }
     }
 
     /// Appends finalized heights, and the index of their transactions, in one
@@ -503,7 +494,7 @@ impl Store {
             let mut table = tx.open_table(CHAIN).map_err(db_err)?;
             let mut index = tx.open_table(TRANSACTIONS).map_err(db_err)?;
             for e in entries {
-                let bytes = beacon::wire::encode(e.as_ref()).map_err(db_err)?;
+                let bytes = beacon::wire::encode(e.as_ref()).map_err(encode_err)?;
                 table
                     .insert(e.block.height.get(), bytes.as_slice())
                     .map_err(db_err)?;

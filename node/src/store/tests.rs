@@ -2,7 +2,7 @@
 //! epoch record, the vote record (and its move out of the chain database),
 //! transactions by digest, corrupt key material.
 
-use super::{EpochRecord, Store, VOTES, VOTES_KEY, VOTE_BLOCKS};
+use super::{EpochRecord, EpochRecordError, Store, StoreError, VOTES, VOTES_KEY, VOTE_BLOCKS};
 use crate::NodeError;
 use beacon::{MinSig, Scheme};
 use consensus::{Block, CommitCertificate, CommitPath, CommittedEntry, Height, SignedVotes, View};
@@ -55,7 +55,10 @@ fn chain_survives_reopening_and_gaps_are_errors() {
     store.append(&[entry(5)]).unwrap();
     assert!(matches!(
         store.load_recent::<MinSig>(10),
-        Err(NodeError::Store(_))
+        Err(NodeError::Store(StoreError::OutOfPlace {
+            height: 3,
+            expected: 4
+        }))
     ));
     // A joiner's store: the run above the gap, and its lowest height.
     store.append(&[entry(6)]).unwrap();
@@ -143,7 +146,10 @@ fn the_epoch_record_replaces_the_genesis_key_material() {
     std::fs::write(dir.path().join("epoch.key"), b"garbage").unwrap();
     assert!(matches!(
         store.load_epoch::<MinSig>(),
-        Err(NodeError::Store(_))
+        Err(NodeError::Store(StoreError::EpochRecord {
+            source: EpochRecordError::Bincode(_),
+            ..
+        }))
     ));
 }
 
@@ -262,10 +268,12 @@ fn corrupt_key_material_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), TEST_CACHE).unwrap();
     std::fs::write(dir.path().join("dkg.key"), b"not key material").unwrap();
-    assert!(matches!(
-        store.load_dkg::<MinSig>(),
-        Err(NodeError::Store(_))
-    ));
+    let e = store.load_dkg::<MinSig>().unwrap_err();
+    assert!(
+        matches!(&e, NodeError::Store(StoreError::KeyMaterial { path, .. }) if path.ends_with("dkg.key")),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("is not valid key material"), "{e}");
 }
 
 /// An epoch record written before a protocol setting existed (here: without

@@ -195,8 +195,8 @@ impl<S: Scheme> Engine<S> {
         if self.slots[node as usize].honest {
             let key = out.keys[0].group_key().to_bytes();
             self.checker.on_group_key(node, at, key);
-            self.dkg_qualified = out.qual.len() as u32;
-            for (dealer, reason) in &out.disqualified {
+            self.dkg_qualified = out.verdicts.qual.len() as u32;
+            for (dealer, reason) in &out.verdicts.disqualified {
                 self.dkg_disqualified.entry(dealer.0).or_insert(*reason);
             }
         }

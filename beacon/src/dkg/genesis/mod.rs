@@ -176,8 +176,7 @@ impl<S: Scheme> Sharing<S> for Genesis<S> {
             session: self.config.session,
             n: self.config.n,
             me,
-            qual,
-            disqualified: board.disqualified_list(),
+            verdicts: board.verdicts(qual),
             keys,
         })
     }

@@ -59,6 +59,40 @@ pub struct Disturbances {
     pub replay_other_session: bool,
 }
 
+impl Disturbances {
+    /// Every disturbance at once.
+    pub fn all() -> Self {
+        Disturbances {
+            duplicate_all: true,
+            from_non_members: true,
+            replay_other_session: true,
+        }
+    }
+}
+
+/// Asserts that `verdicts` are the ones a run of `dealers` dealers (`0..dealers`)
+/// must reach with the Byzantine dealers of `byzantine`: each row a dealer, its
+/// fault, and the reason it is excluded for (`None`: it stays qualified). The
+/// rows are in ascending dealer order, as a run lists its exclusions; every
+/// other dealer is qualified.
+#[cfg(test)]
+pub(crate) fn assert_verdicts<F>(
+    verdicts: &Verdicts,
+    dealers: u32,
+    byzantine: &[(u32, F, Option<Disqualification>)],
+) {
+    let excluded: Vec<(NodeIndex, Disqualification)> = byzantine
+        .iter()
+        .filter_map(|(d, _, why)| Some((NodeIndex(*d), (*why)?)))
+        .collect();
+    let qual: Vec<NodeIndex> = (0..dealers)
+        .map(NodeIndex)
+        .filter(|d| excluded.iter().all(|(x, _)| x != d))
+        .collect();
+    assert_eq!(verdicts.disqualified, excluded, "excluded dealers");
+    assert_eq!(verdicts.qual, qual, "qualified dealers");
+}
+
 /// What a harness run produced.
 pub struct MachineRun<O> {
     /// Per participant: its output, or its failure, or `None` if it produced

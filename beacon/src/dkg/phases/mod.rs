@@ -21,6 +21,7 @@ pub use failure::DkgFailure;
 use super::relay::Kind;
 use super::{
     Deal, DealtShares, Disqualification, DkgInput, DkgMessage, DkgPhase, DkgTimer, Justification,
+    Verdicts,
 };
 use crate::effect::Effect;
 use crate::field::Scalar;
@@ -154,9 +155,13 @@ impl<S: Scheme> Board<S> {
             .collect()
     }
 
-    /// The disqualified dealers and why.
-    pub(crate) fn disqualified_list(&self) -> Vec<(NodeIndex, Disqualification)> {
-        self.disqualified.iter().map(|(d, r)| (*d, *r)).collect()
+    /// The verdicts of a run that qualified `qual`: it, and every dealer
+    /// disqualified so far with the reason.
+    pub(crate) fn verdicts(&self, qual: Vec<NodeIndex>) -> Verdicts {
+        Verdicts {
+            qual,
+            disqualified: self.disqualified.iter().map(|(d, r)| (*d, *r)).collect(),
+        }
     }
 }
 

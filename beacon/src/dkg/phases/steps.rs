@@ -280,7 +280,7 @@ impl<S: Scheme, P: Sharing<S>> PhaseMachine<S, P> {
         let board = &self.board;
         let sharing = &self.sharing;
         let count = sharing.thresholds().len();
-        let verdicts = complaints::judge(
+        let judgement = complaints::judge(
             &board.complaints,
             &board.justifications,
             &board.deals,
@@ -293,10 +293,10 @@ impl<S: Scheme, P: Sharing<S>> PhaseMachine<S, P> {
                 None => false,
             },
         );
-        for (dealer, reason) in verdicts.disqualified {
+        for (dealer, reason) in judgement.disqualified {
             self.board.disqualify(dealer, reason);
         }
-        self.board.shares.extend(verdicts.revealed_to_me);
+        self.board.shares.extend(judgement.revealed_to_me);
         match self.sharing.finalize(&mut self.board, self.me) {
             Ok(output) => {
                 self.phase = DkgPhase::Done;

@@ -13,7 +13,7 @@ impl<S: Scheme> DkgSession<S> {
         // Every member with this QUAL digests the same polynomials: once, when
         // the memo is shared (compressing thousands of points each time is not
         // free).
-        let digest = match self.dkg().qual_digest(&output.qual) {
+        let digest = match self.dkg().qual_digest(&output.verdicts.qual) {
             Some(qual) => {
                 let mut key = Sha256::new();
                 key.update(b"sbft-beacon/dkg-keys-digest/1");
@@ -25,7 +25,7 @@ impl<S: Scheme> DkgSession<S> {
             None => keys_digest(&output),
         };
         let session = self.session();
-        let id = result_id(&output.qual, &digest);
+        let id = result_id(&output.verdicts.qual, &digest);
         let signature = self
             .key
             .sign(&result_bytes(&session, self.me, &id))
@@ -34,7 +34,7 @@ impl<S: Scheme> DkgSession<S> {
         let vote = SignedResult {
             attempt: self.attempt,
             from: self.me,
-            qual: Arc::new(output.qual.clone()),
+            qual: Arc::new(output.verdicts.qual.clone()),
             keys_digest: digest,
             signature,
         };

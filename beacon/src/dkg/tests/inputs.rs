@@ -44,7 +44,8 @@ fn persisted_output_signs_after_restart() {
 }
 
 /// `DkgOutput` as nodes stored it before a disqualification reason had a
-/// type: the same fields, the reason as its text.
+/// type and before `QUAL` and the exclusions were one [`Verdicts`]: the same
+/// fields, flat, the reason as its text.
 #[derive(serde::Serialize)]
 #[serde(bound = "")]
 struct OutputWithTextReasons<S: Scheme> {
@@ -70,7 +71,7 @@ fn an_output_stored_with_text_reasons_still_decodes() {
             session: output.session,
             n: output.n,
             me: output.me,
-            qual: output.qual.clone(),
+            qual: output.verdicts.qual.clone(),
             disqualified: reasons
                 .iter()
                 .map(|(d, r)| (NodeIndex(*d), r.to_string()))
@@ -86,14 +87,14 @@ fn an_output_stored_with_text_reasons_still_decodes() {
     ]);
     let reloaded = DkgOutput::<MinSig>::decode(&bytes).unwrap();
     assert_eq!(
-        reloaded.disqualified,
+        reloaded.verdicts.disqualified,
         vec![
             (NodeIndex(4), Disqualification::WrongDegree),
             (NodeIndex(5), Disqualification::UnansweredComplaints),
             (NodeIndex(6), Disqualification::Equivocation),
         ]
     );
-    assert_eq!(reloaded.qual, output.qual);
+    assert_eq!(reloaded.verdicts.qual, output.verdicts.qual);
     // Written again, it is the same bytes.
     assert_eq!(reloaded.encode().unwrap(), bytes);
     // A reason no version wrote is a decode error that names it.

@@ -15,7 +15,6 @@ use crate::scheme::{MinPk, MinSig};
 use crate::threshold::SignatureShare;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
-use std::collections::BTreeMap;
 
 fn config(n: u32, dealers: Vec<NodeIndex>) -> DkgConfig {
     settings(n, dealers).build().unwrap()
@@ -53,9 +52,9 @@ fn check_agreement<S: Scheme>(
         })
         .collect();
     let first = &outputs[0];
-    assert_eq!(first.qual, expected_qual);
+    assert_eq!(first.verdicts.qual, expected_qual);
     for o in &outputs {
-        assert_eq!(o.qual, first.qual);
+        assert_eq!(o.verdicts.qual, first.verdicts.qual);
         o.check().unwrap();
         for (k, key) in o.keys.iter().enumerate() {
             assert_eq!(key.group_key(), first.keys[k].group_key());
@@ -147,52 +146,42 @@ fn with_faults<S: Scheme>(
 
 #[test]
 fn byzantine_dealers_are_excluded_and_honest_members_agree() {
-    let n = 16; // f = 5
-    let faults = vec![
+    use Disqualification::*;
+    // 16 members (f = 5); each Byzantine dealer, its fault, and what every
+    // honest member excludes it for.
+    let n = 16;
+    let byzantine = [
         (
             1,
             DealerFault::BadShares {
                 victims: vec![NodeIndex(0), NodeIndex(9)],
             },
+            Some(UnansweredComplaints),
         ),
-        (4, DealerFault::WrongDegree),
-        (6, DealerFault::Equivocate),
-        (10, DealerFault::Silent),
+        (4, DealerFault::WrongDegree, Some(WrongDegree)),
+        (6, DealerFault::Equivocate, Some(InvalidJustification)),
+        (10, DealerFault::Silent, Some(NoDeal)),
         (
             13,
             DealerFault::InvalidJustification {
                 victims: vec![NodeIndex(2)],
             },
+            Some(InvalidJustification),
         ),
     ];
-    let disturbances = Disturbances {
-        duplicate_all: true,
-        from_non_members: true,
-        replay_other_session: true,
-    };
+    let faults: Vec<(u32, DealerFault)> =
+        byzantine.iter().map(|(d, f, _)| (*d, f.clone())).collect();
     for seed in [11, 12] {
-        let run = with_faults::<MinSig>(n, &faults, seed, &disturbances);
-        let bad: Vec<u32> = faults.iter().map(|(w, _)| *w).collect();
-        let honest: Vec<u32> = (0..n).filter(|i| !bad.contains(i)).collect();
+        let run = with_faults::<MinSig>(n, &faults, seed, &Disturbances::all());
+        let honest: Vec<u32> = (0..n)
+            .filter(|i| faults.iter().all(|(w, _)| w != i))
+            .collect();
         let qual: Vec<NodeIndex> = honest.iter().map(|i| NodeIndex(*i)).collect();
         check_agreement(&run, &honest, &qual);
-        let out = run.results[0].clone().unwrap().unwrap();
-        let reasons: BTreeMap<NodeIndex, Disqualification> =
-            out.disqualified.iter().cloned().collect();
-        assert_eq!(reasons[&NodeIndex(4)], Disqualification::WrongDegree);
-        assert_eq!(reasons[&NodeIndex(10)], Disqualification::NoDeal);
-        assert_eq!(
-            reasons[&NodeIndex(1)],
-            Disqualification::UnansweredComplaints
-        );
-        assert_eq!(
-            reasons[&NodeIndex(13)],
-            Disqualification::InvalidJustification
-        );
-        assert_eq!(
-            reasons[&NodeIndex(6)],
-            Disqualification::InvalidJustification
-        );
+        for i in &honest {
+            let out = run.results[*i as usize].clone().unwrap().unwrap();
+            harness::assert_verdicts(&out.verdicts, n, &byzantine);
+        }
     }
 }
 
@@ -324,8 +313,8 @@ fn an_equivocating_dealer_reported_by_the_transport_is_excluded() {
         &[NodeIndex(0), NodeIndex(1), NodeIndex(3)],
     );
     let out = run.results[0].clone().unwrap().unwrap();
-    assert!(out
-        .disqualified
-        .iter()
-        .any(|(d, why)| *d == NodeIndex(2) && *why == Disqualification::Equivocation));
+    assert_eq!(
+        out.verdicts.reason(NodeIndex(2)),
+        Some(Disqualification::Equivocation)
+    );
 }

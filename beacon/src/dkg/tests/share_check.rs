@@ -101,10 +101,10 @@ fn a_bad_share_is_caught_in_a_run() {
     let qual: Vec<NodeIndex> = honest.iter().map(|i| NodeIndex(*i)).collect();
     check_agreement(&run, &honest, &qual);
     let out = run.results[2].clone().unwrap().unwrap();
-    assert!(out
-        .disqualified
-        .iter()
-        .any(|(d, why)| *d == NodeIndex(5) && *why == Disqualification::UnansweredComplaints));
+    assert_eq!(
+        out.verdicts.reason(NodeIndex(5)),
+        Some(Disqualification::UnansweredComplaints)
+    );
 }
 
 proptest::proptest! {
@@ -221,8 +221,8 @@ fn a_small_order_component_hidden_from_every_share_check_is_excluded() {
         check_agreement(&run, &honest, &qual);
         for i in &honest {
             let out = run.results[*i as usize].clone().unwrap().unwrap();
-            assert_eq!(out.disqualified.len(), 1);
-            assert_eq!(out.disqualified[0].0, NodeIndex(bad));
+            assert_eq!(out.verdicts.disqualified.len(), 1);
+            assert_eq!(out.verdicts.disqualified[0].0, NodeIndex(bad));
             for key in &out.keys {
                 assert!(key.public_polynomial.iter().all(Point::in_group));
                 assert!(key.verification_keys.iter().all(Point::in_group));
@@ -299,10 +299,10 @@ fn step_four_excludes_a_deal_off_the_group_that_drew_no_complaint() {
         panic!("finalize failed: {actions:?}");
     };
     assert_eq!(
-        out.disqualified,
+        out.verdicts.disqualified,
         vec![(bad, Disqualification::CommitmentsOutsideGroup)]
     );
-    assert!(!out.qual.contains(&bad));
+    assert!(!out.verdicts.qual.contains(&bad));
     for key in &out.keys {
         assert!(key.public_polynomial.iter().all(Point::in_group));
         assert!(key.verification_keys.iter().all(Point::in_group));

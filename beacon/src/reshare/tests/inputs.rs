@@ -253,3 +253,56 @@ fn malformed_and_misaddressed_messages_are_ignored() {
     assert_eq!(to, vec![2, 3, 4, 5]);
     let _ = shares;
 }
+
+/// [`ReshareOutput`] as it was encoded before `QUAL` and the exclusions were
+/// one [`Verdicts`]: the same fields, flat.
+#[derive(serde::Serialize)]
+#[serde(bound = "")]
+struct FlatOutput<S: Scheme> {
+    session: [u8; 32],
+    epoch: u64,
+    n: u32,
+    me: Option<NodeIndex>,
+    qual: Vec<NodeIndex>,
+    disqualified: Vec<(NodeIndex, Disqualification)>,
+    threshold: u32,
+    public_polynomial: Arc<Vec<S::PublicKey>>,
+    verification_keys: Arc<Vec<S::PublicKey>>,
+    share: Option<SecretShare>,
+}
+
+#[test]
+fn an_output_encodes_to_the_bytes_of_its_flat_fields() {
+    let (epoch, shares) = small();
+    let silent = [(3, ResharerFault::Silent)];
+    let run = run_with(
+        &epoch,
+        &all_shares(&shares),
+        &silent,
+        23,
+        &Disturbances::default(),
+    );
+    let outputs = check_reshared(&run, &epoch, &[3]);
+    let out = outputs[0].clone().unwrap();
+    assert_eq!(
+        out.verdicts.reason(NodeIndex(3)),
+        Some(Disqualification::NoDeal)
+    );
+    let flat = FlatOutput::<MinPk> {
+        session: out.session,
+        epoch: out.epoch,
+        n: out.n,
+        me: out.me,
+        qual: out.verdicts.qual.clone(),
+        disqualified: out.verdicts.disqualified.clone(),
+        threshold: out.threshold,
+        public_polynomial: out.public_polynomial.clone(),
+        verification_keys: out.verification_keys.clone(),
+        share: out.share.clone(),
+    };
+    let bytes = wire::encode(&flat).unwrap();
+    assert_eq!(out.encode().unwrap(), bytes);
+    let reloaded = ReshareOutput::<MinPk>::decode(&bytes).unwrap();
+    assert_eq!(reloaded.verdicts, out.verdicts);
+    assert_eq!(reloaded.encode().unwrap(), bytes);
+}

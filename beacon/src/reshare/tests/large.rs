@@ -98,7 +98,7 @@ fn reshare_64_to_96_from_a_dkg() {
         &run.bytes_sent,
     );
     let results = check_reshared(&run, &epoch, &[]);
-    assert_eq!(results[0].as_ref().unwrap().qual.len(), 64);
+    assert_eq!(results[0].as_ref().unwrap().verdicts.qual.len(), 64);
     let signers: Vec<u32> = (0..96).step_by(3).collect();
     assert!(sign_beacon(&results, &signers, 96));
 

@@ -126,7 +126,7 @@ fn check_reshared<S: Scheme>(
         if let Some(f) = &first {
             assert_eq!(out.public_polynomial, f.public_polynomial);
             assert_eq!(out.verification_keys, f.verification_keys);
-            assert_eq!(out.qual, f.qual);
+            assert_eq!(out.verdicts.qual, f.verdicts.qual);
         }
         if let Some(j) = out.me {
             by_new[j.0 as usize] = Some(out.clone());

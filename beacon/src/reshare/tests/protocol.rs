@@ -101,50 +101,49 @@ fn old_shares_of_removed_members_do_not_combine_with_new_ones() {
 
 #[test]
 fn byzantine_dealers_are_excluded_and_resharing_succeeds() {
+    use Disqualification::*;
     // 10 members (t = 4) to the same 10 plus 3 (t = 5).
     let (polynomial, shares) = old_group::<MinSig>(10, 4, 4);
     let epoch = epoch::<MinSig>(&ids(0..10), polynomial, &ids(0..13), 5);
-    let faults = vec![
+    // Each Byzantine old dealer, its fault, and what the others exclude it for
+    // (dealer 2 reveals the right sub-shares and stays qualified).
+    let byzantine = [
         (
             1,
             ResharerFault::BadSubShares {
                 victims: vec![NodeIndex(0), NodeIndex(11)],
             },
+            Some(UnansweredComplaints),
         ),
         (
             2,
             ResharerFault::BadSubSharesThenJustified {
                 victims: vec![NodeIndex(5), NodeIndex(12)],
             },
+            None,
         ),
-        (4, ResharerFault::WrongConstant),
-        (6, ResharerFault::WrongDegree),
-        (8, ResharerFault::Silent),
+        (
+            4,
+            ResharerFault::WrongConstant,
+            Some(InconsistentWithOldKey),
+        ),
+        (6, ResharerFault::WrongDegree, Some(WrongDegree)),
+        (8, ResharerFault::Silent, Some(NoDeal)),
     ];
-    let hostile = Disturbances {
-        duplicate_all: true,
-        from_non_members: true,
-        replay_other_session: true,
-    };
+    let faults: Vec<(u32, ResharerFault)> =
+        byzantine.iter().map(|(d, f, _)| (*d, f.clone())).collect();
     for seed in [5, 6] {
-        let run = run_with(&epoch, &all_shares(&shares), &faults, seed, &hostile);
+        let run = run_with(
+            &epoch,
+            &all_shares(&shares),
+            &faults,
+            seed,
+            &Disturbances::all(),
+        );
         let outputs = check_reshared(&run, &epoch, &[1, 4, 6, 8]);
-        let out = outputs[0].clone().unwrap();
-        let qual: Vec<NodeIndex> = [0, 2, 3, 5, 7, 9].into_iter().map(NodeIndex).collect();
-        assert_eq!(out.qual, qual);
-        let reasons: BTreeMap<NodeIndex, Disqualification> =
-            out.disqualified.iter().cloned().collect();
-        assert_eq!(
-            reasons[&NodeIndex(1)],
-            Disqualification::UnansweredComplaints
-        );
-        assert_eq!(
-            reasons[&NodeIndex(4)],
-            Disqualification::InconsistentWithOldKey
-        );
-        assert_eq!(reasons[&NodeIndex(6)], Disqualification::WrongDegree);
-        assert_eq!(reasons[&NodeIndex(8)], Disqualification::NoDeal);
-        assert_eq!(reasons.len(), 4);
+        for out in outputs.iter().flatten() {
+            crate::dkg::harness::assert_verdicts(&out.verdicts, 10, &byzantine);
+        }
         // The victims of the justified dealer, and the new members, sign.
         assert!(sign_beacon(&outputs, &[5, 12, 0, 11, 3], seed));
     }
@@ -188,10 +187,10 @@ fn a_member_that_lost_its_key_rejoins_with_the_same_member_list() {
     let run = run_with(&epoch, &held, &[], 10, &Disturbances::default());
     let outputs = check_reshared(&run, &epoch, &[]);
     let out = outputs[4].clone().unwrap();
-    assert!(out
-        .disqualified
-        .iter()
-        .any(|(d, why)| *d == NodeIndex(4) && *why == Disqualification::NoDeal));
+    assert_eq!(
+        out.verdicts.reason(NodeIndex(4)),
+        Some(Disqualification::NoDeal)
+    );
     assert!(sign_beacon(&outputs, &[4, 0, 6], 11));
     // The restored member persists its result and signs after a restart.
     let bytes = out.encode().unwrap();
@@ -340,9 +339,12 @@ fn a_late_participant_adopts_the_dealers_the_others_combined() {
         pump(&mut parties, &mut queue, late, &mut outputs);
     }
     let out: Vec<Arc<ReshareOutput<MinSig>>> = outputs.into_iter().map(Option::unwrap).collect();
-    assert_eq!(out[1].qual, vec![NodeIndex(1), NodeIndex(2), NodeIndex(3)]);
+    assert_eq!(
+        out[1].verdicts.qual,
+        vec![NodeIndex(1), NodeIndex(2), NodeIndex(3)]
+    );
     assert_eq!(out[1].public_polynomial, out[2].public_polynomial);
-    assert_eq!(out[3].qual.len(), 4, "the late one kept dealer 0");
+    assert_eq!(out[3].verdicts.qual.len(), 4, "the late one kept dealer 0");
     assert_ne!(out[3].public_polynomial, out[1].public_polynomial);
     assert_eq!(out[3].public_polynomial[0], polynomial[0], "same group key");
     // The others combined dealers 1 and 2.

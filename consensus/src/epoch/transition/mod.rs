@@ -427,7 +427,13 @@ impl<S: Scheme> Transition<S> {
             Ok((output, digest)) => {
                 self.over = true;
                 let need = self.reshare.machine().epoch().old_threshold() as usize;
-                let dealers = reshared.qual.iter().take(need).map(|d| d.0).collect();
+                let dealers = reshared
+                    .verdicts
+                    .qual
+                    .iter()
+                    .take(need)
+                    .map(|d| d.0)
+                    .collect();
                 out.push(TransitionEvent::Complete {
                     output,
                     digest,
@@ -462,8 +468,7 @@ impl<S: Scheme> Transition<S> {
             session: consensus.session,
             n: consensus.n,
             me: consensus.me,
-            qual: consensus.qual.clone(),
-            disqualified: consensus.disqualified.clone(),
+            verdicts: consensus.verdicts.clone(),
             keys,
         };
         output.check().map_err(TransitionFailure::KeyMaterial)?;
