@@ -155,12 +155,21 @@ impl<S: Scheme> Board<S> {
             .collect()
     }
 
-    /// The verdicts of a run that qualified `qual`: it, and every dealer
-    /// disqualified so far with the reason.
+    /// The verdicts of a run that qualified `qual`: it, and every other dealer
+    /// disqualified so far with the reason. A dealer this participant had
+    /// disqualified and that is in `qual` anyway (the keys the chain named
+    /// combine it: `adopt` of the resharing) is qualified,
+    /// not both.
     pub(crate) fn verdicts(&self, qual: Vec<NodeIndex>) -> Verdicts {
+        let combined: std::collections::BTreeSet<NodeIndex> = qual.iter().copied().collect();
         Verdicts {
+            disqualified: self
+                .disqualified
+                .iter()
+                .filter(|(d, _)| !combined.contains(d))
+                .map(|(d, r)| (*d, *r))
+                .collect(),
             qual,
-            disqualified: self.disqualified.iter().map(|(d, r)| (*d, *r)).collect(),
         }
     }
 }

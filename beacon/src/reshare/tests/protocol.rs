@@ -261,8 +261,21 @@ fn pump(
     cut: impl Fn(u32, u32) -> bool,
     outputs: &mut [Option<Arc<ReshareOutput<MinSig>>>],
 ) {
+    pump_holding(parties, queue, cut, &mut Vec::new(), outputs);
+}
+
+/// [`pump`], keeping the messages `cut` holds back in `held` (to deliver
+/// them late).
+fn pump_holding(
+    parties: &mut [Resharer<MinSig>],
+    queue: &mut Vec<(u32, u32, DkgMessage<MinSig>)>,
+    cut: impl Fn(u32, u32) -> bool,
+    held: &mut Vec<(u32, u32, DkgMessage<MinSig>)>,
+    outputs: &mut [Option<Arc<ReshareOutput<MinSig>>>],
+) {
     while let Some((from, to, message)) = queue.pop() {
         if cut(from, to) {
+            held.push((from, to, message));
             continue;
         }
         let input = ReshareInput::Message {
@@ -324,9 +337,11 @@ fn a_late_participant_adopts_the_dealers_the_others_combined() {
         let actions = parties[p as usize].handle(Time::ZERO, ReshareInput::Start);
         route(p, actions, 4, &mut queue, &mut outputs);
     }
-    // Dealer 0's deal and sub-shares reach participant 3 only (and itself).
+    // Dealer 0's deal and sub-shares reach participant 3 only (and itself)
+    // within the phases.
     let late = |from: u32, to: u32| from == 0 && (to == 1 || to == 2);
-    pump(&mut parties, &mut queue, late, &mut outputs);
+    let mut held = Vec::new();
+    pump_holding(&mut parties, &mut queue, late, &mut held, &mut outputs);
     for timer in [
         DkgTimer::EndOfDeal,
         DkgTimer::EndOfComplaints,
@@ -336,7 +351,7 @@ fn a_late_participant_adopts_the_dealers_the_others_combined() {
             let actions = parties[p as usize].handle(Time::ZERO, ReshareInput::Timer(timer));
             route(p, actions, 4, &mut queue, &mut outputs);
         }
-        pump(&mut parties, &mut queue, late, &mut outputs);
+        pump_holding(&mut parties, &mut queue, late, &mut held, &mut outputs);
     }
     let out: Vec<Arc<ReshareOutput<MinSig>>> = outputs.into_iter().map(Option::unwrap).collect();
     assert_eq!(
@@ -361,4 +376,17 @@ fn a_late_participant_adopts_the_dealers_the_others_combined() {
     // Not t_old dealers, or out of order: refused.
     assert!(parties[3].adopt(&[NodeIndex(1)]).is_none());
     assert!(parties[3].adopt(&[NodeIndex(2), NodeIndex(1)]).is_none());
+    // Dealer 0's messages reach participant 1 late: it can now recombine the
+    // keys of participant 3's dealers (which the chain may name), and dealer
+    // 0, which it had disqualified for dealing nothing in time, is then
+    // qualified, not both.
+    assert!(out[1].verdicts.reason(NodeIndex(0)).is_some());
+    queue.extend(held.into_iter().filter(|(_, to, _)| *to == 1));
+    pump(&mut parties, &mut queue, |_, _| false, &mut vec![None; 4]);
+    let named = [NodeIndex(0), NodeIndex(1)];
+    let adopted = parties[1].adopt(&named).unwrap();
+    assert_eq!(adopted.public_polynomial, out[3].public_polynomial);
+    assert_eq!(adopted.verdicts.qual, named.to_vec());
+    assert!(adopted.verdicts.is_qualified(NodeIndex(0)));
+    assert_eq!(adopted.verdicts.reason(NodeIndex(0)), None);
 }
