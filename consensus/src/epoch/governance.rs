@@ -177,6 +177,9 @@ impl Governance {
     /// Reads a finalized block's control transactions.
     pub fn on_finalized(&mut self, block: &Block) -> Vec<Decision> {
         let mut out = Vec::new();
+        // Keys named by this block, said once it is read: not when the same
+        // block also gathers the switch.
+        let mut named = None;
         for tx in &block.transactions {
             let Some(control) = Control::from_transaction(tx) else {
                 continue;
@@ -218,7 +221,7 @@ impl Governance {
                         });
                     } else if count >= d.vouched && d.named.is_none() {
                         d.named = Some(key.clone());
-                        out.push(Decision::Named {
+                        named = Some(Decision::Named {
                             digest: key.0,
                             dealers: key.1,
                             height: block.height,
@@ -227,6 +230,8 @@ impl Governance {
                 }
             }
         }
+        let switched = self.decided.as_ref().is_some_and(|d| d.switched);
+        out.extend(named.filter(|_| !switched));
         out
     }
 

@@ -248,3 +248,21 @@ fn readies_split_over_two_sets_of_keys_move_to_the_named_one_and_switch() {
         }]
     );
 }
+
+#[test]
+fn a_block_that_gathers_the_switch_names_nothing() {
+    let (mut g, digest) = decided();
+    let readies: Vec<Control> = (2..7)
+        .map(|i| Control::ready(Epoch::new(1), digest, [1; 32], vec![0, 1], &key(i)))
+        .collect();
+    // f + 1 = 3 readies would name the keys, but the same block holds the
+    // n - f = 5 that switch: the switch alone.
+    assert_eq!(
+        g.on_finalized(&block(2, &readies)),
+        vec![Decision::Switch {
+            height: crate::Height::new(2),
+            digest: [1; 32],
+            dealers: vec![0, 1],
+        }]
+    );
+}

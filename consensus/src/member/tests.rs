@@ -238,6 +238,71 @@ fn a_decision_on_the_window_starts_the_change_then_the_replica() {
 }
 
 #[test]
+fn readies_that_name_keys_make_an_old_member_tell_the_joiners() {
+    // As above, and height 4 holds f' + 1 = 2 new members' readies with one
+    // set of keys (n' = 6, c' = 1, f' = 1): the chain names them, and this
+    // old member (which leaves) tells the joiners 4, 5 and 6.
+    let change = change(&[1, 2, 3, 4, 5, 6]);
+    let readies = (1..3)
+        .map(|i| {
+            Control::ready(Epoch::new(1), change.digest(), [7; 32], vec![0, 1], &key(i))
+                .to_transaction()
+                .unwrap()
+        })
+        .collect();
+    let mut member = restored(0, chain(vec![vec![], vec![], proposals(&change), readies]));
+    check(
+        &mut member,
+        vec![
+            step(
+                "the decision, the naming (a notice to each joiner), then the \
+             replica of the running epoch starts",
+                MemberInput::Start,
+                &[
+                    "epoch 1 decided at 3",
+                    "send epoch-invite to 1",
+                    "send epoch-invite to 2",
+                    "send epoch-invite to 3",
+                    "send epoch-invite to 4",
+                    "send epoch-invite to 5",
+                    "send epoch-invite to 6",
+                    "broadcast epoch-reshare",
+                    "send epoch-reshare to 1",
+                    "send epoch-reshare to 2",
+                    "send epoch-reshare to 3",
+                    "send epoch-reshare to 4",
+                    "send epoch-reshare to 5",
+                    "send epoch-reshare to 6",
+                    "timer epoch 1 Reshare(EndOfDeal)",
+                    "timer epoch-resend",
+                    "send epoch-named to 4",
+                    "send epoch-named to 5",
+                    "send epoch-named to 6",
+                    "timer replica 0 view-change(5,0)",
+                ],
+            ),
+            step(
+                "the resend timer: invitations to the new members not heard \
+             from, and the notices again (until the switch)",
+                MemberInput::Timer(MemberTimer::EpochResend),
+                &[
+                    "send epoch-invite to 1",
+                    "send epoch-invite to 2",
+                    "send epoch-invite to 3",
+                    "send epoch-invite to 4",
+                    "send epoch-invite to 5",
+                    "send epoch-invite to 6",
+                    "send epoch-named to 4",
+                    "send epoch-named to 5",
+                    "send epoch-named to 6",
+                    "timer epoch-resend",
+                ],
+            ),
+        ],
+    );
+}
+
+#[test]
 fn a_message_of_the_next_epoch_waits_for_the_transition_and_is_replayed_after_its_start() {
     // Every party is a member of epoch 1. Genesis members 0 and 1 read the
     // decision off their window and send joiner 4 their invitation and
