@@ -119,6 +119,10 @@ pub struct Board<S: Scheme> {
     pub(crate) complained: BTreeSet<NodeIndex>,
     /// As a dealer: its polynomials' evaluations at every receiver (secret).
     pub(crate) dealt: Option<Vec<Vec<Scalar>>>,
+    /// As a dealer: the tree that commits to those evaluations and each
+    /// receiver's salt, so that it can send a receiver its shares again
+    /// ([`PhaseMachine::dealt_shares`]) without keeping every message.
+    pub(crate) dealt_tree: Option<(Arc<super::batch::ShareTree>, Vec<[u8; 32]>)>,
 }
 
 impl<S: Scheme> Default for Board<S> {
@@ -136,6 +140,7 @@ impl<S: Scheme> Default for Board<S> {
             complainers: BTreeSet::new(),
             complained: BTreeSet::new(),
             dealt: None,
+            dealt_tree: None,
         }
     }
 }

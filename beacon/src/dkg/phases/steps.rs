@@ -73,6 +73,29 @@ impl<S: Scheme, P: Sharing<S>> PhaseMachine<S, P> {
             }
         }
         self.board.dealt = Some(evaluations);
+        self.board.dealt_tree = Some((tree, salts));
+    }
+
+    /// The shares this dealer sent participant `to`, rebuilt from what it
+    /// dealt (the same message, byte for byte); `None` before it dealt, or
+    /// once it erased what it dealt, or for a participant that receives none.
+    pub fn dealt_shares(&self, to: NodeIndex) -> Option<DealtShares> {
+        let (Some(evaluations), Some((tree, salts))) = (&self.board.dealt, &self.board.dealt_tree)
+        else {
+            return None;
+        };
+        let j = self.sharing.receiver(to)?;
+        Some(DealtShares {
+            session: self.sharing.session(),
+            dealer: self.me,
+            recipient: to,
+            shares: evaluations
+                .iter()
+                .map(|e| e.get(j.0 as usize).copied())
+                .collect::<Option<_>>()?,
+            salt: *salts.get(j.0 as usize)?,
+            path: SharePath::shared(tree, j),
+        })
     }
 
     /// A message from participant `from` (as the transport authenticated it).

@@ -98,13 +98,10 @@ impl<S: Scheme> DkgSession<S> {
             Effect::Send {
                 to,
                 message: RelayedMessage::Direct(DkgMessage::Shares(shares)),
-            } => {
-                self.recovery.sent_shares(to, &shares);
-                Effect::Send {
-                    to,
-                    message: SessionMessage::Shares { attempt, shares },
-                }
-            }
+            } => Effect::Send {
+                to,
+                message: SessionMessage::Shares { attempt, shares },
+            },
             Effect::Send {
                 to,
                 message: RelayedMessage::Direct(DkgMessage::Complaint(c)),

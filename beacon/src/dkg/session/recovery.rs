@@ -9,8 +9,8 @@
 //!
 //! Bounded: a dealer answers each member at most once per half phase length
 //! (a member asks once per phase length; an asker that floods gets no more),
-//! and keeps one signed deal, one share message per member and one
-//! certificate.
+//! and keeps one signed deal and one certificate; the shares it sends again
+//! are rebuilt from what it dealt.
 
 use super::*;
 
@@ -23,7 +23,6 @@ const MAX_WAITS: u32 = 4;
 #[derive(Default)]
 pub(super) struct Recovery {
     deal: Option<RelayMessage>,
-    shares: BTreeMap<NodeIndex, DealtShares>,
     certificate: Option<Arc<ResultCertificate>>,
     answered: BTreeMap<NodeIndex, Time>,
     deals_in: BTreeSet<NodeIndex>,
@@ -37,11 +36,6 @@ impl Recovery {
         if let SessionMessage::Relay { message, .. } = signed {
             self.deal.get_or_insert_with(|| message.clone());
         }
-    }
-
-    /// This member's shares for `to`.
-    pub(super) fn sent_shares(&mut self, to: NodeIndex, shares: &DealtShares) {
-        self.shares.entry(to).or_insert_with(|| shares.clone());
     }
 
     /// A deal of `dealer` was delivered.
@@ -149,13 +143,12 @@ impl<S: Scheme> DkgSession<S> {
                 },
             }));
         }
-        if let Some(shares) = self.recovery.shares.get(&from) {
+        // Its shares for the asker, rebuilt from what it dealt (keeping every
+        // message it sent cost a committee dealer `n` of them).
+        if let Some(shares) = self.dkg().dealt_shares(from).filter(|_| from != self.me) {
             out.push(SessionAction::Effect(Effect::Send {
                 to: from,
-                message: SessionMessage::Shares {
-                    attempt,
-                    shares: shares.clone(),
-                },
+                message: SessionMessage::Shares { attempt, shares },
             }));
         }
         if let Some(certificate) = self.agreed_certificate() {

@@ -275,5 +275,6 @@ impl<S: Scheme> Resharer<S> {
     pub fn erase_dealt(&mut self) {
         self.sharing.sent.clear();
         self.board.dealt = None;
+        self.board.dealt_tree = None;
     }
 }
