@@ -28,6 +28,28 @@ const PHASE_US: u64 = 1_000_000;
 /// Parties: the genesis members, then the joiners.
 const PARTIES: u32 = 7;
 
+/// What genesis member 0 emits on reading the decision of epoch 1 at height
+/// 3: the decision, an invitation to each new member, its deal (broadcast
+/// and sub-shares), the end of its deal phase and the resend timer.
+const DECIDED: &[&str] = &[
+    "epoch 1 decided at 3",
+    "send epoch-invite to 1",
+    "send epoch-invite to 2",
+    "send epoch-invite to 3",
+    "send epoch-invite to 4",
+    "send epoch-invite to 5",
+    "send epoch-invite to 6",
+    "broadcast epoch-reshare",
+    "send epoch-reshare to 1",
+    "send epoch-reshare to 2",
+    "send epoch-reshare to 3",
+    "send epoch-reshare to 4",
+    "send epoch-reshare to 5",
+    "send epoch-reshare to 6",
+    "timer epoch 1 Reshare(EndOfDeal)",
+    "timer epoch-resend",
+];
+
 /// One input and the outputs it must produce, in order.
 struct Step {
     desc: &'static str,
@@ -169,28 +191,16 @@ fn a_finalized_block_that_ends_the_epoch_switches_and_drops_the_old_replica() {
              dealt, retired); the replica of the ended epoch never starts",
             MemberInput::Start,
             &[
-                "epoch 1 decided at 3",
-                "send epoch-invite to 1",
-                "send epoch-invite to 2",
-                "send epoch-invite to 3",
-                "send epoch-invite to 4",
-                "send epoch-invite to 5",
-                "send epoch-invite to 6",
-                "broadcast epoch-reshare",
-                "send epoch-reshare to 1",
-                "send epoch-reshare to 2",
-                "send epoch-reshare to 3",
-                "send epoch-reshare to 4",
-                "send epoch-reshare to 5",
-                "send epoch-reshare to 6",
-                "timer epoch 1 Reshare(EndOfDeal)",
-                "timer epoch-resend",
-                "send epoch-handoff to 4",
-                "send epoch-handoff to 5",
-                "send epoch-handoff to 6",
-                "timer epoch 1 Erase",
-                "epoch 1 retired after 4",
-            ],
+                DECIDED,
+                &[
+                    "send epoch-handoff to 4",
+                    "send epoch-handoff to 5",
+                    "send epoch-handoff to 6",
+                    "timer epoch 1 Erase",
+                    "epoch 1 retired after 4",
+                ],
+            ]
+            .concat(),
         )],
     );
     assert!(member.is_retired());
@@ -209,28 +219,16 @@ fn a_decision_on_the_window_starts_the_change_then_the_replica() {
              timer), then the replica of the running epoch starts",
             MemberInput::Start,
             &[
-                "epoch 1 decided at 3",
-                "send epoch-invite to 1",
-                "send epoch-invite to 2",
-                "send epoch-invite to 3",
-                "send epoch-invite to 4",
-                "send epoch-invite to 5",
-                "send epoch-invite to 6",
-                "broadcast epoch-reshare",
-                "send epoch-reshare to 1",
-                "send epoch-reshare to 2",
-                "send epoch-reshare to 3",
-                "send epoch-reshare to 4",
-                "send epoch-reshare to 5",
-                "send epoch-reshare to 6",
-                "timer epoch 1 Reshare(EndOfDeal)",
-                "timer epoch-resend",
-                "persist-votes 4",
-                "broadcast pre-prepare",
-                "timer replica 0 view-change(4,0)",
-                "send sign-share to 1",
-                "timer replica 0 retransmit(4,0)",
-            ],
+                DECIDED,
+                &[
+                    "persist-votes 4",
+                    "broadcast pre-prepare",
+                    "timer replica 0 view-change(4,0)",
+                    "send sign-share to 1",
+                    "timer replica 0 retransmit(4,0)",
+                ],
+            ]
+            .concat(),
         )],
     );
     assert!(member.has_keys());
@@ -259,27 +257,15 @@ fn readies_that_name_keys_make_an_old_member_tell_the_joiners() {
              replica of the running epoch starts",
                 MemberInput::Start,
                 &[
-                    "epoch 1 decided at 3",
-                    "send epoch-invite to 1",
-                    "send epoch-invite to 2",
-                    "send epoch-invite to 3",
-                    "send epoch-invite to 4",
-                    "send epoch-invite to 5",
-                    "send epoch-invite to 6",
-                    "broadcast epoch-reshare",
-                    "send epoch-reshare to 1",
-                    "send epoch-reshare to 2",
-                    "send epoch-reshare to 3",
-                    "send epoch-reshare to 4",
-                    "send epoch-reshare to 5",
-                    "send epoch-reshare to 6",
-                    "timer epoch 1 Reshare(EndOfDeal)",
-                    "timer epoch-resend",
-                    "send epoch-named to 4",
-                    "send epoch-named to 5",
-                    "send epoch-named to 6",
-                    "timer replica 0 view-change(5,0)",
-                ],
+                    DECIDED,
+                    &[
+                        "send epoch-named to 4",
+                        "send epoch-named to 5",
+                        "send epoch-named to 6",
+                        "timer replica 0 view-change(5,0)",
+                    ],
+                ]
+                .concat(),
             ),
             step(
                 "the resend timer: invitations to the new members not heard \

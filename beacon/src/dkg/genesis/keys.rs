@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::curve::Point;
-use crate::dkg::{evaluate_in_exponent, ThresholdKeyMaterial, Verdicts};
+use crate::dkg::{evaluate_in_exponent, ThresholdKeyMaterial};
 use crate::threshold::SecretShare;
 
 impl<S: Scheme> Genesis<S> {
@@ -186,15 +186,7 @@ impl<S: Scheme> Dkg<S> {
             session: config.session,
             n: config.n,
             me: self.me,
-            verdicts: Verdicts {
-                qual: qual.to_vec(),
-                disqualified: board
-                    .disqualified
-                    .iter()
-                    .filter(|(d, _)| !qual.contains(d))
-                    .map(|(d, r)| (*d, *r))
-                    .collect(),
-            },
+            verdicts: board.verdicts(qual.to_vec()),
             keys,
         }))
     }

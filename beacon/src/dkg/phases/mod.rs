@@ -162,9 +162,9 @@ impl<S: Scheme> Board<S> {
 
     /// The verdicts of a run that qualified `qual`: it, and every other dealer
     /// disqualified so far with the reason. A dealer this participant had
-    /// disqualified and that is in `qual` anyway (the keys the chain named
-    /// combine it: `adopt` of the resharing) is qualified,
-    /// not both.
+    /// disqualified and that is in `qual` anyway (an adopted result: the
+    /// agreed QUAL of the genesis DKG, or the dealers the chain named for a
+    /// resharing) is qualified, not both.
     pub(crate) fn verdicts(&self, qual: Vec<NodeIndex>) -> Verdicts {
         let combined: std::collections::BTreeSet<NodeIndex> = qual.iter().copied().collect();
         Verdicts {
