@@ -10,7 +10,7 @@
 //! directory; the built-in scenarios of `configs/` are also compiled in, so that
 //! the binary runs them from anywhere.
 
-use crate::SimError;
+use crate::{ScenarioError, SimError};
 use beacon::SchemeId;
 use consensus::{ProtocolParams, ReplicaConfig};
 use serde::{Deserialize, Serialize};
@@ -135,10 +135,11 @@ impl ReshareSection {
     /// Members of the new epoch, from `nodes` genesis members.
     pub fn new_size(&self, nodes: u32) -> Result<u32, SimError> {
         if self.leave > nodes {
-            return Err(SimError::Config(format!(
-                "reshare.leave = {} exceeds the {nodes} nodes",
-                self.leave
-            )));
+            return Err(ScenarioError::LeaveExceedsNodes {
+                leave: self.leave,
+                nodes,
+            }
+            .into());
         }
         Ok(nodes - self.leave + self.join)
     }
@@ -148,9 +149,8 @@ impl ReshareSection {
         let n = self.new_size(nodes)?;
         let c = match self.c {
             Some(c) => c,
-            None => consensus::config::smallest_collector_slack(n).ok_or_else(|| {
-                SimError::Config(format!("no c makes {n} new members 3f + 2c + 1"))
-            })?,
+            None => consensus::config::smallest_collector_slack(n)
+                .ok_or(ScenarioError::NoCollectorSlack { new_members: n })?,
         };
         consensus::config::check_size(n, c).map_err(|source| SimError::Table {
             table: "reshare",
@@ -333,7 +333,7 @@ pub fn read_relative(base: Option<&Path>, name: &str) -> Result<String, SimError
     if let Some(path) = path {
         if path.exists() {
             return std::fs::read_to_string(&path)
-                .map_err(|e| SimError::Config(format!("cannot read {}: {e}", path.display())));
+                .map_err(|source| ScenarioError::Read { path, source }.into());
         }
     }
     let normalized = name.trim_start_matches("./").trim_start_matches("../");
@@ -342,9 +342,11 @@ pub fn read_relative(base: Option<&Path>, name: &str) -> Result<String, SimError
         .find(|(n, _)| normalized.ends_with(n) || n.ends_with(normalized))
         .map(|(_, text)| text.to_string())
         .ok_or_else(|| {
-            SimError::Config(format!(
-                "file {name:?} not found (relative to {base:?}) and not built in"
-            ))
+            ScenarioError::FileNotFound {
+                name: name.to_string(),
+                base: base.map(Path::to_path_buf),
+            }
+            .into()
         })
 }
 
@@ -352,7 +354,7 @@ impl SimConfig {
     /// Parses a scenario from TOML text.
     pub fn from_toml(text: &str, base_dir: Option<PathBuf>) -> Result<Self, SimError> {
         let mut cfg: SimConfig =
-            toml::from_str(text).map_err(|e| SimError::Config(e.to_string()))?;
+            toml::from_str(text).map_err(|source| ScenarioError::Parse { what: None, source })?;
         cfg.base_dir = base_dir;
         cfg.validate()?;
         Ok(cfg)
@@ -363,8 +365,10 @@ impl SimConfig {
     pub fn load(path_or_name: &str) -> Result<Self, SimError> {
         let path = Path::new(path_or_name);
         if path.exists() {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| SimError::Config(format!("cannot read {}: {e}", path.display())))?;
+            let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+                path: path.to_path_buf(),
+                source,
+            })?;
             return Self::from_toml(&text, path.parent().map(Path::to_path_buf));
         }
         let wanted = format!("sim/{}.toml", path_or_name.trim_end_matches(".toml"));
@@ -372,19 +376,17 @@ impl SimConfig {
             .iter()
             .find(|(n, _)| *n == wanted)
             .map(|(_, t)| *t)
-            .ok_or_else(|| {
-                SimError::Config(format!(
-                    "no scenario file {path_or_name:?} and no built-in scenario of that name (default, large, huge, byzantine, lossy, crash-restart, reshare)"
-                ))
+            .ok_or_else(|| ScenarioError::UnknownScenario {
+                name: path_or_name.to_string(),
             })?;
         Self::from_toml(text, None)
     }
 
     /// Checks ranges and consistency.
     pub fn validate(&self) -> Result<(), SimError> {
-        let err = |m: String| Err(SimError::Config(m));
+        let err = |e: ScenarioError| Err(SimError::Scenario(e));
         if self.nodes < 1 {
-            return err("nodes must be at least 1".into());
+            return err(ScenarioError::NoNodes);
         }
         self.replica_config()?
             .dkg_config([0; 32], &self.dkg)
@@ -393,21 +395,20 @@ impl SimConfig {
                 source,
             })?;
         if self.rounds == 0 {
-            return err("rounds must be at least 1".into());
+            return err(ScenarioError::NoRounds);
         }
         if self.threads == 0 {
-            return err("threads must be at least 1".into());
+            return err(ScenarioError::NoThreads);
         }
         if let Some(r) = &self.reshare {
             r.new_c(self.nodes)?;
             if r.at_height == 0 || r.at_height >= self.rounds {
-                return err(format!(
-                    "reshare.at_height = {} must lie in [1, rounds)",
-                    r.at_height
-                ));
+                return err(ScenarioError::ReshareHeightOutOfRange {
+                    at_height: r.at_height,
+                });
             }
             if !self.faults.crash.is_empty() || self.faults.twins > 0 {
-                return err("reshare does not combine with crashes or twins yet".into());
+                return err(ScenarioError::ReshareWithCrashesOrTwins);
             }
         }
         let n = &self.network;
@@ -417,66 +418,65 @@ impl SimConfig {
             ("reorder", n.reorder),
         ] {
             if !(0.0..=1.0).contains(&p) {
-                return err(format!("network.{name} = {p} is not a probability"));
+                return err(ScenarioError::NotProbability {
+                    key: name,
+                    value: p,
+                });
             }
         }
         if n.loss >= 1.0 {
-            return err("network.loss must be below 1".into());
+            return err(ScenarioError::CertainLoss);
         }
         if n.relays_on_host && n.host_cores == 0 {
-            return err("network.relays_on_host needs network.host_cores: the relays run on the host's cores".into());
+            return err(ScenarioError::RelaysWithoutHostCores);
         }
         if n.jitter_ms < 0.0 || n.bandwidth_mbps < 0.0 || n.reorder_delay_ms < 0.0 {
-            return err("network delays and bandwidth must not be negative".into());
+            return err(ScenarioError::NegativeDelay);
         }
         match &n.latency {
-            Latency::Constant { ms } if *ms < 0.0 => {
-                return err("latency must not be negative".into())
-            }
+            Latency::Constant { ms } if *ms < 0.0 => return err(ScenarioError::NegativeLatency),
             Latency::Uniform { min_ms, max_ms } if *min_ms < 0.0 || max_ms < min_ms => {
-                return err("uniform latency needs 0 <= min_ms <= max_ms".into())
+                return err(ScenarioError::BadUniformLatency)
             }
             Latency::LogNormal {
                 median_ms,
                 sigma,
                 min_ms,
             } if *median_ms <= 0.0 || *sigma < 0.0 || *min_ms < 0.0 => {
-                return err(
-                    "log-normal latency needs median_ms > 0, sigma >= 0, min_ms >= 0".into(),
-                )
+                return err(ScenarioError::BadLogNormalLatency)
             }
             _ => {}
         }
         for p in &self.partitions {
             if p.heal_ms <= p.start_ms {
-                return err(format!(
-                    "partition heals ({}) before it starts ({})",
-                    p.heal_ms, p.start_ms
-                ));
+                return err(ScenarioError::PartitionHealsBeforeStart {
+                    start_ms: p.start_ms,
+                    heal_ms: p.heal_ms,
+                });
             }
             if p.side.iter().any(|[a, b]| a > b || *b >= self.nodes) {
-                return err(format!(
-                    "partition side {:?} out of range for {} nodes",
-                    p.side, self.nodes
-                ));
+                return err(ScenarioError::PartitionSideOutOfRange {
+                    side: p.side.clone(),
+                    nodes: self.nodes,
+                });
             }
         }
         for c in &self.faults.crash {
             if c.node >= self.nodes {
-                return err(format!("crash of node {} out of range", c.node));
+                return err(ScenarioError::CrashOutOfRange { node: c.node });
             }
             if c.restart_ms.is_some_and(|r| r <= c.at_ms) {
-                return err(format!("node {} restarts before it crashes", c.node));
+                return err(ScenarioError::RestartBeforeCrash { node: c.node });
             }
         }
         for k in &self.faults.byzantine_kinds {
             k.parse::<consensus::Behaviour>()?;
         }
         if self.faults.byzantine > 0 && self.faults.byzantine_kinds.is_empty() {
-            return err("faults.byzantine > 0 needs faults.byzantine_kinds".into());
+            return err(ScenarioError::ByzantineWithoutKinds);
         }
         if self.load.tx_per_second < 0.0 {
-            return err("load.tx_per_second must not be negative".into());
+            return err(ScenarioError::NegativeLoad);
         }
         Ok(())
     }
@@ -506,13 +506,17 @@ impl SimConfig {
 impl RegionTable {
     /// Parses and checks a region table (`name` names it in errors).
     pub fn parse(text: &str, name: &str) -> Result<Self, SimError> {
-        let table: RegionTable =
-            toml::from_str(text).map_err(|e| SimError::Config(format!("{name}: {e}")))?;
+        let table: RegionTable = toml::from_str(text).map_err(|source| ScenarioError::Parse {
+            what: Some(name.to_string()),
+            source,
+        })?;
         let k = table.regions.len();
         if k == 0 || table.latency_ms.len() != k || table.latency_ms.iter().any(|r| r.len() != k) {
-            return Err(SimError::Config(format!(
-                "{name}: latency_ms must be a {k} x {k} table"
-            )));
+            return Err(ScenarioError::RegionTableShape {
+                name: name.to_string(),
+                regions: k,
+            }
+            .into());
         }
         if table
             .latency_ms
@@ -520,9 +524,10 @@ impl RegionTable {
             .flatten()
             .any(|v| !v.is_finite() || *v < 0.0)
         {
-            return Err(SimError::Config(format!(
-                "{name}: latencies must be non-negative numbers"
-            )));
+            return Err(ScenarioError::RegionLatency {
+                name: name.to_string(),
+            }
+            .into());
         }
         Ok(table)
     }

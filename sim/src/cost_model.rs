@@ -5,7 +5,7 @@
 //! virtual microseconds with this table (calibrated on the machine by
 //! `sbft-beacon bench calibrate`, stored in `configs/cost-model.toml`).
 
-use crate::SimError;
+use crate::{ScenarioError, SimError};
 use beacon::cost::{EncodedPoints, OpCounts, MSM_BUCKETS};
 use serde::{Deserialize, Serialize};
 
@@ -81,8 +81,10 @@ fn unit() -> f64 {
 impl CostModel {
     /// Parses and checks a cost model.
     pub fn from_toml(text: &str) -> Result<Self, SimError> {
-        let m: CostModel =
-            toml::from_str(text).map_err(|e| SimError::Config(format!("cost model: {e}")))?;
+        let m: CostModel = toml::from_str(text).map_err(|source| ScenarioError::Parse {
+            what: Some("cost model".into()),
+            source,
+        })?;
         let all = [
             m.miller_loop_us,
             m.final_exp_us,
@@ -106,14 +108,10 @@ impl CostModel {
             .chain(&m.msm_g2_point_us)
             .any(|v| !v.is_finite() || *v < 0.0)
         {
-            return Err(SimError::Config(
-                "cost model: every cost must be a finite non-negative number".into(),
-            ));
+            return Err(ScenarioError::CostNotFinite.into());
         }
         if m.msm_g1_point_us.is_empty() || m.msm_g2_point_us.is_empty() {
-            return Err(SimError::Config(
-                "cost model: MSM tables must not be empty".into(),
-            ));
+            return Err(ScenarioError::EmptyMsmTable.into());
         }
         Ok(m)
     }

@@ -27,6 +27,7 @@ pub mod invariants;
 pub mod network;
 pub mod report;
 pub mod reshare;
+mod scenario_error;
 pub mod snapshot;
 pub mod stats;
 
@@ -34,6 +35,7 @@ pub use config::SimConfig;
 pub use engine::run;
 pub use invariants::{FailureKind, Violation};
 pub use report::Report;
+pub use scenario_error::ScenarioError;
 
 /// `f` on every item with its index, on `threads` threads, in order.
 pub(crate) fn parallel_map<T: Sync, U: Send>(
@@ -69,7 +71,7 @@ pub(crate) fn parallel_map<T: Sync, U: Send>(
 pub enum SimError {
     /// The scenario or a file it names is invalid.
     #[error("invalid scenario: {0}")]
-    Config(String),
+    Scenario(#[from] ScenarioError),
     /// The scenario's protocol parameters make no valid replica or member,
     /// or it names a Byzantine behaviour that does not exist.
     #[error("invalid scenario: {0}")]

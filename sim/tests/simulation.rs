@@ -2,7 +2,7 @@
 //! faults, typed failures, and a small fault campaign (run in CI).
 
 use sim::config::{Crash, Partition};
-use sim::{FailureKind, SimConfig};
+use sim::{FailureKind, ScenarioError, SimConfig, SimError};
 
 fn small(name: &str, nodes: u32, rounds: u64) -> SimConfig {
     let mut cfg = SimConfig::load(name).unwrap();
@@ -226,7 +226,18 @@ fn invalid_scenarios_are_clear_errors() {
     let base = SimConfig::load("default").unwrap();
     let mut bad = base.clone();
     bad.network.loss = 1.5;
-    assert!(bad.validate().unwrap_err().to_string().contains("loss"));
+    let e = bad.validate().unwrap_err();
+    assert!(
+        matches!(
+            e,
+            SimError::Scenario(ScenarioError::NotProbability { key: "loss", .. })
+        ),
+        "{e}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "invalid scenario: network.loss = 1.5 is not a probability"
+    );
     let mut bad = base.clone();
     bad.faults.crash.push(Crash {
         node: 99,
@@ -234,7 +245,12 @@ fn invalid_scenarios_are_clear_errors() {
         restart_ms: None,
         lose_votes: false,
     });
-    assert!(bad.validate().is_err());
+    assert!(matches!(
+        bad.validate(),
+        Err(SimError::Scenario(ScenarioError::CrashOutOfRange {
+            node: 99
+        }))
+    ));
     let mut bad = base.clone();
     bad.faults.byzantine = 30;
     bad.faults.byzantine_kinds = vec!["bad-shares".into()];
@@ -242,8 +258,14 @@ fn invalid_scenarios_are_clear_errors() {
         .unwrap_err()
         .to_string()
         .contains("exceed f"));
-    assert!(SimConfig::from_toml("name = 1", None).is_err());
-    assert!(SimConfig::load("no-such-scenario").is_err());
+    assert!(matches!(
+        SimConfig::from_toml("name = 1", None),
+        Err(SimError::Scenario(ScenarioError::Parse { what: None, .. }))
+    ));
+    assert!(matches!(
+        SimConfig::load("no-such-scenario"),
+        Err(SimError::Scenario(ScenarioError::UnknownScenario { .. }))
+    ));
     let mut bad = base;
     bad.faults.byzantine_kinds = vec!["sneaky".into()];
     assert!(bad
