@@ -1,4 +1,4 @@
-//! Round latency as DESIGN.md section 3 defines it: the time from a node
+//! Round latency as `consensus/PROTOCOL.md` ("Timing") defines it: the time from a node
 //! learning `beta_{h-1}` to it learning `beta_h`, and the same for block
 //! commits (from committing block `h - 1` to committing block `h`). The
 //! replica's events carry no time stamps: each driver stamps them with its own

@@ -1,9 +1,9 @@
 //! The SBFT-style replica: one pure state machine per member,
 //! `handle(now, input) -> Vec<Output>`, with no I/O, clock or hidden randomness.
 //!
-//! # The protocol (DESIGN.md section 3; `SAFETY.md` says why it is safe)
+//! # The protocol (`consensus/PROTOCOL.md`; `SAFETY.md` says why it is safe)
 //! Per height `h` and view `v`, each step in the files named (steps 1-5 are
-//! DESIGN.md section 3's; every handler cites its step as "Step N"):
+//! `PROTOCOL.md`'s; every handler cites its step as "Step N"):
 //! 1. **Propose** (`primary.rs`, `mempool.rs`): the beacon of round `h - k`
 //!    draws the primary and `c + 1` collectors of `(h, v)`; the primary of view
 //!    0 proposes a block in PRE-PREPARE, no earlier than the round's time.

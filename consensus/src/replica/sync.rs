@@ -95,7 +95,7 @@ impl<S: Scheme> Replica<S> {
         true
     }
 
-    /// Catch-up (DESIGN.md section 5): a peer asks for finalized heights from
+    /// Catch-up (`PROTOCOL.md`, "Catch-up"): a peer asks for finalized heights from
     /// `from_height` on: answered from
     /// the chain window, bounded in entries and bytes, or from the store.
     pub(super) fn on_sync_request(&mut self, from: NodeIndex, from_height: Height) {
@@ -110,7 +110,7 @@ impl<S: Scheme> Replica<S> {
         }
     }
 
-    /// Catch-up (DESIGN.md section 5): finalized heights from a peer. The
+    /// Catch-up (`PROTOCOL.md`, "Catch-up"): finalized heights from a peer. The
     /// entry of the current height, if it
     /// verifies (block, certificate and beacon), is recorded for the post-step
     /// to commit and finalize; later entries wait for the next height.
