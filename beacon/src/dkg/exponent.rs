@@ -2,8 +2,8 @@
 //! Feldman commitments, and evaluating committed polynomials at every member
 //! (an FFT over the group).
 
-use super::*;
 use crate::curve::Point;
+use crate::dkg::Deal;
 use crate::field::Scalar;
 use crate::lagrange::SignerDomain;
 use crate::poly::log2_ceil;

@@ -2,8 +2,8 @@
 //! justifications) and the state machine's inputs, timers and actions.
 
 use super::relay::Kind;
-use super::*;
 use crate::curve::Point;
+use crate::dkg::{Commitments, DkgOutput, PhaseAction};
 use crate::field::Scalar;
 use crate::scheme::Scheme;
 use crate::{wire, Error, NodeIndex};
@@ -29,6 +29,8 @@ pub struct Deal<S: Scheme> {
     pub commitments: Commitments<S::PublicKey>,
     /// Root of the dealer's [`ShareTree`]: commits to the shares it deals
     /// (see [`batch`]).
+    ///
+    /// [`batch`]: super::batch
     pub share_root: [u8; 32],
     #[serde(skip)]
     digest: OnceLock<[u8; 32]>,
@@ -184,6 +186,8 @@ pub enum DkgInput<S: Scheme> {
     /// The relay confirms that every member (save proven equivocators) holds the
     /// same versions of the broadcasts of this kind as this member (only used
     /// by a DKG built [`PhaseMachine::with_relay`]).
+    ///
+    /// [`PhaseMachine::with_relay`]: super::PhaseMachine::with_relay
     Confirmed(Kind),
 }
 

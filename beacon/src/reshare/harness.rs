@@ -3,13 +3,18 @@
 //! Byzantine dealers as swappable [`ReshareParticipant`]s wrapping an honest
 //! [`Resharer`] (the honest code has no flags).
 
-use super::*;
+use crate::curve::Point as _;
 pub use crate::dkg::harness::run;
 use crate::dkg::harness::{MachineRun, Participant};
+use crate::dkg::{Deal, DkgMessage, PhaseAction};
 use crate::effect::Effect;
 use crate::field::Scalar;
 use crate::memo::Memo;
-use crate::Time;
+use crate::reshare::{ReshareAction, ReshareEpoch, ReshareInput, ReshareOutput, Resharer};
+use crate::scheme::Scheme;
+use crate::threshold::SecretShare;
+use crate::{Error, NodeIndex, Time};
+use std::sync::Arc;
 
 /// A participant of a resharing: the honest [`Resharer`] or a Byzantine wrapper.
 pub type ReshareParticipant<S> = dyn Participant<S, ReshareOutput<S>>;

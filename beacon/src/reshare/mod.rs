@@ -123,11 +123,9 @@ pub use machine::{Redistribution, Resharer};
 pub use output::ReshareOutput;
 
 use crate::curve::Point;
-use crate::dkg::{Disqualification, PhaseAction, ThresholdKeyMaterial, Verdicts};
-use crate::lagrange::SignerDomain;
+use crate::dkg::PhaseAction;
 use crate::scheme::Scheme;
-use crate::threshold::{SecretShare, ThresholdPublicKey};
-use crate::{wire, Error, MemberSet, NodeIndex, ReshareError};
+use crate::{Error, MemberSet, NodeIndex, ReshareError};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;

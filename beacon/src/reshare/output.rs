@@ -1,7 +1,13 @@
 //! What a resharing leaves a participant with: the new group's public side and,
 //! for a new member, its share; persisted like the DKG's output.
 
-use super::*;
+use crate::dkg::{ThresholdKeyMaterial, Verdicts};
+use crate::lagrange::SignerDomain;
+use crate::scheme::Scheme;
+use crate::threshold::{SecretShare, ThresholdPublicKey};
+use crate::{wire, Error, NodeIndex, ReshareError};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// The result of a resharing at one participant. Old members that leave get the
 /// new public material and no share. The share never appears in `Debug` output.

@@ -1,7 +1,18 @@
 //! Building a member: for the genesis DKG, restored from its disk, as a
 //! party that joins, and the replica of an epoch from key material.
 
-use super::*;
+use super::{derive, epochs, Identity, Member, Phase};
+use crate::config::{ReplicaConfig, ReplicaKeys};
+use crate::epoch::{EpochView, MemberIdentity};
+use crate::messages::CommittedEntry;
+use crate::participant::{Adversary, Participant};
+use crate::replica::{ChainWindow, Replica, SignedVotes};
+use crate::ConsensusError;
+use beacon::dkg::session::{DkgSession, SessionParticipant};
+use beacon::dkg::{DkgConfig, DkgOutput};
+use beacon::memo::Memo;
+use beacon::{NodeIndex, Scheme};
+use std::sync::Arc;
 
 impl<S: Scheme> Member<S> {
     /// A genesis member, `identity`, that will run the DKG described by `dkg`
@@ -95,6 +106,8 @@ impl<S: Scheme> Member<S> {
     /// the last [`MemberOutput::PersistVotes`] record (empty when none): no DKG.
     /// It takes part in epoch changes once given its identity
     /// ([`Member::with_identity`]).
+    ///
+    /// [`MemberOutput::PersistVotes`]: super::MemberOutput::PersistVotes
     pub fn restore(
         config: ReplicaConfig,
         output: &DkgOutput<S>,
@@ -117,6 +130,8 @@ impl<S: Scheme> Member<S> {
 
     /// [`Member::restore`] in epoch `epoch` (the members and configuration of
     /// the last [`EpochEvent::Started`], whose key material `output` is).
+    ///
+    /// [`EpochEvent::Started`]: super::EpochEvent::Started
     pub fn restore_in(
         epoch: EpochView,
         output: &DkgOutput<S>,

@@ -20,17 +20,15 @@
 //! it is built, `epochs` its side of changes of members; `tests` has its
 //! step tables.
 
-use crate::config::{ReplicaConfig, ReplicaKeys};
 use crate::epoch::Decision;
 use crate::epoch::{EpochView, MemberIdentity};
-use crate::messages::{CommittedEntry, Message};
+use crate::messages::Message;
 use crate::participant::{Adversary, Participant};
-use crate::replica::{ChainWindow, Event, Input, Output, Replica, SignedVotes, Timer};
-use crate::ConsensusError;
+use crate::replica::{Event, Input, Output, Timer};
 use crate::{DirectoryIndex, Epoch, Height};
 use beacon::dkg::relay::SigningKey;
-use beacon::dkg::session::{DkgSession, SessionAction, SessionInput, SessionParticipant};
-use beacon::dkg::{DkgConfig, DkgOutput};
+use beacon::dkg::session::{SessionAction, SessionInput, SessionParticipant};
+use beacon::dkg::DkgOutput;
 use beacon::effect::Effect;
 use beacon::memo::Memo;
 use beacon::{NodeIndex, Scheme, Time};

@@ -9,9 +9,9 @@
 //! may join.
 
 use super::*;
-use crate::config::smallest_collector_slack;
+use crate::config::{smallest_collector_slack, ReplicaConfig};
 use crate::epoch::{member_id, Control, EpochChange, EpochMessage, ReshareWire, TransitionTimer};
-use crate::messages::{Block, CommitCertificate, CommitPath};
+use crate::messages::{Block, CommitCertificate, CommitPath, CommittedEntry};
 use crate::params::DkgParams;
 use crate::{DirectoryIndex, View};
 use beacon::dkg::relay::VerifyingKey;

@@ -2,10 +2,19 @@
 //! verification key and this member's shares (shared through the memo between
 //! simulated members), and the adoption of a QUAL the others agreed on.
 
-use super::*;
+use super::{Derived, Dkg, Genesis, Points};
 use crate::curve::Point;
-use crate::dkg::{evaluate_in_exponent, ThresholdKeyMaterial};
+use crate::dkg::phases::{Board, DkgFailure};
+use crate::dkg::{
+    evaluate_in_exponent, share_matches, Disqualification, DkgOutput, DkgPhase,
+    ThresholdKeyMaterial,
+};
+use crate::field::Scalar;
+use crate::scheme::Scheme;
 use crate::threshold::SecretShare;
+use crate::NodeIndex;
+use sha2::{Digest as _, Sha256};
+use std::sync::Arc;
 
 impl<S: Scheme> Genesis<S> {
     /// This member's key material under `qual` (one per threshold): its share

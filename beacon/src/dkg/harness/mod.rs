@@ -16,12 +16,21 @@ mod sessions;
 pub use dealer::{ByzantineDealer, DealerFault};
 pub use sessions::*;
 
-use super::*;
+use crate::dkg::{
+    Complaint, Deal, DealtShares, Dkg, DkgConfig, DkgFailure, DkgInput, DkgMessage, DkgOutput,
+    DkgPhase, DkgTimer, Justification, PhaseAction, PhaseMachine, Sharing,
+};
+#[cfg(test)]
+use crate::dkg::{Disqualification, Verdicts};
 use crate::effect::Effect;
+use crate::memo::Memo;
 use crate::schedule::EventQueue;
+use crate::scheme::Scheme;
+use crate::{Error, NodeIndex, Time};
 use rand_chacha::ChaCha20Rng;
 use rand_core::RngCore;
 use rand_core::SeedableRng;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Anything that can stand in a run of a phase machine with output `O`: the

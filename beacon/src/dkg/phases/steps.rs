@@ -2,10 +2,19 @@
 //! send, complain (step 2), justify (step 3), and judge the complaints before
 //! the protocol finalizes (step 4).
 
-use super::*;
+use super::{DealerSet, PhaseAction, PhaseMachine, Sharing};
 use crate::curve::Point;
 use crate::dkg::batch::{commit_shares, SharePath};
-use crate::dkg::{complaints, share_matches, Commitments, Complaint};
+use crate::dkg::relay::Kind;
+use crate::dkg::{
+    complaints, share_matches, Commitments, Complaint, Deal, DealtShares, Disqualification,
+    DkgMessage, DkgPhase, DkgTimer, Justification,
+};
+use crate::effect::Effect;
+use crate::field::Scalar;
+use crate::scheme::Scheme;
+use crate::{NodeIndex, Time};
+use std::sync::Arc;
 
 impl<S: Scheme, P: Sharing<S>> PhaseMachine<S, P> {
     /// Step 1: deal (if a dealer) and arm the end of the deal phase.

@@ -2,8 +2,12 @@
 //! recording what arrives (payloads decoded once, through the memo), learning
 //! attested versions, pulling payloads, and proving equivocation.
 
-use super::*;
+use super::{
+    session_of, signed_bytes, Attestation, BroadcastRelay, Kind, Payload, RelayAction,
+    RelayMessage, Version, MAX_PULLS, MAX_VERSIONS,
+};
 use crate::dkg::DkgMessage;
+use crate::effect::Effect;
 use crate::{wire, DkgError, Error, NodeIndex, Point as _, Scheme};
 use ed25519_dalek::Signer as _;
 use sha2::{Digest as _, Sha256};

@@ -1,7 +1,11 @@
 //! Step 3 and 6 of the relay: summaries of the versions a member holds, the
 //! lists pulled where two members' views differ, and the consistency signal.
 
-use super::*;
+use super::{
+    Attestation, BroadcastRelay, Kind, RelayAction, RelayMessage, Summary, MAX_CATCH_UP_REQUESTS,
+    MAX_LIST_REQUESTS, MAX_VERSIONS, SUMMARY_DOMAIN,
+};
+use crate::effect::Effect;
 use crate::{DkgError, Error, NodeIndex, Scheme};
 use sha2::{Digest as _, Sha256};
 

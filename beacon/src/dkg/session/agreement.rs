@@ -1,10 +1,17 @@
 //! Steps 2 and 3 of a session: signed results, the `n - f` quorum on one
 //! `(QUAL, digest)`, and the rerun (or failure) at the end of an attempt.
 
-use super::*;
+use super::outbox::Outbox;
+use super::{
+    keys_digest, result_bytes, result_id, DkgSession, ResultCertificate, SessionAction,
+    SessionFailure, SessionMessage, SessionTimer, SignedResult, State,
+};
+use crate::dkg::relay;
 use crate::dkg::DkgOutput;
+use crate::effect::Effect;
 use crate::{NodeIndex, Scheme, Time};
 use ed25519_dalek::Signer as _;
+use sha2::{Digest as _, Sha256};
 use std::sync::Arc;
 
 impl<S: Scheme> DkgSession<S> {
@@ -64,7 +71,7 @@ impl<S: Scheme> DkgSession<S> {
         }
         let id = result_id(&vote.qual, &vote.keys_digest);
         let bytes = result_bytes(&self.session(), from, &id);
-        if !super::relay::verify(
+        if !relay::verify(
             &self.memo,
             &self.keys[from.0 as usize],
             &bytes,
@@ -125,7 +132,7 @@ impl<S: Scheme> DkgSession<S> {
             let ascending = last.is_none_or(|l| *signer > l);
             let valid = ascending
                 && signer.0 < self.base.n
-                && super::relay::verify(
+                && relay::verify(
                     &self.memo,
                     &self.keys[signer.0 as usize],
                     &result_bytes(session, *signer, &id),

@@ -1,10 +1,19 @@
 //! Step 1 of a session: an attempt of the DKG machine joined to the relay
 //! ([`RelayedMachine`]), and what its events ask of the session.
 
-use super::*;
-use crate::dkg::relay::{Kind, RelayedEvent, RelayedInput, RelayedMachine, RelayedMessage};
-use crate::dkg::{DkgFailure, DkgInput, Genesis};
-use crate::{NodeIndex, Scheme, Time};
+use super::outbox::{Outbox, Step};
+use super::{
+    attempt_seed, attempt_session, DkgSession, SessionAction, SessionInput, SessionMessage,
+    SessionTimer, State,
+};
+use crate::dkg::relay::{
+    BroadcastRelay, Kind, RelayMessage, RelayedEvent, RelayedInput, RelayedMachine, RelayedMessage,
+    SigningKey, VerifyingKey,
+};
+use crate::dkg::{Dkg, DkgConfig, DkgFailure, DkgInput, DkgMessage, DkgOutput, DkgTimer, Genesis};
+use crate::effect::Effect;
+use crate::memo::Memo;
+use crate::{Error, NodeIndex, Scheme, Time};
 use std::sync::Arc;
 
 /// An attempt's DKG joined to its relay.

@@ -23,6 +23,9 @@
 //!
 //! Messages of the next attempt that arrive early are kept (bounded) and handled
 //! when it begins; messages of any other attempt are dropped.
+//!
+//! [`Dkg`]: super::Dkg
+//! [`BroadcastRelay`]: super::relay::BroadcastRelay
 
 mod agreement;
 mod attempt;
@@ -31,15 +34,20 @@ mod recovery;
 
 use outbox::{Outbox, Step};
 
-use super::relay::{BroadcastRelay, RelayMessage, SigningKey, VerifyingKey};
-use super::*;
+use super::relay::{RelayMessage, SigningKey, VerifyingKey};
 use crate::curve::Point;
+use crate::dkg::{
+    Complaint, DealtShares, DkgConfig, DkgFailure, DkgInput, DkgMessage, DkgOutput, DkgTimer,
+};
 use crate::effect::Effect;
-use crate::DkgError;
+use crate::memo::Memo;
+use crate::scheme::Scheme;
+use crate::{DkgError, Error, NodeIndex, Time};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 /// Domain separation of the agreement signatures.
 const RESULT_DOMAIN: &[u8] = b"sbft-beacon/dkg-result/2";

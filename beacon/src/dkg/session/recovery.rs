@@ -12,7 +12,15 @@
 //! and keeps one signed deal and one certificate; the shares it sends again
 //! are rebuilt from what it dealt.
 
-use super::*;
+use super::outbox::{Outbox, Step};
+use super::{
+    attempt_session, result_id, DkgSession, ResultCertificate, SessionAction, SessionMessage, State,
+};
+use crate::dkg::relay::RelayMessage;
+use crate::effect::Effect;
+use crate::{NodeIndex, Scheme, Time};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// Most times a member whose attempt reached a quorum without it waits
 /// another attempt's length for the deals and shares it asked for.

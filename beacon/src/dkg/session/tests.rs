@@ -1,6 +1,7 @@
 //! Sessions over an in-memory network: agreement, late members, distinct attempts.
 
 use super::*;
+use crate::dkg::DkgSettings;
 use crate::effect::Effect;
 use crate::schedule::EventQueue;
 use crate::scheme::MinSig;

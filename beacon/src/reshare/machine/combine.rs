@@ -3,9 +3,16 @@
 //! and the adoption of the dealers the chain names (steps 2 to 3 are the
 //! phase machine's, [`crate::dkg::phases`]).
 
-use super::*;
-use crate::dkg::evaluate_in_exponent;
+use super::{Redistribution, Resharer};
+use crate::dkg::phases::{Board, DkgFailure};
+use crate::dkg::{evaluate_in_exponent, Deal, DkgPhase};
+use crate::field::Scalar;
 use crate::lagrange::{InterpolationMethod, LagrangeCoefficients};
+use crate::reshare::{verify, ReshareOutput};
+use crate::scheme::Scheme;
+use crate::threshold::SecretShare;
+use crate::NodeIndex;
+use std::sync::Arc;
 
 /// Old groups of at least this many members interpolate with the roots-of-unity
 /// coefficients (all methods give the same result; this one is O(N log N)).

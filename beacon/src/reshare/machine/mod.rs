@@ -10,10 +10,17 @@
 mod combine;
 
 use super::verify::{self, OldKeys};
-use super::*;
 use crate::dkg::phases::{Board, DealerSet, DkgFailure, PhaseMachine, Rng, Sharing};
+use crate::dkg::{Deal, DealtShares, Disqualification};
 use crate::field::Scalar;
+use crate::lagrange::SignerDomain;
 use crate::memo::Memo;
+use crate::reshare::{MemberId, ReshareEpoch, ReshareOutput, Roster};
+use crate::scheme::Scheme;
+use crate::threshold::SecretShare;
+use crate::{Error, NodeIndex, ReshareError};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// One participant of a resharing.
 pub type Resharer<S> = PhaseMachine<S, Redistribution<S>>;

@@ -13,13 +13,13 @@ use super::harness::{self, ByzantineResharer, ReshareParticipant, ReshareRun, Re
 use super::*;
 use crate::chain::{round_message, Beacon, ChainInfo};
 use crate::dkg::harness::Disturbances;
-use crate::dkg::DkgFailure;
+use crate::dkg::{Disqualification, DkgFailure};
 use crate::effect::Effect;
 use crate::field::Scalar;
-use crate::lagrange::InterpolationMethod;
+use crate::lagrange::{InterpolationMethod, SignerDomain};
 use crate::memo::Memo;
-use crate::threshold::{ShareSet, SignatureShare};
-use crate::Time;
+use crate::threshold::{SecretShare, ShareSet, SignatureShare, ThresholdPublicKey};
+use crate::{wire, Time};
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 

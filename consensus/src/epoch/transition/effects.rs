@@ -3,7 +3,16 @@
 //! DKG session, carried out as effects addressed by directory index, their
 //! results kept.
 
-use super::*;
+use super::{Transition, TransitionEvent, TransitionFailure, TransitionTimer};
+use crate::epoch::{EpochMessage, ReshareWire};
+use crate::DirectoryIndex;
+use beacon::dkg::relay::{RelayMessage, RelayedEvent, RelayedInput, RelayedMessage};
+use beacon::dkg::session::{SessionAction, SessionInput, SessionMessage, SessionTimer};
+use beacon::dkg::{DkgFailure, DkgMessage, DkgOutput, DkgTimer};
+use beacon::effect::Effect;
+use beacon::reshare::ReshareOutput;
+use beacon::{NodeIndex, Scheme, Time};
+use std::sync::Arc;
 
 impl<S: Scheme> Transition<S> {
     pub(super) fn effect(

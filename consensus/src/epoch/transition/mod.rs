@@ -16,11 +16,9 @@ use super::{EpochView, MemberIdentity};
 use crate::config::ReplicaConfig;
 use crate::{ConsensusError, DirectoryIndex, Epoch};
 use beacon::dkg::committee::Committee;
-use beacon::dkg::relay::{
-    BroadcastRelay, RelayMessage, RelayedEvent, RelayedInput, RelayedMachine, RelayedMessage,
-};
+use beacon::dkg::relay::{BroadcastRelay, RelayMessage, RelayedInput, RelayedMachine};
 use beacon::dkg::session::{
-    DkgSession, SessionAction, SessionFailure, SessionInput, SessionMessage, SessionTimer,
+    DkgSession, SessionFailure, SessionInput, SessionMessage, SessionTimer,
 };
 use beacon::dkg::{DkgFailure, DkgMessage, DkgOutput, DkgTimer};
 use beacon::effect::Effect;

@@ -3,7 +3,11 @@
 //! shares and certificate; a dealer answers the asker alone, point to point
 //! (`consensus/SAFETY.md`, "A member's part of a change survives its crash").
 
-use super::*;
+use super::{Transition, TransitionEvent, TransitionTimer};
+use crate::epoch::ReshareWire;
+use crate::DirectoryIndex;
+use beacon::effect::Effect;
+use beacon::{Scheme, Time};
 
 /// Most times a dealer sends its deal and sub-share again to one new member
 /// in one change (a restarted member asks once per phase length until it

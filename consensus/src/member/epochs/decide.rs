@@ -2,7 +2,20 @@
 //! again what a change still waits for, and running this member's
 //! [`Transition`] until it holds the new epoch's keys.
 
-use super::*;
+use super::{EpochChangeFailure, EpochEvent, MAX_PENDING_CONTROLS};
+use crate::epoch::{
+    check_change, Control, EpochChange, EpochMessage, EpochView, Invitation, Transition,
+    TransitionEvent, TransitionTimer,
+};
+use crate::member::outbox::{Outbox, SelfInput};
+use crate::member::{derive, Envelope, Member, MemberOutput, MemberTimer, Phase};
+use crate::messages::CommittedEntry;
+use crate::replica::Input;
+use crate::{DirectoryIndex, Epoch, Height};
+use beacon::effect::Effect;
+use beacon::reshare::ReshareSettings;
+use beacon::{Scheme, Time};
+use std::sync::Arc;
 
 impl<S: Scheme> Member<S> {
     /// The epoch of the change this member is taking part in, from the

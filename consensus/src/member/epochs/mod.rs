@@ -8,14 +8,21 @@
 //! `switch` takes the change's messages, invitations and handoffs, and
 //! switches replicas.
 
-use super::*;
+use super::EARLY_LIMIT;
+use crate::config::ReplicaConfig;
 use crate::epoch::{
-    check_change, ChangeRefused, Control, Directory, EpochChange, EpochMessage, Governance,
-    Invitation, ReshareWire, Transition, TransitionEvent, TransitionFailure, TransitionTimer,
+    ChangeRefused, Control, Directory, EpochMessage, EpochView, Governance, Invitation, Transition,
+    TransitionFailure,
 };
-use beacon::dkg::session::SessionMessage;
-use beacon::reshare::{MemberId, ReshareSettings};
+use crate::messages::{CommittedEntry, Message};
+use crate::{ConsensusError, DirectoryIndex, Epoch, Height};
+use beacon::dkg::DkgOutput;
+use beacon::memo::Memo;
+use beacon::reshare::MemberId;
+use beacon::Scheme;
+use sha2::{Digest as _, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// What an epoch change did at this member, for its driver (logs, metrics,
 /// persistence).

@@ -4,7 +4,12 @@
 //! them, so that their readies converge on one set of dealers and the chain
 //! can switch. Old members tell the joiners, which do not read the old chain.
 
-use super::*;
+use crate::epoch::{Control, EpochMessage};
+use crate::member::outbox::Outbox;
+use crate::member::{Envelope, Member, MemberOutput, Phase};
+use crate::{DirectoryIndex, Epoch};
+use beacon::effect::Effect;
+use beacon::{Scheme, Time};
 
 impl<S: Scheme> Member<S> {
     /// The chain named the keys of digest `digest` from the resharing

@@ -2,7 +2,24 @@
 //! resharing and DKG messages), a joiner's belief in `f + 1` invitations and
 //! handoffs, and the switch of replicas at the decided height.
 
-use super::*;
+use super::{
+    early_per_sender, handoff_len, EpochChangeFailure, EpochEvent, Handoff,
+    MAX_CONTROLS_PER_SIGNER, RETAIN_PHASES,
+};
+use crate::epoch::{
+    EpochMessage, Invitation, ReshareWire, Transition, TransitionEvent, TransitionTimer,
+};
+use crate::member::outbox::{Outbox, SelfInput};
+use crate::member::{Envelope, Member, MemberOutput, MemberTimer, Phase};
+use crate::messages::CommittedEntry;
+use crate::replica::Input;
+use crate::{DirectoryIndex, Epoch, Height};
+use beacon::dkg::session::SessionMessage;
+use beacon::effect::Effect;
+use beacon::{Scheme, Time};
+use sha2::{Digest as _, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 impl<S: Scheme> Member<S> {
     /// A message of an epoch change from directory member `from`.
