@@ -13,17 +13,22 @@ use crate::cost::{self, OpCounts};
 use std::any::Any;
 use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 type Entry = (Arc<dyn Any + Send + Sync>, OpCounts, Duration);
 
+/// One key's result: computed by the first caller, while later callers with
+/// the same key wait for it instead of computing it again (at 16 threads,
+/// members receiving one deal in one window each checked it).
+type Slot = Arc<OnceLock<Entry>>;
+
 /// A cache of pure computations keyed by 32-byte digests of their inputs.
 pub struct Memo {
     enabled: bool,
-    entries: Mutex<HashMap<[u8; 32], Entry>>,
-    /// The last [`RECENT`] results of [`Memo::get_or_compute_recent`].
-    recent: Mutex<VecDeque<([u8; 32], Entry)>>,
+    entries: Mutex<HashMap<[u8; 32], Slot>>,
+    /// The last [`RECENT`] keys of [`Memo::get_or_compute_recent`].
+    recent: Mutex<VecDeque<([u8; 32], Slot)>>,
 }
 
 /// Results [`Memo::get_or_compute_recent`] keeps.
@@ -71,8 +76,9 @@ impl Memo {
 
     /// The result of `compute` for inputs with digest `key`: computed now, or the
     /// shared result of an earlier call with the same key (charging this thread the
-    /// operations and time the computation took). `compute` must be a pure function
-    /// of the inputs `key` digests.
+    /// operations and time the computation took). A call while another thread
+    /// computes the same key waits for that result. `compute` must be a pure
+    /// function of the inputs `key` digests.
     pub fn get_or_compute<T: Any + Send + Sync>(
         &self,
         key: [u8; 32],
@@ -81,21 +87,14 @@ impl Memo {
         if !self.enabled {
             return Arc::new(compute());
         }
-        let hit = self
+        let slot = self
             .entries
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-            .cloned();
-        if let Some(v) = hit.and_then(Self::charged) {
-            return v;
-        }
-        let (value, entry) = Self::compute(compute);
-        self.entries
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key, entry);
-        value
+            .entry(key)
+            .or_default()
+            .clone();
+        Self::share(&slot, compute)
     }
 
     /// [`Memo::get_or_compute`] for large results worth sharing only while
@@ -109,23 +108,46 @@ impl Memo {
         if !self.enabled {
             return Arc::new(compute());
         }
-        let hit = self
-            .recent
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .find(|(k, _)| *k == key)
-            .map(|(_, entry)| entry.clone());
-        if let Some(v) = hit.and_then(Self::charged) {
-            return v;
+        let slot = {
+            let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+            match recent.iter().find(|(k, _)| *k == key) {
+                Some((_, slot)) => slot.clone(),
+                None => {
+                    if recent.len() == RECENT {
+                        recent.pop_front();
+                    }
+                    let slot = Slot::default();
+                    recent.push_back((key, slot.clone()));
+                    slot
+                }
+            }
+        };
+        Self::share(&slot, compute)
+    }
+
+    /// The result in `slot`: computed here if it is empty (other callers of
+    /// the key wait meanwhile), else charged to this thread as a hit. A result
+    /// of another type (a key misused for two computations) is computed again
+    /// and not shared.
+    fn share<T: Any + Send + Sync>(slot: &OnceLock<Entry>, compute: impl FnOnce() -> T) -> Arc<T> {
+        let mut compute = Some(compute);
+        let mut mine = None;
+        let entry = slot.get_or_init(|| {
+            let run = compute.take().expect("the slot runs its initializer once");
+            let (value, entry) = Self::compute(run);
+            mine = Some(value);
+            entry
+        });
+        if let Some(value) = mine {
+            return value;
         }
-        let (value, entry) = Self::compute(compute);
-        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
-        if recent.len() == RECENT {
-            recent.pop_front();
+        if let Some(value) = Self::charged(entry.clone()) {
+            return value;
         }
-        recent.push_back((key, entry));
-        value
+        let run = compute
+            .take()
+            .expect("not run: the slot was filled by another call");
+        Self::compute(run).0
     }
 
     /// A cached result, charging this thread the operations and time it took
@@ -186,5 +208,47 @@ mod tests {
         let c = off.get_or_compute([1; 32], || G1::generator().mul(&Scalar::from_u64(3)));
         assert_eq!(*c, *a);
         assert_eq!(cost::take().mul_g1, 1);
+    }
+
+    /// Callers of one key on several threads at once wait for the one
+    /// computation instead of each running it (what burned CPU without
+    /// progress at 16 simulation threads), and each is charged its cost.
+    #[test]
+    fn concurrent_callers_of_one_key_compute_it_once() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        for recent in [false, true] {
+            let memo = Memo::shared();
+            let runs = AtomicUsize::new(0);
+            let start = std::sync::Barrier::new(8);
+            let results: Vec<(Arc<G1>, u64)> = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..8)
+                    .map(|_| {
+                        s.spawn(|| {
+                            cost::take();
+                            start.wait();
+                            let compute = || {
+                                runs.fetch_add(1, Ordering::SeqCst);
+                                // Long enough that the other callers arrive
+                                // while it runs.
+                                std::thread::sleep(Duration::from_millis(50));
+                                G1::generator().mul(&Scalar::from_u64(5))
+                            };
+                            let value = if recent {
+                                memo.get_or_compute_recent([7; 32], compute)
+                            } else {
+                                memo.get_or_compute([7; 32], compute)
+                            };
+                            (value, cost::take().mul_g1)
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            assert_eq!(runs.load(Ordering::SeqCst), 1, "recent = {recent}");
+            for (value, charged) in &results {
+                assert!(Arc::ptr_eq(value, &results[0].0));
+                assert_eq!(*charged, 1, "every caller is charged the multiplication");
+            }
+        }
     }
 }
