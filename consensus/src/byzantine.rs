@@ -45,6 +45,9 @@ pub struct ByzantineReplica<S: Scheme> {
     behaviour: Behaviour,
     /// (height, view) pairs already attacked, so each attack goes out once.
     attacked: BTreeSet<(Height, View)>,
+    /// `flood-future-heights`: whether the first flood, the one that fills
+    /// the others' buffers, has gone out (later ones only top them up).
+    flooded: bool,
 }
 
 impl<S: Scheme> ByzantineReplica<S> {
@@ -55,6 +58,7 @@ impl<S: Scheme> ByzantineReplica<S> {
             keys,
             behaviour,
             attacked: BTreeSet::new(),
+            flooded: false,
         }
     }
 
@@ -172,7 +176,7 @@ impl<S: Scheme> ByzantineReplica<S> {
                 // (spread over heights h + 2 to h + 64, not h + 1, which is
                 // replayed soon); then, at each height, the messages of height
                 // h + 1 the others have taken out meanwhile, at h + 64.
-                let (count, first) = if self.attacked.len() == 1 {
+                let (count, first) = if !std::mem::replace(&mut self.flooded, true) {
                     (FUTURE_LIMIT as u64, 2)
                 } else {
                     (
