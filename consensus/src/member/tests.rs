@@ -146,6 +146,23 @@ fn proposals(change: &EpochChange) -> Vec<Vec<u8>> {
 }
 
 /// Genesis member `i`, restored from `chain` with its identity (not started).
+/// Ready transactions for epoch 1 of `change` from new members `from`, each
+/// with the keys of digest `[7; 32]` combined from `dealers`.
+fn readies(change: &EpochChange, from: std::ops::Range<u32>, dealers: Vec<u32>) -> Vec<Vec<u8>> {
+    from.map(|i| {
+        Control::ready(
+            Epoch::new(1),
+            change.digest(),
+            [7; 32],
+            dealers.clone(),
+            &key(i),
+        )
+        .to_transaction()
+        .unwrap()
+    })
+    .collect()
+}
+
 fn restored(i: u32, chain: Vec<Arc<CommittedEntry<S>>>) -> Member<S> {
     let config = ReplicaConfig::new(4, 0).unwrap();
     let outputs = crate::corpus::honest_dkg::<S>(&config, 35);
@@ -167,20 +184,7 @@ fn a_finalized_block_that_ends_the_epoch_switches_and_drops_the_old_replica() {
     // Member 0 leaves: the change makes parties 1..7 the members. Height 3
     // decides it; height 4 holds n' - f' = 5 new members' readies.
     let change = change(&[1, 2, 3, 4, 5, 6]);
-    let digest = [7; 32];
-    let readies = (1..6)
-        .map(|i| {
-            Control::ready(
-                Epoch::new(1),
-                change.digest(),
-                digest,
-                vec![0, 1, 2],
-                &key(i),
-            )
-            .to_transaction()
-            .unwrap()
-        })
-        .collect();
+    let readies = readies(&change, 1..6, vec![0, 1, 2]);
     let mut member = restored(0, chain(vec![vec![], vec![], proposals(&change), readies]));
     check(
         &mut member,
@@ -241,13 +245,7 @@ fn readies_that_name_keys_make_an_old_member_tell_the_joiners() {
     // set of keys (n' = 6, c' = 1, f' = 1): the chain names them, and this
     // old member (which leaves) tells the joiners 4, 5 and 6.
     let change = change(&[1, 2, 3, 4, 5, 6]);
-    let readies = (1..3)
-        .map(|i| {
-            Control::ready(Epoch::new(1), change.digest(), [7; 32], vec![0, 1], &key(i))
-                .to_transaction()
-                .unwrap()
-        })
-        .collect();
+    let readies = readies(&change, 1..3, vec![0, 1]);
     let mut member = restored(0, chain(vec![vec![], vec![], proposals(&change), readies]));
     check(
         &mut member,
