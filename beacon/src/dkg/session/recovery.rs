@@ -153,7 +153,8 @@ impl<S: Scheme> DkgSession<S> {
         }
         // Its shares for the asker, rebuilt from what it dealt (keeping every
         // message it sent cost a committee dealer `n` of them).
-        if let Some(shares) = self.dkg().dealt_shares(from).filter(|_| from != self.me) {
+        let shares = (from != self.me).then(|| self.dkg().dealt_shares(from));
+        if let Some(shares) = shares.flatten() {
             out.push(SessionAction::Effect(Effect::Send {
                 to: from,
                 message: SessionMessage::Shares { attempt, shares },
