@@ -445,7 +445,7 @@ fn the_admin_api_refuses_bad_changes() {
     loop {
         let (ok, _, stderr) = propose("[0, 1]");
         assert!(!ok);
-        if stderr.contains("400") {
+        if stderr.contains("400 Bad Request") {
             assert!(stderr.contains("fit no"), "{stderr}");
             break;
         }

@@ -462,7 +462,7 @@ fn decrypt_checks_the_chain_and_the_signature() {
         None,
     );
     assert!(
-        e.contains("round 7") && e.contains("ago") && e.contains("404"),
+        e.contains("round 7") && e.contains("ago") && e.contains("404 Not Found"),
         "{e}"
     );
     // An existing output is left alone on failure.
