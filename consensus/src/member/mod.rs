@@ -211,6 +211,10 @@ impl<S: Scheme> Member<S> {
             | SelfInput::Finalized { generation, .. }
             | SelfInput::Decision { generation, .. }
                 if generation != self.generation => {}
+            // A joiner's notices are for the change it still waits for.
+            SelfInput::Named { epoch, .. }
+                if !matches!(self.phase, Phase::Joining)
+                    || Some(epoch) != self.epoch.number.checked_add(1) => {}
             SelfInput::Session(action) => self.on_session_action(now, action, out),
             SelfInput::Replica { epoch, output, .. } => self.on_replica_output(epoch, output, out),
             SelfInput::StartReplica { .. } => self.on_replica_start(now, out),
@@ -242,6 +246,9 @@ impl<S: Scheme> Member<S> {
                 message,
             } => self.on_early_message(now, epoch, from, message, out),
             SelfInput::RetryJoin => self.on_retry_join(now, out),
+            SelfInput::Named {
+                digest, dealers, ..
+            } => self.on_named(now, digest, dealers, out),
             SelfInput::ArmResend => self.arm_resend(now, out),
         }
     }

@@ -78,6 +78,16 @@ pub(super) enum SelfInput<S: Scheme> {
     /// A member that waits for the keys the chain switched to tries again to
     /// start the new epoch, once a message of the change was read.
     RetryJoin,
+    /// `f + 1` old members told this joiner the keys the chain named: the
+    /// digest of the keys and the resharing dealers they combine.
+    Named {
+        /// The epoch of the change.
+        epoch: Epoch,
+        /// The digest of the named keys.
+        digest: [u8; 32],
+        /// The resharing dealers they combine.
+        dealers: Vec<u32>,
+    },
     /// Arm the resend timer unless it is armed, once a started change was
     /// read.
     ArmResend,

@@ -5,7 +5,7 @@
 //! can switch. Old members tell the joiners, which do not read the old chain.
 
 use crate::epoch::{Control, EpochMessage};
-use crate::member::outbox::Outbox;
+use crate::member::outbox::{Outbox, SelfInput};
 use crate::member::{Envelope, Member, MemberOutput, Phase};
 use crate::{DirectoryIndex, Epoch};
 use beacon::effect::Effect;
@@ -58,7 +58,6 @@ impl<S: Scheme> Member<S> {
     /// notice per old member counts).
     pub(in crate::member) fn on_named_notice(
         &mut self,
-        now: Time,
         from: DirectoryIndex,
         epoch: Epoch,
         key: ([u8; 32], Vec<u32>),
@@ -74,7 +73,11 @@ impl<S: Scheme> Member<S> {
         self.epochs.named_by.entry(from).or_insert(key.clone());
         let same = self.epochs.named_by.values().filter(|k| **k == key).count();
         if same > self.epoch.config.f as usize {
-            self.on_named(now, key.0, key.1, out);
+            out.queue(SelfInput::Named {
+                epoch,
+                digest: key.0,
+                dealers: key.1,
+            });
         }
     }
 

@@ -76,7 +76,7 @@ impl<S: Scheme> Member<S> {
                 epoch,
                 digest,
                 dealers,
-            } => self.on_named_notice(now, from, epoch, (digest, dealers), out),
+            } => self.on_named_notice(from, epoch, (digest, dealers), out),
             EpochMessage::Handoff {
                 epoch,
                 digest,
