@@ -97,9 +97,7 @@ mod tests {
     }
 
     fn scenario(name: &str) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../configs/sim")
-            .join(format!("{name}.toml"))
+        Path::new("../configs/sim").join(format!("{name}.toml"))
     }
 
     #[test]

@@ -93,10 +93,10 @@ fn drand_interop() -> Result<&'static Path, String> {
             if !go.is_ok_and(|o| o.status.success()) {
                 return Err("no Go toolchain (`go` is not on PATH)".into());
             }
-            let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/drand-interop");
+            let source = Path::new("../scripts/drand-interop");
             let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("drand-interop");
             let build = Command::new("go")
-                .current_dir(&source)
+                .current_dir(source)
                 .env("GOTOOLCHAIN", "local")
                 .args(["build", "-trimpath", "-buildvcs=false", "-o"])
                 .arg(&out)

@@ -8,11 +8,7 @@ use sim::{campaign, SimConfig};
 
 /// The change-of-members campaign's base scenario.
 fn reshare_small() -> SimConfig {
-    SimConfig::load(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../configs/sim/reshare-small.toml"
-    ))
-    .unwrap()
+    SimConfig::load("../configs/sim/reshare-small.toml").unwrap()
 }
 
 /// Runs campaign seed `seed` (whose fault mix has one fault that `faults`
