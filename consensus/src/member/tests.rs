@@ -487,3 +487,64 @@ fn the_dkg_done_starts_the_replica_in_the_same_step() {
     );
     assert!(member.has_keys());
 }
+
+#[test]
+fn a_joiner_believes_the_named_keys_once_f_plus_1_old_members_tell_it_the_same() {
+    let mut joiner = Member::joining(
+        EpochView::genesis(ReplicaConfig::new(4, 0).unwrap()),
+        identity(4),
+        [44; 32],
+        Memo::disabled(),
+        PHASE_US,
+        3,
+    )
+    .unwrap();
+    joiner.handle(Time::ZERO, MemberInput::Start);
+    let named = |epoch: u64, digest: u8| {
+        Envelope::Epoch(EpochMessage::Named {
+            epoch: Epoch::new(epoch),
+            digest: [digest; 32],
+            dealers: vec![0, 1],
+        })
+    };
+    check(
+        &mut joiner,
+        vec![
+            step("old member 0 names keys A", message(0, named(1, 0xA)), &[]),
+            step(
+                "old member 0 again: one notice per old member counts",
+                message(0, named(1, 0xA)),
+                &[],
+            ),
+            step("party 5 is no old member", message(5, named(1, 0xA)), &[]),
+            step("old member 1 names keys B", message(1, named(1, 0xB)), &[]),
+            step(
+                "old member 2 names keys A, but for epoch 2",
+                message(2, named(2, 0xA)),
+                &[],
+            ),
+        ],
+    );
+    assert_eq!(joiner.named_keys(), None, "f + 1 = 2 must agree");
+    // The second old member naming A: believed (through the loopback, in
+    // the same step; no transition runs yet, so no ready is signed).
+    check(
+        &mut joiner,
+        vec![step(
+            "old member 3 names keys A",
+            message(3, named(1, 0xA)),
+            &[],
+        )],
+    );
+    assert_eq!(joiner.named_keys(), Some(&([0xA; 32], vec![0, 1])));
+    // Later notices change nothing.
+    check(
+        &mut joiner,
+        vec![step(
+            "old member 1 names keys B again",
+            message(1, named(1, 0xB)),
+            &[],
+        )],
+    );
+    assert_eq!(joiner.named_keys(), Some(&([0xA; 32], vec![0, 1])));
+}

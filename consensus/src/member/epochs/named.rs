@@ -12,6 +12,13 @@ use beacon::effect::Effect;
 use beacon::{Scheme, Time};
 
 impl<S: Scheme> Member<S> {
+    /// The keys (digest, resharing dealers) this member holds as named for
+    /// the next epoch: by its chain, or (a joiner) by `f + 1` old members.
+    #[cfg(test)]
+    pub(in crate::member) fn named_keys(&self) -> Option<&([u8; 32], Vec<u32>)> {
+        self.epochs.named.as_ref()
+    }
+
     /// The chain named the keys of digest `digest` from the resharing
     /// `dealers` (or `f + 1` old members told this joiner so): an old member
     /// tells the joiners, and a new member holding other keys, or none yet,
