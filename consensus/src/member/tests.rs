@@ -145,7 +145,6 @@ fn proposals(change: &EpochChange) -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// Genesis member `i`, restored from `chain` with its identity (not started).
 /// Ready transactions for epoch 1 of `change` from new members `from`, each
 /// with the keys of digest `[7; 32]` combined from `dealers`.
 fn readies(change: &EpochChange, from: std::ops::Range<u32>, dealers: Vec<u32>) -> Vec<Vec<u8>> {
@@ -163,6 +162,7 @@ fn readies(change: &EpochChange, from: std::ops::Range<u32>, dealers: Vec<u32>) 
     .collect()
 }
 
+/// Genesis member `i`, restored from `chain` with its identity (not started).
 fn restored(i: u32, chain: Vec<Arc<CommittedEntry<S>>>) -> Member<S> {
     let config = ReplicaConfig::new(4, 0).unwrap();
     let outputs = crate::corpus::honest_dkg::<S>(&config, 35);
@@ -177,6 +177,19 @@ fn restored(i: u32, chain: Vec<Arc<CommittedEntry<S>>>) -> Member<S> {
     )
     .unwrap()
     .with_identity(identity(i), PHASE_US, 3)
+}
+
+/// Party `i` (not a genesis member), waiting to join (not started).
+fn joiner(i: u32) -> Member<S> {
+    Member::joining(
+        EpochView::genesis(ReplicaConfig::new(4, 0).unwrap()),
+        identity(i),
+        [i as u8 * 11; 32],
+        Memo::disabled(),
+        PHASE_US,
+        3,
+    )
+    .unwrap()
 }
 
 #[test]
@@ -322,15 +335,7 @@ fn a_message_of_the_next_epoch_waits_for_the_transition_and_is_replayed_after_it
         });
         Envelope::Epoch(reshare.cloned().unwrap())
     };
-    let mut joiner = Member::joining(
-        EpochView::genesis(ReplicaConfig::new(4, 0).unwrap()),
-        identity(4),
-        [44; 32],
-        Memo::disabled(),
-        PHASE_US,
-        3,
-    )
-    .unwrap();
+    let mut joiner = joiner(4);
     let recover = MemberInput::Timer(MemberTimer::Epoch {
         epoch: Epoch::new(1),
         timer: TransitionTimer::Recover,
@@ -490,15 +495,7 @@ fn the_dkg_done_starts_the_replica_in_the_same_step() {
 
 #[test]
 fn a_joiner_believes_the_named_keys_once_f_plus_1_old_members_tell_it_the_same() {
-    let mut joiner = Member::joining(
-        EpochView::genesis(ReplicaConfig::new(4, 0).unwrap()),
-        identity(4),
-        [44; 32],
-        Memo::disabled(),
-        PHASE_US,
-        3,
-    )
-    .unwrap();
+    let mut joiner = joiner(4);
     joiner.handle(Time::ZERO, MemberInput::Start);
     let named = |epoch: u64, digest: u8| {
         Envelope::Epoch(EpochMessage::Named {
