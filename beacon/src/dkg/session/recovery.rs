@@ -152,9 +152,9 @@ impl<S: Scheme> DkgSession<S> {
             }));
         }
         // Its shares for the asker, rebuilt from what it dealt (keeping every
-        // message it sent cost a committee dealer `n` of them).
-        let shares = (from != self.me).then(|| self.dkg().dealt_shares(from));
-        if let Some(shares) = shares.flatten() {
+        // message it sent cost a committee dealer `n` of them). The asker is
+        // not this member (checked above).
+        if let Some(shares) = self.dkg().dealt_shares(from) {
             out.push(SessionAction::Effect(Effect::Send {
                 to: from,
                 message: SessionMessage::Shares { attempt, shares },
