@@ -161,6 +161,9 @@ pub enum SignatureError {
     /// under the group key: the verification keys and the group key disagree.
     #[error("recovered signature from verified shares does not verify: inconsistent key")]
     InconsistentKey,
+    /// A consensus public key's proof of possession does not verify.
+    #[error("the proof of possession of the consensus key does not verify")]
+    Possession,
 }
 
 /// Why a hex string does not decode ([`Error::Hex`]): the `hex` crate's

@@ -8,6 +8,9 @@
 //! - [`scheme`]: the signature group as a type parameter ([`MinPk`], [`MinSig`]);
 //! - [`threshold`]: shares, recovery by one multi-scalar multiplication, batch
 //!   verification with bisection;
+//! - [`multisig`]: members' own keys with proofs of possession, and
+//!   multi-signatures (sum of signatures, bitmap of signers) for consensus
+//!   certificates;
 //! - [`dkg`], [`reshare`]: distributed key generation, and resharing of a
 //!   group key to a new member set and threshold (the key stays the same);
 //! - [`chain`]: drand's beacon chain format;
@@ -39,6 +42,7 @@ pub mod field;
 pub mod lagrange;
 pub mod memo;
 pub mod mock;
+pub mod multisig;
 pub mod poly;
 pub mod reshare;
 pub mod schedule;

@@ -3,7 +3,7 @@
 
 pub use crate::behaviour::Behaviour;
 use crate::byzantine_dkg::ByzantineSession;
-use crate::config::ReplicaKeys;
+use crate::keys::ReplicaKeys;
 use crate::messages::{signed, Block, FastVote, Message, ViewChange};
 use crate::participant::{Adversary, Participant};
 use crate::replica::{ChainWindow, Input, Output, Replica, Timer, FUTURE_HEIGHTS, FUTURE_LIMIT};
@@ -73,8 +73,7 @@ impl<S: Scheme> ByzantineReplica<S> {
 
     /// Signs a view change with this member's own key (only its own is genuine).
     fn sign_view_change(&self, vc: &mut ViewChange<S>) {
-        let hashed = S::hash_message(&vc.signed_message());
-        vc.signature = self.keys.tau.share.sign_hashed::<S>(&hashed).signature;
+        vc.signature = self.keys.sign_vote(&vc.signed_message());
     }
 
     /// A block of the current height that no honest member proposed.
@@ -310,8 +309,7 @@ impl<S: Scheme> ByzantineReplica<S> {
                 let digest: [u8; 32] =
                     Sha256::digest(format!("never proposed {}", vc.height)).into();
                 let view = vc.new_view.saturating_sub(1);
-                let hashed = S::hash_message(&signed::fast_vote(vc.height, view, &digest));
-                let share = self.keys.sigma.share.sign_hashed::<S>(&hashed).signature;
+                let share = self.keys.sign_vote(&signed::fast_vote(vc.height, view, &digest));
                 let mut forged = ViewChange {
                     fast_vote: Some(FastVote {
                         view,

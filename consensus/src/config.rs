@@ -14,10 +14,9 @@
 use crate::params::{ms_to_us, ProtocolParams};
 use crate::ConsensusError;
 use beacon::dkg::committee::Committee;
-use beacon::dkg::{DkgConfig, DkgOutput, DkgSettings};
-use beacon::{
-    ChainInfo, NodeIndex, Scheme, SchemeId, SecretShare, SignerDomain, ThresholdPublicKey,
-};
+use beacon::dkg::{DkgConfig, DkgSettings};
+use beacon::multisig::SignerBitmap;
+use beacon::{ChainInfo, SchemeId};
 use serde::{Deserialize, Serialize};
 
 /// Default tolerated clock skew on paced chains: 100 ms (NTP-synchronised hosts
@@ -172,7 +171,7 @@ pub struct ReplicaSettings {
     pub mempool_bytes_limit: usize,
     /// Largest block (its wire encoding, bytes). A NEW-VIEW carries up to
     /// `Q = 2f + 2c + 1` view changes, each with a block, plus the block itself,
-    /// so `(Q + 1) * (max_block_bytes + VIEW_CHANGE_OVERHEAD) + MESSAGE_OVERHEAD`
+    /// so `(Q + 1) * (max_block_bytes + view_change_overhead) + MESSAGE_OVERHEAD`
     /// must fit the wire limit ([`beacon::wire::MAX_MESSAGE_BYTES`], 16 MiB):
     /// [`ReplicaConfig::new`] picks `min(1 MiB, what fits)` and
     /// [`ReplicaConfig::validate`] checks it. n = 4: Q = 3, up to 4,176,896 bytes
@@ -189,9 +188,11 @@ pub struct ReplicaSettings {
     pub beacon_shares: Option<BeaconShares>,
 }
 
-/// Upper bound of what a view change adds to its block on the wire (bytes):
-/// sender, height, view, a prepare certificate, a fast vote, a beacon share,
-/// option and length tags (about 400 bytes with G2 signatures).
+/// Upper bound of what a view change adds to its block on the wire (bytes),
+/// besides its prepare certificate's signer bitmap
+/// ([`ReplicaConfig::view_change_overhead`] adds it): sender, height, view, a
+/// prepare certificate's signature, a fast vote, a beacon share, option and
+/// length tags (about 400 bytes with G2 signatures).
 pub const VIEW_CHANGE_OVERHEAD: usize = 1024;
 /// Upper bound of a NEW-VIEW's own fields and tags besides its blocks (bytes).
 pub const MESSAGE_OVERHEAD: usize = 64 * 1024;
@@ -367,13 +368,19 @@ impl ReplicaSettings {
     pub fn largest_block_that_fits(&self) -> usize {
         let blocks = self.view_change_quorum() as usize + 1;
         (beacon::wire::MAX_MESSAGE_BYTES.saturating_sub(MESSAGE_OVERHEAD) / blocks)
-            .saturating_sub(VIEW_CHANGE_OVERHEAD)
+            .saturating_sub(self.view_change_overhead())
+    }
+
+    /// Bound of a VIEW-CHANGE's encoding besides its block (bytes): its own
+    /// fields, and the signer bitmap of its prepare certificate (`n` bits).
+    pub fn view_change_overhead(&self) -> usize {
+        VIEW_CHANGE_OVERHEAD + SignerBitmap::encoded_len(self.n)
     }
 
     /// Bound of a NEW-VIEW's encoding under this config (bytes).
     pub fn max_new_view_bytes(&self) -> usize {
         let blocks = self.view_change_quorum() as usize + 1;
-        blocks * (self.max_block_bytes + VIEW_CHANGE_OVERHEAD) + MESSAGE_OVERHEAD
+        blocks * (self.max_block_bytes + self.view_change_overhead()) + MESSAGE_OVERHEAD
     }
 
     /// Fast-path threshold `3f + c + 1`.
@@ -391,14 +398,11 @@ impl ReplicaSettings {
         2 * self.f + 2 * self.c + 1
     }
 
-    /// The thresholds to request from the DKG, in the order [`ReplicaKeys`] expects:
-    /// beacon, slow path (tau), fast path (sigma).
+    /// The thresholds to request from the DKG: the beacon key's alone.
+    /// Consensus certificates are multi-signatures of the members' own keys
+    /// ([`crate::keys`]), which need no dealt key.
     pub fn dkg_thresholds(&self) -> Vec<u32> {
-        vec![
-            self.beacon_threshold,
-            self.slow_threshold(),
-            self.fast_threshold(),
-        ]
+        vec![self.beacon_threshold]
     }
 
     /// The chain info of this network under `public_key` (the beacon group
@@ -515,75 +519,4 @@ fn valid_size(n: u32, c: u32) -> bool {
 /// The smallest `c` (0, 1 or 2) with `n = 3f + 2c + 1`, if any.
 pub fn smallest_collector_slack(n: u32) -> Option<u32> {
     (0..3).find(|c| valid_size(n, *c))
-}
-
-/// One threshold key as a replica holds it: its share and the public side.
-#[derive(Clone, Debug)]
-pub struct KeyShare<S: Scheme> {
-    /// This replica's secret share.
-    pub share: SecretShare,
-    /// Group key and every verification key.
-    pub public: ThresholdPublicKey<S>,
-}
-
-/// The three keys a replica signs with.
-#[derive(Clone, Debug)]
-pub struct ReplicaKeys<S: Scheme> {
-    /// This replica.
-    pub me: NodeIndex,
-    /// Beacon key (`t_b`).
-    pub beacon: KeyShare<S>,
-    /// Slow-path key (`2f + c + 1`).
-    pub tau: KeyShare<S>,
-    /// Fast-path key (`3f + c + 1`).
-    pub sigma: KeyShare<S>,
-}
-
-impl<S: Scheme> ReplicaKeys<S> {
-    /// Checks that these keys fit `config`: this replica among its `n`, each
-    /// key over `n` signers with the threshold the config's quorums need
-    /// ([`ReplicaSettings::dkg_thresholds`]). A replica is built only with
-    /// keys that pass.
-    pub fn check(&self, config: &ReplicaConfig) -> Result<(), ConsensusError> {
-        let expected = config.dkg_thresholds();
-        let keys = [&self.beacon, &self.tau, &self.sigma];
-        let got: Vec<u32> = keys.iter().map(|k| k.public.threshold()).collect();
-        let n = keys.iter().map(|k| k.public.n()).find(|n| *n != config.n);
-        if got != expected || n.is_some() || self.me.0 >= config.n {
-            return Err(ConsensusError::DkgMismatch {
-                dkg_n: n.unwrap_or(config.n),
-                dkg_thresholds: got,
-                n: config.n,
-                thresholds: expected,
-            });
-        }
-        Ok(())
-    }
-
-    /// The keys of a DKG run with thresholds `config.dkg_thresholds()`.
-    pub fn from_dkg(config: &ReplicaConfig, output: &DkgOutput<S>) -> Result<Self, ConsensusError> {
-        let expected = config.dkg_thresholds();
-        let got: Vec<u32> = output.keys.iter().map(|k| k.threshold).collect();
-        if got != expected || output.n != config.n {
-            return Err(ConsensusError::DkgMismatch {
-                dkg_n: output.n,
-                dkg_thresholds: got,
-                n: config.n,
-                thresholds: expected,
-            });
-        }
-        let domain = SignerDomain::shared(config.n)?;
-        let key = |i: usize| -> Result<KeyShare<S>, ConsensusError> {
-            Ok(KeyShare {
-                share: output.keys[i].secret_share.clone(),
-                public: output.keys[i].public_key(domain.clone())?,
-            })
-        };
-        Ok(ReplicaKeys {
-            me: output.me,
-            beacon: key(0)?,
-            tau: key(1)?,
-            sigma: key(2)?,
-        })
-    }
 }

@@ -5,7 +5,9 @@
 //! [`crate::Member`] in arbitrary order with arbitrary timers; the replica must
 //! never panic and never commit two blocks at one height.
 
-use crate::config::{ReplicaConfig, ReplicaKeys};
+use crate::config::ReplicaConfig;
+use crate::keys::{EpochKeys, ReplicaKeys};
+use beacon::multisig::ConsensusSecretKey;
 use crate::messages::Message;
 use crate::replica::{Input, Output, Replica, Timer};
 use crate::{Height, View};
@@ -53,10 +55,15 @@ pub fn genuine_messages<S: Scheme>(
     heights: Height,
 ) -> Vec<(NodeIndex, Message<S>)> {
     let memo = Memo::disabled();
+    let secrets: Vec<ConsensusSecretKey> = (0..outputs.len())
+        .map(|i| crate::consensus_key(&[i as u8; 32]))
+        .collect();
+    let epoch = Arc::new(EpochKeys::of_secrets(crate::Epoch::ZERO, &secrets));
     let mut replicas: Vec<Replica<S>> = outputs
         .iter()
         .filter_map(|o| {
-            let keys = ReplicaKeys::from_dkg(config, o).ok()?;
+            let secret = secrets.get(o.me.0 as usize)?.clone();
+            let keys = ReplicaKeys::from_dkg(config, o, secret, epoch.clone()).ok()?;
             Replica::new(config.clone(), keys, [o.me.0 as u8; 32], memo.clone()).ok()
         })
         .collect();

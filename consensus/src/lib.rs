@@ -32,6 +32,7 @@ pub mod config;
 pub mod corpus;
 pub mod election;
 pub mod epoch;
+pub mod keys;
 pub mod latency;
 pub mod member;
 pub mod messages;
@@ -42,11 +43,12 @@ pub mod position;
 pub mod replica;
 
 pub use byzantine::{Behaviour, ByzantineReplica};
-pub use config::{BeaconShares, KeyShare, ReplicaConfig, ReplicaKeys, ReplicaSettings};
+pub use config::{BeaconShares, ReplicaConfig, ReplicaSettings};
+pub use keys::{EpochKeys, KeyShare, ReplicaKeys};
 pub use election::Election;
 pub use epoch::MemberIdentity;
 pub use member::{
-    member_key, Envelope, EpochChangeFailure, EpochEvent, KeyGenerationFailure, Member,
+    consensus_key, member_key, Envelope, EpochChangeFailure, EpochEvent, KeyGenerationFailure, Member,
     MemberInput, MemberOutput, MemberTimer,
 };
 pub use messages::{Block, CommitCertificate, CommitPath, CommittedEntry, Digest, Message};
@@ -139,6 +141,29 @@ pub enum ConsensusError {
         n: u32,
         /// The thresholds the replica needs.
         thresholds: Vec<u32>,
+    },
+    /// A member's listed consensus key is not a valid key with a valid proof
+    /// of possession.
+    #[error("consensus key of member {member}: {source}")]
+    ConsensusKey {
+        /// The member (its index in the list).
+        member: u32,
+        /// Why the key or its proof was refused.
+        source: beacon::Error,
+    },
+    /// An epoch lists another number of consensus keys than it has members.
+    #[error("{listed} consensus keys listed for {n} members")]
+    ConsensusKeyCount {
+        /// Keys listed.
+        listed: u32,
+        /// Members.
+        n: u32,
+    },
+    /// The epoch's list holds another consensus key than this member's own.
+    #[error("member {member}'s listed consensus key is not its own")]
+    NotMyConsensusKey {
+        /// This member's index.
+        member: u32,
     },
     /// A restored chain whose heights are not consecutive.
     #[error("the stored chain's heights are not consecutive")]

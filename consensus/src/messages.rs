@@ -1,6 +1,7 @@
 //! Blocks and the protocol's messages (names from the SBFT paper), and their one
 //! wire encoding (through `beacon::wire`).
 
+use beacon::multisig::SignerBitmap;
 use beacon::{wire, Scheme};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
@@ -54,8 +55,9 @@ impl CommitPath {
     }
 }
 
-/// Proof that a block is committed: a threshold signature on the fast-path vote
-/// (sigma key) or on the slow-path commit (tau key) of `(height, view, digest)`.
+/// Proof that a block is committed: a multi-signature of at least `3f + c + 1`
+/// members on the fast-path vote, or of at least `2f + c + 1` on the slow-path
+/// commit, of `(epoch, height, view, digest)`, with the bitmap of its signers.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(bound = "")]
 pub struct CommitCertificate<S: Scheme> {
@@ -67,11 +69,14 @@ pub struct CommitCertificate<S: Scheme> {
     pub digest: Digest,
     /// Fast or slow path.
     pub path: CommitPath,
-    /// The threshold signature.
+    /// The sum of the signers' votes.
     pub signature: S::Signature,
+    /// Who signed (members of the certificate's epoch).
+    pub signers: SignerBitmap,
 }
 
-/// A prepare certificate: `tau` threshold signature on `(height, view, digest)`.
+/// A prepare certificate: a multi-signature of at least `2f + c + 1` members
+/// on the prepare of `(epoch, height, view, digest)`, with its signers.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(bound = "")]
 pub struct PrepareCertificate<S: Scheme> {
@@ -79,11 +84,13 @@ pub struct PrepareCertificate<S: Scheme> {
     pub view: View,
     /// Prepared digest.
     pub digest: Digest,
-    /// `tau(d)`.
+    /// The sum of the signers' prepare votes.
     pub signature: S::Signature,
+    /// Who signed.
+    pub signers: SignerBitmap,
 }
 
-/// A replica's fast-path vote (its sigma share) on `(height, view, digest)`.
+/// A replica's fast-path vote (its own signature) on `(height, view, digest)`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(bound = "")]
 pub struct FastVote<S: Scheme> {
@@ -91,7 +98,7 @@ pub struct FastVote<S: Scheme> {
     pub view: View,
     /// Voted digest.
     pub digest: Digest,
-    /// The sigma share.
+    /// The vote: the sender's signature with its own consensus key.
     pub share: S::Signature,
 }
 
@@ -116,7 +123,7 @@ pub struct ViewChange<S: Scheme> {
     /// The block of the highest prepare certificate or fast vote, so that the new
     /// primary can re-propose it.
     pub block: Option<Arc<Block>>,
-    /// The sender's signature (its `tau` key share, under its own domain tag) on
+    /// The sender's signature (its own consensus key, under its own domain tag) on
     /// [`ViewChange::signed_message`]: a NEW-VIEW forwards view changes, so a
     /// quorum of them must be a quorum of signatures, not of names.
     pub signature: S::Signature,
@@ -161,8 +168,8 @@ pub enum Message<S: Scheme> {
         /// Proposed block.
         block: Arc<Block>,
     },
-    /// SIGN-SHARE to the collectors: sigma and tau shares on the block digest and
-    /// the beacon share of round `height`.
+    /// SIGN-SHARE to the collectors: the sender's fast-path and prepare votes
+    /// on the block digest (its own key) and its beacon share of round `height`.
     SignShare {
         /// Height.
         height: Height,
@@ -170,9 +177,9 @@ pub enum Message<S: Scheme> {
         view: View,
         /// Block digest.
         digest: Digest,
-        /// Fast-path share.
+        /// Fast-path vote.
         sigma: S::Signature,
-        /// Slow-path share.
+        /// Prepare vote (slow path).
         tau: S::Signature,
         /// Beacon share.
         beacon: S::Signature,
@@ -200,7 +207,7 @@ pub enum Message<S: Scheme> {
         view: View,
         /// Digest.
         digest: Digest,
-        /// tau share on the commit message.
+        /// The sender's vote on the commit message.
         share: S::Signature,
     },
     /// A replica's beacon share of round `round`, to every member: sent by a
@@ -350,13 +357,12 @@ impl<S: Scheme> Message<S> {
     }
 }
 
-/// Domain-separated digests of what each key signs.
+/// Domain-separated digests of what members sign with their consensus keys.
 ///
-/// The fast-path vote (sigma key) and the prepare (tau key) are one message: the
-/// keys already tell them apart (a certificate verifies under one group key
-/// only), and a replica hashes it to the curve once for both shares. The slow
-/// path's commit (tau key again) has its own tag, so that a prepare certificate
-/// is never a commit certificate.
+/// One key signs every kind, so each kind has its own tag: a fast-path vote is
+/// never a prepare, and a prepare certificate is never a commit certificate.
+/// The verifier binds each to its epoch before hashing it to the curve
+/// (`replica::verifier`).
 pub mod signed {
     use super::*;
 
@@ -369,22 +375,22 @@ pub mod signed {
         h.finalize().into()
     }
 
-    /// Fast-path vote (sigma key).
+    /// Fast-path vote.
     pub fn fast_vote(height: Height, view: View, digest: &Digest) -> Digest {
-        tagged(b"sbft-beacon/v1/vote", height, view, digest)
+        tagged(b"sbft-beacon/v2/fast-vote", height, view, digest)
     }
 
-    /// Prepare (tau key): the same message as the fast-path vote.
+    /// Prepare vote (slow path, first half).
     pub fn prepare(height: Height, view: View, digest: &Digest) -> Digest {
-        fast_vote(height, view, digest)
+        tagged(b"sbft-beacon/v2/prepare", height, view, digest)
     }
 
-    /// Slow-path commit (tau key).
+    /// Slow-path commit.
     pub fn commit(height: Height, view: View, digest: &Digest) -> Digest {
-        tagged(b"sbft-beacon/v1/commit", height, view, digest)
+        tagged(b"sbft-beacon/v2/commit", height, view, digest)
     }
 
-    /// A VIEW-CHANGE (the sender's own `tau` key share): the height, the new
+    /// A VIEW-CHANGE (the sender's own consensus key): the height, the new
     /// view, and the (view, digest) of its prepare and fast-vote claims.
     pub fn view_change(
         height: Height,
@@ -393,7 +399,7 @@ pub mod signed {
         fast_vote: Option<(View, Digest)>,
     ) -> Digest {
         let mut h = Sha256::new();
-        h.update(b"sbft-beacon/v1/view-change");
+        h.update(b"sbft-beacon/v2/view-change");
         h.update(height.get().to_be_bytes());
         h.update(new_view.get().to_be_bytes());
         for claim in [prepared, fast_vote] {

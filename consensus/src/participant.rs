@@ -4,7 +4,7 @@
 //! what a driver plugs into a [`crate::Member`] to have it build such
 //! wrappers around its DKG session and its replicas.
 
-use crate::config::ReplicaKeys;
+use crate::keys::ReplicaKeys;
 use crate::replica::{ChainWindow, Input, Output, Replica};
 use crate::Height;
 use beacon::dkg::session::{DkgSession, SessionParticipant};

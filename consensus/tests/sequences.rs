@@ -81,7 +81,9 @@ proptest! {
         let f = fixture();
         let mut member = Member::<S>::restore(
             f.config.clone(),
+            &common::directory::<S>(f.config.n as usize),
             &f.outputs[me as usize],
+            consensus::consensus_key(&[me as u8; 32]),
             Vec::new(),
             Vec::new(),
             [me as u8; 32],

@@ -1,9 +1,12 @@
 //! Node identities: the libp2p ed25519 key pair a node authenticates with, stored
-//! as hex of libp2p's protobuf encoding in a file only its owner can read.
+//! as hex of libp2p's protobuf encoding in a file only its owner can read; and
+//! the node's consensus key (a BLS secret key: its votes and view changes, in
+//! every epoch it is a member of), stored as hex of its 32 bytes beside it.
 
 use crate::config::ConfigError;
 use crate::{FileOp, NodeError};
 use beacon::dkg::relay::{SigningKey, VerifyingKey};
+use beacon::multisig::ConsensusSecretKey;
 use libp2p::identity::Keypair;
 use libp2p::PeerId;
 use std::io::Write as _;
@@ -49,6 +52,48 @@ pub enum IdentityError {
         /// Its length.
         len: usize,
     },
+    /// The consensus key file does not hold a consensus key.
+    #[error("consensus key: {}: not a consensus key (64 hex digits of a non-zero scalar below the group order)", path.display())]
+    NotAConsensusKey {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+/// The file of the consensus key beside identity file `identity` (the same
+/// folder, `consensus.key`): where `keys` writes it and a node looks for it
+/// unless its config names another.
+pub fn consensus_key_beside(identity: &Path) -> PathBuf {
+    identity.with_file_name("consensus.key")
+}
+
+/// A new random consensus key.
+pub fn generate_consensus() -> ConsensusSecretKey {
+    ConsensusSecretKey::random(&mut rand::rngs::OsRng)
+}
+
+/// Saves consensus key `key` to `path` (mode 0600).
+pub fn save_consensus(key: &ConsensusSecretKey, path: &Path) -> Result<(), NodeError> {
+    write_private(path, format!("{}\n", hex::encode(key.to_bytes())).as_bytes())
+}
+
+/// Loads the consensus key in `path`.
+pub fn load_consensus(path: &Path) -> Result<ConsensusSecretKey, NodeError> {
+    let path = path.to_path_buf();
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(source) => return Err(IdentityError::Read { path, source }.into()),
+    };
+    let bytes = match hex::decode(text.trim()) {
+        Ok(bytes) => bytes,
+        Err(source) => return Err(IdentityError::NotHex { path, source }.into()),
+    };
+    let bytes: [u8; 32] = match bytes.try_into() {
+        Ok(b) => b,
+        Err(_) => return Err(IdentityError::NotAConsensusKey { path }.into()),
+    };
+    ConsensusSecretKey::from_bytes(&bytes)
+        .map_err(|_| IdentityError::NotAConsensusKey { path }.into())
 }
 
 /// Writes `bytes` to `path` atomically (temporary file, fsync, rename) with mode

@@ -4,9 +4,8 @@
 
 use crate::config::ReshareSection;
 use crate::SimError;
-use beacon::dkg::relay::VerifyingKey;
 use beacon::{Scheme, Time};
-use consensus::epoch::{member_id, EpochChange};
+use consensus::epoch::{member_id, Directory, EpochChange};
 use consensus::{Epoch, EpochEvent, Height};
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha20Rng;
@@ -77,13 +76,14 @@ pub(crate) struct ReshareRun {
 
 impl ReshareRun {
     /// The change of `section` for `nodes` genesis members: leavers drawn with
-    /// `rng`, joiners the parties after the genesis members in `keys`.
+    /// `rng`, joiners the parties after the genesis members in `directory`.
     pub(crate) fn plan(
         section: &ReshareSection,
         nodes: u32,
-        keys: &[VerifyingKey],
+        directory: &Directory,
         rng: &mut ChaCha20Rng,
     ) -> Result<Self, SimError> {
+        let keys = directory.keys();
         let c = section.new_c(nodes)?;
         let mut old: Vec<u32> = (0..nodes).collect();
         old.shuffle(rng);
@@ -101,6 +101,10 @@ impl ReshareRun {
                 .collect(),
             c,
             beacon_threshold: 0,
+            consensus_keys: members
+                .iter()
+                .filter_map(|i| directory.listing(consensus::DirectoryIndex::new(*i)).cloned())
+                .collect(),
         };
         Ok(ReshareRun {
             change,

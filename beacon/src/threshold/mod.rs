@@ -243,64 +243,28 @@ impl<S: Scheme> ThresholdPublicKey<S> {
         shares: &[SignatureShare<S>],
         rng: &mut R,
     ) -> bool {
-        if shares.is_empty() {
-            return true;
-        }
-        let mut keys = Vec::with_capacity(shares.len());
-        for s in shares {
-            match self.verification_key(s.signer) {
-                Ok(vk) => keys.push(*vk),
-                Err(_) => return false,
-            }
-        }
-        let weights: Vec<Scalar> = shares.iter().map(|_| Scalar::random_u128(rng)).collect();
-        let sigs: Vec<S::Signature> = shares.iter().map(|s| s.signature).collect();
-        let sig_sum = S::Signature::msm(&sigs, &weights);
-        let key_sum = S::PublicKey::msm(&keys, &weights);
-        S::verify_hashed(&key_sum, hashed, &sig_sum)
+        weighted_batch_verify::<S, R>(
+            |i| self.verification_key(i).ok().copied(),
+            hashed,
+            shares,
+            rng,
+        )
     }
 
-    /// The signers of exactly the invalid shares, by batch verification and bisection.
-    ///
-    /// One set of random weights serves the whole bisection: a node's weighted sums
-    /// are its left child's (one MSM per group over the left half) plus the right
-    /// child's, so the right child's sums come for free by subtraction.
+    /// The signers of exactly the invalid shares, by batch verification and
+    /// bisection ([`weighted_find_invalid`]).
     pub fn find_invalid<R: RngCore + ?Sized>(
         &self,
         hashed: &S::Signature,
         shares: &[SignatureShare<S>],
         rng: &mut R,
     ) -> Vec<NodeIndex> {
-        let mut invalid = Vec::new();
-        let mut weighted = Vec::with_capacity(shares.len());
-        let mut keys = Vec::with_capacity(shares.len());
-        for s in shares {
-            match self.verification_key(s.signer) {
-                Ok(vk) => {
-                    weighted.push(s);
-                    keys.push(*vk);
-                }
-                // A share of no known signer is invalid on its face.
-                Err(_) => invalid.push(s.signer),
-            }
-        }
-        if weighted.is_empty() {
-            return invalid;
-        }
-        let sigs: Vec<S::Signature> = weighted.iter().map(|s| s.signature).collect();
-        let weights: Vec<Scalar> = sigs.iter().map(|_| Scalar::random_u128(rng)).collect();
-        let batch = WeightedBatch::<S> {
+        weighted_find_invalid::<S, R>(
+            |i| self.verification_key(i).ok().copied(),
             hashed,
-            sigs: &sigs,
-            keys: &keys,
-            weights: &weights,
-        };
-        let (sig_sum, key_sum) = batch.sums(0..sigs.len());
-        let mut found = Vec::new();
-        batch.bisect(0..sigs.len(), sig_sum, key_sum, false, &mut found);
-        invalid.extend(found.into_iter().map(|i| weighted[i].signer));
-        invalid.sort();
-        invalid
+            shares,
+            rng,
+        )
     }
 
     /// The collector's path: optimistic recovery from the first `t` shares; on
@@ -354,6 +318,77 @@ impl<S: Scheme> ThresholdPublicKey<S> {
             invalid,
         })
     }
+}
+
+/// Batch-verifies signatures on `hashed`, each under its signer's key
+/// (`key_of`), with random 128-bit weights: two MSMs and two pairings. A
+/// signer without a key makes it fail. Threshold shares and members' own
+/// signatures ([`crate::multisig`]) are checked alike.
+pub(crate) fn weighted_batch_verify<S: Scheme, R: RngCore + ?Sized>(
+    key_of: impl Fn(NodeIndex) -> Option<S::PublicKey>,
+    hashed: &S::Signature,
+    shares: &[SignatureShare<S>],
+    rng: &mut R,
+) -> bool {
+    if shares.is_empty() {
+        return true;
+    }
+    let mut keys = Vec::with_capacity(shares.len());
+    for s in shares {
+        match key_of(s.signer) {
+            Some(vk) => keys.push(vk),
+            None => return false,
+        }
+    }
+    let weights: Vec<Scalar> = shares.iter().map(|_| Scalar::random_u128(rng)).collect();
+    let sigs: Vec<S::Signature> = shares.iter().map(|s| s.signature).collect();
+    let sig_sum = S::Signature::msm(&sigs, &weights);
+    let key_sum = S::PublicKey::msm(&keys, &weights);
+    S::verify_hashed(&key_sum, hashed, &sig_sum)
+}
+
+/// The signers of exactly the invalid signatures on `hashed`, by batch
+/// verification and bisection.
+///
+/// One set of random weights serves the whole bisection: a node's weighted sums
+/// are its left child's (one MSM per group over the left half) plus the right
+/// child's, so the right child's sums come for free by subtraction.
+pub(crate) fn weighted_find_invalid<S: Scheme, R: RngCore + ?Sized>(
+    key_of: impl Fn(NodeIndex) -> Option<S::PublicKey>,
+    hashed: &S::Signature,
+    shares: &[SignatureShare<S>],
+    rng: &mut R,
+) -> Vec<NodeIndex> {
+    let mut invalid = Vec::new();
+    let mut weighted = Vec::with_capacity(shares.len());
+    let mut keys = Vec::with_capacity(shares.len());
+    for s in shares {
+        match key_of(s.signer) {
+            Some(vk) => {
+                weighted.push(s);
+                keys.push(vk);
+            }
+            // A signature of no known signer is invalid on its face.
+            None => invalid.push(s.signer),
+        }
+    }
+    if weighted.is_empty() {
+        return invalid;
+    }
+    let sigs: Vec<S::Signature> = weighted.iter().map(|s| s.signature).collect();
+    let weights: Vec<Scalar> = sigs.iter().map(|_| Scalar::random_u128(rng)).collect();
+    let batch = WeightedBatch::<S> {
+        hashed,
+        sigs: &sigs,
+        keys: &keys,
+        weights: &weights,
+    };
+    let (sig_sum, key_sum) = batch.sums(0..sigs.len());
+    let mut found = Vec::new();
+    batch.bisect(0..sigs.len(), sig_sum, key_sum, false, &mut found);
+    invalid.extend(found.into_iter().map(|i| weighted[i].signer));
+    invalid.sort();
+    invalid
 }
 
 /// Shares with fixed random weights, for bisection.

@@ -6,7 +6,10 @@ use super::messages::{Control, EpochChange};
 use crate::config::{check_size, ReplicaConfig};
 use crate::messages::Block;
 use crate::{ConsensusError, Epoch, Height};
+use beacon::memo::Memo;
 use beacon::reshare::MemberId;
+use beacon::Scheme;
+use sha2::{Digest as _, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -60,6 +63,10 @@ pub struct Governance {
     /// First proposal of each current member (change digest).
     proposals: BTreeMap<MemberId, [u8; 32]>,
     changes: BTreeMap<[u8; 32], EpochChange>,
+    /// Changes whose consensus keys did not verify: their proposals count
+    /// for nothing.
+    refused: BTreeSet<[u8; 32]>,
+    keys_check: ConsensusKeyCheck,
     decided: Option<Decided>,
 }
 
@@ -97,6 +104,23 @@ pub enum ChangeRefused {
     /// A member listed twice.
     #[error("a member is listed twice")]
     MemberListedTwice,
+    /// Another number of consensus keys than members.
+    #[error("{keys} consensus keys for {members} members")]
+    ConsensusKeyCount {
+        /// Consensus keys listed.
+        keys: usize,
+        /// Members listed.
+        members: usize,
+    },
+    /// A new member's consensus key is not a valid key with a valid proof of
+    /// possession.
+    #[error("the consensus key of new member {member} (its place in the change) does not verify: {reason}")]
+    ConsensusKey {
+        /// The member's place in the change's list.
+        member: u32,
+        /// Why.
+        reason: beacon::Error,
+    },
     /// The new member count and `c` make no safe `n = 3f + 2c + 1`
     /// ([`ConsensusError::NetworkSize`]).
     #[error(transparent)]
@@ -127,6 +151,12 @@ pub fn check_change(epoch: Epoch, change: &EpochChange) -> Result<ReplicaShape, 
     if distinct.len() != change.members.len() {
         return Err(ChangeRefused::MemberListedTwice);
     }
+    if change.consensus_keys.len() != change.members.len() {
+        return Err(ChangeRefused::ConsensusKeyCount {
+            keys: change.consensus_keys.len(),
+            members: change.members.len(),
+        });
+    }
     check_size(n, change.c).map_err(|e| ChangeRefused::UnsafeSize(Arc::new(e)))?;
     let f = (n - 2 * change.c - 1) / 3;
     if change.beacon_threshold > n || (change.beacon_threshold > 0 && change.beacon_threshold <= f)
@@ -138,6 +168,56 @@ pub fn check_change(epoch: Epoch, change: &EpochChange) -> Result<ReplicaShape, 
         });
     }
     Ok(ReplicaShape { n, f, c: change.c })
+}
+
+/// Checks every consensus key a change lists, with its proof of possession,
+/// under scheme `S` (two pairings each): what an old member does before it
+/// counts a proposal of the change, and a proposer before it signs one.
+pub fn check_consensus_keys<S: Scheme>(change: &EpochChange) -> Result<(), ChangeRefused> {
+    for (i, listing) in change.consensus_keys.iter().enumerate() {
+        if let Err(reason) = listing.decode::<S>() {
+            return Err(ChangeRefused::ConsensusKey {
+                member: i as u32,
+                reason,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// How a member checks a change's consensus keys ([`check_consensus_keys`]
+/// for its scheme, shared between simulated members through the memo).
+#[derive(Clone)]
+pub struct ConsensusKeyCheck(Arc<dyn Fn(&EpochChange) -> Result<(), ChangeRefused> + Send + Sync>);
+
+impl ConsensusKeyCheck {
+    /// The check of scheme `S`, its verdicts shared through `memo` (keyed by
+    /// the change's digest).
+    pub fn new<S: Scheme>(memo: Arc<Memo>) -> Self {
+        ConsensusKeyCheck(Arc::new(move |change: &EpochChange| {
+            let mut h = Sha256::new();
+            h.update(b"consensus keys of change");
+            h.update(S::DST);
+            h.update(change.digest());
+            let verdict = memo.get_or_compute(h.finalize().into(), || {
+                check_consensus_keys::<S>(change).map_err(|e| e.to_string())
+            });
+            match verdict.as_ref() {
+                Ok(()) => Ok(()),
+                Err(_) => check_consensus_keys::<S>(change),
+            }
+        }))
+    }
+
+    fn check(&self, change: &EpochChange) -> Result<(), ChangeRefused> {
+        (self.0)(change)
+    }
+}
+
+impl std::fmt::Debug for ConsensusKeyCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ConsensusKeyCheck")
+    }
 }
 
 /// The size of an epoch's replica set.
@@ -152,14 +232,22 @@ pub struct ReplicaShape {
 }
 
 impl Governance {
-    /// Epoch `epoch` with `members` under `config`.
-    pub fn new(epoch: Epoch, members: Arc<BTreeSet<MemberId>>, config: &ReplicaConfig) -> Self {
+    /// Epoch `epoch` with `members` under `config`; `keys_check` checks the
+    /// consensus keys of a proposed change.
+    pub fn new(
+        epoch: Epoch,
+        members: Arc<BTreeSet<MemberId>>,
+        config: &ReplicaConfig,
+        keys_check: ConsensusKeyCheck,
+    ) -> Self {
         Governance {
             epoch,
             members,
             quorum: (config.n - config.f) as usize,
             proposals: BTreeMap::new(),
             changes: BTreeMap::new(),
+            refused: BTreeSet::new(),
+            keys_check,
             decided: None,
         }
     }
@@ -252,6 +340,16 @@ impl Governance {
             return;
         };
         let digest = change.digest();
+        // Every consensus key the change would bring in is checked once,
+        // before any proposal of it counts: a key without a proof of
+        // possession could forge certificates of the new epoch.
+        if self.refused.contains(&digest) {
+            return;
+        }
+        if !self.changes.contains_key(&digest) && self.keys_check.check(&change).is_err() {
+            self.refused.insert(digest);
+            return;
+        }
         self.proposals.insert(member, digest);
         self.changes.entry(digest).or_insert(change);
         let count = self.proposals.values().filter(|d| **d == digest).count();

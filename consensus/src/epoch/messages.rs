@@ -6,8 +6,8 @@ use crate::messages::CommittedEntry;
 use crate::ConsensusError;
 use crate::{Epoch, Height};
 use beacon::dkg::relay::{RelayMessage, SigningKey, VerifyingKey};
-use beacon::dkg::session::SessionMessage;
 use beacon::dkg::DealtShares;
+use beacon::multisig::ConsensusListing;
 use beacon::reshare::{MemberId, ReshareEpoch};
 use beacon::{wire, Scheme};
 use ed25519_dalek::{Signer as _, Verifier as _};
@@ -29,8 +29,8 @@ const READY_DOMAIN: &[u8] = b"sbft-beacon/epoch-ready/2";
 pub(super) const MAX_MEMBERS: usize = 1 << 16;
 
 /// A change of members: epoch `epoch` with `members` (by member key, in epoch
-/// order), `c` extra collectors and beacon threshold `beacon_threshold`
-/// (0: `f + 1`).
+/// order) and their consensus keys, `c` extra collectors and beacon threshold
+/// `beacon_threshold` (0: `f + 1`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EpochChange {
     /// The epoch it starts (the current one plus one).
@@ -41,13 +41,17 @@ pub struct EpochChange {
     pub c: u32,
     /// Beacon threshold of the new epoch (0: `f + 1`).
     pub beacon_threshold: u32,
+    /// Each new member's consensus key and proof of possession, in the order
+    /// of `members`: the chain records them with the change, and members
+    /// check every proof before they count a proposal of it.
+    pub consensus_keys: Vec<ConsensusListing>,
 }
 
 impl EpochChange {
     /// SHA-256 of the change's encoding: what proposals are counted by.
     pub fn digest(&self) -> [u8; 32] {
         let mut h = Sha256::new();
-        h.update(b"sbft-beacon/epoch-change/1");
+        h.update(b"sbft-beacon/epoch-change/2");
         h.update(wire::encode(self).unwrap_or_default());
         h.finalize().into()
     }
@@ -253,13 +257,6 @@ pub enum EpochMessage<S: Scheme> {
         /// The message.
         message: ReshareWire,
     },
-    /// A message of the new members' DKG for epoch `epoch`.
-    Dkg {
-        /// The epoch.
-        epoch: Epoch,
-        /// The message.
-        message: SessionMessage,
-    },
     /// The chain up to the switch into epoch `epoch` (its last entry is the
     /// switch height), for members that did not follow it.
     Handoff {
@@ -302,7 +299,6 @@ impl<S: Scheme> EpochMessage<S> {
             EpochMessage::Control(_) => "epoch-control",
             EpochMessage::Invite(_) => "epoch-invite",
             EpochMessage::Reshare { .. } => "epoch-reshare",
-            EpochMessage::Dkg { .. } => "epoch-dkg",
             EpochMessage::Handoff { .. } => "epoch-handoff",
             EpochMessage::HandoffRequest { .. } => "epoch-handoff-request",
             EpochMessage::Named { .. } => "epoch-named",

@@ -87,17 +87,23 @@ mod governance;
 mod messages;
 mod transition;
 
-pub use governance::{check_change, ChangeRefused, Decision, Governance, ReplicaShape};
+pub use governance::{
+    check_change, check_consensus_keys, ChangeRefused, ConsensusKeyCheck, Decision, Governance,
+    ReplicaShape,
+};
 pub use messages::{Control, EpochChange, EpochMessage, EpochReady, Invitation, ReshareWire};
 pub use transition::{
     keys_digest, Transition, TransitionEvent, TransitionFailure, TransitionTimer,
 };
 
 use crate::config::ReplicaConfig;
+use crate::keys::EpochKeys;
 use crate::{ConsensusError, DirectoryIndex, Epoch};
 use beacon::dkg::relay::{SigningKey, VerifyingKey};
+use beacon::memo::Memo;
+use beacon::multisig::{ConsensusListing, ConsensusSecretKey};
 use beacon::reshare::MemberId;
-use beacon::NodeIndex;
+use beacon::{NodeIndex, Scheme};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -107,7 +113,7 @@ pub fn member_id(key: &VerifyingKey) -> MemberId {
 }
 
 /// One epoch as a member sees it: its number, its members (directory indices,
-/// by epoch index) and its replica configuration.
+/// by epoch index), their consensus keys and its replica configuration.
 #[derive(Clone, Debug)]
 pub struct EpochView {
     /// The epoch (0 for the genesis members).
@@ -116,12 +122,22 @@ pub struct EpochView {
     pub members: Vec<DirectoryIndex>,
     /// The replicas' configuration in this epoch.
     pub config: ReplicaConfig,
+    /// Each member's consensus key and proof of possession, by epoch index:
+    /// the genesis directory's, then those the chain recorded with each
+    /// change (shared by every member of a simulated epoch).
+    pub consensus: Arc<Vec<ConsensusListing>>,
     position: BTreeMap<DirectoryIndex, NodeIndex>,
 }
 
 impl EpochView {
-    /// Epoch `number` with `members` (directory indices by epoch index).
-    pub fn new(number: Epoch, members: Vec<DirectoryIndex>, config: ReplicaConfig) -> Self {
+    /// Epoch `number` with `members` (directory indices by epoch index) and
+    /// their consensus keys `consensus`.
+    pub fn new(
+        number: Epoch,
+        members: Vec<DirectoryIndex>,
+        config: ReplicaConfig,
+        consensus: Arc<Vec<ConsensusListing>>,
+    ) -> Self {
         let position = members
             .iter()
             .enumerate()
@@ -131,14 +147,37 @@ impl EpochView {
             number,
             members,
             config,
+            consensus,
             position,
         }
     }
 
-    /// The genesis epoch: directory members `0..config.n`.
-    pub fn genesis(config: ReplicaConfig) -> Self {
-        let members = (0..config.n).map(DirectoryIndex::new).collect();
-        EpochView::new(Epoch::ZERO, members, config)
+    /// The genesis epoch: directory members `0..config.n`, with the
+    /// directory's consensus keys.
+    pub fn genesis(config: ReplicaConfig, directory: &Directory) -> Self {
+        let members: Vec<DirectoryIndex> = (0..config.n).map(DirectoryIndex::new).collect();
+        let consensus = directory.listings_of(&members);
+        EpochView::new(Epoch::ZERO, members, config, consensus)
+    }
+
+    /// The epoch's public consensus keys, checked as points (their proofs
+    /// were checked where they entered: the genesis directory, the change
+    /// that recorded them), shared between simulated members.
+    pub fn consensus_keys<S: Scheme>(
+        &self,
+        memo: &Memo,
+    ) -> Result<Arc<EpochKeys<S>>, ConsensusError> {
+        let id = crate::keys::binding(self.number, &self.consensus);
+        let keys = memo.get_or_compute(id, || {
+            EpochKeys::<S>::from_listings(self.number, &self.consensus, false)
+                .map(Arc::new)
+                .map_err(|e| e.to_string())
+        });
+        match keys.as_ref() {
+            Ok(keys) => Ok(keys.clone()),
+            Err(_) => EpochKeys::<S>::from_listings(self.number, &self.consensus, false)
+                .map(Arc::new),
+        }
     }
 
     /// The epoch index of directory member `d`, if it is a member.
@@ -157,10 +196,12 @@ impl EpochView {
     }
 }
 
-/// The member keys of every party the transport can reach, by directory index.
+/// The member keys of every party the transport can reach, by directory
+/// index, and each party's consensus key with its proof of possession.
 #[derive(Clone, Debug)]
 pub struct Directory {
     keys: Arc<Vec<VerifyingKey>>,
+    consensus: Arc<Vec<ConsensusListing>>,
     /// Index by member id, built at the first lookup (only changes of members
     /// look up): every member of a simulated network holds a directory, and an
     /// index each was `n^2` entries and hashes at construction.
@@ -168,12 +209,80 @@ pub struct Directory {
 }
 
 impl Directory {
-    /// The directory of `keys`.
-    pub fn new(keys: Arc<Vec<VerifyingKey>>) -> Self {
-        Directory {
+    /// The directory of member keys `keys` and consensus keys `consensus`
+    /// (one each per party, in the same order).
+    pub fn new(
+        keys: Arc<Vec<VerifyingKey>>,
+        consensus: Arc<Vec<ConsensusListing>>,
+    ) -> Result<Self, ConsensusError> {
+        if keys.len() != consensus.len() {
+            return Err(ConsensusError::ConsensusKeyCount {
+                listed: consensus.len() as u32,
+                n: keys.len() as u32,
+            });
+        }
+        Ok(Directory {
             keys,
+            consensus,
+            position: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// The directory of parties whose keys derive from `seeds`, one each
+    /// ([`crate::member_key`], [`crate::consensus_key`]): the tests'; the
+    /// simulator derives the same on its threads.
+    pub fn derived<S: Scheme>(seeds: &[[u8; 32]]) -> Self {
+        let keys = seeds
+            .iter()
+            .map(|s| crate::member_key(s).verifying_key())
+            .collect();
+        let listings = seeds
+            .iter()
+            .map(|s| crate::consensus_key(s).listing::<S>())
+            .collect();
+        Directory {
+            keys: Arc::new(keys),
+            consensus: Arc::new(listings),
             position: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Party `d`'s consensus key and proof.
+    pub fn listing(&self, d: DirectoryIndex) -> Option<&ConsensusListing> {
+        self.consensus.get(d.as_usize())
+    }
+
+    /// The consensus keys of the parties of member ids `members`, in that
+    /// order: what a proposer lists in a change ([`EpochChange`]). `None`
+    /// when one is not in the directory.
+    pub fn listings_for(&self, members: &[MemberId]) -> Option<Vec<ConsensusListing>> {
+        members
+            .iter()
+            .map(|m| self.index_of(m).and_then(|d| self.listing(d).cloned()))
+            .collect()
+    }
+
+    /// Every party's consensus key and proof, by directory index.
+    pub fn listings(&self) -> &Arc<Vec<ConsensusListing>> {
+        &self.consensus
+    }
+
+    /// The consensus keys of `members` (directory indices), in that order;
+    /// the whole list, shared, when `members` are the first parties.
+    pub fn listings_of(&self, members: &[DirectoryIndex]) -> Arc<Vec<ConsensusListing>> {
+        let prefix = members
+            .iter()
+            .enumerate()
+            .all(|(i, d)| d.as_usize() == i);
+        if prefix && members.len() == self.consensus.len() {
+            return self.consensus.clone();
+        }
+        Arc::new(
+            members
+                .iter()
+                .filter_map(|d| self.listing(*d).cloned())
+                .collect(),
+        )
     }
 
     /// Number of parties.
@@ -228,9 +337,10 @@ impl Directory {
 
 /// Who a member is, in the DKG and in changes of members: its directory
 /// index, the member key it signs its DKG and resharing broadcasts, results
-/// and control transactions with, and the directory (every party's member
-/// key). The simulator derives the key from a member's seed
-/// ([`crate::member_key`]); a real node signs with its identity key.
+/// and control transactions with, its consensus key, and the directory
+/// (every party's member key and consensus key). The simulator derives the
+/// keys from a member's seed ([`crate::member_key`],
+/// [`crate::consensus_key`]); a real node reads them from its key files.
 #[derive(Clone, Debug)]
 pub struct MemberIdentity {
     /// This member's directory index (its index in the genesis epoch for a
@@ -238,25 +348,38 @@ pub struct MemberIdentity {
     pub me: DirectoryIndex,
     /// Its member key.
     pub key: SigningKey,
+    /// Its consensus key (votes and view changes).
+    pub consensus: ConsensusSecretKey,
     /// The member keys of everyone the transport reaches, by directory index:
     /// the genesis members first, then parties that may join later.
     pub directory: Directory,
 }
 
 impl MemberIdentity {
-    /// Directory member `me` with member key `key`, among the parties of
-    /// member keys `keys` (by directory index).
-    pub fn new(me: DirectoryIndex, key: SigningKey, keys: Arc<Vec<VerifyingKey>>) -> Self {
+    /// Directory member `me` with member key `key` and consensus key
+    /// `consensus`, among the parties of `directory`.
+    pub fn new(
+        me: DirectoryIndex,
+        key: SigningKey,
+        consensus: ConsensusSecretKey,
+        directory: Directory,
+    ) -> Self {
         MemberIdentity {
             me,
             key,
-            directory: Directory::new(keys),
+            consensus,
+            directory,
         }
     }
 
-    /// Whether the directory holds this member's key at its index.
-    pub fn is_listed(&self) -> bool {
+    /// Whether the directory holds this member's keys at its index: its
+    /// member key, and its consensus key under scheme `S`.
+    pub fn is_listed<S: Scheme>(&self) -> bool {
         self.directory.key(self.me) == Some(&self.key.verifying_key())
+            && self
+                .directory
+                .listing(self.me)
+                .is_some_and(|l| crate::keys::lists::<S>(l, &self.consensus))
     }
 }
 

@@ -2,8 +2,9 @@
 //! party that joins, and the replica of an epoch from key material.
 
 use super::{derive, epochs, Identity, Member, Phase};
-use crate::config::{ReplicaConfig, ReplicaKeys};
-use crate::epoch::{EpochView, MemberIdentity};
+use crate::config::ReplicaConfig;
+use crate::epoch::{Directory, EpochView, MemberIdentity};
+use crate::keys::{EpochKeys, ReplicaKeys};
 use crate::messages::CommittedEntry;
 use crate::participant::{Adversary, Participant};
 use crate::replica::{ChainWindow, Replica, SignedVotes};
@@ -11,7 +12,9 @@ use crate::ConsensusError;
 use beacon::dkg::session::{DkgSession, SessionParticipant};
 use beacon::dkg::{DkgConfig, DkgOutput};
 use beacon::memo::Memo;
+use beacon::multisig::ConsensusSecretKey;
 use beacon::{NodeIndex, Scheme};
+use sha2::{Digest as _, Sha256};
 use std::sync::Arc;
 
 impl<S: Scheme> Member<S> {
@@ -36,6 +39,11 @@ impl<S: Scheme> Member<S> {
                 thresholds: config.dkg_thresholds(),
             });
         }
+        let genesis_epoch = EpochView::genesis(config.clone(), &identity.directory);
+        // Every genesis member's proof of possession is checked once, at start
+        // (shared between simulated members): a listing that does not verify
+        // names its member.
+        check_genesis_keys::<S>(&genesis_epoch, &memo)?;
         // The genesis members' keys: shared when no party may join later (a
         // copy per member was n^2 keys in a simulation of n members).
         let keys = identity.directory.keys();
@@ -45,9 +53,9 @@ impl<S: Scheme> Member<S> {
             Arc::new(keys.iter().take(config.n as usize).copied().collect())
         };
         let me = identity.me.address();
+        let consensus = identity.consensus.clone();
         let identity = Identity {
             phase_timeout_us: dkg.phase_timeout_us,
-            max_attempts: dkg.max_attempts,
             who: identity,
         };
         let session = DkgSession::new(
@@ -64,7 +72,8 @@ impl<S: Scheme> Member<S> {
         };
         Ok(Self::assemble(
             me,
-            EpochView::genesis(config),
+            genesis_epoch,
+            consensus,
             seed,
             memo,
             adversary,
@@ -73,10 +82,13 @@ impl<S: Scheme> Member<S> {
         ))
     }
 
-    /// A member of `epoch` in phase `phase`, without key material.
+    /// A member of `epoch` with consensus key `consensus`, in phase `phase`,
+    /// without key material.
+    #[allow(clippy::too_many_arguments)]
     pub(in crate::member) fn assemble(
         me: NodeIndex,
         epoch: EpochView,
+        consensus: ConsensusSecretKey,
         seed: [u8; 32],
         memo: Arc<Memo>,
         adversary: Option<Arc<dyn Adversary<S>>>,
@@ -94,23 +106,28 @@ impl<S: Scheme> Member<S> {
             early: Vec::new(),
             epoch,
             keys: None,
+            consensus,
             identity,
             epochs,
             generation: 0,
         }
     }
 
-    /// A member restored from persisted key material, its most recent finalized
-    /// heights (consecutive, ending at the last; at least the last
-    /// [`crate::replica::CHAIN_WINDOW`] of them when the chain is that long) and
-    /// the last [`MemberOutput::PersistVotes`] record (empty when none): no DKG.
-    /// It takes part in epoch changes once given its identity
+    /// A genesis member restored from persisted key material, its consensus
+    /// key and the genesis directory, its most recent finalized heights
+    /// (consecutive, ending at the last; at least the last
+    /// [`crate::replica::CHAIN_WINDOW`] of them when the chain is that long)
+    /// and the last [`MemberOutput::PersistVotes`] record (empty when none):
+    /// no DKG. It takes part in epoch changes once given its identity
     /// ([`Member::with_identity`]).
     ///
     /// [`MemberOutput::PersistVotes`]: super::MemberOutput::PersistVotes
+    #[allow(clippy::too_many_arguments)]
     pub fn restore(
         config: ReplicaConfig,
+        directory: &Directory,
         output: &DkgOutput<S>,
+        consensus: ConsensusSecretKey,
         chain: Vec<Arc<CommittedEntry<S>>>,
         votes: Vec<SignedVotes<S>>,
         seed: [u8; 32],
@@ -118,8 +135,9 @@ impl<S: Scheme> Member<S> {
         adversary: Option<Arc<dyn Adversary<S>>>,
     ) -> Result<Self, ConsensusError> {
         Self::restore_in(
-            EpochView::genesis(config),
+            EpochView::genesis(config, directory),
             output,
+            consensus,
             chain,
             votes,
             seed,
@@ -128,13 +146,16 @@ impl<S: Scheme> Member<S> {
         )
     }
 
-    /// [`Member::restore`] in epoch `epoch` (the members and configuration of
-    /// the last [`EpochEvent::Started`], whose key material `output` is).
+    /// [`Member::restore`] in epoch `epoch` (the members, consensus keys and
+    /// configuration of the last [`EpochEvent::Started`], whose key material
+    /// `output` is).
     ///
     /// [`EpochEvent::Started`]: super::EpochEvent::Started
+    #[allow(clippy::too_many_arguments)]
     pub fn restore_in(
         epoch: EpochView,
         output: &DkgOutput<S>,
+        consensus: ConsensusSecretKey,
         chain: Vec<Arc<CommittedEntry<S>>>,
         votes: Vec<SignedVotes<S>>,
         seed: [u8; 32],
@@ -151,8 +172,9 @@ impl<S: Scheme> Member<S> {
             });
         }
         let replica = Self::build_replica(
-            &epoch.config,
+            &epoch,
             output,
+            &consensus,
             chain,
             votes,
             &seed,
@@ -164,6 +186,7 @@ impl<S: Scheme> Member<S> {
             ..Self::assemble(
                 output.me,
                 epoch,
+                consensus,
                 seed,
                 memo,
                 adversary,
@@ -177,16 +200,15 @@ impl<S: Scheme> Member<S> {
     /// epoch is `epoch` (the members it trusts to invite it): it waits for
     /// `f + 1` identical invitations, takes part in the change, and runs the
     /// new epoch's replica from the handoff. Resharings use phases of
-    /// `phase_timeout_us` and the new members' DKG `max_attempts`.
+    /// `phase_timeout_us`.
     pub fn joining(
         epoch: EpochView,
         identity: MemberIdentity,
         seed: [u8; 32],
         memo: Arc<Memo>,
         phase_timeout_us: u64,
-        max_attempts: u32,
     ) -> Result<Self, ConsensusError> {
-        if !identity.is_listed() {
+        if !identity.is_listed::<S>() {
             return Err(ConsensusError::Beacon(beacon::Error::Reshare(
                 beacon::ReshareError::MemberKeyMismatch {
                     party: identity.me.get(),
@@ -194,14 +216,15 @@ impl<S: Scheme> Member<S> {
             )));
         }
         let me = identity.me.address();
+        let consensus = identity.consensus.clone();
         let identity = Identity {
             who: identity,
             phase_timeout_us,
-            max_attempts,
         };
         Ok(Self::assemble(
             me,
             epoch,
+            consensus,
             seed,
             memo,
             None,
@@ -211,36 +234,34 @@ impl<S: Scheme> Member<S> {
     }
 
     /// Gives a restored member its identity, so that it takes part in epoch
-    /// changes (resharings with phases of `phase_timeout_us`, the new
-    /// members' DKG with `max_attempts`).
-    pub fn with_identity(
-        mut self,
-        identity: MemberIdentity,
-        phase_timeout_us: u64,
-        max_attempts: u32,
-    ) -> Self {
+    /// changes (resharings with phases of `phase_timeout_us`).
+    pub fn with_identity(mut self, identity: MemberIdentity, phase_timeout_us: u64) -> Self {
         self.epochs = epochs::EpochState::new(&self.epoch, Some(&identity.directory), &self.memo);
         self.identity = Some(Identity {
             who: identity,
             phase_timeout_us,
-            max_attempts,
         });
         self
     }
 
-    /// The replica of an epoch of configuration `config` from key material
-    /// `output`, resuming after `chain` with the vote record `votes`; what
-    /// runs in its place when an adversary is plugged in.
+    /// The replica of epoch `epoch` from key material `output` and this
+    /// member's consensus key `consensus`, resuming after `chain` with the
+    /// vote record `votes`; what runs in its place when an adversary is
+    /// plugged in.
+    #[allow(clippy::too_many_arguments)]
     pub(in crate::member) fn build_replica(
-        config: &ReplicaConfig,
+        epoch: &EpochView,
         output: &DkgOutput<S>,
+        consensus: &ConsensusSecretKey,
         chain: Vec<Arc<CommittedEntry<S>>>,
         votes: Vec<SignedVotes<S>>,
         seed: &[u8; 32],
         memo: &Arc<Memo>,
         adversary: Option<&dyn Adversary<S>>,
     ) -> Result<Box<dyn Participant<S>>, ConsensusError> {
-        let keys = ReplicaKeys::from_dkg(config, output)?;
+        let config = &epoch.config;
+        let epoch_keys = epoch.consensus_keys::<S>(memo)?;
+        let keys = ReplicaKeys::from_dkg(config, output, consensus.clone(), epoch_keys)?;
         let chain = ChainWindow::resume(chain).ok_or(ConsensusError::ChainGap)?;
         let replica = Replica::restore(
             config.clone(),
@@ -254,5 +275,24 @@ impl<S: Scheme> Member<S> {
             Some(adversary) => adversary.replica(replica, keys),
             None => Box::new(replica),
         })
+    }
+}
+
+/// Checks the proof of possession of every genesis member's consensus key
+/// (once per directory, shared between simulated members): a listing that
+/// does not verify is refused, naming its member.
+fn check_genesis_keys<S: Scheme>(epoch: &EpochView, memo: &Memo) -> Result<(), ConsensusError> {
+    let mut h = Sha256::new();
+    h.update(b"genesis consensus keys checked");
+    h.update(S::DST);
+    h.update(crate::keys::binding(epoch.number, &epoch.consensus));
+    let verdict = memo.get_or_compute(h.finalize().into(), || {
+        EpochKeys::<S>::from_listings(epoch.number, &epoch.consensus, true)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    });
+    match verdict.as_ref() {
+        Ok(()) => Ok(()),
+        Err(_) => EpochKeys::<S>::from_listings(epoch.number, &epoch.consensus, true).map(|_| ()),
     }
 }

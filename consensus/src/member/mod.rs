@@ -31,7 +31,9 @@ use beacon::dkg::session::{SessionAction, SessionInput, SessionParticipant};
 use beacon::dkg::DkgOutput;
 use beacon::effect::Effect;
 use beacon::memo::Memo;
+use beacon::multisig::ConsensusSecretKey;
 use beacon::{NodeIndex, Scheme, Time};
+use rand_core::SeedableRng;
 use outbox::{Generation, Outbox, SelfInput};
 use sha2::{Digest as _, Sha256};
 use std::sync::Arc;
@@ -51,12 +53,11 @@ enum Phase<S: Scheme> {
 }
 
 /// What a member needs to take part in epoch changes: who it is, and the
-/// DKG's phase length and attempts (reused by resharings).
+/// DKG's phase length (reused by resharings).
 #[derive(Clone)]
 struct Identity {
     who: MemberIdentity,
     phase_timeout_us: u64,
-    max_attempts: u32,
 }
 
 /// One member: DKG, then replica, epoch after epoch.
@@ -72,6 +73,8 @@ pub struct Member<S: Scheme> {
     epoch: EpochView,
     /// The current epoch's key material (none before the DKG, or once retired).
     keys: Option<Arc<DkgOutput<S>>>,
+    /// This member's own consensus key (its votes in every epoch it is in).
+    consensus: ConsensusSecretKey,
     identity: Option<Identity>,
     epochs: epochs::EpochState<S>,
     /// How many epoch ends this member read: what the replica of an ended
@@ -83,6 +86,13 @@ pub struct Member<S: Scheme> {
 /// seed: what the simulator uses (a real node signs with its identity key).
 pub fn member_key(seed: &[u8; 32]) -> SigningKey {
     SigningKey::from_bytes(&derive(seed, b"member-key"))
+}
+
+/// The consensus key derived from a member's seed: what the simulator and the
+/// tests use (a real node reads its own from its key file).
+pub fn consensus_key(seed: &[u8; 32]) -> ConsensusSecretKey {
+    let mut rng = rand_chacha::ChaCha20Rng::from_seed(derive(seed, b"consensus-key"));
+    ConsensusSecretKey::random(&mut rng)
 }
 
 /// Derives a labelled 32-byte seed from a member's seed.
@@ -423,8 +433,9 @@ impl<S: Scheme> Member<S> {
             SessionAction::Complete(output) => {
                 out.push(MemberOutput::DkgComplete(output.clone()));
                 match Self::build_replica(
-                    &self.epoch.config,
+                    &self.epoch,
                     &output,
+                    &self.consensus,
                     Vec::new(),
                     Vec::new(),
                     &self.seed,

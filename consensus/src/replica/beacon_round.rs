@@ -74,7 +74,7 @@ impl<S: Scheme> Replica<S> {
         let valid = origin.local
             || self
                 .verifier
-                .verify(Key::Beacon, self.round.beacon.message(), &signature);
+                .verify_beacon(self.round.beacon.message(), &signature);
         if valid {
             self.learn_beacon(signature);
         } else {
@@ -186,7 +186,7 @@ impl<S: Scheme> Replica<S> {
             return None;
         }
         let threshold = self.config.beacon_threshold as usize;
-        let (_, signature) = self.round.beacon.shares.recover(
+        let (_, signature, _) = self.round.beacon.shares.recover(
             threshold,
             &mut self.verifier,
             self.height,

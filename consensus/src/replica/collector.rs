@@ -1,7 +1,8 @@
 //! Step 3 as a collector (one of the `c + 1` drawn for the view): tally the
-//! voters' shares and say what is ready — a commit proof from `3f + c + 1` sigma
-//! shares (fast path) or `2f + c + 1` COMMIT shares (slow path), a PREPARE from
-//! `2f + c + 1` tau shares once the fast-path timer expired — and, with the
+//! voters' signatures and say what is ready — a commit proof from `3f + c + 1`
+//! fast-path votes (fast path) or `2f + c + 1` COMMIT votes (slow path), a
+//! PREPARE from `2f + c + 1` prepare votes once the fast-path timer expired,
+//! each a multi-signature with the bitmap of its signers — and, with the
 //! beacon shares that ride on SIGN-SHARE, `beta_h` (step 4). What is ready is
 //! broadcast (through the backup rule, [`super::backup`]) and delivered to this
 //! replica through the loopback like anyone else's: the collector never commits
@@ -18,11 +19,11 @@ use crate::{Height, View};
 use beacon::{Scheme, Time};
 use std::collections::BTreeMap;
 
-/// The three signature shares of one SIGN-SHARE, on one block in one view.
+/// The three signatures of one SIGN-SHARE, on one block in one view.
 pub(super) struct VoteShares<S: Scheme> {
-    /// Fast-path share (on the fast vote).
+    /// Fast-path vote (the sender's own key, on the fast vote).
     pub(super) sigma: S::Signature,
-    /// Slow-path share (on the PREPARE).
+    /// Prepare vote (the sender's own key, on the PREPARE).
     pub(super) tau: S::Signature,
     /// Beacon share.
     pub(super) beacon: S::Signature,
@@ -82,32 +83,34 @@ impl<S: Scheme> Collector<S> {
         }
         let fast_t = config.fast_threshold() as usize;
         let slow_t = config.slow_threshold() as usize;
-        let proof = |digest, path, signature| {
+        let proof = |digest, path, signature, signers| {
             Collected::Proof(CommitCertificate {
                 height: h,
                 view,
                 digest,
                 path,
                 signature,
+                signers,
             })
         };
-        if let Some((digest, sig)) = col.sigma.recover(fast_t, verifier, h, outbox) {
+        if let Some((digest, sig, signers)) = col.sigma.recover(fast_t, verifier, h, outbox) {
             col.proof_sent = true;
-            return Some(proof(digest, CommitPath::Fast, sig));
+            return Some(proof(digest, CommitPath::Fast, sig, signers));
         }
-        if let Some((digest, sig)) = col.commit.recover(slow_t, verifier, h, outbox) {
+        if let Some((digest, sig, signers)) = col.commit.recover(slow_t, verifier, h, outbox) {
             col.proof_sent = true;
-            return Some(proof(digest, CommitPath::Slow, sig));
+            return Some(proof(digest, CommitPath::Slow, sig, signers));
         }
         if !col.fast_timer_fired || col.prepare_sent {
             return None;
         }
-        let (digest, signature) = col.tau.recover(slow_t, verifier, h, outbox)?;
+        let (digest, signature, signers) = col.tau.recover(slow_t, verifier, h, outbox)?;
         col.prepare_sent = true;
         Some(Collected::Prepare(PrepareCertificate {
             view,
             digest,
             signature,
+            signers,
         }))
     }
 }

@@ -7,7 +7,6 @@
 
 use super::interface::{EvidenceKind, ProofKind};
 use super::outbox::Origin;
-use super::verifier::Key;
 use super::Replica;
 use crate::messages::{signed, Block, CommitCertificate, CommitPath, Digest, Message};
 use crate::Height;
@@ -64,17 +63,18 @@ impl<S: Scheme> Commit<S> {
 impl<S: Scheme> Replica<S> {
     /// Whether `cert` is a valid commit proof of its height, view and digest.
     pub(super) fn certificate_is_valid(&self, cert: &CommitCertificate<S>) -> bool {
-        let (key, msg) = match cert.path {
+        let (quorum, msg) = match cert.path {
             CommitPath::Fast => (
-                Key::Sigma,
+                self.config.fast_threshold(),
                 signed::fast_vote(cert.height, cert.view, &cert.digest),
             ),
             CommitPath::Slow => (
-                Key::Tau,
+                self.config.slow_threshold(),
                 signed::commit(cert.height, cert.view, &cert.digest),
             ),
         };
-        self.verifier.verify(key, &msg, &cert.signature)
+        self.verifier
+            .verify_certificate(&msg, &cert.signature, &cert.signers, quorum)
     }
 
     /// Steps 3-4: a commit proof from a collector (its beacon, if any, went to

@@ -74,11 +74,12 @@ pub use chain::{sync_response, ChainWindow, CHAIN_WINDOW};
 pub use interface::{
     Event, Evidence, EvidenceKind, Input, Output, ProofKind, ReplicaEffect, ShareKind, Timer,
 };
-pub use sync::{block_bytes, SYNC_RESPONSE_BYTES};
+pub use sync::{block_bytes, SYNC_BATCH, SYNC_RESPONSE_BYTES};
 pub use verifier::CONVICTION_HEIGHTS;
 pub use votes::{Refusal, SignedVotes};
 
-use crate::config::{ReplicaConfig, ReplicaKeys};
+use crate::config::ReplicaConfig;
+use crate::keys::ReplicaKeys;
 use crate::election::Election;
 use crate::messages::{CommittedEntry, Message};
 use crate::ConsensusError;

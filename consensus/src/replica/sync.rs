@@ -9,7 +9,6 @@
 //! and the rest waits for the next height, where it is replayed.
 
 use super::outbox::Origin;
-use super::verifier::Key;
 use super::Replica;
 use crate::messages::{Block, CommittedEntry, Message};
 use crate::Height;
@@ -17,7 +16,7 @@ use beacon::{NodeIndex, Scheme, Time};
 use std::sync::Arc;
 
 /// Most entries in one sync response.
-pub(super) const SYNC_BATCH: usize = 64;
+pub const SYNC_BATCH: usize = 64;
 /// Most bytes of blocks in one sync response (one entry is always sent, so a
 /// response is at most this plus one block and its proof).
 pub const SYNC_RESPONSE_BYTES: usize = 4 << 20;
@@ -130,7 +129,7 @@ impl<S: Scheme> Replica<S> {
         let cert = &entry.certificate;
         let beacon_ok =
             self.verifier
-                .verify(Key::Beacon, self.round.beacon.message(), &entry.beacon);
+                .verify_beacon(self.round.beacon.message(), &entry.beacon);
         if cert.height != h
             || cert.digest != entry.block.digest()
             || !self.block_is_valid(&entry.block)

@@ -1,14 +1,18 @@
-//! Shares toward a threshold signature: the one aggregation path of the
-//! replica. A collector tallies sigma, tau and commit shares per block digest
-//! (step 3); every replica tallies the beacon shares of its round (step 4).
-//! Recovery is optimistic (one check of the interpolated signature) and falls
-//! back to batch verification with bisection; invalid shares are dropped from
-//! every set of the tally, reported as evidence, and kept out afterwards.
+//! Signatures toward a certificate or a beacon: the one aggregation path of
+//! the replica. A collector tallies the fast-path votes, the prepare votes
+//! and the commit votes per block digest (step 3): members' own signatures,
+//! added up into a multi-signature with the bitmap of their signers. Every
+//! replica tallies the beacon shares of its round (step 4), combined into
+//! the threshold signature by interpolation. Both are optimistic (one check
+//! of the sum or of the interpolated signature) and fall back to batch
+//! verification with bisection; invalid signatures are dropped from every
+//! set of the tally, reported as evidence, and kept out afterwards.
 
 use super::interface::{EvidenceKind, ShareKind};
 use super::outbox::Outbox;
 use super::verifier::{Key, Verifier};
 use crate::Height;
+use beacon::multisig::SignerBitmap;
 use beacon::{NodeIndex, Scheme, ShareSet, SignatureShare};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -68,16 +72,18 @@ impl<S: Scheme, K: Ord + Copy> Tally<S, K> {
         true
     }
 
-    /// The threshold signature of the first key (in order) whose shares reach
-    /// `threshold` and recover. Invalid shares found on the way are dropped
-    /// from every key's set and reported as evidence at `height`.
+    /// The signature of the first key (in order) whose valid shares reach
+    /// `threshold`, with its signers: a multi-signature of every valid vote,
+    /// or the beacon interpolated from the shares. Invalid shares found on
+    /// the way are dropped from every key's set and reported as evidence at
+    /// `height`.
     pub(super) fn recover(
         &mut self,
         threshold: usize,
         verifier: &mut Verifier<S>,
         height: Height,
         outbox: &mut Outbox<S>,
-    ) -> Option<(K, S::Signature)> {
+    ) -> Option<(K, S::Signature, SignerBitmap)> {
         let ready: Vec<K> = self
             .sets
             .iter()
@@ -101,8 +107,10 @@ impl<S: Scheme, K: Ord + Copy> Tally<S, K> {
                     s.remove(culprit);
                 }
             }
-            if let Some(signature) = recovered.signature {
-                return Some((key, signature));
+            if let Some((signature, signers)) = recovered.signature {
+                if signers.count() as usize >= threshold {
+                    return Some((key, signature, signers));
+                }
             }
         }
         None

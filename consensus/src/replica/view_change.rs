@@ -217,7 +217,7 @@ impl<S: Scheme> Replica<S> {
             block,
             signature: S::Signature::generator(),
         };
-        vc.signature = self.verifier.sign(Key::Tau, &vc.signed_message());
+        vc.signature = self.verifier.sign(Key::Consensus, &vc.signed_message());
         vc
     }
 

@@ -1,10 +1,11 @@
 //! Step 5, verification of the view changes a NEW-VIEW carries (or a new
-//! primary collects): every sender's signature, in one batch per signed message,
+//! primary collects): every sender's signature (its own consensus key), in one
+//! batch per signed message,
 //! and the claims that decide the view-change rule (`SAFETY.md`, "Across views").
 
 use super::safe_value::fast_candidate;
 use super::verifier::{Key, Verifier};
-use crate::messages::{signed, Digest, ViewChange};
+use crate::messages::{signed, Digest, PrepareCertificate, ViewChange};
 use crate::{Height, View};
 use beacon::{NodeIndex, Scheme, SignatureShare};
 use std::collections::{BTreeMap, BTreeSet};
@@ -30,18 +31,20 @@ impl<S: Scheme> Verifier<S> {
         }
         let mut bad = BTreeSet::new();
         for (msg, shares) in by_message {
-            if !self.shares_verify(Key::Tau, &msg, &shares) {
-                bad.extend(self.find_invalid(Key::Tau, &msg, &shares));
+            if !self.shares_verify(Key::Consensus, &msg, &shares) {
+                bad.extend(self.find_invalid(Key::Consensus, &msg, &shares));
             }
         }
         bad
     }
 
-    /// The view changes of height `h` whose signatures, certificates and votes
-    /// verify (batch-verified per group of identical claims).
+    /// The view changes of height `h` whose signatures, certificates (of at
+    /// least `prepare_quorum` signers) and votes verify (batch-verified per
+    /// group of identical claims).
     pub(super) fn valid_view_changes(
         &mut self,
         h: Height,
+        prepare_quorum: u32,
         vcs: &[Arc<ViewChange<S>>],
     ) -> Vec<Arc<ViewChange<S>>> {
         let mut bad = self.forged_view_changes(vcs);
@@ -64,18 +67,25 @@ impl<S: Scheme> Verifier<S> {
         for ((view, digest), senders) in &certs {
             // Identical claims carry the same signature only if honest; check
             // each distinct one.
-            let mut seen: Vec<S::Signature> = Vec::new();
+            let mut seen: Vec<&PrepareCertificate<S>> = Vec::new();
             let message = signed::prepare(h, *view, digest);
             for vc in vcs.iter().filter(|v| senders.contains(&v.from)) {
                 let Some(prepared) = vc.prepared.as_ref() else {
                     continue;
                 };
-                let sig = prepared.signature;
-                if seen.contains(&sig) {
+                let same = |p: &&PrepareCertificate<S>| {
+                    p.signature == prepared.signature && p.signers == prepared.signers
+                };
+                if seen.iter().any(same) {
                     continue;
                 }
-                if self.verify(Key::Tau, &message, &sig) {
-                    seen.push(sig);
+                if self.verify_certificate(
+                    &message,
+                    &prepared.signature,
+                    &prepared.signers,
+                    prepare_quorum,
+                ) {
+                    seen.push(prepared);
                 } else {
                     bad.insert(vc.from);
                 }
@@ -83,7 +93,7 @@ impl<S: Scheme> Verifier<S> {
         }
         for ((view, digest), shares) in votes {
             let message = signed::fast_vote(h, view, &digest);
-            bad.extend(self.find_invalid(Key::Sigma, &message, &shares));
+            bad.extend(self.find_invalid(Key::Consensus, &message, &shares));
         }
         vcs.iter()
             .filter(|v| !bad.contains(&v.from))
@@ -107,7 +117,8 @@ impl<S: Scheme> Verifier<S> {
             .max_by_key(|p| p.view)
         {
             let message = signed::prepare(h, p.view, &p.digest);
-            if !self.verify(Key::Tau, &message, &p.signature) {
+            let quorum = 2 * f + c + 1;
+            if !self.verify_certificate(&message, &p.signature, &p.signers, quorum) {
                 return false;
             }
         }
@@ -128,7 +139,7 @@ impl<S: Scheme> Verifier<S> {
             }
         }
         by_view.into_iter().all(|(view, shares)| {
-            self.shares_verify(Key::Sigma, &signed::fast_vote(h, view, &digest), &shares)
+            self.shares_verify(Key::Consensus, &signed::fast_vote(h, view, &digest), &shares)
         })
     }
 }

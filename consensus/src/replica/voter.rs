@@ -120,10 +120,10 @@ impl<S: Scheme> Replica<S> {
         let h = self.height;
         let sigma = self
             .verifier
-            .sign(Key::Sigma, &signed::fast_vote(h, view, &digest));
+            .sign(Key::Consensus, &signed::fast_vote(h, view, &digest));
         let tau = self
             .verifier
-            .sign(Key::Tau, &signed::prepare(h, view, &digest));
+            .sign(Key::Consensus, &signed::prepare(h, view, &digest));
         let beacon = self.own_beacon_share();
         self.round.voter.fast_vote = Some(FastVote {
             view,
@@ -170,7 +170,7 @@ impl<S: Scheme> Replica<S> {
         if let Some((&view, &digest)) = record.votes.last_key_value() {
             let share = self
                 .verifier
-                .sign(Key::Sigma, &signed::fast_vote(self.height, view, &digest));
+                .sign(Key::Consensus, &signed::fast_vote(self.height, view, &digest));
             self.round.voter.fast_vote = Some(FastVote {
                 view,
                 digest,
@@ -215,9 +215,12 @@ impl<S: Scheme> Replica<S> {
         let message = signed::prepare(h, view, &certificate.digest);
         if !origin.local
             && !held_copy
-            && !self
-                .verifier
-                .verify(Key::Tau, &message, &certificate.signature)
+            && !self.verifier.verify_certificate(
+                &message,
+                &certificate.signature,
+                &certificate.signers,
+                self.config.slow_threshold(),
+            )
         {
             let kind = EvidenceKind::InvalidProof {
                 proof: ProofKind::Prepare,
@@ -243,7 +246,7 @@ impl<S: Scheme> Replica<S> {
         let digest = certificate.digest;
         let share = self
             .verifier
-            .sign(Key::Tau, &signed::commit(h, view, &digest));
+            .sign(Key::Consensus, &signed::commit(h, view, &digest));
         let message = Message::CommitShare {
             height: h,
             view,

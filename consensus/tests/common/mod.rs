@@ -154,6 +154,7 @@ impl<S: Scheme> Net<S> {
         let outputs = dkg::<S>(&config, seed);
         let n = config.n as usize;
         let memo = Memo::shared();
+        let directory = directory::<S>(n);
         let nodes: Vec<Member<S>> = outputs
             .iter()
             .map(|o| {
@@ -161,7 +162,9 @@ impl<S: Scheme> Net<S> {
                 let seed = [o.me.0 as u8; 32];
                 Member::restore(
                     config.clone(),
+                    &directory,
                     o,
+                    consensus::consensus_key(&seed),
                     Vec::new(),
                     Vec::new(),
                     seed,
@@ -300,7 +303,9 @@ impl<S: Scheme> Net<S> {
     pub fn restart_with_votes(&mut self, i: usize, votes: Vec<SignedVotes<S>>) {
         self.nodes[i] = Member::restore(
             self.config.clone(),
+            &directory::<S>(self.config.n as usize),
             &self.outputs[i],
+            consensus::consensus_key(&[i as u8; 32]),
             self.record.disks[i].clone(),
             votes,
             [i as u8 ^ 0x55; 32],
@@ -431,4 +436,11 @@ impl<S: Scheme> Net<S> {
     pub fn all_commits(&self) -> usize {
         self.record.commits.values().map(Vec::len).sum()
     }
+}
+
+/// The directory of the pump's `n` members: member `i`'s keys derive from
+/// the seed `[i; 32]`.
+pub fn directory<S: Scheme>(n: usize) -> consensus::epoch::Directory {
+    let seeds: Vec<[u8; 32]> = (0..n).map(|i| [i as u8; 32]).collect();
+    consensus::epoch::Directory::derived::<S>(&seeds)
 }

@@ -132,6 +132,46 @@ pub enum ConfigError {
         /// The file (resolved against the config's directory).
         path: PathBuf,
     },
+    /// The consensus key file does not exist.
+    #[error(
+        "config: consensus key file {} is missing (`sbft-beacon keys --out FILE` writes one beside the identity)",
+        path.display()
+    )]
+    ConsensusKeyMissing {
+        /// The file (resolved against the config's directory).
+        path: PathBuf,
+    },
+    /// A peer's consensus key or proof of possession is not hex.
+    #[error("config: peer {index}: {field} is not hex: {source}")]
+    BadConsensusKey {
+        /// The peer's index.
+        index: u32,
+        /// `consensus_key` or `possession`.
+        field: &'static str,
+        /// What the decoder found.
+        source: hex::FromHexError,
+    },
+    /// A peer's consensus key is not a key of the scheme, or its proof of
+    /// possession does not verify.
+    #[error("config: peer {index}: its consensus key is refused: {source}")]
+    ConsensusKeyRefused {
+        /// The peer's index.
+        index: u32,
+        /// Why.
+        source: beacon::Error,
+    },
+    /// This node's consensus key file holds another key than `[[peers]]`
+    /// lists for it.
+    #[error(
+        "config: consensus key {} is not the consensus key peers[{index}] lists",
+        path.display()
+    )]
+    ConsensusKeyMismatch {
+        /// The key file.
+        path: PathBuf,
+        /// This node's index.
+        index: u32,
+    },
     /// The identity file's peer ID is not the one `[[peers]]` lists for
     /// this node.
     #[error(

@@ -18,6 +18,7 @@ mod error;
 
 pub use error::ConfigError;
 
+use beacon::multisig::ConsensusListing;
 use crate::NodeError;
 use beacon::{NodeIndex, SchemeId};
 use consensus::{DkgParams, ProtocolParams, ReplicaConfig};
@@ -66,6 +67,10 @@ pub struct NodeSection {
     pub index: u32,
     /// The libp2p identity key file (`sbft-beacon keys` writes one).
     pub identity: PathBuf,
+    /// The consensus key file (default: `consensus.key` beside the identity,
+    /// where `sbft-beacon keys` writes it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consensus_key: Option<PathBuf>,
     /// libp2p listen address, e.g. `/ip4/127.0.0.1/tcp/9000`.
     pub listen: String,
     /// HTTP API address, e.g. `127.0.0.1:8000`.
@@ -138,6 +143,11 @@ pub struct PeerEntry {
     pub peer_id: String,
     /// Where it listens (libp2p multiaddress).
     pub address: String,
+    /// Its consensus public key (hex, compressed; `sbft-beacon keys` prints
+    /// it).
+    pub consensus_key: String,
+    /// The proof of possession of its consensus key (hex).
+    pub possession: String,
 }
 
 /// A peer with its parsed identity and address.
@@ -149,6 +159,9 @@ pub struct Peer {
     pub id: PeerId,
     /// Listen address.
     pub address: Multiaddr,
+    /// Its consensus key and proof of possession (checked at start, under
+    /// the network's scheme).
+    pub consensus: ConsensusListing,
 }
 
 /// A validated configuration with every field parsed.
@@ -158,6 +171,8 @@ pub struct Validated {
     pub raw: NodeConfig,
     /// This node's index.
     pub me: NodeIndex,
+    /// The consensus key file (resolved).
+    pub consensus_key: PathBuf,
     /// Scheme.
     pub scheme: SchemeId,
     /// Every party the transport reaches, by index (the directory): the
@@ -253,10 +268,22 @@ impl NodeConfig {
             if slot.is_some() {
                 return Err(ConfigError::DuplicatePeerIndex { index }.into());
             }
+            let hex_field = |field: &'static str, text: &str| {
+                hex::decode(text).map_err(|source| ConfigError::BadConsensusKey {
+                    index,
+                    field,
+                    source,
+                })
+            };
+            let consensus = ConsensusListing {
+                public_key: hex_field("consensus_key", &p.consensus_key)?,
+                possession: hex_field("possession", &p.possession)?,
+            };
             *slot = Some(Peer {
                 index: NodeIndex(p.index),
                 id,
                 address,
+                consensus,
             });
         }
         let peers: Vec<Peer> = peers.into_iter().flatten().collect();
@@ -295,6 +322,16 @@ impl NodeConfig {
         let identity = self.resolve(&self.node.identity);
         if !identity.is_file() {
             return Err(ConfigError::IdentityMissing { path: identity }.into());
+        }
+        let consensus_key = match &self.node.consensus_key {
+            Some(path) => self.resolve(path),
+            None => crate::identity::consensus_key_beside(&identity),
+        };
+        if !consensus_key.is_file() {
+            return Err(ConfigError::ConsensusKeyMissing {
+                path: consensus_key,
+            }
+            .into());
         }
         let protocol = self.protocol_params()?;
         let mut replica = ReplicaConfig::from_params(n, &protocol)
@@ -340,6 +377,7 @@ impl NodeConfig {
             listen,
             http,
             identity,
+            consensus_key,
             data_dir,
             protocol,
             replica,

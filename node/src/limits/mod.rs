@@ -10,6 +10,7 @@
 //! [`Admission::admit`] for the table and the section "Limits and what
 //! happens at them" of `docs/operating.md` for what happens at each limit.
 
+use beacon::multisig::SignerBitmap;
 use consensus::{ReplicaConfig, ReplicaSettings};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -277,10 +278,9 @@ mod tag {
     pub(super) const EPOCH_CONTROL: u32 = 0;
     pub(super) const EPOCH_INVITE: u32 = 1;
     pub(super) const EPOCH_RESHARE: u32 = 2;
-    pub(super) const EPOCH_DKG: u32 = 3;
-    pub(super) const EPOCH_HANDOFF: u32 = 4;
-    pub(super) const EPOCH_HANDOFF_REQUEST: u32 = 5;
-    pub(super) const EPOCH_NAMED: u32 = 6;
+    pub(super) const EPOCH_HANDOFF: u32 = 3;
+    pub(super) const EPOCH_HANDOFF_REQUEST: u32 = 4;
+    pub(super) const EPOCH_NAMED: u32 = 5;
     pub(super) const PRE_PREPARE: u32 = 0;
     pub(super) const VIEW_CHANGE: u32 = 7;
     pub(super) const NEW_VIEW: u32 = 8;
@@ -309,8 +309,9 @@ pub struct Admit {
 pub struct Admission {
     max_block_bytes: usize,
     max_new_view_bytes: usize,
+    view_change_overhead: usize,
     n: usize,
-    /// Commitments one genesis dealer broadcasts: the sum of the DKG's thresholds.
+    /// Commitments one genesis dealer broadcasts: the beacon threshold.
     dkg_points: usize,
     /// Parties of the config (genesis members and those that may join): no
     /// epoch has more members, nor a threshold above that.
@@ -336,10 +337,13 @@ const NAMED_FIXED: usize = 64;
 const NAMED_PER_DEALER: usize = 4;
 /// Bytes per commitment (the largest compressed point, in G2).
 const POINT_BYTES: usize = 96;
+/// Bytes per member of a change's consensus keys: a public key and its proof
+/// of possession (at most 96 bytes each) with their length prefixes.
+const LISTING_BYTES: usize = 2 * POINT_BYTES + 16;
 /// Bytes per member of an invitation: the member lists of the change, of the
-/// old and of the new epoch (32 bytes each), and a coefficient of the old
-/// group polynomial.
-const INVITE_PER_PARTY: usize = 3 * 32 + POINT_BYTES;
+/// old and of the new epoch (32 bytes each), a coefficient of the old group
+/// polynomial, and the change's consensus key of the member.
+const INVITE_PER_PARTY: usize = 3 * 32 + POINT_BYTES + LISTING_BYTES;
 
 /// Largest frame of a DKG or resharing among `members` whose dealers each
 /// broadcast `points` commitments: a deal, a `Versions` answer or a
@@ -358,6 +362,7 @@ impl Admission {
         Admission {
             max_block_bytes: cfg.max_block_bytes,
             max_new_view_bytes: cfg.max_new_view_bytes(),
+            view_change_overhead: cfg.view_change_overhead(),
             n: cfg.n as usize,
             dkg_points: cfg.dkg_thresholds().iter().map(|t| *t as usize).sum(),
             parties: parties.max(cfg.n as usize),
@@ -368,31 +373,31 @@ impl Admission {
     /// The kind of a frame starting with `head` (at most [`HEAD_BYTES`]) and its
     /// limits:
     ///
-    /// Every bound follows from the genesis size `n`, the DKG's thresholds
-    /// (their sum `T = t_b + (2f + c + 1) + (3f + c + 1)`), the largest block,
-    /// and the number `P` of configured parties (no epoch has more members,
-    /// and no threshold is above its size):
+    /// Every bound follows from the genesis size `n`, the DKG's one
+    /// threshold `T = t_b` (the beacon key's), the largest block, a signer
+    /// bitmap `B(m) = 13 + m / 8` bytes over `m` members, and the number `P`
+    /// of configured parties (no epoch has more members, and no threshold is
+    /// above its size):
     ///
     /// | kind | bytes | points |
     /// |---|---|---|
     /// | DKG and relay, during the DKG | `4 KiB + 256 n + 96 T` | 4 |
     /// | DKG and relay, after it | 4 KiB | 4 |
     /// | PRE-PREPARE, BLOCK-RESPONSE | block + 4 KiB | 4 |
-    /// | VIEW-CHANGE | block + 5 KiB | 8 |
-    /// | NEW-VIEW | `(Q + 1)(block + 1 KiB) + 64 KiB` | `8 (n + 1)` |
-    /// | SYNC-RESPONSE | 4 MiB + block + 64 KiB | 2 per entry, 64 entries |
-    /// | other consensus messages | 4 KiB | 4 |
+    /// | VIEW-CHANGE | block + 5 KiB + `B(n)` | 8 |
+    /// | NEW-VIEW | `(Q + 1)(block + 1 KiB + B(n)) + 64 KiB` | `8 (n + 1)` |
+    /// | SYNC-RESPONSE | 4 MiB + block + 64 KiB + `64 B(P)` | 2 per entry, 64 entries |
+    /// | other consensus messages (a certificate's bitmap) | 4 KiB + `B(P)` | 4 |
     /// | epoch control transaction | block + 4 KiB | 4 |
-    /// | epoch invitation | `4 KiB + 192 P` | `P` (the old group polynomial) |
+    /// | epoch invitation | `4 KiB + 400 P` | `P` (the old group polynomial) |
     /// | epoch resharing | `4 KiB + 256 P + 96 P` | 4 |
-    /// | new members' DKG | `4 KiB + 256 P + 96 (2P)` | 4 |
     /// | epoch handoff | as SYNC-RESPONSE | as SYNC-RESPONSE |
     /// | epoch handoff request | 4 KiB | 4 |
     ///
     /// A DKG or resharing frame carries its commitments as an opaque payload
     /// (decoded by the session, bounded by the frame's bytes), hence its small
-    /// point budget. At n = P = 4 (T = 9) a DKG frame is at most 5.9 KiB and
-    /// an invitation 4.8 KiB: the 16 MiB invitation of 290,000 points is
+    /// point budget. At n = P = 4 (T = 2) a DKG frame is at most 5.2 KiB and
+    /// an invitation 5.6 KiB: the 16 MiB invitation of 290,000 points is
     /// refused before a byte of it is read. A change of members may start at
     /// any height, so its messages are wanted at all times, and only parties
     /// of the config can send them.
@@ -404,6 +409,12 @@ impl Admission {
         let small = |kind| Admit {
             kind,
             max_bytes: SMALL,
+            max_points: 4,
+        };
+        // Commit proofs and PREPAREs carry a bitmap over an epoch's members.
+        let certified = |kind| Admit {
+            kind,
+            max_bytes: SMALL + SignerBitmap::encoded_len(self.parties as u32),
             max_points: 4,
         };
         let dkg = |kind| {
@@ -435,7 +446,7 @@ impl Admission {
                     },
                     tag::VIEW_CHANGE => Admit {
                         kind: "view-change",
-                        max_bytes: block + consensus::config::VIEW_CHANGE_OVERHEAD,
+                        max_bytes: block + self.view_change_overhead,
                         max_points: 8,
                     },
                     tag::NEW_VIEW => Admit {
@@ -448,7 +459,7 @@ impl Admission {
                         max_bytes: self.sync_response_bytes(),
                         max_points: 2 * 64 + 4,
                     },
-                    _ => small("consensus"),
+                    _ => certified("consensus"),
                 }
             }
             (Some(tag::ENVELOPE_EPOCH), Some(m)) => match m {
@@ -467,11 +478,6 @@ impl Admission {
                 tag::EPOCH_RESHARE => Admit {
                     kind: "epoch-reshare",
                     max_bytes: relay_bytes(p, p),
-                    max_points: 4,
-                },
-                tag::EPOCH_DKG => Admit {
-                    kind: "epoch-dkg",
-                    max_bytes: relay_bytes(p, p.saturating_mul(2)),
                     max_points: 4,
                 },
                 tag::EPOCH_HANDOFF => Admit {
@@ -500,7 +506,9 @@ impl Admission {
     }
 
     fn sync_response_bytes(&self) -> usize {
-        consensus::replica::SYNC_RESPONSE_BYTES + self.max_block_bytes + 64 * 1024
+        let bitmaps = consensus::replica::SYNC_BATCH
+            .saturating_mul(SignerBitmap::encoded_len(self.parties as u32));
+        consensus::replica::SYNC_RESPONSE_BYTES + self.max_block_bytes + 64 * 1024 + bitmaps
     }
 }
 

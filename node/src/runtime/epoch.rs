@@ -9,7 +9,7 @@ use crate::http::{EpochJson, ProposalRefused, ReshareAccepted, ReshareRequest};
 use crate::store::EpochRecord;
 use crate::{identity, NodeError};
 use beacon::{Scheme, Time};
-use consensus::epoch::{check_change, member_id, EpochChange};
+use consensus::epoch::{check_change, check_consensus_keys, member_id, EpochChange};
 use consensus::{DirectoryIndex, EpochEvent, MemberInput};
 use std::sync::atomic::Ordering;
 use tracing::{info, warn};
@@ -29,6 +29,7 @@ impl<S: Scheme> Node<S> {
                 start,
                 members,
                 config,
+                consensus,
                 output,
             } => {
                 // A member that joined has no chain info yet; a stayer keeps its own.
@@ -37,6 +38,7 @@ impl<S: Scheme> Node<S> {
                     number: epoch,
                     members,
                     config,
+                    consensus: consensus.as_ref().clone(),
                     start: start.get(),
                     retired: false,
                 };
@@ -85,6 +87,7 @@ impl<S: Scheme> Node<S> {
                     number: epoch,
                     members: view.members.clone(),
                     config: view.config.clone(),
+                    consensus: view.consensus.as_ref().clone(),
                     start: height.get().saturating_add(1),
                     retired: true,
                 };
@@ -154,8 +157,13 @@ impl<S: Scheme> Node<S> {
             members: ids,
             c,
             beacon_threshold: request.beacon_threshold,
+            consensus_keys: indices
+                .iter()
+                .map(|d| self.cfg.peers[d.as_usize()].consensus.clone())
+                .collect(),
         };
         check_change(current, &change)?;
+        check_consensus_keys::<S>(&change)?;
         if self.member.replica().is_none() {
             return Err(ProposalRefused::NotRunning);
         }

@@ -40,7 +40,8 @@ use beacon::dkg::DkgOutput;
 use beacon::memo::Memo;
 use beacon::schedule::EventQueue;
 use beacon::{ChainInfo, Point as _, Scheme};
-use consensus::epoch::EpochView;
+use beacon::multisig::ConsensusSecretKey;
+use consensus::epoch::{Directory, EpochView};
 use consensus::replica::CHAIN_WINDOW;
 use consensus::{
     Behaviour, CommittedEntry, DirectoryIndex, Epoch, Member, MemberIdentity, MemberInput,
@@ -118,12 +119,8 @@ async fn run_inner<S: Scheme>(
     disk.show(&cfg, &state);
     let _api = crate::http::serve(cfg.http, state.clone())?;
     let member_key = identity::member_key(&key)?;
-    let member_keys = Arc::new(
-        cfg.peers
-            .iter()
-            .map(|p| identity::member_public_key(&p.id))
-            .collect::<Result<Vec<_>, _>>()?,
-    );
+    let consensus_key = identity::load_consensus(&cfg.consensus_key)?;
+    let directory = directory::<S>(&cfg, &consensus_key)?;
     let dkg_done = Arc::new(AtomicBool::new(disk.keys.is_some() || disk.joins));
     let net_limits = NetLimits::of(&cfg, dkg_done.clone());
     let (mut net, inbound) =
@@ -135,7 +132,12 @@ async fn run_inner<S: Scheme>(
     // stored.
     let parts = MemberParts {
         seed: disk.store.member_seed()?,
-        identity: MemberIdentity::new(DirectoryIndex::new(cfg.me.0), member_key, member_keys),
+        identity: MemberIdentity::new(
+            DirectoryIndex::new(cfg.me.0),
+            member_key,
+            consensus_key,
+            directory,
+        ),
         behaviour,
     };
     let stored = disk.keys.is_some();
@@ -187,6 +189,38 @@ async fn run_inner<S: Scheme>(
 }
 
 /// The identity file's peer ID must be the one the config lists for this node.
+/// Every peer's member key and consensus key (`[[peers]]`): each consensus
+/// key checked under the network's scheme with its proof of possession (a
+/// listing that does not verify is refused, naming its peer), and this
+/// node's own the one its key file holds.
+fn directory<S: Scheme>(
+    cfg: &Validated,
+    consensus_key: &ConsensusSecretKey,
+) -> Result<Directory, NodeError> {
+    let member_keys = cfg
+        .peers
+        .iter()
+        .map(|p| identity::member_public_key(&p.id))
+        .collect::<Result<Vec<_>, _>>()?;
+    for peer in &cfg.peers {
+        peer.consensus
+            .decode::<S>()
+            .map_err(|source| ConfigError::ConsensusKeyRefused {
+                index: peer.index.0,
+                source,
+            })?;
+    }
+    if !consensus::keys::lists::<S>(&cfg.me().consensus, consensus_key) {
+        return Err(ConfigError::ConsensusKeyMismatch {
+            path: cfg.consensus_key.clone(),
+            index: cfg.me.0,
+        }
+        .into());
+    }
+    let listings = cfg.peers.iter().map(|p| p.consensus.clone()).collect();
+    Ok(Directory::new(Arc::new(member_keys), Arc::new(listings))?)
+}
+
 fn check_identity(cfg: &Validated, key: &Keypair) -> Result<(), NodeError> {
     if identity::peer_id(key) != cfg.me().id {
         return Err(ConfigError::IdentityMismatch {
@@ -324,11 +358,15 @@ async fn build_member<S: Scheme>(
     // a node has one replica, and an unbounded cache there would only grow.
     let memo = Memo::disabled();
     let phase_us = cfg.dkg.phase_timeout_ms.saturating_mul(1_000);
-    let attempts = cfg.dkg.max_attempts;
-    let recorded_epoch = disk
-        .epoch_record
-        .as_ref()
-        .map(|(r, _)| EpochView::new(r.number, r.members.clone(), r.config.clone()));
+    let recorded_epoch = disk.epoch_record.as_ref().map(|(r, _)| {
+        EpochView::new(
+            r.number,
+            r.members.clone(),
+            r.config.clone(),
+            Arc::new(r.consensus.clone()),
+        )
+    });
+    let directory = identity.directory.clone();
     let member = match &disk.keys {
         Some(output) => {
             info!(
@@ -339,22 +377,25 @@ async fn build_member<S: Scheme>(
             let votes = disk.store.load_votes()?;
             let epoch = recorded_epoch
                 .clone()
-                .unwrap_or_else(|| EpochView::genesis(cfg.replica.clone()));
-            Member::restore_in(epoch, output, disk.chain, votes, seed, memo, adversary)?
-                .with_identity(identity, phase_us, attempts)
+                .unwrap_or_else(|| EpochView::genesis(cfg.replica.clone(), &directory));
+            let consensus = identity.consensus.clone();
+            Member::restore_in(
+                epoch, output, consensus, disk.chain, votes, seed, memo, adversary,
+            )?
+            .with_identity(identity, phase_us)
         }
         None if disk.joins => {
             // The members it trusts to invite it: those of the epoch it
             // left, or the genesis members.
             let epoch = recorded_epoch
                 .clone()
-                .unwrap_or_else(|| EpochView::genesis(cfg.replica.clone()));
+                .unwrap_or_else(|| EpochView::genesis(cfg.replica.clone(), &directory));
             info!(
                 epoch = epoch.number.get(),
                 members = epoch.members.len(),
                 "joining: waiting for the members to reshare to a member list with this node"
             );
-            Member::joining(epoch, identity, seed, memo, phase_us, attempts)?
+            Member::joining(epoch, identity, seed, memo, phase_us)?
         }
         None => {
             if !wait_for_peers(cfg, net, stop).await {

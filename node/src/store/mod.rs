@@ -14,6 +14,7 @@
 //! (mode 0600) from before its first dealing until the keys it dealt are
 //! stored; then a fresh one replaces it.
 
+use beacon::multisig::ConsensusListing;
 use crate::identity::write_private;
 use crate::{FileOp, NodeError};
 use beacon::dkg::DkgOutput;
@@ -48,6 +49,9 @@ pub struct EpochRecord {
     pub members: Vec<DirectoryIndex>,
     /// Its replica configuration.
     pub config: ReplicaConfig,
+    /// Its members' consensus keys with their proofs, by epoch index (the
+    /// change's).
+    pub consensus: Vec<ConsensusListing>,
     /// The first height of the epoch.
     pub start: u64,
     /// Whether this node is not a member of it (it left, and erased its

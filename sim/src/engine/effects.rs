@@ -225,7 +225,9 @@ impl<S: Scheme> Engine<S> {
         seed[0] ^= 0x77;
         if let Ok(m) = Member::restore(
             self.replica.clone(),
+            &self.directory,
             out,
+            consensus::consensus_key(&member_seed(self.cfg.seed, node)),
             Vec::new(),
             Vec::new(),
             seed,
@@ -259,6 +261,7 @@ impl<S: Scheme> Engine<S> {
                 epoch,
                 members,
                 config,
+                consensus,
                 output,
                 ..
             } => {
@@ -280,7 +283,7 @@ impl<S: Scheme> Engine<S> {
                 }
                 let disk = &mut self.slots[node as usize].disk;
                 disk.dkg = Some(output);
-                disk.epoch = Some(EpochView::new(epoch, members, config));
+                disk.epoch = Some(EpochView::new(epoch, members, config, consensus));
             }
             EpochEvent::Retired { .. } => {
                 // It erased its shares: nothing to restart with.

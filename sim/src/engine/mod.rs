@@ -59,7 +59,7 @@ use crate::reshare::ReshareRun;
 use crate::snapshot::{DkgSnapshot, DkgSummary, SnapshotKey};
 use crate::stats::Stats;
 use crate::SimError;
-use beacon::dkg::relay::VerifyingKey;
+use consensus::epoch::Directory;
 use beacon::dkg::Disqualification;
 use beacon::memo::Memo;
 use beacon::schedule::EventQueue;
@@ -94,10 +94,9 @@ struct Engine<S: Scheme> {
     processed: u64,
     // Statistics.
     dkg_done: Vec<Option<Time>>,
-    /// Every party's member key.
-    keys: Arc<Vec<VerifyingKey>>,
+    /// Every party's member key and consensus key.
+    directory: Directory,
     phase_timeout_us: u64,
-    max_attempts: u32,
     dkg_dealers: u32,
     dkg_qualified: u32,
     dkg_disqualified: BTreeMap<u32, Disqualification>,

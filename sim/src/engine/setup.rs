@@ -16,11 +16,12 @@ use crate::stats::Stats;
 use crate::SimError;
 use beacon::dkg::relay::VerifyingKey;
 use beacon::dkg::DkgConfig;
+use beacon::multisig::ConsensusListing;
 use beacon::dkg::DkgOutput;
 use beacon::memo::Memo;
 use beacon::schedule::EventQueue;
 use beacon::{Point, Scheme, Time};
-use consensus::epoch::EpochView;
+use consensus::epoch::{Directory, EpochView};
 use consensus::{Behaviour, Member, MemberIdentity, ReplicaConfig};
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -161,22 +162,55 @@ fn joiner<S: Scheme>(
     seed: u64,
     i: u32,
     memo: &Arc<Memo>,
-    keys: &Arc<Vec<VerifyingKey>>,
+    directory: &Directory,
     phase_timeout_us: u64,
-    max_attempts: u32,
 ) -> Result<Member<S>, consensus::ConsensusError> {
     Member::joining(
-        EpochView::genesis(replica.clone()),
-        MemberIdentity::new(
-            consensus::DirectoryIndex::new(i),
-            consensus::member_key(&member_seed(seed, i)),
-            keys.clone(),
-        ),
+        EpochView::genesis(replica.clone(), directory),
+        identity(seed, i, directory),
         member_seed(seed, i),
         memo.clone(),
         phase_timeout_us,
-        max_attempts,
     )
+}
+
+/// Party `i`'s identity: its keys derived from its seed, among `directory`.
+pub(super) fn identity(seed: u64, i: u32, directory: &Directory) -> MemberIdentity {
+    let own = member_seed(seed, i);
+    MemberIdentity::new(
+        consensus::DirectoryIndex::new(i),
+        consensus::member_key(&own),
+        consensus::consensus_key(&own),
+        directory.clone(),
+    )
+}
+
+/// The directory of `parties` simulated parties: each one's member key and
+/// consensus key (with its proof of possession) derived from its seed, the
+/// consensus keys made on `threads` threads (a proof costs a hash to the
+/// curve and a multiplication).
+fn directory<S: Scheme>(seed: u64, parties: u32, threads: usize) -> Result<Directory, SimError> {
+    let keys: Arc<Vec<_>> = Arc::new(
+        (0..parties)
+            .map(|i| consensus::member_key(&member_seed(seed, i)).verifying_key())
+            .collect(),
+    );
+    let listing = |i: u32| consensus::consensus_key(&member_seed(seed, i)).listing::<S>();
+    let threads = threads.clamp(1, 16) as u32;
+    let chunk = parties.div_ceil(threads).max(1);
+    let listings: Vec<ConsensusListing> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let range = (t * chunk).min(parties)..((t + 1) * chunk).min(parties);
+                scope.spawn(move || range.map(listing).collect::<Vec<_>>())
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    Ok(Directory::new(keys, Arc::new(listings))?)
 }
 
 impl<S: Scheme> Engine<S> {
@@ -211,14 +245,11 @@ impl<S: Scheme> Engine<S> {
                 table: "dkg",
                 source,
             })?;
-        // Every party's member key: the genesis members, then the joiners.
-        let keys: Arc<Vec<_>> = Arc::new(
-            (0..parties)
-                .map(|i| consensus::member_key(&member_seed(cfg.seed, i)).verifying_key())
-                .collect(),
-        );
+        // Every party's keys: the genesis members, then the joiners.
+        let directory = directory::<S>(cfg.seed, parties, cfg.threads)?;
+        let keys = directory.keys().clone();
         let reshare = match &cfg.reshare {
-            Some(r) => Some(ReshareRun::plan(r, n, &keys, &mut rng)?),
+            Some(r) => Some(ReshareRun::plan(r, n, &directory, &mut rng)?),
             None => None,
         };
         let dealer_count = dkg.dealer_list().len() as u32;
@@ -235,11 +266,7 @@ impl<S: Scheme> Engine<S> {
                 Some(Member::new(
                     replica.clone(),
                     dkg.clone(),
-                    MemberIdentity::new(
-                        consensus::DirectoryIndex::new(i),
-                        consensus::member_key(&member_seed(cfg.seed, i)),
-                        keys.clone(),
-                    ),
+                    identity(cfg.seed, i, &directory),
                     member_seed(cfg.seed, i),
                     memo.clone(),
                     roles.behaviours[i as usize].map(Behaviour::adversary),
@@ -264,9 +291,8 @@ impl<S: Scheme> Engine<S> {
                 cfg.seed,
                 i,
                 &memo,
-                &keys,
+                &directory,
                 dkg.phase_timeout_us,
-                dkg.max_attempts,
             )?;
             slots.push(Slot::new(i, Some(member)));
         }
@@ -304,8 +330,7 @@ impl<S: Scheme> Engine<S> {
             processed: 0,
             dkg_done: vec![None; total],
             phase_timeout_us: dkg.phase_timeout_us,
-            max_attempts: dkg.max_attempts,
-            keys,
+            directory,
             dkg_dealers: dealer_count,
             dkg_qualified: 0,
             dkg_disqualified: BTreeMap::new(),
@@ -426,7 +451,9 @@ impl<S: Scheme> Engine<S> {
             Some(
                 Member::restore(
                     self.replica.clone(),
+                    &self.directory,
                     out,
+                    consensus::consensus_key(&seed),
                     Vec::new(),
                     Vec::new(),
                     seed,
@@ -435,13 +462,8 @@ impl<S: Scheme> Engine<S> {
                 )
                 .map(|m| {
                     m.with_identity(
-                        MemberIdentity::new(
-                            consensus::DirectoryIndex::new(node),
-                            consensus::member_key(&seed),
-                            self.keys.clone(),
-                        ),
+                        identity(self.cfg.seed, node, &self.directory),
                         self.phase_timeout_us,
-                        self.max_attempts,
                     )
                 }),
             )
@@ -468,9 +490,8 @@ impl<S: Scheme> Engine<S> {
                 self.cfg.seed,
                 i,
                 &self.memo,
-                &self.keys,
+                &self.directory,
                 self.phase_timeout_us,
-                self.max_attempts,
             )
             .map_err(|e| (i, e))?;
             self.slots[i as usize].member = Some(member);

@@ -9,7 +9,7 @@ use super::Engine;
 use crate::cost_model::CostModel;
 use crate::host::{durable_write, Host};
 use beacon::cost::EncodedPoints;
-use beacon::dkg::relay::VerifyingKey;
+use consensus::epoch::Directory;
 use beacon::effect::Effect;
 use beacon::memo::Memo;
 use beacon::schedule::EventQueue;
@@ -17,7 +17,7 @@ use beacon::{Scheme, Time};
 use consensus::epoch::EpochView;
 use consensus::replica::sync_response;
 use consensus::{
-    Behaviour, ConsensusError, Envelope, Event as ReplicaEvent, Member, MemberIdentity,
+    Behaviour, ConsensusError, Envelope, Event as ReplicaEvent, Member,
     MemberInput, MemberOutput, Message, ReplicaConfig,
 };
 use std::collections::BTreeMap;
@@ -58,11 +58,10 @@ struct Shared<'a> {
     replica: &'a ReplicaConfig,
     memo: &'a Arc<Memo>,
     seed: u64,
-    /// Every party's member key, and the DKG's phase and attempts: a
-    /// restarted member's identity.
-    keys: &'a Arc<Vec<VerifyingKey>>,
+    /// Every party's keys, and the DKG's phase: a restarted member's
+    /// identity.
+    directory: &'a Directory,
     phase_timeout_us: u64,
-    max_attempts: u32,
     /// Every party, joiners included: the receivers of a broadcast and its sender.
     parties: u32,
 }
@@ -292,11 +291,12 @@ fn restore<S: Scheme>(
         .disk
         .epoch
         .clone()
-        .unwrap_or_else(|| EpochView::genesis(shared.replica.clone()));
+        .unwrap_or_else(|| EpochView::genesis(shared.replica.clone(), shared.directory));
     let seed = member_seed(shared.seed, slot.identity);
     let restored = Member::restore_in(
         epoch,
         &dkg,
+        consensus::consensus_key(&seed),
         recent(&slot.disk.chain),
         slot.disk.votes.clone(),
         member_seed(shared.seed, node),
@@ -305,13 +305,8 @@ fn restore<S: Scheme>(
     )
     .map(|m| {
         m.with_identity(
-            MemberIdentity::new(
-                consensus::DirectoryIndex::new(slot.identity),
-                consensus::member_key(&seed),
-                shared.keys.clone(),
-            ),
+            super::setup::identity(shared.seed, slot.identity, shared.directory),
             shared.phase_timeout_us,
-            shared.max_attempts,
         )
     });
     Some(restored)
@@ -412,9 +407,8 @@ impl<S: Scheme> Engine<S> {
             replica: &self.replica,
             memo: &self.memo,
             seed: self.cfg.seed,
-            keys: &self.keys,
+            directory: &self.directory,
             phase_timeout_us: self.phase_timeout_us,
-            max_attempts: self.max_attempts,
             parties: self.parties,
         };
         // Pair each busy node with exclusive access to its slot.

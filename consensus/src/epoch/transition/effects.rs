@@ -1,14 +1,12 @@
-//! The transition's dispatchers of its two nested machines' events: the
-//! resharing joined to its relay ([`RelayedMachine`]) and the new members'
-//! DKG session, carried out as effects addressed by directory index, their
-//! results kept.
+//! The transition's dispatcher of the resharing's events (joined to its
+//! relay: [`RelayedMachine`]), carried out as effects addressed by directory
+//! index, its result kept.
 
-use super::{Transition, TransitionEvent, TransitionFailure, TransitionTimer};
+use super::{Transition, TransitionEvent, TransitionTimer};
 use crate::epoch::{EpochMessage, ReshareWire};
 use crate::DirectoryIndex;
 use beacon::dkg::relay::{RelayMessage, RelayedEvent, RelayedInput, RelayedMessage};
-use beacon::dkg::session::{SessionAction, SessionInput, SessionMessage, SessionTimer};
-use beacon::dkg::{DkgFailure, DkgMessage, DkgOutput, DkgTimer};
+use beacon::dkg::{DkgFailure, DkgMessage, DkgTimer};
 use beacon::effect::Effect;
 use beacon::reshare::ReshareOutput;
 use beacon::{NodeIndex, Scheme, Time};
@@ -107,68 +105,6 @@ impl<S: Scheme> Transition<S> {
     /// the chain names (`adopt`), asking for what it lacks.
     fn on_reshare_failed(&mut self, failure: DkgFailure) {
         self.reshare_failed.get_or_insert(failure);
-    }
-
-    /// Hands `input` to the new members' DKG session (if this member is one)
-    /// and carries out what follows.
-    pub(super) fn run_dkg(
-        &mut self,
-        now: Time,
-        input: SessionInput,
-        out: &mut Vec<TransitionEvent<S>>,
-    ) {
-        if let Some(dkg) = self.dkg.as_mut() {
-            let actions = dkg.handle(now, input);
-            self.carry_out_dkg(actions, out);
-        }
-    }
-
-    /// The dispatcher of the new members' DKG session's actions.
-    pub(super) fn carry_out_dkg(
-        &mut self,
-        actions: Vec<SessionAction<S>>,
-        out: &mut Vec<TransitionEvent<S>>,
-    ) {
-        for action in actions {
-            match action {
-                SessionAction::Effect(effect) => self.send_dkg_effect(effect, out),
-                SessionAction::Complete(output) => self.on_consensus_keys(output, out),
-                SessionAction::Failed(failure) => {
-                    self.fail(TransitionFailure::ConsensusKeys(failure), out)
-                }
-            }
-        }
-    }
-
-    /// A message or timer of the new members' DKG, as the transition's
-    /// (recipients by directory index).
-    fn send_dkg_effect(
-        &self,
-        effect: Effect<SessionMessage, SessionTimer>,
-        out: &mut Vec<TransitionEvent<S>>,
-    ) {
-        let epoch = self.epoch;
-        let effect = match effect {
-            Effect::Send { to, message } => match self.new.directory_of(to) {
-                Some(d) => Effect::Send {
-                    to: d.address(),
-                    message,
-                },
-                None => return,
-            },
-            other => other,
-        };
-        let effect = effect.map(
-            |message| EpochMessage::Dkg { epoch, message },
-            TransitionTimer::Dkg,
-        );
-        Self::effect(out, effect);
-    }
-
-    /// The new members' DKG's result.
-    fn on_consensus_keys(&mut self, output: Arc<DkgOutput<S>>, out: &mut Vec<TransitionEvent<S>>) {
-        self.consensus_keys = Some(output);
-        self.finish(out);
     }
 
     /// Sends a resharing message to directory member `to`.

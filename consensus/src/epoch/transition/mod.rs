@@ -1,25 +1,21 @@
 //! Step 3 of an epoch change at one member: the resharing of the beacon key
-//! (old members deal, new members receive) over the DKG's signed relay, and
-//! the new members' DKG of the consensus keys, run side by side. Pure: it
-//! returns effects addressed by directory index.
+//! (old members deal, new members receive) over the DKG's signed relay. Pure:
+//! it returns effects addressed by directory index.
 //!
 //! `effects` carries out the events of the resharing (joined to its relay by
-//! [`RelayedMachine`]) and the DKG session's actions as effects; `recovery`
-//! asks for what a new member lacks and answers such requests as a dealer.
+//! [`RelayedMachine`]) as effects; `recovery` asks for what a new member
+//! lacks and answers such requests as a dealer.
 //!
-//! A new member's result is the new epoch's key material in the DKG's shape
-//! (beacon, slow path, fast path): the beacon key is the reshared one (same
-//! group key), the other two are the fresh DKG's.
+//! A new member's result is the new epoch's key material in the DKG's shape:
+//! the reshared beacon key (same group key), the only threshold key.
+//! Consensus keys belong to members: each brings its own, and the chain
+//! records them with the change (`crate::keys`).
 
 use super::messages::{EpochMessage, ReshareWire};
 use super::{EpochView, MemberIdentity};
 use crate::config::ReplicaConfig;
 use crate::{ConsensusError, DirectoryIndex, Epoch};
-use beacon::dkg::committee::Committee;
 use beacon::dkg::relay::{BroadcastRelay, RelayMessage, RelayedInput, RelayedMachine};
-use beacon::dkg::session::{
-    DkgSession, SessionFailure, SessionInput, SessionMessage, SessionTimer,
-};
 use beacon::dkg::{DkgFailure, DkgMessage, DkgOutput, DkgTimer};
 use beacon::effect::Effect;
 use beacon::memo::Memo;
@@ -38,8 +34,6 @@ mod recovery;
 pub enum TransitionTimer {
     /// A phase of the resharing ended.
     Reshare(DkgTimer),
-    /// A timer of the new members' DKG.
-    Dkg(SessionTimer),
     /// Time for a new member to ask the old members for the deals and
     /// sub-shares it still lacks (it restarted, or they were lost).
     Recover,
@@ -56,7 +50,7 @@ pub enum TransitionEvent<S: Scheme> {
     /// This new member holds the new epoch's keys, whose public side has
     /// digest `digest`.
     Complete {
-        /// The new key material (beacon, slow path, fast path).
+        /// The new key material (the reshared beacon key).
         output: Arc<DkgOutput<S>>,
         /// [`keys_digest`] of it.
         digest: [u8; 32],
@@ -68,7 +62,7 @@ pub enum TransitionEvent<S: Scheme> {
     /// once their deals and sub-shares came in ([`Transition::adopt`] waited
     /// for them); digest `digest`.
     Adopted {
-        /// The new key material (beacon, slow path, fast path).
+        /// The new key material (the reshared beacon key).
         output: Arc<DkgOutput<S>>,
         /// [`keys_digest`] of it: the chain's.
         digest: [u8; 32],
@@ -80,9 +74,6 @@ pub enum TransitionEvent<S: Scheme> {
 /// Why a transition failed at a new member.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum TransitionFailure {
-    /// The new members' DKG of the consensus keys failed.
-    #[error("DKG of the consensus keys: {0}")]
-    ConsensusKeys(SessionFailure),
     /// The resharing left this new member without a share.
     #[error("the resharing left this new member without a share")]
     NoBeaconShare,
@@ -103,25 +94,15 @@ pub enum TransitionFailure {
     AdoptedKeysDiffer,
 }
 
-/// SHA-256 of a new epoch's public keys: every group polynomial of `output`.
+/// SHA-256 of a new epoch's public keys: the reshared beacon key's public
+/// polynomial (the members' consensus keys are the change's, named by its
+/// digest in every ready).
 pub fn keys_digest<S: Scheme>(epoch: Epoch, output: &DkgOutput<S>) -> [u8; 32] {
     let mut h = Sha256::new();
     h.update(b"sbft-beacon/epoch-keys/1");
     h.update(epoch.get().to_be_bytes());
     h.update(beacon::dkg::session::keys_digest(output));
     h.finalize().into()
-}
-
-/// The new members (by new index) that are old members too.
-fn stayers<S: Scheme>(reshare: &ReshareEpoch<S>) -> Vec<NodeIndex> {
-    (0..reshare.new_members.len() as u32)
-        .filter(|j| {
-            reshare
-                .old_members
-                .contains(&reshare.new_members[*j as usize])
-        })
-        .map(NodeIndex)
-        .collect()
 }
 
 /// One member's part in one epoch change.
@@ -134,9 +115,9 @@ pub struct Transition<S: Scheme> {
     new: EpochView,
     /// The resharing, joined to its relay.
     reshare: RelayedMachine<S, Redistribution<S>>,
-    dkg: Option<DkgSession<S>>,
+    /// This member's index in the new epoch, if it is a new member.
+    new_index: Option<NodeIndex>,
     reshared: Option<Arc<ReshareOutput<S>>>,
-    consensus_keys: Option<Arc<DkgOutput<S>>>,
     /// Why this new member's own resharing ended without a result: it waits
     /// for the dealers the chain names ([`Transition::adopt`]).
     reshare_failed: Option<DkgFailure>,
@@ -164,8 +145,7 @@ struct Awaited {
 impl<S: Scheme> Transition<S> {
     /// `identity`'s part in the change to `new` (the new members and their
     /// configuration) by the resharing `reshare`. `old_share` is its current
-    /// beacon share (old members); the DKG of the consensus keys runs with
-    /// `max_attempts` attempts of `reshare`'s phase length.
+    /// beacon share (old members).
     pub fn new(
         reshare: ReshareEpoch<S>,
         new: EpochView,
@@ -173,7 +153,6 @@ impl<S: Scheme> Transition<S> {
         old_share: Option<SecretShare>,
         seed: [u8; 32],
         memo: Arc<Memo>,
-        max_attempts: u32,
     ) -> Result<Self, ConsensusError> {
         let (directory, me, key) = (&identity.directory, identity.me, &identity.key);
         let epoch = Epoch::new(reshare.epoch);
@@ -207,42 +186,7 @@ impl<S: Scheme> Transition<S> {
             directory.keys_of(&roster),
             memo.clone(),
         );
-        let dkg = match new.index_of(me) {
-            Some(j) => {
-                let phase_ms = (reshare.phase_timeout_us / 1000).max(1);
-                // The beacon key is the reshared one: the new members deal
-                // only the slow- and fast-path polynomials, and only the
-                // worst-case committee of them (2f' + 1 dealers, f' + 1 to
-                // qualify: exact for any f' corrupt), the members that stay
-                // first (they run already; joiners may still be starting).
-                let committee =
-                    Committee::worst_case(new.config.n, new.config.f, &stayers(&reshare));
-                let config = new
-                    .config
-                    .dkg_config(
-                        derive(&session, b"consensus-keys"),
-                        &crate::params::DkgParams {
-                            dealers: 0,
-                            phase_timeout_ms: phase_ms,
-                            max_attempts: max_attempts.max(1),
-                        },
-                    )?
-                    .with(|c| {
-                        c.thresholds.remove(0);
-                        c.dealers = committee.dealers;
-                        c.min_qualified = committee.min_qualified;
-                    })?;
-                Some(DkgSession::new(
-                    config,
-                    j,
-                    derive(&seed, b"epoch-dkg"),
-                    memo.clone(),
-                    key.clone(),
-                    directory.keys_of(&new.members),
-                )?)
-            }
-            None => None,
-        };
+        let new_index = new.index_of(me);
         // A dealer's sub-polynomial and salts come from its old share and the
         // session alone: after a restart it deals the very same deal again
         // (never a second version, which the relay would prove an
@@ -266,9 +210,8 @@ impl<S: Scheme> Transition<S> {
             roster,
             new,
             reshare: RelayedMachine::new(resharer, relay),
-            dkg,
+            new_index,
             reshared: None,
-            consensus_keys: None,
             reshare_failed: None,
             broadcasts: Vec::new(),
             resent: BTreeMap::new(),
@@ -292,10 +235,10 @@ impl<S: Scheme> Transition<S> {
         &self.new.config
     }
 
-    /// Begins both protocols.
+    /// Begins the resharing.
     pub fn start(&mut self, now: Time) -> Vec<TransitionEvent<S>> {
         let mut out = Vec::new();
-        if self.dkg.is_some() {
+        if self.new_index.is_some() {
             // Halfway through the deal phase every deal has normally arrived:
             // a new member asks for what is still missing, then once per
             // phase length until it holds it.
@@ -310,7 +253,6 @@ impl<S: Scheme> Transition<S> {
         }
         let start = RelayedInput::Machine(ReshareInput::Start);
         self.run_reshare(now, start, &mut out);
-        self.run_dkg(now, SessionInput::Start, &mut out);
         out
     }
 
@@ -324,30 +266,15 @@ impl<S: Scheme> Transition<S> {
         let mut out = Vec::new();
         // Requests are answered even once this member is done (and, from the
         // member, after the switch, until it erases what it dealt).
-        match &message {
-            EpochMessage::Reshare {
-                epoch,
-                message: ReshareWire::Request,
-            } => {
-                if *epoch == self.epoch {
-                    self.resend(from, &mut out);
-                }
-                return out;
+        if let EpochMessage::Reshare {
+            epoch,
+            message: ReshareWire::Request,
+        } = &message
+        {
+            if *epoch == self.epoch {
+                self.resend(from, &mut out);
             }
-            EpochMessage::Dkg {
-                epoch,
-                message: message @ SessionMessage::Request { .. },
-            } => {
-                if let (true, Some(j)) = (*epoch == self.epoch, self.new.index_of(from)) {
-                    let input = SessionInput::Message {
-                        from: j,
-                        message: message.clone(),
-                    };
-                    self.run_dkg(now, input, &mut out);
-                }
-                return out;
-            }
-            _ => {}
+            return out;
         }
         // Once done, only the deals and sub-shares of the chain's dealers,
         // when this member awaits them.
@@ -375,11 +302,6 @@ impl<S: Scheme> Transition<S> {
                 }
                 self.adopt_if_complete(&mut out);
             }
-            EpochMessage::Dkg { epoch, message } if epoch == self.epoch => {
-                if let Some(j) = self.new.index_of(from) {
-                    self.run_dkg(now, SessionInput::Message { from: j, message }, &mut out);
-                }
-            }
             _ => {}
         }
         out
@@ -397,7 +319,6 @@ impl<S: Scheme> Transition<S> {
                 let input = RelayedInput::Machine(ReshareInput::Timer(t));
                 self.run_reshare(now, input, &mut out)
             }
-            TransitionTimer::Dkg(t) => self.run_dkg(now, SessionInput::Timer(t), &mut out),
             TransitionTimer::Recover => self.recover(now, &mut out),
             // The member erases a finished transition on this timer.
             TransitionTimer::Erase => {}
@@ -406,22 +327,22 @@ impl<S: Scheme> Transition<S> {
     }
 
     fn fail(&mut self, reason: TransitionFailure, out: &mut Vec<TransitionEvent<S>>) {
-        if self.dkg.is_some() && !self.over {
+        if self.new_index.is_some() && !self.over {
             self.over = true;
             out.push(TransitionEvent::Failed(reason));
         }
     }
 
-    /// A new member with both results assembles its key material.
+    /// A new member with the resharing's result assembles its key material.
     fn finish(&mut self, out: &mut Vec<TransitionEvent<S>>) {
-        if self.over || self.dkg.is_none() {
-            return;
-        }
-        let (Some(reshared), Some(consensus)) = (&self.reshared, &self.consensus_keys) else {
+        let Some(me) = self.new_index.filter(|_| !self.over) else {
             return;
         };
-        let threshold = self.new.config.beacon_threshold;
-        match Self::assemble(self.epoch, threshold, reshared, consensus) {
+        let Some(reshared) = &self.reshared else {
+            return;
+        };
+        let (threshold, n) = (self.new.config.beacon_threshold, self.new.config.n);
+        match Self::assemble(self.epoch, threshold, n, me, reshared) {
             Ok((output, digest)) => {
                 self.over = true;
                 let need = self.reshare.machine().epoch().old_threshold() as usize;
@@ -442,13 +363,14 @@ impl<S: Scheme> Transition<S> {
         }
     }
 
-    /// The key material of the new epoch: the reshared beacon key, then the
-    /// new members' DKG's slow- and fast-path keys; and its digest.
+    /// The key material of the new epoch, `n` members of which this member
+    /// is `me`: the reshared beacon key; and its digest.
     fn assemble(
         epoch: Epoch,
         beacon_threshold: u32,
+        n: u32,
+        me: NodeIndex,
         reshared: &ReshareOutput<S>,
-        consensus: &DkgOutput<S>,
     ) -> Result<(Arc<DkgOutput<S>>, [u8; 32]), TransitionFailure> {
         let Some(beacon_key) = reshared.key_material() else {
             return Err(TransitionFailure::NoBeaconShare);
@@ -459,15 +381,12 @@ impl<S: Scheme> Transition<S> {
                 epoch: beacon_threshold,
             });
         }
-        let mut keys = Vec::with_capacity(consensus.keys.len() + 1);
-        keys.push(beacon_key);
-        keys.extend(consensus.keys.iter().cloned());
         let output = DkgOutput {
-            session: consensus.session,
-            n: consensus.n,
-            me: consensus.me,
-            verdicts: consensus.verdicts.clone(),
-            keys,
+            session: reshared.session,
+            n,
+            me,
+            verdicts: reshared.verdicts.clone(),
+            keys: vec![beacon_key],
         };
         output.check().map_err(TransitionFailure::KeyMaterial)?;
         let digest = keys_digest(epoch, &output);
@@ -511,10 +430,10 @@ impl<S: Scheme> Transition<S> {
     /// Recombines this member's keys from `dealers` and checks them against
     /// `digest`.
     fn recombine(&mut self, digest: [u8; 32], dealers: &[NodeIndex]) -> Option<Arc<DkgOutput<S>>> {
-        let consensus = self.consensus_keys.clone()?;
+        let me = self.new_index?;
         let reshared = self.reshare.machine_mut().adopt(dealers)?;
-        let threshold = self.new.config.beacon_threshold;
-        let (output, mine) = Self::assemble(self.epoch, threshold, &reshared, &consensus).ok()?;
+        let (threshold, n) = (self.new.config.beacon_threshold, self.new.config.n);
+        let (output, mine) = Self::assemble(self.epoch, threshold, n, me, &reshared).ok()?;
         if mine != digest {
             return None;
         }
@@ -523,10 +442,10 @@ impl<S: Scheme> Transition<S> {
     }
 
     /// Whether this member still lacks something to recombine its keys from
-    /// `dealers`: its consensus keys, or a deal or sub-share of one of them.
+    /// `dealers`: a deal or sub-share of one of them.
     fn lacks(&self, dealers: &[NodeIndex]) -> bool {
         let missing = self.reshare.machine().missing();
-        self.consensus_keys.is_none() || dealers.iter().any(|d| missing.contains(d))
+        dealers.iter().any(|d| missing.contains(d))
     }
 
     /// A deal or sub-share came in: once the awaited dealers' are all in,

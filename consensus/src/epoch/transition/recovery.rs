@@ -1,6 +1,5 @@
 //! Catching a new member up: it asks the old members for the deals and
-//! sub-shares it lacks, and the new members' DKG dealers for their deals,
-//! shares and certificate; a dealer answers the asker alone, point to point
+//! sub-shares it lacks; a dealer answers the asker alone, point to point
 //! (`consensus/SAFETY.md`, "A member's part of a change survives its crash").
 
 use super::{Transition, TransitionEvent, TransitionTimer};
@@ -23,7 +22,7 @@ impl<S: Scheme> Transition<S> {
     /// member whose deal or sub-share it lacks to send them again; returns
     /// whether it asked.
     pub(super) fn request_missing(&mut self, out: &mut Vec<TransitionEvent<S>>) -> bool {
-        if self.dkg.is_none() {
+        if self.new_index.is_none() {
             return false;
         }
         let mut missing = self.reshare.machine().missing();
@@ -77,8 +76,8 @@ impl<S: Scheme> Transition<S> {
             Some(awaited) if !awaited.asked => awaited.asked = true,
             _ => return out,
         }
-        // Without both results the timer that asks is running already.
-        if self.reshared.is_none() || self.consensus_keys.is_none() {
+        // Without the result the timer that asks is running already.
+        if self.reshared.is_none() {
             self.request_missing(&mut out);
         } else {
             self.recover(now, &mut out);
@@ -87,15 +86,11 @@ impl<S: Scheme> Transition<S> {
     }
 
     /// The [`TransitionTimer::Recover`] timer: asks for what this new member
-    /// still lacks, and is armed again until it holds both results (what it
-    /// lacks may only show later: votes it never got, say).
+    /// still lacks, and is armed again until it holds the result (what it
+    /// lacks may only show later).
     pub(super) fn recover(&mut self, now: Time, out: &mut Vec<TransitionEvent<S>>) {
         self.request_missing(out);
-        if let Some(dkg) = self.dkg.as_ref().filter(|_| self.consensus_keys.is_none()) {
-            let asked = dkg.request_missing();
-            self.carry_out_dkg(asked, out);
-        }
-        if self.reshared.is_none() || self.consensus_keys.is_none() || self.awaited.is_some() {
+        if self.reshared.is_none() || self.awaited.is_some() {
             Self::effect(
                 out,
                 Effect::SetTimer {

@@ -4,7 +4,7 @@
 
 use super::{EpochChangeFailure, EpochEvent, MAX_PENDING_CONTROLS};
 use crate::epoch::{
-    check_change, Control, EpochChange, EpochMessage, EpochView, Invitation, Transition,
+    check_change, check_consensus_keys, Control, EpochChange, EpochMessage, EpochView, Invitation, Transition,
     TransitionEvent, TransitionTimer,
 };
 use crate::member::outbox::{Outbox, SelfInput};
@@ -41,7 +41,9 @@ impl<S: Scheme> Member<S> {
             }));
             return;
         };
-        if let Err(refused) = check_change(self.epoch.number, &change) {
+        let checked = check_change(self.epoch.number, &change)
+            .and_then(|_| check_consensus_keys::<S>(&change));
+        if let Err(refused) = checked {
             out.push(MemberOutput::Epoch(EpochEvent::Failed {
                 epoch: change.epoch,
                 reason: refused.into(),
@@ -213,7 +215,8 @@ impl<S: Scheme> Member<S> {
                 change.beacon_threshold,
             )
             .map_err(|e| EpochChangeFailure::Config(Arc::new(e)))?;
-        Ok(EpochView::new(change.epoch, members, config))
+        let consensus = Arc::new(change.consensus_keys.clone());
+        Ok(EpochView::new(change.epoch, members, config, consensus))
     }
 
     /// Step 2 at an old member: invite the joiners and start the transition.
@@ -292,7 +295,6 @@ impl<S: Scheme> Member<S> {
             old_share,
             derive(&self.seed, &label),
             self.memo.clone(),
-            identity.max_attempts,
         );
         match transition {
             Ok(mut t) => {

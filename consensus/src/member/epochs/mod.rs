@@ -11,6 +11,7 @@
 use super::EARLY_LIMIT;
 use crate::config::ReplicaConfig;
 use crate::epoch::{
+    ConsensusKeyCheck,
     ChangeRefused, Control, Directory, EpochMessage, EpochView, Governance, Invitation, Transition,
     TransitionFailure,
 };
@@ -18,6 +19,7 @@ use crate::messages::{CommittedEntry, Message};
 use crate::{ConsensusError, DirectoryIndex, Epoch, Height};
 use beacon::dkg::DkgOutput;
 use beacon::memo::Memo;
+use beacon::multisig::ConsensusListing;
 use beacon::reshare::MemberId;
 use beacon::Scheme;
 use sha2::{Digest as _, Sha256};
@@ -43,8 +45,9 @@ pub enum EpochEvent<S: Scheme> {
         digest: [u8; 32],
     },
     /// This member runs the replica of `epoch` from height `start`: persist
-    /// `output` (its new key material) with `config` and `members` (directory
-    /// indices by epoch index), replacing the previous key material.
+    /// `output` (its new key material) with `config`, `members` (directory
+    /// indices by epoch index) and their consensus keys, replacing the
+    /// previous key material.
     Started {
         /// The epoch.
         epoch: Epoch,
@@ -54,6 +57,8 @@ pub enum EpochEvent<S: Scheme> {
         members: Vec<DirectoryIndex>,
         /// Its replica configuration.
         config: ReplicaConfig,
+        /// Its members' consensus keys, by epoch index (the change's).
+        consensus: Arc<Vec<ConsensusListing>>,
         /// This member's key material in it.
         output: Arc<DkgOutput<S>>,
     },
@@ -233,7 +238,7 @@ impl<S: Scheme> EpochState<S> {
     pub(in crate::member) fn new(
         epoch: &EpochView,
         directory: Option<&Directory>,
-        memo: &Memo,
+        memo: &Arc<Memo>,
     ) -> Self {
         let governance = directory.map(|d| {
             let mut key = Sha256::new();
@@ -246,7 +251,8 @@ impl<S: Scheme> EpochState<S> {
             let ids = memo.get_or_compute(key.finalize().into(), || {
                 epoch.ids(d).into_iter().collect::<BTreeSet<MemberId>>()
             });
-            Governance::new(epoch.number, ids, &epoch.config)
+            let keys_check = ConsensusKeyCheck::new::<S>(memo.clone());
+            Governance::new(epoch.number, ids, &epoch.config, keys_check)
         });
         EpochState {
             governance,
@@ -276,7 +282,7 @@ impl<S: Scheme> EpochState<S> {
     /// resend timer (one is in flight), the handoff this member serves, and
     /// the invitation of the change just made (sent again to new members that
     /// ask while this member retains its transition).
-    fn next(&mut self, epoch: &EpochView, directory: Option<&Directory>, memo: &Memo) -> Self {
+    fn next(&mut self, epoch: &EpochView, directory: Option<&Directory>, memo: &Arc<Memo>) -> Self {
         let mut next = EpochState::new(epoch, directory, memo);
         next.resend_armed = self.resend_armed;
         next.served = self.served.take();

@@ -14,7 +14,6 @@ use crate::member::{Envelope, Member, MemberOutput, MemberTimer, Phase};
 use crate::messages::CommittedEntry;
 use crate::replica::Input;
 use crate::{DirectoryIndex, Epoch, Height};
-use beacon::dkg::session::SessionMessage;
 use beacon::effect::Effect;
 use beacon::{Scheme, Time};
 use sha2::{Digest as _, Sha256};
@@ -34,7 +33,6 @@ impl<S: Scheme> Member<S> {
             message,
             EpochMessage::Control(_)
                 | EpochMessage::Reshare { .. }
-                | EpochMessage::Dkg { .. }
                 | EpochMessage::HandoffRequest { .. }
         ) && self.epochs.heard_from.len()
             < self
@@ -114,14 +112,10 @@ impl<S: Scheme> Member<S> {
                 }
                 self.invite_again(from, epoch, out);
             }
-            request @ (EpochMessage::Reshare {
+            request @ EpochMessage::Reshare {
                 epoch,
                 message: ReshareWire::Request,
-            }
-            | EpochMessage::Dkg {
-                epoch,
-                message: SessionMessage::Request { .. },
-            }) if self
+            } if self
                 .epochs
                 .transition
                 .as_ref()
@@ -139,7 +133,7 @@ impl<S: Scheme> Member<S> {
                     }
                 }
             }
-            message @ (EpochMessage::Reshare { epoch, .. } | EpochMessage::Dkg { epoch, .. }) => {
+            message @ EpochMessage::Reshare { epoch, .. } => {
                 if let Some(t) = self.epochs.transition.as_mut() {
                     let events = t.on_message(now, from, message);
                     self.queue_transition(events, out);
@@ -451,8 +445,9 @@ impl<S: Scheme> Member<S> {
         let new = t.new_epoch().clone();
         let last = entries.last().map_or(Height::ZERO, |e| e.block.height);
         let replica = Self::build_replica(
-            &new.config,
+            &new,
             &output,
+            &self.consensus,
             entries,
             Vec::new(),
             &self.seed,
@@ -478,6 +473,7 @@ impl<S: Scheme> Member<S> {
             start: last.saturating_add(1),
             members: self.epoch.members.clone(),
             config: self.epoch.config.clone(),
+            consensus: self.epoch.consensus.clone(),
             output,
         }));
         let mut outputs = replica.handle(now, Input::Start);
