@@ -121,6 +121,16 @@ impl ConsensusSecretKey {
         }
     }
 
+    /// The listing under scheme `scheme`, chosen at run time (its groups and
+    /// tags depend only on where signatures live).
+    pub fn listing_for(&self, scheme: crate::SchemeId) -> ConsensusListing {
+        if scheme.signatures_in_g1() {
+            self.listing::<crate::MinSig>()
+        } else {
+            self.listing::<crate::MinPk>()
+        }
+    }
+
     /// Signs a message already hashed with [`hash_vote`].
     pub fn sign_hashed<S: Scheme>(&self, hashed: &S::Signature) -> S::Signature {
         hashed.mul(&self.0)

@@ -8,7 +8,8 @@ mod common;
 use beacon::dkg::DkgOutput;
 use beacon::effect::Effect;
 use beacon::memo::Memo;
-use beacon::{InterpolationMethod, MinSig, NodeIndex, Point, Scheme, SignatureShare, Time};
+use beacon::multisig;
+use beacon::{MinSig, NodeIndex, Point, Scheme, SignatureShare, Time};
 use common::Net;
 use consensus::messages::{signed, CommitCertificate, PrepareCertificate, ViewChange};
 use consensus::observe::{dispatch, Observer};
@@ -67,7 +68,7 @@ impl Manual {
             .iter()
             .map(|o| {
                 let behaviour = (o.me == byzantine).then_some(behaviour);
-                Member::restore(
+                common::restore(
                     config.clone(),
                     o,
                     Vec::new(),
@@ -213,11 +214,11 @@ fn forged_view_changes_do_not_fork_the_chain() {
         }
     }
     // The Byzantine coalition finishes the slow path with whatever the victims signed.
-    let keys = ReplicaKeys::from_dkg(&config, &outputs[byzantine.0 as usize]).unwrap();
-    let tau = keys.tau.public.clone();
+    let keys = common::replica_keys(&config, &outputs)[byzantine.0 as usize].clone();
+    let n = config.n;
     let own = |msg: &[u8]| SignatureShare::<S> {
         signer: byzantine,
-        signature: keys.tau.share.sign::<S>(msg).signature,
+        signature: keys.sign_vote(msg),
     };
     if let [(_, Message::SignShare { view, digest, .. }), ..] = sign_shares.as_slice() {
         let (view, digest) = (*view, *digest);
@@ -231,10 +232,12 @@ fn forged_view_changes_do_not_fork_the_chain() {
                 });
             }
         }
+        let (signature, signers) = multisig::aggregate::<S>(n, &shares).unwrap();
         let prepare = PrepareCertificate {
             view,
             digest,
-            signature: tau.aggregate(&shares, InterpolationMethod::Naive).unwrap(),
+            signature,
+            signers,
         };
         let mut commit_shares = vec![own(&signed::commit(Height::new(1), view, &digest))];
         for v in &victims {
@@ -255,7 +258,7 @@ fn forged_view_changes_do_not_fork_the_chain() {
                 }
             }
         }
-        if let Ok(signature) = tau.aggregate(&commit_shares, InterpolationMethod::Naive) {
+        if let Ok((signature, signers)) = multisig::aggregate::<S>(n, &commit_shares) {
             for v in &victims {
                 let proof = Message::CommitProof {
                     certificate: CommitCertificate {
@@ -264,6 +267,7 @@ fn forged_view_changes_do_not_fork_the_chain() {
                         digest,
                         path: CommitPath::Slow,
                         signature,
+                        signers: signers.clone(),
                     },
                     beacon: None,
                 };
@@ -380,12 +384,12 @@ fn an_unsafe_replica_cannot_be_built_through_any_public_path() {
     // another size or other thresholds: refused.
     let seven = ReplicaConfig::new(7, 0).unwrap();
     let outputs = common::dkg::<S>(&seven, 3);
-    assert!(ReplicaKeys::from_dkg(&four, &outputs[0]).is_err());
-    let keys = ReplicaKeys::from_dkg(&seven, &outputs[0]).unwrap();
+    let keys = common::replica_keys(&seven, &outputs)[0].clone();
+    assert!(ReplicaKeys::from_dkg(&four, &outputs[0], keys.consensus.clone(), keys.epoch.clone()).is_err());
     assert!(keys.check(&four).is_err());
     assert!(Replica::new(four.clone(), keys.clone(), [0; 32], Memo::disabled()).is_err());
     assert!(Replica::new(seven.clone(), keys, [0; 32], Memo::disabled()).is_ok());
-    assert!(Member::<S>::restore(
+    assert!(common::restore::<S>(
         four,
         &outputs[0],
         Vec::new(),
@@ -404,7 +408,7 @@ fn an_unsafe_replica_cannot_be_built_through_any_public_path() {
 fn a_huge_view_number_is_ignored() {
     let config = ReplicaConfig::new(4, 0).unwrap();
     let outputs = common::dkg::<S>(&config, 5);
-    let mut member = Member::<S>::restore(
+    let mut member = common::restore::<S>(
         config.clone(),
         &outputs[0],
         Vec::new(),
@@ -415,7 +419,7 @@ fn a_huge_view_number_is_ignored() {
     )
     .unwrap();
     member.handle(Time::ZERO, MemberInput::Start);
-    let keys = ReplicaKeys::from_dkg(&config, &outputs[1]).unwrap();
+    let keys = common::replica_keys(&config, &outputs)[1].clone();
     for view in [u64::MAX, u64::MAX - 1, 1 << 63].map(View::new) {
         let mut vc = ViewChange::<S> {
             from: NodeIndex(1),
@@ -427,7 +431,7 @@ fn a_huge_view_number_is_ignored() {
             block: None,
             signature: beacon::G1::generator(),
         };
-        vc.signature = keys.tau.share.sign::<S>(&vc.signed_message()).signature;
+        vc.signature = keys.sign_vote(&vc.signed_message());
         let vc = Arc::new(vc);
         let block = Arc::new(consensus::Block {
             height: Height::new(1),
@@ -556,7 +560,7 @@ fn eager_primary_releases_nothing_early<S: Scheme>() {
 fn view_change_signatures_bind_the_claims() {
     let config = ReplicaConfig::new(4, 0).unwrap();
     let outputs = common::dkg::<S>(&config, 21);
-    let keys = ReplicaKeys::from_dkg(&config, &outputs[0]).unwrap();
+    let keys = common::replica_keys(&config, &outputs)[0].clone();
     let mut vc = ViewChange::<S> {
         from: NodeIndex(0),
         height: Height::new(3),
@@ -568,13 +572,12 @@ fn view_change_signatures_bind_the_claims() {
         signature: beacon::G1::generator(),
     };
     let msg = vc.signed_message();
-    vc.signature = keys.tau.share.sign::<S>(&msg).signature;
-    let hashed = S::hash_message(&msg);
+    vc.signature = keys.sign_vote(&msg);
     let share = SignatureShare {
         signer: NodeIndex(0),
         signature: vc.signature,
     };
-    assert!(keys.tau.public.verify_share(&hashed, &share));
+    assert!(keys.epoch.keys().verify_one(&keys.epoch.hash_vote(&msg), &share));
     // Any change of claim or view changes the signed message.
     let mut other = vc.clone();
     other.new_view = View::new(3);

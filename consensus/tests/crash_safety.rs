@@ -52,7 +52,7 @@ impl Fixture {
 
     /// `who` restored with `votes` (no finalized heights) and started.
     fn member(&self, who: NodeIndex, votes: Vec<SignedVotes<S>>) -> (Member<S>, Vec<Out>) {
-        let mut m = Member::restore(
+        let mut m = common::restore(
             self.config.clone(),
             &self.outputs[who.0 as usize],
             Vec::new(),
@@ -225,7 +225,7 @@ fn a_restarted_primary_never_proposes_twice_in_one_view() {
             .collect()
     };
     // With a transaction queued, the primary proposes it at start.
-    let mut p = Member::restore(
+    let mut p = common::restore(
         f.config.clone(),
         &f.outputs[f.primary.0 as usize],
         Vec::new(),

@@ -33,6 +33,7 @@ fn new_view_bytes<S: Scheme>(cfg: &ReplicaConfig, block: Arc<consensus::Block>) 
             view: View::ZERO,
             digest: [0; 32],
             signature: share,
+            signers: beacon::multisig::SignerBitmap::new(cfg.n),
         }),
         fast_vote: Some(consensus::messages::FastVote {
             view: View::ZERO,

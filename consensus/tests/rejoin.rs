@@ -9,12 +9,14 @@
 
 mod common;
 
-use beacon::dkg::relay::{SigningKey, VerifyingKey};
+use beacon::dkg::relay::SigningKey;
 use beacon::memo::Memo;
 use beacon::{MinSig, NodeIndex, Point, Scheme, Time};
-use consensus::epoch::{member_id, Control, EpochChange, EpochMessage, EpochView, ReshareWire};
+use consensus::epoch::{
+    member_id, Control, Directory, EpochChange, EpochMessage, EpochView, ReshareWire,
+};
 use consensus::{
-    member_key, Block, CommitCertificate, CommitPath, CommittedEntry, DirectoryIndex, Envelope,
+    consensus_key, member_key, Block, CommitCertificate, CommitPath, CommittedEntry, DirectoryIndex, Envelope,
     Epoch, Height, Member, MemberIdentity, MemberInput, MemberOutput, MemberTimer, ReplicaConfig,
     View,
 };
@@ -30,25 +32,39 @@ const PHASE_US: u64 = 1_000_000;
 struct Fixture {
     config: ReplicaConfig,
     outputs: Vec<Arc<beacon::dkg::DkgOutput<S>>>,
-    keys: Arc<Vec<VerifyingKey>>,
+    directory: Directory,
     chain: Vec<Arc<CommittedEntry<S>>>,
 }
 
+fn seed(i: u32) -> [u8; 32] {
+    [i as u8 + 1; 32]
+}
+
 fn key(i: u32) -> SigningKey {
-    member_key(&[i as u8 + 1; 32])
+    member_key(&seed(i))
+}
+
+fn identity(i: u32, directory: &Directory) -> MemberIdentity {
+    MemberIdentity::new(
+        DirectoryIndex::new(i),
+        key(i),
+        consensus_key(&seed(i)),
+        directory.clone(),
+    )
 }
 
 impl Fixture {
     fn new() -> Self {
         let config = ReplicaConfig::new(4, 0).unwrap();
         let outputs = common::dkg::<S>(&config, 38);
-        let keys: Arc<Vec<VerifyingKey>> =
-            Arc::new((0..7).map(|i| key(i).verifying_key()).collect());
+        let seeds: Vec<[u8; 32]> = (0..7).map(seed).collect();
+        let directory = Directory::derived::<S>(&seeds);
         let change = EpochChange {
             epoch: Epoch::new(1),
-            members: keys.iter().map(member_id).collect(),
+            members: directory.keys().iter().map(member_id).collect(),
             c: consensus::config::smallest_collector_slack(7).unwrap(),
             beacon_threshold: 0,
+            consensus_keys: directory.listings().as_ref().clone(),
         };
         // Heights 1..=3; the third holds n - f = 3 members' proposals: it
         // decides the change.
@@ -77,6 +93,7 @@ impl Fixture {
                 digest: block.digest(),
                 path: CommitPath::Fast,
                 signature: Sig::generator(),
+                signers: beacon::multisig::SignerBitmap::new(4),
             };
             chain.push(Arc::new(CommittedEntry {
                 block: Arc::new(block),
@@ -87,7 +104,7 @@ impl Fixture {
         Fixture {
             config,
             outputs,
-            keys,
+            directory,
             chain,
         }
     }
@@ -96,7 +113,9 @@ impl Fixture {
     fn old_member(&self, i: u32) -> (Member<S>, Vec<MemberOutput<S>>) {
         let mut m = Member::restore(
             self.config.clone(),
+            &self.directory,
             &self.outputs[i as usize],
+            consensus_key(&seed(i)),
             self.chain.clone(),
             Vec::new(),
             [i as u8; 32],
@@ -104,11 +123,7 @@ impl Fixture {
             None,
         )
         .unwrap()
-        .with_identity(
-            MemberIdentity::new(DirectoryIndex::new(i), key(i), self.keys.clone()),
-            PHASE_US,
-            3,
-        );
+        .with_identity(identity(i, &self.directory), PHASE_US);
         let out = m.handle(Time::ZERO, MemberInput::Start);
         (m, out)
     }
@@ -116,12 +131,11 @@ impl Fixture {
     /// Joiner `i` (re)started: it trusts the genesis members.
     fn joiner(&self, i: u32, seed: u8) -> (Member<S>, Vec<MemberOutput<S>>) {
         let mut m = Member::joining(
-            EpochView::genesis(self.config.clone()),
-            MemberIdentity::new(DirectoryIndex::new(i), key(i), self.keys.clone()),
+            EpochView::genesis(self.config.clone(), &self.directory),
+            identity(i, &self.directory),
             [seed; 32],
             Memo::shared(),
             PHASE_US,
-            3,
         )
         .unwrap();
         let out = m.handle(Time::ZERO, MemberInput::Start);

@@ -16,6 +16,7 @@ mod common;
 use beacon::dkg::DkgOutput;
 use beacon::effect::Effect;
 use beacon::memo::Memo;
+use beacon::multisig::SignerBitmap;
 use beacon::{InterpolationMethod, MinSig, NodeIndex, Point, Scheme, SignatureShare, Time};
 use common::Net;
 use consensus::messages::{
@@ -92,10 +93,7 @@ impl Fixture {
             })
             .unwrap();
         let outputs: Vec<Arc<DkgOutput<S>>> = common::dkg(&config, seed);
-        let keys = outputs
-            .iter()
-            .map(|o| ReplicaKeys::from_dkg(&config, o).unwrap())
-            .collect();
+        let keys = common::replica_keys(&config, &outputs);
         let rest: Vec<NodeIndex> = (0..4)
             .map(NodeIndex)
             .filter(|i| *i != primary && *i != collector)
@@ -140,10 +138,13 @@ impl Fixture {
         }
     }
 
+    /// `i`'s beacon share (`key` 0) or its vote (otherwise) on `msg`.
     fn sign(&self, i: NodeIndex, key: usize, msg: &[u8]) -> Sig {
         let k = &self.keys[i.0 as usize];
-        let share = [&k.beacon, &k.tau, &k.sigma][key];
-        share.share.sign::<S>(msg).signature
+        match key {
+            0 => k.beacon.share.sign::<S>(msg).signature,
+            _ => k.sign_vote(msg),
+        }
     }
 
     fn round_message(&self) -> [u8; 32] {
@@ -194,30 +195,44 @@ impl Fixture {
         }
     }
 
-    /// A threshold signature of `key` on `msg` from everyone's shares.
-    fn aggregate(&self, key: usize, msg: &[u8]) -> Sig {
+    /// The beacon of round 1 from everyone's shares.
+    fn beacon(&self) -> Sig {
         let shares: Vec<SignatureShare<S>> = (0..4)
             .map(|i| SignatureShare {
                 signer: NodeIndex(i),
-                signature: self.sign(NodeIndex(i), key, msg),
+                signature: self.sign(NodeIndex(i), 0, &self.round_message()),
             })
             .collect();
-        let k = &self.keys[0];
-        let public = [&k.beacon, &k.tau, &k.sigma][key].public.clone();
-        public
+        self.keys[0]
+            .beacon
+            .public
             .aggregate(&shares, InterpolationMethod::RootsOfUnity)
             .unwrap()
+    }
+
+    /// Everyone's multi-signature on `msg`, with its bitmap.
+    fn certify(&self, msg: &[u8]) -> (Sig, SignerBitmap) {
+        let votes: Vec<SignatureShare<S>> = (0..4)
+            .map(|i| SignatureShare {
+                signer: NodeIndex(i),
+                signature: self.sign(NodeIndex(i), 1, msg),
+            })
+            .collect();
+        beacon::multisig::aggregate::<S>(4, &votes).unwrap()
     }
 
     /// A valid fast-path proof of `block`.
     fn fast_proof(&self, block: &Block) -> CommitCertificate<S> {
         let digest = block.digest();
+        let (signature, signers) =
+            self.certify(&signed::fast_vote(Height::new(1), View::ZERO, &digest));
         CommitCertificate {
             height: Height::new(1),
             view: View::ZERO,
             digest,
             path: CommitPath::Fast,
-            signature: self.aggregate(2, &signed::fast_vote(Height::new(1), View::ZERO, &digest)),
+            signature,
+            signers,
         }
     }
 
@@ -404,7 +419,7 @@ fn collector() {
     let next = Election::primary(&fx.config.genesis_seed, Height::new(2), 4);
     assert_eq!(next, c, "the collector proposes height 2");
     // The collector of height 2 is the primary of height 3, drawn by beacon 1.
-    let beacon_1 = fx.aggregate(0, &fx.round_message());
+    let beacon_1 = fx.beacon();
     let collector_2 = Election::primary(
         &beacon::chain::randomness(&beacon_1.to_bytes()),
         Height::new(3),
@@ -464,7 +479,7 @@ fn slow_path() {
     let block = fx.block(b"tx");
     let digest = block.digest();
     // The collector of height 2 is the primary of height 3, drawn by beacon 1.
-    let beacon_1 = fx.aggregate(0, &fx.round_message());
+    let beacon_1 = fx.beacon();
     let collector_2 = Election::primary(
         &beacon::chain::randomness(&beacon_1.to_bytes()),
         Height::new(3),
@@ -739,7 +754,7 @@ fn catch_up() {
         .unwrap();
     let entries: Vec<Arc<CommittedEntry<S>>> = net.record.disks[0][..3].to_vec();
     let peer = NodeIndex((me.0 + 1) % 4);
-    let keys = ReplicaKeys::from_dkg(&config, &net.outputs[me.0 as usize]).unwrap();
+    let keys = common::replica_keys(&config, &net.outputs)[me.0 as usize].clone();
     let fresh =
         || Replica::<S>::new(config.clone(), keys.clone(), [9; 32], Memo::disabled()).unwrap();
     let sync = |entries: Vec<Arc<CommittedEntry<S>>>| msg(peer, Message::SyncResponse { entries });
@@ -1060,10 +1075,12 @@ fn a_forged_copy_of_a_held_prepare_never_reaches_the_vote_record() {
         .collect();
     let block = Arc::new(fx.fresh_block());
     let digest = block.digest();
+    let (signature, signers) = fx.certify(&signed::prepare(Height::new(1), View::new(1), &digest));
     let valid: PrepareCertificate<S> = PrepareCertificate {
         view: View::new(1),
         digest,
-        signature: fx.aggregate(1, &signed::prepare(Height::new(1), View::new(1), &digest)),
+        signature,
+        signers,
     };
     let forged = PrepareCertificate {
         signature: valid.signature.add(&Sig::generator()),
@@ -1120,7 +1137,7 @@ fn a_round_hashes_each_message_to_the_curve_once() {
     let block = fx.block(b"hash once");
     let proof = Message::CommitProof {
         certificate: fx.fast_proof(&block),
-        beacon: Some(fx.aggregate(0, &fx.round_message())),
+        beacon: Some(fx.beacon()),
     };
     let _ = beacon::cost::take();
     replica.handle(
@@ -1190,7 +1207,7 @@ fn a_flood_of_later_heights_from_one_replica_leaves_room_for_the_next_proposal()
         .find(|i| *i != me && *i != next)
         .unwrap();
     let block = fx.block(b"tx");
-    let beacon = fx.aggregate(0, &fx.round_message());
+    let beacon = fx.beacon();
     let block_2 = Arc::new(Block {
         height: Height::new(2),
         parent: block.digest(),

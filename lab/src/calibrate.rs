@@ -52,6 +52,7 @@ fn persist_votes_us() -> Result<(f64, f64)> {
             view: View::ZERO,
             digest: block.digest(),
             signature: <MinSig as Scheme>::Signature::generator(),
+            signers: beacon::multisig::SignerBitmap::new(4),
         });
         record.blocks.insert(block.digest(), block);
         if let Err(e) = store.save_votes(&[record]) {

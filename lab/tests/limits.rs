@@ -327,6 +327,7 @@ fn hostile_frames() -> Vec<Vec<u8>> {
             view: consensus::View::ZERO,
             digest: [0; 32],
             signature: sig,
+            signers: beacon::multisig::SignerBitmap::new(cfg.n),
         }),
         fast_vote: Some(FastVote {
             view: consensus::View::ZERO,
@@ -463,6 +464,7 @@ fn frames_at_the_frame_limit() -> Vec<(String, Vec<u8>)> {
             members: ids.clone(),
             c: 0,
             beacon_threshold: 0,
+            consensus_keys: Vec::new(),
         },
         consensus::Height::new(5),
         ReshareSettings::<S> {

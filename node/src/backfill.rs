@@ -135,6 +135,7 @@ mod tests {
                     digest: block.digest(),
                     path: CommitPath::Fast,
                     signature: <S as Scheme>::Signature::generator(),
+                    signers: beacon::multisig::SignerBitmap::new(4),
                 },
                 block,
                 beacon,

@@ -1,6 +1,9 @@
 use super::*;
 use crate::messages::Block;
 use beacon::dkg::relay::SigningKey;
+use beacon::memo::Memo;
+use beacon::multisig::ConsensusListing;
+use beacon::MinPk;
 
 fn key(i: u8) -> SigningKey {
     SigningKey::from_bytes(&[i + 1; 32])
@@ -28,7 +31,13 @@ fn change() -> EpochChange {
         members: (2..9).map(id).collect(),
         c: 0,
         beacon_threshold: 0,
+        consensus_keys: (2..9).map(listing).collect(),
     }
+}
+
+/// Party `i`'s consensus key listing.
+fn listing(i: u8) -> ConsensusListing {
+    crate::consensus_key(&[i; 32]).listing::<MinPk>()
 }
 
 fn governance() -> Governance {
@@ -37,6 +46,7 @@ fn governance() -> Governance {
         Epoch::ZERO,
         std::sync::Arc::new(members),
         &ReplicaConfig::new(4, 0).unwrap(),
+        ConsensusKeyCheck::new::<MinPk>(Memo::disabled()),
     )
 }
 

@@ -10,12 +10,14 @@
 
 use super::*;
 use crate::config::{smallest_collector_slack, ReplicaConfig};
-use crate::epoch::{member_id, Control, EpochChange, EpochMessage, ReshareWire, TransitionTimer};
+use crate::epoch::{
+    member_id, Control, Directory, EpochChange, EpochMessage, ReshareWire, TransitionTimer,
+};
 use crate::messages::{Block, CommitCertificate, CommitPath, CommittedEntry};
 use crate::params::DkgParams;
 use crate::{DirectoryIndex, View};
-use beacon::dkg::relay::VerifyingKey;
 use beacon::schedule::EventQueue;
+use beacon::multisig::SignerBitmap;
 use beacon::{MinSig, Point};
 use std::collections::VecDeque;
 
@@ -78,12 +80,20 @@ fn key(i: u32) -> SigningKey {
     member_key(&[i as u8 + 1; 32])
 }
 
-fn keys() -> Arc<Vec<VerifyingKey>> {
-    Arc::new((0..PARTIES).map(|i| key(i).verifying_key()).collect())
+
+/// Every party's keys: party `i`'s derive from the seed `[i + 1; 32]`.
+fn directory() -> Directory {
+    let seeds: Vec<[u8; 32]> = (0..PARTIES).map(|i| [i as u8 + 1; 32]).collect();
+    Directory::derived::<S>(&seeds)
 }
 
 fn identity(i: u32) -> MemberIdentity {
-    MemberIdentity::new(DirectoryIndex::new(i), key(i), keys())
+    MemberIdentity::new(
+        DirectoryIndex::new(i),
+        key(i),
+        crate::consensus_key(&[i as u8 + 1; 32]),
+        directory(),
+    )
 }
 
 fn message(from: u32, envelope: Envelope<S>) -> MemberInput<S> {
@@ -95,7 +105,8 @@ fn message(from: u32, envelope: Envelope<S>) -> MemberInput<S> {
 
 /// The change into epoch 1 with the parties `members`.
 fn change(members: &[u32]) -> EpochChange {
-    let keys = keys();
+    let directory = directory();
+    let keys = directory.keys();
     EpochChange {
         epoch: Epoch::new(1),
         members: members
@@ -104,6 +115,10 @@ fn change(members: &[u32]) -> EpochChange {
             .collect(),
         c: smallest_collector_slack(members.len() as u32).unwrap(),
         beacon_threshold: 0,
+        consensus_keys: members
+            .iter()
+            .map(|d| directory.listing(DirectoryIndex::new(*d)).unwrap().clone())
+            .collect(),
     }
 }
 
@@ -124,6 +139,7 @@ fn chain(blocks: Vec<Vec<Vec<u8>>>) -> Vec<Arc<CommittedEntry<S>>> {
             digest: block.digest(),
             path: CommitPath::Fast,
             signature: Sig::generator(),
+            signers: SignerBitmap::new(4),
         };
         chain.push(Arc::new(CommittedEntry {
             block: Arc::new(block),
@@ -168,7 +184,9 @@ fn restored(i: u32, chain: Vec<Arc<CommittedEntry<S>>>) -> Member<S> {
     let outputs = crate::corpus::honest_dkg::<S>(&config, 35);
     Member::restore(
         config,
+        &directory(),
         &outputs[i as usize],
+        crate::consensus_key(&[i as u8 + 1; 32]),
         chain,
         Vec::new(),
         [i as u8; 32],
@@ -176,18 +194,17 @@ fn restored(i: u32, chain: Vec<Arc<CommittedEntry<S>>>) -> Member<S> {
         None,
     )
     .unwrap()
-    .with_identity(identity(i), PHASE_US, 3)
+    .with_identity(identity(i), PHASE_US)
 }
 
 /// Party `i` (not a genesis member), waiting to join (not started).
 fn joiner(i: u32) -> Member<S> {
     Member::joining(
-        EpochView::genesis(ReplicaConfig::new(4, 0).unwrap()),
+        EpochView::genesis(ReplicaConfig::new(4, 0).unwrap(), &directory()),
         identity(i),
         [i as u8 * 11; 32],
         Memo::disabled(),
         PHASE_US,
-        3,
     )
     .unwrap()
 }
@@ -372,21 +389,12 @@ fn a_message_of_the_next_epoch_waits_for_the_transition_and_is_replayed_after_it
             ),
             step(
                 "the second identical invitation starts the transition (its \
-                 timers, this new member's deal in the consensus keys' DKG); \
-                 the kept messages are read after it",
+                 timers; a new member deals nothing: consensus keys are its \
+                 own); the kept messages are read after it",
                 message(1, invite(&from_1)),
                 &[
                     "timer epoch 1 Recover",
                     "timer epoch 1 Reshare(EndOfDeal)",
-                    "timer epoch 1 Dkg(EndOfAttempt { attempt: 0 })",
-                    "broadcast epoch-dkg",
-                    "send epoch-dkg to 0",
-                    "send epoch-dkg to 1",
-                    "send epoch-dkg to 2",
-                    "send epoch-dkg to 3",
-                    "send epoch-dkg to 5",
-                    "send epoch-dkg to 6",
-                    "timer epoch 1 Dkg(Phase { attempt: 0, timer: EndOfDeal })",
                 ],
             ),
             step(
@@ -407,10 +415,6 @@ fn a_message_of_the_next_epoch_waits_for_the_transition_and_is_replayed_after_it
                 &[
                     "send epoch-reshare to 2",
                     "send epoch-reshare to 3",
-                    "send epoch-dkg to 0",
-                    "send epoch-dkg to 1",
-                    "send epoch-dkg to 2",
-                    "send epoch-dkg to 3",
                     "timer epoch 1 Recover",
                 ],
             ),

@@ -182,6 +182,7 @@ mod tests {
                 digest: block.digest(),
                 path: CommitPath::Fast,
                 signature: sig,
+                signers: beacon::multisig::SignerBitmap::new(4),
             },
             block,
             beacon: sig,

@@ -76,6 +76,7 @@ mod tests {
                 view: View::new(view),
                 digest: [d; 32],
                 signature: sig,
+                signers: beacon::multisig::SignerBitmap::new(4),
             }),
             fast_vote: fast.map(|(view, d)| FastVote {
                 view: View::new(view),

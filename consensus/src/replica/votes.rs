@@ -279,6 +279,7 @@ mod tests {
             view,
             digest: [digest; 32],
             signature: <MinSig as Scheme>::Signature::generator(),
+            signers: beacon::multisig::SignerBitmap::new(4),
         }
     }
 

@@ -444,3 +444,44 @@ pub fn directory<S: Scheme>(n: usize) -> consensus::epoch::Directory {
     let seeds: Vec<[u8; 32]> = (0..n).map(|i| [i as u8; 32]).collect();
     consensus::epoch::Directory::derived::<S>(&seeds)
 }
+
+/// The replica keys of the pump's members from their DKG outputs: member
+/// `i`'s consensus key derives from the seed `[i; 32]`, as in [`directory`].
+pub fn replica_keys<S: Scheme>(
+    config: &ReplicaConfig,
+    outputs: &[Arc<DkgOutput<S>>],
+) -> Vec<consensus::ReplicaKeys<S>> {
+    let secrets: Vec<_> = (0..outputs.len())
+        .map(|i| consensus::consensus_key(&[i as u8; 32]))
+        .collect();
+    let epoch = Arc::new(consensus::EpochKeys::of_secrets(
+        consensus::Epoch::ZERO,
+        &secrets,
+    ));
+    outputs
+        .iter()
+        .map(|o| {
+            let secret = secrets[o.me.0 as usize].clone();
+            consensus::ReplicaKeys::from_dkg(config, o, secret, epoch.clone()).unwrap()
+        })
+        .collect()
+}
+
+/// [`Member::restore`] of the pump's member `output.me`: its consensus key
+/// and the directory of [`directory`].
+#[allow(clippy::too_many_arguments)]
+pub fn restore<S: Scheme>(
+    config: ReplicaConfig,
+    output: &DkgOutput<S>,
+    chain: Vec<Arc<CommittedEntry<S>>>,
+    votes: Vec<SignedVotes<S>>,
+    seed: [u8; 32],
+    memo: Arc<Memo>,
+    adversary: Option<Arc<dyn consensus::Adversary<S>>>,
+) -> Result<Member<S>, consensus::ConsensusError> {
+    let directory = directory::<S>(config.n as usize);
+    let consensus = consensus::consensus_key(&[output.me.0 as u8; 32]);
+    Member::restore(
+        config, &directory, output, consensus, chain, votes, seed, memo, adversary,
+    )
+}

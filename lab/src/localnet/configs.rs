@@ -77,10 +77,15 @@ pub(crate) fn write_configs(
             .with_context(|| format!("creating {}", node_dir.display()))?;
         let key = identity::generate();
         identity::save(&key, &node_dir.join("identity.key"))?;
+        let consensus = identity::generate_consensus();
+        identity::save_consensus(&consensus, &node_dir.join("consensus.key"))?;
+        let listing = consensus.listing_for(scheme);
         peers.push(PeerEntry {
             index: i,
             peer_id: identity::peer_id(&key).to_string(),
             address: format!("/ip4/127.0.0.1/tcp/{}", ports[i as usize].0),
+            consensus_key: hex::encode(&listing.public_key),
+            possession: hex::encode(&listing.possession),
         });
     }
     let network = NetworkSection {
@@ -122,6 +127,7 @@ pub(crate) fn write_configs(
             node: NodeSection {
                 index: i,
                 identity: PathBuf::from("identity.key"),
+                consensus_key: None,
                 listen: format!("/ip4/127.0.0.1/tcp/{}", ports[i as usize].0),
                 http: format!("127.0.0.1:{}", ports[i as usize].1),
                 data_dir: PathBuf::from("data"),

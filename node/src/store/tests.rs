@@ -28,6 +28,7 @@ fn entry(height: u64) -> Arc<CommittedEntry<MinSig>> {
             digest: block.digest(),
             path: CommitPath::Fast,
             signature: sig,
+            signers: beacon::multisig::SignerBitmap::new(4),
         },
         block,
         beacon: sig,
@@ -111,6 +112,7 @@ fn the_epoch_record_replaces_the_genesis_key_material() {
         number: consensus::Epoch::new(1),
         members: (0..4).map(consensus::DirectoryIndex::new).collect(),
         config,
+        consensus: Vec::new(),
         start: 11,
         retired: false,
     };
@@ -167,6 +169,7 @@ fn the_vote_record_survives_reopening() {
         view: View::new(1),
         digest: [2; 32],
         signature: <MinSig as Scheme>::Signature::generator(),
+        signers: beacon::multisig::SignerBitmap::new(4),
     });
     let block = Arc::new(consensus::Block {
         height: Height::new(7),
@@ -290,6 +293,7 @@ fn an_epoch_record_without_a_later_setting_reads_with_its_default() {
         number: consensus::Epoch::new(2),
         members: [0, 1, 2, 4].map(consensus::DirectoryIndex::new).to_vec(),
         config,
+        consensus: Vec::new(),
         start: 40,
         retired: false,
     };
