@@ -284,16 +284,12 @@ impl SignerBitmap {
 
     /// The signers, in order.
     pub fn signers(&self) -> impl Iterator<Item = NodeIndex> + '_ {
-        (0..self.n)
-            .map(NodeIndex)
-            .filter(|i| self.contains(*i))
+        (0..self.n).map(NodeIndex).filter(|i| self.contains(*i))
     }
 
     /// The members that did not sign, in order.
     pub fn missing(&self) -> impl Iterator<Item = NodeIndex> + '_ {
-        (0..self.n)
-            .map(NodeIndex)
-            .filter(|i| !self.contains(*i))
+        (0..self.n).map(NodeIndex).filter(|i| !self.contains(*i))
     }
 
     /// The encoded size of a bitmap over `n` members, for admission bounds.
@@ -362,21 +358,26 @@ impl<S: Scheme> MultisigKeys<S> {
         }
         let count = signers.count();
         if 2 * count > self.n() {
-            let missing = signers
-                .missing()
-                .fold(S::PublicKey::identity(), |acc, i| acc.add(&self.keys[i.0 as usize]));
+            let missing = signers.missing().fold(S::PublicKey::identity(), |acc, i| {
+                acc.add(&self.keys[i.0 as usize])
+            });
             Ok(self.total.add(&missing.neg()))
         } else {
-            Ok(signers
-                .signers()
-                .fold(S::PublicKey::identity(), |acc, i| acc.add(&self.keys[i.0 as usize])))
+            Ok(signers.signers().fold(S::PublicKey::identity(), |acc, i| {
+                acc.add(&self.keys[i.0 as usize])
+            }))
         }
     }
 
     /// Verifies the multi-signature `signature` of `signers` on `hashed` (a
     /// message hashed with [`hash_vote`]): one pairing equation against the
     /// signers' aggregate key. An empty bitmap verifies nothing.
-    pub fn verify(&self, hashed: &S::Signature, signature: &S::Signature, signers: &SignerBitmap) -> bool {
+    pub fn verify(
+        &self,
+        hashed: &S::Signature,
+        signature: &S::Signature,
+        signers: &SignerBitmap,
+    ) -> bool {
         if signers.count() == 0 {
             return false;
         }

@@ -48,11 +48,18 @@ pub enum Behaviour {
     /// the same summary marked settled, whatever it holds, so that members
     /// outside the committee count it as agreeing with them.
     FalseSettled,
+    /// At each height, broadcasts a fast-path commit proof of a block nobody
+    /// voted for, naming `3f + c + 1` signers, whose signature is made from
+    /// its own key material alone: its beacon-key share (scaled by the
+    /// signer count, which a verifier that summed beacon-share keys over a
+    /// set of linearly related points would accept), and its own consensus
+    /// key scaled likewise (a rogue sum); with the block itself.
+    ShareSumCertificate,
 }
 
 impl Behaviour {
     /// Every kind, for campaigns.
-    pub const ALL: [Behaviour; 15] = [
+    pub const ALL: [Behaviour; 16] = [
         Behaviour::EquivocatingPrimary,
         Behaviour::BadShares,
         Behaviour::WithholdShares,
@@ -68,6 +75,7 @@ impl Behaviour {
         Behaviour::ReplayOldSession,
         Behaviour::FalseSettled,
         Behaviour::FloodFutureHeights,
+        Behaviour::ShareSumCertificate,
     ];
 
     /// How many of [`Behaviour::ALL`] (the first) campaigns drew from before
@@ -94,6 +102,7 @@ impl Behaviour {
             Behaviour::ComplaintVersions => "complaint-versions",
             Behaviour::ReplayOldSession => "replay-old-session",
             Behaviour::FalseSettled => "false-settled",
+            Behaviour::ShareSumCertificate => "share-sum-certificate",
         }
     }
 }

@@ -4,13 +4,16 @@
 pub use crate::behaviour::Behaviour;
 use crate::byzantine_dkg::ByzantineSession;
 use crate::keys::ReplicaKeys;
-use crate::messages::{signed, Block, FastVote, Message, ViewChange};
+use crate::messages::{
+    signed, Block, CommitCertificate, CommitPath, FastVote, Message, ViewChange,
+};
 use crate::participant::{Adversary, Participant};
 use crate::replica::{ChainWindow, Input, Output, Replica, Timer, FUTURE_HEIGHTS, FUTURE_LIMIT};
 use crate::{Height, View};
 use beacon::dkg::session::{DkgSession, SessionParticipant};
 use beacon::effect::Effect;
-use beacon::{NodeIndex, Point, Scheme, Time};
+use beacon::multisig::SignerBitmap;
+use beacon::{NodeIndex, Point, Scalar, Scheme, Time};
 use sha2::{Digest as _, Sha256};
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -195,6 +198,40 @@ impl<S: Scheme> ByzantineReplica<S> {
                     }));
                 }
             }
+            Behaviour::ShareSumCertificate => {
+                if !self.attacked.insert((h, View::ZERO)) {
+                    return;
+                }
+                let config = self.inner.config();
+                let (n, quorum) = (config.n, config.fast_threshold());
+                let block = self.rogue_block(b"share-sum certificate");
+                let view = self.inner.view();
+                let digest = block.digest();
+                let msg = signed::fast_vote(h, view, &digest);
+                let named = (0..quorum).map(|j| NodeIndex((me.0 + j) % n));
+                let Ok(signers) = SignerBitmap::of(n, named) else {
+                    return;
+                };
+                let times = Scalar::from_u64(u64::from(quorum));
+                let hashed = self.keys.epoch.hash_vote(&msg);
+                let from_share = hashed.mul(self.keys.beacon.share.value()).mul(&times);
+                let from_own = self.keys.sign_vote(&msg).mul(&times);
+                out.push(Output::broadcast(Message::BlockResponse { block }));
+                for signature in [from_share, from_own] {
+                    let certificate = CommitCertificate {
+                        height: h,
+                        view,
+                        digest,
+                        path: CommitPath::Fast,
+                        signature,
+                        signers: signers.clone(),
+                    };
+                    out.push(Output::broadcast(Message::CommitProof {
+                        certificate,
+                        beacon: None,
+                    }));
+                }
+            }
             _ => {}
         }
     }
@@ -309,7 +346,9 @@ impl<S: Scheme> ByzantineReplica<S> {
                 let digest: [u8; 32] =
                     Sha256::digest(format!("never proposed {}", vc.height)).into();
                 let view = vc.new_view.saturating_sub(1);
-                let share = self.keys.sign_vote(&signed::fast_vote(vc.height, view, &digest));
+                let share = self
+                    .keys
+                    .sign_vote(&signed::fast_vote(vc.height, view, &digest));
                 let mut forged = ViewChange {
                     fast_vote: Some(FastVote {
                         view,

@@ -7,13 +7,13 @@
 
 use crate::config::ReplicaConfig;
 use crate::keys::{EpochKeys, ReplicaKeys};
-use beacon::multisig::ConsensusSecretKey;
 use crate::messages::Message;
 use crate::replica::{Input, Output, Replica, Timer};
 use crate::{Height, View};
 use beacon::dkg::{harness, DkgOutput, DkgSettings};
 use beacon::effect::Effect;
 use beacon::memo::Memo;
+use beacon::multisig::ConsensusSecretKey;
 use beacon::schedule::EventQueue;
 use beacon::{NodeIndex, Scheme, Time};
 use std::collections::VecDeque;

@@ -225,7 +225,9 @@ mod tests {
 
     fn listings(n: u32) -> (Vec<ConsensusSecretKey>, Vec<ConsensusListing>) {
         let mut rng = ChaCha20Rng::seed_from_u64(1);
-        let secrets: Vec<_> = (0..n).map(|_| ConsensusSecretKey::random(&mut rng)).collect();
+        let secrets: Vec<_> = (0..n)
+            .map(|_| ConsensusSecretKey::random(&mut rng))
+            .collect();
         let listed = secrets.iter().map(|s| s.listing::<MinPk>()).collect();
         (secrets, listed)
     }
@@ -236,7 +238,10 @@ mod tests {
         assert!(EpochKeys::<MinPk>::from_listings(Epoch::ZERO, &listed, true).is_ok());
         listed[2].possession = listed[1].possession.clone();
         let err = EpochKeys::<MinPk>::from_listings(Epoch::ZERO, &listed, true).unwrap_err();
-        assert!(matches!(err, ConsensusError::ConsensusKey { member: 2, .. }), "{err}");
+        assert!(
+            matches!(err, ConsensusError::ConsensusKey { member: 2, .. }),
+            "{err}"
+        );
         assert!(err.to_string().contains("member 2"), "{err}");
         // Points are still checked without the proofs.
         assert!(EpochKeys::<MinPk>::from_listings(Epoch::ZERO, &listed, false).is_ok());

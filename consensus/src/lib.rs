@@ -44,12 +44,12 @@ pub mod replica;
 
 pub use byzantine::{Behaviour, ByzantineReplica};
 pub use config::{BeaconShares, ReplicaConfig, ReplicaSettings};
-pub use keys::{EpochKeys, KeyShare, ReplicaKeys};
 pub use election::Election;
 pub use epoch::MemberIdentity;
+pub use keys::{EpochKeys, KeyShare, ReplicaKeys};
 pub use member::{
-    consensus_key, member_key, Envelope, EpochChangeFailure, EpochEvent, KeyGenerationFailure, Member,
-    MemberInput, MemberOutput, MemberTimer,
+    consensus_key, member_key, Envelope, EpochChangeFailure, EpochEvent, KeyGenerationFailure,
+    Member, MemberInput, MemberOutput, MemberTimer,
 };
 pub use messages::{Block, CommitCertificate, CommitPath, CommittedEntry, Digest, Message};
 pub use observe::Observer;

@@ -316,6 +316,56 @@ fn forged_and_split_new_views_keep_agreement() {
     }
 }
 
+/// Certificates are multi-signatures of the members' own consensus keys,
+/// each registered with a proof of possession, never sums under shares of
+/// the beacon polynomial (`SAFETY.md`, "Certificates are multi-signatures").
+/// A member that forges, at every height, fast-path proofs of a block nobody
+/// voted for, naming `3f + c + 1` signers, from its own key material alone
+/// (its beacon share, or its own consensus key, scaled by the signer count):
+/// every honest member refuses both proofs, names it, and no honest member
+/// commits the block.
+#[test]
+fn a_certificate_from_one_members_key_material_is_refused() {
+    for seed in [50, 51] {
+        let byzantine = NodeIndex(seed as u32 % 4);
+        let attack = [(byzantine.0, Behaviour::ShareSumCertificate)];
+        let mut net = Net::<S>::new(fast_config(4, 0), seed, &attack);
+        net.start();
+        assert!(
+            net.run_until(6, Time::from_millis(120_000)),
+            "seed {seed}: no progress"
+        );
+        net.assert_agreement();
+        net.assert_beacons_verify();
+        for i in (0..4).filter(|i| *i != byzantine.0 as usize) {
+            for entry in net.chain(i).iter() {
+                assert!(
+                    !entry
+                        .block
+                        .transactions
+                        .contains(&b"share-sum certificate".to_vec()),
+                    "seed {seed}: member {i} committed the forged block at {}",
+                    entry.block.height
+                );
+            }
+        }
+        let refused = net
+            .record
+            .evidence
+            .iter()
+            .filter(|e| {
+                e.culprit == byzantine
+                    && e.kind
+                        == EvidenceKind::InvalidProof {
+                            proof: ProofKind::CommitProof,
+                        }
+            })
+            .count();
+        // Both forged proofs, at every honest member, at least at height 1.
+        assert!(refused >= 2 * 3, "seed {seed}: {refused} refusals");
+    }
+}
+
 /// Issue 15, finding 2: with n above 3f + 2c + 1 the quorums derived from f
 /// overlap in too few replicas; such sizes are refused, with the nearest valid
 /// ones named.
@@ -385,7 +435,13 @@ fn an_unsafe_replica_cannot_be_built_through_any_public_path() {
     let seven = ReplicaConfig::new(7, 0).unwrap();
     let outputs = common::dkg::<S>(&seven, 3);
     let keys = common::replica_keys(&seven, &outputs)[0].clone();
-    assert!(ReplicaKeys::from_dkg(&four, &outputs[0], keys.consensus.clone(), keys.epoch.clone()).is_err());
+    assert!(ReplicaKeys::from_dkg(
+        &four,
+        &outputs[0],
+        keys.consensus.clone(),
+        keys.epoch.clone()
+    )
+    .is_err());
     assert!(keys.check(&four).is_err());
     assert!(Replica::new(four.clone(), keys.clone(), [0; 32], Memo::disabled()).is_err());
     assert!(Replica::new(seven.clone(), keys, [0; 32], Memo::disabled()).is_ok());
@@ -577,7 +633,10 @@ fn view_change_signatures_bind_the_claims() {
         signer: NodeIndex(0),
         signature: vc.signature,
     };
-    assert!(keys.epoch.keys().verify_one(&keys.epoch.hash_vote(&msg), &share));
+    assert!(keys
+        .epoch
+        .keys()
+        .verify_one(&keys.epoch.hash_vote(&msg), &share));
     // Any change of claim or view changes the signed message.
     let mut other = vc.clone();
     other.new_view = View::new(3);

@@ -16,9 +16,9 @@ use consensus::epoch::{
     member_id, Control, Directory, EpochChange, EpochMessage, EpochView, ReshareWire,
 };
 use consensus::{
-    consensus_key, member_key, Block, CommitCertificate, CommitPath, CommittedEntry, DirectoryIndex, Envelope,
-    Epoch, Height, Member, MemberIdentity, MemberInput, MemberOutput, MemberTimer, ReplicaConfig,
-    View,
+    consensus_key, member_key, Block, CommitCertificate, CommitPath, CommittedEntry,
+    DirectoryIndex, Envelope, Epoch, Height, Member, MemberIdentity, MemberInput, MemberOutput,
+    MemberTimer, ReplicaConfig, View,
 };
 use std::sync::Arc;
 

@@ -45,9 +45,15 @@ fuzz_target!(|data: &[u8]| {
     let f = fixture();
     let Some((&me, mut rest)) = data.split_first() else { return };
     let me = (me % 4) as usize;
+    // Member i's consensus key derives from [i; 32], as in
+    // `genuine_messages`.
+    let seeds: Vec<[u8; 32]> = (0..4u8).map(|i| [i; 32]).collect();
+    let directory = consensus::epoch::Directory::derived::<S>(&seeds);
     let Ok(mut member) = Member::<S>::restore(
         f.config.clone(),
+        &directory,
         &f.outputs[me],
+        consensus::consensus_key(&seeds[me]),
         Vec::new(),
         Vec::new(),
         [me as u8; 32],

@@ -19,6 +19,9 @@ pub(crate) enum BenchCommand {
     Interpolation(InterpolationArgs),
     /// Share verification: individual, batch + bisection, optimistic recovery.
     Verify(VerifyArgs),
+    /// Consensus certificates (multi-signatures of members' own keys): a
+    /// verifier's check of one certificate, and a collector's aggregation.
+    Certificate(CertificateArgs),
     /// A whole DKG in-process (all n members), per-phase CPU and traffic.
     Dkg(DkgArgs),
     /// Whole DKG sessions in-process over the relay (attempts, agreement): the
@@ -118,11 +121,33 @@ pub(crate) struct VerifyArgs {
     seed: u64,
 }
 
+/// Options of `bench certificate`.
+#[derive(Args)]
+pub(crate) struct CertificateArgs {
+    /// Members of the epoch.
+    #[arg(long, default_value_t = 4096)]
+    n: u32,
+    /// Numbers of signers to measure (default: the slow and the fast quorum of
+    /// n = 4,096 with c = 3: 2,730 and 4,093).
+    #[arg(long, value_delimiter = ',', default_value = "2730,4093")]
+    signers: Vec<u32>,
+    /// Signature scheme.
+    #[arg(long, default_value = "pedersen-bls-chained")]
+    scheme: SchemeId,
+    /// One JSON object per line instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Seed for the keys, the signers and the batch weights.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
 /// Runs one benchmark subcommand.
 pub(crate) fn run(cmd: BenchCommand) -> Result<()> {
     match cmd {
         BenchCommand::Interpolation(a) => with_bls_scheme!(a.scheme, interpolation, &a),
         BenchCommand::Verify(a) => with_bls_scheme!(a.scheme, verify, &a),
+        BenchCommand::Certificate(a) => with_bls_scheme!(a.scheme, certificate, &a),
         BenchCommand::Dkg(a) => with_bls_scheme!(a.scheme, dkg, &a),
         BenchCommand::Relay(a) => with_bls_scheme!(a.scheme, relay, &a),
         BenchCommand::Calibrate(a) => crate::calibrate::calibrate(&a.out, a.max_log_msm),
@@ -307,6 +332,74 @@ fn verify<S: Scheme>(args: &VerifyArgs) -> Result<()> {
     Ok(())
 }
 
+/// `bench certificate`: one certificate of `s` signers among `n` members,
+/// verified as a replica does (the signers' keys added, or the total less the
+/// missing ones, then one pairing equation, the message hashed already), and
+/// aggregated as a collector does (the votes added, the sum checked once);
+/// and the batch check with random weights that names bad votes.
+fn certificate<S: Scheme>(args: &CertificateArgs) -> Result<()> {
+    use beacon::multisig::{aggregate, hash_vote, ConsensusSecretKey, MultisigKeys};
+    let n = args.n;
+    if n == 0 {
+        bail!("--n must be at least 1");
+    }
+    let mut rng = ChaCha20Rng::seed_from_u64(args.seed);
+    let secrets: Vec<ConsensusSecretKey> = (0..n)
+        .map(|_| ConsensusSecretKey::random(&mut rng))
+        .collect();
+    let keys = MultisigKeys::<S>::new(std::sync::Arc::new(
+        secrets.iter().map(|s| s.public::<S>()).collect(),
+    ));
+    let hashed = hash_vote::<S>(b"bench certificate");
+    let votes: Vec<SignatureShare<S>> = secrets
+        .iter()
+        .enumerate()
+        .map(|(i, s)| SignatureShare {
+            signer: NodeIndex(i as u32),
+            signature: s.sign_hashed::<S>(&hashed),
+        })
+        .collect();
+    if !args.json {
+        println!(
+            "{:>6} {:>8} {:>10} {:>13} {:>10}   scheme {}",
+            "n",
+            "signers",
+            "verify_ms",
+            "aggregate_ms",
+            "batch_ms",
+            S::ID
+        );
+    }
+    for &s in &args.signers {
+        if s == 0 || s > n {
+            bail!("--signers {s} must be in 1..={n}");
+        }
+        let mut chosen = random_subset(&mut rng, n, s);
+        chosen.sort();
+        let signed: Vec<SignatureShare<S>> = chosen.iter().map(|i| votes[i.0 as usize]).collect();
+        let (sum, bitmap) = aggregate::<S>(n, &signed)?;
+        if !keys.verify(&hashed, &sum, &bitmap) {
+            bail!("the certificate of {s} signers does not verify");
+        }
+        let verify = median_ms(|| keys.verify(&hashed, &sum, &bitmap));
+        let aggregate_ms = median_ms(|| {
+            let (sum, bitmap) = aggregate::<S>(n, &signed).expect("distinct signers");
+            keys.verify(&hashed, &sum, &bitmap)
+        });
+        let batch = median_ms(|| keys.batch_verify(&hashed, &signed, &mut rng));
+        if args.json {
+            println!(
+                "{}",
+                json!({"scheme": S::ID.as_str(), "n": n, "signers": s, "verify_ms": verify,
+                       "aggregate_ms": aggregate_ms, "batch_ms": batch})
+            );
+        } else {
+            println!("{n:>6} {s:>8} {verify:>10.3} {aggregate_ms:>13.3} {batch:>10.3}");
+        }
+    }
+    Ok(())
+}
+
 /// Committee of `k` dealers spread evenly over `n` members.
 pub(crate) fn committee(n: u32, k: u32) -> Vec<NodeIndex> {
     (0..k)
@@ -339,8 +432,9 @@ fn dkg<S: Scheme>(args: &DkgArgs) -> Result<()> {
             bail!("--n must be at least 1");
         }
         let k = args.dealers.unwrap_or(n).clamp(1, n);
-        let f = (n - 1) / 3;
-        let thresholds = vec![f + 1, 2 * f + 1, 3 * f + 1];
+        // The DKG a network of n members runs: the beacon key's threshold.
+        let c = consensus::config::smallest_collector_slack(n).unwrap_or(0);
+        let thresholds = consensus::ReplicaConfig::new(n, c)?.dkg_thresholds();
         let config = DkgSettings {
             session: [args.seed as u8; 32],
             n,

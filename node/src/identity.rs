@@ -74,7 +74,10 @@ pub fn generate_consensus() -> ConsensusSecretKey {
 
 /// Saves consensus key `key` to `path` (mode 0600).
 pub fn save_consensus(key: &ConsensusSecretKey, path: &Path) -> Result<(), NodeError> {
-    write_private(path, format!("{}\n", hex::encode(key.to_bytes())).as_bytes())
+    write_private(
+        path,
+        format!("{}\n", hex::encode(key.to_bytes())).as_bytes(),
+    )
 }
 
 /// Loads the consensus key in `path`.

@@ -103,7 +103,11 @@ impl ReshareRun {
             beacon_threshold: 0,
             consensus_keys: members
                 .iter()
-                .filter_map(|i| directory.listing(consensus::DirectoryIndex::new(*i)).cloned())
+                .filter_map(|i| {
+                    directory
+                        .listing(consensus::DirectoryIndex::new(*i))
+                        .cloned()
+                })
                 .collect(),
         };
         Ok(ReshareRun {

@@ -6,7 +6,9 @@ use rand_core::SeedableRng;
 
 fn members<S: Scheme>(n: u32, seed: u64) -> (Vec<ConsensusSecretKey>, MultisigKeys<S>) {
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    let secrets: Vec<_> = (0..n).map(|_| ConsensusSecretKey::random(&mut rng)).collect();
+    let secrets: Vec<_> = (0..n)
+        .map(|_| ConsensusSecretKey::random(&mut rng))
+        .collect();
     let keys = secrets.iter().map(|s| s.public::<S>()).collect();
     (secrets, MultisigKeys::new(Arc::new(keys)))
 }
@@ -103,7 +105,10 @@ fn beacon_shares_are_not_independent_keys() {
     let forged = group_secret_sig.mul(&Scalar::from_u64(u64::from(n)));
     let all = SignerBitmap::of(n, (0..n).map(NodeIndex)).unwrap();
     let share_keys = MultisigKeys::<MinPk>::new(Arc::new(public.verification_keys().to_vec()));
-    assert!(share_keys.verify(&hashed, &forged, &all), "the attack is real");
+    assert!(
+        share_keys.verify(&hashed, &forged, &all),
+        "the attack is real"
+    );
     let (_, own) = members::<MinPk>(n, 5);
     assert!(!own.verify(&hashed, &forged, &all));
 }
@@ -112,15 +117,20 @@ fn aggregates<S: Scheme>() {
     let n = 10;
     let (secrets, keys) = members::<S>(n, 6);
     let hashed = hash_vote::<S>(b"commit");
-    for who in [vec![3u32], vec![0, 2, 5], (0..7).collect(), (0..10).collect()] {
+    for who in [
+        vec![3u32],
+        vec![0, 2, 5],
+        (0..7).collect(),
+        (0..10).collect(),
+    ] {
         let sigs = sign_all::<S>(&secrets, &who, &hashed);
         let (sum, signers) = aggregate::<S>(n, &sigs).unwrap();
         assert_eq!(signers.count() as usize, who.len());
         assert!(keys.verify(&hashed, &sum, &signers), "{who:?}");
         // The two ways of adding the keys agree.
-        let direct = signers
-            .signers()
-            .fold(S::PublicKey::identity(), |a, i| a.add(&keys.keys()[i.0 as usize]));
+        let direct = signers.signers().fold(S::PublicKey::identity(), |a, i| {
+            a.add(&keys.keys()[i.0 as usize])
+        });
         assert_eq!(keys.aggregate_key(&signers).unwrap(), direct);
         // Another bitmap, another message or another sum does not verify.
         let mut more = signers.clone();

@@ -151,12 +151,6 @@ pub fn check_change(epoch: Epoch, change: &EpochChange) -> Result<ReplicaShape, 
     if distinct.len() != change.members.len() {
         return Err(ChangeRefused::MemberListedTwice);
     }
-    if change.consensus_keys.len() != change.members.len() {
-        return Err(ChangeRefused::ConsensusKeyCount {
-            keys: change.consensus_keys.len(),
-            members: change.members.len(),
-        });
-    }
     check_size(n, change.c).map_err(|e| ChangeRefused::UnsafeSize(Arc::new(e)))?;
     let f = (n - 2 * change.c - 1) / 3;
     if change.beacon_threshold > n || (change.beacon_threshold > 0 && change.beacon_threshold <= f)
@@ -165,6 +159,12 @@ pub fn check_change(epoch: Epoch, change: &EpochChange) -> Result<ReplicaShape, 
             threshold: change.beacon_threshold,
             min: f + 1,
             n,
+        });
+    }
+    if change.consensus_keys.len() != change.members.len() {
+        return Err(ChangeRefused::ConsensusKeyCount {
+            keys: change.consensus_keys.len(),
+            members: change.members.len(),
         });
     }
     Ok(ReplicaShape { n, f, c: change.c })

@@ -175,8 +175,9 @@ impl EpochView {
         });
         match keys.as_ref() {
             Ok(keys) => Ok(keys.clone()),
-            Err(_) => EpochKeys::<S>::from_listings(self.number, &self.consensus, false)
-                .map(Arc::new),
+            Err(_) => {
+                EpochKeys::<S>::from_listings(self.number, &self.consensus, false).map(Arc::new)
+            }
         }
     }
 
@@ -270,10 +271,7 @@ impl Directory {
     /// The consensus keys of `members` (directory indices), in that order;
     /// the whole list, shared, when `members` are the first parties.
     pub fn listings_of(&self, members: &[DirectoryIndex]) -> Arc<Vec<ConsensusListing>> {
-        let prefix = members
-            .iter()
-            .enumerate()
-            .all(|(i, d)| d.as_usize() == i);
+        let prefix = members.iter().enumerate().all(|(i, d)| d.as_usize() == i);
         if prefix && members.len() == self.consensus.len() {
             return self.consensus.clone();
         }

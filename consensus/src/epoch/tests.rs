@@ -145,7 +145,52 @@ fn unsafe_sizes_and_wrong_epochs_are_refused() {
         e.to_string(),
         "beacon threshold 2 outside [f + 1, n] = [3, 7]"
     );
+    let mut short = change();
+    short.consensus_keys.pop();
+    let e = refusal(&short);
+    assert!(matches!(
+        e,
+        ChangeRefused::ConsensusKeyCount {
+            keys: 6,
+            members: 7
+        }
+    ));
+    assert_eq!(e.to_string(), "6 consensus keys for 7 members");
     assert!(check_change(Epoch::ZERO, &change()).is_ok());
+}
+
+/// A joiner brings its consensus key with a proof of possession, and the
+/// chain records both with the change: a change listing a key without a
+/// valid proof (a rogue key `g^x - sum(others)` has none) is refused by
+/// every member before any proposal of it counts, so no quorum of
+/// proposals decides it.
+#[test]
+fn a_change_whose_consensus_key_has_no_valid_proof_is_never_decided() {
+    let mut rogue = change();
+    rogue.consensus_keys[3].possession = rogue.consensus_keys[4].possession.clone();
+    let e = check_consensus_keys::<MinPk>(&rogue).unwrap_err();
+    assert!(
+        matches!(e, ChangeRefused::ConsensusKey { member: 3, .. }),
+        "{e}"
+    );
+    assert!(e.to_string().contains("new member 3"), "{e}");
+    assert!(check_consensus_keys::<MinPk>(&change()).is_ok());
+    let mut g = governance();
+    for (h, i) in (1..).zip(0..4) {
+        let decided = g.on_finalized(&block(h, &[Control::propose(rogue.clone(), &key(i))]));
+        assert!(decided.is_empty(), "decided at {h}");
+    }
+    assert_eq!(g.decided(), None);
+    // The same change with valid proofs is decided at the third proposal.
+    let mut g = governance();
+    let decisions: Vec<_> = (1..)
+        .zip(0..3)
+        .flat_map(|(h, i)| g.on_finalized(&block(h, &[Control::propose(change(), &key(i))])))
+        .collect();
+    assert!(
+        matches!(decisions.as_slice(), [Decision::Decided { .. }]),
+        "{decisions:?}"
+    );
 }
 
 /// Governance after `change()` was decided at height 1 (by members 0-2), and

@@ -33,8 +33,8 @@ use beacon::effect::Effect;
 use beacon::memo::Memo;
 use beacon::multisig::ConsensusSecretKey;
 use beacon::{NodeIndex, Scheme, Time};
-use rand_core::SeedableRng;
 use outbox::{Generation, Outbox, SelfInput};
+use rand_core::SeedableRng;
 use sha2::{Digest as _, Sha256};
 use std::sync::Arc;
 

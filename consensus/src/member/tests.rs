@@ -16,8 +16,8 @@ use crate::epoch::{
 use crate::messages::{Block, CommitCertificate, CommitPath, CommittedEntry};
 use crate::params::DkgParams;
 use crate::{DirectoryIndex, View};
-use beacon::schedule::EventQueue;
 use beacon::multisig::SignerBitmap;
+use beacon::schedule::EventQueue;
 use beacon::{MinSig, Point};
 use std::collections::VecDeque;
 
@@ -79,7 +79,6 @@ fn check(member: &mut Member<S>, steps: Vec<Step>) {
 fn key(i: u32) -> SigningKey {
     member_key(&[i as u8 + 1; 32])
 }
-
 
 /// Every party's keys: party `i`'s derive from the seed `[i + 1; 32]`.
 fn directory() -> Directory {
@@ -392,10 +391,7 @@ fn a_message_of_the_next_epoch_waits_for_the_transition_and_is_replayed_after_it
                  timers; a new member deals nothing: consensus keys are its \
                  own); the kept messages are read after it",
                 message(1, invite(&from_1)),
-                &[
-                    "timer epoch 1 Recover",
-                    "timer epoch 1 Reshare(EndOfDeal)",
-                ],
+                &["timer epoch 1 Recover", "timer epoch 1 Reshare(EndOfDeal)"],
             ),
             step(
                 "dealer 1's resharing broadcast, during the transition",

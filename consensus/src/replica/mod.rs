@@ -79,8 +79,8 @@ pub use verifier::CONVICTION_HEIGHTS;
 pub use votes::{Refusal, SignedVotes};
 
 use crate::config::ReplicaConfig;
-use crate::keys::ReplicaKeys;
 use crate::election::Election;
+use crate::keys::ReplicaKeys;
 use crate::messages::{CommittedEntry, Message};
 use crate::ConsensusError;
 use crate::{Height, View};

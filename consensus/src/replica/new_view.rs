@@ -31,7 +31,8 @@ impl<S: Scheme> Replica<S> {
             return;
         }
         let h = self.height;
-        let valid = self.verifier
+        let valid = self
+            .verifier
             .valid_view_changes(h, self.config.slow_threshold(), &candidates);
         if valid.len() < quorum {
             return;

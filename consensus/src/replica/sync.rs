@@ -127,9 +127,9 @@ impl<S: Scheme> Replica<S> {
             return;
         };
         let cert = &entry.certificate;
-        let beacon_ok =
-            self.verifier
-                .verify_beacon(self.round.beacon.message(), &entry.beacon);
+        let beacon_ok = self
+            .verifier
+            .verify_beacon(self.round.beacon.message(), &entry.beacon);
         if cert.height != h
             || cert.digest != entry.block.digest()
             || !self.block_is_valid(&entry.block)

@@ -220,7 +220,10 @@ impl<S: Scheme> Verifier<S> {
                 signature: r.signature.map(|sig| {
                     let signers = shares.iter().map(|s| s.signer);
                     let n = self.keys.beacon.public.n();
-                    (sig, SignerBitmap::of(n, signers).unwrap_or(SignerBitmap::new(n)))
+                    (
+                        sig,
+                        SignerBitmap::of(n, signers).unwrap_or(SignerBitmap::new(n)),
+                    )
                 }),
                 invalid: r.invalid,
             },
@@ -283,8 +286,16 @@ impl<S: Scheme> Verifier<S> {
         *self.memo.get_or_compute(seed, || {
             let mut rng = ChaCha20Rng::from_seed(seed);
             match key {
-                Key::Beacon => self.keys.beacon.public.batch_verify(&hashed, shares, &mut rng),
-                Key::Consensus => self.keys.epoch.keys().batch_verify(&hashed, shares, &mut rng),
+                Key::Beacon => self
+                    .keys
+                    .beacon
+                    .public
+                    .batch_verify(&hashed, shares, &mut rng),
+                Key::Consensus => self
+                    .keys
+                    .epoch
+                    .keys()
+                    .batch_verify(&hashed, shares, &mut rng),
             }
         })
     }

@@ -139,7 +139,11 @@ impl<S: Scheme> Verifier<S> {
             }
         }
         by_view.into_iter().all(|(view, shares)| {
-            self.shares_verify(Key::Consensus, &signed::fast_vote(h, view, &digest), &shares)
+            self.shares_verify(
+                Key::Consensus,
+                &signed::fast_vote(h, view, &digest),
+                &shares,
+            )
         })
     }
 }

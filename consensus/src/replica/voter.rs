@@ -168,9 +168,10 @@ impl<S: Scheme> Replica<S> {
         let voter = &mut self.round.voter;
         voter.prepared = record.prepared.clone();
         if let Some((&view, &digest)) = record.votes.last_key_value() {
-            let share = self
-                .verifier
-                .sign(Key::Consensus, &signed::fast_vote(self.height, view, &digest));
+            let share = self.verifier.sign(
+                Key::Consensus,
+                &signed::fast_vote(self.height, view, &digest),
+            );
             self.round.voter.fast_vote = Some(FastVote {
                 view,
                 digest,

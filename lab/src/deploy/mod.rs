@@ -210,8 +210,10 @@ fn write(args: &ComposeArgs) -> Result<Written> {
         let dir = folder_of(p).join(&p.name);
         std::fs::create_dir_all(dir.join("data"))
             .with_context(|| format!("creating {}", dir.display()))?;
-        std::fs::rename(staged.join("identity.key"), dir.join("identity.key"))
-            .with_context(|| format!("moving the identity of {}", p.name))?;
+        for key in ["identity.key", "consensus.key"] {
+            std::fs::rename(staged.join(key), dir.join(key))
+                .with_context(|| format!("moving {key} of {}", p.name))?;
+        }
         let path = dir.join("node.toml");
         let text = toml::to_string(&cfg).context("writing a config")?;
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;

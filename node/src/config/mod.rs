@@ -18,8 +18,8 @@ mod error;
 
 pub use error::ConfigError;
 
-use beacon::multisig::ConsensusListing;
 use crate::NodeError;
+use beacon::multisig::ConsensusListing;
 use beacon::{NodeIndex, SchemeId};
 use consensus::{DkgParams, ProtocolParams, ReplicaConfig};
 use libp2p::{Multiaddr, PeerId};

@@ -38,9 +38,9 @@ use crate::{identity, NodeError};
 use archive::{persistence_thread, publish, StoreArchive};
 use beacon::dkg::DkgOutput;
 use beacon::memo::Memo;
+use beacon::multisig::ConsensusSecretKey;
 use beacon::schedule::EventQueue;
 use beacon::{ChainInfo, Point as _, Scheme};
-use beacon::multisig::ConsensusSecretKey;
 use consensus::epoch::{Directory, EpochView};
 use consensus::replica::CHAIN_WINDOW;
 use consensus::{

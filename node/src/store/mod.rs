@@ -14,10 +14,10 @@
 //! (mode 0600) from before its first dealing until the keys it dealt are
 //! stored; then a fresh one replaces it.
 
-use beacon::multisig::ConsensusListing;
 use crate::identity::write_private;
 use crate::{FileOp, NodeError};
 use beacon::dkg::DkgOutput;
+use beacon::multisig::ConsensusListing;
 use beacon::Scheme;
 use consensus::{CommittedEntry, DirectoryIndex, Epoch, ReplicaConfig, SignedVotes};
 use redb::{Database, ReadableDatabase as _, ReadableTable as _, TableDefinition};

@@ -9,16 +9,16 @@ use super::Engine;
 use crate::cost_model::CostModel;
 use crate::host::{durable_write, Host};
 use beacon::cost::EncodedPoints;
-use consensus::epoch::Directory;
 use beacon::effect::Effect;
 use beacon::memo::Memo;
 use beacon::schedule::EventQueue;
 use beacon::{Scheme, Time};
+use consensus::epoch::Directory;
 use consensus::epoch::EpochView;
 use consensus::replica::sync_response;
 use consensus::{
-    Behaviour, ConsensusError, Envelope, Event as ReplicaEvent, Member,
-    MemberInput, MemberOutput, Message, ReplicaConfig,
+    Behaviour, ConsensusError, Envelope, Event as ReplicaEvent, Member, MemberInput, MemberOutput,
+    Message, ReplicaConfig,
 };
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -4,8 +4,8 @@
 
 use super::{EpochChangeFailure, EpochEvent, MAX_PENDING_CONTROLS};
 use crate::epoch::{
-    check_change, check_consensus_keys, Control, EpochChange, EpochMessage, EpochView, Invitation, Transition,
-    TransitionEvent, TransitionTimer,
+    check_change, check_consensus_keys, Control, EpochChange, EpochMessage, EpochView, Invitation,
+    Transition, TransitionEvent, TransitionTimer,
 };
 use crate::member::outbox::{Outbox, SelfInput};
 use crate::member::{derive, Envelope, Member, MemberOutput, MemberTimer, Phase};

@@ -11,9 +11,8 @@
 use super::EARLY_LIMIT;
 use crate::config::ReplicaConfig;
 use crate::epoch::{
-    ConsensusKeyCheck,
-    ChangeRefused, Control, Directory, EpochMessage, EpochView, Governance, Invitation, Transition,
-    TransitionFailure,
+    ChangeRefused, ConsensusKeyCheck, Control, Directory, EpochMessage, EpochView, Governance,
+    Invitation, Transition, TransitionFailure,
 };
 use crate::messages::{CommittedEntry, Message};
 use crate::{ConsensusError, DirectoryIndex, Epoch, Height};
