@@ -33,6 +33,11 @@ pub struct OpCounts {
     pub mul_g1: u64,
     /// Single scalar multiplications in G2.
     pub mul_g2: u64,
+    /// Point additions in G1 where they are the bulk of the work: adding up
+    /// the keys of a multi-signature's signers ([`crate::multisig`]).
+    pub add_g1: u64,
+    /// Point additions in G2 likewise (adding up votes into a certificate).
+    pub add_g2: u64,
     /// MSM points in G1 by size bucket (`[b]` for sizes in `[2^b, 2^(b+1))`).
     pub msm_g1_points: [u64; MSM_BUCKETS],
     /// MSM points in G2 by size bucket.
@@ -48,6 +53,8 @@ impl Default for OpCounts {
             hash_g2: 0,
             mul_g1: 0,
             mul_g2: 0,
+            add_g1: 0,
+            add_g2: 0,
             msm_g1_points: [0; MSM_BUCKETS],
             msm_g2_points: [0; MSM_BUCKETS],
         }
@@ -69,6 +76,8 @@ impl AddAssign<&OpCounts> for OpCounts {
         self.hash_g2 += o.hash_g2;
         self.mul_g1 += o.mul_g1;
         self.mul_g2 += o.mul_g2;
+        self.add_g1 += o.add_g1;
+        self.add_g2 += o.add_g2;
         for b in 0..MSM_BUCKETS {
             self.msm_g1_points[b] += o.msm_g1_points[b];
             self.msm_g2_points[b] += o.msm_g2_points[b];
@@ -185,6 +194,19 @@ pub(crate) fn record_msm(group: Group, points: usize) {
         }
         Group::G2 => {
             c.msm_g2_points[bucket] += points as u64;
+        }
+    });
+}
+
+/// Counts `count` point additions in the group of `P` (48-byte points are
+/// G1's): the sums of multi-signatures, where additions are the work.
+pub(crate) fn record_adds<P: crate::curve::Point>(count: usize) {
+    let g2 = P::generator().to_bytes().len() > 48;
+    record(|c| {
+        if g2 {
+            c.add_g2 += count as u64;
+        } else {
+            c.add_g1 += count as u64;
         }
     });
 }

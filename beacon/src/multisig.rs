@@ -22,6 +22,7 @@
 //! bisection ([`MultisigKeys::find_invalid`]), the same algorithm as threshold
 //! shares ([`crate::threshold`]).
 
+use crate::cost;
 use crate::curve::Point;
 use crate::error::{Error, SignatureError};
 use crate::field::Scalar;
@@ -358,11 +359,13 @@ impl<S: Scheme> MultisigKeys<S> {
         }
         let count = signers.count();
         if 2 * count > self.n() {
+            cost::record_adds::<S::PublicKey>((self.n() - count + 1) as usize);
             let missing = signers.missing().fold(S::PublicKey::identity(), |acc, i| {
                 acc.add(&self.keys[i.0 as usize])
             });
             Ok(self.total.add(&missing.neg()))
         } else {
+            cost::record_adds::<S::PublicKey>(count as usize);
             Ok(signers.signers().fold(S::PublicKey::identity(), |acc, i| {
                 acc.add(&self.keys[i.0 as usize])
             }))
@@ -426,6 +429,7 @@ pub fn aggregate<S: Scheme>(
 ) -> Result<(S::Signature, SignerBitmap), Error> {
     let mut signers = SignerBitmap::new(n);
     let mut sum = S::Signature::identity();
+    cost::record_adds::<S::Signature>(signatures.len());
     for s in signatures {
         if signers.contains(s.signer) {
             return Err(Error::DuplicateSigner { signer: s.signer });

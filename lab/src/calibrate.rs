@@ -108,6 +108,9 @@ pub(crate) fn fit_cost_model(max_log_msm: u32) -> Result<sim::cost_model::CostMo
     let hash_g2 = median_us(|| G2::hash_to_curve(b"calibrate", beacon::scheme::DST_G2));
     let mul_g1 = median_us(|| p1.mul(&s));
     let mul_g2 = median_us(|| p2.mul(&s));
+    // Additions, 1,024 at a time (a certificate's sums are thousands long).
+    let add_g1 = median_us(|| (0..1024).fold(p1, |a, _| a.add(&p1))) / 1024.0;
+    let add_g2 = median_us(|| (0..1024).fold(p2, |a, _| a.add(&p2))) / 1024.0;
     let mut msm_g1 = vec![mul_g1];
     let mut msm_g2 = vec![mul_g2];
     for log in 1..=max_log_msm {
@@ -163,6 +166,8 @@ pub(crate) fn fit_cost_model(max_log_msm: u32) -> Result<sim::cost_model::CostMo
         hash_g2_us: round(hash_g2),
         mul_g1_us: round(mul_g1),
         mul_g2_us: round(mul_g2),
+        add_g1_us: (add_g1 * 1000.0).round() / 1000.0,
+        add_g2_us: (add_g2 * 1000.0).round() / 1000.0,
         msm_g1_point_us: msm_g1.into_iter().map(round).collect(),
         msm_g2_point_us: msm_g2.into_iter().map(round).collect(),
         message_us: round(message + 2.0),

@@ -487,7 +487,8 @@ fn frames_at_the_frame_limit() -> Vec<(String, Vec<u8>)> {
         frame.extend_from_slice(&packed[..limit - 8]);
         frames.push((kind.to_string(), framed(frame)));
     };
-    // Genesis DKG (after it), the 13 consensus messages, the 6 epoch messages.
+    // Genesis DKG (after it), the 13 consensus messages, the 6 epoch messages
+    // (epoch tag 6 names none since the new members' DKG went: unknown).
     tagged(0, 0, "dkg");
     let consensus = [
         "pre-prepare",
@@ -511,9 +512,10 @@ fn frames_at_the_frame_limit() -> Vec<(String, Vec<u8>)> {
         "epoch-control",
         "epoch-invite",
         "epoch-reshare",
-        "epoch-dkg",
         "epoch-handoff",
         "epoch-handoff-request",
+        "epoch-named",
+        "unknown",
     ];
     for (tag, kind) in epoch.iter().enumerate() {
         tagged(2, tag as u32, kind);

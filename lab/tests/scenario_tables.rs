@@ -11,13 +11,18 @@ fn load_with_tables(dir: &Path, n: u32, tables: &str) -> node::config::Validated
     let mut peers = String::new();
     for i in 0..n {
         let key = node::identity::generate();
+        let consensus = node::identity::generate_consensus();
         if i == 0 {
             node::identity::save(&key, &dir.join("id.key")).unwrap();
+            node::identity::save_consensus(&consensus, &dir.join("consensus.key")).unwrap();
         }
+        let listing = consensus.listing_for(beacon::SchemeId::PedersenBlsChained);
         peers += &format!(
-            "[[peers]]\nindex = {i}\npeer_id = \"{}\"\naddress = \"/ip4/127.0.0.1/tcp/{}\"\n",
+            "[[peers]]\nindex = {i}\npeer_id = \"{}\"\naddress = \"/ip4/127.0.0.1/tcp/{}\"\nconsensus_key = \"{}\"\npossession = \"{}\"\n",
             node::identity::peer_id(&key),
-            9000 + i
+            9000 + i,
+            hex::encode(&listing.public_key),
+            hex::encode(&listing.possession),
         );
     }
     let text = format!(

@@ -28,6 +28,12 @@ pub struct CostModel {
     pub mul_g1_us: f64,
     /// Scalar multiplication in G2.
     pub mul_g2_us: f64,
+    /// Point addition in G1 (the sums of a multi-signature's keys).
+    #[serde(default = "default_add_g1_us")]
+    pub add_g1_us: f64,
+    /// Point addition in G2 (the sums of votes into a certificate).
+    #[serde(default = "default_add_g2_us")]
+    pub add_g2_us: f64,
     /// MSM cost per point in G1, by size bucket (`[i]` for sizes in `[2^i, 2^(i+1))`;
     /// the last entry covers larger sizes).
     pub msm_g1_point_us: Vec<f64>,
@@ -78,6 +84,17 @@ fn unit() -> f64 {
     1.0
 }
 
+/// An addition in G1 where a cost model predates them: a 300th of the
+/// built-in model's multiplication (`bench calibrate` measures it).
+fn default_add_g1_us() -> f64 {
+    0.2
+}
+
+/// An addition in G2 likewise.
+fn default_add_g2_us() -> f64 {
+    0.42
+}
+
 impl CostModel {
     /// Parses and checks a cost model.
     pub fn from_toml(text: &str) -> Result<Self, SimError> {
@@ -92,6 +109,8 @@ impl CostModel {
             m.hash_g2_us,
             m.mul_g1_us,
             m.mul_g2_us,
+            m.add_g1_us,
+            m.add_g2_us,
             m.message_us,
             m.kilobyte_us,
             m.decode_g1_us,
@@ -138,6 +157,8 @@ impl CostModel {
             + counts.hash_g2 as f64 * self.hash_g2_us
             + counts.mul_g1 as f64 * self.mul_g1_us
             + counts.mul_g2 as f64 * self.mul_g2_us
+            + counts.add_g1 as f64 * self.add_g1_us
+            + counts.add_g2 as f64 * self.add_g2_us
             + Self::msm(&self.msm_g1_point_us, &counts.msm_g1_points)
             + Self::msm(&self.msm_g2_point_us, &counts.msm_g2_points);
         let io = self.message_us

@@ -17,13 +17,18 @@ fn valid_n(dir: &Path, n: u32) -> String {
     let mut peers = String::new();
     for i in 0..n {
         let key = crate::identity::generate();
+        let consensus = crate::identity::generate_consensus();
         if i == 0 {
             crate::identity::save(&key, &dir.join("id.key")).unwrap();
+            crate::identity::save_consensus(&consensus, &dir.join("consensus.key")).unwrap();
         }
+        let listing = consensus.listing_for(beacon::SchemeId::PedersenBlsChained);
         peers += &format!(
-            "[[peers]]\nindex = {i}\npeer_id = \"{}\"\naddress = \"/ip4/127.0.0.1/tcp/{}\"\n",
+            "[[peers]]\nindex = {i}\npeer_id = \"{}\"\naddress = \"/ip4/127.0.0.1/tcp/{}\"\nconsensus_key = \"{}\"\npossession = \"{}\"\n",
             crate::identity::peer_id(&key),
-            9000 + i
+            9000 + i,
+            hex::encode(&listing.public_key),
+            hex::encode(&listing.possession),
         );
     }
     format!(

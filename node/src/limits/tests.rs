@@ -127,7 +127,8 @@ fn kinds_are_read_from_real_encodings() {
     }
     // DKG messages: variant 0 of the envelope, whatever follows.
     let dkg = [0u8, 0, 0, 0, 2, 0, 0, 0];
-    assert_eq!(a.admit(&dkg).max_bytes, relay_bytes(4, 9));
+    // n = 4: the beacon key alone, t_b = f + 1 = 2 commitments per dealer.
+    assert_eq!(a.admit(&dkg).max_bytes, relay_bytes(4, 2));
     done.store(true, Ordering::Relaxed);
     assert_eq!(a.admit(&dkg).max_bytes, SMALL);
     assert_eq!(a.admit(&[9, 0, 0, 0]).max_bytes, 0);
@@ -374,4 +375,52 @@ fn defaults_are_valid_and_bad_limits_are_named() {
     };
     let e = bad.apply(replica).unwrap_err().to_string();
     assert!(e.contains("store_cache_bytes"), "{e}");
+}
+
+/// A certificate names its signers in a bitmap of `n` bits: a commit proof
+/// of the largest epoch the config allows (every party a member, every
+/// member a signer) fits its kind's bound, and so does a PREPARE; neither
+/// would fit the 4 KiB of the other small messages.
+#[test]
+fn certificates_with_a_full_bitmap_fit_their_bounds() {
+    use beacon::multisig::SignerBitmap;
+    use consensus::messages::{CommitCertificate, CommitPath, PrepareCertificate};
+    let parties = 65_536u32;
+    let cfg = ReplicaConfig::new(4, 0).unwrap();
+    let a = Admission::new(&cfg, parties as usize, Arc::new(AtomicBool::new(true)));
+    let all = SignerBitmap::of(parties, (0..parties).map(beacon::NodeIndex)).unwrap();
+    let sig = <S as beacon::Scheme>::Signature::generator();
+    let certificate = CommitCertificate::<S> {
+        height: consensus::Height::new(1),
+        view: consensus::View::ZERO,
+        digest: [1; 32],
+        path: CommitPath::Fast,
+        signature: sig,
+        signers: all.clone(),
+    };
+    let proof = consensus(Message::CommitProof {
+        certificate: certificate.clone(),
+        beacon: Some(sig),
+    });
+    let prepare = consensus(Message::Prepare {
+        height: consensus::Height::new(1),
+        certificate: PrepareCertificate {
+            view: consensus::View::ZERO,
+            digest: [1; 32],
+            signature: sig,
+            signers: all,
+        },
+    });
+    for frame in [proof, prepare] {
+        let bytes = frame.encode().unwrap();
+        let admit = a.admit(&head(&frame));
+        assert_eq!(admit.kind, "consensus");
+        assert!(bytes.len() > SMALL, "{} bytes", bytes.len());
+        assert!(
+            admit.max_bytes >= bytes.len(),
+            "{} > {}",
+            bytes.len(),
+            admit.max_bytes
+        );
+    }
 }
