@@ -359,10 +359,14 @@ impl<S: Scheme> Message<S> {
 
 /// Domain-separated digests of what members sign with their consensus keys.
 ///
-/// One key signs every kind, so each kind has its own tag: a fast-path vote is
-/// never a prepare, and a prepare certificate is never a commit certificate.
-/// The verifier binds each to its epoch before hashing it to the curve
-/// (`replica::verifier`).
+/// The fast-path vote and the prepare vote are one message: an honest replica
+/// casts both at once, in one SIGN-SHARE, so one signature is both (it is
+/// hashed to the curve and multiplied once), and a certificate's count of
+/// signers says which it proves: `3f + c + 1` a fast proof, `2f + c + 1` a
+/// prepare certificate, whose signers all cast the same vote. The commit and
+/// the view change have tags of their own, so that a prepare certificate is
+/// never a commit certificate. The verifier binds each message to its epoch
+/// before hashing it to the curve (`replica::verifier`).
 pub mod signed {
     use super::*;
 
@@ -377,12 +381,13 @@ pub mod signed {
 
     /// Fast-path vote.
     pub fn fast_vote(height: Height, view: View, digest: &Digest) -> Digest {
-        tagged(b"sbft-beacon/v2/fast-vote", height, view, digest)
+        tagged(b"sbft-beacon/v2/vote", height, view, digest)
     }
 
-    /// Prepare vote (slow path, first half).
+    /// Prepare vote (slow path, first half): the same message as the
+    /// fast-path vote.
     pub fn prepare(height: Height, view: View, digest: &Digest) -> Digest {
-        tagged(b"sbft-beacon/v2/prepare", height, view, digest)
+        fast_vote(height, view, digest)
     }
 
     /// Slow-path commit.

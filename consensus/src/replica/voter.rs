@@ -114,16 +114,16 @@ impl<S: Scheme> Replica<S> {
         self.send_vote(now, view, digest);
     }
 
-    /// Step 2: signs and sends SIGN-SHARE on `digest` in `view` (sigma, tau
-    /// and the beacon share), and keeps the fast vote for view changes.
+    /// Step 2: signs and sends SIGN-SHARE on `digest` in `view` (its vote,
+    /// which is both its fast vote and its prepare vote, and the beacon
+    /// share), and keeps the fast vote for view changes.
     fn send_vote(&mut self, now: Time, view: View, digest: Digest) {
         let h = self.height;
         let sigma = self
             .verifier
             .sign(Key::Consensus, &signed::fast_vote(h, view, &digest));
-        let tau = self
-            .verifier
-            .sign(Key::Consensus, &signed::prepare(h, view, &digest));
+        // The prepare vote signs the same message (`messages::signed`).
+        let tau = sigma;
         let beacon = self.own_beacon_share();
         self.round.voter.fast_vote = Some(FastVote {
             view,
