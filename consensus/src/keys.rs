@@ -46,21 +46,32 @@ impl<S: Scheme> EpochKeys<S> {
         listings: &[ConsensusListing],
         check_possession: bool,
     ) -> Result<Self, ConsensusError> {
-        let keys = listings
-            .iter()
-            .enumerate()
-            .map(|(i, l)| {
-                let key = if check_possession {
-                    l.decode::<S>()
-                } else {
-                    l.public_key::<S>()
-                };
-                key.map_err(|source| ConsensusError::ConsensusKey {
-                    member: i as u32,
-                    source,
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let named = |i: usize| {
+            move |source| ConsensusError::ConsensusKey {
+                member: i as u32,
+                source,
+            }
+        };
+        let keys = if check_possession {
+            let pairs = listings
+                .iter()
+                .enumerate()
+                .map(|(i, l)| l.points::<S>().map_err(named(i)))
+                .collect::<Result<Vec<_>, _>>()?;
+            // One batch; where it fails, each proof alone names the bad one.
+            if !multisig::verify_possessions::<S>(&pairs) {
+                for (i, l) in listings.iter().enumerate() {
+                    l.decode::<S>().map_err(named(i))?;
+                }
+            }
+            pairs.into_iter().map(|(pk, _)| pk).collect()
+        } else {
+            listings
+                .iter()
+                .enumerate()
+                .map(|(i, l)| l.public_key::<S>().map_err(named(i)))
+                .collect::<Result<Vec<_>, _>>()?
+        };
         Ok(Self::new(epoch, Arc::new(keys), listings))
     }
 

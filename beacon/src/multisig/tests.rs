@@ -201,3 +201,37 @@ fn secret_keys_round_trip_and_refuse_zero() {
     assert!(ConsensusSecretKey::from_bytes(&[0xff; 32]).is_err());
     assert!(!format!("{k:?}").contains(&hex::encode(k.to_bytes())));
 }
+
+#[test]
+fn a_batch_of_proofs_fails_with_any_bad_one() {
+    let (secrets, _) = members::<MinPk>(6, 11);
+    let mut pairs: Vec<_> = secrets
+        .iter()
+        .map(|s| s.listing::<MinPk>().points::<MinPk>().unwrap())
+        .collect();
+    assert!(verify_possessions::<MinPk>(&pairs));
+    assert!(verify_possessions::<MinPk>(&[]));
+    // Two proofs swapped: each valid, for the other key.
+    pairs.swap(1, 2);
+    let swapped: Vec<_> = pairs
+        .iter()
+        .enumerate()
+        .map(|(i, (pk, pop))| match i {
+            1 => (*pk, pairs[2].1),
+            2 => (*pk, pairs[1].1),
+            _ => (*pk, *pop),
+        })
+        .collect();
+    assert!(verify_possessions::<MinPk>(&swapped));
+    let mut bad = swapped.clone();
+    bad[4].1 = bad[3].1;
+    assert!(!verify_possessions::<MinPk>(&bad));
+    let (secrets, _) = members::<MinSig>(3, 12);
+    let mut g1: Vec<_> = secrets
+        .iter()
+        .map(|s| s.listing::<MinSig>().points::<MinSig>().unwrap())
+        .collect();
+    assert!(verify_possessions::<MinSig>(&g1));
+    g1[0].1 = g1[0].1.add(&g1[1].1);
+    assert!(!verify_possessions::<MinSig>(&g1));
+}

@@ -174,15 +174,14 @@ pub fn check_change(epoch: Epoch, change: &EpochChange) -> Result<ReplicaShape, 
 /// under scheme `S` (two pairings each): what an old member does before it
 /// counts a proposal of the change, and a proposer before it signs one.
 pub fn check_consensus_keys<S: Scheme>(change: &EpochChange) -> Result<(), ChangeRefused> {
-    for (i, listing) in change.consensus_keys.iter().enumerate() {
-        if let Err(reason) = listing.decode::<S>() {
-            return Err(ChangeRefused::ConsensusKey {
-                member: i as u32,
-                reason,
-            });
-        }
+    match crate::keys::EpochKeys::<S>::from_listings(change.epoch, &change.consensus_keys, true) {
+        Ok(_) => Ok(()),
+        Err(ConsensusError::ConsensusKey { member, source }) => Err(ChangeRefused::ConsensusKey {
+            member,
+            reason: source,
+        }),
+        Err(other) => Err(ChangeRefused::UnsafeSize(Arc::new(other))),
     }
-    Ok(())
 }
 
 /// How a member checks a change's consensus keys ([`check_consensus_keys`]

@@ -203,6 +203,9 @@ impl EpochView {
 pub struct Directory {
     keys: Arc<Vec<VerifyingKey>>,
     consensus: Arc<Vec<ConsensusListing>>,
+    /// The scheme under which every listing's proof was checked, if one was
+    /// ([`Directory::checked`]).
+    checked: Option<beacon::SchemeId>,
     /// Index by member id, built at the first lookup (only changes of members
     /// look up): every member of a simulated network holds a directory, and an
     /// index each was `n^2` entries and hashes at construction.
@@ -225,8 +228,25 @@ impl Directory {
         Ok(Directory {
             keys,
             consensus,
+            checked: None,
             position: std::sync::OnceLock::new(),
         })
+    }
+
+    /// This directory with every party's consensus key checked under scheme
+    /// `S`, its proof of possession included (one batch): a real node checks
+    /// its `[[peers]]` so at start, and a genesis member built from a checked
+    /// directory does not check its members again. The error names the first
+    /// party whose listing does not verify.
+    pub fn checked<S: Scheme>(mut self) -> Result<Self, ConsensusError> {
+        EpochKeys::<S>::from_listings(Epoch::ZERO, &self.consensus, true)?;
+        self.checked = Some(S::ID);
+        Ok(self)
+    }
+
+    /// Whether every listing was checked under scheme `S`.
+    pub fn is_checked<S: Scheme>(&self) -> bool {
+        self.checked == Some(S::ID)
     }
 
     /// The directory of parties whose keys derive from `seeds`, one each
@@ -244,6 +264,7 @@ impl Directory {
         Directory {
             keys: Arc::new(keys),
             consensus: Arc::new(listings),
+            checked: None,
             position: std::sync::OnceLock::new(),
         }
     }

@@ -44,7 +44,8 @@ use beacon::{ChainInfo, Point as _, Scheme};
 use consensus::epoch::{Directory, EpochView};
 use consensus::replica::CHAIN_WINDOW;
 use consensus::{
-    Behaviour, CommittedEntry, DirectoryIndex, Epoch, Member, MemberIdentity, MemberInput,
+    Behaviour, CommittedEntry, ConsensusError, DirectoryIndex, Epoch, Member, MemberIdentity,
+    MemberInput,
 };
 use libp2p::identity::Keypair;
 use node::{Node, STORE_READERS};
@@ -202,14 +203,6 @@ fn directory<S: Scheme>(
         .iter()
         .map(|p| identity::member_public_key(&p.id))
         .collect::<Result<Vec<_>, _>>()?;
-    for peer in &cfg.peers {
-        peer.consensus
-            .decode::<S>()
-            .map_err(|source| ConfigError::ConsensusKeyRefused {
-                index: peer.index.0,
-                source,
-            })?;
-    }
     if !consensus::keys::lists::<S>(&cfg.me().consensus, consensus_key) {
         return Err(ConfigError::ConsensusKeyMismatch {
             path: cfg.consensus_key.clone(),
@@ -217,8 +210,19 @@ fn directory<S: Scheme>(
         }
         .into());
     }
-    let listings = cfg.peers.iter().map(|p| p.consensus.clone()).collect();
-    Ok(Directory::new(Arc::new(member_keys), Arc::new(listings))?)
+    let listings: Vec<_> = cfg.peers.iter().map(|p| p.consensus.clone()).collect();
+    // One batch check of every proof; a failure names the peer.
+    match Directory::new(Arc::new(member_keys), Arc::new(listings))?.checked::<S>() {
+        Ok(directory) => Ok(directory),
+        Err(ConsensusError::ConsensusKey { member, source }) => {
+            Err(ConfigError::ConsensusKeyRefused {
+                index: member,
+                source,
+            }
+            .into())
+        }
+        Err(other) => Err(other.into()),
+    }
 }
 
 fn check_identity(cfg: &Validated, key: &Keypair) -> Result<(), NodeError> {
