@@ -6,7 +6,8 @@
 //! given by `--cacert`, `tle encrypt` and `tle decrypt`, `verify --url` and
 //! `health` work through it; with another CA, none, or a certificate for
 //! another name, each is refused with an error that names the server and the
-//! reason, and writes nothing.
+//! reason, and writes nothing; on a machine with no CA certificate, http
+//! still works and https needs `--cacert`.
 
 mod common;
 
@@ -17,13 +18,21 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 fn sbft(args: &[&str]) -> Output {
-    // The platform's roots only: a CA in the environment would change them.
-    let out = Command::new(env!("CARGO_BIN_EXE_sbft-beacon"))
-        .args(args)
-        .env_remove("SSL_CERT_FILE")
-        .env_remove("SSL_CERT_DIR")
-        .output()
-        .unwrap();
+    sbft_with_roots(args, None)
+}
+
+/// Runs the binary with the platform's roots, or with those of `roots`
+/// (`SSL_CERT_FILE` and `SSL_CERT_DIR`, as rustls-native-certs reads them).
+fn sbft_with_roots(args: &[&str], roots: Option<(&Path, &Path)>) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_sbft-beacon"));
+    command.args(args);
+    match roots {
+        Some((file, dir)) => command.env("SSL_CERT_FILE", file).env("SSL_CERT_DIR", dir),
+        None => command
+            .env_remove("SSL_CERT_FILE")
+            .env_remove("SSL_CERT_DIR"),
+    };
+    let out = command.output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
     out
@@ -344,4 +353,58 @@ fn a_certificate_not_trusted_is_refused_naming_the_server_and_the_reason() {
         ok(&args);
     }
     assert!(std::fs::read(&out).unwrap() == plaintext());
+}
+
+/// A machine without any CA certificate (the node's minimal container image):
+/// plain HTTP still works (the image's health check), https is refused saying
+/// so, and works with `--cacert`.
+#[test]
+fn a_machine_without_ca_certificates_still_speaks_http_and_https_with_cacert() {
+    let ca = TestCa::new("bare");
+    let d = tempfile::tempdir().unwrap();
+    let (no_file, no_dir, cacert) = (
+        d.path().join("no-certificates.pem"),
+        d.path().join("no-certificates"),
+        d.path().join("ca.pem"),
+    );
+    std::fs::write(&no_file, "").unwrap();
+    std::fs::create_dir(&no_dir).unwrap();
+    ca.write_pem(&cacert);
+    let bare = Some((no_file.as_path(), no_dir.as_path()));
+    let plain = serve(
+        chain::<beacon::MinSigUnchained>(15, 1, now() - 5),
+        Behaviour::Honest,
+    );
+    let url = https_proxy(&plain, &ca);
+
+    let out = sbft_with_roots(&["health", "--url", &plain], bare);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = sbft_with_roots(&["health", "--url", &url], bare);
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && e.contains("it has no CA certificate at all")
+            && e.contains("--cacert"),
+        "{e}"
+    );
+    let out = sbft_with_roots(&["health", "--url", &url, "--cacert", p(&cacert)], bare);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // And SSL_CERT_FILE naming our CA is a root store like the platform's.
+    let out = sbft_with_roots(
+        &["verify", "--url", &url],
+        Some((cacert.as_path(), no_dir.as_path())),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
