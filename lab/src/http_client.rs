@@ -13,7 +13,8 @@
 //!   reason unless `--cacert` names a CA.
 //! - A request that fails in TLS (a certificate refused, a handshake that
 //!   fails) is an error whose first line names the server and the reason,
-//!   found by walking the error's source chain ([`tls_failure`]).
+//!   found by walking the error's source chain ([`tls_failure`]);
+//!   [`failed_in_tls`] tells a caller not to hide it under its own context.
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -193,8 +194,28 @@ impl ApiClient {
             ),
             Some(tls) => format!("the TLS handshake failed ({tls})"),
         };
-        error.context(format!("{server}: {reason}"))
+        error.context(TlsRefused { server, reason })
     }
+}
+
+/// The first line of an error where a request failed in TLS: the server
+/// (`host:port`) and the reason.
+#[derive(Debug)]
+struct TlsRefused {
+    server: String,
+    reason: String,
+}
+
+impl std::fmt::Display for TlsRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.server, self.reason)
+    }
+}
+
+/// Whether `error` came from a request of an [`ApiClient`] that failed in
+/// TLS (its first line already names the server and the reason).
+pub(crate) fn failed_in_tls(error: &anyhow::Error) -> bool {
+    error.downcast_ref::<TlsRefused>().is_some()
 }
 
 /// `error` and the errors behind it: its sources, and inside each
@@ -219,9 +240,7 @@ fn causes<'a>(
 }
 
 /// The rustls error behind `error`, if it is one or wraps one.
-pub(crate) fn tls_failure<'a>(
-    error: &'a (dyn std::error::Error + 'static),
-) -> Option<&'a rustls::Error> {
+fn tls_failure<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
     causes(error)
         .into_iter()
         .find_map(|e| e.downcast_ref::<rustls::Error>())

@@ -332,13 +332,28 @@ fn a_certificate_not_trusted_is_refused_naming_the_server_and_the_reason() {
     }
     // https to a plain-HTTP server.
     let to_http = plain.replace("http://", "https://");
-    let line = first_line(&fails(&["verify", "--url", &to_http]));
-    assert!(
-        line.starts_with(to_http.strip_prefix("https://").unwrap())
-            && line.contains("TLS handshake")
-            && line.contains("does it speak https?"),
-        "{line}"
-    );
+    for args in [
+        &["verify", "--url", &to_http][..],
+        &[
+            "tle",
+            "encrypt",
+            "-D",
+            "1m",
+            "--url",
+            &to_http,
+            "-o",
+            p(&out),
+            p(&input),
+        ],
+    ] {
+        let line = first_line(&fails(args));
+        assert!(
+            line.starts_with(to_http.strip_prefix("https://").unwrap())
+                && line.contains("TLS handshake")
+                && line.contains("does it speak https?"),
+            "{args:?}: {line}"
+        );
+    }
     assert!(!out.exists());
     // A --cacert that is not a certificate, or is missing, is named.
     let junk = d.path().join("junk.pem");

@@ -2,7 +2,7 @@
 //! URLs and TLS are [`crate::http_client`]'s).
 
 use super::lock::parse_info;
-use crate::http_client::{tls_failure, ApiClient};
+use crate::http_client::{failed_in_tls, ApiClient};
 use anyhow::Result;
 use beacon::ChainInfo;
 
@@ -11,7 +11,7 @@ pub(super) async fn fetch_info(client: &ApiClient, base: &str) -> Result<ChainIn
     let value = match client.get_json(&url).await {
         Ok(value) => value,
         // A refused certificate says so itself, first.
-        Err(e) if e.chain().any(|e| tls_failure(e).is_some()) => return Err(e),
+        Err(e) if failed_in_tls(&e) => return Err(e),
         Err(e) => {
             return Err(e.context(format!(
                 "no chain info from {base}: is a node's HTTP API there?"
