@@ -10,13 +10,21 @@
 #      progress and no fork;
 #   6. after reconnecting it and restarting the stopped one, all four resume,
 #      catch up and hold one chain;
-#   7. on `docker stop` each node exits by itself, with 0, under 2 s.
+#   7. on `docker stop` each node exits by itself, with 0, under 2 s;
+#   8. a second network, quicknet-style (`bls-unchained-g1-rfc9380`, one round
+#      a second), behind the TLS proxy of `deploy compose --tls-proxy` (nginx,
+#      with a certificate from a CA made here with openssl): `verify --url
+#      https://...`, `health` and `tle encrypt` / `tle decrypt` work through it
+#      with `--cacert`, another CA is refused naming the server, and the proxy
+#      refuses writes.
 #
 # It installs what is missing (Debian's docker.io, docker-compose, debootstrap,
-# curl, jq, binutils), starts a dockerd when none runs (and stops it at the end), builds a
+# curl, jq, binutils, openssl), starts a dockerd when none runs (and stops it at the end), builds a
 # base image once per machine with `debootstrap --variant=minbase bookworm` and
 # `docker import` (our machines cannot pull images), builds the node image on
-# it, and removes every container, network and volume it made, and its image.
+# it, and the TLS proxy's image (`scripts/Dockerfile.tls-proxy`: Debian's nginx,
+# installed from the base's Debian mirror) once per machine and version of that
+# file, and removes every container, network and volume it made, and its node image.
 # It skips, with the reason, only where Docker cannot run at all.
 #
 # Prints `N passed, M failed`; exits non-zero on any failure.
@@ -79,6 +87,7 @@ command -v debootstrap >/dev/null || missing+=(debootstrap)
 command -v curl >/dev/null || missing+=(curl)
 command -v jq >/dev/null || missing+=(jq)
 command -v strip >/dev/null || missing+=(binutils)
+command -v openssl >/dev/null || missing+=(openssl)
 if [ ${#missing[@]} -gt 0 ]; then
   command -v apt-get >/dev/null ||
     skip "missing ${missing[*]} and no apt-get to install them"
@@ -125,7 +134,7 @@ stale=$(docker ps -aq --filter label=com.docker.compose.project | while read -r 
   docker inspect -f '{{index .Config.Labels "com.docker.compose.project"}} {{.Id}}' "$c"
 done | awk '$1 ~ /^sbfte2e[0-9]/ {print $2}')
 [ -z "$stale" ] || docker rm -f $stale >/dev/null 2>&1
-docker network ls --format '{{.Name}}' | grep -E '^sbfte2e[0-9]+m?[0-9]*_' | xargs -r docker network rm >/dev/null 2>&1
+docker network ls --format '{{.Name}}' | grep -E '^sbfte2e[0-9]+[mt]?[0-9]*_' | xargs -r docker network rm >/dev/null 2>&1
 docker image ls --format '{{.Repository}}:{{.Tag}}' | grep -E '^sbft-beacon:e2e-' | xargs -r docker image rm -f >/dev/null 2>&1
 
 work=$(mktemp -d)
@@ -183,6 +192,14 @@ strip --strip-debug -o "$ctx/sbft-beacon" "$bin" || die "strip failed"
 docker build -q -f scripts/Dockerfile --build-arg "BASE=$BASE_IMAGE" -t "$IMAGE" "$ctx" >"$work/build.log" 2>&1 ||
   die "docker build failed: $(tail -n 5 "$work/build.log")"
 rm -rf "$ctx"
+# The TLS proxy's image: once per machine and version of its Dockerfile.
+PROXY_IMAGE="sbft-beacon-tls-proxy:$(sha256sum scripts/Dockerfile.tls-proxy | cut -c1-12)"
+if ! docker image inspect "$PROXY_IMAGE" >/dev/null 2>&1; then
+  echo "compose-e2e: building the TLS proxy's image $PROXY_IMAGE (Debian's nginx, once per machine)"
+  mkdir -p "$work/proxy-context"
+  docker build -q -f scripts/Dockerfile.tls-proxy --build-arg "BASE=$BASE_IMAGE" -t "$PROXY_IMAGE" "$work/proxy-context" >"$work/proxy-build.log" 2>&1 ||
+    die "docker build of the TLS proxy failed: $(tail -n 5 "$work/proxy-build.log")"
+fi
 image_mb=$(docker image inspect -f '{{.Size}}' "$IMAGE" | awk '{printf "%.1f", $1 / 1048576}')
 base_mb=$(docker image inspect -f '{{.Size}}' "$BASE_IMAGE" | awk '{printf "%.1f", $1 / 1048576}')
 note "image $IMAGE: $image_mb MiB (base $base_mb MiB)"
@@ -356,6 +373,75 @@ for i in $all; do stop_node "$i" || ok=false; done
 check "docker stop of every node: each exits 0 under 2 s" $ok
 note "docker stop: ${stop_times[*]}"
 dc down -v --remove-orphans -t 2 >/dev/null 2>&1
+
+# ---- https: a quicknet-style network behind the TLS proxy ---------------------
+# A CA made here, a server certificate for 127.0.0.1 and localhost that it
+# signs, and another CA that the clients must refuse.
+tls="$work/tls"
+mkdir -p "$tls"
+make_ca() {
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+    -subj "/CN=sbft-beacon e2e $1" -addext "basicConstraints=critical,CA:TRUE" \
+    -addext "keyUsage=critical,keyCertSign,cRLSign" -keyout "$tls/$1.key" -out "$tls/$1.pem"
+}
+{
+  make_ca ca && make_ca other-ca &&
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=localhost" \
+      -keyout "$tls/key.pem" -out "$tls/server.csr" &&
+    printf '%s\n' "subjectAltName=IP:127.0.0.1,DNS:localhost" "basicConstraints=critical,CA:FALSE" \
+      "keyUsage=critical,digitalSignature" "extendedKeyUsage=serverAuth" >"$tls/server.ext" &&
+    openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -CAcreateserial \
+      -days 2 -extfile "$tls/server.ext" -out "$tls/cert.pem"
+} >"$work/openssl.log" 2>&1 || die "making the test certificates failed: $(tail -n 5 "$work/openssl.log")"
+TLS_PORT=$((PORT + 1000))
+tls_dir="$work/net-tls"
+TLS_PROJECT="${PROJECT}t"
+echo "compose-e2e: 4 nodes, bls-unchained-g1-rfc9380, one round a second, behind the TLS proxy on 127.0.0.1:$TLS_PORT"
+"$bin" deploy compose --nodes 4 --scheme bls-unchained-g1-rfc9380 --period 1 --genesis-delay 10 \
+  --out "$tls_dir" --image "$IMAGE" --tls-proxy "$TLS_PORT" --tls-cert "$tls/cert.pem" \
+  --tls-key "$tls/key.pem" --tls-image "$PROXY_IMAGE" >"$work/deploy-tls.log" 2>&1 ||
+  die "deploy compose --tls-proxy failed: $(cat "$work/deploy-tls.log")"
+up "$tls_dir" "$TLS_PROJECT" || die "compose up (TLS) failed: $(tail -n 5 "$work/up.log")"
+https_url="https://127.0.0.1:$TLS_PORT"
+https_latest() { curl -sf --max-time 3 --cacert "$tls/ca.pem" "$https_url/public/latest" | jq -r '.round // 0' 2>/dev/null || echo 0; }
+wait_https_round() {
+  local end=$((SECONDS + $2))
+  while [ "$(https_latest)" -lt "$1" ]; do
+    [ $SECONDS -lt $end ] || return 1
+    sleep 0.2
+  done
+}
+check "the TLS proxy serves round 5 over https (curl --cacert)" wait_https_round 5 120
+verify_https() { "$bin" verify --url "$https_url" --cacert "$tls/ca.pem" >"$work/verify-https.log" 2>&1; }
+check "verify --url $https_url --cacert verifies every round" verify_https
+health_https() { "$bin" health --url "$https_url" --cacert "$tls/ca.pem" >/dev/null 2>&1; }
+check "health --url $https_url --cacert reports healthy" health_https
+refused_https() {
+  local e
+  e=$("$bin" verify --url "$https_url" --cacert "$tls/other-ca.pem" 2>&1) && return 1
+  echo "$e" | grep -q "^Error: 127.0.0.1:$TLS_PORT: the server's TLS certificate is refused"
+}
+check "verify --url with another CA is refused, naming 127.0.0.1:$TLS_PORT and the reason" refused_https
+writes_refused() {
+  [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 3 --cacert "$tls/ca.pem" -X POST --data x "$https_url/tx")" = 403 ]
+}
+check "the proxy refuses writes (POST /tx: 403)" writes_refused
+echo "a secret for a round to come" >"$work/secret.txt"
+tle_https() {
+  local target locked="$work/secret.age" opened="$work/secret.out"
+  target=$(($(https_latest) + 5))
+  "$bin" tle encrypt --round "$target" --url "$https_url" --cacert "$tls/ca.pem" -o "$locked" "$work/secret.txt" 2>"$work/tle.log" || return 1
+  # Not out yet: refused, nothing written.
+  if [ "$(https_latest)" -lt "$target" ]; then
+    "$bin" tle decrypt --url "$https_url" --cacert "$tls/ca.pem" -o "$opened" "$locked" 2>>"$work/tle.log" && return 1
+    grep -q "not out yet" "$work/tle.log" && [ ! -e "$opened" ] || return 1
+  fi
+  wait_https_round "$target" 30 || return 1
+  "$bin" tle decrypt --url "$https_url" --cacert "$tls/ca.pem" -o "$opened" "$locked" 2>>"$work/tle.log" || return 1
+  cmp -s "$work/secret.txt" "$opened"
+}
+check "tle encrypt and tle decrypt through $https_url" tle_https
+$COMPOSE -p "$TLS_PROJECT" -f "$tls_dir/compose.yml" down -v --remove-orphans -t 2 >/dev/null 2>&1
 
 # ---- Measurements for the report (E2E_MEASURE=1) ------------------------------
 if [ "${E2E_MEASURE:-0}" = 1 ]; then

@@ -12,6 +12,9 @@
 //!   [`protocol_args`] shared among them.
 //! - `tle`: timelock encryption to a round, a client of any beacon's API.
 //!
+//! Every command that talks HTTP gets its client from [`http_client`] (http
+//! and https, the platform's roots and `--cacert`).
+//!
 //! The `node` crate knows nothing of this one, nor of the simulator.
 
 #![warn(unreachable_pub)]
@@ -35,6 +38,7 @@ mod bench;
 mod calibrate;
 mod compare;
 mod deploy;
+mod http_client;
 mod keys_cmd;
 mod localnet;
 mod plot;

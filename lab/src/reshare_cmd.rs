@@ -108,8 +108,8 @@ pub(crate) fn run(args: ReshareArgs) -> Result<()> {
         .build()
         .context("starting the runtime")?;
     let accepted = runtime.block_on(async {
-        let client = reqwest::Client::new();
-        node::http::post_reshare(&client, &base, &request).await
+        let client = crate::http_client::local_client(std::time::Duration::from_secs(30))?;
+        anyhow::Ok(node::http::post_reshare(&client, &base, &request).await?)
     })?;
     if args.json {
         println!("{}", serde_json::to_string(&accepted)?);

@@ -1,12 +1,18 @@
 //! `sbft-beacon verify`: checks a beacon chain with drand's rules — every
 //! signature under the chain's public key, every link, the chain hash — and
 //! prints the first bad round, if any. The chain comes from files or from a
-//! node's HTTP API (`--url`).
+//! node's or a relay's HTTP API (`--url`, http or https: the client is
+//! [`crate::http_client`]'s).
 
+use crate::http_client::{base_url, runtime, ApiClient, TlsArgs};
 use anyhow::{bail, Context, Result};
 use beacon::{Beacon, BeaconJson, ChainInfoJson};
 use clap::Args;
 use std::path::PathBuf;
+use std::time::Duration;
+
+/// How long one HTTP request may take.
+const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Options of `verify`.
 #[derive(Args)]
@@ -15,9 +21,13 @@ pub(crate) struct VerifyArgs {
     /// `sim --chain` writes).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["info", "beacons", "url"])]
     chain: Option<PathBuf>,
-    /// A node's HTTP API (drand's v1 shape), e.g. `http://127.0.0.1:8000`.
+    /// A node's or a relay's HTTP API (drand's v1 shape), e.g.
+    /// `http://127.0.0.1:8000` or `https://relay.example.org`.
     #[arg(long, conflicts_with_all = ["info", "beacons"])]
     url: Option<String>,
+    /// `--cacert FILE`, for an https `--url`.
+    #[command(flatten)]
+    tls: TlsArgs,
     /// drand chain info JSON (`/info`).
     #[arg(long, value_name = "FILE", requires = "beacons")]
     info: Option<PathBuf>,
@@ -40,17 +50,15 @@ fn read_json(path: &PathBuf) -> Result<serde_json::Value> {
 
 /// Fetches `/info` and rounds `from - 1 ..= to` (`to` defaults to the latest).
 async fn fetch(
-    url: &str,
+    client: &ApiClient,
+    base: &str,
     from: Option<u64>,
     to: Option<u64>,
 ) -> Result<(serde_json::Value, serde_json::Value)> {
     use futures::StreamExt as _;
-    let base = url.trim_end_matches('/').to_string();
-    let client = reqwest::Client::new();
     let get = |path: String| {
-        let client = &client;
         let url = format!("{base}{path}");
-        async move { node::http::get_json(client, &url).await }
+        async move { client.get_json(&url).await }
     };
     let info = get("/info".into()).await?;
     let to = match to {
@@ -72,15 +80,19 @@ async fn fetch(
 
 /// Runs `verify`; exits with status 1 at the first bad round.
 pub(crate) fn run(args: VerifyArgs) -> Result<()> {
+    if args.tls.cacert.is_some() && args.url.is_none() {
+        bail!("--cacert is for an https --url");
+    }
     let (info, beacons) = match (&args.chain, &args.url, &args.info, &args.beacons) {
         (Some(chain), _, _, _) => {
             let v = read_json(chain)?;
             (v["info"].clone(), v["beacons"].clone())
         }
-        (None, Some(url), _, _) => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?
-            .block_on(fetch(url, args.from, args.to))?,
+        (None, Some(url), _, _) => {
+            let base = base_url(url)?;
+            let client = ApiClient::new(&args.tls, HTTP_TIMEOUT)?;
+            runtime()?.block_on(fetch(&client, &base, args.from, args.to))?
+        }
         (None, None, Some(info), Some(beacons)) => (read_json(info)?, read_json(beacons)?),
         _ => bail!("give --chain FILE, --url URL, or --info FILE and --beacons FILE"),
     };

@@ -7,10 +7,16 @@
 //! tlock) verifies the chain, opens our ciphertexts and writes ones we open.
 //! Without Go, the Go half skips with the reason printed.
 //!
+//! The same node's API is also reached over https, through a TLS-terminating
+//! proxy whose certificate a CA made here signs (`common::tls`): `verify`,
+//! `health` and `tle` with `--cacert`, and drand's Go code with the CA in
+//! `SSL_CERT_FILE`, as drand's users reach drand's relays.
+//!
 //! The tests share the machine's two cores, so they run one at a time.
 
 mod common;
 
+use common::tls::{https_proxy, TestCa};
 use common::{get, latest};
 
 use std::path::{Path, PathBuf};
@@ -130,6 +136,18 @@ fn go_tool(tool: &Path, args: &[&str]) -> Output {
     Command::new(tool).args(args).output().unwrap()
 }
 
+/// [`go_tool`] trusting the CA certificates in `cacert` only (Go reads the
+/// platform's roots from `SSL_CERT_FILE`), or the platform's with `None`.
+fn go_tool_trusting(tool: &Path, cacert: Option<&Path>, args: &[&str]) -> Output {
+    let mut command = Command::new(tool);
+    command.args(args).env_remove("SSL_CERT_DIR");
+    match cacert {
+        Some(path) => command.env("SSL_CERT_FILE", path),
+        None => command.env_remove("SSL_CERT_FILE"),
+    };
+    command.output().unwrap()
+}
+
 /// A body of `len` bytes that is not all one value.
 fn plaintext(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 31 % 251) as u8).collect()
@@ -208,6 +226,40 @@ fn a_quicknet_style_network_serves_drand_users() {
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(std::fs::read(&opened).unwrap(), body);
 
+    // The same API over https, behind a TLS-terminating proxy.
+    let ca = TestCa::new("drand-users");
+    let cacert = dir.path().join("ca.pem");
+    ca.write_pem(&cacert);
+    let https = https_proxy(api, &ca);
+    let tls = ["--url", https.as_str(), "--cacert", p(&cacert)];
+    common::assert_verifies(BIN, &tls);
+    let out = sbft(&[&["health"][..], &tls].concat());
+    assert!(out.status.success(), "{}", text(&out));
+    let target = latest(api) + 2;
+    let r = target.to_string();
+    let locked_https = dir.path().join("locked-https.age");
+    let out = sbft(
+        &[
+            &["tle", "encrypt", "--round", &r][..],
+            &tls,
+            &["-o", p(&locked_https), p(&plain)],
+        ]
+        .concat(),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    net.wait_for(target);
+    let opened_https = dir.path().join("opened-https");
+    let out = sbft(
+        &[
+            &["tle", "decrypt"][..],
+            &tls,
+            &["-o", p(&opened_https), p(&locked_https)],
+        ]
+        .concat(),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(std::fs::read(&opened_https).unwrap(), body);
+
     // drand's own Go code, where Go is present.
     let tool = match drand_interop() {
         Ok(tool) => tool,
@@ -232,6 +284,27 @@ fn a_quicknet_style_network_serves_drand_users() {
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["verified_rounds"], 3, "{summary}");
     assert_eq!(summary["scheme"], "bls-unchained-g1-rfc9380", "{summary}");
+    // drand's client over https: refused without our CA, verifies with it.
+    let verify_https = [
+        "client-verify",
+        "--url",
+        https.as_str(),
+        "--rounds",
+        "3",
+        "--chain-hash",
+        &hash,
+    ];
+    let out = go_tool_trusting(tool, None, &verify_https);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("certificate"),
+        "{}",
+        text(&out)
+    );
+    let out = go_tool_trusting(tool, Some(&cacert), &verify_https);
+    assert!(out.status.success(), "{}", text(&out));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["verified_rounds"], 3, "{summary}");
     // Ours to theirs: drand's tlock opens the file `tle` wrote.
     let theirs = dir.path().join("opened-by-drand");
     let out = go_tool(
@@ -248,6 +321,23 @@ fn a_quicknet_style_network_serves_drand_users() {
     );
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(std::fs::read(&theirs).unwrap(), body);
+    // And over https: drand's tlock opens the file our `tle` locked over https.
+    let theirs_https = dir.path().join("opened-by-drand-https");
+    let out = go_tool_trusting(
+        tool,
+        Some(&cacert),
+        &[
+            "tle-decrypt",
+            "--url",
+            https.as_str(),
+            "--in",
+            p(&locked_https),
+            "--out",
+            p(&theirs_https),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(std::fs::read(&theirs_https).unwrap(), body);
     // Theirs to ours: drand's tlock locks a file to the chain info we serve.
     let info_file = dir.path().join("info.json");
     std::fs::write(&info_file, serde_json::to_vec(&info).unwrap()).unwrap();
@@ -274,6 +364,17 @@ fn a_quicknet_style_network_serves_drand_users() {
     let out = sbft(&["tle", "decrypt", "--url", api, "-o", p(&ours), p(&by_drand)]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(std::fs::read(&ours).unwrap(), body);
+    let ours_https = dir.path().join("opened-by-us-https");
+    let out = sbft(
+        &[
+            &["tle", "decrypt"][..],
+            &tls,
+            &["-o", p(&ours_https), p(&by_drand)],
+        ]
+        .concat(),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(std::fs::read(&ours_https).unwrap(), body);
 }
 
 /// The other unchained scheme (signatures in G2) and drand's default chained

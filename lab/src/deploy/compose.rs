@@ -1,8 +1,10 @@
 //! The `compose.yml` files: one service per node, its user, mounts and ports,
 //! and on one machine the internal network `beacon` (and `api` where node 0's
-//! API is published).
+//! API or the TLS proxy is published), and the TLS proxy's service
+//! (`tls_proxy.rs`).
 
 use super::placement::Placement;
+use super::tls_proxy::{compose_service, PROXY_PORT};
 use std::net::IpAddr;
 
 /// Where the image expects a node's folder (config and identity).
@@ -21,6 +23,9 @@ pub(super) struct ComposeSpec<'a> {
     /// One machine: the internal network (and node 0's published API, if any).
     pub(super) network: bool,
     pub(super) publish: Option<(IpAddr, u16)>,
+    /// One machine: the TLS proxy's image and where its https port is
+    /// published.
+    pub(super) tls_proxy: Option<(&'a str, (IpAddr, u16))>,
     /// Default `user:` (overridable with `SBFT_UID` / `SBFT_GID`).
     pub(super) uid: u32,
     pub(super) gid: u32,
@@ -36,18 +41,13 @@ pub(super) fn compose_yaml(spec: &ComposeSpec) -> String {
         y += &format!("# {line}\n");
     }
     y += "services:\n";
+    let user = format!("${{SBFT_UID:-{}}}:${{SBFT_GID:-{}}}", spec.uid, spec.gid);
     for p in &spec.nodes {
         let name = &p.name;
         y += &format!("  {name}:\n");
         y += &format!("    image: {}\n", q(spec.image));
         y += "    init: true\n";
-        y += &format!(
-            "    user: {}\n",
-            q(&format!(
-                "${{SBFT_UID:-{}}}:${{SBFT_GID:-{}}}",
-                spec.uid, spec.gid
-            ))
-        );
+        y += &format!("    user: {}\n", q(&user));
         y += &format!(
             "    command: [\"run\", \"--config\", {}]\n",
             q(&format!("{NODE_MOUNT}/node.toml"))
@@ -81,11 +81,15 @@ pub(super) fn compose_yaml(spec: &ComposeSpec) -> String {
             y += &format!("    ports: [{}]\n", list.join(", "));
         }
     }
+    if let (true, Some((image, (addr, port)))) = (spec.network, spec.tls_proxy) {
+        let publish = format!("{}:{port}:{PROXY_PORT}", bracket(addr));
+        y += &compose_service(image, &user, &spec.nodes, &publish, q);
+    }
     if spec.network {
         y += "networks:\n";
         y += "  beacon:\n";
         y += "    internal: true\n";
-        if spec.publish.is_some() {
+        if spec.publish.is_some() || spec.tls_proxy.is_some() {
             y += "  api: {}\n";
         }
     }

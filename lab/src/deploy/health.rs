@@ -1,6 +1,8 @@
 //! `sbft-beacon health`: the probe the container image's `HEALTHCHECK` runs,
-//! `GET /health` on the API of the node a config names (or of a URL).
+//! `GET /health` on the API of the node a config names (or of a URL, http or
+//! https: the client is [`crate::http_client`]'s).
 
+use crate::http_client::{base_url, runtime, ApiClient, TlsArgs};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use node::config::NodeConfig;
@@ -15,9 +17,13 @@ pub(crate) struct HealthArgs {
     /// listens on every address).
     #[arg(long, value_name = "FILE", default_value = "/node/node.toml")]
     config: PathBuf,
-    /// Probe this API instead, e.g. `http://127.0.0.1:8000`.
+    /// Probe this API instead, e.g. `http://127.0.0.1:8000` or
+    /// `https://beacon.example.org`.
     #[arg(long, conflicts_with = "config")]
     url: Option<String>,
+    /// `--cacert FILE`, for an https `--url`.
+    #[command(flatten)]
+    tls: TlsArgs,
     /// Give up after this many seconds.
     #[arg(long, default_value_t = 3)]
     timeout_s: u64,
@@ -46,22 +52,14 @@ pub(super) fn api_of(path: &Path) -> Result<String> {
 /// and is on schedule), fails otherwise, printing what the node said.
 pub(crate) fn health(args: HealthArgs) -> Result<()> {
     let base = match &args.url {
-        Some(u) => u.trim_end_matches('/').to_string(),
+        Some(u) => base_url(u)?,
+        None if args.tls.cacert.is_some() => bail!("--cacert is for an https --url"),
         None => api_of(&args.config)?,
     };
     let url = format!("{base}/health");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(async {
-        let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(args.timeout_s.max(1)))
-            .build()?;
-        let response = client
-            .get(&url)
-            .send()
-            .await
-            .with_context(|| format!("GET {url}"))?;
+    let client = ApiClient::new(&args.tls, Duration::from_secs(args.timeout_s.max(1)))?;
+    runtime()?.block_on(async {
+        let response = client.get(&url).await?;
         let status = response.status();
         let body = response.text().await.unwrap_or_default();
         println!("{status} {}", body.trim());

@@ -28,6 +28,8 @@
 //!   (network name and start, each node's folder and config);
 //! - `placement.rs`: where each node runs, its ports and its peers' addresses;
 //! - `compose.rs`: the `compose.yml` files;
+//! - `tls_proxy.rs`: with `--tls-proxy PORT` (one machine), a TLS-terminating
+//!   proxy in front of the nodes' APIs, and its folder `DIR/tls-proxy/`;
 //! - `files.rs`: who owns the files written, and the output folder;
 //! - `health.rs`: `sbft-beacon health`.
 
@@ -35,12 +37,13 @@ mod compose;
 mod files;
 mod health;
 mod placement;
+mod tls_proxy;
 
 pub(crate) use health::{health, HealthArgs};
 
 use anyhow::{bail, Context, Result};
 use beacon::SchemeId;
-use clap::{Args, Subcommand};
+use clap::{ArgGroup, Args, Subcommand};
 use compose::{bracket, compose_yaml, ComposeSpec};
 use files::{chown_tree, current_ids, fresh_dir};
 use node::config::NodeConfig;
@@ -68,6 +71,7 @@ enum Target {
 
 /// Options of `deploy compose`.
 #[derive(Args)]
+#[command(group(ArgGroup::new("published").args(["publish_http", "tls_proxy"]).multiple(true)))]
 pub(crate) struct ComposeArgs {
     /// Number of nodes.
     #[arg(long)]
@@ -98,9 +102,24 @@ pub(crate) struct ComposeArgs {
     /// 127.0.0.1 unless `--publish-address` says otherwise).
     #[arg(long, value_name = "PORT")]
     publish_http: Option<u16>,
-    /// Host address that `--publish-http` binds.
-    #[arg(long, default_value = "127.0.0.1", requires = "publish_http")]
+    /// Host address that `--publish-http` and `--tls-proxy` bind.
+    #[arg(long, default_value = "127.0.0.1", requires = "published")]
     publish_address: IpAddr,
+    /// One machine: put a TLS-terminating proxy (Debian's nginx, image
+    /// `--tls-image`) in front of the nodes' HTTP APIs, serving https on this
+    /// port of the host (on 127.0.0.1 unless `--publish-address` says
+    /// otherwise); reads only. Needs `--tls-cert` and `--tls-key`.
+    #[arg(long, value_name = "PORT", requires_all = ["tls_cert", "tls_key"])]
+    tls_proxy: Option<u16>,
+    /// The proxy's certificate (PEM, with its chain after it).
+    #[arg(long, value_name = "FILE", requires = "tls_proxy")]
+    tls_cert: Option<PathBuf>,
+    /// The proxy's private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_proxy")]
+    tls_key: Option<PathBuf>,
+    /// Container image of the TLS proxy (`scripts/Dockerfile.tls-proxy`).
+    #[arg(long, default_value = "sbft-beacon-tls-proxy:latest")]
+    tls_image: String,
     /// Paced chains (`--period` > 0): seconds from now to the first round. Nodes
     /// started later catch up with the schedule.
     #[arg(long, default_value_t = 60)]
@@ -157,6 +176,15 @@ fn write(args: &ComposeArgs) -> Result<Written> {
     if !args.hosts.is_empty() && args.publish_http.is_some() {
         bail!("--publish-http is for one machine; with --hosts every node's API is published on its host");
     }
+    if !args.hosts.is_empty() && args.tls_proxy.is_some() {
+        bail!("--tls-proxy is for one machine; with --hosts put a TLS proxy in front of each host's published APIs");
+    }
+    let tls_proxy = match (args.tls_proxy, &args.tls_cert, &args.tls_key) {
+        (Some(port), Some(cert), Some(key)) => Some(tls_proxy::TlsProxy::load(port, cert, key)?),
+        (Some(_), _, _) => bail!("--tls-proxy needs --tls-cert FILE and --tls-key FILE"),
+        (None, None, None) => None,
+        (None, _, _) => bail!("--tls-cert and --tls-key go with --tls-proxy PORT"),
+    };
     let places = place(args.nodes, &args.hosts, args.p2p_port, args.http_port)?;
     fresh_dir(&args.out)?;
     // Identities and configs as localnet writes them, in a staging folder.
@@ -224,6 +252,12 @@ fn write(args: &ComposeArgs) -> Result<Written> {
         configs.push(path);
     }
     drop(staging);
+    if let Some(proxy) = &tls_proxy {
+        let dir = tls_proxy::write_folder(&args.out, proxy, &places)?;
+        if euid == 0 {
+            chown_tree(&dir, uid, gid)?;
+        }
+    }
     let mut compose_files = Vec::new();
     let how_to = |where_: &str| {
         vec![
@@ -242,11 +276,21 @@ fn write(args: &ComposeArgs) -> Result<Written> {
                 bracket(args.publish_address)
             ));
         }
+        if let Some(proxy) = &tls_proxy {
+            header.push(format!(
+                "The nodes' APIs over https (reads only): https://{}:{}/public/latest",
+                bracket(args.publish_address),
+                proxy.port
+            ));
+        }
         let spec = ComposeSpec {
             image: &args.image,
             nodes: places.iter().collect(),
             network: true,
             publish: args.publish_http.map(|p| (args.publish_address, p)),
+            tls_proxy: tls_proxy
+                .as_ref()
+                .map(|p| (args.tls_image.as_str(), (args.publish_address, p.port))),
             uid,
             gid,
             header,
@@ -275,6 +319,7 @@ fn write(args: &ComposeArgs) -> Result<Written> {
                 nodes: mine,
                 network: false,
                 publish: None,
+                tls_proxy: None,
                 uid,
                 gid,
                 header,
@@ -311,6 +356,13 @@ pub(crate) fn run(args: DeployArgs) -> Result<()> {
                     args.out.display(),
                     args.image
                 );
+                if let Some(port) = args.tls_proxy {
+                    eprintln!(
+                        "https: https://{}:{port} through the TLS proxy (image {}, built with scripts/Dockerfile.tls-proxy)",
+                        compose::bracket(args.publish_address),
+                        args.tls_image
+                    );
+                }
             } else {
                 eprintln!(
                     "copy each {}/HOST folder to its host, then there: docker compose up -d",

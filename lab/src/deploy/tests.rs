@@ -22,6 +22,10 @@ fn args(out: &Path, nodes: u32, hosts: &[&str]) -> ComposeArgs {
         http_port: 8000,
         publish_http: None,
         publish_address: IpAddr::from([127, 0, 0, 1]),
+        tls_proxy: None,
+        tls_cert: None,
+        tls_key: None,
+        tls_image: "sbft-beacon-tls-proxy:test".into(),
         genesis_delay: 60,
     }
 }
@@ -208,4 +212,92 @@ fn health_probes_the_configured_api_on_loopback() {
     let api = api_of(&out.join("node-2/node.toml")).unwrap();
     assert_eq!(api, "http://127.0.0.1:8000");
     assert!(api_of(&dir.path().join("missing.toml")).is_err());
+}
+
+#[test]
+fn tls_proxy_stands_in_front_of_every_node_with_the_certificate_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["localhost".to_string()])
+        .unwrap()
+        .self_signed(&key)
+        .unwrap();
+    let (cert_file, key_file) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert_file, cert.pem()).unwrap();
+    std::fs::write(&key_file, key.serialize_pem()).unwrap();
+    let out = dir.path().join("net");
+    let mut a = args(&out, 4, &[]);
+    a.tls_proxy = Some(18443);
+    a.tls_cert = Some(cert_file.clone());
+    a.tls_key = Some(key_file.clone());
+    write(&a).unwrap();
+    let compose = yaml(&out.join("compose.yml"));
+    let proxy = &compose["services"]["tls-proxy"];
+    assert_eq!(proxy["image"].as_str(), Some("sbft-beacon-tls-proxy:test"));
+    assert_eq!(strings(&proxy["ports"]), ["127.0.0.1:18443:8443"]);
+    assert_eq!(strings(&proxy["networks"]), ["beacon", "api"]);
+    assert_eq!(strings(&proxy["volumes"]), ["./tls-proxy:/tls-proxy:ro"]);
+    assert_eq!(
+        strings(&proxy["depends_on"]),
+        ["node-0", "node-1", "node-2", "node-3"]
+    );
+    assert_eq!(proxy["user"], compose["services"]["node-0"]["user"]);
+    // `api` is the network that publishes; the nodes stay on `beacon` alone.
+    assert!(compose["networks"]["api"].is_mapping());
+    assert!(strings(&compose["services"]["node-0"]["ports"]).is_empty());
+    let folder = out.join("tls-proxy");
+    assert_eq!(
+        std::fs::read_to_string(folder.join("cert.pem")).unwrap(),
+        cert.pem()
+    );
+    assert_eq!(
+        std::fs::read_to_string(folder.join("key.pem")).unwrap(),
+        key.serialize_pem()
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(folder.join("key.pem"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let conf = std::fs::read_to_string(folder.join("nginx.conf")).unwrap();
+    for i in 0..4 {
+        assert!(conf.contains(&format!("server node-{i}:8000;")), "{conf}");
+    }
+    for line in [
+        "listen 8443 ssl;",
+        "ssl_certificate /tls-proxy/cert.pem;",
+        "ssl_certificate_key /tls-proxy/key.pem;",
+        "limit_except GET {",
+        "proxy_pass http://beacon_api;",
+        "pid /tmp/nginx.pid;",
+    ] {
+        assert!(conf.contains(line), "{line}: {conf}");
+    }
+
+    // Refused: a certificate that is not one, the key and the certificate
+    // swapped, a missing file, and several hosts.
+    let err = |a: &ComposeArgs| write(a).unwrap_err().to_string();
+    let mut bad = args(&dir.path().join("a"), 4, &[]);
+    bad.tls_proxy = Some(18443);
+    bad.tls_cert = Some(key_file.clone());
+    bad.tls_key = Some(key_file.clone());
+    let e = err(&bad);
+    assert!(e.contains("--tls-cert") && e.contains("CERTIFICATE"), "{e}");
+    bad.tls_cert = Some(cert_file.clone());
+    bad.tls_key = Some(cert_file.clone());
+    bad.out = dir.path().join("b");
+    let e = err(&bad);
+    assert!(e.contains("--tls-key") && e.contains("PRIVATE KEY"), "{e}");
+    bad.tls_key = Some(dir.path().join("missing.pem"));
+    bad.out = dir.path().join("c");
+    assert!(err(&bad).contains("missing.pem"));
+    let mut hosts = args(&dir.path().join("d"), 4, &["h1", "h2"]);
+    hosts.tls_proxy = Some(18443);
+    hosts.tls_cert = Some(cert_file);
+    hosts.tls_key = Some(key_file);
+    assert!(err(&hosts).contains("--tls-proxy is for one machine"));
 }

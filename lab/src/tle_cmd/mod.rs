@@ -16,6 +16,9 @@
 //! previous round's signature too, which nobody knows in advance. Chains with
 //! period 0 (back-to-back rounds) have no round schedule to lock to.
 //!
+//! `--url` is http or https (`--cacert FILE` for a private CA): the client is
+//! [`crate::http_client`]'s.
+//!
 //! Files: here the arguments and the two commands; `time.rs` durations,
 //! rounds and dates; `lock.rs` the timelock itself; `fetch.rs` the node's
 //! API; `files.rs` input and output files.
@@ -27,10 +30,11 @@ mod lock;
 mod tests;
 mod time;
 
+use crate::http_client::{base_url, runtime, ApiClient, TlsArgs};
 use anyhow::{bail, Context, Result};
 use beacon::{Beacon, BeaconJson, ChainInfo};
 use clap::{ArgGroup, Args, Subcommand};
-use fetch::{base_url, client, fetch_info, runtime};
+use fetch::fetch_info;
 use files::{input_name, is_stdio, open_input, write_atomically};
 use lock::{check_timelockable, decrypt_with, encrypt_to, parse_info, read_header, Header};
 use std::io::{Read, Write};
@@ -72,10 +76,13 @@ pub(crate) struct EncryptArgs {
     /// as drand's `tle` (`M` months and `y` years are calendar ones, in UTC).
     #[arg(long, short = 'D')]
     duration: Option<String>,
-    /// A node's HTTP API (drand's v1 shape) to read the chain info from
-    /// (`{URL}/info`).
+    /// A node's or a relay's HTTP API (drand's v1 shape, http or https) to
+    /// read the chain info from (`{URL}/info`).
     #[arg(long, short = 'u', default_value = DEFAULT_URL, conflicts_with = "chain_info")]
     url: String,
+    /// `--cacert FILE`, for an https `--url`.
+    #[command(flatten)]
+    tls: TlsArgs,
     /// Read drand's chain info JSON (`/info`) from FILE instead of a node.
     #[arg(long, value_name = "FILE")]
     chain_info: Option<PathBuf>,
@@ -96,10 +103,14 @@ pub(crate) struct EncryptArgs {
 /// Options of `tle decrypt`.
 #[derive(Args)]
 pub(crate) struct DecryptArgs {
-    /// A node's HTTP API (drand's v1 shape) serving the file's chain:
-    /// `{URL}/info` and `{URL}/public/{round}` (or `{URL}/{chain hash}/...`).
+    /// A node's or a relay's HTTP API (drand's v1 shape, http or https)
+    /// serving the file's chain: `{URL}/info` and `{URL}/public/{round}` (or
+    /// `{URL}/{chain hash}/...`).
     #[arg(long, short = 'u', default_value = DEFAULT_URL)]
     url: String,
+    /// `--cacert FILE`, for an https `--url`.
+    #[command(flatten)]
+    tls: TlsArgs,
     /// Write the plaintext to FILE (default: standard output); created only if
     /// decryption succeeds.
     #[arg(long, short = 'o', value_name = "FILE")]
@@ -124,6 +135,9 @@ fn encrypt_cmd(args: EncryptArgs) -> Result<()> {
         None => None,
     };
     let info = match &args.chain_info {
+        Some(_) if args.tls.cacert.is_some() => {
+            bail!("--cacert is for an https --url; --chain-info reads a file")
+        }
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("reading {}", path.display()))?;
@@ -133,7 +147,8 @@ fn encrypt_cmd(args: EncryptArgs) -> Result<()> {
         }
         None => {
             let base = base_url(&args.url)?;
-            runtime()?.block_on(async { fetch_info(&client()?, &base).await })?
+            let client = ApiClient::new(&args.tls, HTTP_TIMEOUT)?;
+            runtime()?.block_on(fetch_info(&client, &base))?
         }
     };
     let hash = hex::encode(info.hash());
@@ -197,7 +212,7 @@ fn encrypt_cmd(args: EncryptArgs) -> Result<()> {
 /// `{url}/{chain hash}`, as drand relays serve several chains): the base URL
 /// that serves it, and the info.
 async fn fetch_chain(
-    client: &reqwest::Client,
+    client: &ApiClient,
     url: &str,
     header: &Header,
 ) -> Result<(String, ChainInfo)> {
@@ -222,19 +237,20 @@ async fn fetch_chain(
 
 /// Fetches round `round` from `base` and verifies it under `info`.
 async fn fetch_round(
-    client: &reqwest::Client,
+    client: &ApiClient,
     base: &str,
     info: &ChainInfo,
     round: u64,
 ) -> Result<Beacon> {
     let hash = hex::encode(info.hash());
     let url = format!("{base}/public/{round}");
-    let value = match node::http::get_json(client, &url).await {
+    let value = match client.get_json(&url).await {
         Ok(v) => v,
         Err(e) => {
             let now = now_ceil()?;
             let due = info.time_of_round(round);
-            let latest = node::http::get_json(client, &format!("{base}/public/latest"))
+            let latest = client
+                .get_json(&format!("{base}/public/latest"))
                 .await
                 .ok()
                 .and_then(|v| v["round"].as_u64());
@@ -300,8 +316,8 @@ fn decrypt_cmd(args: DecryptArgs) -> Result<()> {
         }
     };
     let header = read_header(reopen()?).with_context(|| name.clone())?;
+    let client = ApiClient::new(&args.tls, HTTP_TIMEOUT)?;
     let (info, beacon) = runtime()?.block_on(async {
-        let client = client()?;
         let (base, info) = fetch_chain(&client, &args.url, &header).await?;
         check_timelockable(&info)?;
         let beacon = fetch_round(&client, &base, &info, header.round).await?;

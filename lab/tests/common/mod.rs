@@ -1,6 +1,9 @@
 //! Helpers shared by the real-process tests.
 #![allow(dead_code)]
 
+pub mod standin;
+pub mod tls;
+
 use std::io::{BufRead as _, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
