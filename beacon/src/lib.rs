@@ -18,7 +18,10 @@
 //! - [`effect`]: the one `Send/Broadcast/SetTimer` vocabulary of the state machines;
 //! - [`schedule`]: the one time-ordered event queue of the drivers (simulator,
 //!   node timers, test pump, DKG harness);
-//! - [`mock`]: an INSECURE stand-in scheme for protocol-only simulations.
+//! - [`mock`]: an INSECURE stand-in scheme for protocol-only simulations;
+//! - [`memo`], [`parallel`], [`host_work`]: the simulator's host side: results
+//!   shared between simulated members, large computations split over threads,
+//!   and the measure of the host's work and path.
 //!
 //! ```
 //! use beacon::{deal, InterpolationMethod, MinSig, Scheme};
@@ -39,10 +42,12 @@ pub mod dkg;
 pub mod effect;
 mod error;
 pub mod field;
+pub mod host_work;
 pub mod lagrange;
 pub mod memo;
 pub mod mock;
 pub mod multisig;
+pub mod parallel;
 pub mod poly;
 pub mod reshare;
 pub mod schedule;

@@ -10,13 +10,24 @@
 //! cache on or off; a real node uses [`Memo::disabled`].
 
 use crate::cost::{self, OpCounts};
+use crate::host_work::{self, Measured};
 use std::any::Any;
 use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-type Entry = (Arc<dyn Any + Send + Sync>, OpCounts, Duration);
+/// A computed result: its value, the operations and the wall time it took
+/// (charged to every caller), and, where the driver measures its host
+/// ([`crate::host_work`]), its name, work and path.
+#[derive(Clone)]
+struct Entry {
+    value: Arc<dyn Any + Send + Sync>,
+    counts: OpCounts,
+    time: Duration,
+    name: &'static str,
+    measured: Measured,
+}
 
 /// One key's result: computed by the first caller, while later callers with
 /// the same key wait for it instead of computing it again (at 16 threads,
@@ -94,7 +105,7 @@ impl Memo {
             .entry(key)
             .or_default()
             .clone();
-        Self::share(&slot, compute)
+        Self::share(key, &slot, compute)
     }
 
     /// [`Memo::get_or_compute`] for large results worth sharing only while
@@ -122,47 +133,56 @@ impl Memo {
                 }
             }
         };
-        Self::share(&slot, compute)
+        Self::share(key, &slot, compute)
     }
 
     /// The result in `slot`: computed here if it is empty (other callers of
     /// the key wait meanwhile), else charged to this thread as a hit. A result
     /// of another type (a key misused for two computations) is computed again
     /// and not shared.
-    fn share<T: Any + Send + Sync>(slot: &OnceLock<Entry>, compute: impl FnOnce() -> T) -> Arc<T> {
+    fn share<T: Any + Send + Sync, F: FnOnce() -> T>(
+        key: [u8; 32],
+        slot: &OnceLock<Entry>,
+        compute: F,
+    ) -> Arc<T> {
         let mut compute = Some(compute);
         let mut mine = None;
         let entry = slot.get_or_init(|| {
             let run = compute.take().expect("the slot runs its initializer once");
-            let (value, entry) = Self::compute(run);
+            let (value, entry) = Self::compute(key, run);
             mine = Some(value);
             entry
         });
         if let Some(value) = mine {
             return value;
         }
-        if let Some(value) = Self::charged(entry.clone()) {
+        if let Some(value) = Self::charged(key, entry.clone()) {
             return value;
         }
         let run = compute
             .take()
             .expect("not run: the slot was filled by another call");
-        Self::compute(run).0
+        Self::compute(key, run).0
     }
 
     /// A cached result, charging this thread the operations and time it took
     /// (`None` if it is of another type).
-    fn charged<T: Any + Send + Sync>((value, counts, time): Entry) -> Option<Arc<T>> {
-        let v = value.downcast::<T>().ok()?;
-        cost::charge(&counts);
-        CHARGED.with(|c| c.set(c.get() + time));
+    fn charged<T: Any + Send + Sync>(key: [u8; 32], entry: Entry) -> Option<Arc<T>> {
+        let v = entry.value.downcast::<T>().ok()?;
+        cost::charge(&entry.counts);
+        CHARGED.with(|c| c.set(c.get() + entry.time));
+        host_work::used_shared(key, entry.name, entry.measured);
         Some(v)
     }
 
     /// Runs `compute`, charging this thread its operations, and the entry
     /// that charges them to later callers.
-    fn compute<T: Any + Send + Sync>(compute: impl FnOnce() -> T) -> (Arc<T>, Entry) {
+    fn compute<T: Any + Send + Sync, F: FnOnce() -> T>(
+        key: [u8; 32],
+        compute: F,
+    ) -> (Arc<T>, Entry) {
         let before = cost::take();
+        let section = host_work::start_section();
         // Named exception: the host's CPU time of a shared computation, charged
         // to every node that uses it (simulation accounting, not protocol time).
         #[allow(clippy::disallowed_methods)]
@@ -172,7 +192,21 @@ impl Memo {
         let counts = cost::take();
         cost::charge(&before);
         cost::charge(&counts);
-        (value.clone(), (value, counts, time))
+        let (name, measured) = match section {
+            Some(section) => {
+                let name = host_work::computation_name::<F>();
+                (name, host_work::end_section(section, name, key))
+            }
+            None => ("", Measured::default()),
+        };
+        let entry = Entry {
+            value: value.clone(),
+            counts,
+            time,
+            name,
+            measured,
+        };
+        (value, entry)
     }
 
     /// Drops every cached result.
@@ -250,5 +284,51 @@ mod tests {
                 assert_eq!(*charged, 1, "every caller is charged the multiplication");
             }
         }
+    }
+
+    /// A result computed in this window is on the path of every task that
+    /// uses it (once per task: it waited for it); one computed in an earlier
+    /// window was ready, and is on no one's path. Charges are unchanged.
+    #[test]
+    fn a_task_waits_for_a_shared_result_of_its_own_window_only() {
+        use crate::host_work::{self, test_clock};
+        test_clock::install();
+        let memo = Memo::shared();
+        let ms = Duration::from_millis;
+        let key = [42; 32];
+        host_work::begin_window();
+        host_work::take_task();
+        let value = memo.get_or_compute(key, || {
+            test_clock::advance(ms(40));
+            7u32
+        });
+        let computer = host_work::take_task();
+        assert_eq!(computer.waited, Duration::ZERO);
+        assert_eq!(computer.shared.len(), 1);
+        assert_eq!(computer.shared[0].1, ms(40));
+        assert!(
+            computer.shared[0]
+                .0
+                .ends_with("memo::tests::a_task_waits_for_a_shared_result_of_its_own_window_only"),
+            "{}",
+            computer.shared[0].0
+        );
+        // Another task of the window uses it twice: it waited once.
+        for _ in 0..2 {
+            let again = memo.get_or_compute(key, || -> u32 { unreachable!("shared") });
+            assert!(Arc::ptr_eq(&value, &again));
+        }
+        let waiter = host_work::take_task();
+        assert_eq!(waiter.waited, ms(40));
+        assert_eq!(waiter.path(ms(1)), ms(41));
+        assert_eq!(
+            waiter.work(ms(1)),
+            ms(1),
+            "the computation is the computer's work"
+        );
+        // In the next window it is ready.
+        host_work::begin_window();
+        let _ = memo.get_or_compute(key, || -> u32 { unreachable!("shared") });
+        assert_eq!(host_work::take_task(), host_work::TaskExtra::default());
     }
 }

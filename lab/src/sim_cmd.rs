@@ -282,6 +282,7 @@ fn print_table(r: &Report) {
             b.round, b.randomness
         );
     }
+    print_host_parallelism(&r.host_parallelism);
     println!("trace hash          {}", r.trace_hash);
     if let Some(h) = &r.rounds_trace_hash {
         println!("rounds trace hash   {h}");
@@ -294,6 +295,42 @@ fn print_table(r: &Report) {
             r.violations.len().to_string()
         }
     );
+}
+
+/// The host's work, span and projected wall time per phase, and the largest
+/// serial contributors (`sim::host_parallelism`).
+fn print_host_parallelism(h: &sim::host_parallelism::HostParallelism) {
+    for (name, phase) in [("DKG", &h.dkg), ("rounds", &h.rounds)] {
+        if phase.windows == 0 && phase.serial_s == 0.0 {
+            continue;
+        }
+        let projected: Vec<String> = phase
+            .projected
+            .iter()
+            .filter(|p| p.threads > 1)
+            .map(|p| {
+                format!(
+                    "{} threads {:.1} s ({:.2}x)",
+                    p.threads, p.wall_s, p.speedup
+                )
+            })
+            .collect();
+        println!(
+            "host {:<14} work {:.1} s, span {:.1} s, serial {:.1} s ({} windows); projected {}",
+            format!("{name}"),
+            phase.work_s,
+            phase.span_s,
+            phase.serial_s,
+            phase.windows,
+            projected.join(", ")
+        );
+    }
+    let top: Vec<String> = h
+        .serial_top
+        .iter()
+        .map(|c| format!("{} {:.1} s ({:.0}%)", c.name, c.s, 100.0 * c.share))
+        .collect();
+    println!("host serial top     {}", top.join("; "));
 }
 
 fn campaign(args: CampaignArgs) -> Result<()> {

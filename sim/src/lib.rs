@@ -9,6 +9,8 @@
 //! - [`invariants`]: agreement, beacon validity and uniqueness, liveness;
 //! - [`stats`]: the statistics of honest members' events (an observer);
 //! - [`report`]: the figures of a run;
+//! - [`host_parallelism`]: how the simulator's own work would spread over
+//!   more threads;
 //! - [`campaign`]: many seeds with random fault mixes;
 //! - [`snapshot`]: the end of a DKG saved, to start runs from.
 //!
@@ -23,6 +25,7 @@ pub mod config;
 pub mod cost_model;
 pub mod engine;
 mod host;
+pub mod host_parallelism;
 pub mod invariants;
 pub mod network;
 pub mod report;

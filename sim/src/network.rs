@@ -171,28 +171,53 @@ impl Network {
         to: u32,
         depart: Time,
         reliable: bool,
-    ) -> Vec<Time> {
+    ) -> Arrivals {
+        let mut out = Arrivals::default();
         if self.partitioned(from, to, depart)
             || (!reliable && self.loss > 0.0 && rng.gen_bool(self.loss))
         {
-            return Vec::new();
+            return out;
         }
         let copies = if self.duplication > 0.0 && rng.gen_bool(self.duplication) {
             2
         } else {
             1
         };
-        (0..copies)
-            .map(|_| {
-                let mut delay = self.sample_latency(rng, from, to);
-                if self.jitter_us > 0 {
-                    delay += rng.gen_range(0..=self.jitter_us);
-                }
-                if self.reorder > 0.0 && rng.gen_bool(self.reorder) {
-                    delay += self.reorder_delay_us;
-                }
-                depart.plus_micros(delay)
-            })
-            .collect()
+        for _ in 0..copies {
+            let mut delay = self.sample_latency(rng, from, to);
+            if self.jitter_us > 0 {
+                delay += rng.gen_range(0..=self.jitter_us);
+            }
+            if self.reorder > 0.0 && rng.gen_bool(self.reorder) {
+                delay += self.reorder_delay_us;
+            }
+            out.times[out.len] = depart.plus_micros(delay);
+            out.len += 1;
+        }
+        out
+    }
+}
+
+/// The arrival times of one message: none (lost or partitioned), one, or
+/// two (duplicated).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Arrivals {
+    times: [Time; 2],
+    len: usize,
+}
+
+impl Arrivals {
+    /// The arrival times, in the order drawn.
+    pub fn as_slice(&self) -> &[Time] {
+        &self.times[..self.len]
+    }
+}
+
+impl IntoIterator for Arrivals {
+    type Item = Time;
+    type IntoIter = std::iter::Take<std::array::IntoIter<Time, 2>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.times.into_iter().take(self.len)
     }
 }

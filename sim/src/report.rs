@@ -174,6 +174,10 @@ pub struct Report {
     pub reshare: Option<crate::reshare::ReshareReport>,
     /// Per-round latencies.
     pub per_round: Vec<RoundStats>,
+    /// How the simulator's own work would spread over more threads
+    /// (`crate::host_parallelism`): the host's measurement, which varies
+    /// from run to run.
+    pub host_parallelism: crate::host_parallelism::HostParallelism,
 }
 
 #[cfg(test)]

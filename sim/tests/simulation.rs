@@ -33,6 +33,32 @@ fn same_seed_same_trace_whatever_the_thread_count() {
     assert_ne!(a.trace_hash, c.trace_hash, "another seed, another trace");
 }
 
+/// From 33 members the shared computations of the DKG (the FFT in the
+/// exponent, the batched check's MSMs, the group polynomials) split over the
+/// threads: the trace is still the same for any thread count, and the report
+/// says how the host's work would spread (`host_parallelism`).
+#[test]
+fn split_shared_computations_keep_the_trace_and_the_host_is_measured() {
+    let mut cfg = small("default", 40, 3);
+    let mut hashes = Vec::new();
+    for threads in [1, 2, 5] {
+        cfg.threads = threads;
+        let (r, _) = sim::run(&cfg, None).unwrap();
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        let host = &r.host_parallelism;
+        assert_eq!(host.threads, threads);
+        let threads_projected: Vec<usize> = host.dkg.projected.iter().map(|p| p.threads).collect();
+        assert_eq!(threads_projected, vec![1, 2, 16, 64]);
+        assert!(host.dkg.work_s > 0.0 && host.dkg.windows > 0, "{host:?}");
+        assert!(host.dkg.span_s <= host.dkg.work_s, "{host:?}");
+        assert_eq!(host.dkg.projected[0].speedup, 1.0);
+        assert!(host.rounds.tasks > 0, "{host:?}");
+        assert_eq!(host.serial_top.len(), 3, "{host:?}");
+        hashes.push(r.trace_hash);
+    }
+    assert!(hashes.iter().all(|h| *h == hashes[0]), "{hashes:?}");
+}
+
 /// Traffic counts every consensus message, including those of height 1 sent
 /// while the slowest member was still in its DKG (they were left out, which
 /// made messages per round depend on how spread the DKG's end was).

@@ -20,7 +20,7 @@ mod pairing;
 mod point;
 
 pub use group::{G1, G2};
-pub use msm_pool::set_msm_pool;
+pub use msm_pool::{msm_pool_enabled, set_msm_pool};
 pub use pairing::pairing_product_is_one;
 pub use point::{FixedBase, Point};
 

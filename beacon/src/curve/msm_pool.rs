@@ -23,3 +23,10 @@ pub fn set_msm_pool(enabled: bool) {
 pub(super) fn msm_pool() -> bool {
     MSM_POOL.with(|p| p.get())
 }
+
+/// Whether this thread's large MSMs run on blst's shared thread pool (then a
+/// caller does not split them over threads of its own: see
+/// [`crate::parallel`]).
+pub fn msm_pool_enabled() -> bool {
+    msm_pool()
+}

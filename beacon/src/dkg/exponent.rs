@@ -43,8 +43,9 @@ pub(crate) fn powers(x: Scalar, len: usize) -> Vec<Scalar> {
 }
 
 /// Evaluates the polynomial with coefficients `g^{a_i}` "in the exponent" at every
-/// member's point: an FFT over the group (`(N/2) log N` scalar multiplications, on
-/// two threads for large `N`), instead of `n` separate evaluations.
+/// member's point: an FFT over the group (`(N/2) log N` scalar multiplications),
+/// instead of `n` separate evaluations. From `N = 64` each stage's butterflies
+/// are split over [`crate::parallel::threads`] threads.
 pub fn evaluate_in_exponent<P: Point>(coefficients: &[P], domain: &SignerDomain) -> Vec<P> {
     let size = domain.size();
     let mut values = vec![P::identity(); size];
@@ -65,54 +66,116 @@ pub fn evaluate_in_exponent<P: Point>(coefficients: &[P], domain: &SignerDomain)
     let mut half = 1;
     while half < size {
         let stride = size / (2 * half);
-        let stage = |chunk: &mut [P]| {
-            let (lo, hi) = chunk.split_at_mut(half);
-            for (j, (a, b)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
-                if b.is_identity() {
-                    *b = *a;
-                    continue;
-                }
-                let wb = if j == 0 {
-                    *b
-                } else {
-                    b.mul(&twiddles[j * stride])
-                };
-                let (x, y) = (a.add(&wb), a.add(&wb.neg()));
-                *a = x;
-                *b = y;
-            }
-        };
-        let chunks = size / (2 * half);
-        if size >= 64 && chunks >= 2 {
-            let (left, right) = values.split_at_mut(size / 2);
-            std::thread::scope(|s| {
-                s.spawn(|| left.chunks_exact_mut(2 * half).for_each(stage));
-                right.chunks_exact_mut(2 * half).for_each(stage);
-            });
-        } else if size >= 64 {
-            // Last stage: one chunk; split its butterflies between two threads.
-            let (lo, hi) = values.split_at_mut(half);
-            let (lo_a, lo_b) = lo.split_at_mut(half / 2);
-            let (hi_a, hi_b) = hi.split_at_mut(half / 2);
-            let part = |lo: &mut [P], hi: &mut [P], offset: usize| {
-                for (j, (a, b)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
-                    let wb = b.mul(&twiddles[(j + offset) * stride]);
-                    let (x, y) = (a.add(&wb), a.add(&wb.neg()));
-                    *a = x;
-                    *b = y;
-                }
-            };
-            std::thread::scope(|s| {
-                s.spawn(|| part(lo_b, hi_b, half / 2));
-                part(lo_a, hi_a, 0);
-            });
+        if size >= SPLIT_FROM {
+            split_stage(&mut values, half, &twiddles);
         } else {
-            values.chunks_exact_mut(2 * half).for_each(stage);
+            for chunk in values.chunks_exact_mut(2 * half) {
+                let (lo, hi) = chunk.split_at_mut(half);
+                butterflies(lo, hi, 0, stride, &twiddles, true);
+            }
         }
         half *= 2;
     }
     values.truncate(domain.n() as usize);
     values
+}
+
+/// The smallest FFT in the exponent whose stages are split over threads.
+const SPLIT_FROM: usize = 64;
+
+/// Butterflies per job of a split stage. The jobs do not depend on the
+/// threads (so neither does the measured path of the FFT: see
+/// [`crate::host_work`]): 32 jobs per stage at 1,024 members, each of 16
+/// multiplications.
+const BUTTERFLIES_PER_JOB: usize = 16;
+
+/// The butterflies `(lo[j], hi[j])` of one stage, whose twiddle for `j` is
+/// `twiddles[(j + offset) * stride]`. With `skip`, an identity `hi[j]` and
+/// the twiddle 1 (`j + offset == 0`) cost no multiplication.
+fn butterflies<P: Point>(
+    lo: &mut [P],
+    hi: &mut [P],
+    offset: usize,
+    stride: usize,
+    twiddles: &[Scalar],
+    skip: bool,
+) {
+    for (j, (a, b)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
+        if skip && b.is_identity() {
+            *b = *a;
+            continue;
+        }
+        let wb = if skip && j + offset == 0 {
+            *b
+        } else {
+            b.mul(&twiddles[(j + offset) * stride])
+        };
+        let (x, y) = (a.add(&wb), a.add(&wb.neg()));
+        *a = x;
+        *b = y;
+    }
+}
+
+/// One butterfly job: pieces `(lo, hi, offset)` of one or more chunks.
+type StageJob<'a, P> = Vec<(&'a mut [P], &'a mut [P], usize)>;
+
+/// One stage (butterflies `half` apart) of an FFT of `values.len() >= 64`
+/// points, split into jobs of [`BUTTERFLIES_PER_JOB`] butterflies over
+/// [`crate::parallel::threads`] threads.
+///
+/// The multiplications charged to the caller are exactly those the
+/// two-thread version of this FFT charged (it counted the half it ran on the
+/// calling thread, not its helper's): in every stage but the last, the
+/// chunks of the upper half of `values`, skipping identities and the
+/// twiddle 1; in the last, the lower half of the butterflies, each with its
+/// multiplication. So the virtual cost of a simulated member, and the trace,
+/// do not depend on the threads.
+fn split_stage<P: Point>(values: &mut [P], half: usize, twiddles: &[Scalar]) {
+    let size = values.len();
+    let chunks = size / (2 * half);
+    let stride = chunks;
+    let last = chunks == 1;
+    let jobs_count = (size / 2 / BUTTERFLIES_PER_JOB).max(2);
+    let mut jobs: Vec<StageJob<'_, P>> = Vec::with_capacity(jobs_count);
+    if jobs_count <= chunks {
+        // Whole chunks per job.
+        let per = chunks / jobs_count;
+        for group in values.chunks_exact_mut(2 * half * per) {
+            let pieces = group
+                .chunks_exact_mut(2 * half)
+                .map(|chunk| {
+                    let (lo, hi) = chunk.split_at_mut(half);
+                    (lo, hi, 0)
+                })
+                .collect();
+            jobs.push(pieces);
+        }
+    } else {
+        // Each chunk's butterflies split in parts.
+        let part = half / (jobs_count / chunks);
+        for chunk in values.chunks_exact_mut(2 * half) {
+            let (lo, hi) = chunk.split_at_mut(half);
+            for (p, (lo, hi)) in lo
+                .chunks_exact_mut(part)
+                .zip(hi.chunks_exact_mut(part))
+                .enumerate()
+            {
+                jobs.push(vec![(lo, hi, p * part)]);
+            }
+        }
+    }
+    let count = jobs.len();
+    let done = crate::parallel::map(jobs, |pieces| {
+        for (lo, hi, offset) in pieces {
+            butterflies(lo, hi, offset, stride, twiddles, !last);
+        }
+    });
+    for (i, ((), counts)) in done.iter().enumerate() {
+        let lower = i < count / 2;
+        if lower == last {
+            crate::cost::charge(counts);
+        }
+    }
 }
 
 fn bit_reverse_points<P: Copy>(values: &mut [P], log: u32) {

@@ -9,6 +9,7 @@ use super::step::NodeEffects;
 use super::Engine;
 use crate::invariants::FailureKind;
 use crate::network::broadcast_receivers;
+use beacon::cost::EncodedPoints;
 use beacon::dkg::DkgOutput;
 use beacon::effect::Effect;
 use beacon::{NodeIndex, Point, Scheme, Time};
@@ -32,26 +33,16 @@ impl<S: Scheme> Engine<S> {
         let node = fx.node;
         let honest = self.slots[node as usize].honest;
         let before_cut = self.before_cut();
-        // The last message sent, encoded, and its copy in flight: a member
-        // sends one vote or empty complaint to each of a committee of
-        // hundreds, and their recipients share one copy.
-        let mut last: Option<(Vec<u8>, InFlight<S>)> = None;
+        // The copy in flight of the last message sent: a member sends one
+        // vote or empty complaint to each of a committee of hundreds, and
+        // their recipients share one copy.
+        let mut last: Option<InFlight<S>> = None;
+        let mut encoded = fx.encoded.into_iter();
         for (at, output) in fx.outputs {
+            let encoded = encoded.next().flatten();
             // Before the cut, a member that finished its DKG early only helps
             // the others': what its replica does is dropped.
-            if before_cut
-                && matches!(
-                    &output,
-                    MemberOutput::Effect(
-                        Effect::Send {
-                            message: Envelope::Consensus(_),
-                            ..
-                        } | Effect::Broadcast(Envelope::Consensus(_))
-                    ) | MemberOutput::Event(_)
-                        | MemberOutput::Epoch(_)
-                        | MemberOutput::SyncFromStore { .. }
-                )
-            {
+            if before_cut && dropped_before_cut(&output) {
                 continue;
             }
             if let MemberOutput::Effect(
@@ -68,12 +59,14 @@ impl<S: Scheme> Engine<S> {
             }
             match output {
                 MemberOutput::Effect(Effect::Send { to, message }) => {
-                    self.send(node, at, &[to], message, &mut last)
+                    let encoded = encoded.unwrap_or_else(|| Encoded::of(&message, None));
+                    self.send(node, at, &[to], message, encoded, &mut last)
                 }
                 MemberOutput::Effect(Effect::Broadcast(envelope)) => {
                     let me = self.slots[node as usize].identity;
                     let all: Vec<NodeIndex> = broadcast_receivers(me, self.parties).collect();
-                    self.send(node, at, &all, envelope, &mut last);
+                    let encoded = encoded.unwrap_or_else(|| Encoded::of(&envelope, None));
+                    self.send(node, at, &all, envelope, encoded, &mut last);
                 }
                 MemberOutput::Effect(Effect::SetTimer { at: when, timer }) => {
                     self.push(when, node, Event::Timer(timer))
@@ -124,32 +117,35 @@ impl<S: Scheme> Engine<S> {
         (!sender.twinned || sender.side == receiver.side).then_some(to)
     }
 
-    /// Sends `envelope` from slot `from` to `to` through the network model.
-    /// An envelope equal to the `last` one sent (the same fingerprint: the
-    /// same encoding) shares its copy in flight.
+    /// Sends `envelope` (`encoded`) from slot `from` to `to` through the
+    /// network model. An envelope equal to the `last` one sent shares its
+    /// copy in flight.
     fn send(
         &mut self,
         from: u32,
         at: Time,
         to: &[NodeIndex],
         envelope: Envelope<S>,
-        last: &mut Option<(Vec<u8>, InFlight<S>)>,
+        encoded: Encoded,
+        last: &mut Option<InFlight<S>>,
     ) {
-        beacon::cost::take_encoded();
-        let (bytes, encoded) =
-            beacon::wire::encoded_len_and_fingerprint(&envelope).unwrap_or_default();
-        let points = beacon::cost::take_encoded();
+        let Encoded {
+            bytes,
+            points,
+            same_as_last,
+        } = encoded;
         let consensus = matches!(envelope, Envelope::Consensus(_));
         let transmit = self.network.transmit_us(bytes);
         let envelope = match last {
-            Some((sent, copy)) if !encoded.is_empty() && *sent == encoded => copy.clone(),
+            Some(copy) if same_as_last => copy.clone(),
             _ => {
                 let copy = InFlight::new(envelope);
-                *last = Some((encoded, copy.clone()));
+                *last = Some(copy.clone());
                 copy
             }
         };
         let identity = self.slots[from as usize].identity;
+        let mut sent = 0u64;
         for t in to {
             let slot = if consensus {
                 match self.route(from, t.0) {
@@ -163,13 +159,7 @@ impl<S: Scheme> Engine<S> {
                 .max(self.uplink_free[from as usize])
                 .plus_micros(transmit);
             self.uplink_free[from as usize] = depart;
-            if consensus {
-                *self.consensus_messages.entry(envelope.kind()).or_default() += 1;
-                self.consensus_bytes += bytes as u64;
-            } else {
-                *self.dkg_messages.entry(envelope.kind()).or_default() += 1;
-                self.dkg_bytes += bytes as u64;
-            }
+            sent += 1;
             let arrivals =
                 self.network
                     .arrivals(&mut self.net_rng, identity, t.0, depart, !consensus);
@@ -186,6 +176,16 @@ impl<S: Scheme> Engine<S> {
                 );
             }
         }
+        // Counted once per send: the messages and bytes of its copies.
+        let (messages, total) = if consensus {
+            (&mut self.consensus_messages, &mut self.consensus_bytes)
+        } else {
+            (&mut self.dkg_messages, &mut self.dkg_bytes)
+        };
+        if sent > 0 {
+            *messages.entry(envelope.kind()).or_default() += sent;
+        }
+        *total += sent * bytes as u64;
     }
 
     fn on_dkg_complete(&mut self, node: u32, at: Time, out: &Arc<DkgOutput<S>>) {
@@ -292,4 +292,76 @@ impl<S: Scheme> Engine<S> {
             _ => {}
         }
     }
+}
+
+/// Whether the merge drops `output` before the cut of a run with a
+/// snapshot: what a member that finished its DKG early does as a replica.
+pub(super) fn dropped_before_cut<S: Scheme>(output: &MemberOutput<S>) -> bool {
+    matches!(
+        output,
+        MemberOutput::Effect(
+            Effect::Send {
+                message: Envelope::Consensus(_),
+                ..
+            } | Effect::Broadcast(Envelope::Consensus(_))
+        ) | MemberOutput::Event(_)
+            | MemberOutput::Epoch(_)
+            | MemberOutput::SyncFromStore { .. }
+    )
+}
+
+/// What the network model needs of a message sent: its encoded length, the
+/// points its receivers decode, and whether it is the same message as the
+/// last one its sender sent in the window (then they share one copy in
+/// flight). A worker computes it for its node's sends ([`encode_sends`]), so
+/// the one-threaded merge does not encode.
+pub(super) struct Encoded {
+    bytes: usize,
+    points: EncodedPoints,
+    same_as_last: bool,
+}
+
+impl Encoded {
+    /// `envelope` encoded; `last`: the fingerprint of the last message sent
+    /// before it, updated to this one's.
+    fn of<S: Scheme>(envelope: &Envelope<S>, last: Option<&mut Vec<u8>>) -> Self {
+        beacon::cost::take_encoded();
+        let (bytes, fingerprint) =
+            beacon::wire::encoded_len_and_fingerprint(envelope).unwrap_or_default();
+        let points = beacon::cost::take_encoded();
+        let mut same_as_last = false;
+        if let Some(last) = last {
+            same_as_last = !fingerprint.is_empty() && *last == fingerprint;
+            *last = fingerprint;
+        }
+        Encoded {
+            bytes,
+            points,
+            same_as_last,
+        }
+    }
+}
+
+/// Encodes the sends among `outputs` in the order the merge carries them
+/// out, leaving out what it drops (`before_cut`): one entry per output.
+pub(super) fn encode_sends<S: Scheme>(
+    outputs: &[(Time, MemberOutput<S>)],
+    before_cut: bool,
+) -> Vec<Option<Encoded>> {
+    let mut last = Vec::new();
+    outputs
+        .iter()
+        .map(|(_, output)| {
+            if before_cut && dropped_before_cut(output) {
+                return None;
+            }
+            match output {
+                MemberOutput::Effect(Effect::Send { message, .. })
+                | MemberOutput::Effect(Effect::Broadcast(message)) => {
+                    Some(Encoded::of(message, Some(&mut last)))
+                }
+                _ => None,
+            }
+        })
+        .collect()
 }

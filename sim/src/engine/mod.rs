@@ -52,6 +52,7 @@ mod step;
 use crate::config::SimConfig;
 use crate::cost_model::CostModel;
 use crate::host::Host;
+use crate::host_parallelism::{thread_cpu, HostMeter, PhaseMeter, WindowMeasure};
 use crate::invariants::{Checker, FailureKind};
 use crate::network::Network;
 use crate::report::Report;
@@ -61,7 +62,6 @@ use crate::stats::Stats;
 use crate::SimError;
 use beacon::dkg::Disqualification;
 use beacon::memo::Memo;
-use beacon::schedule::EventQueue;
 use beacon::{Scheme, Time};
 use consensus::epoch::Directory;
 use consensus::{Height, ReplicaConfig};
@@ -69,7 +69,7 @@ use node::{Event, Slot};
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 use sha2::Sha256;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -81,8 +81,11 @@ struct Engine<S: Scheme> {
     network: Network,
     memo: Arc<Memo>,
     slots: Vec<Slot<S>>,
-    /// Every node's pending events: (slot, event).
-    queue: EventQueue<(u32, Event<S>)>,
+    /// When each slot with pending events (in its `Slot::pending`) has its
+    /// earliest: (time, slot).
+    due: BTreeSet<(Time, u32)>,
+    /// Events pushed so far (the last one's sequence number).
+    pushed: u64,
     uplink_free: Vec<Time>,
     /// The host's cores and disk when every node runs on one host (`[network] host_cores`).
     host: Option<Host>,
@@ -137,6 +140,17 @@ struct Engine<S: Scheme> {
     snapshot_error: Option<SimError>,
     /// When the run started (the DKG's wall time, for a snapshot).
     started_wall: Instant,
+    /// The host's work, span and serial part, by phase
+    /// (`crate::host_parallelism`).
+    host_meter: HostMeter,
+}
+
+/// This thread's CPU time since `*since`, which moves to now.
+fn lap(since: &mut std::time::Duration) -> std::time::Duration {
+    let now = thread_cpu();
+    let lap = now.saturating_sub(*since);
+    *since = now;
+    lap
 }
 
 /// Progress callback: (rounds finalized by every honest node, target rounds).
@@ -163,9 +177,22 @@ fn run_with<S: Scheme>(
     progress: Option<Progress<'_>>,
 ) -> Result<(Report, Option<serde_json::Value>), SimError> {
     let wall = Instant::now();
-    let mut engine = Engine::<S>::new(cfg)?;
-    engine.start()?;
-    engine.run(progress);
+    // The host's measure: every thread's CPU clock; the run's threads for
+    // the computations that split (`beacon::parallel`), and none of blst's
+    // (its pool's CPU would go unmeasured, and one thread would not be one).
+    beacon::host_work::install_clock(thread_cpu);
+    beacon::parallel::set_threads(cfg.threads.max(1));
+    beacon::curve::set_msm_pool(false);
+    let setup = thread_cpu();
+    let result = Engine::<S>::new(cfg).and_then(|mut engine| {
+        engine.start()?;
+        let setup = thread_cpu().saturating_sub(setup);
+        engine.host_meter.dkg.serial("setup", setup);
+        engine.run(progress);
+        Ok(engine)
+    });
+    beacon::curve::set_msm_pool(true);
+    let mut engine = result?;
     if let Some(e) = engine.snapshot_error.take() {
         return Err(e);
     }
@@ -174,8 +201,50 @@ fn run_with<S: Scheme>(
 }
 
 impl<S: Scheme> Engine<S> {
+    /// Adds `event` at `at` to slot `node`'s pending events. Each slot's
+    /// events come out in the order of one queue of every event: by time,
+    /// then in the order pushed.
     fn push(&mut self, at: Time, node: u32, event: Event<S>) {
-        self.queue.push(at, (node, event));
+        self.pushed += 1;
+        let pending = &mut self.slots[node as usize].pending;
+        let before = pending.next_time();
+        pending.push(at, self.pushed, event);
+        if before.is_none_or(|b| at < b) {
+            if let Some(b) = before {
+                self.due.remove(&(b, node));
+            }
+            self.due.insert((at, node));
+        }
+    }
+
+    /// When the earliest pending event is due.
+    fn next_time(&self) -> Option<Time> {
+        self.due.first().map(|(t, _)| *t)
+    }
+
+    /// The slots with events due before `end`, in slot order, out of the
+    /// index until [`Engine::index_again`].
+    fn due_before(&mut self, end: Time) -> Vec<u32> {
+        let mut nodes = Vec::new();
+        while let Some(&(t, node)) = self.due.first() {
+            if t >= end {
+                break;
+            }
+            self.due.pop_first();
+            nodes.push(node);
+        }
+        nodes.sort_unstable();
+        nodes
+    }
+
+    /// Indexes `nodes` again by their earliest pending event, after a window
+    /// took theirs.
+    fn index_again(&mut self, nodes: &[u32]) {
+        for &node in nodes {
+            if let Some(t) = self.slots[node as usize].pending.next_time() {
+                self.due.insert((t, node));
+            }
+        }
     }
 
     /// Whether the run waits for its cut: it has a snapshot, and its rounds
@@ -209,7 +278,7 @@ impl<S: Scheme> Engine<S> {
     /// is not done without it (with every member down at once, no member runs
     /// at all, and the target must not count as reached by nobody).
     fn restart_ahead(&self) -> bool {
-        let Some(next) = self.queue.next_time() else {
+        let Some(next) = self.next_time() else {
             return false;
         };
         self.crash_times.iter().any(|(node, _, back)| {
@@ -235,12 +304,13 @@ impl<S: Scheme> Engine<S> {
         let views = (2 * u64::from(self.replica.f) + 6).min(30);
         let liveness_bound = (self.cfg.invariants.liveness_bound_ms * 1000)
             .max(self.replica.recovery_bound_us(views));
+        let mut clock = thread_cpu();
         loop {
             if self.checker.failed() || self.honest_alive_done() {
                 break;
             }
             self.schedule_load();
-            let Some(t0) = self.queue.next_time() else {
+            let Some(t0) = self.next_time() else {
                 self.checker.fail(
                     FailureKind::Liveness,
                     None,
@@ -268,17 +338,32 @@ impl<S: Scheme> Engine<S> {
             {
                 break;
             }
+            let rounds = self.rounds_started_wall.is_some();
+            self.phase_meter(rounds)
+                .serial("bookkeeping", lap(&mut clock));
             let end = t0.plus_micros(lookahead);
-            let mut per_node: BTreeMap<u32, Vec<(Time, Event<S>)>> = BTreeMap::new();
-            while let Some((t, (node, event))) = self.queue.pop_before(end) {
-                per_node.entry(node).or_default().push((t, event));
+            let nodes = self.due_before(end);
+            self.phase_meter(rounds).serial("queue", lap(&mut clock));
+            beacon::host_work::begin_window();
+            let window = self.process_window(&nodes, end, threads);
+            // What the tasks this thread ran did not take is the driver's.
+            let dispatch = lap(&mut clock).saturating_sub(window.on_caller);
+            self.index_again(&nodes);
+            let mut measure = WindowMeasure::default();
+            for fx in &window.effects {
+                measure.add(fx.host.clone());
             }
-            let effects = self.process_window(per_node, end, threads);
-            for fx in effects {
+            let meter = self.phase_meter(rounds);
+            meter.window(measure);
+            meter.workers(dispatch, window.spawned);
+            for fx in window.effects {
                 self.merge(fx);
             }
+            self.phase_meter(rounds).serial("merge", lap(&mut clock));
             if let Some(at) = self.cut_at.take() {
                 self.cut(at);
+                self.phase_meter(rounds)
+                    .serial("snapshot cut", lap(&mut clock));
             }
             self.schedule_reshare(end);
             if let Some(p) = progress {
@@ -296,6 +381,15 @@ impl<S: Scheme> Engine<S> {
                 Time::ZERO,
                 "stopped before the target rounds".into(),
             );
+        }
+    }
+
+    /// The meter of the rounds, or of the DKG.
+    fn phase_meter(&mut self, rounds: bool) -> &mut PhaseMeter {
+        if rounds {
+            &mut self.host_meter.rounds
+        } else {
+            &mut self.host_meter.dkg
         }
     }
 
@@ -321,7 +415,7 @@ impl<S: Scheme> Engine<S> {
         r.proposed = Some(now);
         let change = r.change.clone();
         for i in 0..self.cfg.nodes {
-            self.queue.push(now, (i, Event::Propose(change.clone())));
+            self.push(now, i, Event::Propose(change.clone()));
         }
     }
 
@@ -345,7 +439,7 @@ impl<S: Scheme> Engine<S> {
         if rate <= 0.0 {
             return;
         }
-        let horizon = self.queue.next_time().map_or(origin, |t| t.plus_micros(1));
+        let horizon = self.next_time().map_or(origin, |t| t.plus_micros(1));
         let interval = (1e6 / rate).max(1.0) as u64;
         let mut next = self.next_tx.unwrap_or(origin);
         while next < horizon {

@@ -1,6 +1,7 @@
 //! What the engine keeps per node: its pending events ([`Event`], with the
-//! envelopes in flight they share), its member and CPU ([`Slot`]), and its
-//! persisted state ([`Disk`]), which a crash-restart resumes from.
+//! envelopes in flight they share, in a queue of its own: [`Pending`]), its
+//! member and CPU ([`Slot`]), and its persisted state ([`Disk`]), which a
+//! crash-restart resumes from.
 
 use beacon::cost::EncodedPoints;
 use beacon::dkg::DkgOutput;
@@ -8,6 +9,8 @@ use beacon::{NodeIndex, Scheme, Time};
 use consensus::epoch::{EpochChange, EpochView};
 use consensus::replica::{SignedVotes, CHAIN_WINDOW};
 use consensus::{Behaviour, CommittedEntry, Envelope, Height, Member, MemberTimer, Message};
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 /// An envelope in flight, shared by every recipient of one send, each kind
@@ -89,6 +92,78 @@ impl<S: Scheme> Event<S> {
     }
 }
 
+/// A node's pending events, earliest first, each stamped with the engine's
+/// sequence number when it was pushed: a node's events come out in the
+/// order (time, sequence) of one queue of every node's events, and a
+/// window's worker takes its node's events from here (`Engine`'s index of
+/// each node's earliest event finds the nodes of a window).
+pub(super) struct Pending<S: Scheme> {
+    heap: BinaryHeap<PendingEvent<S>>,
+}
+
+struct PendingEvent<S: Scheme> {
+    at: Time,
+    seq: u64,
+    event: Event<S>,
+}
+
+impl<S: Scheme> PartialEq for PendingEvent<S> {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+
+impl<S: Scheme> Eq for PendingEvent<S> {}
+
+impl<S: Scheme> PartialOrd for PendingEvent<S> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<S: Scheme> Ord for PendingEvent<S> {
+    /// Reversed: the heap's greatest is the earliest (time, sequence).
+    fn cmp(&self, other: &Self) -> Ordering {
+        (other.at, other.seq).cmp(&(self.at, self.seq))
+    }
+}
+
+impl<S: Scheme> Default for Pending<S> {
+    fn default() -> Self {
+        Pending {
+            heap: BinaryHeap::new(),
+        }
+    }
+}
+
+impl<S: Scheme> Pending<S> {
+    /// Adds `event` at `at`, pushed as the engine's `seq`-th event.
+    pub(super) fn push(&mut self, at: Time, seq: u64, event: Event<S>) {
+        self.heap.push(PendingEvent { at, seq, event });
+    }
+
+    /// When the earliest event is due.
+    pub(super) fn next_time(&self) -> Option<Time> {
+        self.heap.peek().map(|e| e.at)
+    }
+
+    /// The events due before `end`, in order.
+    pub(super) fn take_before(&mut self, end: Time) -> Vec<(Time, Event<S>)> {
+        let mut out = Vec::new();
+        while self.next_time().is_some_and(|t| t < end) {
+            if let Some(e) = self.heap.pop() {
+                out.push((e.at, e.event));
+            }
+        }
+        out
+    }
+
+    /// Drops every event.
+    pub(super) fn clear(&mut self) {
+        self.heap.clear();
+    }
+}
+
 /// A node's persisted state: what a crash-restart resumes from.
 #[derive(Default)]
 pub(super) struct Disk<S: Scheme> {
@@ -102,6 +177,8 @@ pub(super) struct Disk<S: Scheme> {
 
 /// Per-node mutable state, handed to a worker for one window.
 pub(super) struct Slot<S: Scheme> {
+    /// Its pending events.
+    pub(super) pending: Pending<S>,
     pub(super) member: Option<Member<S>>,
     pub(super) disk: Disk<S>,
     pub(super) busy_until: Time,
@@ -126,6 +203,7 @@ impl<S: Scheme> Slot<S> {
     /// CPU free, on the first side of the network.
     pub(super) fn new(identity: u32, member: Option<Member<S>>) -> Self {
         Slot {
+            pending: Pending::default(),
             member,
             disk: Disk::default(),
             busy_until: Time::ZERO,

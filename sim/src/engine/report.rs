@@ -110,6 +110,7 @@ impl<S: Scheme> Engine<S> {
             evidence: self.stats.evidence().clone(),
             reshare: self.reshare_report(rounds),
             per_round: self.stats.per_round(rounds),
+            host_parallelism: self.host_meter.report(self.cfg.threads),
         }
     }
 

@@ -19,7 +19,6 @@ use beacon::dkg::DkgConfig;
 use beacon::dkg::DkgOutput;
 use beacon::memo::Memo;
 use beacon::multisig::ConsensusListing;
-use beacon::schedule::EventQueue;
 use beacon::{Point, Scheme, Time};
 use consensus::epoch::{Directory, EpochView};
 use consensus::{Behaviour, Member, MemberIdentity, ReplicaConfig};
@@ -28,7 +27,7 @@ use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use sha2::{Digest as _, Sha256};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -320,7 +319,8 @@ impl<S: Scheme> Engine<S> {
             network,
             memo,
             slots,
-            queue: EventQueue::new(),
+            due: BTreeSet::new(),
+            pushed: 0,
             uplink_free: vec![Time::ZERO; total],
             host,
             net_rng: ChaCha20Rng::seed_from_u64(cfg.seed ^ NETWORK_SEED),
@@ -353,6 +353,7 @@ impl<S: Scheme> Engine<S> {
             rounds_trace: None,
             snapshot_error: None,
             started_wall: Instant::now(),
+            host_meter: Default::default(),
         })
     }
 
@@ -426,7 +427,8 @@ impl<S: Scheme> Engine<S> {
         at: Time,
         outputs: Vec<Option<Arc<DkgOutput<S>>>>,
     ) -> Result<(), (u32, consensus::ConsensusError)> {
-        self.queue = EventQueue::new();
+        self.due.clear();
+        self.pushed = 0;
         self.net_rng = ChaCha20Rng::seed_from_u64(self.cfg.seed ^ NETWORK_SEED ^ ROUNDS_SEED);
         self.load_rng = ChaCha20Rng::seed_from_u64(self.cfg.seed ^ LOAD_SEED ^ ROUNDS_SEED);
         self.next_tx = None;
@@ -436,6 +438,7 @@ impl<S: Scheme> Engine<S> {
         self.memo.clear();
         self.stats = Stats::new(self.slots.len(), &self.replica);
         for slot in &mut self.slots {
+            slot.pending.clear();
             slot.member = None;
             slot.disk = Disk::default();
             slot.busy_until = at;

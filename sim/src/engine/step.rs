@@ -4,10 +4,12 @@
 //! member, its CPU and durable writes, and the outputs it hands back
 //! ([`NodeEffects`]) for the merge.
 
+use super::effects::{encode_sends, Encoded};
 use super::node::{member_seed, recent, Event, Slot};
 use super::Engine;
 use crate::cost_model::CostModel;
 use crate::host::{durable_write, Host};
+use crate::host_parallelism::{thread_cpu, TaskMeasure};
 use beacon::cost::EncodedPoints;
 use beacon::effect::Effect;
 use beacon::memo::Memo;
@@ -20,7 +22,6 @@ use consensus::{
     Behaviour, ConsensusError, Envelope, Event as ReplicaEvent, Member, MemberInput, MemberOutput,
     Message, ReplicaConfig,
 };
-use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
@@ -34,6 +35,11 @@ pub(super) struct NodeEffects<S: Scheme> {
     pub(super) trace: Vec<u8>,
     pub(super) processed: u64,
     pub(super) panic: Option<(Time, String)>,
+    /// What handling them took on the host (`crate::host_parallelism`).
+    pub(super) host: TaskMeasure,
+    /// Per output, what the merge needs of it if it is a send
+    /// ([`encode_sends`]).
+    pub(super) encoded: Vec<Option<Encoded>>,
 }
 
 impl<S: Scheme> NodeEffects<S> {
@@ -45,12 +51,34 @@ impl<S: Scheme> NodeEffects<S> {
             trace: Vec::new(),
             processed: 0,
             panic: None,
+            host: TaskMeasure::default(),
+            encoded: Vec::new(),
         }
     }
 }
 
-/// One node's share of a window: its index, its state, its events.
-type Work<'a, S> = (u32, &'a mut Slot<S>, Vec<(Time, Event<S>)>);
+/// A window's effects, in node order, the CPU time of the tasks the calling
+/// thread ran, and the threads it started for the others.
+pub(super) struct WindowEffects<S: Scheme> {
+    pub(super) effects: Vec<NodeEffects<S>>,
+    pub(super) on_caller: std::time::Duration,
+    pub(super) spawned: usize,
+}
+
+impl<S: Scheme> WindowEffects<S> {
+    /// Effects of tasks that all ran on the calling thread.
+    fn here(effects: Vec<NodeEffects<S>>) -> Self {
+        WindowEffects {
+            on_caller: effects.iter().map(|fx| fx.host.own).sum(),
+            effects,
+            spawned: 0,
+        }
+    }
+}
+
+/// One node's share of a window: its index and its state (with its pending
+/// events).
+type Work<'a, S> = (u32, &'a mut Slot<S>);
 
 /// Read-only context of a window.
 struct Shared<'a> {
@@ -64,16 +92,22 @@ struct Shared<'a> {
     phase_timeout_us: u64,
     /// Every party, joiners included: the receivers of a broadcast and its sender.
     parties: u32,
+    /// Whether the merge drops what members do as replicas (before the cut
+    /// of a run with a snapshot).
+    before_cut: bool,
 }
 
 /// Runs one node's events of a window `[.., end)`, on a core of its own.
 fn run_node<S: Scheme>(
     node: u32,
     slot: &mut Slot<S>,
-    mut events: Vec<(Time, Event<S>)>,
     end: Time,
     shared: &Shared<'_>,
 ) -> NodeEffects<S> {
+    let started = thread_cpu();
+    beacon::host_work::take_task();
+    let mut events = slot.pending.take_before(end);
+    let first_event = events.first().map_or("none", |(_, e)| e.tag().1);
     let mut fx = NodeEffects::new(node);
     // Local queue, in the window's order; own timers below `end` join it.
     let mut local = EventQueue::new();
@@ -89,6 +123,9 @@ fn run_node<S: Scheme>(
             local.push(t, e);
         }
     }
+    fx.encoded = encode_sends(&fx.outputs, shared.before_cut);
+    let own = thread_cpu().saturating_sub(started);
+    fx.host = TaskMeasure::new(own, beacon::host_work::take_task(), first_event);
     fx
 }
 
@@ -100,10 +137,13 @@ fn run_on_host<S: Scheme>(
     end: Time,
     shared: &Shared<'_>,
 ) -> Vec<NodeEffects<S>> {
+    // One thread handles the whole window in time order: one task.
+    let started = thread_cpu();
+    beacon::host_work::take_task();
     let mut slots: Vec<(u32, &mut Slot<S>, NodeEffects<S>)> = Vec::with_capacity(work.len());
     let mut queue = EventQueue::new();
-    for (k, (node, slot, events)) in work.into_iter().enumerate() {
-        for (t, e) in events {
+    for (k, (node, slot)) in work.into_iter().enumerate() {
+        for (t, e) in slot.pending.take_before(end) {
             queue.push(t, (k, e));
         }
         slots.push((node, slot, NodeEffects::new(node)));
@@ -138,7 +178,15 @@ fn run_on_host<S: Scheme>(
             queue.push(t, (k, e));
         }
     }
-    slots.into_iter().map(|(_, _, fx)| fx).collect()
+    let mut effects: Vec<NodeEffects<S>> = slots.into_iter().map(|(_, _, fx)| fx).collect();
+    for fx in &mut effects {
+        fx.encoded = encode_sends(&fx.outputs, shared.before_cut);
+    }
+    if let Some(first) = effects.first_mut() {
+        let own = thread_cpu().saturating_sub(started);
+        first.host = TaskMeasure::new(own, beacon::host_work::take_task(), "host's cores");
+    }
+    effects
 }
 
 /// An event for a node, and when it can start there: its arrival, or later
@@ -398,10 +446,10 @@ fn keep_outputs<S: Scheme>(
 impl<S: Scheme> Engine<S> {
     pub(super) fn process_window(
         &mut self,
-        per_node: BTreeMap<u32, Vec<(Time, Event<S>)>>,
+        nodes: &[u32],
         end: Time,
         threads: usize,
-    ) -> Vec<NodeEffects<S>> {
+    ) -> WindowEffects<S> {
         let shared = Shared {
             costs: &self.costs,
             replica: &self.replica,
@@ -410,24 +458,25 @@ impl<S: Scheme> Engine<S> {
             directory: &self.directory,
             phase_timeout_us: self.phase_timeout_us,
             parties: self.parties,
+            before_cut: self.before_cut(),
         };
         // Pair each busy node with exclusive access to its slot.
-        let mut work: Vec<Work<'_, S>> = Vec::with_capacity(per_node.len());
-        let mut events = per_node.into_iter().peekable();
+        let mut work: Vec<Work<'_, S>> = Vec::with_capacity(nodes.len());
+        let mut busy = nodes.iter().peekable();
         for (i, slot) in self.slots.iter_mut().enumerate() {
-            if events.peek().is_some_and(|(n, _)| *n as usize == i) {
-                let (n, evs) = events.next().expect("peeked");
-                work.push((n, slot, evs));
+            if busy.next_if(|n| **n as usize == i).is_some() {
+                work.push((i as u32, slot));
             }
         }
         if let Some(host) = self.host.as_mut() {
-            return run_on_host(work, host, end, &shared);
+            return WindowEffects::here(run_on_host(work, host, end, &shared));
         }
         if threads <= 1 || work.len() < 2 {
-            return work
+            let effects = work
                 .into_iter()
-                .map(|(n, slot, evs)| run_node(n, slot, evs, end, &shared))
+                .map(|(n, slot)| run_node(n, slot, end, &shared))
                 .collect();
+            return WindowEffects::here(effects);
         }
         // Workers take the nodes one at a time (a dealer's deal costs
         // thousands of times a receiver's step: fixed chunks left most
@@ -441,27 +490,29 @@ impl<S: Scheme> Engine<S> {
             .collect();
         let next = std::sync::atomic::AtomicUsize::new(0);
         let mut done: Vec<(usize, NodeEffects<S>)> = Vec::with_capacity(count);
+        let helpers = threads.min(count) - 1;
+        let worker = || {
+            beacon::curve::set_msm_pool(false);
+            let mut mine = Vec::new();
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(item) = queue.get(i) else {
+                    break;
+                };
+                let taken = item.lock().unwrap_or_else(|e| e.into_inner()).take();
+                if let Some((n, slot)) = taken {
+                    mine.push((i, run_node(n, slot, end, &shared)));
+                }
+            }
+            mine
+        };
+        let mut on_caller = std::time::Duration::ZERO;
         std::thread::scope(|s| {
-            let handles: Vec<_> = (0..threads.min(count))
-                .map(|_| {
-                    let (queue, next, shared) = (&queue, &next, &shared);
-                    s.spawn(move || {
-                        beacon::curve::set_msm_pool(false);
-                        let mut mine = Vec::new();
-                        loop {
-                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                            let Some(item) = queue.get(i) else {
-                                break;
-                            };
-                            let taken = item.lock().unwrap_or_else(|e| e.into_inner()).take();
-                            if let Some((n, slot, evs)) = taken {
-                                mine.push((i, run_node(n, slot, evs, end, shared)));
-                            }
-                        }
-                        mine
-                    })
-                })
-                .collect();
+            // The calling thread is one of the workers.
+            let handles: Vec<_> = (0..helpers).map(|_| s.spawn(worker)).collect();
+            let mine = worker();
+            on_caller = mine.iter().map(|(_, fx)| fx.host.own).sum();
+            done.extend(mine);
             for h in handles {
                 done.extend(
                     h.join()
@@ -470,6 +521,10 @@ impl<S: Scheme> Engine<S> {
             }
         });
         done.sort_unstable_by_key(|(i, _)| *i);
-        done.into_iter().map(|(_, fx)| fx).collect()
+        WindowEffects {
+            effects: done.into_iter().map(|(_, fx)| fx).collect(),
+            on_caller,
+            spawned: helpers,
+        }
     }
 }

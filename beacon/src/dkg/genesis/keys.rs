@@ -16,6 +16,10 @@ use crate::NodeIndex;
 use sha2::{Digest as _, Sha256};
 use std::sync::Arc;
 
+/// Coefficients of a group polynomial summed per job (jobs that do not
+/// depend on the threads: 32 at 1,024 members' largest threshold).
+const COEFFICIENTS_PER_JOB: usize = 32;
+
 impl<S: Scheme> Genesis<S> {
     /// This member's key material under `qual` (one per threshold): its share
     /// the sum of the dealers' shares, checked against the group polynomial.
@@ -127,12 +131,27 @@ impl<S: Scheme> Genesis<S> {
         let key = self.memo_key(board, "group-polynomial", k, dealers);
         let poly = self.memo.get_or_compute(key, || {
             let t = self.config.thresholds[k] as usize;
-            let mut sum = vec![S::PublicKey::identity(); t];
-            for d in dealers {
-                let row = board.deals[d].commitments.row(k).unwrap_or_default();
-                for (acc, c) in sum.iter_mut().zip(row) {
-                    *acc = acc.add_affine(c);
+            // Coefficient by coefficient, in parts over threads (each sum
+            // is the same whichever thread adds it).
+            let ranges: Vec<std::ops::Range<usize>> = (0..t)
+                .step_by(COEFFICIENTS_PER_JOB)
+                .map(|i| i..(i + COEFFICIENTS_PER_JOB).min(t))
+                .collect();
+            let parts = crate::parallel::map(ranges, |range| {
+                let mut sum = vec![S::PublicKey::identity(); range.len()];
+                for d in dealers {
+                    let row = board.deals[d].commitments.row(k).unwrap_or_default();
+                    let part = row.get(range.start..range.end.min(row.len()));
+                    for (acc, c) in sum.iter_mut().zip(part.unwrap_or_default()) {
+                        *acc = acc.add_affine(c);
+                    }
                 }
+                sum
+            });
+            let mut sum = Vec::with_capacity(t);
+            for (part, counts) in parts {
+                crate::cost::charge(&counts);
+                sum.extend(part);
             }
             sum
         });

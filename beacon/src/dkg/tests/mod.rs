@@ -263,6 +263,31 @@ fn exponent_fft_matches_horner() {
     }
 }
 
+/// The FFT in the exponent split over any number of threads gives the same
+/// points and charges the caller the same multiplications: those the
+/// two-thread version charged (the simulator's trace does not move; the
+/// pinned count is that version's, for these inputs).
+#[test]
+fn exponent_fft_is_the_same_on_any_number_of_threads() {
+    let domain = SignerDomain::new(200).unwrap();
+    let mut rng = ChaCha20Rng::seed_from_u64(9);
+    let g = crate::curve::G1::generator();
+    let commitments: Vec<_> = (0..67).map(|_| g.mul(&Scalar::random(&mut rng))).collect();
+    let mut runs = Vec::new();
+    for threads in [1, 2, 5, 16] {
+        crate::parallel::set_threads(threads);
+        crate::cost::take();
+        let points = evaluate_in_exponent(&commitments, &domain);
+        runs.push((points, crate::cost::take().mul_g1));
+    }
+    crate::parallel::set_threads(2);
+    for (points, muls) in &runs[1..] {
+        assert!(*points == runs[0].0);
+        assert_eq!(*muls, runs[0].1);
+    }
+    assert_eq!(runs[0].1, 354);
+}
+
 /// A member told (by the transport) that a dealer equivocated.
 struct ToldOfEquivocation<S: Scheme> {
     inner: Dkg<S>,
