@@ -12,8 +12,10 @@
 #   MEMBERS=256 SNAPSHOT_MEMBERS=1024 scripts/thousands.sh   # smaller runs
 #
 # Prints one Markdown table (members, threads, DKG wall, rounds wall, wall,
-# CPU, peak RSS, DKG messages per member, trace hash) and writes each run's
-# report (`--json`) and `time -v` output under OUT_DIR.
+# CPU, peak RSS, DKG messages per member, the DKG's projected wall and
+# speed-up on 16 threads from `host_parallelism`, trace hash), each run's
+# largest serial parts, and writes each run's report (`--json`) and
+# `time -v` output under OUT_DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-target/thousands}"
@@ -62,8 +64,8 @@ def resources(name):
     text = open(f"{out}/{name}.time").read()
     get = lambda label: float(re.search(re.escape(label) + r":\s*([0-9.:]+)", text).group(1))
     return get("User time (seconds)") + get("System time (seconds)"), get("Maximum resident set size (kbytes)") / 1e6
-print("| run | members | threads | DKG wall s | rounds wall s | wall s | CPU s | peak RSS GB | DKG msgs/member | trace hash |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+print("| run | members | threads | DKG wall s | rounds wall s | wall s | CPU s | peak RSS GB | DKG msgs/member | DKG projected on 16 threads (host_parallelism) | trace hash |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 hashes = {}
 for name in names:
     r = json.load(open(f"{out}/{name}.json"))
@@ -71,9 +73,10 @@ for name in names:
     threads = re.search(r"-t(\d+)$", name)
     if threads:
         hashes[name] = r["trace_hash"]
+    p16 = next(p for p in r["host_parallelism"]["dkg"]["projected"] if p["threads"] == 16)
     print(f"| {name} | {r['nodes']} | {threads.group(1) if threads else 'all'} | {r['dkg_wall_s']:.1f} | "
           f"{r['rounds_wall_s']:.1f} | {r['wall_s']:.1f} | {cpu:.0f} | {rss:.2f} | "
-          f"{r['dkg_messages_per_member']:.0f} | {r['trace_hash'][:8]}… |")
+          f"{r['dkg_messages_per_member']:.0f} | {p16['wall_s']:.1f} s ({p16['speedup']:.1f}x) | {r['trace_hash'][:8]}… |")
 if len(set(hashes.values())) > 1:
     print("trace hashes differ between thread counts:", hashes, file=sys.stderr)
     sys.exit(1)
@@ -86,4 +89,8 @@ if hashes:
     for name in hashes:
         r = json.load(open(f"{out}/{name}.json"))
         print(f"{name}: DKG {base / r['dkg_wall_s']:.2f}x faster than with 1 thread", file=sys.stderr)
+for name in names:
+    top = json.load(open(f"{out}/{name}.json"))["host_parallelism"]["serial_top"]
+    parts = "; ".join(f"{c['name']} {c['s']:.2f} s" for c in top)
+    print(f"{name}: largest serial parts: {parts}", file=sys.stderr)
 EOF
