@@ -187,7 +187,10 @@ pub fn check_consensus_keys<S: Scheme>(change: &EpochChange) -> Result<(), Chang
 /// How a member checks a change's consensus keys ([`check_consensus_keys`]
 /// for its scheme, shared between simulated members through the memo).
 #[derive(Clone)]
-pub struct ConsensusKeyCheck(Arc<dyn Fn(&EpochChange) -> Result<(), ChangeRefused> + Send + Sync>);
+pub struct ConsensusKeyCheck(Arc<KeysCheckFn>);
+
+/// The function behind a [`ConsensusKeyCheck`].
+type KeysCheckFn = dyn Fn(&EpochChange) -> Result<(), ChangeRefused> + Send + Sync;
 
 impl ConsensusKeyCheck {
     /// The check of scheme `S`, its verdicts shared through `memo` (keyed by
