@@ -268,11 +268,14 @@ impl NodeConfig {
             if slot.is_some() {
                 return Err(ConfigError::DuplicatePeerIndex { index }.into());
             }
-            let hex_field = |field: &'static str, text: &str| {
-                hex::decode(text).map_err(|source| ConfigError::BadConsensusKey {
-                    index,
-                    field,
-                    source,
+            let hex_field = |field: &'static str, text: &str| -> Result<Vec<u8>, NodeError> {
+                hex::decode(text).map_err(|source| {
+                    ConfigError::BadConsensusKey {
+                        index,
+                        field,
+                        source,
+                    }
+                    .into()
                 })
             };
             let consensus = ConsensusListing {
