@@ -82,15 +82,8 @@ pub fn save_consensus(key: &ConsensusSecretKey, path: &Path) -> Result<(), NodeE
 
 /// Loads the consensus key in `path`.
 pub fn load_consensus(path: &Path) -> Result<ConsensusSecretKey, NodeError> {
+    let bytes = read_hex(path)?;
     let path = path.to_path_buf();
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(source) => return Err(IdentityError::Read { path, source }.into()),
-    };
-    let bytes = match hex::decode(text.trim()) {
-        Ok(bytes) => bytes,
-        Err(source) => return Err(IdentityError::NotHex { path, source }.into()),
-    };
     let bytes: [u8; 32] = match bytes.try_into() {
         Ok(b) => b,
         Err(_) => return Err(IdentityError::NotAConsensusKey { path }.into()),
@@ -141,17 +134,23 @@ pub fn save(key: &Keypair, path: &Path) -> Result<(), NodeError> {
     write_private(path, format!("{}\n", hex::encode(bytes)).as_bytes())
 }
 
-/// Loads the identity in `path`.
-pub fn load(path: &Path) -> Result<Keypair, NodeError> {
+/// The bytes of a key file: hex, surrounding whitespace ignored.
+fn read_hex(path: &Path) -> Result<Vec<u8>, NodeError> {
     let path = path.to_path_buf();
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(source) => return Err(IdentityError::Read { path, source }.into()),
     };
-    let bytes = match hex::decode(text.trim()) {
-        Ok(bytes) => bytes,
-        Err(source) => return Err(IdentityError::NotHex { path, source }.into()),
-    };
+    match hex::decode(text.trim()) {
+        Ok(bytes) => Ok(bytes),
+        Err(source) => Err(IdentityError::NotHex { path, source }.into()),
+    }
+}
+
+/// Loads the identity in `path`.
+pub fn load(path: &Path) -> Result<Keypair, NodeError> {
+    let bytes = read_hex(path)?;
+    let path = path.to_path_buf();
     Keypair::from_protobuf_encoding(&bytes)
         .map_err(|source| IdentityError::NotAKey { path, source }.into())
 }
