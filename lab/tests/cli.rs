@@ -15,6 +15,33 @@ fn run_node(config: &std::path::Path) -> std::process::Output {
         .unwrap()
 }
 
+/// A 4-node network's configs written into `dir` by `localnet --configs-only`:
+/// node 0's config file and its text.
+fn localnet_configs(dir: &std::path::Path) -> (std::path::PathBuf, String) {
+    let out = Command::new(BIN)
+        .args(["localnet", "--nodes", "4", "--configs-only", "--dir"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let config = dir.join("node-0/node.toml");
+    let good = std::fs::read_to_string(&config).unwrap();
+    (config, good)
+}
+
+/// Writes `text` to `config` and checks that the node refuses to start with
+/// `expected` in its error.
+fn refused_with(config: &std::path::Path, text: &str, expected: &str) {
+    std::fs::write(config, text).unwrap();
+    let out = run_node(config);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains(expected),
+        "expected {expected:?} in {stderr}"
+    );
+}
+
 #[test]
 fn keys_creates_an_owner_only_identity_and_shows_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -84,14 +111,7 @@ fn keys_creates_an_owner_only_identity_and_shows_it() {
 #[test]
 fn bad_configs_stop_the_node_with_a_message() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(BIN)
-        .args(["localnet", "--nodes", "4", "--configs-only", "--dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let config = dir.path().join("node-0/node.toml");
-    let good = std::fs::read_to_string(&config).unwrap();
+    let (config, good) = localnet_configs(dir.path());
     let cases = [
         (
             good.replace("pedersen-bls-chained", "bls-nope"),
@@ -105,14 +125,7 @@ fn bad_configs_stop_the_node_with_a_message() {
         (good.replace("c = 0", "c = 2"), "not 3f + 2c + 1"),
     ];
     for (text, expected) in cases {
-        std::fs::write(&config, text).unwrap();
-        let out = run_node(&config);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success());
-        assert!(
-            stderr.contains(expected),
-            "expected {expected:?} in {stderr}"
-        );
+        refused_with(&config, &text, expected);
     }
     // Another node's identity: refused before anything starts.
     std::fs::write(&config, &good).unwrap();
@@ -133,14 +146,7 @@ fn bad_configs_stop_the_node_with_a_message() {
 #[test]
 fn consensus_keys_without_valid_proofs_stop_the_node() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(BIN)
-        .args(["localnet", "--nodes", "4", "--configs-only", "--dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let config = dir.path().join("node-0/node.toml");
-    let good = std::fs::read_to_string(&config).unwrap();
+    let (config, good) = localnet_configs(dir.path());
     // Peer 2 lists peer 3's proof.
     let proofs: Vec<&str> = good
         .lines()
@@ -155,14 +161,7 @@ fn consensus_keys_without_valid_proofs_stop_the_node() {
         (swapped, "peer 2: its consensus key is refused"),
         (not_hex, "peer 1: possession is not hex"),
     ] {
-        std::fs::write(&config, text).unwrap();
-        let out = run_node(&config);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success());
-        assert!(
-            stderr.contains(expected),
-            "expected {expected:?} in {stderr}"
-        );
+        refused_with(&config, &text, expected);
     }
     std::fs::write(&config, &good).unwrap();
     std::fs::copy(
