@@ -120,6 +120,20 @@ impl<S: Scheme> EpochKeys<S> {
     }
 }
 
+/// `compute`'s result, shared through `memo` under `key` when it succeeds
+/// (simulated members each charged its work); a typed error, which the memo
+/// cannot share, is computed again by the caller that meets it.
+pub(crate) fn memoized<T: Clone + std::any::Any + Send + Sync, E>(
+    memo: &beacon::memo::Memo,
+    key: [u8; 32],
+    compute: impl Fn() -> Result<T, E>,
+) -> Result<T, E> {
+    match memo.get_or_compute(key, || compute().ok()).as_ref() {
+        Some(value) => Ok(value.clone()),
+        None => compute(),
+    }
+}
+
 /// SHA-256 of an epoch's number and its members' listed keys.
 pub fn binding(epoch: Epoch, listings: &[ConsensusListing]) -> [u8; 32] {
     let mut h = Sha256::new();

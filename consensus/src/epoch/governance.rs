@@ -201,13 +201,9 @@ impl ConsensusKeyCheck {
             h.update(b"consensus keys of change");
             h.update(S::DST);
             h.update(change.digest());
-            let verdict = memo.get_or_compute(h.finalize().into(), || {
-                check_consensus_keys::<S>(change).map_err(|e| e.to_string())
-            });
-            match verdict.as_ref() {
-                Ok(()) => Ok(()),
-                Err(_) => check_consensus_keys::<S>(change),
-            }
+            crate::keys::memoized(&memo, h.finalize().into(), || {
+                check_consensus_keys::<S>(change)
+            })
         }))
     }
 

@@ -168,17 +168,9 @@ impl EpochView {
         memo: &Memo,
     ) -> Result<Arc<EpochKeys<S>>, ConsensusError> {
         let id = crate::keys::binding(self.number, &self.consensus);
-        let keys = memo.get_or_compute(id, || {
-            EpochKeys::<S>::from_listings(self.number, &self.consensus, false)
-                .map(Arc::new)
-                .map_err(|e| e.to_string())
-        });
-        match keys.as_ref() {
-            Ok(keys) => Ok(keys.clone()),
-            Err(_) => {
-                EpochKeys::<S>::from_listings(self.number, &self.consensus, false).map(Arc::new)
-            }
-        }
+        crate::keys::memoized(memo, id, || {
+            EpochKeys::<S>::from_listings(self.number, &self.consensus, false).map(Arc::new)
+        })
     }
 
     /// The epoch index of directory member `d`, if it is a member.

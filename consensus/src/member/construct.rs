@@ -288,13 +288,7 @@ fn check_genesis_keys<S: Scheme>(epoch: &EpochView, memo: &Memo) -> Result<(), C
     h.update(b"genesis consensus keys checked");
     h.update(S::DST);
     h.update(crate::keys::binding(epoch.number, &epoch.consensus));
-    let verdict = memo.get_or_compute(h.finalize().into(), || {
-        EpochKeys::<S>::from_listings(epoch.number, &epoch.consensus, true)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-    });
-    match verdict.as_ref() {
-        Ok(()) => Ok(()),
-        Err(_) => EpochKeys::<S>::from_listings(epoch.number, &epoch.consensus, true).map(|_| ()),
-    }
+    crate::keys::memoized(memo, h.finalize().into(), || {
+        EpochKeys::<S>::from_listings(epoch.number, &epoch.consensus, true).map(|_| ())
+    })
 }
