@@ -9,7 +9,7 @@ use crate::ConsensusError;
 pub enum Behaviour {
     /// As primary, sends one block to even-indexed replicas and another to odd ones.
     EquivocatingPrimary,
-    /// Every signature share it sends (sigma, tau, commit, beacon) is invalid.
+    /// Every signature share it sends (vote, commit, beacon) is invalid.
     BadShares,
     /// Never sends its signature shares (a silent voter).
     WithholdShares,

@@ -192,8 +192,7 @@ impl<S: Scheme> ByzantineReplica<S> {
                         height: h.saturating_add(first + k % span),
                         view: View::ZERO,
                         digest: [k as u8; 32],
-                        sigma: S::Signature::generator(),
-                        tau: S::Signature::generator(),
+                        vote: S::Signature::generator(),
                         beacon: S::Signature::generator(),
                     }));
                 }
@@ -268,8 +267,7 @@ impl<S: Scheme> ByzantineReplica<S> {
                             height,
                             view,
                             digest,
-                            sigma,
-                            tau,
+                            vote,
                             beacon,
                         },
                 },
@@ -278,8 +276,7 @@ impl<S: Scheme> ByzantineReplica<S> {
                     height,
                     view,
                     digest,
-                    sigma: Self::corrupt(sigma),
-                    tau: Self::corrupt(tau),
+                    vote: Self::corrupt(vote),
                     beacon: Self::corrupt(beacon),
                 };
                 out.push(Output::send(to, message));

@@ -39,7 +39,7 @@ impl Block {
 /// How a block was committed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum CommitPath {
-    /// 3f+c+1 sigma shares in one view.
+    /// 3f+c+1 votes in one view.
     Fast,
     /// A prepare certificate and 2f+c+1 commit shares.
     Slow,
@@ -177,10 +177,9 @@ pub enum Message<S: Scheme> {
         view: View,
         /// Block digest.
         digest: Digest,
-        /// Fast-path vote.
-        sigma: S::Signature,
-        /// Prepare vote (slow path).
-        tau: S::Signature,
+        /// The sender's vote on `digest` under its own consensus key: its
+        /// fast-path vote and its prepare vote at once (`signed::fast_vote`).
+        vote: S::Signature,
         /// Beacon share.
         beacon: S::Signature,
     },

@@ -225,10 +225,10 @@ fn forged_view_changes_do_not_fork_the_chain() {
         let msg = signed::prepare(Height::new(1), view, &digest);
         let mut shares = vec![own(&msg)];
         for (from, m) in &sign_shares {
-            if let Message::SignShare { tau, .. } = m {
+            if let Message::SignShare { vote, .. } = m {
                 shares.push(SignatureShare {
                     signer: *from,
-                    signature: *tau,
+                    signature: *vote,
                 });
             }
         }

@@ -1,7 +1,7 @@
 //! Step tables, one per role: one replica, one input per step, and the outputs
 //! it must produce, written as data in the order it produces them
 //! (`Output`'s `Display`: `send sign-share to 2`, `timer retransmit(1,0)`,
-//! `beacon 1`, `evidence invalid sigma share by 3`, `persist-votes 1` (the
+//! `beacon 1`, `evidence invalid vote share by 3`, `persist-votes 1` (the
 //! record of what it signed, first whenever a step signs something new), ...).
 //! The replica's own messages travel through its loopback inside one step, so
 //! a step shows everything one input causes.
@@ -166,13 +166,9 @@ impl Fixture {
             height: Height::new(1),
             view,
             digest,
-            sigma: corrupt(
+            vote: corrupt(
                 self.sign(i, 2, &signed::fast_vote(Height::new(1), view, &digest)),
-                "sigma",
-            ),
-            tau: corrupt(
-                self.sign(i, 1, &signed::prepare(Height::new(1), view, &digest)),
-                "tau",
+                "vote",
             ),
             beacon: corrupt(self.sign(i, 0, &self.round_message()), "beacon"),
         }
@@ -408,7 +404,7 @@ fn voter() {
 
 /// The rank-0 collector on the fast path: its own vote through the loopback,
 /// the beacon from `t_b = 2` shares (broadcast at once), the proof from 4
-/// sigma shares, then commit, finalize and the next height in one step — where
+/// votes, then commit, finalize and the next height in one step — where
 /// it is the primary, so its proposal and its own vote on it follow (the vote
 /// after the height's timers: it travels through the loopback).
 #[test]
@@ -439,7 +435,7 @@ fn collector() {
             outs!["timer fast-path(1,0)"; "beacon 1"; "broadcast beacon"],
         ),
         step(
-            "a third sigma share: not yet",
+            "a third vote: not yet",
             msg(a, fx.sign_share(a, 0, &block, "")),
             vec![],
         ),
@@ -463,9 +459,9 @@ fn collector() {
     check(&mut fx.replica(c), steps);
 }
 
-/// The slow path at the collector: a bad sigma share stalls the fast path (the
+/// The slow path at the collector: a bad vote stalls the fast path (the
 /// sender is named and its later shares ignored); after the fast-path timer,
-/// tau shares make PREPARE, whose COMMIT shares make the slow-path proof.
+/// the other votes make PREPARE, whose COMMIT shares make the slow-path proof.
 #[test]
 fn slow_path() {
     let fx = Fixture::new(79);
@@ -493,18 +489,18 @@ fn slow_path() {
             outs!["persist-votes 1"; "timer retransmit(1,0)"],
         ),
         step(
-            "a sign-share with a bad sigma share (its beacon share is good): the first of another replica starts the fast-path timer",
-            msg(x, fx.sign_share(x, 0, &block, "sigma")),
+            "a sign-share with a bad vote (its beacon share is good): the first of another replica starts the fast-path timer",
+            msg(x, fx.sign_share(x, 0, &block, "vote")),
             outs!["timer fast-path(1,0)"; "beacon 1"; "broadcast beacon"],
         ),
         step("a third", msg(p, fx.sign_share(p, 0, &block, "")), vec![]),
         step(
             "the fourth: the fast proof fails, the bad share is found and named",
             msg(a, fx.sign_share(a, 0, &block, "")),
-            outs!["evidence invalid sigma share by {}", x],
+            outs!["evidence invalid vote share by {}", x],
         ),
         step(
-            "fast-path timer: PREPARE from the tau shares; its own COMMIT share goes to itself",
+            "fast-path timer: PREPARE from the three valid votes; its own COMMIT share goes to itself",
             Input::Timer(Timer::FastPath { height: Height::new(1), view: View::ZERO }),
             outs!["broadcast prepare"; "persist-votes 1"],
         ),
@@ -1223,8 +1219,7 @@ fn a_flood_of_later_heights_from_one_replica_leaves_room_for_the_next_proposal()
             height: Height::new(3 + k % 63),
             view: View::ZERO,
             digest: [k as u8; 32],
-            sigma: Sig::generator(),
-            tau: Sig::generator(),
+            vote: Sig::generator(),
             beacon: Sig::generator(),
         };
         replica.handle(Time::from_millis(1), msg(flooder, junk));

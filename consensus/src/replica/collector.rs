@@ -1,7 +1,8 @@
 //! Step 3 as a collector (one of the `c + 1` drawn for the view): tally the
 //! voters' signatures and say what is ready — a commit proof from `3f + c + 1`
-//! fast-path votes (fast path) or `2f + c + 1` COMMIT votes (slow path), a
-//! PREPARE from `2f + c + 1` prepare votes once the fast-path timer expired,
+//! votes (fast path) or `2f + c + 1` COMMIT votes (slow path), a PREPARE from
+//! `2f + c + 1` of the same votes once the fast-path timer expired (a vote in
+//! SIGN-SHARE is both a fast-path and a prepare vote: one tally, checked once),
 //! each a multi-signature with the bitmap of its signers — and, with the
 //! beacon shares that ride on SIGN-SHARE, `beta_h` (step 4). What is ready is
 //! broadcast (through the backup rule, [`super::backup`]) and delivered to this
@@ -19,12 +20,10 @@ use crate::{Height, View};
 use beacon::{Scheme, Time};
 use std::collections::BTreeMap;
 
-/// The three signatures of one SIGN-SHARE, on one block in one view.
+/// The two signatures of one SIGN-SHARE, on one block in one view.
 pub(super) struct VoteShares<S: Scheme> {
-    /// Fast-path vote (the sender's own key, on the fast vote).
-    pub(super) sigma: S::Signature,
-    /// Prepare vote (the sender's own key, on the PREPARE).
-    pub(super) tau: S::Signature,
+    /// The vote (the sender's own key): fast-path and prepare vote at once.
+    pub(super) vote: S::Signature,
     /// Beacon share.
     pub(super) beacon: S::Signature,
 }
@@ -39,8 +38,7 @@ struct Collecting<S: Scheme> {
     rank: usize,
     fast_timer_set: bool,
     fast_timer_fired: bool,
-    sigma: Tally<S, Digest>,
-    tau: Tally<S, Digest>,
+    votes: Tally<S, Digest>,
     commit: Tally<S, Digest>,
     prepare_sent: bool,
     proof_sent: bool,
@@ -93,7 +91,7 @@ impl<S: Scheme> Collector<S> {
                 signers,
             })
         };
-        if let Some((digest, sig, signers)) = col.sigma.recover(fast_t, verifier, h, outbox) {
+        if let Some((digest, sig, signers)) = col.votes.recover(fast_t, verifier, h, outbox) {
             col.proof_sent = true;
             return Some(proof(digest, CommitPath::Fast, sig, signers));
         }
@@ -104,7 +102,7 @@ impl<S: Scheme> Collector<S> {
         if !col.fast_timer_fired || col.prepare_sent {
             return None;
         }
-        let (digest, signature, signers) = col.tau.recover(slow_t, verifier, h, outbox)?;
+        let (digest, signature, signers) = col.votes.recover(slow_t, verifier, h, outbox)?;
         col.prepare_sent = true;
         Some(Collected::Prepare(PrepareCertificate {
             view,
@@ -133,8 +131,7 @@ impl<S: Scheme> Replica<S> {
                     rank,
                     fast_timer_set: false,
                     fast_timer_fired: false,
-                    sigma: Tally::new(ShareKind::Sigma, n),
-                    tau: Tally::new(ShareKind::Tau, n),
+                    votes: Tally::new(ShareKind::Vote, n),
                     commit: Tally::new(ShareKind::Commit, n),
                     prepare_sent: false,
                     proof_sent: false,
@@ -156,7 +153,7 @@ impl<S: Scheme> Replica<S> {
         digest: Digest,
         shares: VoteShares<S>,
     ) {
-        let VoteShares { sigma, tau, beacon } = shares;
+        let VoteShares { vote, beacon } = shares;
         let (from, h, me) = (origin.from, self.height, self.me());
         if self.verifier.is_convicted(from, h) {
             return;
@@ -166,14 +163,11 @@ impl<S: Scheme> Replica<S> {
         };
         let first = from != me && !col.fast_timer_set;
         col.fast_timer_set |= first;
-        let fast_vote = signed::fast_vote(h, view, &digest);
-        let single_sigma = col.sigma.insert(digest, &fast_vote, from, sigma);
-        let prepare = signed::prepare(h, view, &digest);
-        let single_tau = col.tau.insert(digest, &prepare, from, tau);
-        if !(single_sigma && single_tau) {
+        let message = signed::fast_vote(h, view, &digest);
+        if !col.votes.insert(digest, &message, from, vote) {
             let kind = EvidenceKind::ConflictingVotes {
                 view,
-                share: ShareKind::Sigma,
+                share: ShareKind::Vote,
             };
             self.outbox.evidence(from, h, kind);
         }

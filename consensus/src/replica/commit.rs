@@ -1,5 +1,5 @@
-//! Steps 3-4 as a replica: a commit proof (fast path: sigma on the vote; slow
-//! path: tau on the commit) is checked once and recorded; the block it names is
+//! Steps 3-4 as a replica: a commit proof (fast path: the votes' multi-signature;
+//! slow path: the COMMIT votes') is checked once and recorded; the block it names is
 //! asked from the proof's sender when unknown. The height commits in the
 //! post-step ([`super::Replica::handle`]) as soon as a verified certificate and
 //! its block are both known, whatever brought them (a collector, a sync entry, a

@@ -197,22 +197,20 @@ impl fmt::Display for EvidenceKind {
 /// The signature shares a replica sends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ShareKind {
-    /// Fast-path vote (sigma key) in SIGN-SHARE.
-    Sigma,
-    /// Prepare vote (tau key) in SIGN-SHARE.
-    Tau,
-    /// Slow-path COMMIT share (tau key).
+    /// The vote in SIGN-SHARE (the member's own key): fast-path and prepare
+    /// vote at once.
+    Vote,
+    /// Slow-path COMMIT vote (the member's own key).
     Commit,
     /// Beacon share (beacon key), in SIGN-SHARE, VIEW-CHANGE or BEACON-SHARE.
     Beacon,
 }
 
 impl ShareKind {
-    /// `sigma`, `tau`, `commit` or `beacon`.
+    /// `vote`, `commit` or `beacon`.
     pub fn as_str(self) -> &'static str {
         match self {
-            ShareKind::Sigma => "sigma",
-            ShareKind::Tau => "tau",
+            ShareKind::Vote => "vote",
             ShareKind::Commit => "commit",
             ShareKind::Beacon => "beacon",
         }

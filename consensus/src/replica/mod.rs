@@ -8,13 +8,13 @@
 //!    draws the primary and `c + 1` collectors of `(h, v)`; the primary of view
 //!    0 proposes a block in PRE-PREPARE, no earlier than the round's time.
 //! 2. **Vote** (`voter.rs`, `retransmit.rs`): a replica accepts one proposal per
-//!    view and sends one SIGN-SHARE to the collectors — `sigma_i` and `tau_i` on
-//!    the block digest and its beacon share of round `h`
-//!    (`SHA-256(beta_{h-1} || u64_be(h))`) — again every two fast-path timeouts
+//!    view and sends one SIGN-SHARE to the collectors — its vote on the block
+//!    digest under its own key (fast-path and prepare vote at once) and its
+//!    beacon share of round `h` (`SHA-256(beta_{h-1} || u64_be(h))`) — again every two fast-path timeouts
 //!    until the height commits.
 //! 3. **Collect and commit** (`collector.rs`, `backup.rs`, `tally.rs`,
-//!    `commit.rs`, `voter.rs`): `3f + c + 1` sigma shares make the fast-path
-//!    commit proof; after the fast-path timer, `2f + c + 1` tau shares make
+//!    `commit.rs`, `voter.rs`): `3f + c + 1` votes make the fast-path commit
+//!    proof; after the fast-path timer, `2f + c + 1` of the same votes make
 //!    PREPARE, replicas answer with COMMIT shares, and `2f + c + 1` of those make
 //!    the slow-path proof. Rank-0 collectors broadcast at once, backups after
 //!    `rank` delays. Replicas check the proof and fetch a missing block.
@@ -323,12 +323,11 @@ impl<S: Scheme> Replica<S> {
             Message::SignShare {
                 view,
                 digest,
-                sigma,
-                tau,
+                vote,
                 beacon,
                 ..
             } => {
-                let shares = collector::VoteShares { sigma, tau, beacon };
+                let shares = collector::VoteShares { vote, beacon };
                 self.on_sign_share(now, origin, view, digest, shares)
             }
             Message::CommitProof {

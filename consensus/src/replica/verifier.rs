@@ -42,7 +42,7 @@ impl Key {
     /// The key a share kind is made with.
     pub(super) fn of(share: ShareKind) -> Key {
         match share {
-            ShareKind::Sigma | ShareKind::Tau | ShareKind::Commit => Key::Consensus,
+            ShareKind::Vote | ShareKind::Commit => Key::Consensus,
             ShareKind::Beacon => Key::Beacon,
         }
     }

@@ -1,5 +1,5 @@
 //! Steps 2 and 3 as a voter: accept one proposal per view and send SIGN-SHARE
-//! (sigma, tau and beacon shares) to the collectors, and the beacon share to
+//! (its vote and its beacon share) to the collectors, and the beacon share to
 //! everyone else too where `beacon_shares = "everyone"`; answer a valid PREPARE with
 //! a COMMIT share. What a voter holds — its fast vote and its highest prepare
 //! certificate — is what its VIEW-CHANGE reports in step 5.
@@ -69,7 +69,7 @@ impl<S: Scheme> Replica<S> {
     /// what is safe and hands the block here as a local PRE-PREPARE (so does the
     /// primary's own proposal). One proposal per view: a second, different one
     /// is evidence against the primary. The vote is one SIGN-SHARE to the
-    /// collectors with sigma and tau shares on the digest and the beacon share.
+    /// collectors with the vote on the digest and the beacon share.
     pub(super) fn on_pre_prepare(
         &mut self,
         now: Time,
@@ -119,23 +119,21 @@ impl<S: Scheme> Replica<S> {
     /// share), and keeps the fast vote for view changes.
     fn send_vote(&mut self, now: Time, view: View, digest: Digest) {
         let h = self.height;
-        let sigma = self
+        // One signature is the fast vote and the prepare vote (`messages::signed`).
+        let vote = self
             .verifier
             .sign(Key::Consensus, &signed::fast_vote(h, view, &digest));
-        // The prepare vote signs the same message (`messages::signed`).
-        let tau = sigma;
         let beacon = self.own_beacon_share();
         self.round.voter.fast_vote = Some(FastVote {
             view,
             digest,
-            share: sigma,
+            share: vote,
         });
         let message = Message::SignShare {
             height: h,
             view,
             digest,
-            sigma,
-            tau,
+            vote,
             beacon,
         };
         self.send_to_collectors(now, view, message);

@@ -10,7 +10,7 @@
 //!
 //! The slots and their rule (the SBFT paper's honest-replica behaviour, and
 //! what `SAFETY.md`'s quorum intersections assume of an honest replica):
-//! - SIGN-SHARE (sigma and tau): one digest per `(height, view)`.
+//! - SIGN-SHARE (the vote): one digest per `(height, view)`.
 //! - COMMIT share: one digest per `(height, view)`, with the prepare
 //!   certificate it answers (a VIEW-CHANGE must report it).
 //! - PRE-PREPARE or NEW-VIEW: one block per `(height, view)` as its primary.

@@ -32,7 +32,7 @@ pub(crate) fn view_change_timeout_ms(n: u32) -> u64 {
 
 /// The fast-path timeout of a local network of `n` nodes: the default (50 ms),
 /// or 4n ms where that is longer. The processes share this machine's cores, so
-/// the `3f + c + 1` sigma shares a collector waits for trickle in over a time
+/// the `3f + c + 1` votes a collector waits for trickle in over a time
 /// that grows with n; with 50 ms at 32 nodes on two cores every round also ran
 /// the slow path (a PREPARE every node verifies, then COMMIT shares), doubling
 /// each node's CPU per round (8.1 ms against 4.3) and the round latency (p50
