@@ -17,6 +17,8 @@
 
 use crate::config::{check_positive, check_size, smallest_collector_slack, BeaconShares};
 use crate::{ConsensusError, ReplicaConfig};
+use beacon::dkg::committee::Committee;
+use beacon::dkg::{DkgConfig, DkgSettings};
 use serde::{Deserialize, Serialize};
 
 /// Microseconds in a millisecond.
@@ -194,6 +196,13 @@ impl ProtocolParams {
 }
 
 impl ReplicaConfig {
+    /// Defaults for `n` replicas with `c` extra collectors: `f = (n - 2c - 1) / 3`,
+    /// `t_b = f + 1`, and the protocol defaults of [`ProtocolParams::default`]
+    /// (50 ms fast-path timeout, 1 s view-change timeout).
+    pub fn new(n: u32, c: u32) -> Result<Self, ConsensusError> {
+        ReplicaConfig::from_params(n, &ProtocolParams::with_c(c))
+    }
+
     /// The replica config of a network of `n` replicas with these parameters:
     /// `c` resolved ([`ProtocolParams::collector_slack`]), `f = (n - 2c - 1) / 3`,
     /// `t_b = f + 1` unless set, durations converted by [`ms_to_us`], the rest
@@ -216,6 +225,41 @@ impl ReplicaConfig {
         cfg.beacon_shares = params.beacon_shares;
         cfg.max_batch = params.max_batch;
         cfg.build()
+    }
+
+    /// The DKG of this network, for the simulator and the node alike: its
+    /// thresholds, the fault bound `f` (the agreement quorum is `n - f`), and
+    /// the committee of at least `params.dealers` (0: every member) drawn
+    /// from the genesis seed, with `min_qualified` from the committee rule
+    /// ([`Committee::draw`]); phases of `params.phase_timeout_ms` (doubled per
+    /// attempt), `params.max_attempts` attempts.
+    pub fn dkg_config(
+        &self,
+        session: [u8; 32],
+        params: &DkgParams,
+    ) -> Result<DkgConfig, ConsensusError> {
+        let DkgParams {
+            dealers: requested_dealers,
+            phase_timeout_ms,
+            max_attempts,
+        } = *params;
+        if phase_timeout_ms == 0 {
+            return Err(ConsensusError::NotPositive {
+                name: "phase_timeout_ms",
+            });
+        }
+        let committee = Committee::draw(self.n, self.f, requested_dealers, &self.genesis_seed);
+        Ok(DkgSettings {
+            session,
+            n: self.n,
+            thresholds: self.dkg_thresholds(),
+            dealers: committee.dealers,
+            phase_timeout_us: ms_to_us("phase_timeout_ms", phase_timeout_ms)?,
+            min_qualified: committee.min_qualified,
+            max_faulty: self.f,
+            max_attempts,
+        }
+        .build()?)
     }
 }
 
