@@ -15,6 +15,7 @@
 
 use crate::ConsensusError;
 use beacon::multisig::SignerBitmap;
+use beacon::time::{clamp_u64, RoundSchedule, US_PER_S};
 use beacon::{ChainInfo, SchemeId};
 use serde::{Deserialize, Serialize};
 
@@ -366,7 +367,6 @@ impl ReplicaSettings {
     /// key, compressed), for the simulator and the node alike: period and
     /// genesis time in whole seconds, the genesis seed, the default beacon id.
     pub fn chain_info(&self, public_key: Vec<u8>, scheme: SchemeId) -> ChainInfo {
-        const US_PER_S: u64 = 1_000_000;
         ChainInfo {
             public_key,
             period: u32::try_from(self.period_us / US_PER_S).unwrap_or(u32::MAX),
@@ -416,11 +416,19 @@ impl ReplicaSettings {
             .saturating_sub(self.max_clock_skew_us)
     }
 
+    /// When this chain's rounds are due, in microseconds of a replica's
+    /// clock ([`RoundSchedule`]).
+    pub fn schedule(&self) -> RoundSchedule {
+        RoundSchedule {
+            genesis: i128::from(self.genesis_time_us),
+            period: self.period_us,
+        }
+    }
+
     /// The time of round `height`: honest replicas sign it then by their own
     /// clocks ([`Self::signing_time`]).
     pub fn time_of_round(&self, height: u64) -> u64 {
-        self.genesis_time_us
-            .saturating_add(height.saturating_sub(1).saturating_mul(self.period_us))
+        clamp_u64(self.schedule().time_of_round(height))
     }
 }
 
