@@ -4,7 +4,7 @@
 #
 #   1. every node passes round 50, and round 50 is identical on all of them;
 #   2. `sbft-beacon verify --url` against node 0 verifies every round it has;
-#   3. node 0's container health check (`sbft-beacon health`) reports healthy;
+#   3. node 0's container health check (`sbft-beacon-node health`) reports healthy;
 #   4. with one node stopped, the other three go on;
 #   5. with a second one cut off (`docker network disconnect`), there is no
 #      progress and no fork;
@@ -166,9 +166,14 @@ trap 'exit 130' INT TERM
 # The binary `cargo test` already built (optimised test profile), so that CI does
 # not build the workspace a second time; PROFILE=release for a release image.
 profile="${PROFILE:-test}"
-echo "compose-e2e: building the $profile binary (a no-op after cargo test)"
-cargo build --profile "$profile" --quiet -p lab --bin sbft-beacon || die "cargo build --profile $profile failed"
-case "$profile" in test | dev) bin="$CARGO_TARGET_DIR/debug/sbft-beacon" ;; *) bin="$CARGO_TARGET_DIR/$profile/sbft-beacon" ;; esac
+# The image holds the slim node binary (`sbft-beacon-node`); this script drives
+# the network with the lab's `sbft-beacon` (deploy, verify, tle, localnet).
+echo "compose-e2e: building the $profile binaries (a no-op after cargo test)"
+cargo build --profile "$profile" --quiet -p lab --bin sbft-beacon -p node-cli --bin sbft-beacon-node ||
+  die "cargo build --profile $profile failed"
+case "$profile" in test | dev) out="$CARGO_TARGET_DIR/debug" ;; *) out="$CARGO_TARGET_DIR/$profile" ;; esac
+bin="$out/sbft-beacon"
+node_bin="$out/sbft-beacon-node"
 
 if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
   mirror=$(sed -n 's/^URIs: *\(http[^ ]*\/debian\)\/*$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n 1)
@@ -188,7 +193,7 @@ fi
 ctx="$work/context"
 mkdir -p "$ctx"
 # Without debug info (symbols stay, for backtraces).
-strip --strip-debug -o "$ctx/sbft-beacon" "$bin" || die "strip failed"
+strip --strip-debug -o "$ctx/sbft-beacon-node" "$node_bin" || die "strip failed"
 docker build -q -f scripts/Dockerfile --build-arg "BASE=$BASE_IMAGE" -t "$IMAGE" "$ctx" >"$work/build.log" 2>&1 ||
   die "docker build failed: $(tail -n 5 "$work/build.log")"
 rm -rf "$ctx"
@@ -302,9 +307,9 @@ latencies() {
   done
 }
 p50() { sort -g | awk '{v[NR] = $1} END {if (NR) printf "%.2f", v[int((NR + 1) / 2)]; else print "n/a"}'; }
-# The node's RSS: the largest sbft-beacon process in the container (the health
-# check runs a second, short-lived one).
-rss_of() { docker top "$1" -o pid,rss,comm | awk '$3 == "sbft-beacon" && $2 > m {m = $2} END {printf "%.0f ", m / 1024}'; }
+# The node's RSS: the largest sbft-beacon-node process in the container (the health
+# check runs a second, short-lived one; `comm` keeps 15 characters of the name).
+rss_of() { docker top "$1" -o pid,rss,comm | awk '$3 == "sbft-beacon-nod" && $2 > m {m = $2} END {printf "%.0f ", m / 1024}'; }
 
 # ---- The network -------------------------------------------------------------
 echo "compose-e2e: $NODES nodes, scheme $SCHEME (project $PROJECT)"

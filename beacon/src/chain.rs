@@ -13,6 +13,7 @@
 
 use crate::curve::{Point, G1, G2};
 use crate::scheme::{MinPk, MinSig, Scheme, SchemeId};
+use crate::time::{clamp_i64, RoundSchedule};
 use crate::wire::hex_bytes;
 use crate::{ChainBreak, Error, SignatureError};
 use serde::{Deserialize, Serialize};
@@ -221,11 +222,17 @@ impl ChainInfo {
         h.finalize().into()
     }
 
+    /// When this chain's rounds are due, in Unix seconds ([`RoundSchedule`]).
+    pub fn schedule(&self) -> RoundSchedule {
+        RoundSchedule {
+            genesis: i128::from(self.genesis_time),
+            period: u64::from(self.period),
+        }
+    }
+
     /// Unix time at which `round` is due (`genesis_time` for round 1).
     pub fn time_of_round(&self, round: u64) -> i64 {
-        let steps = round.saturating_sub(1).min(i64::MAX as u64) as i64;
-        self.genesis_time
-            .saturating_add(steps.saturating_mul(self.period as i64))
+        clamp_i64(self.schedule().time_of_round(round))
     }
 
     /// Verifies one beacon's signature and randomness (not its link to the chain).

@@ -18,6 +18,8 @@
 //! - [`effect`]: the one `Send/Broadcast/SetTimer` vocabulary of the state machines;
 //! - [`schedule`]: the one time-ordered event queue of the drivers (simulator,
 //!   node timers, test pump, DKG harness);
+//! - [`time`]: [`Time`], the one place durations change units, and when a
+//!   chain's rounds are due ([`time::RoundSchedule`]);
 //! - [`mock`]: an INSECURE stand-in scheme for protocol-only simulations;
 //! - [`memo`], [`parallel`], [`host_work`]: the simulator's host side: results
 //!   shared between simulated members, large computations split over threads,
@@ -53,6 +55,7 @@ pub mod reshare;
 pub mod schedule;
 pub mod scheme;
 pub mod threshold;
+pub mod time;
 pub mod wire;
 
 pub use chain::{Beacon, BeaconJson, ChainInfo, ChainInfoJson};
@@ -64,6 +67,7 @@ pub use field::Scalar;
 pub use lagrange::{InterpolationMethod, LagrangeCoefficients, SignerDomain};
 pub use scheme::{MinPk, MinPkUnchained, MinSig, MinSigUnchained, Scheme, SchemeId};
 pub use threshold::{deal, Recovery, SecretShare, ShareSet, SignatureShare, ThresholdPublicKey};
+pub use time::Time;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -77,47 +81,5 @@ pub struct NodeIndex(pub u32);
 impl fmt::Display for NodeIndex {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.0)
-    }
-}
-
-/// A point in (virtual or real) time, in microseconds since an arbitrary origin.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
-)]
-pub struct Time(pub u64);
-
-impl Time {
-    /// Zero.
-    pub const ZERO: Time = Time(0);
-
-    /// `ms` milliseconds.
-    pub fn from_millis(ms: u64) -> Time {
-        Time(ms.saturating_mul(1000))
-    }
-
-    /// This time plus `micros` microseconds (saturating).
-    pub fn plus_micros(self, micros: u64) -> Time {
-        Time(self.0.saturating_add(micros))
-    }
-
-    /// This time plus `ms` milliseconds (saturating).
-    pub fn plus_millis(self, ms: u64) -> Time {
-        self.plus_micros(ms.saturating_mul(1000))
-    }
-
-    /// Microseconds since `earlier` (zero if `earlier` is later).
-    pub fn micros_since(self, earlier: Time) -> u64 {
-        self.0.saturating_sub(earlier.0)
-    }
-
-    /// As fractional milliseconds.
-    pub fn as_millis_f64(self) -> f64 {
-        self.0 as f64 / 1000.0
-    }
-}
-
-impl fmt::Display for Time {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:.3}ms", self.as_millis_f64())
     }
 }

@@ -19,7 +19,7 @@
 //!   new attempt. Without per-attempt signatures an honest dealer's old deal looks
 //!   like a second version of its new one.
 
-use crate::byzantine::Behaviour;
+use crate::behaviour::Behaviour;
 use beacon::dkg::relay::{Kind, RelayMessage};
 use beacon::dkg::session::{
     DkgSession, SessionAction, SessionInput, SessionMessage, SessionParticipant, SessionTimer,

@@ -7,15 +7,15 @@
 //! changes a parameter edits a copy of the settings and builds a new config
 //! ([`ReplicaConfig::with`]), which is checked again; deserializing one checks
 //! it too. Drivers build it from the `[protocol]` table with
-//! [`ReplicaConfig::from_params`] (`crate::params`). The DKG and the chain info
-//! of a network come from it too ([`ReplicaConfig::dkg_config`],
-//! [`ReplicaConfig::chain_info`]), one builder each for the simulator and the node.
+//! [`ReplicaConfig::from_params`] and the DKG from the `[dkg]` table with
+//! [`ReplicaConfig::dkg_config`] (both in `crate::params`, which uses this
+//! module, never the other way); the chain info of a network comes from it
+//! too ([`ReplicaConfig::chain_info`]): one builder each for the simulator and
+//! the node.
 
-use crate::params::{ms_to_us, ProtocolParams};
 use crate::ConsensusError;
-use beacon::dkg::committee::Committee;
-use beacon::dkg::{DkgConfig, DkgSettings};
 use beacon::multisig::SignerBitmap;
+use beacon::time::{clamp_u64, RoundSchedule, US_PER_S};
 use beacon::{ChainInfo, SchemeId};
 use serde::{Deserialize, Serialize};
 
@@ -221,13 +221,6 @@ impl ReplicaConfig {
         self.0.clone()
     }
 
-    /// Defaults for `n` replicas with `c` extra collectors: `f = (n - 2c - 1) / 3`,
-    /// `t_b = f + 1`, and the protocol defaults of [`ProtocolParams::default`]
-    /// (50 ms fast-path timeout, 1 s view-change timeout).
-    pub fn new(n: u32, c: u32) -> Result<Self, ConsensusError> {
-        ReplicaConfig::from_params(n, &ProtocolParams::with_c(c))
-    }
-
     /// A config for `n = 3f + 2c + 1` replicas with `t_b = f + 1` and the
     /// driver's fields (genesis, clock skew, mempool and block bounds) set;
     /// the other protocol fields are zero until
@@ -258,41 +251,6 @@ impl ReplicaConfig {
         };
         cfg.max_block_bytes = DEFAULT_MAX_BLOCK_BYTES.min(cfg.largest_block_that_fits());
         Ok(cfg)
-    }
-
-    /// The DKG of this network, for the simulator and the node alike: its
-    /// thresholds, the fault bound `f` (the agreement quorum is `n - f`), and
-    /// the committee of at least `params.dealers` (0: every member) drawn
-    /// from the genesis seed, with `min_qualified` from the committee rule
-    /// ([`Committee::draw`]); phases of `params.phase_timeout_ms` (doubled per
-    /// attempt), `params.max_attempts` attempts.
-    pub fn dkg_config(
-        &self,
-        session: [u8; 32],
-        params: &crate::params::DkgParams,
-    ) -> Result<DkgConfig, ConsensusError> {
-        let crate::params::DkgParams {
-            dealers: requested_dealers,
-            phase_timeout_ms,
-            max_attempts,
-        } = *params;
-        if phase_timeout_ms == 0 {
-            return Err(ConsensusError::NotPositive {
-                name: "phase_timeout_ms",
-            });
-        }
-        let committee = Committee::draw(self.n, self.f, requested_dealers, &self.genesis_seed);
-        Ok(DkgSettings {
-            session,
-            n: self.n,
-            thresholds: self.dkg_thresholds(),
-            dealers: committee.dealers,
-            phase_timeout_us: ms_to_us("phase_timeout_ms", phase_timeout_ms)?,
-            min_qualified: committee.min_qualified,
-            max_faulty: self.f,
-            max_attempts,
-        }
-        .build()?)
     }
 }
 
@@ -409,7 +367,6 @@ impl ReplicaSettings {
     /// key, compressed), for the simulator and the node alike: period and
     /// genesis time in whole seconds, the genesis seed, the default beacon id.
     pub fn chain_info(&self, public_key: Vec<u8>, scheme: SchemeId) -> ChainInfo {
-        const US_PER_S: u64 = 1_000_000;
         ChainInfo {
             public_key,
             period: u32::try_from(self.period_us / US_PER_S).unwrap_or(u32::MAX),
@@ -459,11 +416,19 @@ impl ReplicaSettings {
             .saturating_sub(self.max_clock_skew_us)
     }
 
+    /// When this chain's rounds are due, in microseconds of a replica's
+    /// clock ([`RoundSchedule`]).
+    pub fn schedule(&self) -> RoundSchedule {
+        RoundSchedule {
+            genesis: i128::from(self.genesis_time_us),
+            period: self.period_us,
+        }
+    }
+
     /// The time of round `height`: honest replicas sign it then by their own
     /// clocks ([`Self::signing_time`]).
     pub fn time_of_round(&self, height: u64) -> u64 {
-        self.genesis_time_us
-            .saturating_add(height.saturating_sub(1).saturating_mul(self.period_us))
+        clamp_u64(self.schedule().time_of_round(height))
     }
 }
 

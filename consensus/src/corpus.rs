@@ -10,7 +10,7 @@ use crate::keys::{EpochKeys, ReplicaKeys};
 use crate::messages::Message;
 use crate::replica::{Input, Output, Replica, Timer};
 use crate::{Height, View};
-use beacon::dkg::{harness, DkgOutput, DkgSettings};
+use beacon::dkg::{harness, DkgOutput, DkgSettings, DkgTiming};
 use beacon::effect::Effect;
 use beacon::memo::Memo;
 use beacon::multisig::ConsensusSecretKey;
@@ -18,6 +18,7 @@ use beacon::schedule::EventQueue;
 use beacon::{NodeIndex, Scheme, Time};
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Key material of an all-honest DKG for `config`, run in memory (seeded):
 /// what protocol tests and fuzzers start replicas from.
@@ -27,10 +28,9 @@ pub fn honest_dkg<S: Scheme>(config: &ReplicaConfig, seed: u64) -> Vec<Arc<DkgOu
         n: config.n,
         thresholds: config.dkg_thresholds(),
         dealers: Vec::new(),
-        phase_timeout_us: 1000,
+        timing: DkgTiming::new(Duration::from_millis(1), 1),
         min_qualified: 1,
         max_faulty: 0,
-        max_attempts: 1,
     }
     .build();
     let memo = Memo::shared();

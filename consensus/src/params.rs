@@ -17,13 +17,11 @@
 
 use crate::config::{check_positive, check_size, smallest_collector_slack, BeaconShares};
 use crate::{ConsensusError, ReplicaConfig};
+use beacon::dkg::committee::Committee;
+use beacon::dkg::{DkgConfig, DkgSettings, DkgTiming};
+use beacon::time::MS_PER_S;
 use serde::{Deserialize, Serialize};
-
-/// Microseconds in a millisecond.
-const US_PER_MS: u64 = 1_000;
-
-/// Milliseconds in a second (chain info counts the period in seconds).
-const MS_PER_S: u64 = 1_000;
+use std::time::Duration;
 
 /// Default fast-path wait of a collector (ms).
 pub const DEFAULT_FAST_PATH_TIMEOUT_MS: u64 = 50;
@@ -121,10 +119,23 @@ impl Default for DkgParams {
     }
 }
 
-/// Milliseconds to microseconds, the one conversion of file durations; a
+impl DkgParams {
+    /// The DKG's timing ([`DkgTiming`]: phases of `phase_timeout_ms` in the
+    /// first attempt, doubled per attempt, `max_attempts` attempts), built
+    /// here once for the DKG, the member's resharings, the node and the
+    /// simulator's campaigns.
+    pub fn timing(&self) -> DkgTiming {
+        DkgTiming::new(
+            Duration::from_millis(self.phase_timeout_ms),
+            self.max_attempts,
+        )
+    }
+}
+
+/// Milliseconds to microseconds ([`beacon::time::ms_to_us`]) for file durations; a
 /// value too large for microseconds in a `u64` is an error naming `name`.
 pub fn ms_to_us(name: &'static str, ms: u64) -> Result<u64, ConsensusError> {
-    ms.checked_mul(US_PER_MS).ok_or(ConsensusError::Unusable {
+    beacon::time::ms_to_us(ms).ok_or(ConsensusError::Unusable {
         name,
         value: ms,
         reason: "too large (microseconds overflow 64 bits)",
@@ -194,6 +205,13 @@ impl ProtocolParams {
 }
 
 impl ReplicaConfig {
+    /// Defaults for `n` replicas with `c` extra collectors: `f = (n - 2c - 1) / 3`,
+    /// `t_b = f + 1`, and the protocol defaults of [`ProtocolParams::default`]
+    /// (50 ms fast-path timeout, 1 s view-change timeout).
+    pub fn new(n: u32, c: u32) -> Result<Self, ConsensusError> {
+        ReplicaConfig::from_params(n, &ProtocolParams::with_c(c))
+    }
+
     /// The replica config of a network of `n` replicas with these parameters:
     /// `c` resolved ([`ProtocolParams::collector_slack`]), `f = (n - 2c - 1) / 3`,
     /// `t_b = f + 1` unless set, durations converted by [`ms_to_us`], the rest
@@ -216,6 +234,41 @@ impl ReplicaConfig {
         cfg.beacon_shares = params.beacon_shares;
         cfg.max_batch = params.max_batch;
         cfg.build()
+    }
+
+    /// The DKG of this network, for the simulator and the node alike: its
+    /// thresholds, the fault bound `f` (the agreement quorum is `n - f`), and
+    /// the committee of at least `params.dealers` (0: every member) drawn
+    /// from the genesis seed, with `min_qualified` from the committee rule
+    /// ([`Committee::draw`]); the timing of [`DkgParams::timing`].
+    pub fn dkg_config(
+        &self,
+        session: [u8; 32],
+        params: &DkgParams,
+    ) -> Result<DkgConfig, ConsensusError> {
+        let DkgParams {
+            dealers: requested_dealers,
+            phase_timeout_ms,
+            ..
+        } = *params;
+        if phase_timeout_ms == 0 {
+            return Err(ConsensusError::NotPositive {
+                name: "phase_timeout_ms",
+            });
+        }
+        // A phase too long for microseconds is refused by name.
+        ms_to_us("phase_timeout_ms", phase_timeout_ms)?;
+        let committee = Committee::draw(self.n, self.f, requested_dealers, &self.genesis_seed);
+        Ok(DkgSettings {
+            session,
+            n: self.n,
+            thresholds: self.dkg_thresholds(),
+            dealers: committee.dealers,
+            timing: params.timing(),
+            min_qualified: committee.min_qualified,
+            max_faulty: self.f,
+        }
+        .build()?)
     }
 }
 

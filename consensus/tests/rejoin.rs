@@ -10,6 +10,7 @@
 mod common;
 
 use beacon::dkg::relay::SigningKey;
+use beacon::dkg::DkgTiming;
 use beacon::memo::Memo;
 use beacon::{MinSig, NodeIndex, Point, Scheme, Time};
 use consensus::epoch::{
@@ -21,12 +22,16 @@ use consensus::{
     MemberTimer, ReplicaConfig, View,
 };
 use std::sync::Arc;
+use std::time::Duration;
 
 type S = MinSig;
 type Sig = <S as Scheme>::Signature;
 
 /// Phase length of the change (µs).
 const PHASE_US: u64 = 1_000_000;
+
+/// The timing the members take part in changes with: phases of [`PHASE_US`].
+const TIMING: DkgTiming = DkgTiming::new(Duration::from_micros(PHASE_US), 1);
 
 /// Genesis members 0..4, joiners 4..7; the change makes all seven members.
 struct Fixture {
@@ -123,7 +128,7 @@ impl Fixture {
             None,
         )
         .unwrap()
-        .with_identity(identity(i, &self.directory), PHASE_US);
+        .with_identity(identity(i, &self.directory), TIMING);
         let out = m.handle(Time::ZERO, MemberInput::Start);
         (m, out)
     }
@@ -135,7 +140,7 @@ impl Fixture {
             identity(i, &self.directory),
             [seed; 32],
             Memo::shared(),
-            PHASE_US,
+            TIMING,
         )
         .unwrap();
         let out = m.handle(Time::ZERO, MemberInput::Start);

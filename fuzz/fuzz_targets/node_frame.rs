@@ -4,11 +4,12 @@
 #![no_main]
 use beacon::dkg::relay::SigningKey;
 use beacon::dkg::session::{DkgSession, SessionInput};
-use beacon::dkg::DkgSettings;
+use beacon::dkg::{DkgSettings, DkgTiming};
 use beacon::{MinPk, NodeIndex, Time};
 use consensus::Envelope;
 use libfuzzer_sys::fuzz_target;
 use std::sync::Arc;
+use std::time::Duration;
 
 fn session() -> DkgSession<MinPk> {
     let secrets: Vec<SigningKey> = (0..4u8).map(|i| SigningKey::from_bytes(&[i + 1; 32])).collect();
@@ -18,10 +19,9 @@ fn session() -> DkgSession<MinPk> {
         n: 4,
         thresholds: vec![2],
         dealers: Vec::new(),
-        phase_timeout_us: 1_000,
+        timing: DkgTiming::new(Duration::from_millis(1), 2),
         min_qualified: 2,
         max_faulty: 1,
-        max_attempts: 2,
     }
     .build()
     .unwrap();

@@ -408,7 +408,7 @@ pub(crate) fn committee(n: u32, k: u32) -> Vec<NodeIndex> {
 }
 
 fn dkg<S: Scheme>(args: &DkgArgs) -> Result<()> {
-    use beacon::dkg::{harness, DkgSettings};
+    use beacon::dkg::{harness, DkgSettings, DkgTiming};
     if !args.json {
         println!(
             "{:>6} {:>7} {:>18} {:>9} {:>10} {:>11} {:>12} {:>12} {:>13} {:>14}   scheme {}",
@@ -440,10 +440,9 @@ fn dkg<S: Scheme>(args: &DkgArgs) -> Result<()> {
             n,
             thresholds: thresholds.clone(),
             dealers: if k == n { Vec::new() } else { committee(n, k) },
-            phase_timeout_us: 1_000_000,
+            timing: DkgTiming::new(Duration::from_secs(1), 1),
             min_qualified: 1,
             max_faulty: 0,
-            max_attempts: 1,
         }
         .build()?;
         let memo = beacon::memo::Memo::shared();
@@ -496,7 +495,7 @@ fn dkg<S: Scheme>(args: &DkgArgs) -> Result<()> {
 }
 
 fn relay<S: Scheme>(args: &RelayArgs) -> Result<()> {
-    use beacon::dkg::{harness, DkgSettings};
+    use beacon::dkg::{harness, DkgSettings, DkgTiming};
     let delivery = match args.delivery.as_str() {
         "fifo" => harness::Delivery::Fifo,
         "random" => harness::Delivery::Random,
@@ -512,10 +511,9 @@ fn relay<S: Scheme>(args: &RelayArgs) -> Result<()> {
             n,
             thresholds: vec![f + 1, 2 * f + 1, 3 * f + 1],
             dealers: Vec::new(),
-            phase_timeout_us: 1_000_000,
+            timing: DkgTiming::new(Duration::from_secs(1), 1),
             min_qualified: f + 1,
             max_faulty: f,
-            max_attempts: 1,
         }
         .build()?;
         let memo = beacon::memo::Memo::shared();

@@ -1,11 +1,17 @@
-//! Rate-limited warnings: a peer that repeats one fault (oversized frames,
-//! malformed messages, invalid shares) must not flood the log. Each call site of
-//! [`warn_throttled!`] writes at most one line per [`INTERVAL_US`], and the next
-//! line it writes says how many it held back.
+//! Log lines of the node that are more than one call:
+//!
+//! - rate-limited warnings: a peer that repeats one fault (oversized frames,
+//!   malformed messages, invalid shares) must not flood the log. Each call
+//!   site of [`warn_throttled!`] writes at most one line per [`INTERVAL_US`],
+//!   and the next line it writes says how many it held back;
+//! - [`log_epoch_event`]: one line per step of an epoch change.
 
+use beacon::Scheme;
+use consensus::EpochEvent;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
+use tracing::{info, warn};
 
 /// Shortest time between two lines of one call site (1 s).
 pub const INTERVAL_US: u64 = 1_000_000;
@@ -71,6 +77,47 @@ macro_rules! warn_throttled {
             tracing::warn!(suppressed, $($arg)+);
         }
     }};
+}
+
+/// Logs a step of an epoch change.
+pub(crate) fn log_epoch_event<S: Scheme>(event: &EpochEvent<S>) {
+    match event {
+        EpochEvent::Decided { epoch, height } => {
+            info!(
+                epoch = epoch.get(),
+                height = height.get(),
+                "epoch change decided"
+            )
+        }
+        EpochEvent::Ready { epoch, digest } => {
+            info!(
+                epoch = epoch.get(),
+                keys = hex::encode(&digest[..8]),
+                "holding the new epoch's keys"
+            )
+        }
+        EpochEvent::Started {
+            epoch,
+            start,
+            members,
+            ..
+        } => info!(
+            epoch = epoch.get(),
+            start = start.get(),
+            members = members.len(),
+            "running the new epoch; its key material saved"
+        ),
+        EpochEvent::Retired { epoch, height } => {
+            warn!(
+                epoch = epoch.get(),
+                height = height.get(),
+                "left the group: shares erased"
+            )
+        }
+        EpochEvent::Failed { epoch, reason } => {
+            warn!(epoch = epoch.get(), reason = %reason, "epoch change failed")
+        }
+    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 use crate::config::{Crash, Partition, SimConfig};
 use crate::invariants::{FailureKind, Violation};
 use crate::SimError;
+use beacon::time::{US_PER_MS, US_PER_S};
 use consensus::Behaviour;
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -102,7 +103,7 @@ pub fn draw(base: &SimConfig, seed: u64) -> SimConfig {
     // drawn here may need longer (`consensus/SAFETY.md`, "How long a run may
     // take").
     if let Some(bound) = time_bound_us(&cfg) {
-        let secs = bound.div_ceil(1_000_000);
+        let secs = bound.div_ceil(US_PER_S);
         cfg.invariants.max_virtual_time_s = cfg.invariants.max_virtual_time_s.max(secs);
     }
     cfg
@@ -120,12 +121,9 @@ pub fn time_bound_us(cfg: &SimConfig) -> Option<u64> {
     let tau = |v: u64| replica.view_timeout_us(v);
     let faulty = u64::from(cfg.faults.byzantine + cfg.faults.twins);
     let lossy = u64::from(cfg.network.loss > 0.0);
-    // Every attempt of the DKG ends within 4 phases, each attempt's phases
+    // Every attempt of the DKG ends within its phases, each attempt's phases
     // twice as long as the last one's.
-    let phase = cfg.dkg.phase_timeout_ms.saturating_mul(1_000);
-    let dkg = phase
-        .saturating_mul(4)
-        .saturating_mul((1u64 << cfg.dkg.max_attempts.min(16)) - 1);
+    let dkg = cfg.dkg.timing().bound_us();
     // The end of the last transient fault, and the views its height may
     // have entered by then (each needs its whole timeout to pass).
     let healed = cfg
@@ -140,7 +138,7 @@ pub fn time_bound_us(cfg: &SimConfig) -> Option<u64> {
         )
         .max()
         .unwrap_or(0)
-        .saturating_mul(1_000);
+        .saturating_mul(US_PER_MS);
     let entered = (1..)
         .take_while(|v| replica.recovery_bound_us(*v) <= healed)
         .count() as u64;
@@ -223,7 +221,10 @@ fn run_seed(base: &SimConfig, seed: u64) -> Result<CampaignRun, SimError> {
             .protocol
             .beacon_shares
             .unwrap_or_else(|| {
-                consensus::BeaconShares::for_network(cfg.nodes, cfg.protocol.period_ms * 1_000)
+                consensus::BeaconShares::for_network(
+                    cfg.nodes,
+                    cfg.protocol.period_ms.saturating_mul(US_PER_MS),
+                )
             })
             .name(),
         rounds: report.rounds,

@@ -4,6 +4,7 @@
 //! [`DkgSettings`] that pass [`DkgSettings::validate`] (deserializing one
 //! checks it too), and read through them.
 
+use super::{DkgTiming, MAX_ATTEMPTS};
 use crate::{DkgError, Error, NodeIndex};
 use serde::{Deserialize, Serialize};
 
@@ -62,8 +63,9 @@ pub struct DkgSettings {
     pub thresholds: Vec<u32>,
     /// The dealers (sorted, distinct); empty means every member deals.
     pub dealers: Vec<NodeIndex>,
-    /// Length of each phase, in microseconds.
-    pub phase_timeout_us: u64,
+    /// How long its phases wait, and how often the session tries
+    /// ([`DkgTiming`]: each attempt's phases twice as long as the last one's).
+    pub timing: DkgTiming,
     /// Fewest qualified dealers for success (at least one must be honest for the
     /// secret to be unknown: f + 1 when every member deals; see
     /// [`committee::Committee`] for a drawn committee).
@@ -71,9 +73,6 @@ pub struct DkgSettings {
     /// Fault bound `f`: the agreement step of [`session::DkgSession`] needs
     /// `n - f` members signing the same result.
     pub max_faulty: u32,
-    /// Attempts of [`session::DkgSession`] before it fails (each with a fresh
-    /// session nonce and twice the phase length of the one before).
-    pub max_attempts: u32,
 }
 
 impl DkgSettings {
@@ -114,10 +113,9 @@ impl DkgSettings {
                 n: self.n,
             }));
         }
-        if self.max_attempts == 0 || self.max_attempts > 16 {
-            return Err(Error::Dkg(DkgError::MaxAttempts {
-                max_attempts: self.max_attempts,
-            }));
+        let max_attempts = self.timing.max_attempts;
+        if max_attempts == 0 || max_attempts > MAX_ATTEMPTS {
+            return Err(Error::Dkg(DkgError::MaxAttempts { max_attempts }));
         }
         let k = self.dealer_count();
         if self.min_qualified == 0 || self.min_qualified > k {

@@ -91,6 +91,7 @@ mod exponent;
 mod genesis;
 mod messages;
 mod output;
+mod timing;
 mod verdicts;
 
 pub use commitments::Commitments;
@@ -103,6 +104,7 @@ pub use messages::{
 };
 pub use output::{DkgOutput, ThresholdKeyMaterial};
 pub use phases::{DkgFailure, PhaseAction, PhaseMachine, Sharing};
+pub use timing::{DkgTiming, ATTEMPT_PHASES, MAX_ATTEMPTS};
 pub use verdicts::Verdicts;
 
 use crate::field::Scalar;

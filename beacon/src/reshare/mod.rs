@@ -80,12 +80,13 @@
 //! A 4-member DKG, then a resharing to 5 members (two leave, three join) with
 //! the in-memory [`harness`]:
 //! ```
-//! use beacon::dkg::{harness as dkg_harness, DkgSettings};
+//! use beacon::dkg::{harness as dkg_harness, DkgSettings, DkgTiming};
 //! use beacon::reshare::{harness, MemberId, ReshareSettings};
 //! use beacon::{memo::Memo, MinSig};
 //! let config = DkgSettings {
 //!     session: [1; 32], n: 4, thresholds: vec![2], dealers: vec![],
-//!     phase_timeout_us: 1_000, min_qualified: 2, max_faulty: 1, max_attempts: 1,
+//!     timing: DkgTiming::new(std::time::Duration::from_millis(1), 1),
+//!     min_qualified: 2, max_faulty: 1,
 //! }
 //! .build()?;
 //! let memo = Memo::shared();

@@ -277,18 +277,8 @@ impl<S: Scheme> ThresholdPublicKey<S> {
         method: InterpolationMethod,
         rng: &mut R,
     ) -> Result<Recovery<S>, Error> {
-        let signers: Vec<NodeIndex> = shares.iter().map(|s| s.signer).collect();
-        self.domain.check_signers(&signers)?;
-        let t = self.threshold as usize;
-        if shares.len() < t {
-            return Err(Error::NotEnoughShares {
-                have: shares.len(),
-                need: t,
-            });
-        }
+        let candidate = self.aggregate(shares, method)?;
         let hashed = S::hash_message(msg);
-        let coefficients = self.domain.lagrange_at_zero(&signers[..t], method)?;
-        let candidate = combine::<S>(&coefficients, &shares[..t]);
         if S::verify_hashed(&self.group_key, &hashed, &candidate) {
             return Ok(Recovery {
                 signature: Some(candidate),
@@ -301,15 +291,13 @@ impl<S: Scheme> ThresholdPublicKey<S> {
             .filter(|s| !invalid.contains(&s.signer))
             .copied()
             .collect();
-        if valid.len() < t {
+        if valid.len() < self.threshold as usize {
             return Ok(Recovery {
                 signature: None,
                 invalid,
             });
         }
-        let signers: Vec<NodeIndex> = valid[..t].iter().map(|s| s.signer).collect();
-        let coefficients = self.domain.lagrange_at_zero(&signers, method)?;
-        let signature = combine::<S>(&coefficients, &valid[..t]);
+        let signature = self.aggregate(&valid, method)?;
         if !S::verify_hashed(&self.group_key, &hashed, &signature) {
             return Err(Error::InvalidSignature(SignatureError::InconsistentKey));
         }

@@ -10,7 +10,7 @@ use crate::participant::{Adversary, Participant};
 use crate::replica::{ChainWindow, Replica, SignedVotes};
 use crate::ConsensusError;
 use beacon::dkg::session::{DkgSession, SessionParticipant};
-use beacon::dkg::{DkgConfig, DkgOutput};
+use beacon::dkg::{DkgConfig, DkgOutput, DkgTiming};
 use beacon::memo::Memo;
 use beacon::multisig::ConsensusSecretKey;
 use beacon::{NodeIndex, Scheme};
@@ -57,7 +57,7 @@ impl<S: Scheme> Member<S> {
         let me = identity.me.address();
         let consensus = identity.consensus.clone();
         let identity = Identity {
-            phase_timeout_us: dkg.phase_timeout_us,
+            timing: dkg.timing,
             who: identity,
         };
         let session = DkgSession::new(
@@ -201,14 +201,14 @@ impl<S: Scheme> Member<S> {
     /// A party, `identity`, that joins the running network whose current
     /// epoch is `epoch` (the members it trusts to invite it): it waits for
     /// `f + 1` identical invitations, takes part in the change, and runs the
-    /// new epoch's replica from the handoff. Resharings use phases of
-    /// `phase_timeout_us`.
+    /// new epoch's replica from the handoff. Resharings use the phase length
+    /// of `timing`.
     pub fn joining(
         epoch: EpochView,
         identity: MemberIdentity,
         seed: [u8; 32],
         memo: Arc<Memo>,
-        phase_timeout_us: u64,
+        timing: DkgTiming,
     ) -> Result<Self, ConsensusError> {
         if !identity.is_listed::<S>() {
             return Err(ConsensusError::Beacon(beacon::Error::Reshare(
@@ -221,7 +221,7 @@ impl<S: Scheme> Member<S> {
         let consensus = identity.consensus.clone();
         let identity = Identity {
             who: identity,
-            phase_timeout_us,
+            timing,
         };
         Ok(Self::assemble(
             me,
@@ -236,12 +236,12 @@ impl<S: Scheme> Member<S> {
     }
 
     /// Gives a restored member its identity, so that it takes part in epoch
-    /// changes (resharings with phases of `phase_timeout_us`).
-    pub fn with_identity(mut self, identity: MemberIdentity, phase_timeout_us: u64) -> Self {
+    /// changes (resharings with the phase length of `timing`).
+    pub fn with_identity(mut self, identity: MemberIdentity, timing: DkgTiming) -> Self {
         self.epochs = epochs::EpochState::new(&self.epoch, Some(&identity.directory), &self.memo);
         self.identity = Some(Identity {
             who: identity,
-            phase_timeout_us,
+            timing,
         });
         self
     }

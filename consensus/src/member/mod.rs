@@ -28,7 +28,7 @@ use crate::replica::{Event, Input, Output, Timer};
 use crate::{DirectoryIndex, Epoch, Height};
 use beacon::dkg::relay::SigningKey;
 use beacon::dkg::session::{SessionAction, SessionInput, SessionParticipant};
-use beacon::dkg::DkgOutput;
+use beacon::dkg::{DkgOutput, DkgTiming};
 use beacon::effect::Effect;
 use beacon::memo::Memo;
 use beacon::multisig::ConsensusSecretKey;
@@ -53,11 +53,11 @@ enum Phase<S: Scheme> {
 }
 
 /// What a member needs to take part in epoch changes: who it is, and the
-/// DKG's phase length (reused by resharings).
+/// DKG's timing (resharings reuse its phase length).
 #[derive(Clone)]
 struct Identity {
     who: MemberIdentity,
-    phase_timeout_us: u64,
+    timing: DkgTiming,
 }
 
 /// One member: DKG, then replica, epoch after epoch.

@@ -27,6 +27,9 @@ type Sig = <S as Scheme>::Signature;
 /// Phase length of changes (µs).
 const PHASE_US: u64 = 1_000_000;
 
+/// The timing of the members' changes: phases of [`PHASE_US`].
+const TIMING: DkgTiming = DkgTiming::new(std::time::Duration::from_micros(PHASE_US), 1);
+
 /// Parties: the genesis members, then the joiners.
 const PARTIES: u32 = 7;
 
@@ -193,7 +196,7 @@ fn restored(i: u32, chain: Vec<Arc<CommittedEntry<S>>>) -> Member<S> {
         None,
     )
     .unwrap()
-    .with_identity(identity(i), PHASE_US)
+    .with_identity(identity(i), TIMING)
 }
 
 /// Party `i` (not a genesis member), waiting to join (not started).
@@ -203,7 +206,7 @@ fn joiner(i: u32) -> Member<S> {
         identity(i),
         [i as u8 * 11; 32],
         Memo::disabled(),
-        PHASE_US,
+        TIMING,
     )
     .unwrap()
 }

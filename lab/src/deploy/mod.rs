@@ -1,6 +1,7 @@
 //! `sbft-beacon deploy compose`: a whole network written as files, ready for
-//! Docker Compose on one machine or for N real hosts; and `sbft-beacon health`,
-//! the probe the container image's `HEALTHCHECK` runs.
+//! Docker Compose on one machine or for N real hosts, for the image of the slim
+//! `sbft-beacon-node` (`scripts/Dockerfile`; its `HEALTHCHECK` runs
+//! `sbft-beacon-node health`, `node_cli::health_cmd`).
 //!
 //! This module owns the deployment layout: which node runs where, its ports and
 //! the addresses its peers dial, the `compose.yml` files, and who owns the files
@@ -30,16 +31,12 @@
 //! - `compose.rs`: the `compose.yml` files;
 //! - `tls_proxy.rs`: with `--tls-proxy PORT` (one machine), a TLS-terminating
 //!   proxy in front of the nodes' APIs, and its folder `DIR/tls-proxy/`;
-//! - `files.rs`: who owns the files written, and the output folder;
-//! - `health.rs`: `sbft-beacon health`.
+//! - `files.rs`: who owns the files written, and the output folder.
 
 mod compose;
 mod files;
-mod health;
 mod placement;
 mod tls_proxy;
-
-pub(crate) use health::{health, HealthArgs};
 
 use anyhow::{bail, Context, Result};
 use beacon::SchemeId;

@@ -1,11 +1,11 @@
 //! The tests of `deploy compose` and `health`: the files written for one
 //! machine and for several hosts, refused arguments, the API a config names.
 
-use super::health::api_of;
 use super::placement::host_folder;
 use super::{unix_now, write, ComposeArgs};
 use beacon::SchemeId;
 use node::config::NodeConfig;
+use node_cli::health_cmd::api_of;
 use serde_norway::Value;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};

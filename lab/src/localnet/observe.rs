@@ -115,7 +115,7 @@ pub(super) async fn observe(
     timeout: Duration,
     flood_count: u32,
 ) -> Result<Outcome> {
-    let client = crate::http_client::local_client(Duration::from_secs(5))?;
+    let client = node_cli::http_client::local_client(Duration::from_secs(5))?;
     let startup_s = wait_for_round_one(&client, procs, launched, timeout).await?;
     let startup_cpu_s = procs.iter().map(|p| process_cpu_s(p.child.id())).sum();
     let start = Instant::now();

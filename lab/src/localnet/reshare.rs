@@ -116,7 +116,7 @@ pub(super) async fn observe_reshare(
     propose_after: u64,
     timeout: Duration,
 ) -> Result<ReshareOutcome> {
-    let client = crate::http_client::local_client(Duration::from_secs(5))?;
+    let client = node_cli::http_client::local_client(Duration::from_secs(5))?;
     let deadline = Instant::now() + timeout;
     let old: Vec<usize> = (0..genesis as usize).collect();
     let new: Vec<usize> = (0..to as usize).collect();

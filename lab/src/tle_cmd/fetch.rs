@@ -1,10 +1,10 @@
 //! What `tle` reads from a node's HTTP API: the chain info (the client, its
-//! URLs and TLS are [`crate::http_client`]'s).
+//! URLs and TLS are [`node_cli::http_client`]'s).
 
 use super::lock::parse_info;
-use crate::http_client::{failed_in_tls, ApiClient};
 use anyhow::Result;
 use beacon::ChainInfo;
+use node_cli::http_client::{failed_in_tls, ApiClient};
 
 pub(super) async fn fetch_info(client: &ApiClient, base: &str) -> Result<ChainInfo> {
     let url = format!("{base}/info");

@@ -17,7 +17,7 @@
 //! period 0 (back-to-back rounds) have no round schedule to lock to.
 //!
 //! `--url` is http or https (`--cacert FILE` for a private CA): the client is
-//! [`crate::http_client`]'s.
+//! [`node_cli::http_client`]'s.
 //!
 //! Files: here the arguments and the two commands; `time.rs` durations,
 //! rounds and dates; `lock.rs` the timelock itself; `fetch.rs` the node's
@@ -30,13 +30,13 @@ mod lock;
 mod tests;
 mod time;
 
-use crate::http_client::{base_url, runtime, ApiClient, TlsArgs};
 use anyhow::{bail, Context, Result};
 use beacon::{Beacon, BeaconJson, ChainInfo};
 use clap::{ArgGroup, Args, Subcommand};
 use fetch::fetch_info;
 use files::{input_name, is_stdio, open_input, write_atomically};
 use lock::{check_timelockable, decrypt_with, encrypt_to, parse_info, read_header, Header};
+use node_cli::http_client::{base_url, runtime, ApiClient, TlsArgs};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;

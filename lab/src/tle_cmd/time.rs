@@ -154,13 +154,7 @@ pub(super) fn round_at_or_after(info: &ChainInfo, t: i64) -> Result<u64> {
             hex::encode(info.hash())
         );
     }
-    if t <= info.genesis_time {
-        return Ok(1);
-    }
-    let elapsed = u64::try_from(i128::from(t) - i128::from(info.genesis_time))
-        .context("time out of range")?;
-    let steps = elapsed.div_ceil(u64::from(info.period));
-    let round = steps.checked_add(1).context("round out of range (u64)")?;
-    debug_assert!(info.time_of_round(round) >= t);
-    Ok(round)
+    info.schedule()
+        .round_at_or_after(i128::from(t))
+        .context("round out of range (u64)")
 }

@@ -165,22 +165,14 @@ pub(super) fn unix_now() -> Duration {
         .unwrap_or_default()
 }
 
-/// Rounds due by Unix time `now` (seconds) on a paced chain: 0 before genesis
-/// and on back-to-back chains.
-pub(super) fn rounds_due(info: &ChainInfo, now: i64) -> u64 {
-    if info.period == 0 || now < info.genesis_time {
-        0
-    } else {
-        // `now >= genesis_time`, so the saturated difference is the true one
-        // up to i64::MAX (a genesis far in the past is a config, not a panic).
-        (now.saturating_sub(info.genesis_time) / i64::from(info.period)) as u64 + 1
-    }
-}
-
-/// The first round not due yet at `now` (the one after `latest` on a
-/// back-to-back chain, or if this node is ahead of the clock).
+/// The first round not due yet at Unix time `now` (seconds), or the one
+/// after `latest` on a back-to-back chain or if this node is ahead of the
+/// clock ([`beacon::time::RoundSchedule::rounds_due`]).
 pub(super) fn next_round(info: &ChainInfo, latest: u64, now: i64) -> u64 {
-    rounds_due(info, now).max(latest).saturating_add(1)
+    info.schedule()
+        .rounds_due(i128::from(now))
+        .max(latest)
+        .saturating_add(1)
 }
 
 /// Round `round`'s beacon if it is durable here: from memory, else the store.
@@ -318,7 +310,8 @@ fn latest_beacon(s: &ApiState, chain: &Chain, api: Api) -> Response {
         return with_cache(NO_CACHE, not_found("no beacon yet".into()));
     };
     let now = unix_now().as_secs() as i64;
-    let max_age = if b.round < rounds_due(&known.info, now) || known.info.period == 0 {
+    let due = known.info.schedule().rounds_due(i128::from(now));
+    let max_age = if b.round < due || known.info.period == 0 {
         0
     } else {
         let next = next_round(&known.info, b.round, now);
@@ -409,7 +402,10 @@ async fn health(State(s): Shared, target: Target) -> Response {
     let expected = if known.info.period == 0 {
         current
     } else {
-        rounds_due(&known.info, unix_now().as_secs() as i64)
+        known
+            .info
+            .schedule()
+            .rounds_due(i128::from(unix_now().as_secs()))
     };
     let status = if current + 1 >= expected {
         StatusCode::OK

@@ -12,7 +12,7 @@ use beacon::{Scheme, Time};
 use consensus::epoch::{check_change, check_consensus_keys, member_id, EpochChange};
 use consensus::{DirectoryIndex, EpochEvent, MemberInput};
 use std::sync::atomic::Ordering;
-use tracing::{info, warn};
+use tracing::info;
 
 impl<S: Scheme> Node<S> {
     /// Persists what a change of members gave this node, durably before the
@@ -184,46 +184,5 @@ impl<S: Scheme> Node<S> {
             c,
             change: digest,
         })
-    }
-}
-
-/// Logs a step of an epoch change.
-pub(super) fn log_epoch_event<S: Scheme>(event: &EpochEvent<S>) {
-    match event {
-        EpochEvent::Decided { epoch, height } => {
-            info!(
-                epoch = epoch.get(),
-                height = height.get(),
-                "epoch change decided"
-            )
-        }
-        EpochEvent::Ready { epoch, digest } => {
-            info!(
-                epoch = epoch.get(),
-                keys = hex::encode(&digest[..8]),
-                "holding the new epoch's keys"
-            )
-        }
-        EpochEvent::Started {
-            epoch,
-            start,
-            members,
-            ..
-        } => info!(
-            epoch = epoch.get(),
-            start = start.get(),
-            members = members.len(),
-            "running the new epoch; its key material saved"
-        ),
-        EpochEvent::Retired { epoch, height } => {
-            warn!(
-                epoch = epoch.get(),
-                height = height.get(),
-                "left the group: shares erased"
-            )
-        }
-        EpochEvent::Failed { epoch, reason } => {
-            warn!(epoch = epoch.get(), reason = %reason, "epoch change failed")
-        }
     }
 }

@@ -361,7 +361,7 @@ async fn build_member<S: Scheme>(
     // The memo shares results between replicas of one process (the simulator);
     // a node has one replica, and an unbounded cache there would only grow.
     let memo = Memo::disabled();
-    let phase_us = cfg.dkg.phase_timeout_ms.saturating_mul(1_000);
+    let timing = cfg.dkg.timing();
     let recorded_epoch = disk.epoch_record.as_ref().map(|(r, _)| {
         EpochView::new(
             r.number,
@@ -386,7 +386,7 @@ async fn build_member<S: Scheme>(
             Member::restore_in(
                 epoch, output, consensus, disk.chain, votes, seed, memo, adversary,
             )?
-            .with_identity(identity, phase_us)
+            .with_identity(identity, timing)
         }
         None if disk.joins => {
             // The members it trusts to invite it: those of the epoch it
@@ -399,7 +399,7 @@ async fn build_member<S: Scheme>(
                 members = epoch.members.len(),
                 "joining: waiting for the members to reshare to a member list with this node"
             );
-            Member::joining(epoch, identity, seed, memo, phase_us)?
+            Member::joining(epoch, identity, seed, memo, timing)?
         }
         None => {
             if !wait_for_peers(cfg, net, stop).await {

@@ -5,11 +5,11 @@
 //! joiner's handoff.
 
 use super::chain_info;
-use super::epoch::log_epoch_event;
 use crate::backfill::Backfill;
 use crate::clock::{now, thread_cpu_ns};
 use crate::config::Validated;
 use crate::http::ApiState;
+use crate::logs::log_epoch_event;
 use crate::metrics::Phase;
 use crate::net::{Network, NetworkError};
 use crate::recorder::Recorder;

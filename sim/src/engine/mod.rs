@@ -99,7 +99,7 @@ struct Engine<S: Scheme> {
     dkg_done: Vec<Option<Time>>,
     /// Every party's member key and consensus key.
     directory: Directory,
-    phase_timeout_us: u64,
+    dkg_timing: beacon::dkg::DkgTiming,
     dkg_dealers: u32,
     dkg_qualified: u32,
     dkg_disqualified: BTreeMap<u32, Disqualification>,

@@ -162,14 +162,14 @@ fn joiner<S: Scheme>(
     i: u32,
     memo: &Arc<Memo>,
     directory: &Directory,
-    phase_timeout_us: u64,
+    dkg_timing: beacon::dkg::DkgTiming,
 ) -> Result<Member<S>, consensus::ConsensusError> {
     Member::joining(
         EpochView::genesis(replica.clone(), directory),
         identity(seed, i, directory),
         member_seed(seed, i),
         memo.clone(),
-        phase_timeout_us,
+        dkg_timing,
     )
 }
 
@@ -285,14 +285,7 @@ impl<S: Scheme> Engine<S> {
             });
         }
         for i in n..parties {
-            let member = joiner(
-                &replica,
-                cfg.seed,
-                i,
-                &memo,
-                &directory,
-                dkg.phase_timeout_us,
-            )?;
+            let member = joiner(&replica, cfg.seed, i, &memo, &directory, dkg.timing)?;
             slots.push(Slot::new(i, Some(member)));
         }
         let honest: Vec<bool> = slots.iter().map(|s| s.honest).collect();
@@ -329,7 +322,7 @@ impl<S: Scheme> Engine<S> {
             trace: Sha256::new(),
             processed: 0,
             dkg_done: vec![None; total],
-            phase_timeout_us: dkg.phase_timeout_us,
+            dkg_timing: dkg.timing,
             directory,
             dkg_dealers: dealer_count,
             dkg_qualified: 0,
@@ -466,7 +459,7 @@ impl<S: Scheme> Engine<S> {
                 .map(|m| {
                     m.with_identity(
                         identity(self.cfg.seed, node, &self.directory),
-                        self.phase_timeout_us,
+                        self.dkg_timing,
                     )
                 }),
             )
@@ -494,7 +487,7 @@ impl<S: Scheme> Engine<S> {
                 i,
                 &self.memo,
                 &self.directory,
-                self.phase_timeout_us,
+                self.dkg_timing,
             )
             .map_err(|e| (i, e))?;
             self.slots[i as usize].member = Some(member);

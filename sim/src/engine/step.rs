@@ -86,10 +86,10 @@ struct Shared<'a> {
     replica: &'a ReplicaConfig,
     memo: &'a Arc<Memo>,
     seed: u64,
-    /// Every party's keys, and the DKG's phase: a restarted member's
+    /// Every party's keys, and the DKG's timing: a restarted member's
     /// identity.
     directory: &'a Directory,
-    phase_timeout_us: u64,
+    dkg_timing: beacon::dkg::DkgTiming,
     /// Every party, joiners included: the receivers of a broadcast and its sender.
     parties: u32,
     /// Whether the merge drops what members do as replicas (before the cut
@@ -354,7 +354,7 @@ fn restore<S: Scheme>(
     .map(|m| {
         m.with_identity(
             super::setup::identity(shared.seed, slot.identity, shared.directory),
-            shared.phase_timeout_us,
+            shared.dkg_timing,
         )
     });
     Some(restored)
@@ -456,7 +456,7 @@ impl<S: Scheme> Engine<S> {
             memo: &self.memo,
             seed: self.cfg.seed,
             directory: &self.directory,
-            phase_timeout_us: self.phase_timeout_us,
+            dkg_timing: self.dkg_timing,
             parties: self.parties,
             before_cut: self.before_cut(),
         };

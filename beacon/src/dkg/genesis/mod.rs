@@ -91,7 +91,7 @@ impl<S: Scheme> Sharing<S> for Genesis<S> {
     }
 
     fn phase_timeout_us(&self) -> u64 {
-        self.config.phase_timeout_us
+        self.config.timing.phase_us()
     }
 
     fn has_committee(&self) -> bool {

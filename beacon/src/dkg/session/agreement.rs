@@ -7,7 +7,7 @@ use super::{
     SessionFailure, SessionMessage, SessionTimer, SignedResult, State,
 };
 use crate::dkg::relay;
-use crate::dkg::DkgOutput;
+use crate::dkg::{DkgOutput, ATTEMPT_PHASES};
 use crate::effect::Effect;
 use crate::{NodeIndex, Scheme, Time};
 use ed25519_dalek::Signer as _;
@@ -242,7 +242,7 @@ impl<S: Scheme> DkgSession<S> {
         let quorum = (self.base.n - self.base.max_faulty) as usize;
         if self.tally.values().any(|c| *c >= quorum) && self.recovery.wait() {
             out.push(SessionAction::Effect(Effect::SetTimer {
-                at: now.plus_micros(self.phase_us().saturating_mul(4)),
+                at: now.plus_micros(self.phase_us().saturating_mul(ATTEMPT_PHASES)),
                 timer: SessionTimer::EndOfAttempt {
                     attempt: self.attempt,
                 },
@@ -250,7 +250,7 @@ impl<S: Scheme> DkgSession<S> {
             return;
         }
         let next = self.attempt + 1;
-        if next >= self.base.max_attempts {
+        if next >= self.base.timing.max_attempts {
             self.state = State::Over;
             out.push(SessionAction::Failed(SessionFailure::NoAgreement {
                 attempts: next,

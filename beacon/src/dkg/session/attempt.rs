@@ -10,7 +10,9 @@ use crate::dkg::relay::{
     BroadcastRelay, Kind, RelayMessage, RelayedEvent, RelayedInput, RelayedMachine, RelayedMessage,
     SigningKey, VerifyingKey,
 };
-use crate::dkg::{Dkg, DkgConfig, DkgFailure, DkgInput, DkgMessage, DkgOutput, DkgTimer, Genesis};
+use crate::dkg::{
+    Dkg, DkgConfig, DkgFailure, DkgInput, DkgMessage, DkgOutput, DkgTimer, Genesis, ATTEMPT_PHASES,
+};
 use crate::effect::Effect;
 use crate::memo::Memo;
 use crate::{Error, NodeIndex, Scheme, Time};
@@ -32,7 +34,7 @@ impl<S: Scheme> DkgSession<S> {
         let session = attempt_session(&base.session, attempt);
         let config = base.with(|c| {
             c.session = session;
-            c.phase_timeout_us = base.phase_timeout_us.saturating_mul(1 << attempt.min(16));
+            c.timing = base.timing.for_attempt(attempt);
         })?;
         let seed = attempt_seed(seed, &config);
         let dkg = Dkg::new(config, me, seed, memo.clone())?.with_relay();
@@ -49,7 +51,7 @@ impl<S: Scheme> DkgSession<S> {
     }
 
     pub(super) fn phase_us(&self) -> u64 {
-        self.dkg().config().phase_timeout_us
+        self.dkg().config().timing.phase_us()
     }
 
     /// Starts the current attempt; the messages of it that came early go
@@ -57,7 +59,7 @@ impl<S: Scheme> DkgSession<S> {
     pub(super) fn begin(&mut self, now: Time, out: &mut Outbox<S>) {
         self.state = State::Running;
         out.push(SessionAction::Effect(Effect::SetTimer {
-            at: now.plus_micros(self.phase_us().saturating_mul(4)),
+            at: now.plus_micros(self.phase_us().saturating_mul(ATTEMPT_PHASES)),
             timer: SessionTimer::EndOfAttempt {
                 attempt: self.attempt,
             },

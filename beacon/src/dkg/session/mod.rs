@@ -481,7 +481,8 @@ impl<S: Scheme> DkgSession<S> {
                 self.attempt.saturating_add(1)
             };
             let room = EARLY_PER_MEMBER.saturating_mul(self.base.n as usize);
-            if attempt == next && attempt < self.base.max_attempts && self.early.len() < room {
+            if attempt == next && attempt < self.base.timing.max_attempts && self.early.len() < room
+            {
                 self.early.push((from, message));
             }
             return;

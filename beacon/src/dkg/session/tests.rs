@@ -1,10 +1,11 @@
 //! Sessions over an in-memory network: agreement, late members, distinct attempts.
 
 use super::*;
-use crate::dkg::DkgSettings;
+use crate::dkg::{DkgSettings, DkgTiming};
 use crate::effect::Effect;
 use crate::schedule::EventQueue;
 use crate::scheme::MinSig;
+use std::time::Duration;
 
 /// Each member's last terminal action.
 type Results = Vec<Option<Result<Arc<DkgOutput<MinSig>>, SessionFailure>>>;
@@ -32,10 +33,9 @@ fn run_cut(
         n,
         thresholds: vec![f + 1],
         dealers: Vec::new(),
-        phase_timeout_us: 1_000,
+        timing: DkgTiming::new(Duration::from_millis(1), attempts),
         min_qualified: f + 1,
         max_faulty: f,
-        max_attempts: attempts,
     }
     .build()
     .unwrap();
@@ -211,10 +211,9 @@ fn only_a_full_valid_certificate_counts_as_a_quorum() {
         n,
         thresholds: vec![f + 1],
         dealers: [0, 1, 2, 3, 4].map(NodeIndex).to_vec(),
-        phase_timeout_us: 1_000,
+        timing: DkgTiming::new(Duration::from_millis(1), 2),
         min_qualified: 3,
         max_faulty: f,
-        max_attempts: 2,
     }
     .build()
     .unwrap();

@@ -191,7 +191,7 @@ fn config_validation() {
         }))
     );
     let mut cfg = config(4, Vec::new()).settings();
-    cfg.max_attempts = 17;
+    cfg.timing.max_attempts = 17;
     assert_eq!(
         cfg.validate(),
         Err(Error::Dkg(DkgError::MaxAttempts { max_attempts: 17 }))

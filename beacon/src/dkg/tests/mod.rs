@@ -15,6 +15,7 @@ use crate::scheme::{MinPk, MinSig};
 use crate::threshold::SignatureShare;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
+use std::time::Duration;
 
 fn config(n: u32, dealers: Vec<NodeIndex>) -> DkgConfig {
     settings(n, dealers).build().unwrap()
@@ -28,10 +29,9 @@ fn settings(n: u32, dealers: Vec<NodeIndex>) -> DkgSettings {
         n,
         thresholds: vec![f + 1, 2 * f + 1, 3 * f + 1],
         dealers,
-        phase_timeout_us: 1_000,
+        timing: DkgTiming::new(Duration::from_millis(1), 3),
         min_qualified: f + 1,
         max_faulty: f,
-        max_attempts: 3,
     }
 }
 

@@ -18,7 +18,7 @@ fn phases_end_when_everything_is_in() {
     let silent = with_faults::<MinPk>(7, &[(3, DealerFault::Silent)], 5, &Disturbances::default());
     assert_eq!(
         silent.finished_at,
-        Time::ZERO.plus_micros(2 * cfg.phase_timeout_us)
+        Time::ZERO.plus_micros(2 * cfg.timing.phase_us())
     );
 }
 

@@ -3,7 +3,7 @@
 //! `cargo test -p beacon reshare_64_to_96 -- --nocapture` to see the numbers.
 
 use super::*;
-use crate::dkg::{harness as dkg_harness, DkgSettings};
+use crate::dkg::{harness as dkg_harness, DkgSettings, DkgTiming};
 use crate::scheme::MinSig;
 use std::time::{Duration, Instant};
 
@@ -56,10 +56,9 @@ fn dkg(n: u32, seed: u64) -> dkg_harness::DkgRun<MinSig> {
         n,
         thresholds: vec![f + 1],
         dealers: Vec::new(),
-        phase_timeout_us: 1_000,
+        timing: DkgTiming::new(Duration::from_millis(1), 1),
         min_qualified: f + 1,
         max_faulty: f,
-        max_attempts: 1,
     }
     .build()
     .unwrap();

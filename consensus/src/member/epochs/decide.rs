@@ -89,7 +89,7 @@ impl<S: Scheme> Member<S> {
         }
         self.epochs.resend_armed = true;
         out.push(MemberOutput::Effect(Effect::SetTimer {
-            at: now.plus_micros(identity.phase_timeout_us.max(1)),
+            at: now.plus_micros(identity.timing.phase_us().max(1)),
             timer: MemberTimer::EpochResend,
         }));
     }
@@ -245,7 +245,7 @@ impl<S: Scheme> Member<S> {
             old_public_polynomial: beacon_key.public_polynomial.clone(),
             new_members: change.members.clone(),
             new_threshold: new.config.beacon_threshold,
-            phase_timeout_us: identity.phase_timeout_us,
+            phase_timeout_us: identity.timing.phase_us(),
         }
         .build();
         let reshare = match reshare {

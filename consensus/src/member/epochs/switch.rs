@@ -496,7 +496,7 @@ impl<S: Scheme> Member<S> {
             return;
         };
         let epoch = t.epoch();
-        let after = identity.phase_timeout_us.saturating_mul(RETAIN_PHASES);
+        let after = identity.timing.phase_us().saturating_mul(RETAIN_PHASES);
         out.push(MemberOutput::Effect(Effect::SetTimer {
             at: now.plus_micros(after.max(1)),
             timer: MemberTimer::Epoch {

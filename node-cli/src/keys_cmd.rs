@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 /// Options of `keys`.
 #[derive(Args)]
-pub(crate) struct KeysArgs {
+pub struct KeysArgs {
     /// Where to write the new identity (the consensus key goes beside it,
     /// as `consensus.key`).
     #[arg(long, value_name = "FILE", required_unless_present = "show")]
@@ -35,7 +35,7 @@ pub(crate) struct KeysArgs {
 }
 
 /// Runs `keys`.
-pub(crate) fn run(args: KeysArgs) -> Result<()> {
+pub fn run(args: KeysArgs) -> Result<()> {
     let (key, consensus, file) = match (args.out, args.show) {
         (Some(out), None) => {
             let consensus_file = identity::consensus_key_beside(&out);

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 /// Options of `health`.
 #[derive(Args)]
-pub(crate) struct HealthArgs {
+pub struct HealthArgs {
     /// The node's config: its `http` address is probed (on loopback where it
     /// listens on every address).
     #[arg(long, value_name = "FILE", default_value = "/node/node.toml")]
@@ -30,7 +30,7 @@ pub(crate) struct HealthArgs {
 }
 
 /// The API base URL of the node configured in `path`.
-pub(super) fn api_of(path: &Path) -> Result<String> {
+pub fn api_of(path: &Path) -> Result<String> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let cfg: NodeConfig = toml::from_str(&text)
@@ -50,7 +50,7 @@ pub(super) fn api_of(path: &Path) -> Result<String> {
 
 /// Runs `health`: `GET /health`; succeeds on 200 (the node has its key material
 /// and is on schedule), fails otherwise, printing what the node said.
-pub(crate) fn health(args: HealthArgs) -> Result<()> {
+pub fn run(args: HealthArgs) -> Result<()> {
     let base = match &args.url {
         Some(u) => base_url(u)?,
         None if args.tls.cacert.is_some() => bail!("--cacert is for an https --url"),

@@ -23,7 +23,7 @@ use std::path::PathBuf;
 
 /// Options of `reshare`.
 #[derive(Args)]
-pub(crate) struct ReshareArgs {
+pub struct ReshareArgs {
     /// The config of the node to propose through (its HTTP address and peers).
     #[arg(long, value_name = "FILE")]
     config: PathBuf,
@@ -86,7 +86,7 @@ fn request(cfg: &Validated, path: &PathBuf) -> Result<ReshareRequest> {
 
 /// The node's API on this machine (an unspecified listen address is reached
 /// on loopback).
-pub(crate) fn local_api(http: SocketAddr) -> String {
+fn local_api(http: SocketAddr) -> String {
     let ip = if http.ip().is_unspecified() {
         match http {
             SocketAddr::V4(_) => std::net::IpAddr::from([127, 0, 0, 1]),
@@ -99,7 +99,7 @@ pub(crate) fn local_api(http: SocketAddr) -> String {
 }
 
 /// Runs `reshare`.
-pub(crate) fn run(args: ReshareArgs) -> Result<()> {
+pub fn run(args: ReshareArgs) -> Result<()> {
     let cfg = NodeConfig::load(&args.config)?;
     let request = request(&cfg, &args.new_members)?;
     let base = local_api(cfg.http);

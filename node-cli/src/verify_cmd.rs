@@ -16,7 +16,7 @@ const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Options of `verify`.
 #[derive(Args)]
-pub(crate) struct VerifyArgs {
+pub struct VerifyArgs {
     /// A chain in drand's JSON shape: `{"info": {...}, "beacons": [...]}` (what
     /// `sim --chain` writes).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["info", "beacons", "url"])]
@@ -79,7 +79,7 @@ async fn fetch(
 }
 
 /// Runs `verify`; exits with status 1 at the first bad round.
-pub(crate) fn run(args: VerifyArgs) -> Result<()> {
+pub fn run(args: VerifyArgs) -> Result<()> {
     if args.tls.cacert.is_some() && args.url.is_none() {
         bail!("--cacert is for an https --url");
     }

@@ -13,7 +13,7 @@ const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(200
 
 /// Options of `run`.
 #[derive(Args)]
-pub(crate) struct RunArgs {
+pub struct RunArgs {
     /// The node's config file.
     #[arg(long, value_name = "FILE")]
     config: PathBuf,
@@ -35,7 +35,7 @@ pub(crate) struct RunArgs {
 }
 
 /// Installs the log subscriber: `RUST_LOG` or `info` (libp2p at `warn`), to stderr.
-pub(crate) fn init_logging() {
+fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new("info,libp2p=warn,libp2p_stream=warn")
     });
@@ -73,7 +73,7 @@ fn node<S: Scheme>(args: (Validated, usize, Option<consensus::Behaviour>, bool))
 }
 
 /// Runs `run`.
-pub(crate) fn run(args: RunArgs) -> Result<()> {
+pub fn run(args: RunArgs) -> Result<()> {
     init_logging();
     let cfg = NodeConfig::load(&args.config)?;
     with_bls_scheme!(

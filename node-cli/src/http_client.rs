@@ -1,4 +1,4 @@
-//! The one HTTP client of the binary: every command that talks to a node's or
+//! The one HTTP client of both binaries: every command that talks to a node's or
 //! a beacon's HTTP API (`tle`, `verify --url`, `health`, and the lab's own
 //! `localnet` and `reshare`) builds its `reqwest` client here.
 //!
@@ -23,11 +23,11 @@ use std::time::Duration;
 
 /// The TLS option of the commands that fetch from a URL.
 #[derive(Args, Clone, Debug, Default)]
-pub(crate) struct TlsArgs {
+pub struct TlsArgs {
     /// For https URLs: also trust the CA certificates in FILE (PEM), besides
     /// the platform's root store (a private CA, or a test's).
     #[arg(long, value_name = "FILE")]
-    pub(crate) cacert: Option<PathBuf>,
+    pub cacert: Option<PathBuf>,
 }
 
 /// The CA certificates a client trusts, as said in its errors.
@@ -41,14 +41,14 @@ enum Roots {
 
 /// A client for a node's or a beacon's HTTP API, over http or https.
 #[derive(Clone, Debug)]
-pub(crate) struct ApiClient {
+pub struct ApiClient {
     http: reqwest::Client,
     roots: Roots,
 }
 
 /// The base URL of an API: `url` without a trailing `/`; `http://` or
 /// `https://`, and a bare `host:port` is `http://host:port`.
-pub(crate) fn base_url(url: &str) -> Result<String> {
+pub fn base_url(url: &str) -> Result<String> {
     let (scheme, rest) = url.split_once("://").unwrap_or(("http", url)); // `127.0.0.1:8000`
     let rest = rest.trim_end_matches('/');
     if !matches!(scheme, "http" | "https") || rest.is_empty() {
@@ -63,7 +63,7 @@ pub(crate) fn base_url(url: &str) -> Result<String> {
 }
 
 /// A single-threaded runtime for a command's requests.
-pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
+pub fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -72,14 +72,14 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
 
 /// A `reqwest` client for the lab's own nodes (plain HTTP on this machine or
 /// a Compose network), each request limited to `timeout`.
-pub(crate) fn local_client(timeout: Duration) -> Result<reqwest::Client> {
+pub fn local_client(timeout: Duration) -> Result<reqwest::Client> {
     Ok(ApiClient::new(&TlsArgs::default(), timeout)?.http)
 }
 
 impl ApiClient {
     /// A client that trusts the platform's roots and `tls.cacert`; each
     /// request may take `timeout`.
-    pub(crate) fn new(tls: &TlsArgs, timeout: Duration) -> Result<ApiClient> {
+    pub fn new(tls: &TlsArgs, timeout: Duration) -> Result<ApiClient> {
         let builder = || reqwest::Client::builder().timeout(timeout);
         let Some(path) = &tls.cacert else {
             return match builder().build() {
@@ -116,14 +116,14 @@ impl ApiClient {
     /// `GET url` as JSON: a failed request, a status other than success or a
     /// body that is not JSON is an error naming the URL (a TLS failure names
     /// the server and the reason first).
-    pub(crate) async fn get_json(&self, url: &str) -> Result<serde_json::Value> {
+    pub async fn get_json(&self, url: &str) -> Result<serde_json::Value> {
         node::http::get_json(&self.http, url)
             .await
             .map_err(|e| self.explain(url, e.into()))
     }
 
     /// `GET url`, whatever the status; an error only where no answer came.
-    pub(crate) async fn get(&self, url: &str) -> Result<reqwest::Response> {
+    pub async fn get(&self, url: &str) -> Result<reqwest::Response> {
         self.http
             .get(url)
             .send()
@@ -214,7 +214,7 @@ impl std::fmt::Display for TlsRefused {
 
 /// Whether `error` came from a request of an [`ApiClient`] that failed in
 /// TLS (its first line already names the server and the reason).
-pub(crate) fn failed_in_tls(error: &anyhow::Error) -> bool {
+pub fn failed_in_tls(error: &anyhow::Error) -> bool {
     error.downcast_ref::<TlsRefused>().is_some()
 }
 
