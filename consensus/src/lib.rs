@@ -53,7 +53,7 @@ pub use error::ConsensusError;
 pub use keys::{EpochKeys, KeyShare, ReplicaKeys};
 pub use member::{
     consensus_key, member_key, Envelope, EpochChangeFailure, EpochEvent, KeyGenerationFailure,
-    Member, MemberInput, MemberOutput, MemberTimer,
+    Member, MemberInput, MemberOutput, MemberTimer, RestoredParts,
 };
 pub use messages::{Block, CommitCertificate, CommitPath, CommittedEntry, Digest, Message};
 pub use observe::Observer;

@@ -119,13 +119,15 @@ impl Fixture {
         let mut m = Member::restore(
             self.config.clone(),
             &self.directory,
-            &self.outputs[i as usize],
-            consensus_key(&seed(i)),
-            self.chain.clone(),
-            Vec::new(),
-            [i as u8; 32],
-            Memo::shared(),
-            None,
+            consensus::RestoredParts {
+                output: &self.outputs[i as usize],
+                consensus: consensus_key(&seed(i)),
+                chain: self.chain.clone(),
+                votes: Vec::new(),
+                seed: [i as u8; 32],
+                memo: Memo::shared(),
+                adversary: None,
+            },
         )
         .unwrap()
         .with_identity(identity(i, &self.directory), TIMING);

@@ -79,17 +79,7 @@ proptest! {
     #[test]
     fn arbitrary_sequences_never_panic_or_fork(me in 0u32..4, ops in proptest::collection::vec(op(), 1..80)) {
         let f = fixture();
-        let mut member = Member::<S>::restore(
-            f.config.clone(),
-            &common::directory::<S>(f.config.n as usize),
-            &f.outputs[me as usize],
-            consensus::consensus_key(&[me as u8; 32]),
-            Vec::new(),
-            Vec::new(),
-            [me as u8; 32],
-            Memo::disabled(),
-            None,
-        )
+        let mut member = Member::<S>::restore(f.config.clone(), &common::directory::<S>(f.config.n as usize), consensus::RestoredParts { output: &f.outputs[me as usize], consensus: consensus::consensus_key(&[me as u8; 32]), chain: Vec::new(), votes: Vec::new(), seed: [me as u8; 32], memo: Memo::disabled(), adversary: None })
         .unwrap();
         let mut now = Time::ZERO;
         let mut committed: BTreeMap<Height, [u8; 32]> = BTreeMap::new();

@@ -8,8 +8,8 @@ use beacon::memo::Memo;
 use beacon::{MinSig, NodeIndex, Time};
 use consensus::corpus::{genuine_messages, honest_dkg, relabel};
 use consensus::{
-    Envelope, Event, Height, Member, MemberInput, MemberOutput, MemberTimer, Message, ReplicaConfig,
-    Timer, View,
+    Envelope, Event, Height, Member, MemberInput, MemberOutput, MemberTimer, Message,
+    ReplicaConfig, Timer, View,
 };
 use libfuzzer_sys::fuzz_target;
 use std::collections::BTreeMap;
@@ -29,7 +29,11 @@ fn fixture() -> &'static Fixture {
         let config = ReplicaConfig::new(4, 0).unwrap();
         let outputs = honest_dkg(&config, 7);
         let messages = genuine_messages(&config, &outputs, Height::new(4));
-        Fixture { config, outputs, messages }
+        Fixture {
+            config,
+            outputs,
+            messages,
+        }
     })
 }
 
@@ -43,7 +47,9 @@ fn u64_at(data: &[u8], at: usize) -> u64 {
 
 fuzz_target!(|data: &[u8]| {
     let f = fixture();
-    let Some((&me, mut rest)) = data.split_first() else { return };
+    let Some((&me, mut rest)) = data.split_first() else {
+        return;
+    };
     let me = (me % 4) as usize;
     // Member i's consensus key derives from [i; 32], as in
     // `genuine_messages`.
@@ -52,13 +58,15 @@ fuzz_target!(|data: &[u8]| {
     let Ok(mut member) = Member::<S>::restore(
         f.config.clone(),
         &directory,
-        &f.outputs[me],
-        consensus::consensus_key(&seeds[me]),
-        Vec::new(),
-        Vec::new(),
-        [me as u8; 32],
-        Memo::disabled(),
-        None,
+        consensus::RestoredParts {
+            output: &f.outputs[me],
+            consensus: consensus::consensus_key(&seeds[me]),
+            chain: Vec::new(),
+            votes: Vec::new(),
+            seed: [me as u8; 32],
+            memo: Memo::disabled(),
+            adversary: None,
+        },
     ) else {
         return;
     };
@@ -67,7 +75,9 @@ fuzz_target!(|data: &[u8]| {
     let mut check = |out: Vec<MemberOutput<S>>| {
         for o in out {
             if let MemberOutput::Event(Event::Committed { certificate, .. }) = o {
-                let d = committed.entry(certificate.height).or_insert(certificate.digest);
+                let d = committed
+                    .entry(certificate.height)
+                    .or_insert(certificate.digest);
                 assert_eq!(*d, certificate.digest);
             }
         }
@@ -80,8 +90,15 @@ fuzz_target!(|data: &[u8]| {
         let input = match op[0] % 5 {
             0 => {
                 let (sender, m) = &f.messages[a as usize % f.messages.len()];
-                let from = if op[1] < 200 { NodeIndex(u32::from(op[1] % 4)) } else { *sender };
-                MemberInput::Message { from, envelope: Envelope::Consensus(m.clone()) }
+                let from = if op[1] < 200 {
+                    NodeIndex(u32::from(op[1] % 4))
+                } else {
+                    *sender
+                };
+                MemberInput::Message {
+                    from,
+                    envelope: Envelope::Consensus(m.clone()),
+                }
             }
             1 => {
                 let (sender, m) = &f.messages[usize::from(op[1]) % f.messages.len()];
@@ -96,7 +113,10 @@ fuzz_target!(|data: &[u8]| {
                 let (raw, tail) = rest.split_at(len);
                 rest = tail;
                 match Envelope::<S>::decode(raw) {
-                    Ok(envelope) => MemberInput::Message { from: NodeIndex(u32::from(op[1])), envelope },
+                    Ok(envelope) => MemberInput::Message {
+                        from: NodeIndex(u32::from(op[1])),
+                        envelope,
+                    },
                     Err(_) => continue,
                 }
             }

@@ -51,6 +51,17 @@ pub enum Decision {
     },
 }
 
+/// Keys a new member is ready with, or the chain named: their digest
+/// ([`super::keys_digest`]) and the resharing dealers they combine (as the
+/// signed readies and the epoch messages number them, in the old epoch).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NamedKeys {
+    /// The digest of the keys.
+    pub digest: [u8; 32],
+    /// The resharing dealers they combine.
+    pub dealers: Vec<u32>,
+}
+
 /// The chain's view of one epoch's membership: the proposals for the next
 /// epoch, the decided change, and its readies. Bounded: one proposal per
 /// current member and one ready per new member count.
@@ -80,10 +91,10 @@ struct Decided {
     vouched: usize,
     /// Each new member's ready (keys digest, resharing dealers): its first,
     /// or the named keys' once it is ready with those.
-    readies: BTreeMap<MemberId, ([u8; 32], Vec<u32>)>,
+    readies: BTreeMap<MemberId, NamedKeys>,
     /// The first keys `vouched` new members were ready with
     /// ([`Decision::Named`]).
-    named: Option<([u8; 32], Vec<u32>)>,
+    named: Option<NamedKeys>,
     switched: bool,
 }
 
@@ -288,7 +299,10 @@ impl Governance {
                     {
                         continue;
                     }
-                    let key = (ready.digest, ready.dealers);
+                    let key = NamedKeys {
+                        digest: ready.digest,
+                        dealers: ready.dealers,
+                    };
                     // A member's first ready counts; a later one only when it
                     // moves to the named keys (once: those stay its ready).
                     match d.readies.get(&ready.member) {
@@ -302,14 +316,14 @@ impl Governance {
                         d.switched = true;
                         out.push(Decision::Switch {
                             height: block.height,
-                            digest: key.0,
-                            dealers: key.1,
+                            digest: key.digest,
+                            dealers: key.dealers,
                         });
                     } else if count >= d.vouched && d.named.is_none() {
                         d.named = Some(key.clone());
                         named = Some(Decision::Named {
-                            digest: key.0,
-                            dealers: key.1,
+                            digest: key.digest,
+                            dealers: key.dealers,
                             height: block.height,
                         });
                     }

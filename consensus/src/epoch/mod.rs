@@ -89,7 +89,7 @@ mod transition;
 
 pub use governance::{
     check_change, check_consensus_keys, ChangeRefused, ConsensusKeyCheck, Decision, Governance,
-    ReplicaShape,
+    NamedKeys, ReplicaShape,
 };
 pub use messages::{Control, EpochChange, EpochMessage, EpochReady, Invitation, ReshareWire};
 pub use transition::{

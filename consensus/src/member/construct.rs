@@ -115,29 +115,28 @@ impl<S: Scheme> Member<S> {
         }
     }
 
-    /// A genesis member restored from persisted key material, its consensus
-    /// key and the genesis directory, its most recent finalized heights
-    /// (consecutive, ending at the last; at least the last
-    /// [`crate::replica::CHAIN_WINDOW`] of them when the chain is that long)
-    /// and the last [`MemberOutput::PersistVotes`] record (empty when none):
-    /// no DKG. It takes part in epoch changes once given its identity
-    /// ([`Member::with_identity`]).
-    ///
-    /// [`MemberOutput::PersistVotes`]: super::MemberOutput::PersistVotes
-    #[allow(clippy::too_many_arguments)]
+    /// A genesis member restored from `parts` ([`RestoredParts`]: its key
+    /// material, consensus key, recent chain and vote record) with the
+    /// genesis directory: no DKG. It takes part in epoch changes once given
+    /// its identity ([`Member::with_identity`]).
     pub fn restore(
         config: ReplicaConfig,
         directory: &Directory,
-        output: &DkgOutput<S>,
-        consensus: ConsensusSecretKey,
-        chain: Vec<Arc<CommittedEntry<S>>>,
-        votes: Vec<SignedVotes<S>>,
-        seed: [u8; 32],
-        memo: Arc<Memo>,
-        adversary: Option<Arc<dyn Adversary<S>>>,
+        parts: RestoredParts<'_, S>,
     ) -> Result<Self, ConsensusError> {
-        Self::restore_in(
-            EpochView::genesis(config, directory),
+        Self::restore_in(EpochView::genesis(config, directory), parts)
+    }
+
+    /// [`Member::restore`] in epoch `epoch` (the members, consensus keys and
+    /// configuration of the last [`EpochEvent::Started`], whose key material
+    /// `parts.output` is).
+    ///
+    /// [`EpochEvent::Started`]: super::EpochEvent::Started
+    pub fn restore_in(
+        epoch: EpochView,
+        parts: RestoredParts<'_, S>,
+    ) -> Result<Self, ConsensusError> {
+        let RestoredParts {
             output,
             consensus,
             chain,
@@ -145,25 +144,7 @@ impl<S: Scheme> Member<S> {
             seed,
             memo,
             adversary,
-        )
-    }
-
-    /// [`Member::restore`] in epoch `epoch` (the members, consensus keys and
-    /// configuration of the last [`EpochEvent::Started`], whose key material
-    /// `output` is).
-    ///
-    /// [`EpochEvent::Started`]: super::EpochEvent::Started
-    #[allow(clippy::too_many_arguments)]
-    pub fn restore_in(
-        epoch: EpochView,
-        output: &DkgOutput<S>,
-        consensus: ConsensusSecretKey,
-        chain: Vec<Arc<CommittedEntry<S>>>,
-        votes: Vec<SignedVotes<S>>,
-        seed: [u8; 32],
-        memo: Arc<Memo>,
-        adversary: Option<Arc<dyn Adversary<S>>>,
-    ) -> Result<Self, ConsensusError> {
+        } = parts;
         output.check()?;
         if output.n != epoch.config.n || epoch.members.len() != epoch.config.n as usize {
             return Err(ConsensusError::DkgMismatch {
@@ -291,4 +272,27 @@ fn check_genesis_keys<S: Scheme>(epoch: &EpochView, memo: &Memo) -> Result<(), C
     crate::keys::memoized(memo, h.finalize().into(), || {
         EpochKeys::<S>::from_listings(epoch.number, &epoch.consensus, true).map(|_| ())
     })
+}
+
+/// What a member is restored from ([`Member::restore`]): what its disk
+/// holds, and what its driver gives every member.
+pub struct RestoredParts<'a, S: Scheme> {
+    /// The current epoch's key material.
+    pub output: &'a DkgOutput<S>,
+    /// This member's own consensus key.
+    pub consensus: ConsensusSecretKey,
+    /// Its most recent finalized heights (consecutive, ending at the last;
+    /// at least the last [`crate::replica::CHAIN_WINDOW`] of them when the
+    /// chain is that long).
+    pub chain: Vec<Arc<CommittedEntry<S>>>,
+    /// The last [`MemberOutput::PersistVotes`] record (empty when none).
+    ///
+    /// [`MemberOutput::PersistVotes`]: super::MemberOutput::PersistVotes
+    pub votes: Vec<SignedVotes<S>>,
+    /// The member's seed (its randomness).
+    pub seed: [u8; 32],
+    /// The shared cache of pure results.
+    pub memo: Arc<Memo>,
+    /// What makes it Byzantine (none: honest).
+    pub adversary: Option<Arc<dyn Adversary<S>>>,
 }

@@ -467,6 +467,7 @@ mod construct;
 mod epochs;
 mod interface;
 mod outbox;
+pub use construct::RestoredParts;
 pub use epochs::{EpochChangeFailure, EpochEvent};
 pub use interface::{Envelope, KeyGenerationFailure, MemberInput, MemberOutput, MemberTimer};
 

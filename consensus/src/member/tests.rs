@@ -187,13 +187,15 @@ fn restored(i: u32, chain: Vec<Arc<CommittedEntry<S>>>) -> Member<S> {
     Member::restore(
         config,
         &directory(),
-        &outputs[i as usize],
-        crate::consensus_key(&[i as u8 + 1; 32]),
-        chain,
-        Vec::new(),
-        [i as u8; 32],
-        Memo::disabled(),
-        None,
+        RestoredParts {
+            output: &outputs[i as usize],
+            consensus: crate::consensus_key(&[i as u8 + 1; 32]),
+            chain,
+            votes: Vec::new(),
+            seed: [i as u8; 32],
+            memo: Memo::disabled(),
+            adversary: None,
+        },
     )
     .unwrap()
     .with_identity(identity(i), TIMING)
@@ -536,7 +538,13 @@ fn a_joiner_believes_the_named_keys_once_f_plus_1_old_members_tell_it_the_same()
             &[],
         )],
     );
-    assert_eq!(joiner.named_keys(), Some(&([0xA; 32], vec![0, 1])));
+    assert_eq!(
+        joiner.named_keys(),
+        Some(&crate::epoch::NamedKeys {
+            digest: [0xA; 32],
+            dealers: vec![0, 1]
+        })
+    );
     // Later notices change nothing.
     check(
         &mut joiner,
@@ -546,5 +554,11 @@ fn a_joiner_believes_the_named_keys_once_f_plus_1_old_members_tell_it_the_same()
             &[],
         )],
     );
-    assert_eq!(joiner.named_keys(), Some(&([0xA; 32], vec![0, 1])));
+    assert_eq!(
+        joiner.named_keys(),
+        Some(&crate::epoch::NamedKeys {
+            digest: [0xA; 32],
+            dealers: vec![0, 1]
+        })
+    );
 }

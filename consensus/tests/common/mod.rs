@@ -163,13 +163,15 @@ impl<S: Scheme> Net<S> {
                 Member::restore(
                     config.clone(),
                     &directory,
-                    o,
-                    consensus::consensus_key(&seed),
-                    Vec::new(),
-                    Vec::new(),
-                    seed,
-                    memo.clone(),
-                    behaviour.map(Behaviour::adversary),
+                    consensus::RestoredParts {
+                        output: o,
+                        consensus: consensus::consensus_key(&seed),
+                        chain: Vec::new(),
+                        votes: Vec::new(),
+                        seed,
+                        memo: memo.clone(),
+                        adversary: behaviour.map(Behaviour::adversary),
+                    },
                 )
                 .unwrap()
             })
@@ -304,13 +306,15 @@ impl<S: Scheme> Net<S> {
         self.nodes[i] = Member::restore(
             self.config.clone(),
             &directory::<S>(self.config.n as usize),
-            &self.outputs[i],
-            consensus::consensus_key(&[i as u8; 32]),
-            self.record.disks[i].clone(),
-            votes,
-            [i as u8 ^ 0x55; 32],
-            Memo::shared(),
-            None,
+            consensus::RestoredParts {
+                output: &self.outputs[i],
+                consensus: consensus::consensus_key(&[i as u8; 32]),
+                chain: self.record.disks[i].clone(),
+                votes,
+                seed: [i as u8 ^ 0x55; 32],
+                memo: Memo::shared(),
+                adversary: None,
+            },
         )
         .unwrap();
         self.record.honest[i] = true;
@@ -482,6 +486,16 @@ pub fn restore<S: Scheme>(
     let directory = directory::<S>(config.n as usize);
     let consensus = consensus::consensus_key(&[output.me.0 as u8; 32]);
     Member::restore(
-        config, &directory, output, consensus, chain, votes, seed, memo, adversary,
+        config,
+        &directory,
+        consensus::RestoredParts {
+            output,
+            consensus,
+            chain,
+            votes,
+            seed,
+            memo,
+            adversary,
+        },
     )
 }

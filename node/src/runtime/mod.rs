@@ -384,7 +384,16 @@ async fn build_member<S: Scheme>(
                 .unwrap_or_else(|| EpochView::genesis(cfg.replica.clone(), &directory));
             let consensus = identity.consensus.clone();
             Member::restore_in(
-                epoch, output, consensus, disk.chain, votes, seed, memo, adversary,
+                epoch,
+                consensus::RestoredParts {
+                    output,
+                    consensus,
+                    chain: disk.chain,
+                    votes,
+                    seed,
+                    memo,
+                    adversary,
+                },
             )?
             .with_identity(identity, timing)
         }

@@ -226,13 +226,15 @@ impl<S: Scheme> Engine<S> {
         if let Ok(m) = Member::restore(
             self.replica.clone(),
             &self.directory,
-            out,
-            consensus::consensus_key(&member_seed(self.cfg.seed, node)),
-            Vec::new(),
-            Vec::new(),
-            seed,
-            self.memo.clone(),
-            None,
+            consensus::RestoredParts {
+                output: out,
+                consensus: consensus::consensus_key(&member_seed(self.cfg.seed, node)),
+                chain: Vec::new(),
+                votes: Vec::new(),
+                seed,
+                memo: self.memo.clone(),
+                adversary: None,
+            },
         ) {
             let slot = &mut self.slots[twin as usize];
             slot.member = Some(m);

@@ -448,13 +448,15 @@ impl<S: Scheme> Engine<S> {
                 Member::restore(
                     self.replica.clone(),
                     &self.directory,
-                    out,
-                    consensus::consensus_key(&seed),
-                    Vec::new(),
-                    Vec::new(),
-                    seed,
-                    self.memo.clone(),
-                    behaviours[i].map(Behaviour::adversary),
+                    consensus::RestoredParts {
+                        output: out,
+                        consensus: consensus::consensus_key(&seed),
+                        chain: Vec::new(),
+                        votes: Vec::new(),
+                        seed,
+                        memo: self.memo.clone(),
+                        adversary: behaviours[i].map(Behaviour::adversary),
+                    },
                 )
                 .map(|m| {
                     m.with_identity(

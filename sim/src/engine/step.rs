@@ -343,13 +343,15 @@ fn restore<S: Scheme>(
     let seed = member_seed(shared.seed, slot.identity);
     let restored = Member::restore_in(
         epoch,
-        &dkg,
-        consensus::consensus_key(&seed),
-        recent(&slot.disk.chain),
-        slot.disk.votes.clone(),
-        member_seed(shared.seed, node),
-        shared.memo.clone(),
-        slot.behaviour.map(Behaviour::adversary),
+        consensus::RestoredParts {
+            output: &dkg,
+            consensus: consensus::consensus_key(&seed),
+            chain: recent(&slot.disk.chain),
+            votes: slot.disk.votes.clone(),
+            seed: member_seed(shared.seed, node),
+            memo: shared.memo.clone(),
+            adversary: slot.behaviour.map(Behaviour::adversary),
+        },
     )
     .map(|m| {
         m.with_identity(

@@ -404,7 +404,7 @@ impl<S: Scheme> Member<S> {
                 out.push(MemberOutput::Epoch(EpochEvent::Ready { epoch, digest }));
                 match self.epochs.named.clone() {
                     // The chain named other keys already: those are its ready.
-                    Some((named, _)) if named != digest => self.ready_with_named(now, out),
+                    Some(named) if named.digest != digest => self.ready_with_named(now, out),
                     _ => self.sign_ready(now, epoch, digest, dealers, out),
                 }
                 self.try_join(now, out);
@@ -413,9 +413,9 @@ impl<S: Scheme> Member<S> {
             // deals of the dealers it named came in (`keys_for` waited).
             TransitionEvent::Adopted { output, digest } => {
                 self.epochs.ready = Some((digest, output));
-                if let Some((named, dealers)) = self.epochs.named.clone() {
-                    if named == digest && self.epochs.readied != Some(digest) {
-                        self.sign_ready(now, epoch, digest, dealers, out);
+                if let Some(named) = self.epochs.named.clone() {
+                    if named.digest == digest && self.epochs.readied != Some(digest) {
+                        self.sign_ready(now, epoch, digest, named.dealers, out);
                     }
                 }
                 self.try_join(now, out);

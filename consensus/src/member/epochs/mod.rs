@@ -10,6 +10,7 @@
 
 use super::EARLY_LIMIT;
 use crate::config::ReplicaConfig;
+use crate::epoch::NamedKeys;
 use crate::epoch::{
     ChangeRefused, ConsensusKeyCheck, Control, Directory, EpochMessage, EpochView, Governance,
     Invitation, Transition, TransitionFailure,
@@ -170,9 +171,9 @@ pub(super) struct EpochState<S: Scheme> {
     retained_invitation: Option<Invitation<S>>,
     /// The keys (digest, resharing dealers) the chain named for the next
     /// epoch ([`Decision::Named`]; a joiner's from `f + 1` old members).
-    named: Option<([u8; 32], Vec<u32>)>,
+    named: Option<NamedKeys>,
     /// A joiner's notices of the named keys, one per old member.
-    named_by: BTreeMap<DirectoryIndex, ([u8; 32], Vec<u32>)>,
+    named_by: BTreeMap<DirectoryIndex, NamedKeys>,
     /// The digest of the keys this member last signed a ready for.
     readied: Option<[u8; 32]>,
 }
@@ -197,10 +198,17 @@ fn early_per_sender(parties: usize) -> usize {
     parties.saturating_mul(4).saturating_add(64)
 }
 
-/// What identical handoffs share: epoch, keys digest, resharing dealers, and
-/// the SHA-256 of every entry's height, block digest and beacon (the
-/// certificates may differ between honest members; those are not covered).
-type HandoffIdentity = (Epoch, [u8; 32], Vec<u32>, [u8; 32]);
+/// What identical handoffs share (the certificates may differ between
+/// honest members; those are not covered). Ordered by epoch, then keys, then
+/// entries.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct HandoffIdentity {
+    epoch: Epoch,
+    /// The keys the handoff is for.
+    keys: NamedKeys,
+    /// The SHA-256 of every entry's height, block digest and beacon.
+    entries: [u8; 32],
+}
 
 #[derive(Clone)]
 struct Handoff<S: Scheme> {
@@ -222,12 +230,14 @@ impl<S: Scheme> Handoff<S> {
             h.update(e.block.digest());
             h.update(beacon::Point::to_bytes(&e.beacon));
         }
-        Some((
-            self.epoch,
-            self.digest,
-            self.dealers.clone(),
-            h.finalize().into(),
-        ))
+        Some(HandoffIdentity {
+            epoch: self.epoch,
+            keys: NamedKeys {
+                digest: self.digest,
+                dealers: self.dealers.clone(),
+            },
+            entries: h.finalize().into(),
+        })
     }
 }
 

@@ -4,7 +4,7 @@
 //! them, so that their readies converge on one set of dealers and the chain
 //! can switch. Old members tell the joiners, which do not read the old chain.
 
-use crate::epoch::{Control, EpochMessage};
+use crate::epoch::{Control, EpochMessage, NamedKeys};
 use crate::member::outbox::{Outbox, SelfInput};
 use crate::member::{Envelope, Member, MemberOutput, Phase};
 use crate::{DirectoryIndex, Epoch};
@@ -15,7 +15,7 @@ impl<S: Scheme> Member<S> {
     /// The keys (digest, resharing dealers) this member holds as named for
     /// the next epoch: by its chain, or (a joiner) by `f + 1` old members.
     #[cfg(test)]
-    pub(in crate::member) fn named_keys(&self) -> Option<&([u8; 32], Vec<u32>)> {
+    pub(in crate::member) fn named_keys(&self) -> Option<&NamedKeys> {
         self.epochs.named.as_ref()
     }
 
@@ -33,7 +33,7 @@ impl<S: Scheme> Member<S> {
         if self.epochs.named.is_some() {
             return;
         }
-        self.epochs.named = Some((digest, dealers));
+        self.epochs.named = Some(NamedKeys { digest, dealers });
         self.send_named(out);
         self.ready_with_named(now, out);
     }
@@ -41,7 +41,7 @@ impl<S: Scheme> Member<S> {
     /// An old member running the old epoch tells every joiner of the change
     /// the named keys (again at each resend, until the switch).
     pub(in crate::member) fn send_named(&self, out: &mut Outbox<S>) {
-        let (Phase::Replica(_), Some((digest, dealers)), Some(t)) =
+        let (Phase::Replica(_), Some(NamedKeys { digest, dealers }), Some(t)) =
             (&self.phase, &self.epochs.named, &self.epochs.transition)
         else {
             return;
@@ -67,7 +67,7 @@ impl<S: Scheme> Member<S> {
         &mut self,
         from: DirectoryIndex,
         epoch: Epoch,
-        key: ([u8; 32], Vec<u32>),
+        key: NamedKeys,
         out: &mut Outbox<S>,
     ) {
         if !matches!(self.phase, Phase::Joining)
@@ -82,8 +82,8 @@ impl<S: Scheme> Member<S> {
         if same > self.epoch.config.f as usize {
             out.queue(SelfInput::Named {
                 epoch,
-                digest: key.0,
-                dealers: key.1,
+                digest: key.digest,
+                dealers: key.dealers,
             });
         }
     }
@@ -92,7 +92,7 @@ impl<S: Scheme> Member<S> {
     /// ([`Member::keys_for`]: at once, or once the named dealers' deals and
     /// sub-shares are in) and signs a ready for them.
     pub(in crate::member) fn ready_with_named(&mut self, now: Time, out: &mut Outbox<S>) {
-        let Some((digest, dealers)) = self.epochs.named.clone() else {
+        let Some(NamedKeys { digest, dealers }) = self.epochs.named.clone() else {
             return;
         };
         let Some(epoch) = self.epochs.transition.as_ref().map(|t| t.epoch()) else {

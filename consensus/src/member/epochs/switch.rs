@@ -6,6 +6,7 @@ use super::{
     early_per_sender, handoff_len, EpochChangeFailure, EpochEvent, Handoff,
     MAX_CONTROLS_PER_SIGNER, RETAIN_PHASES,
 };
+use crate::epoch::NamedKeys;
 use crate::epoch::{
     EpochMessage, Invitation, ReshareWire, Transition, TransitionEvent, TransitionTimer,
 };
@@ -74,7 +75,7 @@ impl<S: Scheme> Member<S> {
                 epoch,
                 digest,
                 dealers,
-            } => self.on_named_notice(from, epoch, (digest, dealers), out),
+            } => self.on_named_notice(from, epoch, NamedKeys { digest, dealers }, out),
             EpochMessage::Handoff {
                 epoch,
                 digest,
@@ -269,7 +270,7 @@ impl<S: Scheme> Member<S> {
         }
         let mut counts: BTreeMap<_, (usize, DirectoryIndex)> = BTreeMap::new();
         for (from, h) in &self.epochs.handoffs {
-            if let Some(id) = h.identity().filter(|id| id.0 == epoch) {
+            if let Some(id) = h.identity().filter(|id| id.epoch == epoch) {
                 counts.entry(id).or_insert((0, *from)).0 += 1;
             }
         }
@@ -277,7 +278,7 @@ impl<S: Scheme> Member<S> {
         let Some((id, (_, from))) = counts.into_iter().find(|(_, (c, _))| *c >= need) else {
             return;
         };
-        let holds = self.keys_for(now, id.1, &id.2, out);
+        let holds = self.keys_for(now, id.keys.digest, &id.keys.dealers, out);
         if !holds && (waiting || self.awaits_keys()) {
             return;
         }
