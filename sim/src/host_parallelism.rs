@@ -10,17 +10,19 @@
 //!   each split computation counted by its longest job, plus the shared
 //!   results it waited for while another task computed them);
 //! - the *serial* part: what the driver does on its one thread between
-//!   windows (setup, queue, starting and joining the workers, merge,
-//!   bookkeeping).
+//!   windows (queue, handing out and collecting the tasks, merge,
+//!   bookkeeping). The setup (every member built, and every party's keys)
+//!   is one window of its own: its work splits over the threads.
 //!
 //! On `T` threads a window takes at least `max(span, work / T)`, so the
 //! projected wall time of a phase is `sum over windows of max(span_w,
 //! work_w / T) + serial` ([`project`]), and the speed-up is the projection
-//! on one thread over the projection on `T`. The serial part on `T` threads
-//! counts the workers' start and join at the measured cost per worker, as
-//! many times as a run on `T` threads starts one (none on one thread). The measurement varies from run
-//! to run (it is the host's CPU time); what it measures does not change the
-//! run, whose trace hash is the same with or without it.
+//! on one thread over the projection on `T`. The workers start once per run
+//! (`crate::engine`'s pool): the serial part counts the driver's hand-out
+//! and collection of each window's tasks, the same on any thread count.
+//! The measurement varies from run to run (it is the host's CPU time); what
+//! it measures does not change the run, whose trace hash is the same with or
+//! without it.
 //!
 //! The *serial contributors* split the wall time on unlimited threads (the
 //! sum of the spans and the serial part): the driver's parts, each shared
@@ -39,8 +41,9 @@ pub const PROJECTED_THREADS: [usize; 4] = [1, 2, 16, 64];
 /// Serial contributors a report names.
 const TOP: usize = 3;
 
-/// The driver's part that starts and joins the workers of a window.
-const WORKERS: &str = "workers (start, join)";
+/// The driver's part that hands a window's tasks to the run's workers and
+/// collects them (the workers start once per run).
+pub(crate) const WORKERS: &str = "workers (hand out, collect)";
 
 /// The calling thread's CPU time (zero where the clock is unavailable).
 pub(crate) fn thread_cpu() -> Duration {
@@ -130,14 +133,6 @@ pub(crate) struct PhaseMeter {
     serial: Duration,
     /// Per [`PROJECTED_THREADS`]: the sum of the windows' walls.
     windows_wall: [Duration; PROJECTED_THREADS.len()],
-    /// The driver's CPU time to start and join workers, and the workers it
-    /// started.
-    dispatch: Duration,
-    spawned: u64,
-    /// Per [`PROJECTED_THREADS`]: the workers a run on that many threads
-    /// starts (one window's tasks take `min(threads, tasks) - 1` besides the
-    /// driver's thread).
-    would_spawn: [u64; PROJECTED_THREADS.len()],
     /// The wall on unlimited threads, by contributor.
     contributors: BTreeMap<String, Duration>,
 }
@@ -155,9 +150,6 @@ impl PhaseMeter {
         self.span += span;
         for (k, threads) in PROJECTED_THREADS.into_iter().enumerate() {
             self.windows_wall[k] += window_wall(w.work, span, threads);
-            if w.tasks >= 2 {
-                self.would_spawn[k] += (threads as u64).min(w.tasks) - 1;
-            }
         }
         let mut own = span;
         for (name, path) in &w.longest.shared {
@@ -176,26 +168,6 @@ impl PhaseMeter {
             .or_default() += own;
     }
 
-    /// Adds the driver's CPU time `cpu` to start `spawned` workers for a
-    /// window and join them: serial, and projected per worker started.
-    pub(crate) fn workers(&mut self, cpu: Duration, spawned: usize) {
-        self.dispatch += cpu;
-        self.spawned += spawned as u64;
-        self.serial(WORKERS, cpu);
-    }
-
-    /// The serial part on `k`-th of [`PROJECTED_THREADS`]: the measured one,
-    /// with the workers' start and join as many times as that run would
-    /// start one (at the measured cost per worker).
-    fn serial_on(&self, k: usize) -> Duration {
-        let others = self.serial.saturating_sub(self.dispatch);
-        if self.spawned == 0 {
-            return others + self.dispatch;
-        }
-        let per_worker = self.dispatch.as_secs_f64() / self.spawned as f64;
-        others + Duration::from_secs_f64(per_worker * self.would_spawn[k] as f64)
-    }
-
     /// Adds `cpu` of the driver's serial work `part`.
     pub(crate) fn serial(&mut self, part: &'static str, cpu: Duration) {
         self.serial += cpu;
@@ -208,7 +180,7 @@ impl PhaseMeter {
     /// The phase's figures.
     pub(crate) fn report(&self) -> PhaseParallelism {
         let walls: Vec<Duration> = (0..PROJECTED_THREADS.len())
-            .map(|k| self.windows_wall[k] + self.serial_on(k))
+            .map(|k| self.windows_wall[k] + self.serial)
             .collect();
         let one = walls[0].as_secs_f64();
         let projected = PROJECTED_THREADS
@@ -453,43 +425,5 @@ mod tests {
         );
         assert!((r.serial_top[0].share - 0.6 / 1.02).abs() < 1e-9);
         assert!((r.dkg.projected[0].wall_s - 1.45).abs() < 1e-9);
-    }
-
-    /// The workers' start and join is projected per worker a run on `T`
-    /// threads would start: none on one thread, `min(T, tasks) - 1` per
-    /// window of two tasks or more.
-    #[test]
-    fn starting_workers_is_projected_per_worker_started() {
-        let mut meter = PhaseMeter::default();
-        for tasks in [100u64, 1] {
-            let mut w = WindowMeasure::default();
-            for _ in 0..tasks {
-                w.add(TaskMeasure {
-                    own: ms(1),
-                    work: ms(1),
-                    path: ms(1),
-                    shared: Vec::new(),
-                    first_event: "start",
-                });
-            }
-            meter.window(w);
-        }
-        // Measured on two threads: one worker started, for the first window.
-        meter.workers(ms(30), 1);
-        meter.serial("merge", ms(5));
-        let r = meter.report();
-        let walls: Vec<f64> = r.projected.iter().map(|p| p.wall_s).collect();
-        // Windows: max(1, 100 / T) + max(1, 1 / T) ms; serial: 5 ms and 30 ms
-        // per worker started (0, 1, 15, 63).
-        let expected = [
-            101.0 + 5.0,
-            50.0 + 1.0 + 5.0 + 30.0,
-            6.25 + 1.0 + 5.0 + 450.0,
-            1.5625 + 1.0 + 5.0 + 1890.0,
-        ];
-        for (got, want) in walls.iter().zip(expected) {
-            assert!((got * 1000.0 - want).abs() < 1e-6, "{walls:?}");
-        }
-        assert!((r.serial_s - 0.035).abs() < 1e-9);
     }
 }

@@ -35,13 +35,15 @@ fn same_seed_same_trace_whatever_the_thread_count() {
 
 /// From 33 members the shared computations of the DKG (the FFT in the
 /// exponent, the batched check's MSMs, the group polynomials) split over the
-/// threads: the trace is still the same for any thread count, and the report
-/// says how the host's work would spread (`host_parallelism`).
+/// threads, the run's workers take the members and the merge's deliveries
+/// are added range by range: the trace is still the same for any thread
+/// count (more threads than cores included), and the report says how the
+/// host's work would spread (`host_parallelism`).
 #[test]
 fn split_shared_computations_keep_the_trace_and_the_host_is_measured() {
     let mut cfg = small("default", 40, 3);
     let mut hashes = Vec::new();
-    for threads in [1, 2, 5] {
+    for threads in [1, 2, 5, 16] {
         cfg.threads = threads;
         let (r, _) = sim::run(&cfg, None).unwrap();
         assert!(r.violations.is_empty(), "{:?}", r.violations);

@@ -56,11 +56,14 @@ fn a_run_from_a_snapshot_has_the_rounds_of_the_run_that_saved_it() {
     let snapshot = saved.dkg_snapshot.as_ref().expect("reported");
     assert_eq!(snapshot.action, "saved");
     assert!(saved.rounds >= cfg.rounds);
+    cfg.threads = 16;
+    let loaded_on_16 = load(&cfg, &path);
     cfg.threads = 1;
     let loaded = load(&cfg, &path);
     assert_eq!(loaded.dkg_snapshot.as_ref().unwrap().action, "loaded");
     let hash = saved.rounds_trace_hash.clone().expect("a cut");
     assert_eq!(loaded.rounds_trace_hash.as_ref(), Some(&hash));
+    assert_eq!(loaded_on_16.rounds_trace_hash.as_ref(), Some(&hash));
     // The run from the file ran nothing before the cut.
     assert_eq!(loaded.trace_hash, hash);
     assert_ne!(saved.trace_hash, hash, "the saving run's trace has its DKG");

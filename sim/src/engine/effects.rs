@@ -164,7 +164,7 @@ impl<S: Scheme> Engine<S> {
                 self.network
                     .arrivals(&mut self.net_rng, identity, t.0, depart, !consensus);
             for arrival in arrivals {
-                self.push(
+                self.deliver(
                     arrival,
                     slot,
                     Event::Deliver {

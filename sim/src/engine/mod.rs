@@ -39,12 +39,14 @@
 //! - `mod.rs`: the `Engine`, the entry point [`run`] and the loop of windows;
 //! - `setup.rs`: the engine built from a scenario, the members and rounds started;
 //! - `node.rs`: what the engine keeps per node (events, member, disk);
+//! - `pool.rs`: the run's worker threads;
 //! - `step.rs`: a window's events handled at each node;
 //! - `effects.rs`: each node's outputs carried out (network, timers, observers);
 //! - `report.rs`: the report and the beacon chain.
 
 mod effects;
 mod node;
+mod pool;
 mod report;
 mod setup;
 mod step;
@@ -52,7 +54,9 @@ mod step;
 use crate::config::SimConfig;
 use crate::cost_model::CostModel;
 use crate::host::Host;
-use crate::host_parallelism::{thread_cpu, HostMeter, PhaseMeter, WindowMeasure};
+use crate::host_parallelism::{
+    thread_cpu, HostMeter, PhaseMeter, TaskMeasure, WindowMeasure, WORKERS,
+};
 use crate::invariants::{Checker, FailureKind};
 use crate::network::Network;
 use crate::report::Report;
@@ -80,12 +84,24 @@ struct Engine<S: Scheme> {
     costs: CostModel,
     network: Network,
     memo: Arc<Memo>,
-    slots: Vec<Slot<S>>,
+    /// Each slot boxed: a window moves its members' slots to the workers
+    /// and back.
+    slots: Vec<Box<Slot<S>>>,
+    /// Empty slots that stand in for those out on the workers.
+    spare_slots: Vec<Box<Slot<S>>>,
+    /// The run's workers, from the first window with two members to run.
+    pool: Option<pool::Pool<S>>,
+    /// What every step reads, fixed for the run (from the first window).
+    context: Option<Arc<step::Context>>,
     /// When each slot with pending events (in its `Slot::pending`) has its
     /// earliest: (time, slot).
     due: BTreeSet<(Time, u32)>,
     /// Events pushed so far (the last one's sequence number).
     pushed: u64,
+    /// The messages the merge delivers, by range of receiving slots
+    /// ([`DELIVERY_RANGES`] ranges), added to their pending events after the
+    /// window's merge ([`Engine::deliver_all`]).
+    deliveries: Vec<Vec<Delivery<S>>>,
     uplink_free: Vec<Time>,
     /// The host's cores and disk when every node runs on one host (`[network] host_cores`).
     host: Option<Host>,
@@ -145,6 +161,22 @@ struct Engine<S: Scheme> {
     host_meter: HostMeter,
 }
 
+/// Ranges of receiving slots whose deliveries are added on the threads.
+const DELIVERY_RANGES: usize = 64;
+
+/// Deliveries of one window from which they are added on the threads.
+const DELIVERIES_TO_SPLIT: usize = 4096;
+
+/// A message the merge delivers: the receiving slot, when it arrives, its
+/// sequence number, and the event.
+type Delivery<S> = (u32, Time, u64, Event<S>);
+
+/// One range's deliveries, its slots, and the first slot's index.
+type RangeJob<'a, S> = (Vec<Delivery<S>>, &'a mut [Box<Slot<S>>], usize);
+
+/// A slot whose earliest pending event changed: from, to.
+type Moved = (u32, Option<Time>, Option<Time>);
+
 /// This thread's CPU time since `*since`, which moves to now.
 fn lap(since: &mut std::time::Duration) -> std::time::Duration {
     let now = thread_cpu();
@@ -183,11 +215,16 @@ fn run_with<S: Scheme>(
     beacon::host_work::install_clock(thread_cpu);
     beacon::parallel::set_threads(cfg.threads.max(1));
     beacon::curve::set_msm_pool(false);
+    // The setup is one task of its own, its parts split over the threads.
     let setup = thread_cpu();
+    beacon::host_work::take_task();
     let result = Engine::<S>::new(cfg).and_then(|mut engine| {
         engine.start()?;
-        let setup = thread_cpu().saturating_sub(setup);
-        engine.host_meter.dkg.serial("setup", setup);
+        let own = thread_cpu().saturating_sub(setup);
+        let extra = beacon::host_work::take_task();
+        let mut measure = WindowMeasure::default();
+        measure.add(TaskMeasure::new(own, extra, "setup"));
+        engine.host_meter.dkg.window(measure);
         engine.run(progress);
         Ok(engine)
     });
@@ -215,6 +252,75 @@ impl<S: Scheme> Engine<S> {
             }
             self.due.insert((at, node));
         }
+    }
+
+    /// Adds `event` at `at` to slot `node`'s pending events as
+    /// [`Engine::push`] does, once the window's merge ends
+    /// ([`Engine::deliver_all`]): its sequence number is taken now.
+    fn deliver(&mut self, at: Time, node: u32, event: Event<S>) {
+        self.pushed += 1;
+        let range = node as usize / self.slots.len().div_ceil(DELIVERY_RANGES).max(1);
+        if self.deliveries.len() <= range {
+            self.deliveries.resize_with(range + 1, Vec::new);
+        }
+        self.deliveries[range].push((node, at, self.pushed, event));
+    }
+
+    /// Adds the merge's deliveries to their slots' pending events, each
+    /// range of slots on one of the run's threads (`beacon::parallel`),
+    /// and indexes the slots whose earliest event moved; returns how many
+    /// it added. A slot's events come out by (time, sequence number), so
+    /// the order they are added in changes nothing.
+    fn deliver_all(&mut self) -> usize {
+        let count: usize = self.deliveries.iter().map(Vec::len).sum();
+        if count == 0 {
+            return 0;
+        }
+        let len = self.slots.len().div_ceil(DELIVERY_RANGES).max(1);
+        let ranges = std::mem::take(&mut self.deliveries);
+        let jobs: Vec<RangeJob<'_, S>> = ranges
+            .into_iter()
+            .zip(self.slots.chunks_mut(len))
+            .enumerate()
+            .filter(|(_, (d, _))| !d.is_empty())
+            .map(|(k, (d, slots))| (d, slots, k * len))
+            .collect();
+        let add = |(deliveries, slots, first): RangeJob<'_, S>| {
+            let mut before: Vec<Option<Option<Time>>> = vec![None; slots.len()];
+            for (node, at, seq, event) in deliveries {
+                let i = node as usize - first;
+                let pending = &mut slots[i].pending;
+                before[i].get_or_insert_with(|| pending.next_time());
+                pending.push(at, seq, event);
+            }
+            before
+                .into_iter()
+                .enumerate()
+                .filter_map(|(i, b)| {
+                    let b = b?;
+                    let a = slots[i].pending.next_time();
+                    (a != b).then_some(((first + i) as u32, b, a))
+                })
+                .collect::<Vec<Moved>>()
+        };
+        // A few deliveries are not worth starting threads for.
+        let moved: Vec<Vec<Moved>> = if count < DELIVERIES_TO_SPLIT {
+            jobs.into_iter().map(add).collect()
+        } else {
+            beacon::parallel::map(jobs, add)
+                .into_iter()
+                .map(|(m, _)| m)
+                .collect()
+        };
+        for (node, before, after) in moved.into_iter().flatten() {
+            if let Some(b) = before {
+                self.due.remove(&(b, node));
+            }
+            if let Some(a) = after {
+                self.due.insert((a, node));
+            }
+        }
+        count
     }
 
     /// When the earliest pending event is due.
@@ -355,11 +461,23 @@ impl<S: Scheme> Engine<S> {
             }
             let meter = self.phase_meter(rounds);
             meter.window(measure);
-            meter.workers(dispatch, window.spawned);
+            meter.serial(WORKERS, dispatch);
             for fx in window.effects {
                 self.merge(fx);
             }
             self.phase_meter(rounds).serial("merge", lap(&mut clock));
+            // The deliveries: a parallel part of their own.
+            beacon::host_work::take_task();
+            if self.deliver_all() > 0 {
+                let own = lap(&mut clock);
+                let mut deliveries = WindowMeasure::default();
+                deliveries.add(TaskMeasure::new(
+                    own,
+                    beacon::host_work::take_task(),
+                    "the merge's deliveries",
+                ));
+                self.phase_meter(rounds).window(deliveries);
+            }
             if let Some(at) = self.cut_at.take() {
                 self.cut(at);
                 self.phase_meter(rounds)

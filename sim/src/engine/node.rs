@@ -92,6 +92,9 @@ impl<S: Scheme> Event<S> {
     }
 }
 
+/// Pending events a queue always has room for.
+const KEPT_ROOM: usize = 16;
+
 /// A node's pending events, earliest first, each stamped with the engine's
 /// sequence number when it was pushed: a node's events come out in the
 /// order (time, sequence) of one queue of every node's events, and a
@@ -147,13 +150,20 @@ impl<S: Scheme> Pending<S> {
         self.heap.peek().map(|e| e.at)
     }
 
-    /// The events due before `end`, in order.
+    /// The events due before `end`, in order. A queue that swelled (a
+    /// member receives every dealer's deal and shares at once) gives back
+    /// what it no longer holds: thousands of members kept that room for the
+    /// whole run.
     pub(super) fn take_before(&mut self, end: Time) -> Vec<(Time, Event<S>)> {
         let mut out = Vec::new();
         while self.next_time().is_some_and(|t| t < end) {
             if let Some(e) = self.heap.pop() {
                 out.push((e.at, e.event));
             }
+        }
+        let kept = self.heap.len().max(KEPT_ROOM);
+        if self.heap.capacity() > 4 * kept {
+            self.heap.shrink_to(2 * kept);
         }
         out
     }

@@ -186,29 +186,20 @@ pub(super) fn identity(seed: u64, i: u32, directory: &Directory) -> MemberIdenti
 
 /// The directory of `parties` simulated parties: each one's member key and
 /// consensus key (with its proof of possession) derived from its seed, the
-/// consensus keys made on `threads` threads (a proof costs a hash to the
-/// curve and a multiplication).
-fn directory<S: Scheme>(seed: u64, parties: u32, threads: usize) -> Result<Directory, SimError> {
+/// consensus keys made on the run's threads (`beacon::parallel`: a proof
+/// costs a hash to the curve and a multiplication).
+fn directory<S: Scheme>(seed: u64, parties: u32) -> Result<Directory, SimError> {
     let keys: Arc<Vec<_>> = Arc::new(
         (0..parties)
             .map(|i| consensus::member_key(&member_seed(seed, i)).verifying_key())
             .collect(),
     );
-    let listing = |i: u32| consensus::consensus_key(&member_seed(seed, i)).listing::<S>();
-    let threads = threads.clamp(1, 16) as u32;
-    let chunk = parties.div_ceil(threads).max(1);
-    let listings: Vec<ConsensusListing> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let range = (t * chunk).min(parties)..((t + 1) * chunk).min(parties);
-                scope.spawn(move || range.map(listing).collect::<Vec<_>>())
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
-            .collect()
-    });
+    let listings: Vec<ConsensusListing> = beacon::parallel::map((0..parties).collect(), |i| {
+        consensus::consensus_key(&member_seed(seed, i)).listing::<S>()
+    })
+    .into_iter()
+    .map(|(listing, _)| listing)
+    .collect();
     Ok(Directory::new(keys, Arc::new(listings))?)
 }
 
@@ -245,7 +236,7 @@ impl<S: Scheme> Engine<S> {
                 source,
             })?;
         // Every party's keys: the genesis members, then the joiners.
-        let directory = directory::<S>(cfg.seed, parties, cfg.threads)?;
+        let directory = directory::<S>(cfg.seed, parties)?;
         let keys = directory.keys().clone();
         let reshare = match &cfg.reshare {
             Some(r) => Some(ReshareRun::plan(r, n, &directory, &mut rng)?),
@@ -255,24 +246,30 @@ impl<S: Scheme> Engine<S> {
         let snapshot_key = snapshot_key::<S>(cfg, &dkg, &roles, &keys);
         let loaded = open_snapshot::<S>(cfg, &snapshot_key)?;
         let memo = Memo::shared();
-        let mut slots = Vec::with_capacity(n as usize);
-        for i in 0..n {
+        // Every member built on the run's threads (`beacon::parallel`).
+        let members: Vec<Option<Member<S>>> = if loaded.is_some() {
             // A run from a snapshot builds no DKG sessions: its members are
             // rebuilt from their keys at the cut (`start`).
-            let member = if loaded.is_some() {
-                None
-            } else {
-                Some(Member::new(
+            (0..n).map(|_| None).collect()
+        } else {
+            beacon::parallel::map((0..n).collect(), |i: u32| {
+                Member::new(
                     replica.clone(),
                     dkg.clone(),
                     identity(cfg.seed, i, &directory),
                     member_seed(cfg.seed, i),
                     memo.clone(),
                     roles.behaviours[i as usize].map(Behaviour::adversary),
-                )?)
-            };
+                )
+            })
+            .into_iter()
+            .map(|(member, _)| member.map(Some))
+            .collect::<Result<_, _>>()?
+        };
+        let mut slots = Vec::with_capacity(n as usize);
+        for (i, member) in (0..n).zip(members) {
             let twinned = roles.twins.contains(&i);
-            slots.push(Slot {
+            slots.push(Box::new(Slot {
                 behaviour: roles.behaviours[i as usize],
                 honest: roles.behaviours[i as usize].is_none() && !twinned,
                 side: if twinned {
@@ -282,11 +279,11 @@ impl<S: Scheme> Engine<S> {
                 },
                 twinned,
                 ..Slot::new(i, member)
-            });
+            }));
         }
         for i in n..parties {
             let member = joiner(&replica, cfg.seed, i, &memo, &directory, dkg.timing)?;
-            slots.push(Slot::new(i, Some(member)));
+            slots.push(Box::new(Slot::new(i, Some(member))));
         }
         let honest: Vec<bool> = slots.iter().map(|s| s.honest).collect();
         // The second instances: started from their twin's key material once its
@@ -294,12 +291,12 @@ impl<S: Scheme> Engine<S> {
         let mut twin_slot = vec![None; parties as usize];
         for (j, m) in roles.twins.iter().enumerate() {
             twin_slot[*m as usize] = Some(parties + j as u32);
-            slots.push(Slot {
+            slots.push(Box::new(Slot {
                 honest: false,
                 side: true,
                 twinned: true,
                 ..Slot::new(*m, None)
-            });
+            }));
         }
         let total = slots.len();
         let host = host_of(cfg, &costs);
@@ -312,8 +309,12 @@ impl<S: Scheme> Engine<S> {
             network,
             memo,
             slots,
+            spare_slots: Vec::new(),
+            pool: None,
+            context: None,
             due: BTreeSet::new(),
             pushed: 0,
+            deliveries: Vec::new(),
             uplink_free: vec![Time::ZERO; total],
             host,
             net_rng: ChaCha20Rng::seed_from_u64(cfg.seed ^ NETWORK_SEED),

@@ -6,6 +6,7 @@
 
 use super::effects::{encode_sends, Encoded};
 use super::node::{member_seed, recent, Event, Slot};
+use super::pool::{Pool, Task};
 use super::Engine;
 use crate::cost_model::CostModel;
 use crate::host::{durable_write, Host};
@@ -57,12 +58,11 @@ impl<S: Scheme> NodeEffects<S> {
     }
 }
 
-/// A window's effects, in node order, the CPU time of the tasks the calling
-/// thread ran, and the threads it started for the others.
+/// A window's effects, in node order, and the CPU time of the tasks the
+/// calling thread ran.
 pub(super) struct WindowEffects<S: Scheme> {
     pub(super) effects: Vec<NodeEffects<S>>,
     pub(super) on_caller: std::time::Duration,
-    pub(super) spawned: usize,
 }
 
 impl<S: Scheme> WindowEffects<S> {
@@ -71,7 +71,6 @@ impl<S: Scheme> WindowEffects<S> {
         WindowEffects {
             on_caller: effects.iter().map(|fx| fx.host.own).sum(),
             effects,
-            spawned: 0,
         }
     }
 }
@@ -80,8 +79,23 @@ impl<S: Scheme> WindowEffects<S> {
 /// events).
 type Work<'a, S> = (u32, &'a mut Slot<S>);
 
+/// What every step of a run reads, fixed for the run (the workers of
+/// [`super::pool`] hold it).
+pub(super) struct Context {
+    pub(super) costs: CostModel,
+    pub(super) replica: ReplicaConfig,
+    pub(super) memo: Arc<Memo>,
+    pub(super) seed: u64,
+    /// Every party's keys, and the DKG's timing: a restarted member's
+    /// identity.
+    pub(super) directory: Directory,
+    pub(super) dkg_timing: beacon::dkg::DkgTiming,
+    /// Every party, joiners included: the receivers of a broadcast and its sender.
+    pub(super) parties: u32,
+}
+
 /// Read-only context of a window.
-struct Shared<'a> {
+pub(super) struct Shared<'a> {
     costs: &'a CostModel,
     replica: &'a ReplicaConfig,
     memo: &'a Arc<Memo>,
@@ -97,8 +111,24 @@ struct Shared<'a> {
     before_cut: bool,
 }
 
+impl<'a> Shared<'a> {
+    /// A window's context: the run's, and whether it is before the cut.
+    pub(super) fn new(ctx: &'a Context, before_cut: bool) -> Self {
+        Shared {
+            costs: &ctx.costs,
+            replica: &ctx.replica,
+            memo: &ctx.memo,
+            seed: ctx.seed,
+            directory: &ctx.directory,
+            dkg_timing: ctx.dkg_timing,
+            parties: ctx.parties,
+            before_cut,
+        }
+    }
+}
+
 /// Runs one node's events of a window `[.., end)`, on a core of its own.
-fn run_node<S: Scheme>(
+pub(super) fn run_node<S: Scheme>(
     node: u32,
     slot: &mut Slot<S>,
     end: Time,
@@ -446,87 +476,99 @@ fn keep_outputs<S: Scheme>(
 }
 
 impl<S: Scheme> Engine<S> {
+    /// Runs the events before `end` of `nodes` (in slot order): on the
+    /// modelled host's cores, on this thread, or on the run's workers
+    /// ([`super::pool`]), started at the first window with two nodes.
     pub(super) fn process_window(
         &mut self,
         nodes: &[u32],
         end: Time,
         threads: usize,
     ) -> WindowEffects<S> {
-        let shared = Shared {
-            costs: &self.costs,
-            replica: &self.replica,
-            memo: &self.memo,
-            seed: self.cfg.seed,
-            directory: &self.directory,
-            dkg_timing: self.dkg_timing,
-            parties: self.parties,
-            before_cut: self.before_cut(),
-        };
+        let before_cut = self.before_cut();
+        let context = self.context();
+        if threads > 1 && nodes.len() > 1 && self.host.is_none() {
+            return self.process_on_pool(nodes, end, threads, before_cut, context);
+        }
+        let shared = Shared::new(&context, before_cut);
         // Pair each busy node with exclusive access to its slot.
         let mut work: Vec<Work<'_, S>> = Vec::with_capacity(nodes.len());
         let mut busy = nodes.iter().peekable();
         for (i, slot) in self.slots.iter_mut().enumerate() {
             if busy.next_if(|n| **n as usize == i).is_some() {
-                work.push((i as u32, slot));
+                work.push((i as u32, slot.as_mut()));
             }
         }
         if let Some(host) = self.host.as_mut() {
             return WindowEffects::here(run_on_host(work, host, end, &shared));
         }
-        if threads <= 1 || work.len() < 2 {
-            let effects = work
-                .into_iter()
-                .map(|(n, slot)| run_node(n, slot, end, &shared))
-                .collect();
-            return WindowEffects::here(effects);
-        }
-        // Workers take the nodes one at a time (a dealer's deal costs
-        // thousands of times a receiver's step: fixed chunks left most
-        // workers idle), and the effects go back in node order, so the
-        // trace is the same for any thread count. A worker's MSMs stay on
-        // it: blst's one shared pool would serialize them all.
-        let count = work.len();
-        let queue: Vec<std::sync::Mutex<Option<Work<'_, S>>>> = work
+        let effects = work
             .into_iter()
-            .map(|w| std::sync::Mutex::new(Some(w)))
+            .map(|(n, slot)| run_node(n, slot, end, &shared))
             .collect();
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let mut done: Vec<(usize, NodeEffects<S>)> = Vec::with_capacity(count);
-        let helpers = threads.min(count) - 1;
-        let worker = || {
-            beacon::curve::set_msm_pool(false);
-            let mut mine = Vec::new();
-            loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(item) = queue.get(i) else {
-                    break;
-                };
-                let taken = item.lock().unwrap_or_else(|e| e.into_inner()).take();
-                if let Some((n, slot)) = taken {
-                    mine.push((i, run_node(n, slot, end, &shared)));
-                }
-            }
-            mine
-        };
-        let mut on_caller = std::time::Duration::ZERO;
-        std::thread::scope(|s| {
-            // The calling thread is one of the workers.
-            let handles: Vec<_> = (0..helpers).map(|_| s.spawn(worker)).collect();
-            let mine = worker();
-            on_caller = mine.iter().map(|(_, fx)| fx.host.own).sum();
-            done.extend(mine);
-            for h in handles {
-                done.extend(
-                    h.join()
-                        .expect("simulation worker panicked outside a member"),
-                );
-            }
+        WindowEffects::here(effects)
+    }
+
+    /// The run's fixed context of a step (made at the first window).
+    fn context(&mut self) -> Arc<Context> {
+        if let Some(ctx) = &self.context {
+            return ctx.clone();
+        }
+        let ctx = Arc::new(Context {
+            costs: self.costs.clone(),
+            replica: self.replica.clone(),
+            memo: self.memo.clone(),
+            seed: self.cfg.seed,
+            directory: self.directory.clone(),
+            dkg_timing: self.dkg_timing,
+            parties: self.parties,
         });
-        done.sort_unstable_by_key(|(i, _)| *i);
+        self.context = Some(ctx.clone());
+        ctx
+    }
+
+    /// The window's nodes on the run's workers: each node's slot moves to
+    /// the worker that takes it and back, and the effects come back in
+    /// node order, so the trace is the same for any thread count.
+    fn process_on_pool(
+        &mut self,
+        nodes: &[u32],
+        end: Time,
+        threads: usize,
+        before_cut: bool,
+        context: Arc<Context>,
+    ) -> WindowEffects<S> {
+        let pool = self
+            .pool
+            .get_or_insert_with(|| Pool::start(threads - 1, context));
+        let mut tasks = Vec::with_capacity(nodes.len());
+        for (index, &node) in nodes.iter().enumerate() {
+            let empty = self
+                .spare_slots
+                .pop()
+                .unwrap_or_else(|| Box::new(Slot::new(node, None)));
+            let slot = std::mem::replace(&mut self.slots[node as usize], empty);
+            tasks.push(Task {
+                index,
+                node,
+                slot,
+                end,
+                before_cut,
+            });
+        }
+        let window = pool.run(tasks);
+        let mut effects = Vec::with_capacity(window.done.len());
+        for done in window.done {
+            let empty = std::mem::replace(&mut self.slots[done.node as usize], done.slot);
+            self.spare_slots.push(empty);
+            match done.effects {
+                Ok(fx) => effects.push(fx),
+                Err(msg) => panic!("simulation worker panicked outside a member: {msg}"),
+            }
+        }
         WindowEffects {
-            effects: done.into_iter().map(|(_, fx)| fx).collect(),
-            on_caller,
-            spawned: helpers,
+            effects,
+            on_caller: window.on_caller,
         }
     }
 }
