@@ -16,7 +16,6 @@ use consensus::{
 use node::store::Store;
 use sim::disk::SimDisk;
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 type S = MinSig;
 
