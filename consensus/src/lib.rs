@@ -32,6 +32,7 @@ pub mod byzantine;
 pub mod byzantine_dkg;
 pub mod config;
 pub mod corpus;
+pub mod disk;
 pub mod election;
 pub mod epoch;
 pub mod error;

@@ -27,6 +27,9 @@ pub struct CampaignRun {
     pub partition: bool,
     /// Whether a crash-restart was drawn.
     pub crash_restart: bool,
+    /// Its crash point, if it strikes between two durable writes: after
+    /// this many writes of one step ([`crate::config::Crash::after_write`]).
+    pub crash_point: Option<u32>,
     /// Message loss probability.
     pub loss: f64,
     /// Where beacon shares went (`[protocol] beacon_shares`).
@@ -85,8 +88,11 @@ pub fn draw(base: &SimConfig, seed: u64) -> SimConfig {
             at_ms: at,
             restart_ms: Some(at + rng.gen_range(500..5_000)),
             lose_votes: false,
+            after_write: None,
+            in_dkg: false,
         });
     }
+    draw_crash_point(&mut cfg, seed);
     cfg.network.loss = if rng.gen_bool(0.3) {
         rng.gen_range(0.0..0.05)
     } else {
@@ -107,6 +113,30 @@ pub fn draw(base: &SimConfig, seed: u64) -> SimConfig {
         cfg.invariants.max_virtual_time_s = cfg.invariants.max_virtual_time_s.max(secs);
     }
     cfg
+}
+
+/// A crash point between two durable writes (`consensus::disk`), for half
+/// the seeds that drew no other transient fault (no partition, no crash:
+/// one transient fault per run, and every earlier seed's mix with one is
+/// as it was), from a stream of its own: in the genesis DKG's last step
+/// (keys saved, the seed that dealt them not yet replaced), or, with a
+/// change of members, in a member's writes of it (after its epoch record,
+/// or after its cleared votes: its seed not yet replaced).
+fn draw_crash_point(cfg: &mut SimConfig, seed: u64) {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed ^ 0xc4a5_4b01_a7e5);
+    if !cfg.faults.crash.is_empty() || !cfg.partitions.is_empty() || !rng.gen_bool(0.5) {
+        return;
+    }
+    let in_dkg = cfg.reshare.is_none() || rng.gen_bool(0.3);
+    let at = rng.gen_range(500..4_000);
+    cfg.faults.crash.push(Crash {
+        node: rng.gen_range(0..cfg.nodes),
+        at_ms: at,
+        restart_ms: Some(at + rng.gen_range(500..5_000)),
+        lose_votes: false,
+        after_write: Some(if in_dkg { 1 } else { rng.gen_range(1..=2) }),
+        in_dkg,
+    });
 }
 
 /// The virtual time by which a run of `cfg` reaches its target rounds with the
@@ -216,6 +246,7 @@ fn run_seed(base: &SimConfig, seed: u64) -> Result<CampaignRun, SimError> {
         twins: cfg.faults.twins,
         partition: !cfg.partitions.is_empty(),
         crash_restart: !cfg.faults.crash.is_empty(),
+        crash_point: cfg.faults.crash.iter().find_map(|c| c.after_write),
         loss: cfg.network.loss,
         beacon_shares: cfg
             .protocol

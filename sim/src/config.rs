@@ -290,6 +290,25 @@ pub struct Crash {
     /// safety violation of an honest member. Off by default.
     #[serde(default)]
     pub lose_votes: bool,
+    /// A crash point: the node does not stop at `at_ms` but in the first
+    /// step from then on that makes more than this many durable writes
+    /// (`consensus::disk`: keys, epoch record, cleared votes, new seed, or
+    /// the vote record), right after the `after_write`-th; the rest of that
+    /// step is lost, and it restarts `restart_ms - at_ms` after it stopped.
+    /// `1` at the end of the genesis DKG: keys saved, seed not replaced.
+    #[serde(default)]
+    pub after_write: Option<u32>,
+    /// With `after_write`: armed from the start of the run instead of
+    /// `at_ms` after the DKG, so that it strikes in the DKG's last step.
+    #[serde(default)]
+    pub in_dkg: bool,
+}
+
+impl Crash {
+    /// Whether it is a crash point armed from the start of the run.
+    pub fn armed_in_dkg(&self) -> bool {
+        self.in_dkg && self.after_write.is_some()
+    }
 }
 
 /// Client load.

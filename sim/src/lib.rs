@@ -23,6 +23,7 @@
 pub mod campaign;
 pub mod config;
 pub mod cost_model;
+pub mod disk;
 pub mod engine;
 mod host;
 pub mod host_parallelism;

@@ -73,6 +73,21 @@ pub struct SnapshotReport {
     pub dkg_wall_s: f64,
 }
 
+/// A crash that struck between two durable writes of one step (a crash
+/// point: [`crate::config::Crash::after_write`]).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct CrashPointHit {
+    /// The node.
+    pub node: u32,
+    /// When it struck (virtual ms).
+    pub at_ms: f64,
+    /// The kinds of the step's writes made before it (`consensus::disk`:
+    /// `keys`, `epoch`, `votes`, `seed`).
+    pub written: Vec<&'static str>,
+    /// The kinds of the step's writes it prevented.
+    pub lost: Vec<&'static str>,
+}
+
 /// A simulation report.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
@@ -172,6 +187,10 @@ pub struct Report {
     /// The change of members, in the `reshare` scenario.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reshare: Option<crate::reshare::ReshareReport>,
+    /// The crashes that struck between two durable writes (none without a
+    /// crash point).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub crash_points: Vec<CrashPointHit>,
     /// Per-round latencies.
     pub per_round: Vec<RoundStats>,
     /// How the simulator's own work would spread over more threads

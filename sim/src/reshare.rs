@@ -5,6 +5,7 @@
 use crate::config::ReshareSection;
 use crate::SimError;
 use beacon::{Scheme, Time};
+use consensus::disk::EpochRecord;
 use consensus::epoch::{member_id, Directory, EpochChange};
 use consensus::{Epoch, EpochEvent, Height};
 use rand::seq::SliceRandom;
@@ -141,6 +142,20 @@ impl ReshareRun {
                 self.retired.insert(node);
             }
             EpochEvent::Failed { .. } => {}
+        }
+    }
+
+    /// Records what an honest member's disk holds after a crash struck
+    /// between its writes of the change (`record`, written at `at`): the
+    /// event after those writes was lost with the crash, and the member
+    /// restarts in the epoch it recorded.
+    pub(crate) fn on_record(&mut self, node: u32, at: Time, record: &EpochRecord) {
+        if record.retired {
+            self.retired.insert(node);
+        } else {
+            self.started
+                .entry(node)
+                .or_insert((at, Height::new(record.start)));
         }
     }
 

@@ -119,12 +119,16 @@ fn crash_restart_resumes_from_persisted_state() {
         at_ms: 500,
         restart_ms: Some(3_000),
         lose_votes: false,
+        after_write: None,
+        in_dkg: false,
     });
     cfg.faults.crash.push(Crash {
         node: 7,
         at_ms: 800,
         restart_ms: None,
         lose_votes: false,
+        after_write: None,
+        in_dkg: false,
     });
     let (report, _) = sim::run(&cfg, None).unwrap();
     assert!(report.violations.is_empty(), "{:?}", report.violations);
@@ -154,6 +158,8 @@ fn a_network_that_crashes_all_at_once_restarts_and_goes_on() {
                 at_ms: *at_ms,
                 restart_ms: Some(at_ms + 500),
                 lose_votes: false,
+                after_write: None,
+                in_dkg: false,
             })
             .collect();
         let (report, _) = sim::run(&cfg, None).unwrap();
@@ -272,6 +278,8 @@ fn invalid_scenarios_are_clear_errors() {
         at_ms: 1,
         restart_ms: None,
         lose_votes: false,
+        after_write: None,
+        in_dkg: false,
     });
     assert!(matches!(
         bad.validate(),
@@ -330,6 +338,8 @@ fn a_crashed_member_costs_at_most_two_failed_views_per_height() {
             at_ms: 100,
             restart_ms: None,
             lose_votes: false,
+            after_write: None,
+            in_dkg: false,
         });
         cfg.validate().unwrap();
         let (report, _) = sim::run(&cfg, None).unwrap();
@@ -453,6 +463,8 @@ fn crash_restarts_never_make_a_member_sign_twice() {
             at_ms,
             restart_ms: Some(at_ms + rng.gen_range(20..1_000)),
             lose_votes: false,
+            after_write: None,
+            in_dkg: false,
         };
         let mut cfg = base.clone();
         cfg.seed = seed;
@@ -465,6 +477,8 @@ fn crash_restarts_never_make_a_member_sign_twice() {
         );
         cfg.faults.crash = vec![Crash {
             lose_votes: true,
+            after_write: None,
+            in_dkg: false,
             ..crash
         }];
         let (report, _) = sim::run(&cfg, None).unwrap();
@@ -844,4 +858,69 @@ fn a_change_of_members_survives_byzantine_members_and_loss() {
     assert!(r.switch_height > r.decided_height, "{r:?}");
     assert!(r.started >= 8, "every honest new member switched: {r:?}");
     assert!(report.rounds >= 30, "{}", report.rounds);
+}
+
+/// A crash point in the genesis DKG's last step (`consensus::disk`): member 2
+/// stops right after its keys are saved, before the seed that dealt them is
+/// replaced, and its restart finds the keys and that seed. The run is clean,
+/// the crash struck between exactly those two writes, and the trace is the
+/// same for any thread count.
+#[test]
+fn a_crash_between_keys_saved_and_seed_replaced_restarts_from_the_keys() {
+    let mut cfg = small("crash-restart", 4, 10);
+    cfg.scheme = beacon::SchemeId::InsecureMock;
+    cfg.faults.crash.push(Crash {
+        node: 2,
+        at_ms: 0,
+        restart_ms: Some(1_500),
+        lose_votes: false,
+        after_write: Some(1),
+        in_dkg: true,
+    });
+    cfg.threads = 1;
+    let (report, chain) = sim::run(&cfg, None).unwrap();
+    assert!(report.violations.is_empty(), "{:?}", report.violations);
+    assert!(report.rounds >= 10, "{} rounds", report.rounds);
+    let hits: Vec<_> = report
+        .crash_points
+        .iter()
+        .map(|h| (h.node, h.written.clone(), h.lost.clone()))
+        .collect();
+    assert_eq!(hits, [(2, vec!["keys"], vec!["seed"])]);
+    cfg.threads = 2;
+    let (again, chain_again) = sim::run(&cfg, None).unwrap();
+    assert_eq!(report.trace_hash, again.trace_hash);
+    assert_eq!(chain, chain_again);
+}
+
+/// A crash point in a stayer's writes of a change of members: member 3
+/// stops after its epoch record and its cleared votes, before its seed is
+/// replaced (the `Started` event after them lost with it), and restarts in
+/// the new epoch from its disk; every honest new member runs the new epoch.
+#[test]
+fn a_crash_between_the_epoch_record_and_the_new_seed_restarts_in_the_new_epoch() {
+    let mut cfg = SimConfig::load("../configs/sim/reshare-small.toml").unwrap();
+    cfg.scheme = beacon::SchemeId::InsecureMock;
+    cfg.faults.crash.push(Crash {
+        node: 3,
+        at_ms: 500,
+        restart_ms: Some(2_500),
+        lose_votes: false,
+        after_write: Some(2),
+        in_dkg: false,
+    });
+    let (report, _) = sim::run(&cfg, None).unwrap();
+    assert!(report.violations.is_empty(), "{:?}", report.violations);
+    let change = report.reshare.expect("a change of members");
+    assert!(
+        !change.left.contains(&3),
+        "member 3 stays in seed 1's change"
+    );
+    let hits: Vec<_> = report
+        .crash_points
+        .iter()
+        .map(|h| (h.node, h.written.clone(), h.lost.clone()))
+        .collect();
+    assert_eq!(hits, [(3, vec!["epoch", "votes"], vec!["seed"])]);
+    assert_eq!(change.started, change.new_nodes);
 }

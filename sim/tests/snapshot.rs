@@ -50,6 +50,8 @@ fn a_run_from_a_snapshot_has_the_rounds_of_the_run_that_saved_it() {
         at_ms: 400,
         restart_ms: Some(900),
         lose_votes: false,
+        after_write: None,
+        in_dkg: false,
     });
     cfg.threads = 2;
     let saved = save(&cfg, &path);

@@ -2,6 +2,7 @@
 //! inputs and its outputs.
 
 use super::EpochEvent;
+use crate::disk::DiskWrite;
 use crate::epoch::{EpochChange, EpochMessage, TransitionTimer};
 use crate::messages::Message;
 use crate::replica::{Event, Output, SignedVotes, Timer};
@@ -125,7 +126,13 @@ pub enum MemberOutput<S: Scheme> {
     /// after it (see [`Output::PersistVotes`]); [`Member::restore`] takes the
     /// last one back.
     PersistVotes(Vec<SignedVotes<S>>),
-    /// The DKG finished: persist the key material.
+    /// A durable write other than the vote record (key material, the epoch
+    /// record, the cleared vote record, a new seed), in the order the writes
+    /// must be durable, before anything after it is carried out: a driver
+    /// hands it to [`crate::disk::persist`].
+    Persist(DiskWrite<S>),
+    /// The DKG finished (its key material is persisted by the
+    /// [`MemberOutput::Persist`] before this).
     DkgComplete(Arc<DkgOutput<S>>),
     /// The DKG failed.
     DkgFailed(KeyGenerationFailure),
@@ -150,7 +157,8 @@ impl fmt::Display for MemberTimer {
 impl<S: Scheme> fmt::Display for MemberOutput<S> {
     /// One line per output, as step tables write them: `send epoch-invite
     /// to 4`, `broadcast pre-prepare`, `timer epoch-resend`, `dkg-complete`,
-    /// `epoch 1 decided at 3`, `epoch 1 retired after 4`, and the replica's
+    /// `persist keys`, `persist new-seed`, `epoch 1 decided at 3`,
+    /// `epoch 1 retired after 4`, and the replica's
     /// events as its outputs write them (`finalized 3`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -163,6 +171,7 @@ impl<S: Scheme> fmt::Display for MemberOutput<S> {
                 write!(f, "sync-from-store {} from {from_height}", to.0)
             }
             MemberOutput::PersistVotes(record) => Output::<S>::PersistVotes(record.clone()).fmt(f),
+            MemberOutput::Persist(write) => write.fmt(f),
             MemberOutput::DkgComplete(_) => write!(f, "dkg-complete"),
             MemberOutput::DkgFailed(reason) => write!(f, "dkg-failed: {reason}"),
             MemberOutput::Event(event) => Output::Event(event.clone()).fmt(f),

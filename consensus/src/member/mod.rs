@@ -431,6 +431,9 @@ impl<S: Scheme> Member<S> {
                 out.push(MemberOutput::DkgFailed(reason.into()));
             }
             SessionAction::Complete(output) => {
+                for write in crate::disk::on_keys(output.clone()) {
+                    out.push(MemberOutput::Persist(write));
+                }
                 out.push(MemberOutput::DkgComplete(output.clone()));
                 match Self::build_replica(
                     &self.epoch,

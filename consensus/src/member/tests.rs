@@ -226,7 +226,8 @@ fn a_finalized_block_that_ends_the_epoch_switches_and_drops_the_old_replica() {
             "the restarted member reads its window: height 3 decides the change \
              (invitations, the resharing's start, the resend timer), height 4 \
              ends the epoch (handoffs to the joiners, the erasure timer of what it \
-             dealt, retired); the replica of the ended epoch never starts",
+             dealt, its record of the epoch it left and a new seed made durable, \
+             retired); the replica of the ended epoch never starts",
             MemberInput::Start,
             &[
                 DECIDED,
@@ -235,6 +236,8 @@ fn a_finalized_block_that_ends_the_epoch_switches_and_drops_the_old_replica() {
                     "send epoch-handoff to 5",
                     "send epoch-handoff to 6",
                     "timer epoch 1 Erase",
+                    "persist epoch 1 retired",
+                    "persist new-seed",
                     "epoch 1 retired after 4",
                 ],
             ]
@@ -491,9 +494,15 @@ fn the_dkg_done_starts_the_replica_in_the_same_step() {
     let lines: Vec<String> = out.iter().map(ToString::to_string).collect();
     let done = lines.iter().position(|l| l == "dkg-complete").unwrap();
     assert_eq!(
-        lines[done..],
-        ["dkg-complete", "timer replica 0 view-change(1,0)"],
-        "the DKG's end, then the replica's start: {lines:?}"
+        lines[done - 2..],
+        [
+            "persist keys",
+            "persist new-seed",
+            "dkg-complete",
+            "timer replica 0 view-change(1,0)"
+        ],
+        "the keys, then a new seed, durable; the DKG's end, then the \
+         replica's start: {lines:?}"
     );
     assert!(member.has_keys());
 }

@@ -268,8 +268,10 @@ impl<S: Scheme> Net<S> {
                         self.send(who, to, Envelope::Consensus(message));
                     }
                 }
-                MemberOutput::DkgComplete(_) | MemberOutput::DkgFailed(_) => {
-                    unreachable!("a restored member runs no DKG")
+                MemberOutput::Persist(_)
+                | MemberOutput::DkgComplete(_)
+                | MemberOutput::DkgFailed(_) => {
+                    unreachable!("a restored member runs no DKG and changes no epoch")
                 }
                 MemberOutput::Epoch(e) => unreachable!("no epoch change here: {e:?}"),
             }

@@ -1,12 +1,11 @@
-//! A change of members at the node: the new epoch's key material and record
-//! stored before its first message leaves, `GET /epoch`, the operator's
+//! A change of members at the node: the new epoch's chain info and the
+//! heights below a joiner's handoff, `GET /epoch`, the operator's
 //! proposal (`POST /admin/reshare`), and the log of each step.
 
 use super::chain_info;
 use super::node::Node;
 use crate::backfill::Backfill;
 use crate::http::{EpochJson, ProposalRefused, ReshareAccepted, ReshareRequest};
-use crate::store::EpochRecord;
 use crate::{identity, NodeError};
 use beacon::{Scheme, Time};
 use consensus::epoch::{check_change, check_consensus_keys, member_id, EpochChange};
@@ -15,38 +14,22 @@ use std::sync::atomic::Ordering;
 use tracing::info;
 
 impl<S: Scheme> Node<S> {
-    /// Persists what a change of members gave this node, durably before the
-    /// new epoch's first message leaves it (the outputs after this one are
-    /// carried out only once it returns).
+    /// Takes what a change of members gave this node (its record and key
+    /// material are already durable: the member wrote them before this
+    /// event): the chain's info, the heights below a joiner's handoff, the
+    /// epoch on `GET /epoch`.
     pub(super) fn on_epoch_event(
         &mut self,
         at: Time,
         event: EpochEvent<S>,
     ) -> Result<(), NodeError> {
         match event {
-            EpochEvent::Started {
-                epoch,
-                start,
-                members,
-                config,
-                consensus,
-                output,
-            } => {
+            EpochEvent::Started { start, output, .. } => {
                 // A member that joined has no chain info yet; a stayer keeps its own.
                 let joined = self.state.chain.read().map_or(true, |v| v.info().is_none());
-                let record = EpochRecord {
-                    number: epoch,
-                    members,
-                    config,
-                    consensus: consensus.as_ref().clone(),
-                    start: start.get(),
-                    retired: false,
-                };
-                self.store.save_epoch(&record, Some(output.as_ref()))?;
-                self.member.replace_seed(self.store.replace_seed()?);
-                self.epoch_start = record.start;
-                // The old epoch's votes are of no use in the new one.
-                self.store.save_votes::<S>(&[])?;
+                // Its record, key material, cleared votes and new seed are
+                // durable (the member's writes before this event).
+                self.epoch_start = start.get();
                 self.dkg_done.store(true, Ordering::Relaxed);
                 if joined {
                     self.recorder.start(at);
@@ -81,19 +64,9 @@ impl<S: Scheme> Node<S> {
                 }
                 self.publish_epoch();
             }
-            EpochEvent::Retired { epoch, height } => {
-                let view = self.member.epoch();
-                let record = EpochRecord {
-                    number: epoch,
-                    members: view.members.clone(),
-                    config: view.config.clone(),
-                    consensus: view.consensus.as_ref().clone(),
-                    start: height.get().saturating_add(1),
-                    retired: true,
-                };
-                self.store.save_epoch::<S>(&record, None)?;
-                self.member.replace_seed(self.store.replace_seed()?);
-                self.epoch_start = record.start;
+            EpochEvent::Retired { height, .. } => {
+                // Its record is durable (the member's writes before this event).
+                self.epoch_start = height.get().saturating_add(1);
                 self.publish_epoch();
             }
             EpochEvent::Decided { .. } | EpochEvent::Ready { .. } | EpochEvent::Failed { .. } => {}

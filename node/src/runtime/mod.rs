@@ -362,14 +362,7 @@ async fn build_member<S: Scheme>(
     // a node has one replica, and an unbounded cache there would only grow.
     let memo = Memo::disabled();
     let timing = cfg.dkg.timing();
-    let recorded_epoch = disk.epoch_record.as_ref().map(|(r, _)| {
-        EpochView::new(
-            r.number,
-            r.members.clone(),
-            r.config.clone(),
-            Arc::new(r.consensus.clone()),
-        )
-    });
+    let recorded_epoch = disk.epoch_record.as_ref().map(|(r, _)| r.view());
     let directory = identity.directory.clone();
     let member = match &disk.keys {
         Some(output) => {

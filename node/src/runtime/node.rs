@@ -1,7 +1,7 @@
 //! The event loop's state ([`Node`]): one input handed to the member with
 //! its CPU measured, the member's outputs carried out (frames sent, timers
-//! set, votes and key material stored before anything that depends on them
-//! leaves), and the chain's heights served from the store or fetched below a
+//! set, the member's durable writes made through `consensus::disk` before
+//! anything after them leaves), and the chain's heights served from the store or fetched below a
 //! joiner's handoff.
 
 use super::chain_info;
@@ -143,6 +143,17 @@ impl<S: Scheme> Node<S> {
     /// Carries out the outputs of a `handle` call made at `at`.
     fn apply(&mut self, at: Time, outputs: Vec<MemberOutput<S>>) -> Result<(), NodeError> {
         for o in outputs {
+            // The member's durable writes, in its order, each durable before
+            // the outputs after it are carried out (`consensus::disk`).
+            let t0 = now().0;
+            let mut disk: &Store = &self.store;
+            if consensus::disk::persist(&mut self.member, &o, &mut disk)? {
+                if let MemberOutput::PersistVotes(_) = o {
+                    tracing::trace!(target: "timeline", at = t0, wall_us = now().0 - t0, "persisted");
+                    self.state.metrics.votes_persisted.inc();
+                }
+                continue;
+            }
             match o {
                 MemberOutput::Effect(Effect::Send { to, message }) => {
                     tracing::trace!(target: "timeline", at = now().0, to = to.0, kind = message.kind(), "send");
@@ -161,24 +172,15 @@ impl<S: Scheme> Node<S> {
                     self.net.broadcast(Arc::new(encode(&envelope)?));
                 }
                 MemberOutput::Effect(Effect::SetTimer { at, timer }) => self.timers.push(at, timer),
+                // Carried out by `consensus::disk::persist` above.
+                MemberOutput::PersistVotes(_) | MemberOutput::Persist(_) => {}
                 MemberOutput::SyncFromStore { to, from_height } => {
                     self.serve_from_store(to, from_height)
                 }
-                MemberOutput::PersistVotes(record) => {
-                    // Durable before the votes that follow leave this node: after
-                    // a crash the replica resumes from it and never signs a
-                    // different value for the same slot.
-                    let t0 = now().0;
-                    self.store.save_votes(&record)?;
-                    tracing::trace!(target: "timeline", at = t0, wall_us = now().0 - t0, "persisted");
-                    self.state.metrics.votes_persisted.inc();
-                }
                 MemberOutput::DkgComplete(output) => {
+                    // Its keys and the new seed are durable (the writes
+                    // before it), so before the replica's first signature.
                     self.recorder.start(at);
-                    // Durable before the replica's first signature leaves this node:
-                    // the outputs that follow are only sent after this returns.
-                    self.store.save_dkg(&output)?;
-                    self.member.replace_seed(self.store.replace_seed()?);
                     self.dkg_done.store(true, Ordering::Relaxed);
                     let info = chain_info(&self.cfg, &output);
                     let dkg_ms = self

@@ -17,17 +17,18 @@
 use crate::identity::write_private;
 use crate::{FileOp, NodeError};
 use beacon::dkg::DkgOutput;
-use beacon::multisig::ConsensusListing;
 use beacon::Scheme;
-use consensus::{CommittedEntry, DirectoryIndex, Epoch, ReplicaConfig, SignedVotes};
+use consensus::{CommittedEntry, SignedVotes};
 use redb::{Database, ReadableDatabase as _, ReadableTable as _, TableDefinition};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+mod disk;
 mod error;
 
+pub use consensus::disk::EpochRecord;
 pub use error::{EpochRecordError, StoreError};
 
 const CHAIN: TableDefinition<u64, &[u8]> = TableDefinition::new("chain");
@@ -38,26 +39,6 @@ const VOTES: TableDefinition<&str, &[u8]> = TableDefinition::new("votes");
 const VOTES_KEY: &str = "signed";
 /// The bodies of the blocks that record names, each once, by digest.
 const VOTE_BLOCKS: TableDefinition<&[u8; 32], &[u8]> = TableDefinition::new("vote_blocks");
-
-/// The epoch a node is in after a change of members: what a restarted node
-/// resumes instead of the genesis epoch.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EpochRecord {
-    /// The epoch number (1 for the first change).
-    pub number: Epoch,
-    /// Its members: directory indices (`[[peers]]` indices), by epoch index.
-    pub members: Vec<DirectoryIndex>,
-    /// Its replica configuration.
-    pub config: ReplicaConfig,
-    /// Its members' consensus keys with their proofs, by epoch index (the
-    /// change's).
-    pub consensus: Vec<ConsensusListing>,
-    /// The first height of the epoch.
-    pub start: u64,
-    /// Whether this node is not a member of it (it left, and erased its
-    /// shares): it holds no key material.
-    pub retired: bool,
-}
 
 /// `epoch.key`: the epoch, and this node's key material in it (encoded
 /// [`DkgOutput`]; none once retired). Written as [`EPOCH_FILE_HEADER`] and

@@ -5,15 +5,15 @@
 //! members.
 
 use super::node::{member_seed, Event, InFlight};
-use super::step::NodeEffects;
+use super::step::{CrashHit, NodeEffects};
 use super::Engine;
 use crate::invariants::FailureKind;
 use crate::network::broadcast_receivers;
+use crate::report::CrashPointHit;
 use beacon::cost::EncodedPoints;
 use beacon::dkg::DkgOutput;
 use beacon::effect::Effect;
 use beacon::{NodeIndex, Point, Scheme, Time};
-use consensus::epoch::EpochView;
 use consensus::observe::dispatch;
 use consensus::{Envelope, EpochEvent, Member, MemberOutput};
 use sha2::Digest as _;
@@ -72,7 +72,9 @@ impl<S: Scheme> Engine<S> {
                     self.push(when, node, Event::Timer(timer))
                 }
                 // Answered from (and written to) the node's disk in `run_node`.
-                MemberOutput::SyncFromStore { .. } | MemberOutput::PersistVotes(_) => {}
+                MemberOutput::SyncFromStore { .. }
+                | MemberOutput::PersistVotes(_)
+                | MemberOutput::Persist(_) => {}
                 MemberOutput::DkgComplete(out) => self.on_dkg_complete(node, at, &out),
                 MemberOutput::DkgFailed(reason) => {
                     if self.slots[node as usize].honest {
@@ -94,6 +96,20 @@ impl<S: Scheme> Engine<S> {
                 MemberOutput::Epoch(_) => {}
             }
         }
+        for hit in fx.crashed {
+            self.crash_times
+                .push((node, hit.at, hit.back.unwrap_or(Time(u64::MAX))));
+            if let Some(back) = hit.merge_restarts {
+                self.push(back, node, Event::Restart);
+            }
+            self.on_crash_between_writes(node, &hit);
+            self.crash_points.push(CrashPointHit {
+                node,
+                at_ms: hit.at.as_millis_f64(),
+                written: hit.written,
+                lost: hit.lost,
+            });
+        }
         if let Some((t, msg)) = fx.panic {
             self.checker.fail(
                 FailureKind::Crash,
@@ -101,6 +117,25 @@ impl<S: Scheme> Engine<S> {
                 t,
                 format!("member panicked: {msg}"),
             );
+        }
+    }
+
+    /// What a crash between two writes took with it: the event those writes
+    /// came before. Keys saved: the member's DKG is over (it restarts from
+    /// them). An epoch record saved (honest members): it is in, or left, the
+    /// epoch it recorded.
+    fn on_crash_between_writes(&mut self, node: u32, hit: &CrashHit) {
+        let slot = &self.slots[node as usize];
+        if hit.written.contains(&"keys") && self.dkg_done[node as usize].is_none() {
+            if let Some(keys) = slot.disk.dkg.clone() {
+                self.on_dkg_complete(node, hit.at, &keys);
+            }
+        }
+        let slot = &self.slots[node as usize];
+        if hit.written.contains(&"epoch") && slot.honest {
+            if let (Some(r), Some(record)) = (self.reshare.as_mut(), slot.disk.epoch.as_ref()) {
+                r.on_record(node, hit.at, record);
+            }
         }
     }
 
@@ -259,14 +294,7 @@ impl<S: Scheme> Engine<S> {
                 at,
                 format!("the change into epoch {epoch} failed: {reason}"),
             ),
-            EpochEvent::Started {
-                epoch,
-                members,
-                config,
-                consensus,
-                output,
-                ..
-            } => {
+            EpochEvent::Started { output, .. } => {
                 let key = output.keys[0].group_key().to_bytes();
                 if self
                     .checker
@@ -283,13 +311,6 @@ impl<S: Scheme> Engine<S> {
                 if node >= self.cfg.nodes {
                     self.stats.start(node, at);
                 }
-                let disk = &mut self.slots[node as usize].disk;
-                disk.dkg = Some(output);
-                disk.epoch = Some(EpochView::new(epoch, members, config, consensus));
-            }
-            EpochEvent::Retired { .. } => {
-                // It erased its shares: nothing to restart with.
-                self.slots[node as usize].disk.dkg = None;
             }
             _ => {}
         }

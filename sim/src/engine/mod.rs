@@ -140,6 +140,8 @@ struct Engine<S: Scheme> {
     /// When each scheduled crash strikes and the member restarts (node, down,
     /// back; never back: the end of time).
     crash_times: Vec<(u32, Time, Time)>,
+    /// The crashes that struck between two durable writes, in order.
+    crash_points: Vec<crate::report::CrashPointHit>,
     /// What identifies this run's DKG in a snapshot.
     snapshot_key: SnapshotKey,
     /// The snapshot this run starts from, until it starts.
@@ -539,12 +541,15 @@ impl<S: Scheme> Engine<S> {
 
     fn last_fault_heal(&self) -> Option<Time> {
         let origin = self.dkg_end?;
-        let crashes = self
-            .cfg
-            .faults
-            .crash
-            .iter()
-            .map(|c| origin.plus_millis(c.restart_ms.unwrap_or(c.at_ms)));
+        // Each crash that struck (one between two writes strikes when a
+        // step makes them): when it restarted, or when it struck.
+        let crashes = self.crash_times.iter().map(|(_, down, back)| {
+            if *back == Time(u64::MAX) {
+                *down
+            } else {
+                *back
+            }
+        });
         crashes
             .chain(self.network.last_heal())
             .max()

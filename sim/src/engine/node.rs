@@ -1,13 +1,13 @@
 //! What the engine keeps per node: its pending events ([`Event`], with the
 //! envelopes in flight they share, in a queue of its own: [`Pending`]), its
-//! member and CPU ([`Slot`]), and its persisted state ([`Disk`]), which a
-//! crash-restart resumes from.
+//! member and CPU ([`Slot`]), its persisted state ([`Disk`]), which a
+//! crash-restart resumes from, and a crash armed to strike between two
+//! durable writes ([`CrashPoint`]).
 
 use beacon::cost::EncodedPoints;
-use beacon::dkg::DkgOutput;
 use beacon::{NodeIndex, Scheme, Time};
-use consensus::epoch::{EpochChange, EpochView};
-use consensus::replica::{SignedVotes, CHAIN_WINDOW};
+use consensus::epoch::EpochChange;
+use consensus::replica::CHAIN_WINDOW;
 use consensus::{Behaviour, CommittedEntry, Envelope, Height, Member, MemberTimer, Message};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -66,8 +66,10 @@ pub(super) enum Event<S: Scheme> {
     /// The operator proposes a change of members.
     Propose(EpochChange),
     /// The member stops; with `lose_votes` its vote record is lost too.
+    /// With a `point`, it stops later: between two durable writes.
     Crash {
         lose_votes: bool,
+        point: Option<CrashPoint>,
     },
     Restart,
 }
@@ -175,14 +177,32 @@ impl<S: Scheme> Pending<S> {
 }
 
 /// A node's persisted state: what a crash-restart resumes from.
-#[derive(Default)]
-pub(super) struct Disk<S: Scheme> {
-    pub(super) dkg: Option<Arc<DkgOutput<S>>>,
-    /// The epoch `dkg` belongs to, once the member changed epochs.
-    pub(super) epoch: Option<EpochView>,
-    pub(super) chain: Vec<Arc<CommittedEntry<S>>>,
-    /// The last record of what the replica signed (crash safety of votes).
-    pub(super) votes: Vec<SignedVotes<S>>,
+pub(super) use crate::disk::SimDisk as Disk;
+
+impl CrashPoint {
+    /// The crash point of `crash`, if it has one.
+    pub(super) fn of(crash: &crate::config::Crash) -> Option<Self> {
+        Some(CrashPoint {
+            after_write: crash.after_write?,
+            lose_votes: crash.lose_votes,
+            down_us: crash
+                .restart_ms
+                .map(|r| r.saturating_sub(crash.at_ms).saturating_mul(1_000)),
+        })
+    }
+}
+
+/// A crash that strikes between two durable writes of one step
+/// ([`crate::config::Crash::after_write`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct CrashPoint {
+    /// It strikes right after this many writes of the first step that
+    /// makes more.
+    pub(super) after_write: u32,
+    /// Its record of what the replica signed is lost too.
+    pub(super) lose_votes: bool,
+    /// The member restarts this long after it strikes (never: `None`).
+    pub(super) down_us: Option<u64>,
 }
 
 /// Per-node mutable state, handed to a worker for one window.
@@ -205,17 +225,20 @@ pub(super) struct Slot<S: Scheme> {
     pub(super) side: bool,
     /// Whether this slot is one instance of a twin pair.
     pub(super) twinned: bool,
+    /// A crash waiting for its point between two durable writes.
+    pub(super) armed: Option<CrashPoint>,
 }
 
 impl<S: Scheme> Slot<S> {
     /// The slot of an honest member that speaks as `identity`, runs
     /// `member` (or none yet), and has done nothing: its disk empty, its
-    /// CPU free, on the first side of the network.
-    pub(super) fn new(identity: u32, member: Option<Member<S>>) -> Self {
+    /// CPU free, on the first side of the network; `seed`: the seed its
+    /// member starts with, on its disk.
+    pub(super) fn new(identity: u32, member: Option<Member<S>>, seed: [u8; 32]) -> Self {
         Slot {
             pending: Pending::default(),
             member,
-            disk: Disk::default(),
+            disk: Disk::new(seed),
             busy_until: Time::ZERO,
             cpu_until: Time::ZERO,
             cpu_us: 0,
@@ -224,6 +247,7 @@ impl<S: Scheme> Slot<S> {
             identity,
             side: false,
             twinned: false,
+            armed: None,
         }
     }
 }

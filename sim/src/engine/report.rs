@@ -109,6 +109,7 @@ impl<S: Scheme> Engine<S> {
             violations: self.checker.violations().to_vec(),
             evidence: self.stats.evidence().clone(),
             reshare: self.reshare_report(rounds),
+            crash_points: self.crash_points.clone(),
             per_round: self.stats.per_round(rounds),
             host_parallelism: self.host_meter.report(self.cfg.threads),
         }

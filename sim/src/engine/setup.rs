@@ -2,7 +2,7 @@
 //! members started (their DKG, or the rounds from a snapshot's cut), and the
 //! rounds begun at the end of the DKG, with the scenario's faults.
 
-use super::node::{member_seed, Disk, Event, Slot};
+use super::node::{member_seed, CrashPoint, Disk, Event, Slot};
 use super::Engine;
 use crate::config::SimConfig;
 use crate::cost_model::CostModel;
@@ -278,12 +278,16 @@ impl<S: Scheme> Engine<S> {
                     roles.sides[i as usize]
                 },
                 twinned,
-                ..Slot::new(i, member)
+                ..Slot::new(i, member, member_seed(cfg.seed, i))
             }));
         }
         for i in n..parties {
             let member = joiner(&replica, cfg.seed, i, &memo, &directory, dkg.timing)?;
-            slots.push(Box::new(Slot::new(i, Some(member))));
+            slots.push(Box::new(Slot::new(
+                i,
+                Some(member),
+                member_seed(cfg.seed, i),
+            )));
         }
         let honest: Vec<bool> = slots.iter().map(|s| s.honest).collect();
         // The second instances: started from their twin's key material once its
@@ -295,7 +299,7 @@ impl<S: Scheme> Engine<S> {
                 honest: false,
                 side: true,
                 twinned: true,
-                ..Slot::new(*m, None)
+                ..Slot::new(*m, None, member_seed(cfg.seed, *m))
             }));
         }
         let total = slots.len();
@@ -340,6 +344,7 @@ impl<S: Scheme> Engine<S> {
             parties,
             reshare,
             crash_times: Vec::new(),
+            crash_points: Vec::new(),
             snapshot_key,
             loaded,
             loaded_summary: None,
@@ -365,6 +370,22 @@ impl<S: Scheme> Engine<S> {
         }
         for i in 0..self.cfg.nodes {
             self.push(Time::ZERO, i, Event::Start);
+        }
+        let armed: Vec<_> = self
+            .cfg
+            .faults
+            .crash
+            .iter()
+            .filter(|c| c.armed_in_dkg())
+            .cloned()
+            .collect();
+        for c in armed {
+            let point = CrashPoint::of(&c);
+            let crash = Event::Crash {
+                lose_votes: c.lose_votes,
+                point,
+            };
+            self.push(Time::ZERO, c.node, crash);
         }
         Ok(())
     }
@@ -434,7 +455,7 @@ impl<S: Scheme> Engine<S> {
         for slot in &mut self.slots {
             slot.pending.clear();
             slot.member = None;
-            slot.disk = Disk::default();
+            slot.disk = Disk::new(member_seed(self.cfg.seed, slot.identity));
             slot.busy_until = at;
             slot.cpu_until = at;
         }
@@ -509,11 +530,18 @@ impl<S: Scheme> Engine<S> {
         self.network
             .install_partitions(&self.cfg.partitions, end, self.cfg.nodes);
         let crashes = self.cfg.faults.crash.clone();
-        for c in crashes {
+        for c in crashes.into_iter().filter(|c| !c.armed_in_dkg()) {
+            // A crash between two writes restarts as long after it strikes
+            // as the scenario's downtime (`effects`, `merge`).
+            let point = CrashPoint::of(&c);
             let crash = Event::Crash {
                 lose_votes: c.lose_votes,
+                point,
             };
             self.push(end.plus_millis(c.at_ms), c.node, crash);
+            if point.is_some() {
+                continue;
+            }
             let back = c.restart_ms.map_or(Time(u64::MAX), |r| end.plus_millis(r));
             self.crash_times
                 .push((c.node, end.plus_millis(c.at_ms), back));

@@ -5,7 +5,7 @@
 //! ([`NodeEffects`]) for the merge.
 
 use super::effects::{encode_sends, Encoded};
-use super::node::{member_seed, recent, Event, Slot};
+use super::node::{member_seed, recent, CrashPoint, Event, Slot};
 use super::pool::{Pool, Task};
 use super::Engine;
 use crate::cost_model::CostModel;
@@ -16,6 +16,7 @@ use beacon::effect::Effect;
 use beacon::memo::Memo;
 use beacon::schedule::EventQueue;
 use beacon::{Scheme, Time};
+use consensus::disk::{persist, write_kind, EpochRecord};
 use consensus::epoch::Directory;
 use consensus::epoch::EpochView;
 use consensus::replica::sync_response;
@@ -36,6 +37,8 @@ pub(super) struct NodeEffects<S: Scheme> {
     pub(super) trace: Vec<u8>,
     pub(super) processed: u64,
     pub(super) panic: Option<(Time, String)>,
+    /// The crashes that struck between two durable writes.
+    pub(super) crashed: Vec<CrashHit>,
     /// What handling them took on the host (`crate::host_parallelism`).
     pub(super) host: TaskMeasure,
     /// Per output, what the merge needs of it if it is a send
@@ -52,6 +55,7 @@ impl<S: Scheme> NodeEffects<S> {
             trace: Vec::new(),
             processed: 0,
             panic: None,
+            crashed: Vec::new(),
             host: TaskMeasure::default(),
             encoded: Vec::new(),
         }
@@ -145,7 +149,7 @@ pub(super) fn run_node<S: Scheme>(
         local.push(t, e);
     }
     while let Some((at, event)) = local.pop() {
-        let timers = step(node, slot, Ready { at, event }, end, shared, &mut fx, None);
+        let timers = step(slot, Ready { at, event }, end, shared, &mut fx, None);
         if fx.panic.is_some() {
             break;
         }
@@ -179,7 +183,7 @@ fn run_on_host<S: Scheme>(
         slots.push((node, slot, NodeEffects::new(node)));
     }
     while let Some((at, (k, event))) = queue.pop() {
-        let (node, slot, fx) = &mut slots[k];
+        let (_, slot, fx) = &mut slots[k];
         if fx.panic.is_some() {
             continue;
         }
@@ -195,7 +199,7 @@ fn run_on_host<S: Scheme>(
             at: at.max(free),
             event,
         };
-        let timers = step(*node, slot, ready, end, shared, fx, Some(&mut host.disk));
+        let timers = step(slot, ready, end, shared, fx, Some(&mut host.disk));
         if slot.cpu_until > before {
             host.occupy(core, slot.cpu_until);
         }
@@ -233,7 +237,6 @@ struct Ready<S: Scheme> {
 /// before `end`, to handle in this window. `disk`: when the host's shared disk
 /// is next free, if modelled (else each node has a disk of its own).
 fn step<S: Scheme>(
-    node: u32,
     slot: &mut Slot<S>,
     ready: Ready<S>,
     end: Time,
@@ -248,7 +251,7 @@ fn step<S: Scheme>(
         Event::Deliver { points, .. } => (*points, true),
         _ => (EncodedPoints::default(), false),
     };
-    let Some((input, bytes)) = member_input(node, slot, start, event, shared, fx) else {
+    let Some((input, bytes)) = member_input(slot, start, event, shared, fx) else {
         return Vec::new();
     };
     let Some(member) = slot.member.as_mut() else {
@@ -307,7 +310,6 @@ fn record<S: Scheme>(fx: &mut NodeEffects<S>, start: Time, event: &Event<S>) {
 /// stops), or a restart that finds it running, finds no keys on its disk, or
 /// fails (recorded in `fx`). A restart that succeeds starts the member.
 fn member_input<S: Scheme>(
-    node: u32,
     slot: &mut Slot<S>,
     start: Time,
     event: Event<S>,
@@ -315,7 +317,14 @@ fn member_input<S: Scheme>(
     fx: &mut NodeEffects<S>,
 ) -> Option<(MemberInput<S>, usize)> {
     Some(match event {
-        Event::Crash { lose_votes } => {
+        Event::Crash {
+            point: Some(point), ..
+        } => {
+            // It strikes between two writes of a later step (`keep_outputs`).
+            slot.armed = Some(point);
+            return None;
+        }
+        Event::Crash { lose_votes, .. } => {
             slot.member = None;
             if lose_votes {
                 slot.disk.votes.clear();
@@ -326,7 +335,7 @@ fn member_input<S: Scheme>(
             if slot.member.is_some() {
                 return None;
             }
-            match restore(node, slot, shared)? {
+            match restore(slot, shared)? {
                 Ok(m) => slot.member = Some(m),
                 Err(e) => {
                     fx.panic = Some((start, format!("restore failed: {e}")));
@@ -357,10 +366,9 @@ fn member_input<S: Scheme>(
     })
 }
 
-/// A restarted member, rebuilt from its disk (its keys, epoch, recent chain
-/// and vote record); `None` where its disk holds no keys.
+/// A restarted member, rebuilt from its disk (its keys, epoch, recent chain,
+/// vote record and seed); `None` where its disk holds no keys.
 fn restore<S: Scheme>(
-    node: u32,
     slot: &Slot<S>,
     shared: &Shared<'_>,
 ) -> Option<Result<Member<S>, ConsensusError>> {
@@ -368,7 +376,8 @@ fn restore<S: Scheme>(
     let epoch = slot
         .disk
         .epoch
-        .clone()
+        .as_ref()
+        .map(EpochRecord::view)
         .unwrap_or_else(|| EpochView::genesis(shared.replica.clone(), shared.directory));
     let seed = member_seed(shared.seed, slot.identity);
     let restored = Member::restore_in(
@@ -378,7 +387,7 @@ fn restore<S: Scheme>(
             consensus: consensus::consensus_key(&seed),
             chain: recent(&slot.disk.chain),
             votes: slot.disk.votes.clone(),
-            seed: member_seed(shared.seed, node),
+            seed: slot.disk.seed(),
             memo: shared.memo.clone(),
             adversary: slot.behaviour.map(Behaviour::adversary),
         },
@@ -421,6 +430,7 @@ fn charge<S: Scheme>(
 /// request is answered from its disk, and the rest leaves through `fx`: at
 /// `computed` (the step's CPU done) what comes before the first durable write
 /// of the vote record, at `done` (the writes done too) what comes after it.
+/// A crash armed between two writes strikes there: nothing after it leaves.
 /// `host_disk`: the host's store thread writes finalized heights.
 fn keep_outputs<S: Scheme>(
     slot: &mut Slot<S>,
@@ -432,19 +442,36 @@ fn keep_outputs<S: Scheme>(
 ) -> Vec<(Time, Event<S>)> {
     let mut local = Vec::new();
     let mut done = computed;
+    let writes: Vec<&'static str> = outputs.iter().filter_map(write_kind).collect();
+    let mut made = 0;
     for o in outputs {
+        // The member's durable writes, in its order, each before anything
+        // that follows leaves the node (`consensus::disk`).
+        if let Some(member) = slot.member.as_mut() {
+            match persist(member, &o, &mut slot.disk) {
+                Ok(false) => {}
+                Ok(true) => {
+                    // The node waits for the writes of its vote record
+                    // (`charge`).
+                    if let MemberOutput::PersistVotes(_) = o {
+                        done = written;
+                    }
+                    made += 1;
+                    if let Some(point) = slot
+                        .armed
+                        .filter(|p| p.after_write as usize == made && writes.len() > made)
+                    {
+                        crash_between_writes(slot, fx, point, &writes, done, end, &mut local);
+                        break;
+                    }
+                    continue;
+                }
+                Err(never) => match never {},
+            }
+        }
         match o {
             MemberOutput::Effect(Effect::SetTimer { at, timer }) if at < end => {
                 local.push((at, Event::Timer(timer)))
-            }
-            // Written before anything that follows leaves the node.
-            MemberOutput::PersistVotes(record) => {
-                slot.disk.votes = record;
-                done = written;
-            }
-            MemberOutput::DkgComplete(out) => {
-                slot.disk.dkg = Some(out.clone());
-                fx.outputs.push((done, MemberOutput::DkgComplete(out)));
             }
             MemberOutput::SyncFromStore { to, from_height } => {
                 // The node's disk answers what its replica no longer keeps.
@@ -546,7 +573,8 @@ impl<S: Scheme> Engine<S> {
             let empty = self
                 .spare_slots
                 .pop()
-                .unwrap_or_else(|| Box::new(Slot::new(node, None)));
+                // A stand-in while a worker holds the node's slot: never run.
+                .unwrap_or_else(|| Box::new(Slot::new(node, None, [0; 32])));
             let slot = std::mem::replace(&mut self.slots[node as usize], empty);
             tasks.push(Task {
                 index,
@@ -571,4 +599,48 @@ impl<S: Scheme> Engine<S> {
             on_caller: window.on_caller,
         }
     }
+}
+
+/// The armed crash `point` strikes at `at`, after the first `point.after_write`
+/// of a step's `writes`: the member stops, the rest of the step is lost,
+/// and its restart is scheduled (`local` before `end`, else by the merge).
+fn crash_between_writes<S: Scheme>(
+    slot: &mut Slot<S>,
+    fx: &mut NodeEffects<S>,
+    point: CrashPoint,
+    writes: &[&'static str],
+    at: Time,
+    end: Time,
+    local: &mut Vec<(Time, Event<S>)>,
+) {
+    slot.armed = None;
+    slot.member = None;
+    if point.lose_votes {
+        slot.disk.votes.clear();
+    }
+    let (made, lost) = writes.split_at(point.after_write as usize);
+    let back = point.down_us.map(|d| at.plus_micros(d));
+    let mut merge_restarts = back;
+    if let Some(back) = back.filter(|b| *b < end) {
+        local.push((back, Event::Restart));
+        merge_restarts = None;
+    }
+    fx.crashed.push(CrashHit {
+        at,
+        back,
+        merge_restarts,
+        written: made.to_vec(),
+        lost: lost.to_vec(),
+    });
+}
+
+/// Where an armed crash struck: when, when its member restarts (and whether
+/// the merge schedules that restart: beyond the window), and the kinds of the
+/// step's writes made and lost.
+pub(super) struct CrashHit {
+    pub(super) at: Time,
+    pub(super) back: Option<Time>,
+    pub(super) merge_restarts: Option<Time>,
+    pub(super) written: Vec<&'static str>,
+    pub(super) lost: Vec<&'static str>,
 }

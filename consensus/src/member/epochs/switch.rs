@@ -6,6 +6,7 @@ use super::{
     early_per_sender, handoff_len, EpochChangeFailure, EpochEvent, Handoff,
     MAX_CONTROLS_PER_SIGNER, RETAIN_PHASES,
 };
+use crate::disk::EpochRecord;
 use crate::epoch::NamedKeys;
 use crate::epoch::{
     EpochMessage, Invitation, ReshareWire, Transition, TransitionEvent, TransitionTimer,
@@ -421,6 +422,10 @@ impl<S: Scheme> Member<S> {
                 self.retain(now, transition, out);
                 self.epoch = new;
                 self.me = me.address();
+                let record = EpochRecord::of(&self.epoch, height.saturating_add(1), true);
+                for write in crate::disk::on_epoch(record, None) {
+                    out.push(MemberOutput::Persist(write));
+                }
                 out.push(MemberOutput::Epoch(EpochEvent::Retired {
                     epoch: self.epoch.number,
                     height,
@@ -469,6 +474,10 @@ impl<S: Scheme> Member<S> {
         self.me = output.me;
         self.keys = Some(output.clone());
         self.epoch = new;
+        let record = EpochRecord::of(&self.epoch, last.saturating_add(1), false);
+        for write in crate::disk::on_epoch(record, Some(output.clone())) {
+            out.push(MemberOutput::Persist(write));
+        }
         out.push(MemberOutput::Epoch(EpochEvent::Started {
             epoch: self.epoch.number,
             start: last.saturating_add(1),

@@ -1,0 +1,258 @@
+//! The one disk contract (`consensus::disk`) in both drivers: a member's
+//! durable writes applied to the node's store and to the simulator's disk,
+//! a crash between two of them, and the members restored from each.
+
+use beacon::dkg::{DkgOutput, DkgTiming};
+use beacon::effect::Effect;
+use beacon::memo::Memo;
+use beacon::schedule::EventQueue;
+use beacon::{MinSig, NodeIndex, Time};
+use consensus::disk::{persist, write_kind, Disk};
+use consensus::epoch::{Directory, EpochView, MemberIdentity};
+use consensus::{
+    DirectoryIndex, DkgParams, Member, MemberInput, MemberOutput, MemberTimer, ReplicaConfig,
+    SignedVotes,
+};
+use node::store::Store;
+use sim::disk::SimDisk;
+use std::collections::VecDeque;
+
+type S = MinSig;
+
+const MEMBERS: u32 = 4;
+
+/// Member 0's seed: the one its DKG deals from.
+const DEALING_SEED: [u8; 32] = [0x5e; 32];
+
+fn directory() -> Directory {
+    let seeds: Vec<[u8; 32]> = (0..MEMBERS).map(|i| [i as u8 + 1; 32]).collect();
+    Directory::derived::<S>(&seeds)
+}
+
+fn identity(i: u32) -> MemberIdentity {
+    let seed = [i as u8 + 1; 32];
+    MemberIdentity::new(
+        DirectoryIndex::new(i),
+        consensus::member_key(&seed),
+        consensus::consensus_key(&seed),
+        directory(),
+    )
+}
+
+fn config() -> ReplicaConfig {
+    ReplicaConfig::new(MEMBERS, 0).unwrap()
+}
+
+/// Genesis members 0..4 run the DKG (member 0 from `DEALING_SEED`),
+/// messages delivered in order, timers fired when nothing is in flight;
+/// returns member 0 and the outputs of the input that completed its DKG.
+fn genesis_dkg() -> (Member<S>, Vec<MemberOutput<S>>) {
+    let config = config();
+    let dkg = config.dkg_config([35; 32], &DkgParams::default()).unwrap();
+    let memo = Memo::shared();
+    let mut members: Vec<Member<S>> = (0..MEMBERS)
+        .map(|i| {
+            let seed = if i == 0 { DEALING_SEED } else { [i as u8; 32] };
+            Member::new(
+                config.clone(),
+                dkg.clone(),
+                identity(i),
+                seed,
+                memo.clone(),
+                None,
+            )
+            .unwrap()
+        })
+        .collect();
+    let mut queue: VecDeque<(u32, MemberInput<S>)> =
+        (0..MEMBERS).map(|i| (i, MemberInput::Start)).collect();
+    let mut timers: EventQueue<(u32, MemberTimer)> = EventQueue::new();
+    let mut now = Time::ZERO;
+    loop {
+        let (to, input) = match queue.pop_front() {
+            Some(next) => next,
+            None => {
+                let (at, (to, timer)) = timers.pop().expect("the DKG ends");
+                now = now.max(at);
+                (to, MemberInput::Timer(timer))
+            }
+        };
+        let out = members[to as usize].handle(now, input);
+        if to == 0
+            && out
+                .iter()
+                .any(|o| matches!(o, MemberOutput::DkgComplete(_)))
+        {
+            return (members.swap_remove(0), out);
+        }
+        let message = |from: u32, envelope| MemberInput::Message {
+            from: NodeIndex(from),
+            envelope,
+        };
+        for o in out {
+            match o {
+                MemberOutput::Effect(Effect::Send {
+                    to: NodeIndex(d),
+                    message: envelope,
+                }) if d < MEMBERS => queue.push_back((d, message(to, envelope))),
+                MemberOutput::Effect(Effect::Broadcast(envelope)) => {
+                    for d in (0..MEMBERS).filter(|d| *d != to) {
+                        queue.push_back((d, message(to, envelope.clone())));
+                    }
+                }
+                MemberOutput::Effect(Effect::SetTimer { at, timer }) => {
+                    timers.push(at, (to, timer))
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Carries out `outputs`' durable writes on `disk` in order, as a driver
+/// does, and crashes right after the `after`-th: returns the kinds of the
+/// writes made and of those the crash prevented.
+fn write_then_crash<D: Disk<S>>(
+    member: &mut Member<S>,
+    outputs: &[MemberOutput<S>],
+    disk: &mut D,
+    after: usize,
+) -> (Vec<&'static str>, Vec<&'static str>)
+where
+    D::Error: std::fmt::Debug,
+{
+    let kinds: Vec<&'static str> = outputs.iter().filter_map(write_kind).collect();
+    let mut made = 0;
+    for o in outputs {
+        if made == after {
+            break;
+        }
+        if persist(member, o, disk).unwrap() {
+            made += 1;
+        }
+    }
+    let (written, lost) = kinds.split_at(made);
+    (written.to_vec(), lost.to_vec())
+}
+
+/// What a restarted member reads from a disk: keys, vote record, seed.
+struct Restored {
+    keys: Option<DkgOutput<S>>,
+    votes: Vec<SignedVotes<S>>,
+    seed: [u8; 32],
+}
+
+impl Restored {
+    /// The member restored from it, as both drivers restore one: started,
+    /// then its first timer fired. Returns its outputs, each as its step
+    /// line and, for a message, its encoding.
+    fn run(self) -> Vec<(String, Vec<u8>)> {
+        let keys = self.keys.expect("the keys were saved before the crash");
+        let mut member = Member::<S>::restore_in(
+            EpochView::genesis(config(), &directory()),
+            consensus::RestoredParts {
+                output: &keys,
+                consensus: consensus::consensus_key(&[1; 32]),
+                chain: Vec::new(),
+                votes: self.votes,
+                seed: self.seed,
+                memo: Memo::disabled(),
+                adversary: None,
+            },
+        )
+        .unwrap()
+        .with_identity(
+            identity(0),
+            DkgTiming::new(std::time::Duration::from_secs(1), 1),
+        );
+        let mut out = member.handle(Time(1_000), MemberInput::Start);
+        let timer = out.iter().find_map(|o| match o {
+            MemberOutput::Effect(Effect::SetTimer { at, timer }) => Some((*at, *timer)),
+            _ => None,
+        });
+        let (at, timer) = timer.expect("the restored replica sets a timer");
+        out.extend(member.handle(at, MemberInput::Timer(timer)));
+        out.iter()
+            .map(|o| {
+                let bytes = match o {
+                    MemberOutput::Effect(e) => {
+                        e.message().map(|m| m.encode().unwrap()).unwrap_or_default()
+                    }
+                    _ => Vec::new(),
+                };
+                (o.to_string(), bytes)
+            })
+            .collect()
+    }
+}
+
+/// A crash between "keys saved" and "seed replaced" at the end of the
+/// genesis DKG: the node's store and the simulator's disk hold the same
+/// (the keys, and the seed that dealt them: a dealer that restarted before
+/// its keys were stored would deal the same deal again from it), and the
+/// members restored from each give the same outputs for the same inputs.
+#[test]
+fn a_crash_between_keys_saved_and_seed_replaced_restarts_alike_in_both_drivers() {
+    let (mut member, outputs) = genesis_dkg();
+    let dir = tempfile::tempdir().unwrap();
+    // The node's seed as it stood when its DKG dealt: stored before.
+    std::fs::write(dir.path().join("member.seed"), DEALING_SEED).unwrap();
+    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    assert_eq!(store.member_seed().unwrap(), DEALING_SEED);
+    let mut sim_disk = SimDisk::<S>::new(DEALING_SEED);
+
+    let mut node_disk: &Store = &store;
+    let node_writes = write_then_crash(&mut member, &outputs, &mut node_disk, 1);
+    let sim_writes = write_then_crash(&mut member, &outputs, &mut sim_disk, 1);
+    assert_eq!(node_writes, (vec!["keys"], vec!["seed"]));
+    assert_eq!(sim_writes, node_writes);
+    drop(store);
+
+    // The node restarts: it reads its data directory again.
+    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    let from_node = Restored {
+        keys: store.load_dkg().unwrap(),
+        votes: store.load_votes().unwrap(),
+        seed: store.member_seed().unwrap(),
+    };
+    let from_sim = Restored {
+        keys: sim_disk.dkg.as_deref().cloned(),
+        votes: sim_disk.votes.clone(),
+        seed: sim_disk.seed(),
+    };
+    assert_eq!(
+        from_node.seed, DEALING_SEED,
+        "the node kept the dealing seed"
+    );
+    assert_eq!(
+        from_sim.seed, DEALING_SEED,
+        "the simulator kept the dealing seed"
+    );
+    let node_out = from_node.run();
+    let sim_out = from_sim.run();
+    assert!(
+        node_out.iter().any(|(_, bytes)| !bytes.is_empty()),
+        "the restored member sends something: {node_out:?}"
+    );
+    assert_eq!(node_out, sim_out, "the same outputs from either disk");
+}
+
+/// Past the crash point, both disks replace the seed the DKG dealt from,
+/// and the member deals from the one they drew.
+#[test]
+fn both_drivers_replace_the_dealing_seed_once_the_keys_are_saved() {
+    let (mut member, outputs) = genesis_dkg();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("member.seed"), DEALING_SEED).unwrap();
+    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    let mut sim_disk = SimDisk::<S>::new(DEALING_SEED);
+    let mut node_disk: &Store = &store;
+    let all = outputs.iter().filter_map(write_kind).count();
+    assert_eq!(all, 2, "keys, then a new seed");
+    write_then_crash(&mut member, &outputs, &mut node_disk, all);
+    assert_ne!(store.member_seed().unwrap(), DEALING_SEED);
+    assert!(store.load_dkg::<S>().unwrap().is_some());
+    write_then_crash(&mut member, &outputs, &mut sim_disk, all);
+    assert_ne!(sim_disk.seed(), DEALING_SEED);
+    assert_eq!(sim_disk.generation(), 1);
+}
