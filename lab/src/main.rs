@@ -5,7 +5,7 @@
 //!   identity) and `verify` (check a chain with drand's rules).
 //! - The lab, the tools that start, deploy, simulate and measure networks:
 //!   `localnet` (local node processes, over the emulated WAN of [`wan`] if
-//!   asked), `deploy compose` (and `health` for container health checks),
+//!   asked), `chaos` (such a network under faults drawn from a seed), `deploy compose` (and `health` for container health checks),
 //!   `sim` (the deterministic simulator), `compare` (the simulator against a
 //!   real network), `bench` (the cryptographic building blocks; `bench
 //!   calibrate` fits the simulator's cost model), with [`plot`] and
@@ -36,6 +36,7 @@ macro_rules! with_bls_scheme {
 
 mod bench;
 mod calibrate;
+mod chaos;
 mod compare;
 mod deploy;
 mod http_client;
@@ -73,6 +74,10 @@ enum Command {
     Keys(keys_cmd::KeysArgs),
     /// Start a local network of N node processes and measure its rounds.
     Localnet(localnet::LocalnetArgs),
+    /// Run a local network of real processes under faults drawn from a seed
+    /// (kills, partitions, clock skew, slow links, a full disk, changes of
+    /// members) and check safety and recovery along the way.
+    Chaos(chaos::ChaosArgs),
     /// The simulator against a real network over the emulated WAN: same
     /// topology, parameters and seed, one report with the relative errors.
     Compare(compare::CompareArgs),
@@ -102,6 +107,7 @@ fn main() -> Result<()> {
         Command::Reshare(args) => reshare_cmd::run(args),
         Command::Keys(args) => keys_cmd::run(args),
         Command::Localnet(args) => localnet::run(args),
+        Command::Chaos(args) => chaos::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Deploy(args) => deploy::run(args),
         Command::Health(args) => deploy::health(args),
