@@ -212,8 +212,9 @@ struct Change {
     /// The epoch before it.
     epoch_before: u64,
     proposed: Instant,
-    /// Old members whose operators proposed it.
-    accepted: BTreeSet<u32>,
+    /// Old members whose operators proposed it, and when (a node does not
+    /// keep a proposal across a restart: one restarted since is asked again).
+    accepted: BTreeMap<u32, Instant>,
     last_try: Instant,
     switched: bool,
     late: bool,
@@ -592,7 +593,7 @@ impl Run {
             new_members,
             epoch_before,
             proposed: Instant::now(),
-            accepted: BTreeSet::new(),
+            accepted: BTreeMap::new(),
             last_try: Instant::now() - Duration::from_secs(10),
             switched: false,
             late: false,
@@ -623,14 +624,18 @@ impl Run {
             };
             for &m in self.members.iter() {
                 let n = &self.nodes[m as usize];
-                if change.accepted.contains(&m) || !n.running() {
+                let proposed = change
+                    .accepted
+                    .get(&m)
+                    .is_some_and(|at| n.since.is_some_and(|since| since < *at));
+                if proposed || !n.running() {
                     continue;
                 }
                 if node::http::post_reshare(&self.client, &n.http, &request)
                     .await
                     .is_ok()
                 {
-                    change.accepted.insert(m);
+                    change.accepted.insert(m, Instant::now());
                 }
             }
         }
