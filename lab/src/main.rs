@@ -7,9 +7,10 @@
 //!   (the container health check).
 //! - The lab, the tools that start, deploy, simulate and measure networks:
 //!   `localnet` (local node processes, over the emulated WAN of [`wan`] if
-//!   asked), `deploy compose`, `sim` (the deterministic simulator), `compare`
-//!   (the simulator against a real network), `bench` (the cryptographic
-//!   building blocks; `bench calibrate` fits the simulator's cost model), with
+//!   asked), `chaos` (such a network under faults drawn from a seed),
+//!   `deploy compose`, `sim` (the deterministic simulator), `compare` (the
+//!   simulator against a real network), `bench` (the cryptographic building
+//!   blocks; `bench calibrate` fits the simulator's cost model), with
 //!   [`plot`] and [`protocol_args`] shared among them.
 //! - `tle`: timelock encryption to a round, a client of any beacon's API.
 //!
@@ -26,6 +27,7 @@ extern crate node_cli;
 
 mod bench;
 mod calibrate;
+mod chaos;
 mod compare;
 mod deploy;
 mod localnet;
@@ -53,6 +55,10 @@ enum Command {
     Node(node_cli::NodeCommand),
     /// Start a local network of N node processes and measure its rounds.
     Localnet(localnet::LocalnetArgs),
+    /// Run a local network of real processes under faults drawn from a seed
+    /// (kills, partitions, clock skew, slow links, a full disk, changes of
+    /// members) and check safety and recovery along the way.
+    Chaos(chaos::ChaosArgs),
     /// The simulator against a real network over the emulated WAN: same
     /// topology, parameters and seed, one report with the relative errors.
     Compare(compare::CompareArgs),
@@ -76,6 +82,7 @@ fn main() -> Result<()> {
     match cli.command {
         Command::Node(command) => command.run(),
         Command::Localnet(args) => localnet::run(args),
+        Command::Chaos(args) => chaos::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Deploy(args) => deploy::run(args),
         Command::Sim(args) => sim_cmd::run(*args),

@@ -10,12 +10,17 @@
 //! round-robin placement over a region table), so the two can be compared.
 //! Everything runs on one thread with its own runtime and stops when the
 //! [`LinkEmulator`] is dropped: nothing is left behind.
+//!
+//! On top of the model, faults can be set while it runs (`chaos` does): a link
+//! cut (its connections closed, new ones refused until it heals) and extra
+//! one-way delay on a link (a slow link).
 
 use anyhow::{bail, Context as _, Result};
 use clap::Args;
 use rand::Rng as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -127,9 +132,42 @@ impl Uplink {
     }
 }
 
+/// Faults set on the links while the relays run: cut links and extra delay,
+/// by directed link (`from` dials `to`).
+struct LinkFaults {
+    cut: Vec<Vec<AtomicBool>>,
+    extra_us: Vec<Vec<AtomicU64>>,
+    /// Bumped on every cut, so that open connections look again.
+    changed: tokio::sync::watch::Sender<u64>,
+}
+
+impl LinkFaults {
+    fn new(n: usize) -> Self {
+        LinkFaults {
+            cut: (0..n)
+                .map(|_| (0..n).map(|_| AtomicBool::new(false)).collect())
+                .collect(),
+            extra_us: (0..n)
+                .map(|_| (0..n).map(|_| AtomicU64::new(0)).collect())
+                .collect(),
+            changed: tokio::sync::watch::channel(0).0,
+        }
+    }
+
+    fn is_cut(&self, from: usize, to: usize) -> bool {
+        self.cut[from][to].load(Ordering::Relaxed)
+    }
+
+    /// Extra one-way delay of bytes sent by `src` towards `dst`.
+    fn extra(&self, src: usize, dst: usize) -> Duration {
+        Duration::from_micros(self.extra_us[src][dst].load(Ordering::Relaxed))
+    }
+}
+
 /// Running relays for every directed link; dropping it stops them all.
 pub(crate) struct LinkEmulator {
     ports: Vec<Vec<u16>>,
+    faults: Arc<LinkFaults>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -177,6 +215,8 @@ impl LinkEmulator {
             .build()
             .context("starting the link emulator's runtime")?;
         let model = Arc::new(model);
+        let faults = Arc::new(LinkFaults::new(n));
+        let link_faults = faults.clone();
         let thread = std::thread::Builder::new()
             .name("wan".into())
             .spawn(move || {
@@ -199,6 +239,7 @@ impl LinkEmulator {
                             target: targets[j],
                             model: model.clone(),
                             uplinks: uplinks.clone(),
+                            faults: link_faults.clone(),
                         };
                         tokio::spawn(link.serve(l));
                     }
@@ -209,6 +250,7 @@ impl LinkEmulator {
             .context("starting the link emulator")?;
         Ok(LinkEmulator {
             ports,
+            faults,
             stop: Some(stop),
             thread: Some(thread),
         })
@@ -228,6 +270,23 @@ impl LinkEmulator {
     /// The relay port node `from` dials to reach node `to`.
     pub(crate) fn port(&self, from: usize, to: usize) -> u16 {
         self.ports[from][to]
+    }
+
+    /// Cuts the link `from` -> `to` (closes its connections, refuses new
+    /// ones), or heals it. Out-of-range nodes are ignored.
+    pub(crate) fn set_cut(&self, from: usize, to: usize, cut: bool) {
+        if let Some(flag) = self.faults.cut.get(from).and_then(|r| r.get(to)) {
+            flag.store(cut, Ordering::Relaxed);
+            self.faults.changed.send_modify(|v| *v += 1);
+        }
+    }
+
+    /// Adds `extra` one-way delay to bytes sent by `from` to `to` (zero heals
+    /// the link). Out-of-range nodes are ignored.
+    pub(crate) fn set_extra_delay(&self, from: usize, to: usize, extra: Duration) {
+        if let Some(us) = self.faults.extra_us.get(from).and_then(|r| r.get(to)) {
+            us.store(extra.as_micros() as u64, Ordering::Relaxed);
+        }
     }
 }
 
@@ -302,14 +361,20 @@ struct Link {
     target: SocketAddr,
     model: Arc<WanModel>,
     uplinks: Arc<Vec<Uplink>>,
+    faults: Arc<LinkFaults>,
 }
 
 impl Link {
     async fn serve(self, listener: TcpListener) {
         let link = Arc::new(self);
         while let Ok((inbound, _)) = listener.accept().await {
+            if link.faults.is_cut(link.from, link.to) {
+                // A cut link: the connection is refused (closed at once).
+                continue;
+            }
             let link = link.clone();
             tokio::spawn(async move {
+                let mut changed = link.faults.changed.subscribe();
                 let Ok(outbound) = TcpStream::connect(link.target).await else {
                     return;
                 };
@@ -319,7 +384,18 @@ impl Link {
                 let (out_read, out_write) = outbound.into_split();
                 let forward = link.pump(in_read, out_write, link.from, link.to);
                 let back = link.pump(out_read, in_write, link.to, link.from);
-                tokio::join!(forward, back);
+                let cut = async {
+                    while !link.faults.is_cut(link.from, link.to) {
+                        if changed.changed().await.is_err() {
+                            std::future::pending::<()>().await;
+                        }
+                    }
+                };
+                // A cut closes both sockets (dropped with the pumps).
+                tokio::select! {
+                    _ = async { tokio::join!(forward, back) } => {}
+                    _ = cut => {}
+                }
             });
         }
     }
@@ -336,6 +412,7 @@ impl Link {
         let latency = Duration::from_micros(self.model.one_way_us[src][dst]);
         let jitter = self.model.jitter_us;
         let uplink = &self.uplinks[src];
+        let faults = &self.faults;
         // In flight: at most this many chunks (each at most 64 KiB, one read).
         let (tx, mut rx) = tokio::sync::mpsc::channel::<(Instant, Vec<u8>)>(1024);
         let reader = async move {
@@ -354,7 +431,8 @@ impl Link {
                 } else {
                     Duration::ZERO
                 };
-                let due = (uplink.departure(now, len) + latency + extra).max(last_due);
+                let slow = faults.extra(src, dst);
+                let due = (uplink.departure(now, len) + latency + extra + slow).max(last_due);
                 last_due = due;
                 if tx.send((due, buf)).await.is_err() {
                     break;
@@ -551,6 +629,67 @@ mod tests {
         drop(wan);
         // Stopped: the relay's port no longer accepts connections.
         assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
+    }
+
+    /// A cut link closes its open connection and refuses new ones until it
+    /// heals; extra delay on a link slows what crosses it.
+    #[test]
+    fn a_cut_link_closes_and_refuses_until_healed_and_a_slow_link_delays() {
+        let echo = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let target = echo.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for s in echo.incoming() {
+                let Ok(mut s) = s else { continue };
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 64];
+                    while let Ok(len) = s.read(&mut buf) {
+                        if len == 0 || s.write_all(&buf[..len]).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        let model = WanModel {
+            one_way_us: vec![vec![0, 0], vec![0, 0]],
+            jitter_us: 0,
+            uplink_bytes_per_s: None,
+        };
+        let wan = LinkEmulator::start(model, vec![target, target], &[]).unwrap();
+        let port = wan.port(0, 1);
+        let round_trip = |s: &mut std::net::TcpStream| -> std::io::Result<Duration> {
+            let start = std::time::Instant::now();
+            s.write_all(b"ping")?;
+            let mut back = [0u8; 4];
+            s.read_exact(&mut back)?;
+            assert_eq!(&back, b"ping");
+            Ok(start.elapsed())
+        };
+        let mut open = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        open.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        round_trip(&mut open).unwrap();
+        wan.set_cut(0, 1, true);
+        std::thread::sleep(Duration::from_millis(100));
+        // The open connection is closed: a read sees the end (or an error).
+        let _ = open.write_all(b"ping");
+        let mut buf = [0u8; 4];
+        assert!(matches!(open.read(&mut buf), Ok(0) | Err(_)));
+        // A new one is closed at once.
+        let mut refused = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        refused
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        assert!(round_trip(&mut refused).is_err());
+        wan.set_cut(0, 1, false);
+        let mut healed = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        healed
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        round_trip(&mut healed).unwrap();
+        wan.set_extra_delay(0, 1, Duration::from_millis(150));
+        assert!(round_trip(&mut healed).unwrap() >= Duration::from_millis(150));
+        wan.set_extra_delay(0, 1, Duration::ZERO);
+        round_trip(&mut healed).unwrap();
     }
 
     #[test]

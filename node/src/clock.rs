@@ -3,13 +3,35 @@
 
 use beacon::Time;
 
-/// The wall clock as protocol time: microseconds since the Unix epoch.
+/// For tests only: the environment variable that offsets this node's wall
+/// clock by a signed number of milliseconds (`chaos` skews a node's clock
+/// with it). Never set it in production.
+pub const TEST_CLOCK_OFFSET_ENV: &str = "SBFT_BEACON_TEST_CLOCK_OFFSET_MS";
+
+/// The wall clock as protocol time: microseconds since the Unix epoch (moved
+/// by [`TEST_CLOCK_OFFSET_ENV`] where a test set it).
 pub fn now() -> Time {
-    Time(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_micros() as u64),
-    )
+    let micros = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64);
+    Time(skewed(micros, test_offset_us()))
+}
+
+/// `micros` moved by `offset_us` (never below 0).
+fn skewed(micros: u64, offset_us: i64) -> u64 {
+    micros.saturating_add_signed(offset_us)
+}
+
+/// The test clock offset in microseconds, read once (0 when unset or not a
+/// number).
+fn test_offset_us() -> i64 {
+    static OFFSET: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *OFFSET.get_or_init(|| {
+        std::env::var(TEST_CLOCK_OFFSET_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<i64>().ok())
+            .map_or(0, |ms| ms.saturating_mul(1000))
+    })
 }
 
 /// CPU time of the calling thread, in nanoseconds.
@@ -33,4 +55,16 @@ fn cpu_clock(clock: libc::clockid_t) -> u64 {
         return 0;
     }
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_test_offset_moves_the_clock_both_ways_and_never_below_zero() {
+        assert_eq!(skewed(10_000_000, 2_500_000), 12_500_000);
+        assert_eq!(skewed(10_000_000, -2_500_000), 7_500_000);
+        assert_eq!(skewed(1_000, -2_000), 0);
+    }
 }

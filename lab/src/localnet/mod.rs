@@ -7,10 +7,12 @@
 //! Files: here the arguments and the run; `configs.rs` the nodes' files;
 //! `procs.rs` the node processes; `observe.rs` what the network does;
 //! `report.rs` the report of a run; `reshare.rs` a change of members.
+//! `chaos` (the module beside this one) starts its networks with the same
+//! configs, processes and WAN emulator.
 
 mod configs;
-mod observe;
-mod procs;
+pub(crate) mod observe;
+pub(crate) mod procs;
 mod report;
 mod reshare;
 

@@ -275,7 +275,7 @@ pub(super) async fn traffic(client: &reqwest::Client, procs: &[Proc]) -> Result<
 
 /// Whether `chain` (`/public/{r}` answers from round 1 on) verifies under
 /// `info` (a node's `/info`) with drand's rules.
-pub(super) fn verifies(info: serde_json::Value, chain: &[serde_json::Value]) -> Result<bool> {
+pub(crate) fn verifies(info: serde_json::Value, chain: &[serde_json::Value]) -> Result<bool> {
     let info: ChainInfoJson = serde_json::from_value(info).context("/info is not drand's shape")?;
     let info = info.to_info()?;
     let beacons: Vec<Beacon> = chain

@@ -14,27 +14,51 @@ pub(super) struct Proc {
     pub(super) log: PathBuf,
 }
 
-pub(super) fn spawn(config: &Path) -> Result<(Child, PathBuf)> {
+/// How a node process is started (the default: `run --config`, a fresh log).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Launch {
+    /// `run --join`: a party that joins the running network.
+    pub(crate) join: bool,
+    /// Extra environment (for tests only, e.g. a clock offset).
+    pub(crate) env: Vec<(String, String)>,
+    /// Append to the node's log (a restart) instead of starting it afresh.
+    pub(crate) append_log: bool,
+}
+
+/// Starts `sbft-beacon run` for `config` as `launch` says; its output goes to
+/// `node.log` beside the config. The node ignores SIGXFSZ, so that a file
+/// size limit (how `chaos` fills a node's disk) fails its writes as a full
+/// disk would instead of killing it.
+pub(crate) fn spawn(config: &Path, launch: &Launch) -> Result<(Child, PathBuf)> {
     let exe = std::env::current_exe().context("locating sbft-beacon")?;
     let log = config.with_file_name("node.log");
-    let file =
-        std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .append(launch.append_log)
+        .truncate(!launch.append_log)
+        .open(&log)
+        .with_context(|| format!("creating {}", log.display()))?;
     let mut command = Command::new(exe);
     command
         .arg("run")
         .arg("--config")
         .arg(config)
+        .args(launch.join.then_some("--join"))
+        .envs(launch.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(file.try_clone()?)
         .stderr(file);
     #[cfg(target_os = "linux")]
     {
         use std::os::unix::process::CommandExt as _;
-        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+        // SAFETY: prctl and signal are async-signal-safe; nothing else runs
+        // between fork and exec.
         unsafe {
             command.pre_exec(|| {
                 // The node stops (SIGTERM) if localnet dies without stopping it.
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
                 Ok(())
             });
         }
@@ -47,7 +71,7 @@ pub(super) fn spawn(config: &Path) -> Result<(Child, PathBuf)> {
 pub(super) fn spawn_all(configs: &[(PathBuf, String)]) -> Result<Vec<Proc>> {
     let mut procs = Vec::new();
     for (path, http) in configs {
-        match spawn(path) {
+        match spawn(path, &Launch::default()) {
             Ok((child, log)) => procs.push(Proc {
                 child,
                 http: http.clone(),
@@ -110,14 +134,14 @@ pub(super) fn stop(procs: &mut [Proc]) {
 }
 
 /// The last lines of a log, for error messages.
-pub(super) fn tail(path: &Path) -> String {
+pub(crate) fn tail(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(15)..].join("\n")
 }
 
 /// CPU seconds (user + system) process `pid` has used (0 where /proc is not there).
-pub(super) fn process_cpu_s(pid: u32) -> f64 {
+pub(crate) fn process_cpu_s(pid: u32) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     // Fields after the command name (which may hold spaces) start at ") ".
     let Some(rest) = stat.rfind(") ").map(|i| &stat[i + 2..]) else {
@@ -151,7 +175,7 @@ pub(super) fn logged_dkg_s(procs: &[Proc]) -> Vec<f64> {
 }
 
 /// Resident set size of process `pid` in MB (0 where /proc is not there).
-pub(super) fn rss_mb(pid: u32) -> f64 {
+pub(crate) fn rss_mb(pid: u32) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()

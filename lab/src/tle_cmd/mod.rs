@@ -30,6 +30,8 @@ mod lock;
 mod tests;
 mod time;
 
+pub(crate) use time::parse_duration;
+
 use anyhow::{bail, Context, Result};
 use beacon::{Beacon, BeaconJson, ChainInfo};
 use clap::{ArgGroup, Args, Subcommand};
@@ -40,7 +42,7 @@ use node_cli::http_client::{base_url, runtime, ApiClient, TlsArgs};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use time::{fmt_from_now, fmt_utc, now_ceil, parse_duration, round_at_or_after};
+use time::{fmt_from_now, fmt_utc, now_ceil, round_at_or_after};
 
 /// The HTTP API of a local node by default: node 0 of `deploy compose
 /// --publish-http 8000` and the example `node.toml` (`http = "127.0.0.1:8000"`).

@@ -95,7 +95,7 @@ pub(super) fn add_months(unix: i64, months: i64) -> Option<i64> {
 /// Seconds from `start` (Unix time) to `start + duration`, with drand `tle`'s
 /// duration syntax: one or more `<number><unit>`, units `s m h d w M y`, each
 /// at most once (`M` and `y` are calendar months and years from `start`, UTC).
-pub(super) fn parse_duration(input: &str, start: i64) -> Result<u64> {
+pub(crate) fn parse_duration(input: &str, start: i64) -> Result<u64> {
     const UNITS: &str = "smhdwMy";
     let malformed = || {
         anyhow!(
