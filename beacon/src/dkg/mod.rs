@@ -102,7 +102,7 @@ pub use messages::{
     Complaint, Deal, DealtShares, DkgAction, DkgInput, DkgMessage, DkgTimer, Justification,
 };
 pub use output::{DkgOutput, ThresholdKeyMaterial};
-pub use phases::{DkgFailure, PhaseAction, PhaseMachine, Sharing};
+pub use phases::{DkgFailure, PhaseMachine, PhaseOutput, Sharing};
 pub use verdicts::Verdicts;
 
 use crate::field::Scalar;
