@@ -22,7 +22,7 @@
 use crate::behaviour::Behaviour;
 use beacon::dkg::relay::{Kind, RelayMessage};
 use beacon::dkg::session::{
-    DkgSession, SessionAction, SessionInput, SessionMessage, SessionParticipant, SessionTimer,
+    DkgSession, SessionInput, SessionMessage, SessionOutput, SessionParticipant, SessionTimer,
 };
 use beacon::dkg::{Complaint, DkgMessage, DkgTimer};
 use beacon::effect::Effect;
@@ -60,7 +60,7 @@ impl<S: Scheme> ByzantineSession<S> {
     }
 
     /// The three complaint versions and their recipients.
-    fn complaint_versions(&mut self) -> Vec<SessionAction<S>> {
+    fn complaint_versions(&mut self) -> Vec<SessionOutput<S>> {
         let me = self.inner.me();
         let n = self.inner.config().n;
         let others: Vec<NodeIndex> = (0..n).map(NodeIndex).filter(|j| *j != me).collect();
@@ -83,24 +83,24 @@ impl<S: Scheme> ByzantineSession<S> {
                 dealers,
             });
             if let Ok(message) = self.inner.sign_broadcast(&complaint) {
-                out.push(SessionAction::Effect(Effect::Send { to, message }));
+                out.push(SessionOutput::Effect(Effect::Send { to, message }));
             }
         }
         out
     }
 
-    fn rewrite(&mut self, action: SessionAction<S>, out: &mut Vec<SessionAction<S>>) {
+    fn rewrite(&mut self, action: SessionOutput<S>, out: &mut Vec<SessionOutput<S>>) {
         match (self.behaviour, action) {
             (
                 Behaviour::ComplaintVersions,
-                SessionAction::Effect(Effect::Broadcast(SessionMessage::Relay {
+                SessionOutput::Effect(Effect::Broadcast(SessionMessage::Relay {
                     message: RelayMessage::Broadcast { attestation, .. },
                     ..
                 })),
             ) if attestation.kind == Kind::Complaint => {}
             (
                 Behaviour::ComplaintVersions,
-                a @ SessionAction::Effect(Effect::SetTimer {
+                a @ SessionOutput::Effect(Effect::SetTimer {
                     timer:
                         SessionTimer::Phase {
                             timer: DkgTimer::EndOfComplaints,
@@ -118,7 +118,7 @@ impl<S: Scheme> ByzantineSession<S> {
 }
 
 impl<S: Scheme> SessionParticipant<S> for ByzantineSession<S> {
-    fn handle(&mut self, now: Time, input: SessionInput) -> Vec<SessionAction<S>> {
+    fn handle(&mut self, now: Time, input: SessionInput) -> Vec<SessionOutput<S>> {
         let attempt = self.inner.attempt();
         if self.behaviour == Behaviour::ReplayOldSession {
             if let SessionInput::Message {
@@ -147,7 +147,7 @@ impl<S: Scheme> SessionParticipant<S> for ByzantineSession<S> {
                             message: RelayMessage::Summary { kind, summary, .. },
                         },
                 },
-            ) => Some(SessionAction::Effect(Effect::Send {
+            ) => Some(SessionOutput::Effect(Effect::Send {
                 to: *from,
                 message: SessionMessage::Relay {
                     attempt: *attempt,
@@ -170,7 +170,7 @@ impl<S: Scheme> SessionParticipant<S> for ByzantineSession<S> {
         if next != attempt {
             for message in std::mem::take(&mut self.kept) {
                 if self.behaviour == Behaviour::ReplayOldSession {
-                    out.push(SessionAction::Effect(Effect::Broadcast(
+                    out.push(SessionOutput::Effect(Effect::Broadcast(
                         SessionMessage::Relay {
                             attempt: next,
                             message,

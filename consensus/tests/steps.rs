@@ -451,8 +451,10 @@ fn collector() {
                 // The proof leaves before the durable write of the next
                 // proposal, which only what follows waits for.
                 "persist-votes 2"; "broadcast pre-prepare";
-                "timer view-change(2,0)"; "send sign-share to {}", collector_2;
-                "timer retransmit(2,0)"
+                // Its own proposal, looped back, is voted on before the
+                // height's view timer queued after it (the one order).
+                "send sign-share to {}", collector_2; "timer retransmit(2,0)";
+                "timer view-change(2,0)"
             ],
         ),
     ];
@@ -521,8 +523,10 @@ fn slow_path() {
                 // The proof leaves before the durable write of the next
                 // proposal, which only what follows waits for.
                 "persist-votes 2"; "broadcast pre-prepare";
-                "timer view-change(2,0)"; "send sign-share to {}", collector_2;
-                "timer retransmit(2,0)"
+                // Its own proposal, looped back, is voted on before the
+                // height's view timer queued after it (the one order).
+                "send sign-share to {}", collector_2; "timer retransmit(2,0)";
+                "timer view-change(2,0)"
             ],
         ),
     ];

@@ -3,7 +3,7 @@
 
 use super::relay::Kind;
 use crate::curve::Point;
-use crate::dkg::{Commitments, DkgOutput, PhaseAction};
+use crate::dkg::{Commitments, DkgOutput, PhaseOutput};
 use crate::field::Scalar;
 use crate::scheme::Scheme;
 use crate::{wire, Error, NodeIndex};
@@ -192,5 +192,5 @@ pub enum DkgInput<S: Scheme> {
 }
 
 /// Outputs of the DKG state machine: effects, announcements to the relay,
-/// and the result ([`PhaseAction::Done`]) or why there is none.
-pub type DkgAction<S> = PhaseAction<S, DkgOutput<S>>;
+/// and the result ([`PhaseOutput::Done`]) or why there is none.
+pub type DkgAction<S> = PhaseOutput<S, DkgOutput<S>>;

@@ -103,7 +103,7 @@ pub use messages::{
     Complaint, Deal, DealtShares, DkgAction, DkgInput, DkgMessage, DkgTimer, Justification,
 };
 pub use output::{DkgOutput, ThresholdKeyMaterial};
-pub use phases::{DkgFailure, PhaseAction, PhaseMachine, Sharing};
+pub use phases::{DkgFailure, PhaseMachine, PhaseOutput, Sharing};
 pub use timing::{DkgTiming, ATTEMPT_PHASES, MAX_ATTEMPTS};
 pub use verdicts::Verdicts;
 

@@ -6,11 +6,11 @@
 use crate::curve::Point as _;
 pub use crate::dkg::harness::run;
 use crate::dkg::harness::{MachineRun, Participant};
-use crate::dkg::{Deal, DkgMessage, PhaseAction};
+use crate::dkg::{Deal, DkgMessage, PhaseOutput};
 use crate::effect::Effect;
 use crate::field::Scalar;
 use crate::memo::Memo;
-use crate::reshare::{ReshareAction, ReshareEpoch, ReshareInput, ReshareOutput, Resharer};
+use crate::reshare::{ReshareEpoch, ReshareInput, ReshareOutput, ResharePhaseOutput, Resharer};
 use crate::scheme::Scheme;
 use crate::threshold::SecretShare;
 use crate::{Error, NodeIndex, Time};
@@ -62,15 +62,15 @@ impl<S: Scheme> ByzantineResharer<S> {
         }
     }
 
-    fn rewrite(&self, action: ReshareAction<S>) -> Option<ReshareAction<S>> {
+    fn rewrite(&self, action: ResharePhaseOutput<S>) -> Option<ResharePhaseOutput<S>> {
         let one = Scalar::one();
         let shifted = |values: &[Scalar]| values.iter().map(|v| *v + one).collect::<Vec<_>>();
         let effect = match (&self.fault, action) {
-            (ResharerFault::Silent, a @ PhaseAction::Effect(Effect::SetTimer { .. })) => {
+            (ResharerFault::Silent, a @ PhaseOutput::Effect(Effect::SetTimer { .. })) => {
                 return Some(a)
             }
             (ResharerFault::Silent, _) => return None,
-            (_, PhaseAction::Effect(effect)) => effect,
+            (_, PhaseOutput::Effect(effect)) => effect,
             (_, a) => return Some(a),
         };
         let effect = match (&self.fault, effect) {
@@ -109,7 +109,7 @@ impl<S: Scheme> ByzantineResharer<S> {
             ) => return None,
             (_, e) => e,
         };
-        Some(PhaseAction::Effect(effect))
+        Some(PhaseOutput::Effect(effect))
     }
 }
 
@@ -120,7 +120,7 @@ fn with_commitments<S: Scheme>(deal: &Deal<S>, rows: Vec<Vec<S::PublicKey>>) -> 
 }
 
 impl<S: Scheme> Participant<S, ReshareOutput<S>> for ByzantineResharer<S> {
-    fn handle(&mut self, now: Time, input: ReshareInput<S>) -> Vec<ReshareAction<S>> {
+    fn handle(&mut self, now: Time, input: ReshareInput<S>) -> Vec<ResharePhaseOutput<S>> {
         let actions = self.inner.handle(now, input);
         actions
             .into_iter()

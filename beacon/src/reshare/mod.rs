@@ -124,7 +124,7 @@ pub use machine::{Redistribution, Resharer};
 pub use output::ReshareOutput;
 
 use crate::curve::Point;
-use crate::dkg::PhaseAction;
+use crate::dkg::PhaseOutput;
 use crate::scheme::Scheme;
 use crate::{Error, MemberSet, NodeIndex, ReshareError};
 use serde::{Deserialize, Serialize};
@@ -379,9 +379,9 @@ impl Roster {
 pub type ReshareInput<S> = crate::dkg::DkgInput<S>;
 
 /// Outputs of a [`Resharer`]: effects, announcements to the relay, and the
-/// result ([`PhaseAction::Done`]: persist it; the new group uses it from the
+/// result ([`PhaseOutput::Done`]: persist it; the new group uses it from the
 /// switch the consensus decides) or why there is none.
-pub type ReshareAction<S> = PhaseAction<S, ReshareOutput<S>>;
+pub type ResharePhaseOutput<S> = PhaseOutput<S, ReshareOutput<S>>;
 
 #[cfg(test)]
 mod tests;

@@ -5,7 +5,7 @@
 use crate::messages::CommittedEntry;
 use crate::ConsensusError;
 use crate::{Epoch, Height};
-use beacon::dkg::relay::{RelayMessage, SigningKey, VerifyingKey};
+use beacon::dkg::relay::{RelayMessage, RelayedWire, SigningKey, VerifyingKey};
 use beacon::dkg::DealtShares;
 use beacon::multisig::ConsensusListing;
 use beacon::reshare::{MemberId, ReshareEpoch};
@@ -239,6 +239,19 @@ pub enum ReshareWire {
     /// A new member asks an old member for its deal and its sub-share again
     /// (it restarted during the change, or they were lost).
     Request,
+}
+
+impl ReshareWire {
+    /// What a relayed resharing puts on the wire, as a resharing message:
+    /// `None` for a complaint naming nobody, which only a genesis DKG with a
+    /// hub sends (a resharing has no committee).
+    pub fn of_relayed(wire: RelayedWire) -> Option<Self> {
+        match wire {
+            RelayedWire::Shares(shares) => Some(ReshareWire::Shares(shares)),
+            RelayedWire::Relay(message) => Some(ReshareWire::Relay(message)),
+            RelayedWire::NoComplaint => None,
+        }
+    }
 }
 
 /// Messages of epoch changes.

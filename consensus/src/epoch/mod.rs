@@ -93,7 +93,7 @@ pub use governance::{
 };
 pub use messages::{Control, EpochChange, EpochMessage, EpochReady, Invitation, ReshareWire};
 pub use transition::{
-    keys_digest, Transition, TransitionEvent, TransitionFailure, TransitionTimer,
+    keys_digest, Transition, TransitionFailure, TransitionInput, TransitionOutput, TransitionTimer,
 };
 
 use crate::config::ReplicaConfig;

@@ -27,7 +27,7 @@ use crate::participant::{Adversary, Participant};
 use crate::replica::{Event, Input, Output, Timer};
 use crate::{DirectoryIndex, Epoch, Height};
 use beacon::dkg::relay::SigningKey;
-use beacon::dkg::session::{SessionAction, SessionInput, SessionParticipant};
+use beacon::dkg::session::{SessionInput, SessionOutput, SessionParticipant};
 use beacon::dkg::{DkgOutput, DkgTiming};
 use beacon::effect::Effect;
 use beacon::memo::Memo;
@@ -225,7 +225,7 @@ impl<S: Scheme> Member<S> {
             SelfInput::Named { epoch, .. }
                 if !matches!(self.phase, Phase::Joining)
                     || Some(epoch) != self.epoch.number.checked_add(1) => {}
-            SelfInput::Session(action) => self.on_session_action(now, action, out),
+            SelfInput::Session(output) => self.on_session_output(now, output, out),
             SelfInput::Replica { epoch, output, .. } => self.on_replica_output(epoch, output, out),
             SelfInput::StartReplica { .. } => self.on_replica_start(now, out),
             SelfInput::Finalized { entry, .. } => self.on_finalized(&entry, out),
@@ -266,9 +266,9 @@ impl<S: Scheme> Member<S> {
     /// An input for the DKG session, while it runs.
     fn on_session_input(&mut self, now: Time, input: SessionInput, out: &mut Outbox<S>) {
         if let Phase::Dkg(dkg) = &mut self.phase {
-            let actions = dkg.handle(now, input);
-            for action in actions {
-                out.queue(SelfInput::Session(action));
+            let outputs = dkg.handle(now, input);
+            for output in outputs {
+                out.loop_back(SelfInput::Session(output));
             }
         }
     }
@@ -279,12 +279,12 @@ impl<S: Scheme> Member<S> {
     fn on_restart(&mut self, out: &mut Outbox<S>) {
         if let Phase::Replica(r) = &self.phase {
             for entry in r.finalized().iter() {
-                out.queue(SelfInput::Finalized {
+                out.loop_back(SelfInput::Finalized {
                     generation: self.generation,
                     entry: entry.clone(),
                 });
             }
-            out.queue(SelfInput::StartReplica {
+            out.loop_back(SelfInput::StartReplica {
                 generation: self.generation,
             });
         }
@@ -372,7 +372,7 @@ impl<S: Scheme> Member<S> {
     /// Queues what the current replica returned, one output at a time.
     fn queue_replica(&self, outputs: Vec<Output<S>>, out: &mut Outbox<S>) {
         for output in outputs {
-            out.queue(SelfInput::Replica {
+            out.loop_back(SelfInput::Replica {
                 generation: self.generation,
                 epoch: self.epoch.number,
                 output,
@@ -411,7 +411,7 @@ impl<S: Scheme> Member<S> {
             Output::PersistVotes(record) => out.push(MemberOutput::PersistVotes(record)),
             Output::Event(Event::Finalized(entry)) => {
                 out.push(MemberOutput::Event(Event::Finalized(entry.clone())));
-                out.queue(SelfInput::Finalized {
+                out.loop_back(SelfInput::Finalized {
                     generation: self.generation,
                     entry,
                 });
@@ -421,16 +421,16 @@ impl<S: Scheme> Member<S> {
     }
 
     /// One output of the DKG session: its effects, or its end.
-    fn on_session_action(&mut self, now: Time, action: SessionAction<S>, out: &mut Outbox<S>) {
+    fn on_session_output(&mut self, now: Time, action: SessionOutput<S>, out: &mut Outbox<S>) {
         match action {
-            SessionAction::Effect(effect) => out.push(MemberOutput::Effect(
+            SessionOutput::Effect(effect) => out.push(MemberOutput::Effect(
                 effect.map(Envelope::Dkg, MemberTimer::Dkg),
             )),
-            SessionAction::Failed(reason) => {
+            SessionOutput::Failed(reason) => {
                 self.phase = Phase::Failed;
                 out.push(MemberOutput::DkgFailed(reason.into()));
             }
-            SessionAction::Complete(output) => {
+            SessionOutput::Complete(output) => {
                 for write in crate::disk::on_keys(output.clone()) {
                     out.push(MemberOutput::Persist(write));
                 }

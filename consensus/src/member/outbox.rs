@@ -1,23 +1,21 @@
 //! Where a member's handlers put what they produce: outputs for the driver,
 //! and self-inputs — what the DKG session, the replica or the transition
-//! returned and the member must read — for the member itself. No handler
-//! calls another: [`super::Member::handle`] drains the queue through one
-//! dispatcher.
+//! returned and the member must read — for the member itself, in the
+//! workspace's one [`beacon::effect::Outbox`]. No handler calls another:
+//! [`super::Member::handle`] drains the self-inputs through one dispatcher.
 //!
-//! The queue runs depth first: what one step queues (outputs and self-inputs,
-//! in the order it queued them) runs before what earlier steps queued. That
-//! is the order in which handlers that called each other produced outputs,
-//! which the simulator's traces depend on: a finalized block's decision and
-//! everything it causes come before the replica's next output.
+//! The outbox's one order (depth first) is the order in which handlers that
+//! called each other produced outputs, which the simulator's traces depend
+//! on: a finalized block's decision and everything it causes come before the
+//! replica's next output.
 
 use super::interface::MemberOutput;
-use crate::epoch::{Decision, EpochMessage, TransitionEvent};
+use crate::epoch::{Decision, EpochMessage, TransitionOutput};
 use crate::messages::CommittedEntry;
 use crate::replica::Output;
 use crate::{DirectoryIndex, Epoch};
-use beacon::dkg::session::SessionAction;
+use beacon::dkg::session::SessionOutput;
 use beacon::Scheme;
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// Which replica a self-input belongs to: the count of epoch ends this member
@@ -28,7 +26,7 @@ pub(super) type Generation = u64;
 /// What a member feeds back to itself.
 pub(super) enum SelfInput<S: Scheme> {
     /// An output of the DKG session.
-    Session(SessionAction<S>),
+    Session(SessionOutput<S>),
     /// An output of the replica of `generation`, running epoch `epoch`.
     Replica {
         /// The replica's generation.
@@ -63,7 +61,7 @@ pub(super) enum SelfInput<S: Scheme> {
         /// The transition's epoch.
         epoch: Epoch,
         /// The event.
-        event: TransitionEvent<S>,
+        event: TransitionOutput<S>,
     },
     /// A message of the change into `epoch` that came before this member
     /// started its transition, replayed.
@@ -93,105 +91,6 @@ pub(super) enum SelfInput<S: Scheme> {
     ArmResend,
 }
 
-/// One queued thing.
-enum Queued<S: Scheme> {
-    Output(MemberOutput<S>),
-    Input(SelfInput<S>),
-}
-
-/// Outputs and self-inputs of one `handle` call.
-pub(super) struct Outbox<S: Scheme> {
-    /// What left the queue for the driver, in order.
-    outputs: Vec<MemberOutput<S>>,
-    /// What the running step queued.
-    step: Vec<Queued<S>>,
-    /// What earlier steps queued and is not done yet.
-    pending: VecDeque<Queued<S>>,
-}
-
-impl<S: Scheme> Outbox<S> {
-    /// Empty.
-    pub(super) fn new() -> Self {
-        Outbox {
-            outputs: Vec::new(),
-            step: Vec::new(),
-            pending: VecDeque::new(),
-        }
-    }
-
-    /// Queues `output` for the driver.
-    pub(super) fn push(&mut self, output: MemberOutput<S>) {
-        self.step.push(Queued::Output(output));
-    }
-
-    /// Queues `input` for this member.
-    pub(super) fn queue(&mut self, input: SelfInput<S>) {
-        self.step.push(Queued::Input(input));
-    }
-
-    /// The next self-input: what the step that just ran queued comes first;
-    /// outputs before it go to the driver's list.
-    pub(super) fn next_input(&mut self) -> Option<SelfInput<S>> {
-        for queued in self.step.drain(..).rev() {
-            self.pending.push_front(queued);
-        }
-        while let Some(queued) = self.pending.pop_front() {
-            match queued {
-                Queued::Output(output) => self.outputs.push(output),
-                Queued::Input(input) => return Some(input),
-            }
-        }
-        None
-    }
-
-    /// The outputs (the queue is empty when `handle` returns).
-    pub(super) fn take(&mut self) -> Vec<MemberOutput<S>> {
-        debug_assert!(self.step.is_empty() && self.pending.is_empty());
-        std::mem::take(&mut self.outputs)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::epoch::TransitionTimer;
-    use beacon::effect::Effect;
-    use beacon::{MinSig, Time};
-
-    fn timer(epoch: u64) -> MemberOutput<MinSig> {
-        MemberOutput::Effect(Effect::SetTimer {
-            at: Time::ZERO,
-            timer: super::super::MemberTimer::Epoch {
-                epoch: Epoch::new(epoch),
-                timer: TransitionTimer::Erase,
-            },
-        })
-    }
-
-    fn epoch_of(output: &MemberOutput<MinSig>) -> u64 {
-        match output {
-            MemberOutput::Effect(Effect::SetTimer {
-                timer: super::super::MemberTimer::Epoch { epoch, .. },
-                ..
-            }) => epoch.get(),
-            _ => unreachable!(),
-        }
-    }
-
-    #[test]
-    fn what_a_step_queues_runs_before_what_earlier_steps_queued() {
-        let mut outbox = Outbox::<MinSig>::new();
-        outbox.push(timer(1));
-        outbox.queue(SelfInput::RetryJoin);
-        outbox.push(timer(4));
-        // The first step's output leaves; its self-input runs next.
-        assert!(matches!(outbox.next_input(), Some(SelfInput::RetryJoin)));
-        outbox.push(timer(2));
-        outbox.queue(SelfInput::ArmResend);
-        assert!(matches!(outbox.next_input(), Some(SelfInput::ArmResend)));
-        outbox.push(timer(3));
-        assert!(outbox.next_input().is_none());
-        let epochs: Vec<u64> = outbox.take().iter().map(epoch_of).collect();
-        assert_eq!(epochs, [1, 2, 3, 4]);
-    }
-}
+/// Outputs and self-inputs of one `handle` call: the workspace's one outbox,
+/// drained in its one order.
+pub(super) type Outbox<S> = beacon::effect::Outbox<MemberOutput<S>, SelfInput<S>>;

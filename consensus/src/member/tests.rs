@@ -264,9 +264,11 @@ fn a_decision_on_the_window_starts_the_change_then_the_replica() {
                 &[
                     "persist-votes 4",
                     "broadcast pre-prepare",
-                    "timer replica 0 view-change(4,0)",
+                    // Its own proposal, looped back, is voted on before the
+                    // height's view timer queued after it (the one order).
                     "send sign-share to 1",
                     "timer replica 0 retransmit(4,0)",
+                    "timer replica 0 view-change(4,0)",
                 ],
             ]
             .concat(),

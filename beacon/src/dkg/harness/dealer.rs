@@ -176,19 +176,19 @@ impl<S: Scheme> Participant<S, DkgOutput<S>> for ByzantineDealer<S> {
         let mut out = Vec::with_capacity(actions.len());
         for action in actions {
             let effect = match (&self.fault, action) {
-                (DealerFault::Silent, a @ PhaseAction::Effect(Effect::SetTimer { .. })) => {
+                (DealerFault::Silent, a @ PhaseOutput::Effect(Effect::SetTimer { .. })) => {
                     out.push(a);
                     continue;
                 }
                 (DealerFault::Silent, _) => continue,
-                (_, PhaseAction::Effect(effect)) => effect,
+                (_, PhaseOutput::Effect(effect)) => effect,
                 (_, a) => {
                     out.push(a);
                     continue;
                 }
             };
             if let Some(effect) = self.rewrite(effect) {
-                out.push(PhaseAction::Effect(effect));
+                out.push(PhaseOutput::Effect(effect));
             }
         }
         out

@@ -18,7 +18,7 @@ pub use sessions::*;
 
 use crate::dkg::{
     Complaint, Deal, DealtShares, Dkg, DkgConfig, DkgFailure, DkgInput, DkgMessage, DkgOutput,
-    DkgPhase, DkgTimer, Justification, PhaseAction, PhaseMachine, Sharing,
+    DkgPhase, DkgTimer, Justification, PhaseMachine, PhaseOutput, Sharing,
 };
 #[cfg(test)]
 use crate::dkg::{Disqualification, Verdicts};
@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 /// honest [`PhaseMachine`] or a Byzantine wrapper.
 pub trait Participant<S: Scheme, O>: Send {
     /// Handles one input (see [`PhaseMachine::handle`]).
-    fn handle(&mut self, now: Time, input: DkgInput<S>) -> Vec<PhaseAction<S, O>>;
+    fn handle(&mut self, now: Time, input: DkgInput<S>) -> Vec<PhaseOutput<S, O>>;
     /// The phase of the honest machine inside, if any (for CPU accounting).
     fn phase(&self) -> Option<DkgPhase> {
         None
@@ -45,7 +45,7 @@ pub trait Participant<S: Scheme, O>: Send {
 }
 
 impl<S: Scheme, P: Sharing<S>> Participant<S, P::Output> for PhaseMachine<S, P> {
-    fn handle(&mut self, now: Time, input: DkgInput<S>) -> Vec<PhaseAction<S, P::Output>> {
+    fn handle(&mut self, now: Time, input: DkgInput<S>) -> Vec<PhaseOutput<S, P::Output>> {
         PhaseMachine::handle(self, now, input)
     }
 
@@ -169,31 +169,31 @@ pub fn run<S: Scheme, O>(
             phase_cpu[phase] += spent;
             for action in actions {
                 match action {
-                    PhaseAction::Effect(Effect::Send { to, message }) => {
+                    PhaseOutput::Effect(Effect::Send { to, message }) => {
                         bytes_sent[who.0 as usize] += encoded_len(&message);
                         if (to.0 as usize) < n {
                             queue.push((who, to, message));
                         }
                     }
-                    PhaseAction::Effect(Effect::Broadcast(message)) => {
+                    PhaseOutput::Effect(Effect::Broadcast(message)) => {
                         bytes_sent[who.0 as usize] += encoded_len(&message) * (n as u64 - 1);
                         for j in (0..n as u32).filter(|j| *j != who.0) {
                             queue.push((who, NodeIndex(j), message.clone()));
                         }
                     }
-                    PhaseAction::Effect(Effect::SetTimer { at, timer }) => {
+                    PhaseOutput::Effect(Effect::SetTimer { at, timer }) => {
                         timers.push(at, (who, timer))
                     }
-                    PhaseAction::Done(out) => {
+                    PhaseOutput::Done(out) => {
                         results[who.0 as usize] = Some(Ok(out));
                         finished_at = now;
                     }
-                    PhaseAction::Failed(e) => {
+                    PhaseOutput::Failed(e) => {
                         results[who.0 as usize] = Some(Err(e));
                         finished_at = now;
                     }
                     // No relay here: broadcasts are consistent by construction.
-                    PhaseAction::Announce(_) => {}
+                    PhaseOutput::Announce(_) => {}
                 }
             }
         }

@@ -4,7 +4,7 @@
 use super::member_seed;
 use crate::dkg::relay::{SigningKey, VerifyingKey};
 use crate::dkg::session::{
-    DkgSession, SessionAction, SessionFailure, SessionInput, SessionMessage, SessionParticipant,
+    DkgSession, SessionFailure, SessionInput, SessionMessage, SessionOutput, SessionParticipant,
     SessionTimer,
 };
 use crate::dkg::*;
@@ -109,24 +109,24 @@ pub fn run_sessions<S: Scheme>(
                     t.1 += bytes * copies;
                 };
                 match action {
-                    SessionAction::Effect(Effect::Send { to, message }) => {
+                    SessionOutput::Effect(Effect::Send { to, message }) => {
                         count(&message, 1);
                         queue.push_back((who, to.0, message));
                     }
-                    SessionAction::Effect(Effect::Broadcast(message)) => {
+                    SessionOutput::Effect(Effect::Broadcast(message)) => {
                         count(&message, n as u64 - 1);
                         for j in (0..n as u32).filter(|j| *j != who) {
                             queue.push_back((who, j, message.clone()));
                         }
                     }
-                    SessionAction::Effect(Effect::SetTimer { at, timer }) => {
+                    SessionOutput::Effect(Effect::SetTimer { at, timer }) => {
                         timers.push(at, (who, timer))
                     }
-                    SessionAction::Complete(out) => {
+                    SessionOutput::Complete(out) => {
                         results[who as usize] = Some(Ok(out));
                         finished_at = now;
                     }
-                    SessionAction::Failed(e) => {
+                    SessionOutput::Failed(e) => {
                         results[who as usize] = Some(Err(e));
                         finished_at = now;
                     }

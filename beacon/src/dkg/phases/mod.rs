@@ -181,7 +181,7 @@ impl<S: Scheme> Board<S> {
 
 /// What a phase machine asks of its driver.
 #[derive(Clone, Debug)]
-pub enum PhaseAction<S: Scheme, O> {
+pub enum PhaseOutput<S: Scheme, O> {
     /// Send, broadcast, or set a timer.
     Effect(Effect<DkgMessage<S>, DkgTimer>),
     /// This participant holds every broadcast of this kind it waits for (or
@@ -227,7 +227,7 @@ impl<S: Scheme, P: Sharing<S>> PhaseMachine<S, P> {
     /// Broadcasts go through the relay ([`crate::dkg::relay`]): a phase ends
     /// before its timeout only once the relay reports that every participant
     /// holds the same versions of its broadcasts, and the machine asks for
-    /// those reports with [`PhaseAction::Announce`].
+    /// those reports with [`PhaseOutput::Announce`].
     pub fn with_relay(mut self) -> Self {
         self.relayed = true;
         self
@@ -257,7 +257,7 @@ impl<S: Scheme, P: Sharing<S>> PhaseMachine<S, P> {
     }
 
     /// Handles one input at time `now` and returns the resulting actions.
-    pub fn handle(&mut self, now: Time, input: DkgInput<S>) -> Vec<PhaseAction<S, P::Output>> {
+    pub fn handle(&mut self, now: Time, input: DkgInput<S>) -> Vec<PhaseOutput<S, P::Output>> {
         let mut out = match input {
             DkgInput::Start => self.start(now),
             DkgInput::Message { from, message } => {
@@ -308,7 +308,7 @@ impl<S: Scheme, P: Sharing<S>> PhaseMachine<S, P> {
     /// Ends every phase whose messages are all in (several in a row when the
     /// next one has nothing left to wait for), and announces complete kinds;
     /// the timeouts only bound the wait for silent or slow participants.
-    fn advance(&mut self, now: Time, out: &mut Vec<PhaseAction<S, P::Output>>) {
+    fn advance(&mut self, now: Time, out: &mut Vec<PhaseOutput<S, P::Output>>) {
         loop {
             self.announce_complete(out);
             let next = match self.phase {
@@ -337,15 +337,15 @@ impl<S: Scheme, P: Sharing<S>> PhaseMachine<S, P> {
         !self.relayed || self.confirmed.contains(&kind)
     }
 
-    fn announce(&mut self, kind: Kind, out: &mut Vec<PhaseAction<S, P::Output>>) {
+    fn announce(&mut self, kind: Kind, out: &mut Vec<PhaseOutput<S, P::Output>>) {
         if self.relayed && self.announced.insert(kind) {
-            out.push(PhaseAction::Announce(kind));
+            out.push(PhaseOutput::Announce(kind));
         }
     }
 
     /// Announces each kind of broadcast once this participant holds all it
     /// waits for.
-    fn announce_complete(&mut self, out: &mut Vec<PhaseAction<S, P::Output>>) {
+    fn announce_complete(&mut self, out: &mut Vec<PhaseOutput<S, P::Output>>) {
         if !self.relayed || self.is_over() || self.phase == DkgPhase::Idle {
             return;
         }
@@ -426,8 +426,8 @@ impl<S: Scheme, P: Sharing<S>> PhaseMachine<S, P> {
             .all(|d| self.board.justifications.contains_key(d) || self.board.faulty.contains(d))
     }
 
-    fn timer(&self, now: Time, timer: DkgTimer) -> PhaseAction<S, P::Output> {
-        PhaseAction::Effect(Effect::SetTimer {
+    fn timer(&self, now: Time, timer: DkgTimer) -> PhaseOutput<S, P::Output> {
+        PhaseOutput::Effect(Effect::SetTimer {
             at: now.plus_micros(self.sharing.phase_timeout_us()),
             timer,
         })

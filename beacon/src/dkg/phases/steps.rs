@@ -2,7 +2,7 @@
 //! send, complain (step 2), justify (step 3), and judge the complaints before
 //! the protocol finalizes (step 4).
 
-use super::{DealerSet, PhaseAction, PhaseMachine, Sharing};
+use super::{DealerSet, PhaseMachine, PhaseOutput, Sharing};
 use crate::curve::Point;
 use crate::dkg::batch::{commit_shares, SharePath};
 use crate::dkg::relay::Kind;
@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 impl<S: Scheme, P: Sharing<S>> PhaseMachine<S, P> {
     /// Step 1: deal (if a dealer) and arm the end of the deal phase.
-    pub(super) fn start(&mut self, now: Time) -> Vec<PhaseAction<S, P::Output>> {
+    pub(super) fn start(&mut self, now: Time) -> Vec<PhaseOutput<S, P::Output>> {
         if self.phase != DkgPhase::Idle {
             return Vec::new();
         }
@@ -33,7 +33,7 @@ impl<S: Scheme, P: Sharing<S>> PhaseMachine<S, P> {
 
     /// Broadcasts the commitments to `polynomials` and sends each receiver
     /// its shares.
-    fn deal(&mut self, polynomials: &[Vec<Scalar>], out: &mut Vec<PhaseAction<S, P::Output>>) {
+    fn deal(&mut self, polynomials: &[Vec<Scalar>], out: &mut Vec<PhaseOutput<S, P::Output>>) {
         let commitments: Vec<Vec<S::PublicKey>> = polynomials
             .iter()
             .map(|poly| poly.iter().map(S::PublicKey::mul_generator).collect())
@@ -52,7 +52,7 @@ impl<S: Scheme, P: Sharing<S>> PhaseMachine<S, P> {
         let commitments = Commitments::new(&commitments);
         let deal = Arc::new(Deal::new(session, self.me, commitments, tree.root()));
         self.board.deals.insert(self.me, deal.clone());
-        out.push(PhaseAction::Effect(Effect::Broadcast(DkgMessage::Deal(
+        out.push(PhaseOutput::Effect(Effect::Broadcast(DkgMessage::Deal(
             deal,
         ))));
         for j in 0..receivers {
@@ -75,7 +75,7 @@ impl<S: Scheme, P: Sharing<S>> PhaseMachine<S, P> {
                     path,
                 };
                 self.sharing.sent(to, &message);
-                out.push(PhaseAction::Effect(Effect::Send {
+                out.push(PhaseOutput::Effect(Effect::Send {
                     to,
                     message: DkgMessage::Shares(message),
                 }));
@@ -214,7 +214,7 @@ impl<S: Scheme, P: Sharing<S>> PhaseMachine<S, P> {
     /// Step 2: disqualify silent dealers (and those the protocol rejects); as
     /// a receiver, check the shares and complain (naming nobody when every
     /// share is good).
-    pub(super) fn end_of_deal(&mut self, now: Time) -> Vec<PhaseAction<S, P::Output>> {
+    pub(super) fn end_of_deal(&mut self, now: Time) -> Vec<PhaseOutput<S, P::Output>> {
         let mut out = Vec::new();
         // The deals this participant holds are final: let the relay compare them.
         self.announce(Kind::Deal, &mut out);
@@ -242,7 +242,7 @@ impl<S: Scheme, P: Sharing<S>> PhaseMachine<S, P> {
     }
 
     /// Records and sends this receiver's complaint against `bad`.
-    fn complain(&mut self, bad: DealerSet, out: &mut Vec<PhaseAction<S, P::Output>>) {
+    fn complain(&mut self, bad: DealerSet, out: &mut Vec<PhaseOutput<S, P::Output>>) {
         for d in &bad {
             self.board.complaints.entry(*d).or_default().insert(self.me);
         }
@@ -259,21 +259,21 @@ impl<S: Scheme, P: Sharing<S>> PhaseMachine<S, P> {
             // Nothing to complain about: only the committee waits for it.
             for d in self.sharing.dealers() {
                 if d != self.me {
-                    out.push(PhaseAction::Effect(Effect::Send {
+                    out.push(PhaseOutput::Effect(Effect::Send {
                         to: d,
                         message: DkgMessage::Complaint(complaint.clone()),
                     }));
                 }
             }
         } else {
-            out.push(PhaseAction::Effect(Effect::Broadcast(
+            out.push(PhaseOutput::Effect(Effect::Broadcast(
                 DkgMessage::Complaint(complaint),
             )));
         }
     }
 
     /// Step 3: answer complaints against this dealer.
-    pub(super) fn end_of_complaints(&mut self, now: Time) -> Vec<PhaseAction<S, P::Output>> {
+    pub(super) fn end_of_complaints(&mut self, now: Time) -> Vec<PhaseOutput<S, P::Output>> {
         self.phase = DkgPhase::Justifying;
         let mut out = Vec::new();
         self.announce(Kind::Complaint, &mut out);
@@ -296,7 +296,7 @@ impl<S: Scheme, P: Sharing<S>> PhaseMachine<S, P> {
                 self.board
                     .justifications
                     .insert(self.me, justification.clone());
-                out.push(PhaseAction::Effect(Effect::Broadcast(
+                out.push(PhaseOutput::Effect(Effect::Broadcast(
                     DkgMessage::Justification(justification),
                 )));
             }
@@ -308,7 +308,7 @@ impl<S: Scheme, P: Sharing<S>> PhaseMachine<S, P> {
     /// Step 4: every complaint must be answered by a revealed share that
     /// matches the dealer's commitments (a complainer takes the revealed
     /// one); then the protocol decides QUAL and the output.
-    pub(crate) fn finalize(&mut self) -> Vec<PhaseAction<S, P::Output>> {
+    pub(crate) fn finalize(&mut self) -> Vec<PhaseOutput<S, P::Output>> {
         let board = &self.board;
         let sharing = &self.sharing;
         let count = sharing.thresholds().len();
@@ -332,11 +332,11 @@ impl<S: Scheme, P: Sharing<S>> PhaseMachine<S, P> {
         match self.sharing.finalize(&mut self.board, self.me) {
             Ok(output) => {
                 self.phase = DkgPhase::Done;
-                vec![PhaseAction::Done(Arc::new(output))]
+                vec![PhaseOutput::Done(Arc::new(output))]
             }
             Err(failure) => {
                 self.phase = DkgPhase::Failed;
-                vec![PhaseAction::Failed(failure)]
+                vec![PhaseOutput::Failed(failure)]
             }
         }
     }

@@ -3,8 +3,8 @@
 //! attested versions, pulling payloads, and proving equivocation.
 
 use super::{
-    session_of, signed_bytes, Attestation, BroadcastRelay, Kind, Payload, RelayAction,
-    RelayMessage, Version, MAX_PULLS, MAX_VERSIONS,
+    session_of, signed_bytes, Attestation, BroadcastRelay, Kind, Payload, RelayMessage,
+    RelayOutput, Version, MAX_PULLS, MAX_VERSIONS,
 };
 use crate::dkg::DkgMessage;
 use crate::effect::Effect;
@@ -54,7 +54,7 @@ impl BroadcastRelay {
         &mut self,
         from: NodeIndex,
         message: RelayMessage,
-    ) -> Result<Vec<RelayAction<S>>, Error> {
+    ) -> Result<Vec<RelayOutput<S>>, Error> {
         if from.0 >= self.n() || from == self.me {
             return Err(Error::Dkg(DkgError::NotAnotherMember { from: from.0 }));
         }
@@ -125,7 +125,7 @@ impl BroadcastRelay {
         &mut self,
         a: Attestation,
         payload: Payload,
-    ) -> Result<Vec<RelayAction<S>>, Error> {
+    ) -> Result<Vec<RelayOutput<S>>, Error> {
         let digest = payload.digest();
         if digest != a.digest {
             return Err(Error::Dkg(DkgError::DigestMismatch { origin: a.origin }));
@@ -168,7 +168,7 @@ impl BroadcastRelay {
         }
         if index == 0 && !v.delivered {
             v.delivered = true;
-            out.push(RelayAction::Deliver {
+            out.push(RelayOutput::Deliver {
                 origin: NodeIndex(origin),
                 message,
             });
@@ -188,7 +188,7 @@ impl BroadcastRelay {
     pub(super) fn learn<S: Scheme>(
         &mut self,
         a: &Attestation,
-        out: &mut Vec<RelayAction<S>>,
+        out: &mut Vec<RelayOutput<S>>,
     ) -> bool {
         let versions = self.versions.entry((a.origin, a.kind)).or_default();
         if versions.iter().any(|v| v.attestation.digest == a.digest) {
@@ -212,7 +212,7 @@ impl BroadcastRelay {
         state.invalidate();
         let announced = state.announced;
         if second {
-            out.push(RelayAction::Equivocation(NodeIndex(a.origin)));
+            out.push(RelayOutput::Equivocation(NodeIndex(a.origin)));
             if self.faulty.insert(a.origin) {
                 // Every summary leaves the origin out from now on.
                 let kinds: Vec<Kind> = self.kinds.keys().copied().collect();
@@ -240,7 +240,7 @@ impl BroadcastRelay {
         &mut self,
         from: NodeIndex,
         a: &Attestation,
-        out: &mut Vec<RelayAction<S>>,
+        out: &mut Vec<RelayOutput<S>>,
     ) {
         if a.origin == self.me.0 {
             return;
@@ -260,7 +260,7 @@ impl BroadcastRelay {
             return;
         }
         first.pulled_from.push(from.0);
-        out.push(RelayAction::Effect(Effect::Send {
+        out.push(RelayOutput::Effect(Effect::Send {
             to: from,
             message: RelayMessage::Pull {
                 origin: a.origin,
@@ -276,13 +276,13 @@ impl BroadcastRelay {
         origin: u32,
         kind: Kind,
         digest: [u8; 32],
-    ) -> Vec<RelayAction<S>> {
+    ) -> Vec<RelayOutput<S>> {
         match self.version(origin, kind, &digest) {
             Some(Version {
                 attestation,
                 payload: Some(payload),
                 ..
-            }) => vec![RelayAction::Effect(Effect::Send {
+            }) => vec![RelayOutput::Effect(Effect::Send {
                 to: from,
                 message: RelayMessage::Broadcast {
                     attestation: attestation.clone(),

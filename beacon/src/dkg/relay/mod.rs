@@ -26,13 +26,13 @@
 //!    all);
 //! 5. two signed versions of one broadcast, of any kind (complaints included),
 //!    prove that the origin equivocates: every member that learns both reports it
-//!    ([`RelayAction::Equivocation`]) and the DKG treats the origin as faulty
+//!    ([`RelayOutput::Equivocation`]) and the DKG treats the origin as faulty
 //!    (excluded as a dealer, its complaints ignored). Only the first version of a
 //!    broadcast is ever delivered; more than two are never needed, so at most two
 //!    are kept, and summaries leave proven equivocators out;
 //! 6. once every member (save proven equivocators) has sent a summary of a kind
 //!    equal to this member's own, the relay reports it
-//!    ([`RelayAction::Consistent`]): the DKG may close the phase that kind belongs
+//!    ([`RelayOutput::Consistent`]): the DKG may close the phase that kind belongs
 //!    to without waiting for its timeout, since no honest member holds a version
 //!    this one lacks.
 //!
@@ -72,7 +72,7 @@ use crate::memo::Memo;
 use crate::{DkgError, Error, NodeIndex, Scheme};
 use ed25519_dalek::Verifier as _;
 pub use ed25519_dalek::{SigningKey, VerifyingKey};
-pub use relayed::{RelayedEvent, RelayedInput, RelayedMachine, RelayedMessage};
+pub use relayed::{RelayedInput, RelayedMachine, RelayedOutput, RelayedWire};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
@@ -241,7 +241,7 @@ impl<'de> Deserialize<'de> for Payload {
 
 /// What the relay asks its driver to do.
 #[derive(Debug)]
-pub enum RelayAction<S: Scheme> {
+pub enum RelayOutput<S: Scheme> {
     /// Hand `message` to the DKG as sent by `origin`.
     Deliver {
         /// Origin.

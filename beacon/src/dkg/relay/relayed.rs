@@ -4,28 +4,47 @@
 //! equivocation and confirmations go back into the machine.
 //!
 //! [`RelayedMachine::handle`] takes one input and carries every consequence
-//! out before it returns: each step the machine or the relay asks for goes
-//! onto a work stack that one dispatcher drains (depth first, so that what a
-//! step causes comes out before the next step's), never by one handler
-//! calling another. What is left for the driver comes out as
-//! [`RelayedEvent`]s, in that order.
+//! out before it returns: each step the machine or the relay asks for is
+//! looped back through the workspace's one [`Outbox`] and one dispatcher
+//! takes them in its one order, never by one handler calling another. What
+//! is left for the driver comes out as [`RelayedOutput`]s, in that order;
+//! its messages are [`RelayedWire`]s, the adapter's legal point-to-point
+//! and relay cases, which each user tags with [`Effect::map`].
 
-use super::{BroadcastRelay, Kind, RelayAction, RelayMessage};
-use crate::dkg::phases::{DkgFailure, PhaseAction, PhaseMachine, Sharing};
-use crate::dkg::{DkgInput, DkgMessage, DkgTimer};
-use crate::effect::Effect;
+use super::{BroadcastRelay, Kind, RelayMessage, RelayOutput};
+use crate::dkg::phases::{DkgFailure, PhaseMachine, PhaseOutput, Sharing};
+use crate::dkg::{DealtShares, DkgInput, DkgMessage, DkgTimer};
+use crate::effect::{Effect, Outbox};
 use crate::scheme::Scheme;
 use crate::{Error, NodeIndex, Time};
 use std::sync::Arc;
 
-/// A message a relayed machine sends.
+/// What a relayed machine puts on the wire: the one mapping from a machine's
+/// and a relay's messages to what travels.
 #[derive(Clone, Debug)]
-pub enum RelayedMessage<S: Scheme> {
-    /// A message of the machine sent point to point (shares, or a complaint
-    /// naming nobody to the committee).
-    Direct(DkgMessage<S>),
+pub enum RelayedWire {
+    /// A dealer's private shares for the recipient (point to point).
+    Shares(DealtShares),
+    /// A complaint naming nobody, sent to the committee alone (point to
+    /// point): only a genesis DKG with a hub sends it
+    /// ([`crate::dkg::Dkg::has_hub`]); the receiver reads it as that
+    /// complaint from the sender.
+    NoComplaint,
     /// A relay message (attestations, summaries, pulls, relayed broadcasts).
     Relay(RelayMessage),
+}
+
+impl RelayedWire {
+    /// What a machine's point-to-point `message` travels as: `None` for what
+    /// a relayed machine never sends point to point (its broadcasts are
+    /// signed and relayed).
+    fn direct<S: Scheme>(message: DkgMessage<S>) -> Option<Self> {
+        match message {
+            DkgMessage::Shares(shares) => Some(RelayedWire::Shares(shares)),
+            DkgMessage::Complaint(c) if c.dealers.is_empty() => Some(RelayedWire::NoComplaint),
+            DkgMessage::Complaint(_) | DkgMessage::Deal(_) | DkgMessage::Justification(_) => None,
+        }
+    }
 }
 
 /// An input of a relayed machine.
@@ -45,11 +64,12 @@ pub enum RelayedInput<S: Scheme> {
 
 /// What a relayed machine asks of its driver.
 #[derive(Clone, Debug)]
-pub enum RelayedEvent<S: Scheme, O> {
+pub enum RelayedOutput<O> {
     /// Send, broadcast, or set a timer.
-    Effect(Effect<RelayedMessage<S>, DkgTimer>),
-    /// This participant's own broadcast, signed: the driver broadcasts it
-    /// (and may keep it, to send again on request).
+    Effect(Effect<RelayedWire, DkgTimer>),
+    /// This participant's own broadcast, signed, for the driver to keep (to
+    /// send again on request); its broadcast follows as an
+    /// [`RelayedOutput::Effect`].
     Signed {
         /// What kind of broadcast it is.
         kind: Kind,
@@ -69,18 +89,21 @@ pub enum RelayedEvent<S: Scheme, O> {
     Failed(DkgFailure),
 }
 
-/// One step of the work a relayed input causes.
+/// One step of the work a relayed input causes (the adapter's self-input).
 enum Step<S: Scheme, O> {
-    /// Carry out an action of the machine.
-    Machine(PhaseAction<S, O>),
-    /// Carry out an action of the relay.
-    Relay(RelayAction<S>),
+    /// Carry out an output of the machine.
+    Machine(PhaseOutput<S, O>),
+    /// Carry out an output of the relay.
+    Relay(RelayOutput<S>),
     /// Report that the relay delivered a broadcast.
     Delivered {
         origin: NodeIndex,
         kind: Option<Kind>,
     },
 }
+
+/// The outbox of one relayed `handle` call.
+type RelayedOutbox<S, O> = Outbox<RelayedOutput<O>, Step<S, O>>;
 
 /// A phase machine joined to its relay.
 pub struct RelayedMachine<S: Scheme, P: Sharing<S>> {
@@ -111,107 +134,105 @@ impl<S: Scheme, P: Sharing<S>> RelayedMachine<S, P> {
     }
 
     /// Handles one input at `now` and carries out all it causes.
-    pub fn handle(&mut self, now: Time, input: RelayedInput<S>) -> Vec<RelayedEvent<S, P::Output>> {
-        let first: Vec<Step<S, P::Output>> = match input {
-            RelayedInput::Machine(input) => self.steps_of_machine(now, input, None),
-            RelayedInput::Relay { from, message } => match self.relay.receive::<S>(from, message) {
-                Ok(actions) => actions.into_iter().map(Step::Relay).collect(),
-                Err(_) => Vec::new(),
-            },
-        };
-        let mut out = Vec::new();
-        let mut stack: Vec<Step<S, P::Output>> = first.into_iter().rev().collect();
-        while let Some(step) = stack.pop() {
-            let next = match step {
-                Step::Machine(action) => self.on_machine(action, &mut out),
-                Step::Relay(action) => self.on_relay(now, action, &mut out),
-                Step::Delivered { origin, kind } => {
-                    out.push(RelayedEvent::Delivered { origin, kind });
-                    Vec::new()
+    pub fn handle(&mut self, now: Time, input: RelayedInput<S>) -> Vec<RelayedOutput<P::Output>> {
+        let mut out = Outbox::new();
+        match input {
+            RelayedInput::Machine(input) => self.run_machine(now, input, &mut out),
+            RelayedInput::Relay { from, message } => {
+                if let Ok(outputs) = self.relay.receive::<S>(from, message) {
+                    for output in outputs {
+                        out.loop_back(Step::Relay(output));
+                    }
                 }
-            };
-            stack.extend(next.into_iter().rev());
+            }
         }
-        out
+        while let Some(step) = out.next_input() {
+            match step {
+                Step::Machine(output) => self.on_machine(output, &mut out),
+                Step::Relay(output) => self.on_relay(now, output, &mut out),
+                Step::Delivered { origin, kind } => {
+                    out.push(RelayedOutput::Delivered { origin, kind })
+                }
+            }
+        }
+        out.take()
     }
 
-    /// The machine's actions on `input`, then `after`.
-    fn steps_of_machine(
+    /// Hands `input` to the machine; its outputs are the next steps.
+    fn run_machine(
         &mut self,
         now: Time,
         input: DkgInput<S>,
-        after: Option<Step<S, P::Output>>,
-    ) -> Vec<Step<S, P::Output>> {
-        let actions = self.machine.handle(now, input);
-        actions
-            .into_iter()
-            .map(Step::Machine)
-            .chain(after)
-            .collect()
+        out: &mut RelayedOutbox<S, P::Output>,
+    ) {
+        for output in self.machine.handle(now, input) {
+            out.loop_back(Step::Machine(output));
+        }
     }
 
-    /// One action of the machine: broadcasts are signed, announcements go to
+    /// One output of the machine: broadcasts are signed, announcements go to
     /// the relay, the rest to the driver.
     fn on_machine(
         &mut self,
-        action: PhaseAction<S, P::Output>,
-        out: &mut Vec<RelayedEvent<S, P::Output>>,
-    ) -> Vec<Step<S, P::Output>> {
-        match action {
-            PhaseAction::Effect(Effect::Broadcast(message)) => {
+        output: PhaseOutput<S, P::Output>,
+        out: &mut RelayedOutbox<S, P::Output>,
+    ) {
+        match output {
+            PhaseOutput::Effect(Effect::Broadcast(message)) => {
                 if let (Ok(signed), Some(kind)) = (self.relay.sign(&message), Kind::of(&message)) {
-                    out.push(RelayedEvent::Signed {
+                    out.push(RelayedOutput::Signed {
                         kind,
-                        message: signed,
+                        message: signed.clone(),
                     });
+                    out.push(RelayedOutput::Effect(Effect::Broadcast(
+                        RelayedWire::Relay(signed),
+                    )));
                 }
             }
-            PhaseAction::Effect(effect) => out.push(RelayedEvent::Effect(
-                effect.map(RelayedMessage::Direct, |t| t),
-            )),
-            PhaseAction::Announce(kind) => {
-                return self
-                    .relay
-                    .announce::<S>(kind)
-                    .into_iter()
-                    .map(Step::Relay)
-                    .collect();
+            PhaseOutput::Effect(Effect::Send { to, message }) => {
+                if let Some(message) = RelayedWire::direct(message) {
+                    out.push(RelayedOutput::Effect(Effect::Send { to, message }));
+                }
             }
-            PhaseAction::Done(output) => out.push(RelayedEvent::Done(output)),
-            PhaseAction::Failed(failure) => out.push(RelayedEvent::Failed(failure)),
+            PhaseOutput::Effect(Effect::SetTimer { at, timer }) => {
+                out.push(RelayedOutput::Effect(Effect::SetTimer { at, timer }))
+            }
+            PhaseOutput::Announce(kind) => {
+                for output in self.relay.announce::<S>(kind) {
+                    out.loop_back(Step::Relay(output));
+                }
+            }
+            PhaseOutput::Done(output) => out.push(RelayedOutput::Done(output)),
+            PhaseOutput::Failed(failure) => out.push(RelayedOutput::Failed(failure)),
         }
-        Vec::new()
     }
 
-    /// One action of the relay: deliveries, equivocations and confirmations
+    /// One output of the relay: deliveries, equivocations and confirmations
     /// go into the machine, messages to the driver.
     fn on_relay(
         &mut self,
         now: Time,
-        action: RelayAction<S>,
-        out: &mut Vec<RelayedEvent<S, P::Output>>,
-    ) -> Vec<Step<S, P::Output>> {
-        match action {
-            RelayAction::Deliver { origin, message } => {
+        output: RelayOutput<S>,
+        out: &mut RelayedOutbox<S, P::Output>,
+    ) {
+        match output {
+            RelayOutput::Deliver { origin, message } => {
                 let kind = Kind::of(&message);
                 let input = DkgInput::Message {
                     from: origin,
                     message,
                 };
-                let delivered = Step::Delivered { origin, kind };
-                self.steps_of_machine(now, input, Some(delivered))
+                self.run_machine(now, input, out);
+                out.loop_back(Step::Delivered { origin, kind });
             }
-            RelayAction::Effect(effect) => {
-                let effect = effect.map(RelayedMessage::Relay, |never| match never {});
-                out.push(RelayedEvent::Effect(effect));
-                Vec::new()
+            RelayOutput::Effect(effect) => {
+                let effect = effect.map(RelayedWire::Relay, |never| match never {});
+                out.push(RelayedOutput::Effect(effect));
             }
-            RelayAction::Equivocation(member) => {
-                self.steps_of_machine(now, DkgInput::Faulty { member }, None)
+            RelayOutput::Equivocation(member) => {
+                self.run_machine(now, DkgInput::Faulty { member }, out)
             }
-            RelayAction::Consistent(kind) => {
-                self.steps_of_machine(now, DkgInput::Confirmed(kind), None)
-            }
+            RelayOutput::Consistent(kind) => self.run_machine(now, DkgInput::Confirmed(kind), out),
         }
     }
 }

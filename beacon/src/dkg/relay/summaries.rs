@@ -2,7 +2,7 @@
 //! lists pulled where two members' views differ, and the consistency signal.
 
 use super::{
-    Attestation, BroadcastRelay, Kind, RelayAction, RelayMessage, Summary, MAX_CATCH_UP_REQUESTS,
+    Attestation, BroadcastRelay, Kind, RelayMessage, RelayOutput, Summary, MAX_CATCH_UP_REQUESTS,
     MAX_LIST_REQUESTS, MAX_VERSIONS, SUMMARY_DOMAIN,
 };
 use crate::effect::Effect;
@@ -13,7 +13,7 @@ impl BroadcastRelay {
     /// The DKG holds every broadcast of `kind` it waits for: tell every member
     /// which versions this member holds, and from now on compare their summaries
     /// with this member's (see the module documentation). Idempotent.
-    pub fn announce<S: Scheme>(&mut self, kind: Kind) -> Vec<RelayAction<S>> {
+    pub fn announce<S: Scheme>(&mut self, kind: Kind) -> Vec<RelayOutput<S>> {
         let mut out = Vec::new();
         if self.kinds.get(&kind).is_some_and(|k| k.announced) {
             return out;
@@ -41,7 +41,7 @@ impl BroadcastRelay {
     /// outside member whose latest summary differs (so that it can pull what
     /// it lacks). A hub member's settled summaries go out in
     /// [`Self::check_consistent`].
-    pub(super) fn send_summary<S: Scheme>(&mut self, kind: Kind, out: &mut Vec<RelayAction<S>>) {
+    pub(super) fn send_summary<S: Scheme>(&mut self, kind: Kind, out: &mut Vec<RelayOutput<S>>) {
         let summary = self.summary(kind);
         let message = RelayMessage::Summary {
             kind,
@@ -49,11 +49,11 @@ impl BroadcastRelay {
             settled: false,
         };
         let Some(hub) = self.hub.clone() else {
-            out.push(RelayAction::Effect(Effect::Broadcast(message)));
+            out.push(RelayOutput::Effect(Effect::Broadcast(message)));
             return;
         };
         for h in hub.iter().filter(|h| **h != self.me.0) {
-            out.push(RelayAction::Effect(Effect::Send {
+            out.push(RelayOutput::Effect(Effect::Send {
                 to: NodeIndex(*h),
                 message: message.clone(),
             }));
@@ -68,7 +68,7 @@ impl BroadcastRelay {
             .map(|(m, _)| *m)
             .collect();
         for m in differing {
-            out.push(RelayAction::Effect(Effect::Send {
+            out.push(RelayOutput::Effect(Effect::Send {
                 to: NodeIndex(m),
                 message: message.clone(),
             }));
@@ -109,7 +109,7 @@ impl BroadcastRelay {
         s
     }
 
-    /// Reports [`RelayAction::Consistent`] once every summary this member
+    /// Reports [`RelayOutput::Consistent`] once every summary this member
     /// compares with is equal to its own: every member's (save equivocators')
     /// without a hub or at a hub member, every hub member's settled one outside
     /// it. A hub member then tells the members outside the hub that it is
@@ -117,7 +117,7 @@ impl BroadcastRelay {
     pub(super) fn check_consistent<S: Scheme>(
         &mut self,
         kind: Kind,
-        out: &mut Vec<RelayAction<S>>,
+        out: &mut Vec<RelayOutput<S>>,
     ) {
         let hub_member = self.hub.is_some() && !self.outside_hub();
         let pending = self
@@ -146,7 +146,7 @@ impl BroadcastRelay {
         }
         if !state.consistent {
             state.consistent = true;
-            out.push(RelayAction::Consistent(kind));
+            out.push(RelayOutput::Consistent(kind));
         }
         if hub_member && state.settled != Some(mine) {
             state.settled = Some(mine);
@@ -156,7 +156,7 @@ impl BroadcastRelay {
                 settled: true,
             };
             for m in (0..self.n()).filter(|m| !self.in_hub(*m)) {
-                out.push(RelayAction::Effect(Effect::Send {
+                out.push(RelayOutput::Effect(Effect::Send {
                     to: NodeIndex(m),
                     message: message.clone(),
                 }));
@@ -181,7 +181,7 @@ impl BroadcastRelay {
         &mut self,
         kind: Kind,
         peer: u32,
-        out: &mut Vec<RelayAction<S>>,
+        out: &mut Vec<RelayOutput<S>>,
     ) {
         let state = self.kinds.entry(kind).or_default();
         let sent = state.requests.entry(peer).or_default();
@@ -190,7 +190,7 @@ impl BroadcastRelay {
         }
         *sent += 1;
         state.outstanding.insert(peer);
-        out.push(RelayAction::Effect(Effect::Send {
+        out.push(RelayOutput::Effect(Effect::Send {
             to: NodeIndex(peer),
             message: RelayMessage::PullVersions { kind },
         }));
@@ -202,7 +202,7 @@ impl BroadcastRelay {
         kind: Kind,
         summary: Summary,
         settled: bool,
-    ) -> Vec<RelayAction<S>> {
+    ) -> Vec<RelayOutput<S>> {
         let mut out = Vec::new();
         let outside = self.outside_hub();
         // Outside the hub, only hub members' summaries count.
@@ -243,7 +243,7 @@ impl BroadcastRelay {
         // A hub member answers a differing summary from outside the hub with
         // its own: the sender then pulls what it lacks.
         if answer && announced && summary != mine {
-            out.push(RelayAction::Effect(Effect::Send {
+            out.push(RelayOutput::Effect(Effect::Send {
                 to: from,
                 message: RelayMessage::Summary {
                     kind,
@@ -260,14 +260,14 @@ impl BroadcastRelay {
         &self,
         from: NodeIndex,
         kind: Kind,
-    ) -> Vec<RelayAction<S>> {
+    ) -> Vec<RelayOutput<S>> {
         let attestations: Vec<Attestation> = self
             .versions
             .iter()
             .filter(|((_, k), _)| *k == kind)
             .flat_map(|(_, vs)| vs.iter().map(|v| v.attestation.clone()))
             .collect();
-        vec![RelayAction::Effect(Effect::Send {
+        vec![RelayOutput::Effect(Effect::Send {
             to: from,
             message: RelayMessage::Versions { kind, attestations },
         })]
@@ -278,7 +278,7 @@ impl BroadcastRelay {
         from: NodeIndex,
         kind: Kind,
         attestations: Vec<Attestation>,
-    ) -> Result<Vec<RelayAction<S>>, Error> {
+    ) -> Result<Vec<RelayOutput<S>>, Error> {
         if attestations.len() > MAX_VERSIONS * self.n() as usize {
             return Err(Error::Dkg(DkgError::TooManyVersions {
                 from: from.0,

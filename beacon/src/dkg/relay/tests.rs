@@ -53,18 +53,18 @@ fn complaint(from: u32, dealers: &[u32]) -> M {
     })
 }
 
-fn delivered(actions: &[RelayAction<MinSig>]) -> usize {
+fn delivered(actions: &[RelayOutput<MinSig>]) -> usize {
     actions
         .iter()
-        .filter(|a| matches!(a, RelayAction::Deliver { .. }))
+        .filter(|a| matches!(a, RelayOutput::Deliver { .. }))
         .count()
 }
 
-fn equivocations(actions: &[RelayAction<MinSig>]) -> Vec<u32> {
+fn equivocations(actions: &[RelayOutput<MinSig>]) -> Vec<u32> {
     actions
         .iter()
         .filter_map(|a| match a {
-            RelayAction::Equivocation(o) => Some(o.0),
+            RelayOutput::Equivocation(o) => Some(o.0),
             _ => None,
         })
         .collect()
@@ -94,28 +94,28 @@ fn name(m: &RelayMessage) -> &'static str {
 fn apply(
     who: u32,
     n: usize,
-    actions: Vec<RelayAction<MinSig>>,
+    actions: Vec<RelayOutput<MinSig>>,
     queue: &mut VecDeque<(u32, u32, RelayMessage)>,
     out: &mut Flooded,
 ) {
     for a in actions {
         match a {
-            RelayAction::Deliver { origin, message } => {
+            RelayOutput::Deliver { origin, message } => {
                 out.delivered[who as usize].push((origin.0, message))
             }
-            RelayAction::Effect(Effect::Send { to, message }) => {
+            RelayOutput::Effect(Effect::Send { to, message }) => {
                 *out.sent.entry(name(&message)).or_default() += 1;
                 queue.push_back((who, to.0, message))
             }
-            RelayAction::Effect(Effect::Broadcast(message)) => {
+            RelayOutput::Effect(Effect::Broadcast(message)) => {
                 for j in (0..n as u32).filter(|j| *j != who) {
                     *out.sent.entry(name(&message)).or_default() += 1;
                     queue.push_back((who, j, message.clone()));
                 }
             }
-            RelayAction::Effect(Effect::SetTimer { timer, .. }) => match timer {},
-            RelayAction::Equivocation(o) => out.faulty[who as usize].push(o.0),
-            RelayAction::Consistent(k) => out.consistent[who as usize].push(k),
+            RelayOutput::Effect(Effect::SetTimer { timer, .. }) => match timer {},
+            RelayOutput::Equivocation(o) => out.faulty[who as usize].push(o.0),
+            RelayOutput::Consistent(k) => out.consistent[who as usize].push(k),
         }
     }
 }
@@ -457,7 +457,7 @@ fn outside_the_hub_only_hub_members_summaries_count() {
     let actions = r[0].receive::<MinSig>(NodeIndex(11), stray).unwrap();
     assert!(actions.iter().any(|a| matches!(
         a,
-        RelayAction::Effect(Effect::Send {
+        RelayOutput::Effect(Effect::Send {
             message: RelayMessage::PullVersions { .. },
             ..
         })

@@ -3,8 +3,8 @@
 
 use super::outbox::Outbox;
 use super::{
-    keys_digest, result_bytes, result_id, DkgSession, ResultCertificate, SessionAction,
-    SessionFailure, SessionMessage, SessionTimer, SignedResult, State,
+    keys_digest, result_bytes, result_id, DkgSession, ResultCertificate, SessionFailure,
+    SessionMessage, SessionOutput, SessionTimer, SignedResult, State,
 };
 use crate::dkg::relay;
 use crate::dkg::{DkgOutput, ATTEMPT_PHASES};
@@ -52,13 +52,13 @@ impl<S: Scheme> DkgSession<S> {
             // With a hub, votes go to the committee, which certifies a quorum.
             Some(hub) => {
                 for h in hub.into_iter().filter(|h| *h != self.me) {
-                    out.push(SessionAction::Effect(Effect::Send {
+                    out.push(SessionOutput::Effect(Effect::Send {
                         to: h,
                         message: SessionMessage::Result(vote.clone()),
                     }));
                 }
             }
-            None => out.push(SessionAction::Effect(Effect::Broadcast(
+            None => out.push(SessionOutput::Effect(Effect::Broadcast(
                 SessionMessage::Result(vote),
             ))),
         }
@@ -174,7 +174,7 @@ impl<S: Scheme> DkgSession<S> {
             keys_digest: mine.keys_digest,
             votes,
         };
-        out.push(SessionAction::Effect(Effect::Broadcast(
+        out.push(SessionOutput::Effect(Effect::Broadcast(
             SessionMessage::Certificate(Arc::new(certificate)),
         )));
     }
@@ -189,7 +189,7 @@ impl<S: Scheme> DkgSession<S> {
                 };
                 self.certify(out);
                 self.state = State::Over;
-                out.push(SessionAction::Complete(Arc::new(output)));
+                out.push(SessionOutput::Complete(Arc::new(output)));
                 return;
             }
         }
@@ -219,7 +219,7 @@ impl<S: Scheme> DkgSession<S> {
                         ..(*output).clone()
                     };
                     self.state = State::Over;
-                    out.push(SessionAction::Complete(Arc::new(output)));
+                    out.push(SessionOutput::Complete(Arc::new(output)));
                     return;
                 }
             }
@@ -227,7 +227,7 @@ impl<S: Scheme> DkgSession<S> {
         let other = agreed.is_some();
         if finished && other {
             self.state = State::Over;
-            out.push(SessionAction::Failed(SessionFailure::OtherResult {
+            out.push(SessionOutput::Failed(SessionFailure::OtherResult {
                 attempt: self.attempt,
             }));
         }
@@ -241,7 +241,7 @@ impl<S: Scheme> DkgSession<S> {
         // of times.
         let quorum = (self.base.n - self.base.max_faulty) as usize;
         if self.tally.values().any(|c| *c >= quorum) && self.recovery.wait() {
-            out.push(SessionAction::Effect(Effect::SetTimer {
+            out.push(SessionOutput::Effect(Effect::SetTimer {
                 at: now.plus_micros(self.phase_us().saturating_mul(ATTEMPT_PHASES)),
                 timer: SessionTimer::EndOfAttempt {
                     attempt: self.attempt,
@@ -252,7 +252,7 @@ impl<S: Scheme> DkgSession<S> {
         let next = self.attempt + 1;
         if next >= self.base.timing.max_attempts {
             self.state = State::Over;
-            out.push(SessionAction::Failed(SessionFailure::NoAgreement {
+            out.push(SessionOutput::Failed(SessionFailure::NoAgreement {
                 attempts: next,
                 last: self.last_failure.clone(),
             }));
@@ -260,7 +260,7 @@ impl<S: Scheme> DkgSession<S> {
         }
         if !self.enter_attempt(next) {
             self.state = State::Over;
-            out.push(SessionAction::Failed(SessionFailure::CannotStartAttempt));
+            out.push(SessionOutput::Failed(SessionFailure::CannotStartAttempt));
             return;
         }
         self.begin(now, out);

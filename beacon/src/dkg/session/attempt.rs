@@ -3,16 +3,14 @@
 
 use super::outbox::{Outbox, Step};
 use super::{
-    attempt_seed, attempt_session, DkgSession, SessionAction, SessionInput, SessionMessage,
+    attempt_seed, attempt_session, DkgSession, SessionInput, SessionMessage, SessionOutput,
     SessionTimer, State,
 };
 use crate::dkg::relay::{
-    BroadcastRelay, Kind, RelayMessage, RelayedEvent, RelayedInput, RelayedMachine, RelayedMessage,
-    SigningKey, VerifyingKey,
+    BroadcastRelay, Kind, RelayMessage, RelayedInput, RelayedMachine, RelayedOutput, SigningKey,
+    VerifyingKey,
 };
-use crate::dkg::{
-    Dkg, DkgConfig, DkgFailure, DkgInput, DkgMessage, DkgOutput, DkgTimer, Genesis, ATTEMPT_PHASES,
-};
+use crate::dkg::{Dkg, DkgConfig, DkgFailure, DkgInput, DkgOutput, Genesis, ATTEMPT_PHASES};
 use crate::effect::Effect;
 use crate::memo::Memo;
 use crate::{Error, NodeIndex, Scheme, Time};
@@ -58,7 +56,7 @@ impl<S: Scheme> DkgSession<S> {
     /// through the loopback.
     pub(super) fn begin(&mut self, now: Time, out: &mut Outbox<S>) {
         self.state = State::Running;
-        out.push(SessionAction::Effect(Effect::SetTimer {
+        out.push(SessionOutput::Effect(Effect::SetTimer {
             at: now.plus_micros(self.phase_us().saturating_mul(ATTEMPT_PHASES)),
             timer: SessionTimer::EndOfAttempt {
                 attempt: self.attempt,
@@ -89,72 +87,32 @@ impl<S: Scheme> DkgSession<S> {
         self.carry_out(events, out);
     }
 
-    /// The dispatcher of the relayed DKG's events.
-    fn carry_out(&mut self, events: Vec<RelayedEvent<S, DkgOutput<S>>>, out: &mut Outbox<S>) {
-        for event in events {
-            match event {
-                RelayedEvent::Effect(effect) => self.send_effect(effect, out),
-                RelayedEvent::Signed { kind, message } => self.on_signed(kind, message, out),
-                RelayedEvent::Delivered { origin, kind } => self.on_delivered(origin, kind, out),
-                RelayedEvent::Done(output) => self.on_result(output, out),
-                RelayedEvent::Failed(failure) => self.on_failure(failure, out),
-            }
-        }
-    }
-
-    /// A message or timer of the attempt, as the session's.
-    fn send_effect(&mut self, effect: Effect<RelayedMessage<S>, DkgTimer>, out: &mut Outbox<S>) {
+    /// The dispatcher of the relayed DKG's outputs.
+    fn carry_out(&mut self, outputs: Vec<RelayedOutput<DkgOutput<S>>>, out: &mut Outbox<S>) {
         let attempt = self.attempt;
-        let effect = match effect {
-            Effect::Send {
-                to,
-                message: RelayedMessage::Direct(DkgMessage::Shares(shares)),
-            } => Effect::Send {
-                to,
-                message: SessionMessage::Shares { attempt, shares },
-            },
-            Effect::Send {
-                to,
-                message: RelayedMessage::Direct(DkgMessage::Complaint(c)),
-            } if c.dealers.is_empty() => Effect::Send {
-                to,
-                message: SessionMessage::NoComplaint { attempt },
-            },
-            // The DKG sends nothing else point to point.
-            Effect::Send {
-                message: RelayedMessage::Direct(_),
-                ..
+        for output in outputs {
+            match output {
+                RelayedOutput::Effect(effect) => out.push(SessionOutput::Effect(effect.map(
+                    |wire| SessionMessage::of_attempt(attempt, wire),
+                    |timer| SessionTimer::Phase { attempt, timer },
+                ))),
+                RelayedOutput::Signed { kind, message } => self.on_signed(kind, message),
+                RelayedOutput::Delivered { origin, kind } => self.on_delivered(origin, kind, out),
+                RelayedOutput::Done(output) => self.on_result(output, out),
+                RelayedOutput::Failed(failure) => self.on_failure(failure, out),
             }
-            | Effect::Broadcast(RelayedMessage::Direct(_)) => return,
-            Effect::Send {
-                to,
-                message: RelayedMessage::Relay(message),
-            } => Effect::Send {
-                to,
-                message: SessionMessage::Relay { attempt, message },
-            },
-            Effect::Broadcast(RelayedMessage::Relay(message)) => {
-                Effect::Broadcast(SessionMessage::Relay { attempt, message })
-            }
-            Effect::SetTimer { at, timer } => Effect::SetTimer {
-                at,
-                timer: SessionTimer::Phase { attempt, timer },
-            },
-        };
-        out.push(SessionAction::Effect(effect));
+        }
     }
 
-    /// This member's own broadcast, signed: kept (a deal, to send again) and
-    /// broadcast.
-    fn on_signed(&mut self, kind: Kind, message: RelayMessage, out: &mut Outbox<S>) {
-        let signed = SessionMessage::Relay {
-            attempt: self.attempt,
-            message,
-        };
+    /// This member's own broadcast, signed: a deal is kept, to send again
+    /// (its broadcast follows).
+    fn on_signed(&mut self, kind: Kind, message: RelayMessage) {
         if kind == Kind::Deal {
-            self.recovery.sent_deal(&signed);
+            self.recovery.sent_deal(&SessionMessage::Relay {
+                attempt: self.attempt,
+                message,
+            });
         }
-        out.push(SessionAction::Effect(Effect::Broadcast(signed)));
     }
 
     /// The relay delivered a broadcast of `origin`: a deal may complete what

@@ -13,7 +13,7 @@
 //! 2. **Agreement.** When the attempt's DKG finalizes, the member signs
 //!    `(attempt session, QUAL, SHA-256 of every group public polynomial)` with its
 //!    member key and sends it to everyone ([`SignedResult`]). It outputs its result
-//!    ([`SessionAction::Complete`]) only once `n - f` members signed the same
+//!    ([`SessionOutput::Complete`]) only once `n - f` members signed the same
 //!    `(QUAL, digest)` as its own.
 //! 3. **Rerun.** At `4 * phase` after the attempt began, a member with no such
 //!    quorum starts attempt `a + 1` (a deterministic schedule: every member reruns
@@ -34,7 +34,7 @@ mod recovery;
 
 use outbox::{Outbox, Step};
 
-use super::relay::{RelayMessage, SigningKey, VerifyingKey};
+use super::relay::{RelayMessage, RelayedWire, SigningKey, VerifyingKey};
 use crate::curve::Point;
 use crate::dkg::{
     Complaint, DealtShares, DkgConfig, DkgFailure, DkgInput, DkgMessage, DkgOutput, DkgTimer,
@@ -129,6 +129,16 @@ pub enum SessionMessage {
 }
 
 impl SessionMessage {
+    /// What an attempt's relayed DKG puts on the wire, tagged with the
+    /// attempt.
+    pub fn of_attempt(attempt: u32, wire: RelayedWire) -> Self {
+        match wire {
+            RelayedWire::Shares(shares) => SessionMessage::Shares { attempt, shares },
+            RelayedWire::NoComplaint => SessionMessage::NoComplaint { attempt },
+            RelayedWire::Relay(message) => SessionMessage::Relay { attempt, message },
+        }
+    }
+
     /// The attempt the message belongs to.
     pub fn attempt(&self) -> u32 {
         match self {
@@ -208,7 +218,7 @@ pub enum SessionInput {
 
 /// Outputs of a session.
 #[derive(Clone, Debug)]
-pub enum SessionAction<S: Scheme> {
+pub enum SessionOutput<S: Scheme> {
     /// Send, broadcast, or set a timer.
     Effect(Effect<SessionMessage, SessionTimer>),
     /// `n - f` members agree with this result: persist it and use it.
@@ -261,7 +271,7 @@ impl std::error::Error for SessionFailure {}
 /// Byzantine wrapper around it.
 pub trait SessionParticipant<S: Scheme>: Send {
     /// Handles one input at `now`.
-    fn handle(&mut self, now: Time, input: SessionInput) -> Vec<SessionAction<S>>;
+    fn handle(&mut self, now: Time, input: SessionInput) -> Vec<SessionOutput<S>>;
     /// Whether this participant follows the protocol.
     fn is_honest(&self) -> bool {
         true
@@ -526,10 +536,10 @@ impl<S: Scheme> DkgSession<S> {
     /// Handles one input at `now`: dispatches it, then drains the loopback
     /// (early messages of an attempt that begins, a certificate this member
     /// rolled back to) through the same dispatcher.
-    pub fn handle(&mut self, now: Time, input: SessionInput) -> Vec<SessionAction<S>> {
+    pub fn handle(&mut self, now: Time, input: SessionInput) -> Vec<SessionOutput<S>> {
         let mut out = Outbox::new();
         out.loop_back(Step::Input(input));
-        while let Some(step) = out.next_step() {
+        while let Some(step) = out.next_input() {
             match step {
                 Step::Input(input) => self.dispatch(now, input, &mut out),
                 Step::Certificate(c) => self.on_certificate(&c, &mut out),
@@ -539,7 +549,7 @@ impl<S: Scheme> DkgSession<S> {
                 }
             }
         }
-        out.into_actions()
+        out.take()
     }
 
     /// The dispatcher of a session's inputs.
@@ -569,7 +579,7 @@ impl<S: Scheme> DkgSession<S> {
 }
 
 impl<S: Scheme> SessionParticipant<S> for DkgSession<S> {
-    fn handle(&mut self, now: Time, input: SessionInput) -> Vec<SessionAction<S>> {
+    fn handle(&mut self, now: Time, input: SessionInput) -> Vec<SessionOutput<S>> {
         DkgSession::handle(self, now, input)
     }
 

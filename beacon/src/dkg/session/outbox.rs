@@ -1,13 +1,12 @@
-//! Where a session's handlers put what they produce: actions for the driver,
-//! and steps for the session itself. The messages of an attempt that came
-//! early and are replayed when it begins, and the certificate of an attempt
-//! this member rolled back to, go through the loopback queue, which
-//! [`super::DkgSession::handle`] drains through the same dispatcher as the
-//! network's messages: no handler calls another.
+//! Where a session's handlers put what they produce: outputs for the driver,
+//! and steps for the session itself, in the workspace's one
+//! [`crate::effect::Outbox`] (drained in its one order). The messages of an
+//! attempt that came early and are replayed when it begins, and the
+//! certificate of an attempt this member rolled back to, are looped back,
+//! and [`super::DkgSession::handle`] drains them through the same dispatcher
+//! as the network's messages: no handler calls another.
 
-use super::{ResultCertificate, SessionAction, SessionInput};
-use crate::Scheme;
-use std::collections::VecDeque;
+use super::{ResultCertificate, SessionInput, SessionOutput};
 use std::sync::Arc;
 
 /// A step the session takes after the one it is taking.
@@ -21,43 +20,6 @@ pub(super) enum Step {
     AskMissing,
 }
 
-/// Actions and the loopback queue of one `handle` call.
-pub(super) struct Outbox<S: Scheme> {
-    actions: Vec<SessionAction<S>>,
-    loopback: VecDeque<Step>,
-}
-
-impl<S: Scheme> Outbox<S> {
-    /// Empty.
-    pub(super) fn new() -> Self {
-        Outbox {
-            actions: Vec::new(),
-            loopback: VecDeque::new(),
-        }
-    }
-
-    /// An action for the driver.
-    pub(super) fn push(&mut self, action: SessionAction<S>) {
-        self.actions.push(action);
-    }
-
-    /// Actions for the driver.
-    pub(super) fn extend(&mut self, actions: impl IntoIterator<Item = SessionAction<S>>) {
-        self.actions.extend(actions);
-    }
-
-    /// A step for the session, after the steps queued before it.
-    pub(super) fn loop_back(&mut self, step: Step) {
-        self.loopback.push_back(step);
-    }
-
-    /// The next step of the loopback queue.
-    pub(super) fn next_step(&mut self) -> Option<Step> {
-        self.loopback.pop_front()
-    }
-
-    /// The actions, in order.
-    pub(super) fn into_actions(self) -> Vec<SessionAction<S>> {
-        self.actions
-    }
-}
+/// Outputs and the loopback of one `handle` call: the workspace's one
+/// outbox, drained in its one order.
+pub(super) type Outbox<S> = crate::effect::Outbox<SessionOutput<S>, Step>;

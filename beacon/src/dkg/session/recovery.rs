@@ -14,7 +14,7 @@
 
 use super::outbox::{Outbox, Step};
 use super::{
-    attempt_session, result_id, DkgSession, ResultCertificate, SessionAction, SessionMessage, State,
+    attempt_session, result_id, DkgSession, ResultCertificate, SessionMessage, SessionOutput, State,
 };
 use crate::dkg::relay::RelayMessage;
 use crate::effect::Effect;
@@ -74,7 +74,7 @@ impl<S: Scheme> DkgSession<S> {
     /// current attempt to send them again, and, once this member's own attempt
     /// is over without a quorum, every dealer for the agreed result. Nothing
     /// before the session starts or after it ended.
-    pub fn request_missing(&self) -> Vec<SessionAction<S>> {
+    pub fn request_missing(&self) -> Vec<SessionOutput<S>> {
         if self.state != State::Running {
             return Vec::new();
         }
@@ -89,7 +89,7 @@ impl<S: Scheme> DkgSession<S> {
                     || !self.recovery.shares_in.contains(d)
             })
             .map(|to| {
-                SessionAction::Effect(Effect::Send {
+                SessionOutput::Effect(Effect::Send {
                     to,
                     message: SessionMessage::Request { attempt },
                 })
@@ -135,7 +135,7 @@ impl<S: Scheme> DkgSession<S> {
             // the certificate of this one takes it back
             // ([`DkgSession::roll_back`]).
             if let Some(certificate) = self.agreed_certificate() {
-                out.push(SessionAction::Effect(Effect::Send {
+                out.push(SessionOutput::Effect(Effect::Send {
                     to: from,
                     message: SessionMessage::Certificate(certificate),
                 }));
@@ -143,7 +143,7 @@ impl<S: Scheme> DkgSession<S> {
             return;
         }
         if let Some(deal) = &self.recovery.deal {
-            out.push(SessionAction::Effect(Effect::Send {
+            out.push(SessionOutput::Effect(Effect::Send {
                 to: from,
                 message: SessionMessage::Relay {
                     attempt,
@@ -155,13 +155,13 @@ impl<S: Scheme> DkgSession<S> {
         // message it sent cost a committee dealer `n` of them). The asker is
         // not this member (checked above).
         if let Some(shares) = self.dkg().dealt_shares(from) {
-            out.push(SessionAction::Effect(Effect::Send {
+            out.push(SessionOutput::Effect(Effect::Send {
                 to: from,
                 message: SessionMessage::Shares { attempt, shares },
             }));
         }
         if let Some(certificate) = self.agreed_certificate() {
-            out.push(SessionAction::Effect(Effect::Send {
+            out.push(SessionOutput::Effect(Effect::Send {
                 to: from,
                 message: SessionMessage::Certificate(certificate),
             }));

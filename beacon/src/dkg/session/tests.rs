@@ -81,15 +81,15 @@ fn run_cut(
             };
             for action in actions {
                 match action {
-                    SessionAction::Effect(Effect::Send { to, .. }) if lost(now, who, to.0) => {}
-                    SessionAction::Effect(Effect::Send { to, message }) => queue.push_back((
+                    SessionOutput::Effect(Effect::Send { to, .. }) if lost(now, who, to.0) => {}
+                    SessionOutput::Effect(Effect::Send { to, message }) => queue.push_back((
                         to.0,
                         SessionInput::Message {
                             from: NodeIndex(who),
                             message,
                         },
                     )),
-                    SessionAction::Effect(Effect::Broadcast(message)) => {
+                    SessionOutput::Effect(Effect::Broadcast(message)) => {
                         for j in (0..n).filter(|j| *j != who && !lost(now, who, *j)) {
                             queue.push_back((
                                 j,
@@ -100,11 +100,11 @@ fn run_cut(
                             ));
                         }
                     }
-                    SessionAction::Effect(Effect::SetTimer { at, timer }) => {
+                    SessionOutput::Effect(Effect::SetTimer { at, timer }) => {
                         timers.push(at, (who, Some(SessionInput::Timer(timer))))
                     }
-                    SessionAction::Complete(out) => results[who as usize] = Some(Ok(out)),
-                    SessionAction::Failed(e) => results[who as usize] = Some(Err(e)),
+                    SessionOutput::Complete(out) => results[who as usize] = Some(Ok(out)),
+                    SessionOutput::Failed(e) => results[who as usize] = Some(Err(e)),
                 }
             }
         }

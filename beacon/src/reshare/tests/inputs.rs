@@ -213,14 +213,14 @@ fn malformed_and_misaddressed_messages_are_ignored() {
     assert!(matches!(
         last.as_slice(),
         [
-            ReshareAction::Effect(Effect::Broadcast(DkgMessage::Complaint(_))),
-            ReshareAction::Effect(Effect::SetTimer { .. }),
+            ResharePhaseOutput::Effect(Effect::Broadcast(DkgMessage::Complaint(_))),
+            ResharePhaseOutput::Effect(Effect::SetTimer { .. }),
             ..
         ]
     ));
     assert!(matches!(
         &last[last.len() - 1..],
-        [ReshareAction::Failed(DkgFailure::TooFewDealers {
+        [ResharePhaseOutput::Failed(DkgFailure::TooFewDealers {
             qualified: 0,
             need: 2
         })]
@@ -242,7 +242,7 @@ fn malformed_and_misaddressed_messages_are_ignored() {
     let mut to: Vec<u32> = out
         .iter()
         .filter_map(|a| match a {
-            ReshareAction::Effect(Effect::Send {
+            ResharePhaseOutput::Effect(Effect::Send {
                 to,
                 message: DkgMessage::Shares(s),
             }) if s.shares.len() == 1 => Some(to.0),

@@ -289,22 +289,22 @@ fn pump_holding(
 
 fn route(
     from: u32,
-    actions: Vec<ReshareAction<MinSig>>,
+    actions: Vec<ResharePhaseOutput<MinSig>>,
     n: u32,
     queue: &mut Vec<(u32, u32, DkgMessage<MinSig>)>,
     outputs: &mut [Option<Arc<ReshareOutput<MinSig>>>],
 ) {
     for action in actions {
         match action {
-            ReshareAction::Effect(Effect::Send { to, message }) => {
+            ResharePhaseOutput::Effect(Effect::Send { to, message }) => {
                 queue.push((from, to.0, message))
             }
-            ReshareAction::Effect(Effect::Broadcast(message)) => {
+            ResharePhaseOutput::Effect(Effect::Broadcast(message)) => {
                 for to in (0..n).filter(|p| *p != from) {
                     queue.push((from, to, message.clone()));
                 }
             }
-            ReshareAction::Done(output) => outputs[from as usize] = Some(output),
+            ResharePhaseOutput::Done(output) => outputs[from as usize] = Some(output),
             _ => {}
         }
     }

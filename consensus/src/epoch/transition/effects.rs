@@ -1,12 +1,12 @@
-//! The transition's dispatcher of the resharing's events (joined to its
-//! relay: [`RelayedMachine`]), carried out as effects addressed by directory
-//! index, its result kept.
+//! The transition's dispatcher of the resharing's outputs (joined to its
+//! relay: [`RelayedMachine`](beacon::dkg::relay::RelayedMachine)), carried
+//! out as effects addressed by directory index, its result kept.
 
-use super::{Transition, TransitionEvent, TransitionTimer};
+use super::{Transition, TransitionOutbox, TransitionOutput, TransitionStep, TransitionTimer};
 use crate::epoch::{EpochMessage, ReshareWire};
 use crate::DirectoryIndex;
-use beacon::dkg::relay::{RelayMessage, RelayedEvent, RelayedInput, RelayedMessage};
-use beacon::dkg::{DkgFailure, DkgMessage, DkgTimer};
+use beacon::dkg::relay::{RelayMessage, RelayedInput, RelayedOutput};
+use beacon::dkg::DkgFailure;
 use beacon::effect::Effect;
 use beacon::reshare::ReshareOutput;
 use beacon::{NodeIndex, Scheme, Time};
@@ -14,87 +14,73 @@ use std::sync::Arc;
 
 impl<S: Scheme> Transition<S> {
     pub(super) fn effect(
-        out: &mut Vec<TransitionEvent<S>>,
+        out: &mut TransitionOutbox<S>,
         effect: Effect<EpochMessage<S>, TransitionTimer>,
     ) {
-        out.push(TransitionEvent::Effect(effect));
+        out.push(TransitionOutput::Effect(effect));
     }
 
-    /// Hands `input` to the resharing (joined to its relay) and carries out
-    /// what follows.
+    /// Hands `input` to the resharing (joined to its relay); its outputs are
+    /// the next steps.
     pub(super) fn run_reshare(
         &mut self,
         now: Time,
         input: RelayedInput<S>,
-        out: &mut Vec<TransitionEvent<S>>,
+        out: &mut TransitionOutbox<S>,
     ) {
-        let events = self.reshare.handle(now, input);
-        for event in events {
-            match event {
-                RelayedEvent::Effect(effect) => self.send_reshare_effect(effect, out),
-                RelayedEvent::Signed { message, .. } => self.on_signed(message, out),
-                RelayedEvent::Delivered { .. } => {}
-                RelayedEvent::Done(output) => self.on_reshared(output, out),
-                RelayedEvent::Failed(failure) => self.on_reshare_failed(failure),
-            }
+        for output in self.reshare.handle(now, input) {
+            out.loop_back(TransitionStep::Reshare(output));
         }
     }
 
-    /// A message or timer of the resharing, as the transition's.
-    fn send_reshare_effect(
+    /// The dispatcher of the resharing's outputs.
+    pub(super) fn on_reshare_output(
         &mut self,
-        effect: Effect<RelayedMessage<S>, DkgTimer>,
-        out: &mut Vec<TransitionEvent<S>>,
+        output: RelayedOutput<ReshareOutput<S>>,
+        out: &mut TransitionOutbox<S>,
     ) {
-        match effect {
-            Effect::Send {
-                to,
-                message: RelayedMessage::Direct(DkgMessage::Shares(shares)),
-            } => self.send_to_participant(out, to, ReshareWire::Shares(shares)),
-            // The resharing sends nothing else point to point.
-            Effect::Send {
-                message: RelayedMessage::Direct(_),
-                ..
+        match output {
+            RelayedOutput::Effect(effect) => {
+                let epoch = self.epoch;
+                let tagged = effect.filter_map(
+                    |wire| {
+                        let message = ReshareWire::of_relayed(wire)?;
+                        Some(EpochMessage::Reshare { epoch, message })
+                    },
+                    TransitionTimer::Reshare,
+                );
+                // Participants are addressed by directory index (nothing to
+                // one out of the roster).
+                let addressed = match tagged {
+                    Some(Effect::Send { to, message }) => {
+                        self.roster.get(to.0 as usize).map(|d| Effect::Send {
+                            to: d.address(),
+                            message,
+                        })
+                    }
+                    other => other,
+                };
+                if let Some(effect) = addressed {
+                    Self::effect(out, effect);
+                }
             }
-            | Effect::Broadcast(RelayedMessage::Direct(_)) => {}
-            Effect::Send {
-                to,
-                message: RelayedMessage::Relay(message),
-            } => self.send_to_participant(out, to, ReshareWire::Relay(message)),
-            Effect::Broadcast(RelayedMessage::Relay(message)) => Self::effect(
-                out,
-                Effect::Broadcast(EpochMessage::Reshare {
-                    epoch: self.epoch,
-                    message: ReshareWire::Relay(message),
-                }),
-            ),
-            Effect::SetTimer { at, timer } => Self::effect(
-                out,
-                Effect::SetTimer {
-                    at,
-                    timer: TransitionTimer::Reshare(timer),
-                },
-            ),
+            RelayedOutput::Signed { message, .. } => self.on_signed(message),
+            RelayedOutput::Delivered { .. } => {}
+            RelayedOutput::Done(output) => self.on_reshared(output, out),
+            RelayedOutput::Failed(failure) => self.on_reshare_failed(failure),
         }
     }
 
     /// This member's own resharing broadcast, signed: kept (to send again
-    /// with its sub-share) and broadcast.
-    fn on_signed(&mut self, signed: RelayMessage, out: &mut Vec<TransitionEvent<S>>) {
+    /// with its sub-share; its broadcast follows).
+    fn on_signed(&mut self, signed: RelayMessage) {
         if self.broadcasts.len() < 3 {
-            self.broadcasts.push(signed.clone());
+            self.broadcasts.push(signed);
         }
-        Self::effect(
-            out,
-            Effect::Broadcast(EpochMessage::Reshare {
-                epoch: self.epoch,
-                message: ReshareWire::Relay(signed),
-            }),
-        );
     }
 
     /// The resharing's result.
-    fn on_reshared(&mut self, output: Arc<ReshareOutput<S>>, out: &mut Vec<TransitionEvent<S>>) {
+    fn on_reshared(&mut self, output: Arc<ReshareOutput<S>>, out: &mut TransitionOutbox<S>) {
         self.reshared = Some(output);
         self.finish(out);
     }
@@ -110,7 +96,7 @@ impl<S: Scheme> Transition<S> {
     /// Sends a resharing message to directory member `to`.
     pub(super) fn send_reshare(
         &self,
-        out: &mut Vec<TransitionEvent<S>>,
+        out: &mut TransitionOutbox<S>,
         to: DirectoryIndex,
         message: ReshareWire,
     ) {
@@ -130,7 +116,7 @@ impl<S: Scheme> Transition<S> {
     /// roster).
     pub(super) fn send_to_participant(
         &self,
-        out: &mut Vec<TransitionEvent<S>>,
+        out: &mut TransitionOutbox<S>,
         to: NodeIndex,
         message: ReshareWire,
     ) {

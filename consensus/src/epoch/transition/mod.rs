@@ -2,8 +2,10 @@
 //! (old members deal, new members receive) over the DKG's signed relay. Pure:
 //! it returns effects addressed by directory index.
 //!
-//! `effects` carries out the events of the resharing (joined to its relay by
-//! [`RelayedMachine`]) as effects; `recovery` asks for what a new member
+//! [`Transition::handle`] takes a [`TransitionInput`] and returns
+//! [`TransitionOutput`]s, draining the workspace's one outbox in its one
+//! order. `effects` carries out the outputs of the resharing (joined to its
+//! relay by [`RelayedMachine`]) as effects; `recovery` asks for what a new member
 //! lacks and answers such requests as a dealer.
 //!
 //! A new member's result is the new epoch's key material in the DKG's shape:
@@ -15,9 +17,11 @@ use super::messages::{EpochMessage, ReshareWire};
 use super::{EpochView, MemberIdentity};
 use crate::config::ReplicaConfig;
 use crate::{ConsensusError, DirectoryIndex, Epoch};
-use beacon::dkg::relay::{BroadcastRelay, RelayMessage, RelayedInput, RelayedMachine};
+use beacon::dkg::relay::{
+    BroadcastRelay, RelayMessage, RelayedInput, RelayedMachine, RelayedOutput,
+};
 use beacon::dkg::{DkgFailure, DkgMessage, DkgOutput, DkgTimer};
-use beacon::effect::Effect;
+use beacon::effect::{Effect, Outbox};
 use beacon::memo::Memo;
 use beacon::reshare::{Redistribution, ReshareEpoch, ReshareInput, ReshareOutput, Resharer};
 use beacon::threshold::SecretShare;
@@ -42,9 +46,30 @@ pub enum TransitionTimer {
     Erase,
 }
 
+/// An input of a transition.
+#[derive(Clone, Debug)]
+pub enum TransitionInput<S: Scheme> {
+    /// Begin the resharing.
+    Start,
+    /// A message from directory member `from`.
+    Message {
+        /// The sender's directory index.
+        from: DirectoryIndex,
+        /// The message.
+        message: EpochMessage<S>,
+    },
+    /// A timer fired.
+    Timer(TransitionTimer),
+    /// Ask the dealers the chain named for what this new member lacks to
+    /// recombine the keys it switched to, and ask again once per phase
+    /// length until it holds them; once per awaited switch (nothing when it
+    /// awaits none: see [`Transition::adopt`]).
+    AskAwaited,
+}
+
 /// What a transition asks of its member.
 #[derive(Clone, Debug)]
-pub enum TransitionEvent<S: Scheme> {
+pub enum TransitionOutput<S: Scheme> {
     /// Send, broadcast, or set a timer (recipients by directory index).
     Effect(Effect<EpochMessage<S>, TransitionTimer>),
     /// This new member holds the new epoch's keys, whose public side has
@@ -70,6 +95,18 @@ pub enum TransitionEvent<S: Scheme> {
     /// The transition failed at this member (it keeps the old epoch running).
     Failed(TransitionFailure),
 }
+
+/// What a transition feeds back to itself.
+enum TransitionStep<S: Scheme> {
+    /// An output of the resharing (joined to its relay) to carry out.
+    Reshare(RelayedOutput<ReshareOutput<S>>),
+    /// A deal or sub-share came in: adopt the chain's keys if all it awaits
+    /// are in.
+    AdoptIfComplete,
+}
+
+/// The outbox of one transition `handle` call.
+type TransitionOutbox<S> = Outbox<TransitionOutput<S>, TransitionStep<S>>;
 
 /// Why a transition failed at a new member.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -129,7 +166,7 @@ pub struct Transition<S: Scheme> {
     /// The keys the chain switched to (their digest and the dealers it
     /// named), which this new member cannot recombine yet: it lacks some of
     /// those dealers' deals or sub-shares, asks for them, and adopts the
-    /// keys when they are in ([`TransitionEvent::Adopted`]).
+    /// keys when they are in ([`TransitionOutput::Adopted`]).
     awaited: Option<Awaited>,
     over: bool,
 }
@@ -235,16 +272,36 @@ impl<S: Scheme> Transition<S> {
         &self.new.config
     }
 
+    /// Handles one input at `now`: dispatches it, then drains what it looped
+    /// back (the resharing's outputs) in the outbox's one order.
+    pub fn handle(&mut self, now: Time, input: TransitionInput<S>) -> Vec<TransitionOutput<S>> {
+        let mut out = Outbox::new();
+        match input {
+            TransitionInput::Start => self.start(now, &mut out),
+            TransitionInput::Message { from, message } => {
+                self.on_message(now, from, message, &mut out)
+            }
+            TransitionInput::Timer(timer) => self.on_timer(now, timer, &mut out),
+            TransitionInput::AskAwaited => self.ask_awaited(now, &mut out),
+        }
+        while let Some(step) = out.next_input() {
+            match step {
+                TransitionStep::Reshare(output) => self.on_reshare_output(output, &mut out),
+                TransitionStep::AdoptIfComplete => self.adopt_if_complete(&mut out),
+            }
+        }
+        out.take()
+    }
+
     /// Begins the resharing.
-    pub fn start(&mut self, now: Time) -> Vec<TransitionEvent<S>> {
-        let mut out = Vec::new();
+    fn start(&mut self, now: Time, out: &mut TransitionOutbox<S>) {
         if self.new_index.is_some() {
             // Halfway through the deal phase every deal has normally arrived:
             // a new member asks for what is still missing, then once per
             // phase length until it holds it.
             let half = (self.phase_us() / 2).max(1);
             Self::effect(
-                &mut out,
+                out,
                 Effect::SetTimer {
                     at: now.plus_micros(half),
                     timer: TransitionTimer::Recover,
@@ -252,18 +309,17 @@ impl<S: Scheme> Transition<S> {
             );
         }
         let start = RelayedInput::Machine(ReshareInput::Start);
-        self.run_reshare(now, start, &mut out);
-        out
+        self.run_reshare(now, start, out);
     }
 
     /// A message from directory member `from`.
-    pub fn on_message(
+    fn on_message(
         &mut self,
         now: Time,
         from: DirectoryIndex,
         message: EpochMessage<S>,
-    ) -> Vec<TransitionEvent<S>> {
-        let mut out = Vec::new();
+        out: &mut TransitionOutbox<S>,
+    ) {
         // Requests are answered even once this member is done (and, from the
         // member, after the switch, until it erases what it dealt).
         if let EpochMessage::Reshare {
@@ -272,69 +328,66 @@ impl<S: Scheme> Transition<S> {
         } = &message
         {
             if *epoch == self.epoch {
-                self.resend(from, &mut out);
+                self.resend(from, out);
             }
-            return out;
+            return;
         }
         // Once done, only the deals and sub-shares of the chain's dealers,
         // when this member awaits them.
         if self.over && self.awaited.is_none() {
-            return out;
+            return;
         }
         match message {
             EpochMessage::Reshare { epoch, message } if epoch == self.epoch => {
                 let Some(p) = self.participant.get(&from).copied() else {
-                    return out;
+                    return;
                 };
                 match message {
                     ReshareWire::Request => {}
                     ReshareWire::Relay(message) => {
                         let input = RelayedInput::Relay { from: p, message };
-                        self.run_reshare(now, input, &mut out);
+                        self.run_reshare(now, input, out);
                     }
                     ReshareWire::Shares(shares) => {
                         let input = RelayedInput::Machine(ReshareInput::Message {
                             from: p,
                             message: DkgMessage::Shares(shares),
                         });
-                        self.run_reshare(now, input, &mut out);
+                        self.run_reshare(now, input, out);
                     }
                 }
-                self.adopt_if_complete(&mut out);
+                out.loop_back(TransitionStep::AdoptIfComplete);
             }
             _ => {}
         }
-        out
     }
 
     /// A timer fired.
-    pub fn on_timer(&mut self, now: Time, timer: TransitionTimer) -> Vec<TransitionEvent<S>> {
-        let mut out = Vec::new();
+    fn on_timer(&mut self, now: Time, timer: TransitionTimer, out: &mut TransitionOutbox<S>) {
         let asking = timer == TransitionTimer::Recover && self.awaited.is_some();
         if self.over && !asking {
-            return out;
+            return;
         }
         match timer {
             TransitionTimer::Reshare(t) => {
                 let input = RelayedInput::Machine(ReshareInput::Timer(t));
-                self.run_reshare(now, input, &mut out)
+                self.run_reshare(now, input, out)
             }
-            TransitionTimer::Recover => self.recover(now, &mut out),
+            TransitionTimer::Recover => self.recover(now, out),
             // The member erases a finished transition on this timer.
             TransitionTimer::Erase => {}
         }
-        out
     }
 
-    fn fail(&mut self, reason: TransitionFailure, out: &mut Vec<TransitionEvent<S>>) {
+    fn fail(&mut self, reason: TransitionFailure, out: &mut TransitionOutbox<S>) {
         if self.new_index.is_some() && !self.over {
             self.over = true;
-            out.push(TransitionEvent::Failed(reason));
+            out.push(TransitionOutput::Failed(reason));
         }
     }
 
     /// A new member with the resharing's result assembles its key material.
-    fn finish(&mut self, out: &mut Vec<TransitionEvent<S>>) {
+    fn finish(&mut self, out: &mut TransitionOutbox<S>) {
         let Some(me) = self.new_index.filter(|_| !self.over) else {
             return;
         };
@@ -353,7 +406,7 @@ impl<S: Scheme> Transition<S> {
                     .take(need)
                     .map(|d| d.0)
                     .collect();
-                out.push(TransitionEvent::Complete {
+                out.push(TransitionOutput::Complete {
                     output,
                     digest,
                     dealers,
@@ -398,7 +451,7 @@ impl<S: Scheme> Transition<S> {
     /// recombined from those dealers, if it holds what that takes and they
     /// have that digest. When it lacks some of those dealers' deals or
     /// sub-shares, it awaits them ([`Transition::awaits`]; the member then
-    /// calls [`Transition::ask_awaited`]) and adopts the keys when they are in.
+    /// hands it [`TransitionInput::AskAwaited`]) and adopts the keys when they are in.
     pub fn adopt(&mut self, digest: [u8; 32], dealers: &[u32]) -> Option<Arc<DkgOutput<S>>> {
         let dealers: Vec<NodeIndex> = dealers.iter().map(|d| NodeIndex(*d)).collect();
         if let Some(output) = self.recombine(digest, &dealers) {
@@ -450,7 +503,7 @@ impl<S: Scheme> Transition<S> {
 
     /// A deal or sub-share came in: once the awaited dealers' are all in,
     /// this member adopts the chain's keys, or fails if they do not give them.
-    fn adopt_if_complete(&mut self, out: &mut Vec<TransitionEvent<S>>) {
+    fn adopt_if_complete(&mut self, out: &mut TransitionOutbox<S>) {
         let Some(awaited) = &self.awaited else {
             return;
         };
@@ -460,8 +513,8 @@ impl<S: Scheme> Transition<S> {
         }
         self.awaited = None;
         match self.recombine(digest, &dealers) {
-            Some(output) => out.push(TransitionEvent::Adopted { output, digest }),
-            None => out.push(TransitionEvent::Failed(
+            Some(output) => out.push(TransitionOutput::Adopted { output, digest }),
+            None => out.push(TransitionOutput::Failed(
                 TransitionFailure::AdoptedKeysDiffer,
             )),
         }

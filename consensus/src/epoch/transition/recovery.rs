@@ -2,7 +2,7 @@
 //! sub-shares it lacks; a dealer answers the asker alone, point to point
 //! (`consensus/SAFETY.md`, "A member's part of a change survives its crash").
 
-use super::{Transition, TransitionEvent, TransitionTimer};
+use super::{Transition, TransitionOutbox, TransitionTimer};
 use crate::epoch::ReshareWire;
 use crate::DirectoryIndex;
 use beacon::effect::Effect;
@@ -21,7 +21,7 @@ impl<S: Scheme> Transition<S> {
     /// As a new member still without the resharing's result: asks each old
     /// member whose deal or sub-share it lacks to send them again; returns
     /// whether it asked.
-    pub(super) fn request_missing(&mut self, out: &mut Vec<TransitionEvent<S>>) -> bool {
+    pub(super) fn request_missing(&mut self, out: &mut TransitionOutbox<S>) -> bool {
         if self.new_index.is_none() {
             return false;
         }
@@ -41,7 +41,7 @@ impl<S: Scheme> Transition<S> {
     /// Directory member `from` asked for this dealer's deal and sub-share
     /// again: sent (its signed broadcasts, then the sub-share), at most
     /// [`MAX_RESENDS`] times per new member.
-    pub(super) fn resend(&mut self, from: DirectoryIndex, out: &mut Vec<TransitionEvent<S>>) {
+    pub(super) fn resend(&mut self, from: DirectoryIndex, out: &mut TransitionOutbox<S>) {
         let Some(p) = self.participant.get(&from).copied() else {
             return;
         };
@@ -66,29 +66,25 @@ impl<S: Scheme> Transition<S> {
         self.broadcasts.clear();
     }
 
-    /// Asks the dealers the chain named for what this new member lacks to
-    /// recombine the keys it switched to, and asks again once per phase
-    /// length until it holds them; once per awaited switch (nothing when it
-    /// awaits none).
-    pub fn ask_awaited(&mut self, now: Time) -> Vec<TransitionEvent<S>> {
-        let mut out = Vec::new();
+    /// [`super::TransitionInput::AskAwaited`]: asks the dealers the chain
+    /// named for what this new member lacks, once per awaited switch.
+    pub(super) fn ask_awaited(&mut self, now: Time, out: &mut TransitionOutbox<S>) {
         match self.awaited.as_mut() {
             Some(awaited) if !awaited.asked => awaited.asked = true,
-            _ => return out,
+            _ => return,
         }
         // Without the result the timer that asks is running already.
         if self.reshared.is_none() {
-            self.request_missing(&mut out);
+            self.request_missing(out);
         } else {
-            self.recover(now, &mut out);
+            self.recover(now, out);
         }
-        out
     }
 
     /// The [`TransitionTimer::Recover`] timer: asks for what this new member
     /// still lacks, and is armed again until it holds the result (what it
     /// lacks may only show later).
-    pub(super) fn recover(&mut self, now: Time, out: &mut Vec<TransitionEvent<S>>) {
+    pub(super) fn recover(&mut self, now: Time, out: &mut TransitionOutbox<S>) {
         self.request_missing(out);
         if self.reshared.is_none() || self.awaited.is_some() {
             Self::effect(

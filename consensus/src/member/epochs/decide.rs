@@ -5,7 +5,7 @@
 use super::{EpochChangeFailure, EpochEvent, MAX_PENDING_CONTROLS};
 use crate::epoch::{
     check_change, check_consensus_keys, Control, EpochChange, EpochMessage, EpochView, Invitation,
-    Transition, TransitionEvent, TransitionTimer,
+    Transition, TransitionInput, TransitionOutput, TransitionTimer,
 };
 use crate::member::outbox::{Outbox, SelfInput};
 use crate::member::{derive, Envelope, Member, MemberOutput, MemberTimer, Phase};
@@ -175,7 +175,7 @@ impl<S: Scheme> Member<S> {
             Err(_) => false,
         });
         for decision in governance.on_finalized(&entry.block) {
-            out.queue(SelfInput::Decision {
+            out.loop_back(SelfInput::Decision {
                 generation: self.generation,
                 decision,
             });
@@ -271,7 +271,7 @@ impl<S: Scheme> Member<S> {
         }
         self.start_transition(now, invitation, new, Some(share), out);
         // Once what the transition did at its start was read.
-        out.queue(SelfInput::ArmResend);
+        out.loop_back(SelfInput::ArmResend);
     }
 
     pub(in crate::member) fn start_transition(
@@ -298,14 +298,14 @@ impl<S: Scheme> Member<S> {
         );
         match transition {
             Ok(mut t) => {
-                let events = t.start(now);
+                let events = t.handle(now, TransitionInput::Start);
                 self.epochs.transition = Some(t);
                 self.epochs.invitation = Some(invitation);
                 self.queue_transition(events, out);
                 let early = std::mem::take(&mut self.epochs.early);
                 for (from, messages) in early {
                     for message in messages {
-                        out.queue(SelfInput::Early {
+                        out.loop_back(SelfInput::Early {
                             epoch,
                             from,
                             message,
@@ -326,7 +326,7 @@ impl<S: Scheme> Member<S> {
     ) {
         if let Some(t) = self.epochs.transition.as_mut() {
             if t.epoch() == epoch {
-                let events = t.on_timer(now, timer);
+                let events = t.handle(now, TransitionInput::Timer(timer));
                 self.queue_transition(events, out);
                 return;
             }
@@ -361,7 +361,7 @@ impl<S: Scheme> Member<S> {
             .as_mut()
             .filter(|t| t.epoch() == epoch)
         {
-            let events = t.on_message(now, from, message);
+            let events = t.handle(now, TransitionInput::Message { from, message });
             self.queue_transition(events, out);
         }
     }
@@ -370,14 +370,14 @@ impl<S: Scheme> Member<S> {
     /// (nothing when none runs).
     pub(in crate::member) fn queue_transition(
         &self,
-        events: Vec<TransitionEvent<S>>,
+        events: Vec<TransitionOutput<S>>,
         out: &mut Outbox<S>,
     ) {
         let Some(epoch) = self.epochs.transition.as_ref().map(|t| t.epoch()) else {
             return;
         };
         for event in events {
-            out.queue(SelfInput::Transition { epoch, event });
+            out.loop_back(SelfInput::Transition { epoch, event });
         }
     }
 
@@ -386,16 +386,16 @@ impl<S: Scheme> Member<S> {
         &mut self,
         now: Time,
         epoch: Epoch,
-        event: TransitionEvent<S>,
+        event: TransitionOutput<S>,
         out: &mut Outbox<S>,
     ) {
         match event {
-            TransitionEvent::Effect(e) => {
+            TransitionOutput::Effect(e) => {
                 out.push(MemberOutput::Effect(e.map(Envelope::Epoch, |timer| {
                     MemberTimer::Epoch { epoch, timer }
                 })))
             }
-            TransitionEvent::Complete {
+            TransitionOutput::Complete {
                 output,
                 digest,
                 dealers,
@@ -411,7 +411,7 @@ impl<S: Scheme> Member<S> {
             }
             // The keys the chain named or switched to, recombined once the
             // deals of the dealers it named came in (`keys_for` waited).
-            TransitionEvent::Adopted { output, digest } => {
+            TransitionOutput::Adopted { output, digest } => {
                 self.epochs.ready = Some((digest, output));
                 if let Some(named) = self.epochs.named.clone() {
                     if named.digest == digest && self.epochs.readied != Some(digest) {
@@ -420,7 +420,7 @@ impl<S: Scheme> Member<S> {
                 }
                 self.try_join(now, out);
             }
-            TransitionEvent::Failed(reason) => self.fail_epoch(epoch, reason.into(), out),
+            TransitionOutput::Failed(reason) => self.fail_epoch(epoch, reason.into(), out),
         }
     }
 }

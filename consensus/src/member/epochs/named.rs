@@ -80,7 +80,7 @@ impl<S: Scheme> Member<S> {
         self.epochs.named_by.entry(from).or_insert(key.clone());
         let same = self.epochs.named_by.values().filter(|k| **k == key).count();
         if same > self.epoch.config.f as usize {
-            out.queue(SelfInput::Named {
+            out.loop_back(SelfInput::Named {
                 epoch,
                 digest: key.digest,
                 dealers: key.dealers,

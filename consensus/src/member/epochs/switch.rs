@@ -9,7 +9,8 @@ use super::{
 use crate::disk::EpochRecord;
 use crate::epoch::NamedKeys;
 use crate::epoch::{
-    EpochMessage, Invitation, ReshareWire, Transition, TransitionEvent, TransitionTimer,
+    EpochMessage, Invitation, ReshareWire, Transition, TransitionInput, TransitionOutput,
+    TransitionTimer,
 };
 use crate::member::outbox::{Outbox, SelfInput};
 use crate::member::{Envelope, Member, MemberOutput, MemberTimer, Phase};
@@ -126,8 +127,12 @@ impl<S: Scheme> Member<S> {
                 // A new member asks a dealer of a change this member already
                 // went through.
                 if let Some(t) = self.epochs.retained.as_mut().filter(|t| t.epoch() == epoch) {
-                    for event in t.on_message(now, from, request) {
-                        if let TransitionEvent::Effect(e) = event {
+                    let input = TransitionInput::Message {
+                        from,
+                        message: request,
+                    };
+                    for event in t.handle(now, input) {
+                        if let TransitionOutput::Effect(e) = event {
                             out.push(MemberOutput::Effect(e.map(Envelope::Epoch, |timer| {
                                 MemberTimer::Epoch { epoch, timer }
                             })));
@@ -137,10 +142,10 @@ impl<S: Scheme> Member<S> {
             }
             message @ EpochMessage::Reshare { epoch, .. } => {
                 if let Some(t) = self.epochs.transition.as_mut() {
-                    let events = t.on_message(now, from, message);
+                    let events = t.handle(now, TransitionInput::Message { from, message });
                     self.queue_transition(events, out);
                     // Once the events were read.
-                    out.queue(SelfInput::RetryJoin);
+                    out.loop_back(SelfInput::RetryJoin);
                 } else if Some(epoch) == self.epoch.number.checked_add(1) {
                     let parties = self.identity.as_ref().map_or(0, |i| i.who.directory.len());
                     if from.get() < parties {
@@ -316,7 +321,7 @@ impl<S: Scheme> Member<S> {
             self.epochs.ready = Some((digest, output));
             return true;
         }
-        let events = t.ask_awaited(now);
+        let events = t.handle(now, TransitionInput::AskAwaited);
         self.queue_transition(events, out);
         false
     }
