@@ -100,7 +100,9 @@ impl RoundSchedule {
     /// The time at which `round` is due: `genesis + (round - 1) * period`
     /// (`genesis` for rounds 0 and 1).
     pub fn time_of_round(&self, round: u64) -> i128 {
-        self.genesis + i128::from(round.saturating_sub(1)) * i128::from(self.period)
+        self.genesis.saturating_add(
+            i128::from(round.saturating_sub(1)).saturating_mul(i128::from(self.period)),
+        )
     }
 
     /// The rounds due by `now` (drand's current round): the last round whose
@@ -110,7 +112,7 @@ impl RoundSchedule {
         if self.period == 0 || now < self.genesis {
             return 0;
         }
-        let steps = (now - self.genesis) / i128::from(self.period);
+        let steps = now.saturating_sub(self.genesis) / i128::from(self.period);
         clamp_u64(steps.saturating_add(1))
     }
 
@@ -129,7 +131,7 @@ impl RoundSchedule {
             return Some(1);
         }
         let period = i128::from(self.period);
-        let steps = (t - self.genesis + period - 1) / period;
+        let steps = t.saturating_sub(self.genesis).saturating_add(period - 1) / period;
         u64::try_from(steps.checked_add(1)?).ok()
     }
 }
