@@ -30,7 +30,7 @@ fn test_offset_us() -> i64 {
         std::env::var(TEST_CLOCK_OFFSET_ENV)
             .ok()
             .and_then(|v| v.trim().parse::<i64>().ok())
-            .map_or(0, |ms| ms.saturating_mul(1000))
+            .map_or(0, |ms| ms.saturating_mul(beacon::time::US_PER_MS as i64))
     })
 }
 

@@ -122,6 +122,24 @@ struct Out {
     counts: bool,
 }
 
+/// A kill of `node` from `at` to `heal`: the fault, and the node counted out
+/// until it has caught up.
+fn push_kill(outs: &mut Vec<Out>, faults: &mut Vec<Fault>, node: u32, at: u64, heal: u64) {
+    outs.push(Out {
+        node,
+        from: at,
+        to: heal + CATCH_UP_MS,
+        counts: true,
+    });
+    faults.push(Fault {
+        at_ms: at,
+        heal_ms: heal,
+        kind: FaultKind::Kill,
+        nodes: vec![node],
+        amount_ms: 0,
+    });
+}
+
 /// Draws the schedule of `p`, sorted by start.
 pub(crate) fn draw(p: &ScheduleParams) -> Vec<Fault> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(p.seed);
@@ -166,19 +184,7 @@ pub(crate) fn draw(p: &ScheduleParams) -> Vec<Fault> {
             let kill_at = at + rng.gen_range(500..5_000);
             let heal = kill_at + rng.gen_range(1_000..5_000);
             if heal < end {
-                outs.push(Out {
-                    node: victim,
-                    from: kill_at,
-                    to: heal + CATCH_UP_MS,
-                    counts: true,
-                });
-                faults.push(Fault {
-                    at_ms: kill_at,
-                    heal_ms: heal,
-                    kind: FaultKind::Kill,
-                    nodes: vec![victim],
-                    amount_ms: 0,
-                });
+                push_kill(&mut outs, &mut faults, victim, kill_at, heal);
             }
             spare = leaver;
             at += p.change_every_ms;
@@ -210,19 +216,7 @@ pub(crate) fn draw(p: &ScheduleParams) -> Vec<Fault> {
     let first = rng.gen_range(0..p.members);
     let heal = at + rng.gen_range(1_000..4_000);
     if heal < end {
-        outs.push(Out {
-            node: first,
-            from: at,
-            to: heal + CATCH_UP_MS,
-            counts: true,
-        });
-        faults.push(Fault {
-            at_ms: at,
-            heal_ms: heal,
-            kind: FaultKind::Kill,
-            nodes: vec![first],
-            amount_ms: 0,
-        });
+        push_kill(&mut outs, &mut faults, first, at, heal);
     }
     let mut kinds: Vec<FaultKind> = Vec::new();
     let skew_beyond = rng.gen_range(0..p.members);
