@@ -131,6 +131,18 @@ impl Scheme for InsecureMock {
             .sum::<Scalar>()
             .is_zero()
     }
+
+    /// The mock's "pairing" is a product of scalars, its target group their
+    /// sum: a part is the sum of its terms' products.
+    type MillerProduct = Scalar;
+
+    fn miller_product(terms: &[(MockPoint, MockPoint)]) -> Scalar {
+        terms.iter().map(|(a, b)| a.0 * b.0).sum()
+    }
+
+    fn miller_products_are_one(parts: &[Scalar]) -> bool {
+        parts.iter().copied().sum::<Scalar>().is_zero()
+    }
 }
 
 #[cfg(test)]

@@ -152,6 +152,11 @@ pub fn verify_possession<S: Scheme>(public: &S::PublicKey, possession: &S::Signa
     S::verify_hashed(public, &hashed, possession)
 }
 
+/// Proofs of possession one job of a split check takes ([`verify_possessions`],
+/// [`decode_listings`]): a fixed number, so the operations a job counts do
+/// not depend on the threads.
+const POSSESSIONS_PER_JOB: usize = 32;
+
 /// Checks many proofs of possession at once: with weights `r_i` of 128 bits
 /// drawn from a hash of every key and proof (so none can be chosen after
 /// them), `e(g, sum r_i pop_i) == prod e(r_i pk_i, H(pk_i))`: one Miller
@@ -159,6 +164,11 @@ pub fn verify_possession<S: Scheme>(public: &S::PublicKey, possession: &S::Signa
 /// checking each. True when every proof verifies (a false proof passes with
 /// probability 2^-128); a caller that gets false checks them one by one to
 /// name the bad one.
+///
+/// The encodings, hashes and Miller loops run in jobs of
+/// [`POSSESSIONS_PER_JOB`] keys, and the weighted sum of the proofs in one
+/// more, on [`crate::parallel`]'s threads; the caller is charged every
+/// job's operations, the same as on one thread.
 pub fn verify_possessions<S: Scheme>(pairs: &[(S::PublicKey, S::Signature)]) -> bool {
     use sha2::{Digest as _, Sha256};
     if pairs
@@ -167,13 +177,22 @@ pub fn verify_possessions<S: Scheme>(pairs: &[(S::PublicKey, S::Signature)]) -> 
     {
         return false;
     }
+    let encodings = charged(crate::parallel::map(
+        pairs.chunks(POSSESSIONS_PER_JOB).collect(),
+        |chunk| {
+            chunk
+                .iter()
+                .map(|(pk, pop)| (pk.to_bytes(), pop.to_bytes()))
+                .collect::<Vec<_>>()
+        },
+    ));
+    let encoded: Vec<(Vec<u8>, Vec<u8>)> = encodings.into_iter().flatten().collect();
     let mut seed = Sha256::new();
     seed.update(b"sbft-beacon/possession-batch/1");
     seed.update(pop_dst::<S>());
-    let encoded: Vec<Vec<u8>> = pairs.iter().map(|(pk, _)| pk.to_bytes()).collect();
-    for ((_, pop), pk) in pairs.iter().zip(&encoded) {
+    for (pk, pop) in &encoded {
         seed.update(pk);
-        seed.update(pop.to_bytes());
+        seed.update(pop);
     }
     let seed: [u8; 32] = seed.finalize().into();
     let weights: Vec<Scalar> = (0..pairs.len() as u64)
@@ -188,16 +207,66 @@ pub fn verify_possessions<S: Scheme>(pairs: &[(S::PublicKey, S::Signature)]) -> 
         })
         .collect();
     let pops: Vec<S::Signature> = pairs.iter().map(|(_, pop)| *pop).collect();
-    let mut terms = Vec::with_capacity(pairs.len() + 1);
-    terms.push((
-        S::PublicKey::generator().neg(),
-        S::Signature::msm(&pops, &weights),
-    ));
-    for (((pk, _), encoded), r) in pairs.iter().zip(&encoded).zip(&weights) {
-        let hashed = S::Signature::hash_to_curve(encoded, pop_dst::<S>());
-        terms.push((pk.mul(r), hashed));
+    // Job 0: the weighted sum of the proofs against the generator; then one
+    // job per chunk of keys, each key weighted against its hash.
+    let jobs: Vec<Option<usize>> = std::iter::once(None)
+        .chain((0..pairs.len()).step_by(POSSESSIONS_PER_JOB).map(Some))
+        .collect();
+    let parts = charged(crate::parallel::map(jobs, |job| match job {
+        None => S::miller_product(&[(
+            S::PublicKey::generator().neg(),
+            S::Signature::msm(&pops, &weights),
+        )]),
+        Some(start) => {
+            let end = (start + POSSESSIONS_PER_JOB).min(pairs.len());
+            let terms: Vec<(S::PublicKey, S::Signature)> = (start..end)
+                .map(|i| {
+                    let hashed = S::Signature::hash_to_curve(&encoded[i].0, pop_dst::<S>());
+                    (pairs[i].0.mul(&weights[i]), hashed)
+                })
+                .collect();
+            S::miller_product(&terms)
+        }
+    }));
+    S::miller_products_are_one(&parts)
+}
+
+/// `decode` of every listing, in jobs of [`POSSESSIONS_PER_JOB`] on
+/// [`crate::parallel`]'s threads (the jobs' operations charged to this
+/// thread): the first listing that does not decode is named by its index.
+/// With [`ConsensusListing::points`], the input of [`verify_possessions`].
+pub fn decode_listings<T: Send>(
+    listings: &[ConsensusListing],
+    decode: impl Fn(&ConsensusListing) -> Result<T, Error> + Sync,
+) -> Result<Vec<T>, (usize, Error)> {
+    let chunks: Vec<(usize, &[ConsensusListing])> = listings
+        .chunks(POSSESSIONS_PER_JOB)
+        .enumerate()
+        .map(|(k, chunk)| (k * POSSESSIONS_PER_JOB, chunk))
+        .collect();
+    let decoded = charged(crate::parallel::map(chunks, |(start, chunk)| {
+        chunk
+            .iter()
+            .enumerate()
+            .map(|(i, l)| decode(l).map_err(|e| (start + i, e)))
+            .collect::<Result<Vec<_>, _>>()
+    }));
+    let mut all = Vec::with_capacity(listings.len());
+    for chunk in decoded {
+        all.extend(chunk?);
     }
-    S::pairing_product_is_one(&terms)
+    Ok(all)
+}
+
+/// The results of a [`crate::parallel::map`], each job's operations charged
+/// to this thread.
+fn charged<R>(done: Vec<(R, cost::OpCounts)>) -> Vec<R> {
+    done.into_iter()
+        .map(|(r, counts)| {
+            cost::charge(&counts);
+            r
+        })
+        .collect()
 }
 
 /// A member's public consensus key and its proof of possession, compressed:

@@ -16,7 +16,9 @@
 //! known in advance: that is what timelock encryption to a round relies on, and
 //! why no share of round `r` may leave before `r` is due (`consensus/SAFETY.md`).
 
-use crate::curve::{pairing_product_is_one, Point, G1, G2};
+use crate::curve::{
+    miller_product, miller_products_are_one, pairing_product_is_one, MillerProduct, Point, G1, G2,
+};
 use crate::Error;
 use serde::{de::DeserializeOwned, Serialize};
 use std::fmt;
@@ -42,6 +44,18 @@ pub trait Scheme: Copy + Clone + Default + fmt::Debug + Send + Sync + 'static {
     /// Whether `prod_i e(keys_i, sigs_i) == 1` (keys in the key group, signatures in
     /// the signature group).
     fn pairing_product_is_one(terms: &[(Self::PublicKey, Self::Signature)]) -> bool;
+
+    /// A product of pairings before the final exponentiation: one part of a
+    /// [`Scheme::pairing_product_is_one`] check split over threads.
+    type MillerProduct: Copy + Send + Sync;
+
+    /// The part of a pairing-product check that `terms` contribute (one
+    /// Miller loop counted per term).
+    fn miller_product(terms: &[(Self::PublicKey, Self::Signature)]) -> Self::MillerProduct;
+
+    /// Whether the product of `parts` is one: the pairing-product check of
+    /// every part's terms together (one final exponentiation counted).
+    fn miller_products_are_one(parts: &[Self::MillerProduct]) -> bool;
 
     /// Hashes a message into the signature group.
     fn hash_message(msg: &[u8]) -> Self::Signature {
@@ -80,6 +94,13 @@ impl Scheme for MinPk {
     fn pairing_product_is_one(terms: &[(G1, G2)]) -> bool {
         pairing_product_is_one(terms)
     }
+    type MillerProduct = MillerProduct;
+    fn miller_product(terms: &[(G1, G2)]) -> MillerProduct {
+        miller_product(terms)
+    }
+    fn miller_products_are_one(parts: &[MillerProduct]) -> bool {
+        miller_products_are_one(parts)
+    }
 }
 
 impl Scheme for MinSig {
@@ -90,6 +111,14 @@ impl Scheme for MinSig {
     fn pairing_product_is_one(terms: &[(G2, G1)]) -> bool {
         let swapped: Vec<(G1, G2)> = terms.iter().map(|(k, s)| (*s, *k)).collect();
         pairing_product_is_one(&swapped)
+    }
+    type MillerProduct = MillerProduct;
+    fn miller_product(terms: &[(G2, G1)]) -> MillerProduct {
+        let swapped: Vec<(G1, G2)> = terms.iter().map(|(k, s)| (*s, *k)).collect();
+        miller_product(&swapped)
+    }
+    fn miller_products_are_one(parts: &[MillerProduct]) -> bool {
+        miller_products_are_one(parts)
     }
 }
 
@@ -110,6 +139,13 @@ impl Scheme for MinPkUnchained {
     fn pairing_product_is_one(terms: &[(G1, G2)]) -> bool {
         MinPk::pairing_product_is_one(terms)
     }
+    type MillerProduct = MillerProduct;
+    fn miller_product(terms: &[(G1, G2)]) -> MillerProduct {
+        miller_product(terms)
+    }
+    fn miller_products_are_one(parts: &[MillerProduct]) -> bool {
+        miller_products_are_one(parts)
+    }
 }
 
 impl Scheme for MinSigUnchained {
@@ -119,6 +155,13 @@ impl Scheme for MinSigUnchained {
     const DST: &'static [u8] = DST_G1;
     fn pairing_product_is_one(terms: &[(G2, G1)]) -> bool {
         MinSig::pairing_product_is_one(terms)
+    }
+    type MillerProduct = MillerProduct;
+    fn miller_product(terms: &[(G2, G1)]) -> MillerProduct {
+        MinSig::miller_product(terms)
+    }
+    fn miller_products_are_one(parts: &[MillerProduct]) -> bool {
+        miller_products_are_one(parts)
     }
 }
 

@@ -46,31 +46,23 @@ impl<S: Scheme> EpochKeys<S> {
         listings: &[ConsensusListing],
         check_possession: bool,
     ) -> Result<Self, ConsensusError> {
-        let named = |i: usize| {
-            move |source| ConsensusError::ConsensusKey {
-                member: i as u32,
-                source,
-            }
+        let named = |(i, source): (usize, beacon::Error)| ConsensusError::ConsensusKey {
+            member: i as u32,
+            source,
         };
         let keys = if check_possession {
-            let pairs = listings
-                .iter()
-                .enumerate()
-                .map(|(i, l)| l.points::<S>().map_err(named(i)))
-                .collect::<Result<Vec<_>, _>>()?;
+            let pairs =
+                multisig::decode_listings(listings, ConsensusListing::points::<S>).map_err(named)?;
             // One batch; where it fails, each proof alone names the bad one.
             if !multisig::verify_possessions::<S>(&pairs) {
                 for (i, l) in listings.iter().enumerate() {
-                    l.decode::<S>().map_err(named(i))?;
+                    l.decode::<S>().map_err(|e| named((i, e)))?;
                 }
             }
             pairs.into_iter().map(|(pk, _)| pk).collect()
         } else {
-            listings
-                .iter()
-                .enumerate()
-                .map(|(i, l)| l.public_key::<S>().map_err(named(i)))
-                .collect::<Result<Vec<_>, _>>()?
+            multisig::decode_listings(listings, ConsensusListing::public_key::<S>)
+                .map_err(named)?
         };
         Ok(Self::new(epoch, Arc::new(keys), listings))
     }

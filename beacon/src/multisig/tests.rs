@@ -232,3 +232,35 @@ fn a_batch_of_proofs_fails_with_any_bad_one() {
     g1[0].1 = g1[0].1.add(&g1[1].1);
     assert!(!verify_possessions::<MinSig>(&g1));
 }
+
+/// A batch of several jobs ([`POSSESSIONS_PER_JOB`]) fails on a bad proof in
+/// any job, decodes listings naming the first bad one, and counts the
+/// operations of one batch (a Miller loop per key and one for the proofs'
+/// sum, one final exponentiation) on any number of threads.
+#[test]
+fn a_split_batch_of_proofs_counts_one_batch_on_any_threads() {
+    let n = 2 * POSSESSIONS_PER_JOB + 5;
+    let (secrets, _) = members::<MinSig>(n as u32, 13);
+    let listings: Vec<ConsensusListing> = secrets.iter().map(|s| s.listing::<MinSig>()).collect();
+    let pairs = decode_listings(&listings, ConsensusListing::points::<MinSig>).unwrap();
+    for threads in [1, 3] {
+        crate::parallel::set_threads(threads);
+        crate::cost::take();
+        assert!(verify_possessions::<MinSig>(&pairs), "{threads} threads");
+        let counts = crate::cost::take();
+        assert_eq!(counts.miller_loops, n as u64 + 1, "{threads} threads");
+        assert_eq!(counts.final_exps, 1, "{threads} threads");
+        assert_eq!((counts.hash_g1, counts.mul_g2), (n as u64, n as u64));
+        for bad in [0, n - 1] {
+            let mut wrong = pairs.clone();
+            wrong[bad].1 = wrong[bad].1.add(&wrong[1].1);
+            assert!(!verify_possessions::<MinSig>(&wrong), "{threads} threads");
+        }
+    }
+    crate::parallel::set_threads(2);
+    let mut broken = listings.clone();
+    broken[n - 2].public_key = vec![0u8; 3];
+    broken[n - 1].public_key = vec![0u8; 3];
+    let (at, _) = decode_listings(&broken, ConsensusListing::public_key::<MinSig>).unwrap_err();
+    assert_eq!(at, n - 2);
+}
