@@ -14,6 +14,9 @@ use ed25519_dalek::Signer as _;
 use sha2::{Digest as _, Sha256};
 use std::sync::Arc;
 
+/// Votes of a certificate one job checks ([`DkgSession::certifies`]).
+const VOTES_PER_JOB: usize = 64;
+
 impl<S: Scheme> DkgSession<S> {
     /// Step 2: sign and send this attempt's result.
     pub(super) fn on_result(&mut self, output: Arc<DkgOutput<S>>, out: &mut Outbox<S>) {
@@ -121,29 +124,59 @@ impl<S: Scheme> DkgSession<S> {
     /// Whether `certificate` carries `n - f` (at most `n`) valid signatures of
     /// distinct members, ascending, on its result in the attempt of session
     /// `session`.
+    ///
+    /// The signatures are checked in jobs of [`VOTES_PER_JOB`] on
+    /// [`crate::parallel`]'s threads, and, with a shared memo, once per
+    /// certificate for every simulated member that receives it (thousands
+    /// of members each looking up thousands of votes cost more than one
+    /// digest of the certificate).
     pub(super) fn certifies(&self, certificate: &ResultCertificate, session: &[u8; 32]) -> bool {
         let quorum = (self.base.n - self.base.max_faulty) as usize;
-        let id = result_id(&certificate.qual, &certificate.keys_digest);
         if certificate.votes.len() < quorum || certificate.votes.len() > self.base.n as usize {
             return false;
         }
         let mut last: Option<NodeIndex> = None;
-        for (signer, signature) in &certificate.votes {
-            let ascending = last.is_none_or(|l| *signer > l);
-            let valid = ascending
-                && signer.0 < self.base.n
-                && relay::verify(
-                    &self.memo,
-                    &self.keys[signer.0 as usize],
-                    &result_bytes(session, *signer, &id),
-                    signature,
-                );
-            if !valid {
+        for (signer, _) in &certificate.votes {
+            if last.is_some_and(|l| *signer <= l) || signer.0 >= self.base.n {
                 return false;
             }
             last = Some(*signer);
         }
-        true
+        let id = result_id(&certificate.qual, &certificate.keys_digest);
+        let (memo, keys) = (&self.memo, &self.keys);
+        let check = || {
+            let jobs: Vec<&[(NodeIndex, Vec<u8>)]> =
+                certificate.votes.chunks(VOTES_PER_JOB).collect();
+            crate::parallel::map(jobs, |votes| {
+                votes.iter().all(|(signer, signature)| {
+                    relay::verify(
+                        memo,
+                        &keys[signer.0 as usize],
+                        &result_bytes(session, *signer, &id),
+                        signature,
+                    )
+                })
+            })
+            .into_iter()
+            .fold(true, |all, (valid, counts)| {
+                crate::cost::charge(&counts);
+                all && valid
+            })
+        };
+        if !memo.is_enabled() {
+            return check();
+        }
+        let mut h = Sha256::new();
+        h.update(b"sbft-beacon/dkg-certificate-check/1");
+        h.update(session);
+        h.update(id);
+        for (signer, signature) in &certificate.votes {
+            h.update(signer.0.to_be_bytes());
+            h.update(keys[signer.0 as usize].as_bytes());
+            h.update((signature.len() as u64).to_be_bytes());
+            h.update(signature);
+        }
+        *memo.get_or_compute(h.finalize().into(), check)
     }
 
     /// With a hub, a committee member whose own result has a quorum sends
