@@ -96,6 +96,17 @@ pub fn take_task() -> TaskExtra {
     EXTRA.with(|e| std::mem::take(&mut *e.borrow_mut()))
 }
 
+/// Runs `job`, one job of a parallel split, as a task of its own: what it
+/// did beyond its thread's CPU time (a split inside it, the shared results
+/// it waited for) is returned, not added to this thread's task, whose own
+/// record is left as it was.
+pub(crate) fn as_job<R>(job: impl FnOnce() -> R) -> (R, TaskExtra) {
+    let outer = EXTRA.with(|e| std::mem::take(&mut *e.borrow_mut()));
+    let result = job();
+    let inner = EXTRA.with(|e| std::mem::replace(&mut *e.borrow_mut(), outer));
+    (result, inner)
+}
+
 /// A parallel split of this thread's task: `own` of its jobs' CPU time ran
 /// on this thread, `helpers` on others, and its longest job took `longest`.
 pub(crate) fn record_split(own: Duration, helpers: Duration, longest: Duration) {

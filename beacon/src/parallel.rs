@@ -32,8 +32,18 @@ pub fn threads() -> usize {
     THREADS.load(Ordering::Relaxed)
 }
 
+/// One job's CPU time: on the thread that ran it (`own`), on every thread
+/// (`work`: with the helpers of a split inside it), and its longest chain
+/// (`path`; see [`crate::host_work`]).
+#[derive(Clone, Copy)]
+struct Measure {
+    own: Duration,
+    work: Duration,
+    path: Duration,
+}
+
 /// One job's outcome: its index, result, operation counts and CPU time.
-type Done<R> = (usize, R, OpCounts, Duration);
+type Done<R> = (usize, R, OpCounts, Measure);
 
 /// Runs `job` on every item of `items` on up to [`threads`] threads (this one
 /// and scoped helpers, which take the next item as they finish one) and
@@ -60,10 +70,17 @@ pub fn map<T: Send, R: Send>(items: Vec<T>, job: impl Fn(T) -> R + Sync) -> Vec<
             };
             let saved = cost::take();
             let started = host_work::cpu_now();
-            let result = job(item);
+            let (result, inner) = host_work::as_job(|| job(item));
             let cpu = match (started, host_work::cpu_now()) {
                 (Some(a), Some(b)) => b.saturating_sub(a),
                 _ => Duration::ZERO,
+            };
+            // A split inside the job counts as one does in a task: its
+            // helpers' CPU is work, its longest job is on the path.
+            let cpu = Measure {
+                own: cpu,
+                work: inner.work(cpu),
+                path: inner.path(cpu),
             };
             let counts = cost::take();
             cost::charge(&saved);
@@ -78,8 +95,9 @@ pub fn map<T: Send, R: Send>(items: Vec<T>, job: impl Fn(T) -> R + Sync) -> Vec<
         let handles: Vec<_> = (0..helpers).map(|_| s.spawn(|| run(true))).collect();
         let mine = run(false);
         for (_, _, _, cpu) in &mine {
-            own_cpu += *cpu;
-            longest = longest.max(*cpu);
+            own_cpu += cpu.own;
+            helper_cpu += cpu.work.saturating_sub(cpu.own);
+            longest = longest.max(cpu.path);
         }
         all.extend(mine);
         let mut panic = None;
@@ -87,8 +105,8 @@ pub fn map<T: Send, R: Send>(items: Vec<T>, job: impl Fn(T) -> R + Sync) -> Vec<
             match h.join() {
                 Ok(theirs) => {
                     for (_, _, _, cpu) in &theirs {
-                        helper_cpu += *cpu;
-                        longest = longest.max(*cpu);
+                        helper_cpu += cpu.work;
+                        longest = longest.max(cpu.path);
                     }
                     all.extend(theirs);
                 }
@@ -156,6 +174,34 @@ mod tests {
     /// A split is recorded in its caller's task: the jobs' CPU time on
     /// helpers is its work, and its path counts the longest job instead of
     /// the jobs it ran itself.
+    /// A split inside a job (a shared computation split while the members
+    /// that wait for it are built in a split) counts in that job as a split
+    /// counts in a task: the job's path holds the inner split's longest job,
+    /// not every inner job its thread ran.
+    #[test]
+    fn a_split_inside_a_job_counts_its_longest_job_on_the_path() {
+        use crate::host_work::{self, test_clock};
+        let _one = THREADS_SET.lock().unwrap_or_else(|e| e.into_inner());
+        test_clock::install();
+        let ms = Duration::from_millis;
+        for threads in [1, 4] {
+            set_threads(threads);
+            host_work::take_task();
+            map(vec![5u64], |own| {
+                test_clock::advance(ms(own));
+                map(vec![10u64, 30, 20], |d| test_clock::advance(ms(d)));
+            });
+            set_threads(2);
+            let extra = host_work::take_task();
+            assert_eq!(
+                extra.helper_cpu + extra.own_parallel,
+                ms(65),
+                "{threads} threads"
+            );
+            assert_eq!(extra.parallel_path, ms(35), "{threads} threads");
+        }
+    }
+
     #[test]
     fn a_split_counts_its_longest_job_on_the_callers_path() {
         use crate::host_work::{self, test_clock};
