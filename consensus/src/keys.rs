@@ -51,8 +51,8 @@ impl<S: Scheme> EpochKeys<S> {
             source,
         };
         let keys = if check_possession {
-            let pairs =
-                multisig::decode_listings(listings, ConsensusListing::points::<S>).map_err(named)?;
+            let pairs = multisig::decode_listings(listings, ConsensusListing::points::<S>)
+                .map_err(named)?;
             // One batch; where it fails, each proof alone names the bad one.
             if !multisig::verify_possessions::<S>(&pairs) {
                 for (i, l) in listings.iter().enumerate() {
@@ -61,8 +61,7 @@ impl<S: Scheme> EpochKeys<S> {
             }
             pairs.into_iter().map(|(pk, _)| pk).collect()
         } else {
-            multisig::decode_listings(listings, ConsensusListing::public_key::<S>)
-                .map_err(named)?
+            multisig::decode_listings(listings, ConsensusListing::public_key::<S>).map_err(named)?
         };
         Ok(Self::new(epoch, Arc::new(keys), listings))
     }

@@ -21,9 +21,7 @@ mod point;
 
 pub use group::{G1, G2};
 pub use msm_pool::{msm_pool_enabled, set_msm_pool};
-pub use pairing::{
-    miller_product, miller_products_are_one, pairing_product_is_one, MillerProduct,
-};
+pub use pairing::{miller_product, miller_products_are_one, pairing_product_is_one, MillerProduct};
 pub use point::{FixedBase, Point};
 
 #[cfg(test)]
