@@ -1,14 +1,15 @@
 //! The merge: one node's outputs of a window carried out in node order
-//! (sends and broadcasts through the network model, timers into the queue,
-//! honest members' events to the checker and the statistics), and what the
-//! engine does when a member finishes its DKG or steps through a change of
-//! members.
+//! (sends and broadcasts to their receivers' pending events, timers into the
+//! queue, honest members' events to the checker and the statistics), and
+//! what the engine does when a member finishes its DKG or steps through a
+//! change of members; before it, each sender's sends drawn through the
+//! network model from the sender's own link ([`plan_sends`]).
 
 use super::node::{member_seed, Event, InFlight};
 use super::step::{CrashHit, NodeEffects};
 use super::Engine;
 use crate::invariants::FailureKind;
-use crate::network::broadcast_receivers;
+use crate::network::{broadcast_receivers, Network};
 use crate::report::CrashPointHit;
 use beacon::cost::EncodedPoints;
 use beacon::dkg::DkgOutput;
@@ -16,13 +17,17 @@ use beacon::effect::Effect;
 use beacon::{NodeIndex, Point, Scheme, Time};
 use consensus::observe::dispatch;
 use consensus::{Envelope, EpochEvent, Member, MemberOutput};
+use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::ChaCha20Rng;
 use sha2::Digest as _;
 use std::sync::Arc;
 
 impl<S: Scheme> Engine<S> {
     /// Applies one node's effects: network, timers, observations. Sequential, in
-    /// node order: the only place that draws network randomness.
-    pub(super) fn merge(&mut self, fx: NodeEffects<S>) {
+    /// node order: the only place that numbers events. Its sends were drawn
+    /// through the network model beforehand (`planned`: one entry per send,
+    /// in order, from [`plan_sends`]).
+    pub(super) fn merge(&mut self, fx: NodeEffects<S>, planned: Vec<Planned>) {
         self.trace.update(fx.node.to_be_bytes());
         self.trace.update(&fx.trace);
         if let Some(rounds) = self.rounds_trace.as_mut() {
@@ -38,6 +43,7 @@ impl<S: Scheme> Engine<S> {
         // their recipients share one copy.
         let mut last: Option<InFlight<S>> = None;
         let mut encoded = fx.encoded.into_iter();
+        let mut planned = planned.into_iter();
         for (at, output) in fx.outputs {
             let encoded = encoded.next().flatten();
             // Before the cut, a member that finished its DKG early only helps
@@ -58,15 +64,16 @@ impl<S: Scheme> Engine<S> {
                 }
             }
             match output {
-                MemberOutput::Effect(Effect::Send { to, message }) => {
-                    let encoded = encoded.unwrap_or_else(|| Encoded::of(&message, None));
-                    self.send(node, at, &[to], message, encoded, &mut last)
-                }
-                MemberOutput::Effect(Effect::Broadcast(envelope)) => {
-                    let me = self.slots[node as usize].identity;
-                    let all: Vec<NodeIndex> = broadcast_receivers(me, self.parties).collect();
-                    let encoded = encoded.unwrap_or_else(|| Encoded::of(&envelope, None));
-                    self.send(node, at, &all, envelope, encoded, &mut last);
+                MemberOutput::Effect(
+                    Effect::Send {
+                        message: envelope, ..
+                    }
+                    | Effect::Broadcast(envelope),
+                ) => {
+                    // `plan_sends` encoded and drew every send it did not drop.
+                    if let (Some(encoded), Some(planned)) = (encoded, planned.next()) {
+                        self.send(node, envelope, encoded, planned, &mut last);
+                    }
                 }
                 MemberOutput::Effect(Effect::SetTimer { at: when, timer }) => {
                     self.push(when, node, Event::Timer(timer))
@@ -139,29 +146,16 @@ impl<S: Scheme> Engine<S> {
         }
     }
 
-    /// The slot that receives a consensus message from slot `from` to member
-    /// `to`, if any: a twin's instances each talk to their own side only.
-    fn route(&self, from: u32, to: u32) -> Option<u32> {
-        let sender = &self.slots[from as usize];
-        if let Some(twin) = self.twin_slot.get(to as usize).copied().flatten() {
-            if self.slots[twin as usize].member.is_some() {
-                return Some(if sender.side { twin } else { to });
-            }
-        }
-        let receiver = &self.slots[to as usize];
-        (!sender.twinned || sender.side == receiver.side).then_some(to)
-    }
-
-    /// Sends `envelope` (`encoded`) from slot `from` to `to` through the
-    /// network model. An envelope equal to the `last` one sent shares its
-    /// copy in flight.
+    /// Carries out one send of slot `from` (`encoded`), whose copies the
+    /// network model drew in [`plan_sends`]: each is added to its receiver's
+    /// pending events with the next sequence number. An envelope equal to
+    /// the `last` one sent shares its copy in flight.
     fn send(
         &mut self,
         from: u32,
-        at: Time,
-        to: &[NodeIndex],
         envelope: Envelope<S>,
         encoded: Encoded,
+        planned: Planned,
         last: &mut Option<InFlight<S>>,
     ) {
         let Encoded {
@@ -170,7 +164,6 @@ impl<S: Scheme> Engine<S> {
             same_as_last,
         } = encoded;
         let consensus = matches!(envelope, Envelope::Consensus(_));
-        let transmit = self.network.transmit_us(bytes);
         let envelope = match last {
             Some(copy) if same_as_last => copy.clone(),
             _ => {
@@ -180,36 +173,17 @@ impl<S: Scheme> Engine<S> {
             }
         };
         let identity = self.slots[from as usize].identity;
-        let mut sent = 0u64;
-        for t in to {
-            let slot = if consensus {
-                match self.route(from, t.0) {
-                    Some(s) => s,
-                    None => continue,
-                }
-            } else {
-                t.0
-            };
-            let depart = at
-                .max(self.uplink_free[from as usize])
-                .plus_micros(transmit);
-            self.uplink_free[from as usize] = depart;
-            sent += 1;
-            let arrivals =
-                self.network
-                    .arrivals(&mut self.net_rng, identity, t.0, depart, !consensus);
-            for arrival in arrivals {
-                self.deliver(
-                    arrival,
-                    slot,
-                    Event::Deliver {
-                        from: NodeIndex(identity),
-                        envelope: envelope.clone(),
-                        bytes,
-                        points,
-                    },
-                );
-            }
+        for (slot, arrival) in planned.copies {
+            self.deliver(
+                arrival,
+                slot,
+                Event::Deliver {
+                    from: NodeIndex(identity),
+                    envelope: envelope.clone(),
+                    bytes,
+                    points,
+                },
+            );
         }
         // Counted once per send: the messages and bytes of its copies.
         let (messages, total) = if consensus {
@@ -217,10 +191,25 @@ impl<S: Scheme> Engine<S> {
         } else {
             (&mut self.dkg_messages, &mut self.dkg_bytes)
         };
-        if sent > 0 {
-            *messages.entry(envelope.kind()).or_default() += sent;
+        if planned.sent > 0 {
+            *messages.entry(envelope.kind()).or_default() += planned.sent;
         }
-        *total += sent * bytes as u64;
+        *total += planned.sent * bytes as u64;
+    }
+
+    /// How consensus messages reach twins this window, if the run has any.
+    pub(super) fn twin_routes(&self) -> Option<TwinRoutes> {
+        if !self.slots.iter().any(|s| s.twinned) {
+            return None;
+        }
+        Some(TwinRoutes {
+            sides: self.slots.iter().map(|s| (s.twinned, s.side)).collect(),
+            running_twin: self
+                .twin_slot
+                .iter()
+                .map(|t| t.filter(|t| self.slots[*t as usize].member.is_some()))
+                .collect(),
+        })
     }
 
     fn on_dkg_complete(&mut self, node: u32, at: Time, out: &Arc<DkgOutput<S>>) {
@@ -315,6 +304,164 @@ impl<S: Scheme> Engine<S> {
             _ => {}
         }
     }
+}
+
+/// What the network model keeps per sending slot: a random stream of its
+/// own, so that each sender's sends are drawn in its own order on any
+/// thread ([`plan_sends`]), and when its uplink is next free.
+pub(super) struct SenderLink {
+    /// The sender's identity (its index in the network).
+    identity: u32,
+    rng: ChaCha20Rng,
+    uplink_free: Time,
+}
+
+impl SenderLink {
+    /// Slot `slot`'s link (identity `identity`), its stream drawn from
+    /// `seed`: stream `slot` of one ChaCha20 key.
+    pub(super) fn new(seed: u64, slot: usize, identity: u32) -> Self {
+        let mut rng = ChaCha20Rng::seed_from_u64(seed);
+        rng.set_stream(slot as u64);
+        SenderLink {
+            identity,
+            rng,
+            uplink_free: Time::ZERO,
+        }
+    }
+}
+
+/// How consensus messages reach twins (a Byzantine member's two instances,
+/// each talking to its own side), fixed for a window.
+pub(super) struct TwinRoutes {
+    /// Per slot: whether it is a twin's instance, and its side.
+    sides: Vec<(bool, bool)>,
+    /// Per member: its twin's second slot, if that instance runs.
+    running_twin: Vec<Option<u32>>,
+}
+
+impl TwinRoutes {
+    /// The slot that receives a consensus message from slot `from` to member
+    /// `to`, if any: a twin's instances each talk to their own side only.
+    fn route(&self, from: u32, to: u32) -> Option<u32> {
+        let (twinned, side) = self.sides[from as usize];
+        if let Some(twin) = self.running_twin.get(to as usize).copied().flatten() {
+            return Some(if side { twin } else { to });
+        }
+        let (_, receiver_side) = self.sides[to as usize];
+        (!twinned || side == receiver_side).then_some(to)
+    }
+}
+
+/// One send as the network model carries it: each copy's receiving slot and
+/// arrival, and how many receivers it went to (lost copies included).
+pub(super) struct Planned {
+    copies: Vec<(u32, Time)>,
+    sent: u64,
+}
+
+/// What drawing a window's sends reads.
+pub(super) struct PlanContext<'a> {
+    pub(super) network: &'a Network,
+    pub(super) parties: u32,
+    pub(super) before_cut: bool,
+    pub(super) twins: Option<TwinRoutes>,
+}
+
+/// Senders of one job of [`plan_sends`].
+const SENDERS_PER_JOB: usize = 16;
+
+/// Draws every send of a window's `effects` (in node order) through the
+/// network model: each sender's sends in its own order, from its own link
+/// (`links`, by slot), so the senders are drawn in parallel
+/// (`beacon::parallel`) and the copies do not depend on the threads. Fills
+/// in an encoding a worker left out. Returns, per node, one entry per send
+/// the merge carries out.
+pub(super) fn plan_sends<S: Scheme>(
+    effects: &mut [NodeEffects<S>],
+    links: &mut [SenderLink],
+    ctx: &PlanContext<'_>,
+    split: bool,
+) -> Vec<Vec<Planned>> {
+    let mut work: Vec<(&mut NodeEffects<S>, &mut SenderLink)> = Vec::with_capacity(effects.len());
+    let mut rest = links;
+    let mut offset = 0usize;
+    for fx in effects.iter_mut() {
+        let tail = std::mem::take(&mut rest);
+        let (link, tail) = tail[fx.node as usize - offset..]
+            .split_first_mut()
+            .expect("one link per slot, the effects in node order");
+        offset = fx.node as usize + 1;
+        rest = tail;
+        work.push((fx, link));
+    }
+    let plan = |(fx, link): (&mut NodeEffects<S>, &mut SenderLink)| plan_node(fx, link, ctx);
+    if !split {
+        return work.into_iter().map(plan).collect();
+    }
+    let mut jobs: Vec<Vec<(&mut NodeEffects<S>, &mut SenderLink)>> = Vec::new();
+    for item in work {
+        match jobs.last_mut() {
+            Some(job) if job.len() < SENDERS_PER_JOB => job.push(item),
+            _ => jobs.push(vec![item]),
+        }
+    }
+    beacon::parallel::map(jobs, |job| job.into_iter().map(plan).collect::<Vec<_>>())
+        .into_iter()
+        .flat_map(|(planned, _)| planned)
+        .collect()
+}
+
+/// One node's sends drawn from its link, in the order the merge carries
+/// them out (what it drops before the cut left out).
+fn plan_node<S: Scheme>(
+    fx: &mut NodeEffects<S>,
+    link: &mut SenderLink,
+    ctx: &PlanContext<'_>,
+) -> Vec<Planned> {
+    fx.encoded.resize_with(fx.outputs.len(), || None);
+    let mut planned = Vec::new();
+    for ((at, output), encoded) in fx.outputs.iter().zip(fx.encoded.iter_mut()) {
+        if ctx.before_cut && dropped_before_cut(output) {
+            continue;
+        }
+        let (envelope, broadcast_from, to) = match output {
+            MemberOutput::Effect(Effect::Send { to, message }) => (message, None, Some(*to)),
+            MemberOutput::Effect(Effect::Broadcast(message)) => {
+                (message, Some(link.identity), None)
+            }
+            _ => continue,
+        };
+        let bytes = encoded
+            .get_or_insert_with(|| Encoded::of(envelope, None))
+            .bytes;
+        let consensus = matches!(envelope, Envelope::Consensus(_));
+        let transmit = ctx.network.transmit_us(bytes);
+        let receivers = to.into_iter().chain(
+            broadcast_from
+                .into_iter()
+                .flat_map(|me| broadcast_receivers(me, ctx.parties)),
+        );
+        let mut copies = Vec::new();
+        let mut sent = 0u64;
+        for t in receivers {
+            let slot = match (&ctx.twins, consensus) {
+                (Some(twins), true) => match twins.route(fx.node, t.0) {
+                    Some(s) => s,
+                    None => continue,
+                },
+                _ => t.0,
+            };
+            let depart = (*at).max(link.uplink_free).plus_micros(transmit);
+            link.uplink_free = depart;
+            sent += 1;
+            let arrivals =
+                ctx.network
+                    .arrivals(&mut link.rng, link.identity, t.0, depart, !consensus);
+            copies.extend(arrivals.into_iter().map(|arrival| (slot, arrival)));
+        }
+        planned.push(Planned { copies, sent });
+    }
+    planned
 }
 
 /// Whether the merge drops `output` before the cut of a run with a

@@ -9,9 +9,11 @@
 //! latency: nothing processed in a window can cause an event at another node in
 //! the same window. Within a window each node handles its own events in order
 //! (its own short timers included); nodes run in parallel on `threads` workers.
-//! Their effects are then merged in node order, and only the merge touches the
-//! network RNG, the queue and the sequence numbers. So the trace — and the beacon
-//! chain — is the same whatever the thread count.
+//! Their sends are then drawn through the network model, each sender from a
+//! random stream and an uplink of its own (so the senders are drawn on the
+//! threads, each in its own order), and the effects merged in node order:
+//! only the merge touches the queue and the sequence numbers. So the trace —
+//! and the beacon chain — is the same whatever the thread count.
 //!
 //! # Virtual CPU
 //! Each member has a CPU that is busy until some time: an input is handled at
@@ -102,10 +104,10 @@ struct Engine<S: Scheme> {
     /// ([`DELIVERY_RANGES`] ranges), added to their pending events after the
     /// window's merge ([`Engine::deliver_all`]).
     deliveries: Vec<Vec<Delivery<S>>>,
-    uplink_free: Vec<Time>,
+    /// Per slot: its random stream of the network and its uplink.
+    links: Vec<effects::SenderLink>,
     /// The host's cores and disk when every node runs on one host (`[network] host_cores`).
     host: Option<Host>,
-    net_rng: ChaCha20Rng,
     load_rng: ChaCha20Rng,
     next_tx: Option<Time>,
     trace: Sha256,
@@ -166,6 +168,9 @@ struct Engine<S: Scheme> {
 /// Ranges of receiving slots whose deliveries are added on the threads.
 const DELIVERY_RANGES: usize = 64;
 
+/// Outputs of one window from which their sends are drawn on the threads.
+const SENDS_TO_SPLIT: usize = 256;
+
 /// Deliveries of one window from which they are added on the threads.
 const DELIVERIES_TO_SPLIT: usize = 4096;
 
@@ -173,8 +178,9 @@ const DELIVERIES_TO_SPLIT: usize = 4096;
 /// sequence number, and the event.
 type Delivery<S> = (u32, Time, u64, Event<S>);
 
-/// One range's deliveries, its slots, and the first slot's index.
-type RangeJob<'a, S> = (Vec<Delivery<S>>, &'a mut [Box<Slot<S>>], usize);
+/// One range's deliveries (emptied, its capacity kept for the next window),
+/// its slots, and the first slot's index.
+type RangeJob<'a, S> = (&'a mut Vec<Delivery<S>>, &'a mut [Box<Slot<S>>], usize);
 
 /// A slot whose earliest pending event changed: from, to.
 type Moved = (u32, Option<Time>, Option<Time>);
@@ -279,9 +285,9 @@ impl<S: Scheme> Engine<S> {
             return 0;
         }
         let len = self.slots.len().div_ceil(DELIVERY_RANGES).max(1);
-        let ranges = std::mem::take(&mut self.deliveries);
+        let mut ranges = std::mem::take(&mut self.deliveries);
         let jobs: Vec<RangeJob<'_, S>> = ranges
-            .into_iter()
+            .iter_mut()
             .zip(self.slots.chunks_mut(len))
             .enumerate()
             .filter(|(_, (d, _))| !d.is_empty())
@@ -289,7 +295,7 @@ impl<S: Scheme> Engine<S> {
             .collect();
         let add = |(deliveries, slots, first): RangeJob<'_, S>| {
             let mut before: Vec<Option<Option<Time>>> = vec![None; slots.len()];
-            for (node, at, seq, event) in deliveries {
+            for (node, at, seq, event) in deliveries.drain(..) {
                 let i = node as usize - first;
                 let pending = &mut slots[i].pending;
                 before[i].get_or_insert_with(|| pending.next_time());
@@ -314,6 +320,7 @@ impl<S: Scheme> Engine<S> {
                 .map(|(m, _)| m)
                 .collect()
         };
+        self.deliveries = ranges;
         for (node, before, after) in moved.into_iter().flatten() {
             if let Some(b) = before {
                 self.due.remove(&(b, node));
@@ -323,6 +330,25 @@ impl<S: Scheme> Engine<S> {
             }
         }
         count
+    }
+
+    /// The window's sends drawn through the network model
+    /// ([`effects::plan_sends`]), split over the threads where there are
+    /// enough of them.
+    fn plan_sends(
+        &mut self,
+        effects: &mut [step::NodeEffects<S>],
+        threads: usize,
+    ) -> Vec<Vec<effects::Planned>> {
+        let ctx = effects::PlanContext {
+            network: &self.network,
+            parties: self.parties,
+            before_cut: self.before_cut(),
+            twins: self.twin_routes(),
+        };
+        let outputs: usize = effects.iter().map(|fx| fx.outputs.len()).sum();
+        let split = threads > 1 && outputs >= SENDS_TO_SPLIT;
+        effects::plan_sends(effects, &mut self.links, &ctx, split)
     }
 
     /// When the earliest pending event is due.
@@ -464,8 +490,24 @@ impl<S: Scheme> Engine<S> {
             let meter = self.phase_meter(rounds);
             meter.window(measure);
             meter.serial(WORKERS, dispatch);
-            for fx in window.effects {
-                self.merge(fx);
+            // The sends, drawn per sender: a parallel part of their own.
+            beacon::host_work::take_task();
+            let mut effects = window.effects;
+            let planned = self.plan_sends(&mut effects, threads);
+            let own = lap(&mut clock);
+            if planned.iter().any(|p| !p.is_empty()) {
+                let mut sends = WindowMeasure::default();
+                sends.add(TaskMeasure::new(
+                    own,
+                    beacon::host_work::take_task(),
+                    "the merge's sends",
+                ));
+                self.phase_meter(rounds).window(sends);
+            } else {
+                self.phase_meter(rounds).serial("merge", own);
+            }
+            for (fx, planned) in effects.into_iter().zip(planned) {
+                self.merge(fx, planned);
             }
             self.phase_meter(rounds).serial("merge", lap(&mut clock));
             // The deliveries: a parallel part of their own.
@@ -535,7 +577,7 @@ impl<S: Scheme> Engine<S> {
         r.proposed = Some(now);
         let change = r.change.clone();
         for i in 0..self.cfg.nodes {
-            self.push(now, i, Event::Propose(change.clone()));
+            self.push(now, i, Event::Propose(Box::new(change.clone())));
         }
     }
 

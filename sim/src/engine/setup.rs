@@ -2,6 +2,7 @@
 //! members started (their DKG, or the rounds from a snapshot's cut), and the
 //! rounds begun at the end of the DKG, with the scenario's faults.
 
+use super::effects::SenderLink;
 use super::node::{member_seed, CrashPoint, Disk, Event, Slot};
 use super::Engine;
 use crate::config::SimConfig;
@@ -41,6 +42,15 @@ const LOAD_SEED: u64 = 0x6c6f_6164;
 const ROUNDS_SEED: u64 = 0x726f_756e_6473_0000;
 
 /// The host's cores and disk, when every node runs on one host.
+/// Every slot's link to the network, their random streams drawn from `seed`.
+fn links<S: Scheme>(seed: u64, slots: &[Box<Slot<S>>]) -> Vec<SenderLink> {
+    slots
+        .iter()
+        .enumerate()
+        .map(|(i, slot)| SenderLink::new(seed, i, slot.identity))
+        .collect()
+}
+
 fn host_of(cfg: &SimConfig, costs: &CostModel) -> Option<Host> {
     (cfg.network.host_cores > 0).then(|| {
         let relay_us = cfg.network.relays_on_host.then(|| costs.relay_us());
@@ -303,6 +313,7 @@ impl<S: Scheme> Engine<S> {
             }));
         }
         let total = slots.len();
+        let links = links(cfg.seed ^ NETWORK_SEED, &slots);
         let host = host_of(cfg, &costs);
         let stats = Stats::new(total, &replica);
         Ok(Engine {
@@ -319,9 +330,8 @@ impl<S: Scheme> Engine<S> {
             due: BTreeSet::new(),
             pushed: 0,
             deliveries: Vec::new(),
-            uplink_free: vec![Time::ZERO; total],
+            links,
             host,
-            net_rng: ChaCha20Rng::seed_from_u64(cfg.seed ^ NETWORK_SEED),
             load_rng: ChaCha20Rng::seed_from_u64(cfg.seed ^ LOAD_SEED),
             next_tx: None,
             trace: Sha256::new(),
@@ -444,10 +454,9 @@ impl<S: Scheme> Engine<S> {
     ) -> Result<(), (u32, consensus::ConsensusError)> {
         self.due.clear();
         self.pushed = 0;
-        self.net_rng = ChaCha20Rng::seed_from_u64(self.cfg.seed ^ NETWORK_SEED ^ ROUNDS_SEED);
+        self.links = links(self.cfg.seed ^ NETWORK_SEED ^ ROUNDS_SEED, &self.slots);
         self.load_rng = ChaCha20Rng::seed_from_u64(self.cfg.seed ^ LOAD_SEED ^ ROUNDS_SEED);
         self.next_tx = None;
-        self.uplink_free.fill(Time::ZERO);
         self.host = host_of(&self.cfg, &self.costs);
         // The DKG's shared results are no use to the rounds.
         self.memo.clear();

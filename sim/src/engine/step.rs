@@ -362,7 +362,7 @@ fn member_input<S: Scheme>(
             let len = tx.len();
             (MemberInput::ClientTransaction(tx), len)
         }
-        Event::Propose(change) => (MemberInput::ProposeEpoch(change), 0),
+        Event::Propose(change) => (MemberInput::ProposeEpoch(*change), 0),
     })
 }
 
