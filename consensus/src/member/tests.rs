@@ -11,7 +11,8 @@
 use super::*;
 use crate::config::{smallest_collector_slack, ReplicaConfig};
 use crate::epoch::{
-    member_id, Control, Directory, EpochChange, EpochMessage, ReshareWire, TransitionTimer,
+    member_id, Control, CurrentEpoch, Directory, EpochChange, EpochMessage, ReshareWire,
+    TransitionTimer,
 };
 use crate::messages::{Block, CommitCertificate, CommitPath, CommittedEntry};
 use crate::params::DkgParams;
@@ -710,4 +711,112 @@ fn a_member_down_through_the_genesis_dkg_gets_the_agreed_keys_when_back() {
         late.keys[0].verification_keys,
         outputs[0].as_ref().unwrap().keys[0].verification_keys
     );
+}
+
+/// Epoch 2 with the parties `[0, 1, 2, 5]` (party 3 left, party 5 came),
+/// as its members tell a joiner that is behind.
+fn epoch_two() -> CurrentEpoch {
+    let members = [0, 1, 2, 5];
+    CurrentEpoch {
+        number: Epoch::new(2),
+        members: members.iter().map(|m| DirectoryIndex::new(*m)).collect(),
+        config: ReplicaConfig::new(4, 0).unwrap(),
+        consensus: members
+            .iter()
+            .map(|m| crate::consensus_key(&[*m as u8 + 1; 32]).listing::<S>())
+            .collect(),
+    }
+}
+
+/// A party that left and is added back with an empty disk (issue 53, chaos
+/// finding 1) knows only the genesis epoch; the members run epoch 2 and
+/// invite it to epoch 3. Before, it asked the genesis members for a handoff
+/// of epoch 1 and took only invitations to epoch 1 from them: it never
+/// joined. Now a member tells a party that asks for an epoch that began
+/// without it which epoch it runs; the joiner believes `f + 1` members of
+/// the epoch it knows that say the same, and asks that epoch's members.
+#[test]
+fn a_joiner_that_knows_only_an_earlier_epoch_learns_the_current_one_and_asks_its_members() {
+    let current = epoch_two();
+    let view = EpochView::new(
+        current.number,
+        current.members.clone(),
+        current.config.clone(),
+        Arc::new(current.consensus.clone()),
+    );
+    let outputs = crate::corpus::honest_dkg::<S>(&current.config, 35);
+    let mut member = Member::restore_in(
+        view,
+        RestoredParts {
+            output: &outputs[0],
+            consensus: crate::consensus_key(&[1; 32]),
+            chain: Vec::new(),
+            votes: Vec::new(),
+            seed: [0; 32],
+            memo: Memo::disabled(),
+            adversary: None,
+        },
+    )
+    .unwrap()
+    .with_identity(identity(0), TIMING);
+    let request = |epoch: u64| {
+        Envelope::Epoch(EpochMessage::HandoffRequest {
+            epoch: Epoch::new(epoch),
+        })
+    };
+    check(
+        &mut member,
+        vec![
+            step(
+                "party 3, which knows epoch 0, asks for epoch 1's handoff",
+                message(3, request(1)),
+                &["send epoch-current to 3"],
+            ),
+            step(
+                "party 5, a member of epoch 2, is no joiner that is behind",
+                message(5, request(2)),
+                &[],
+            ),
+            step(
+                "party 6 asks for epoch 3, which has not begun",
+                message(6, request(3)),
+                &[],
+            ),
+        ],
+    );
+    let mut joiner = joiner(3);
+    joiner.handle(Time::ZERO, MemberInput::Start);
+    let told = || Envelope::Epoch(EpochMessage::Current(Box::new(epoch_two())));
+    check(
+        &mut joiner,
+        vec![
+            step("genesis member 0 tells epoch 2", message(0, told()), &[]),
+            step(
+                "member 0 again: one statement per member",
+                message(0, told()),
+                &[],
+            ),
+            step("party 5 is no genesis member", message(5, told()), &[]),
+        ],
+    );
+    assert_eq!(joiner.epoch().number, Epoch::ZERO, "f + 1 = 2 must agree");
+    check(
+        &mut joiner,
+        vec![
+            step("genesis member 1 tells epoch 2", message(1, told()), &[]),
+            step(
+                "its next request goes to epoch 2's members, for epoch 3",
+                MemberInput::Timer(MemberTimer::EpochResend),
+                &[
+                    "send epoch-handoff-request to 0",
+                    "send epoch-handoff-request to 1",
+                    "send epoch-handoff-request to 2",
+                    "send epoch-handoff-request to 5",
+                    "timer epoch-resend",
+                ],
+            ),
+        ],
+    );
+    assert_eq!(joiner.epoch().number, Epoch::new(2));
+    assert_eq!(joiner.epoch().members, epoch_two().members);
 }
