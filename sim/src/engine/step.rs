@@ -372,15 +372,17 @@ fn member_input<S: Scheme>(
 }
 
 /// A restarted member, rebuilt from its disk (its keys, epoch, recent chain,
-/// vote record and seed); a genesis member whose disk holds no keys (it was
-/// down while the others dealt) runs the genesis DKG again from its stored
-/// seed, as a node does; `None` for a joiner without keys.
+/// vote record and seed); a genesis member whose disk holds nothing but its
+/// seed (it was down while the others dealt) runs the genesis DKG again from
+/// that seed, as a node does; `None` for a member without keys that took
+/// part in an epoch (it left) and for a joiner without keys.
 fn restore<S: Scheme>(
     slot: &Slot<S>,
     shared: &Shared<'_>,
 ) -> Option<Result<Member<S>, ConsensusError>> {
     let Some(dkg) = slot.disk.dkg.clone() else {
-        return (slot.identity < shared.replica.n).then(|| {
+        let fresh = slot.disk.epoch.is_none() && slot.disk.chain.is_empty();
+        return (fresh && slot.identity < shared.replica.n).then(|| {
             Member::new(
                 shared.replica.clone(),
                 shared.dkg_config.clone(),
