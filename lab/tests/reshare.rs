@@ -545,3 +545,90 @@ fn a_member_that_lost_its_keys_gets_new_ones_from_a_change_that_keeps_it() {
         );
     }
 }
+
+/// Issue 53, chaos finding 1: a node that left is added back. Epoch 1: node
+/// 3 leaves and node 4 joins; then node 3 restarts with an empty disk and
+/// `--join`, and the members of epoch 1 propose `[0, 1, 2, 3]`. Node 3 knows
+/// only the genesis members: it asks them for the handoff of epoch 1, they
+/// tell it they run epoch 1 (`f + 1` of them), and it waits for the
+/// invitation of epoch 2 from epoch 1's members. Before, it waited for an
+/// invitation to epoch 1 from the genesis members, and the change never
+/// completed (the chaos runs of seeds 101 and 202).
+#[test]
+fn a_node_that_left_is_added_back_with_an_empty_disk() {
+    let (dir, apis) = common::localnet_configs(BIN, 4, &["--reshare-to", "5"]);
+    assert_eq!(apis.len(), 5);
+    let mut nodes = Nodes(Vec::new());
+    for i in 0..5 {
+        nodes.0.push(start_node(dir.path(), i, "node.log"));
+    }
+    let begin = Instant::now();
+    while latest(&apis[0]) < 3 {
+        assert!(
+            begin.elapsed() < Duration::from_secs(120),
+            "no beacons; node 0's log:\n{}",
+            std::fs::read_to_string(dir.path().join("node-0/node.log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let key = get(&format!("{}/info", apis[0])).unwrap()["public_key"].clone();
+    let propose = |by: &[usize], members: &str| {
+        for i in by {
+            let out = reshare(dir.path(), *i, members);
+            assert!(
+                out.status.success(),
+                "node {i}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    };
+    propose(&[0, 1, 2, 3], "members = [0, 1, 2, 4]\n");
+    wait_epoch(
+        dir.path(),
+        (4, &apis[4]),
+        "node.log",
+        "node 4 did not join epoch 1",
+        |e| e["epoch"] == 1 && e["status"] == "member",
+    );
+    wait_epoch(
+        dir.path(),
+        (3, &apis[3]),
+        "node.log",
+        "node 3 did not leave",
+        |e| e["status"] == "retired",
+    );
+    // Node 3 comes back with an empty disk, to be added back.
+    let _ = nodes.0[3].kill();
+    let _ = nodes.0[3].wait();
+    std::fs::remove_dir_all(dir.path().join("node-3/data")).unwrap();
+    nodes.0[3] = start_node_with(dir.path(), 3, "rejoin.log", &["--join"]);
+    propose(&[0, 1, 2, 4], "members = [0, 1, 2, 3]\n");
+    let back = wait_epoch(
+        dir.path(),
+        (3, &apis[3]),
+        "rejoin.log",
+        "node 3 was not added back",
+        |e| e["epoch"] == 2 && e["status"] == "member",
+    );
+    let start = back["start"].as_u64().unwrap();
+    let begin = Instant::now();
+    while latest(&apis[3]) < start + 3 {
+        assert!(
+            begin.elapsed() < Duration::from_secs(60),
+            "node 3 does not follow epoch 2; its log:\n{}",
+            std::fs::read_to_string(dir.path().join("node-3/rejoin.log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        get(&format!("{}/info", apis[3])).unwrap()["public_key"],
+        key
+    );
+    for r in [start, start + 3] {
+        assert_eq!(
+            get(&format!("{}/public/{r}", apis[3])),
+            get(&format!("{}/public/{r}", apis[0])),
+            "round {r}"
+        );
+    }
+}

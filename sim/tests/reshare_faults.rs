@@ -112,3 +112,33 @@ fn readies_split_by_faulty_dealers_converge_on_the_keys_the_chain_names() {
         "seed 110145: the fault mix changed"
     );
 }
+
+/// Issue 53, chaos finding 2 (a stayer): old member 0, which stays, crashes
+/// right after the others are ready (3.1 s after the DKG), is back 0.6 s
+/// later, and crashes again after the switch, still without its new keys;
+/// it is back 25 s later. It restarts in the old epoch, reads the decision
+/// and the switch on its chain, and asks the named dealers for their deals
+/// and its sub-shares. The dealers used to erase what they dealt 8 phase
+/// lengths (16 s) after the switch: the stayer never got its keys and the
+/// change never completed at it (as at a real node under `sbft-beacon
+/// chaos`). They now keep it 32 phase lengths.
+#[test]
+fn a_stayer_killed_again_after_the_switch_gets_its_keys_when_back() {
+    let mut cfg = reshare_small();
+    for (at_ms, restart_ms) in [(3_100, 3_700), (4_000, 29_000)] {
+        cfg.faults.crash.push(sim::config::Crash {
+            node: 0,
+            at_ms,
+            restart_ms: Some(restart_ms),
+            lose_votes: false,
+            after_write: None,
+            in_dkg: false,
+        });
+    }
+    cfg.validate().unwrap();
+    let (report, _) = sim::run(&cfg, None).unwrap();
+    assert!(report.violations.is_empty(), "{:?}", report.violations);
+    let change = report.reshare.expect("a change of members");
+    assert!(!change.left.contains(&0), "member 0 stays");
+    assert_eq!(change.started, change.new_nodes, "{change:?}");
+}

@@ -2,9 +2,10 @@
 //! ([`Control`]), and the messages members exchange around a change
 //! ([`EpochMessage`]).
 
+use crate::config::ReplicaConfig;
 use crate::messages::CommittedEntry;
 use crate::ConsensusError;
-use crate::{Epoch, Height};
+use crate::{DirectoryIndex, Epoch, Height};
 use beacon::dkg::relay::{RelayMessage, RelayedWire, SigningKey, VerifyingKey};
 use beacon::dkg::DealtShares;
 use beacon::multisig::ConsensusListing;
@@ -303,6 +304,12 @@ pub enum EpochMessage<S: Scheme> {
         /// The resharing dealers they combine.
         dealers: Vec<u32>,
     },
+    /// A member tells a party that asked for the handoff of an epoch that is
+    /// over (a joiner that knows only an earlier epoch: the genesis, or the
+    /// one it left before more changes) which epoch it runs now
+    /// ([`CurrentEpoch`]); the joiner believes `f + 1` members of the epoch
+    /// it knows that send the same, and waits there to be invited.
+    Current(Box<CurrentEpoch>),
 }
 
 impl<S: Scheme> EpochMessage<S> {
@@ -315,6 +322,32 @@ impl<S: Scheme> EpochMessage<S> {
             EpochMessage::Handoff { .. } => "epoch-handoff",
             EpochMessage::HandoffRequest { .. } => "epoch-handoff-request",
             EpochMessage::Named { .. } => "epoch-named",
+            EpochMessage::Current(_) => "epoch-current",
         }
+    }
+}
+
+/// The epoch a member runs, as it tells a joiner that is behind
+/// ([`EpochMessage::Current`]): what the joiner needs to wait there for an
+/// invitation (who may invite it, and how many make `f + 1`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CurrentEpoch {
+    /// The epoch.
+    pub number: Epoch,
+    /// Its members: directory indices, by epoch index.
+    pub members: Vec<DirectoryIndex>,
+    /// Its replica configuration.
+    pub config: ReplicaConfig,
+    /// Its members' consensus keys, by epoch index.
+    pub consensus: Vec<ConsensusListing>,
+}
+
+impl CurrentEpoch {
+    /// SHA-256 of its encoding: identical statements are counted by it.
+    pub fn digest(&self) -> [u8; 32] {
+        let mut h = Sha256::new();
+        h.update(b"sbft-beacon/epoch-current/1");
+        h.update(wire::encode(self).unwrap_or_default());
+        h.finalize().into()
     }
 }

@@ -91,7 +91,9 @@ pub use governance::{
     check_change, check_consensus_keys, ChangeRefused, ConsensusKeyCheck, Decision, Governance,
     NamedKeys, ReplicaShape,
 };
-pub use messages::{Control, EpochChange, EpochMessage, EpochReady, Invitation, ReshareWire};
+pub use messages::{
+    Control, CurrentEpoch, EpochChange, EpochMessage, EpochReady, Invitation, ReshareWire,
+};
 pub use transition::{
     keys_digest, Transition, TransitionFailure, TransitionInput, TransitionOutput, TransitionTimer,
 };

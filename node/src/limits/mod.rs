@@ -281,6 +281,7 @@ mod tag {
     pub(super) const EPOCH_HANDOFF: u32 = 3;
     pub(super) const EPOCH_HANDOFF_REQUEST: u32 = 4;
     pub(super) const EPOCH_NAMED: u32 = 5;
+    pub(super) const EPOCH_CURRENT: u32 = 6;
     pub(super) const PRE_PREPARE: u32 = 0;
     pub(super) const VIEW_CHANGE: u32 = 7;
     pub(super) const NEW_VIEW: u32 = 8;
@@ -344,6 +345,10 @@ const LISTING_BYTES: usize = 2 * POINT_BYTES + 16;
 /// old and of the new epoch (32 bytes each), a coefficient of the old group
 /// polynomial, and the change's consensus key of the member.
 const INVITE_PER_PARTY: usize = 3 * 32 + POINT_BYTES + LISTING_BYTES;
+/// Bytes per member of an [`consensus::epoch::EpochMessage::Current`]: its
+/// directory index and its consensus key (the configuration is in the fixed
+/// part).
+const CURRENT_PER_PARTY: usize = 4 + LISTING_BYTES;
 
 /// Largest frame of a DKG or resharing among `members` whose dealers each
 /// broadcast `points` commitments: a deal, a `Versions` answer or a
@@ -393,6 +398,7 @@ impl Admission {
     /// | epoch resharing | `4 KiB + 256 P + 96 P` | 4 |
     /// | epoch handoff | as SYNC-RESPONSE | as SYNC-RESPONSE |
     /// | epoch handoff request | 4 KiB | 4 |
+    /// | epoch current (a joiner that is behind) | `4 KiB + 212 P` | 0 |
     ///
     /// A DKG or resharing frame carries its commitments as an opaque payload
     /// (decoded by the session, bounded by the frame's bytes), hence its small
@@ -489,6 +495,13 @@ impl Admission {
                 tag::EPOCH_NAMED => Admit {
                     kind: "epoch-named",
                     max_bytes: NAMED_FIXED.saturating_add(p.saturating_mul(NAMED_PER_DEALER)),
+                    max_points: 0,
+                },
+                tag::EPOCH_CURRENT => Admit {
+                    kind: "epoch-current",
+                    max_bytes: SMALL
+                        .saturating_add(p.saturating_mul(CURRENT_PER_PARTY))
+                        .min(MAX_FRAME_BYTES),
                     max_points: 0,
                 },
                 _ => Admit {

@@ -120,6 +120,15 @@ fn kinds_are_read_from_real_encodings() {
             },
             "epoch-named",
         ),
+        (
+            EpochMessage::Current(Box::new(consensus::epoch::CurrentEpoch {
+                number: consensus::Epoch::new(2),
+                members: vec![consensus::DirectoryIndex::new(0)],
+                config: cfg.clone(),
+                consensus: vec![consensus::consensus_key(&[7; 32]).listing::<S>()],
+            })),
+            "epoch-current",
+        ),
     ];
     for (message, kind) in epoch_cases {
         let frame: Envelope<S> = Envelope::Epoch(message);

@@ -12,8 +12,8 @@ use super::EARLY_LIMIT;
 use crate::config::ReplicaConfig;
 use crate::epoch::NamedKeys;
 use crate::epoch::{
-    ChangeRefused, ConsensusKeyCheck, Control, Directory, EpochMessage, EpochView, Governance,
-    Invitation, Transition, TransitionFailure,
+    ChangeRefused, ConsensusKeyCheck, Control, CurrentEpoch, Directory, EpochMessage, EpochView,
+    Governance, Invitation, Transition, TransitionFailure,
 };
 use crate::messages::{CommittedEntry, Message};
 use crate::{ConsensusError, DirectoryIndex, Epoch, Height};
@@ -137,6 +137,10 @@ pub(super) struct EpochState<S: Scheme> {
     invited_by: BTreeSet<DirectoryIndex>,
     /// A joiner's handoffs, one per old member.
     handoffs: BTreeMap<DirectoryIndex, Handoff<S>>,
+    /// A joiner's statements of a later epoch ([`EpochMessage::Current`]) by
+    /// digest, and who sent each (one per member of the epoch it knows).
+    currents: BTreeMap<[u8; 32], (CurrentEpoch, BTreeSet<DirectoryIndex>)>,
+    current_from: BTreeSet<DirectoryIndex>,
     /// Consensus messages ahead of the replica, kept while this member is ready
     /// to switch (they may be the next epoch's first height).
     ahead: Vec<(DirectoryIndex, Message<S>)>,
@@ -180,8 +184,10 @@ pub(super) struct EpochState<S: Scheme> {
 
 /// Phase lengths after the switch during which an old member still sends its
 /// deal and sub-share again to new members that ask (then erases them: they
-/// determine its old share).
-pub(in crate::member) const RETAIN_PHASES: u64 = 8;
+/// determine its old share). A stayer killed again after the switch, before
+/// it recombined its keys, needs them when it is back: 8 phase lengths left
+/// it out for good when it was down longer (issue 53).
+pub(in crate::member) const RETAIN_PHASES: u64 = 32;
 
 /// Most of its own control transactions a member keeps sending until they
 /// are finalized.
@@ -271,6 +277,8 @@ impl<S: Scheme> EpochState<S> {
             invites: BTreeMap::new(),
             invited_by: BTreeSet::new(),
             handoffs: BTreeMap::new(),
+            currents: BTreeMap::new(),
+            current_from: BTreeSet::new(),
             ahead: Vec::new(),
             early: BTreeMap::new(),
             pending: Vec::new(),

@@ -9,8 +9,8 @@ use super::{
 use crate::disk::EpochRecord;
 use crate::epoch::NamedKeys;
 use crate::epoch::{
-    EpochMessage, Invitation, ReshareWire, Transition, TransitionInput, TransitionOutput,
-    TransitionTimer,
+    CurrentEpoch, EpochMessage, EpochView, Invitation, ReshareWire, Transition, TransitionInput,
+    TransitionOutput, TransitionTimer,
 };
 use crate::member::outbox::{Outbox, SelfInput};
 use crate::member::{Envelope, Member, MemberOutput, MemberTimer, Phase};
@@ -114,7 +114,9 @@ impl<S: Scheme> Member<S> {
                     }
                 }
                 self.invite_again(from, epoch, out);
+                self.tell_current(from, epoch, out);
             }
+            EpochMessage::Current(current) => self.on_current(from, *current),
             request @ EpochMessage::Reshare {
                 epoch,
                 message: ReshareWire::Request,
@@ -204,6 +206,82 @@ impl<S: Scheme> Member<S> {
             to: from.address(),
             message: Envelope::Epoch(EpochMessage::Invite(Box::new(invitation.clone()))),
         }));
+    }
+
+    /// Party `from` asked for the handoff into `epoch`, which began here
+    /// without it: it knows an earlier epoch only (the genesis, or one it
+    /// left before more changes), and is told the one this member runs or
+    /// left to ([`EpochMessage::Current`]). A new member of this epoch that
+    /// asks is served its handoff instead (above).
+    fn tell_current(&self, from: DirectoryIndex, epoch: Epoch, out: &mut Outbox<S>) {
+        let party = self
+            .identity
+            .as_ref()
+            .is_some_and(|i| from.get() < i.who.directory.len() && from != i.who.me);
+        if !party
+            || epoch > self.epoch.number
+            || self.epoch.index_of(from).is_some()
+            || !matches!(self.phase, Phase::Replica(_) | Phase::Retired)
+        {
+            return;
+        }
+        out.push(MemberOutput::Effect(Effect::Send {
+            to: from.address(),
+            message: Envelope::Epoch(EpochMessage::Current(Box::new(CurrentEpoch {
+                number: self.epoch.number,
+                members: self.epoch.members.clone(),
+                config: self.epoch.config.clone(),
+                consensus: self.epoch.consensus.as_ref().clone(),
+            }))),
+        }));
+    }
+
+    /// A joiner that knows an earlier epoch than the members run (it knows
+    /// the genesis, or the epoch it left, and more changes came since)
+    /// believes the epoch that `f + 1` members of the epoch it knows tell it
+    /// the same of (at most `f` of them are Byzantine), and waits there to
+    /// be invited: its next requests go to that epoch's members, whose
+    /// invitations it then takes. One statement per member counts.
+    fn on_current(&mut self, from: DirectoryIndex, current: CurrentEpoch) {
+        let Some(identity) = &self.identity else {
+            return;
+        };
+        let directory = identity.who.directory.clone();
+        let distinct: BTreeSet<DirectoryIndex> = current.members.iter().copied().collect();
+        let well_formed = current.members.len() == current.config.n as usize
+            && current.consensus.len() == current.members.len()
+            && distinct.len() == current.members.len()
+            && current.members.iter().all(|m| m.get() < directory.len());
+        if !matches!(self.phase, Phase::Joining)
+            || self.epochs.transition.is_some()
+            || current.number <= self.epoch.number
+            || self.epoch.index_of(from).is_none()
+            || !well_formed
+            || !self.epochs.current_from.insert(from)
+        {
+            return;
+        }
+        let digest = current.digest();
+        let (_, senders) = self
+            .epochs
+            .currents
+            .entry(digest)
+            .or_insert_with(|| (current, BTreeSet::new()));
+        senders.insert(from);
+        if senders.len() <= self.epoch.config.f as usize {
+            return;
+        }
+        let Some((current, _)) = self.epochs.currents.remove(&digest) else {
+            return;
+        };
+        let view = EpochView::new(
+            current.number,
+            current.members,
+            current.config,
+            Arc::new(current.consensus),
+        );
+        self.epochs = self.epochs.next(&view, Some(&directory), &self.memo);
+        self.epoch = view;
     }
 
     /// A joiner counts identical invitations from old members; `f + 1` of them
