@@ -219,12 +219,16 @@ impl<S: Scheme> Node<S> {
         };
         let mut disk: &Store = &self.store;
         match consensus::disk::persist(&mut self.member, write, &mut disk) {
-            Ok(_) => {
+            Ok(written) => {
                 let kind = consensus::disk::write_kind(write).unwrap_or("write");
                 if let MemberOutput::PersistVotes(_) = write {
                     self.state.metrics.votes_persisted.inc();
                 }
-                self.held.pop_front();
+                // (The front is always the failed write; anything else is
+                // left for `carry_out_held` to carry out.)
+                if written {
+                    self.held.pop_front();
+                }
                 warn!(
                     write = kind,
                     failed_s = format!("{:.1}", retry.elapsed().as_secs_f64()),
