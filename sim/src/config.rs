@@ -300,6 +300,9 @@ pub struct Crash {
     pub after_write: Option<u32>,
     /// With `after_write`: armed from the start of the run instead of
     /// `at_ms` after the DKG, so that it strikes in the DKG's last step.
+    /// Without: the node stops `at_ms` after the start of the run and
+    /// restarts at `restart_ms` after it, in the DKG or after the others
+    /// finished it (a genesis member without keys runs the DKG again).
     #[serde(default)]
     pub in_dkg: bool,
 }
@@ -425,9 +428,6 @@ impl SimConfig {
                 return err(ScenarioError::ReshareHeightOutOfRange {
                     at_height: r.at_height,
                 });
-            }
-            if !self.faults.crash.is_empty() || self.faults.twins > 0 {
-                return err(ScenarioError::ReshareWithCrashesOrTwins);
             }
         }
         let n = &self.network;

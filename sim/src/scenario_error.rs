@@ -68,9 +68,6 @@ pub enum ScenarioError {
         /// `reshare.at_height`.
         at_height: u64,
     },
-    /// A resharing with crashes or twins (not simulated yet).
-    #[error("reshare does not combine with crashes or twins yet")]
-    ReshareWithCrashesOrTwins,
     /// A `[network]` rate outside `[0, 1]`.
     #[error("network.{key} = {value} is not a probability")]
     NotProbability {

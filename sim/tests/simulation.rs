@@ -924,3 +924,41 @@ fn a_crash_between_the_epoch_record_and_the_new_seed_restarts_in_the_new_epoch()
     assert_eq!(hits, [(3, vec!["epoch", "votes"], vec!["seed"])]);
     assert_eq!(change.started, change.new_nodes);
 }
+
+/// A genesis member down through the whole DKG (issue 53, chaos finding 2):
+/// member 3 starts and stops at once, and is back 10 s later, when the
+/// others finished the DKG and run their replicas. It restarts the DKG from
+/// its stored seed, asks the dealers for what it missed, adopts the agreed
+/// keys and catches up; then member 0 stops for good, and with `t_b = 3` of
+/// the three left every beacon needs member 3's share. Before, the others
+/// dropped their DKG sessions once complete: member 3 ran its attempts
+/// alone and failed ("DKG failed: no agreement after 3 attempts"), and the
+/// rounds stalled once member 0 was gone.
+#[test]
+fn a_member_down_through_the_genesis_dkg_gets_its_keys_and_signs_when_back() {
+    let mut cfg = small("crash-restart", 4, 30);
+    cfg.scheme = beacon::SchemeId::InsecureMock;
+    cfg.dkg.phase_timeout_ms = 1_000;
+    cfg.protocol.period_ms = 1_000;
+    cfg.protocol.beacon_threshold = 3;
+    cfg.faults.crash.push(Crash {
+        node: 3,
+        at_ms: 0,
+        restart_ms: Some(10_000),
+        lose_votes: false,
+        after_write: None,
+        in_dkg: true,
+    });
+    cfg.faults.crash.push(Crash {
+        node: 0,
+        at_ms: 16_000,
+        restart_ms: None,
+        lose_votes: false,
+        after_write: None,
+        in_dkg: false,
+    });
+    cfg.validate().unwrap();
+    let (report, _) = sim::run(&cfg, None).unwrap();
+    assert!(report.violations.is_empty(), "{:?}", report.violations);
+    assert!(report.rounds >= 30, "{} rounds", report.rounds);
+}

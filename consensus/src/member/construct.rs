@@ -105,6 +105,7 @@ impl<S: Scheme> Member<S> {
             memo,
             adversary,
             phase,
+            finished_dkg: None,
             early: Vec::new(),
             epoch,
             keys: None,

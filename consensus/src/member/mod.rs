@@ -6,6 +6,13 @@
 //! a bound) and replayed when the replica starts. A member restored from persisted
 //! key material and chain skips the DKG.
 //!
+//! A member keeps its finished DKG session for as long as the DKG itself may
+//! take ([`DkgTiming::bound_us`]), while it runs the genesis epoch, and only to
+//! answer members that ask for their deals, shares and the agreed certificate:
+//! a genesis member that was down while the others dealt restarts its DKG from
+//! its stored seed, asks, and adopts the agreed keys (`consensus/SAFETY.md`, "A
+//! member's part of a change survives its crash").
+//!
 //! The replica's discipline: handlers only emit. What the DKG session, the
 //! replica and the transition return goes into the loopback queue of
 //! `outbox` as self-inputs, and [`Member::handle`] drains it through one
@@ -27,7 +34,7 @@ use crate::participant::{Adversary, Participant};
 use crate::replica::{Event, Input, Output, Timer};
 use crate::{DirectoryIndex, Epoch, Height};
 use beacon::dkg::relay::SigningKey;
-use beacon::dkg::session::{SessionInput, SessionOutput, SessionParticipant};
+use beacon::dkg::session::{SessionInput, SessionMessage, SessionOutput, SessionParticipant};
 use beacon::dkg::{DkgOutput, DkgTiming};
 use beacon::effect::Effect;
 use beacon::memo::Memo;
@@ -52,6 +59,13 @@ enum Phase<S: Scheme> {
     Failed,
 }
 
+/// The genesis DKG's session once it completed, kept until `until` to answer
+/// members that ask for what they missed ([`SessionMessage::Request`]).
+struct FinishedDkg<S: Scheme> {
+    session: Box<dyn SessionParticipant<S>>,
+    until: Time,
+}
+
 /// What a member needs to take part in epoch changes: who it is, and the
 /// DKG's timing (resharings reuse its phase length).
 #[derive(Clone)]
@@ -68,6 +82,8 @@ pub struct Member<S: Scheme> {
     /// What a driver plugged in to make this member misbehave (none: honest).
     adversary: Option<Arc<dyn Adversary<S>>>,
     phase: Phase<S>,
+    /// The genesis DKG's session after it completed (see the module header).
+    finished_dkg: Option<FinishedDkg<S>>,
     early: Vec<(NodeIndex, Message<S>)>,
     /// The current epoch (its members and replica configuration).
     epoch: EpochView,
@@ -168,6 +184,7 @@ impl<S: Scheme> Member<S> {
     /// epoch for genesis members).
     pub fn handle(&mut self, now: Time, input: MemberInput<S>) -> Vec<MemberOutput<S>> {
         let mut out = Outbox::new();
+        self.erase_finished_dkg(now);
         self.dispatch(now, input, &mut out);
         while let Some(input) = out.next_input() {
             self.dispatch_self(now, input, &mut out);
@@ -263,13 +280,52 @@ impl<S: Scheme> Member<S> {
         }
     }
 
-    /// An input for the DKG session, while it runs.
+    /// An input for the DKG session, while it runs; once it completed, a
+    /// member's request for what it missed, to the finished session.
     fn on_session_input(&mut self, now: Time, input: SessionInput, out: &mut Outbox<S>) {
-        if let Phase::Dkg(dkg) = &mut self.phase {
-            let outputs = dkg.handle(now, input);
-            for output in outputs {
-                out.loop_back(SelfInput::Session(output));
+        match &mut self.phase {
+            Phase::Dkg(dkg) => {
+                let outputs = dkg.handle(now, input);
+                for output in outputs {
+                    out.loop_back(SelfInput::Session(output));
+                }
             }
+            _ => self.answer_request(now, input, out),
+        }
+    }
+
+    /// A genesis member that missed the DKG (it was down while the others
+    /// dealt) asks for its deals, its shares and the agreed certificate: the
+    /// finished session sends them to it alone, as it would have during the
+    /// DKG (bounded per asker, `beacon::dkg::session`). Nothing else reaches
+    /// a finished session, and what it returns but sends is dropped.
+    fn answer_request(&mut self, now: Time, input: SessionInput, out: &mut Outbox<S>) {
+        let (
+            Some(finished),
+            SessionInput::Message {
+                message: SessionMessage::Request { .. },
+                ..
+            },
+        ) = (&mut self.finished_dkg, &input)
+        else {
+            return;
+        };
+        for output in finished.session.handle(now, input) {
+            if let SessionOutput::Effect(e @ Effect::Send { .. }) = output {
+                out.push(MemberOutput::Effect(e.map(Envelope::Dkg, MemberTimer::Dkg)));
+            }
+        }
+    }
+
+    /// Erases the finished DKG session once its time is over or this member
+    /// left the genesis epoch: its dealing determines the sub-shares it gave.
+    fn erase_finished_dkg(&mut self, now: Time) {
+        if self
+            .finished_dkg
+            .as_ref()
+            .is_some_and(|f| now >= f.until || self.epoch.number != Epoch::ZERO)
+        {
+            self.finished_dkg = None;
         }
     }
 
@@ -451,7 +507,13 @@ impl<S: Scheme> Member<S> {
                         for (from, message) in std::mem::take(&mut self.early) {
                             outputs.extend(replica.handle(now, Input::Message { from, message }));
                         }
-                        self.phase = Phase::Replica(replica);
+                        let finished = std::mem::replace(&mut self.phase, Phase::Replica(replica));
+                        if let (Phase::Dkg(session), Some(identity)) = (finished, &self.identity) {
+                            self.finished_dkg = Some(FinishedDkg {
+                                session,
+                                until: now.plus_micros(identity.timing.bound_us()),
+                            });
+                        }
                         self.queue_replica(outputs, out);
                     }
                     Err(e) => {

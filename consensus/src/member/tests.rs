@@ -573,3 +573,141 @@ fn a_joiner_believes_the_named_keys_once_f_plus_1_old_members_tell_it_the_same()
         })
     );
 }
+
+/// Genesis members 0..4 with the default DKG timing, started at 0 but for
+/// member `late`, which is down (nothing reaches it) until the others
+/// completed their DKG and `down_us` more passed; then it starts afresh from
+/// its seed. Messages are delivered in order, timers fired when nothing is
+/// in flight, until member `late` completes its DKG or fails, or virtual
+/// time passes `limit_us`. Returns each member's key material and whether
+/// the late member failed.
+fn genesis_dkg_with_a_late_member(
+    late: u32,
+    down_us: u64,
+    limit_us: u64,
+) -> (Vec<Option<Arc<DkgOutput<S>>>>, bool) {
+    let config = ReplicaConfig::new(4, 0).unwrap();
+    let dkg = config.dkg_config([36; 32], &DkgParams::default()).unwrap();
+    let memo = Memo::shared();
+    let build = |i: u32| {
+        Member::<S>::new(
+            config.clone(),
+            dkg.clone(),
+            identity(i),
+            [i as u8; 32],
+            memo.clone(),
+            None,
+        )
+        .unwrap()
+    };
+    let mut members: Vec<Option<Member<S>>> =
+        (0..4).map(|i| (i != late).then(|| build(i))).collect();
+    let mut outputs: Vec<Option<Arc<DkgOutput<S>>>> = vec![None; 4];
+    let mut queue: VecDeque<(u32, MemberInput<S>)> = (0..4)
+        .filter(|i| *i != late)
+        .map(|i| (i, MemberInput::Start))
+        .collect();
+    let mut timers: EventQueue<(u32, MemberTimer)> = EventQueue::new();
+    let mut now = Time::ZERO;
+    let mut back_at: Option<Time> = None;
+    loop {
+        if back_at.is_some_and(|t| now >= t) && members[late as usize].is_none() {
+            members[late as usize] = Some(build(late));
+            queue.push_back((late, MemberInput::Start));
+        }
+        let (to, input) = match queue.pop_front() {
+            Some(next) => next,
+            None => {
+                let next = timers.pop().map(|(at, t)| (at, Some(t)));
+                let (at, timer) = match (next, back_at) {
+                    (Some((at, t)), Some(b)) if b < at && members[late as usize].is_none() => {
+                        timers.push(at, t.unwrap());
+                        (b, None)
+                    }
+                    (Some(n), _) => n,
+                    (None, Some(b)) if members[late as usize].is_none() => (b, None),
+                    (None, _) => panic!("nothing left to run"),
+                };
+                now = now.max(at);
+                if now.0 > limit_us {
+                    return (outputs, false);
+                }
+                match timer {
+                    Some((to, timer)) => (to, MemberInput::Timer(timer)),
+                    None => continue,
+                }
+            }
+        };
+        let Some(member) = members[to as usize].as_mut() else {
+            continue;
+        };
+        for o in member.handle(now, input) {
+            match o {
+                MemberOutput::DkgComplete(output) => {
+                    outputs[to as usize] = Some(output);
+                    let others_done = (0..4)
+                        .filter(|i| *i != late)
+                        .all(|i| outputs[i as usize].is_some());
+                    if others_done && back_at.is_none() {
+                        back_at = Some(now.plus_micros(down_us));
+                    }
+                    if to == late {
+                        return (outputs, false);
+                    }
+                }
+                MemberOutput::DkgFailed(_) if to == late => return (outputs, true),
+                MemberOutput::Effect(Effect::Send {
+                    to: NodeIndex(d),
+                    message: envelope,
+                }) if d < 4 => queue.push_back((d, message(to, envelope))),
+                MemberOutput::Effect(Effect::Broadcast(envelope)) => {
+                    for d in (0..4).filter(|d| *d != to) {
+                        queue.push_back((d, message(to, envelope.clone())));
+                    }
+                }
+                MemberOutput::Effect(Effect::SetTimer { at, timer }) => {
+                    timers.push(at, (to, timer))
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// A genesis member down through the whole DKG, back 5 s after the others
+/// completed it and started their replicas: it restarts its DKG from its
+/// seed, asks the dealers for their deals, its shares and the agreed
+/// certificate, and the finished sessions answer, so it adopts the agreed
+/// keys. Before, a member dropped its session once its DKG completed: the
+/// late member ran its attempts alone and failed ("no agreement after 3
+/// attempts"), as a real node killed during the genesis DKG did under
+/// `sbft-beacon chaos` (issue 53).
+#[test]
+fn a_member_down_through_the_genesis_dkg_gets_the_agreed_keys_when_back() {
+    let limit_us = DkgParams::default().timing().bound_us() * 3;
+    let (outputs, failed) = genesis_dkg_with_a_late_member(3, 5_000_000, limit_us);
+    assert!(!failed, "the late member's DKG failed");
+    let keys: Vec<_> = outputs
+        .iter()
+        .map(|o| {
+            o.as_ref().expect("every member completes its DKG").keys[0]
+                .group_key()
+                .to_bytes()
+        })
+        .collect();
+    assert!(keys.windows(2).all(|w| w[0] == w[1]), "one group key");
+    let late = outputs[3].as_ref().unwrap();
+    assert_eq!(
+        late.verdicts.qual,
+        outputs[0].as_ref().unwrap().verdicts.qual
+    );
+    assert_eq!(late.me, NodeIndex(3));
+    assert!(
+        late.check().is_ok(),
+        "the late member's share matches its verification key"
+    );
+    assert_eq!(
+        late.keys[0].verification_keys,
+        outputs[0].as_ref().unwrap().keys[0].verification_keys
+    );
+}

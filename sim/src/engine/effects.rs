@@ -235,11 +235,14 @@ impl<S: Scheme> Engine<S> {
                 self.dkg_disqualified.entry(dealer.0).or_insert(*reason);
             }
         }
-        // Genesis members only: joiners have no DKG of their own.
-        let all_done =
-            self.slots.iter().enumerate().all(|(i, s)| {
-                self.dkg_done[i].is_some() || !s.honest || i as u32 >= self.cfg.nodes
-            });
+        // Genesis members only: joiners have no DKG of their own; a member
+        // down while the others deal completes its DKG when it is back.
+        let all_done = self.slots.iter().enumerate().all(|(i, s)| {
+            self.dkg_done[i].is_some()
+                || !s.honest
+                || i as u32 >= self.cfg.nodes
+                || s.member.is_none()
+        });
         if all_done && self.dkg_end.is_none() && self.cut_at.is_none() {
             let end = self.dkg_done.iter().flatten().max().copied().unwrap_or(at);
             if self.cfg.dkg_snapshot.is_some() {

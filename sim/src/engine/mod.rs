@@ -116,6 +116,8 @@ struct Engine<S: Scheme> {
     /// Every party's member key and consensus key.
     directory: Directory,
     dkg_timing: beacon::dkg::DkgTiming,
+    /// The genesis DKG: a member down through it restarts it from its disk.
+    dkg_config: beacon::dkg::DkgConfig,
     dkg_dealers: u32,
     dkg_qualified: u32,
     dkg_disqualified: BTreeMap<u32, Disqualification>,

@@ -328,6 +328,7 @@ impl<S: Scheme> Engine<S> {
             processed: 0,
             dkg_done: vec![None; total],
             dkg_timing: dkg.timing,
+            dkg_config: dkg,
             directory,
             dkg_dealers: dealer_count,
             dkg_qualified: 0,
@@ -386,6 +387,31 @@ impl<S: Scheme> Engine<S> {
                 point,
             };
             self.push(Time::ZERO, c.node, crash);
+        }
+        // Down while the others deal: from `at_ms` after the start, back at
+        // `restart_ms`, with no keys on its disk.
+        let during: Vec<_> = self
+            .cfg
+            .faults
+            .crash
+            .iter()
+            .filter(|c| c.in_dkg && c.after_write.is_none())
+            .cloned()
+            .collect();
+        for c in during {
+            let (down, back) = (
+                Time::from_millis(c.at_ms),
+                c.restart_ms.map_or(Time(u64::MAX), Time::from_millis),
+            );
+            let crash = Event::Crash {
+                lose_votes: c.lose_votes,
+                point: None,
+            };
+            self.push(down, c.node, crash);
+            self.crash_times.push((c.node, down, back));
+            if back != Time(u64::MAX) {
+                self.push(back, c.node, Event::Restart);
+            }
         }
         Ok(())
     }
@@ -530,7 +556,7 @@ impl<S: Scheme> Engine<S> {
         self.network
             .install_partitions(&self.cfg.partitions, end, self.cfg.nodes);
         let crashes = self.cfg.faults.crash.clone();
-        for c in crashes.into_iter().filter(|c| !c.armed_in_dkg()) {
+        for c in crashes.into_iter().filter(|c| !c.in_dkg) {
             // A crash between two writes restarts as long after it strikes
             // as the scenario's downtime (`effects`, `merge`).
             let point = CrashPoint::of(&c);

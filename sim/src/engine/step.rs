@@ -94,6 +94,8 @@ pub(super) struct Context {
     /// identity.
     pub(super) directory: Directory,
     pub(super) dkg_timing: beacon::dkg::DkgTiming,
+    /// The genesis DKG, which a member down through it runs when back.
+    pub(super) dkg_config: beacon::dkg::DkgConfig,
     /// Every party, joiners included: the receivers of a broadcast and its sender.
     pub(super) parties: u32,
 }
@@ -108,6 +110,8 @@ pub(super) struct Shared<'a> {
     /// identity.
     directory: &'a Directory,
     dkg_timing: beacon::dkg::DkgTiming,
+    /// The genesis DKG, which a member down through it runs when back.
+    dkg_config: &'a beacon::dkg::DkgConfig,
     /// Every party, joiners included: the receivers of a broadcast and its sender.
     parties: u32,
     /// Whether the merge drops what members do as replicas (before the cut
@@ -125,6 +129,7 @@ impl<'a> Shared<'a> {
             seed: ctx.seed,
             directory: &ctx.directory,
             dkg_timing: ctx.dkg_timing,
+            dkg_config: &ctx.dkg_config,
             parties: ctx.parties,
             before_cut,
         }
@@ -367,12 +372,25 @@ fn member_input<S: Scheme>(
 }
 
 /// A restarted member, rebuilt from its disk (its keys, epoch, recent chain,
-/// vote record and seed); `None` where its disk holds no keys.
+/// vote record and seed); a genesis member whose disk holds no keys (it was
+/// down while the others dealt) runs the genesis DKG again from its stored
+/// seed, as a node does; `None` for a joiner without keys.
 fn restore<S: Scheme>(
     slot: &Slot<S>,
     shared: &Shared<'_>,
 ) -> Option<Result<Member<S>, ConsensusError>> {
-    let dkg = slot.disk.dkg.clone()?;
+    let Some(dkg) = slot.disk.dkg.clone() else {
+        return (slot.identity < shared.replica.n).then(|| {
+            Member::new(
+                shared.replica.clone(),
+                shared.dkg_config.clone(),
+                super::setup::identity(shared.seed, slot.identity, shared.directory),
+                slot.disk.seed(),
+                shared.memo.clone(),
+                slot.behaviour.map(Behaviour::adversary),
+            )
+        });
+    };
     let epoch = slot
         .disk
         .epoch
@@ -548,6 +566,7 @@ impl<S: Scheme> Engine<S> {
             seed: self.cfg.seed,
             directory: self.directory.clone(),
             dkg_timing: self.dkg_timing,
+            dkg_config: self.dkg_config.clone(),
             parties: self.parties,
         });
         self.context = Some(ctx.clone());

@@ -24,6 +24,12 @@
 //! Messages of the next attempt that arrive early are kept (bounded) and handled
 //! when it begins; messages of any other attempt are dropped.
 //!
+//! A member without its result that reaches the end of a phase lacking some
+//! dealer's deal or shares (it restarted, was down while the others dealt,
+//! or lost them) asks those dealers for them ([`DkgSession::request_missing`]);
+//! a dealer answers, even once its own session is over, with its deal, the
+//! asker's shares and the agreed certificate (`recovery`).
+//!
 //! [`Dkg`]: super::Dkg
 //! [`BroadcastRelay`]: super::relay::BroadcastRelay
 
@@ -566,6 +572,7 @@ impl<S: Scheme> DkgSession<S> {
             SessionInput::Timer(SessionTimer::Phase { attempt, timer })
                 if attempt == self.attempt && self.state == State::Running =>
             {
+                out.extend(self.ask_at_phase_end());
                 self.run_dkg(now, DkgInput::Timer(timer), out)
             }
             SessionInput::Timer(SessionTimer::EndOfAttempt { attempt })

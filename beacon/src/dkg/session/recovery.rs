@@ -97,6 +97,16 @@ impl<S: Scheme> DkgSession<S> {
             .collect()
     }
 
+    /// At the end of a phase of the current attempt: a member still without
+    /// its result asks the dealers whose deal or shares it lacks (nothing
+    /// when all are in, so a run without faults sends no request).
+    pub(super) fn ask_at_phase_end(&self) -> Vec<SessionOutput<S>> {
+        if self.result.is_some() || self.last_failure.is_some() {
+            return Vec::new();
+        }
+        self.request_missing()
+    }
+
     /// A deal or shares came in: once this member's own attempt is over and
     /// `n - f` members agreed on a result, it may now hold everything that
     /// result takes (it asked for it), and adopts it.
