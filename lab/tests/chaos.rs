@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 const BIN: &str = env!("CARGO_BIN_EXE_sbft-beacon");
 
 #[test]
-#[ignore = "fails today: a change of members that re-adds a node that left earlier never completes, and a member killed while a DKG or a change is dealt, back after the others finished, never gets its keys (docs/results.md, chaos runs); run with --ignored"]
+#[ignore = "fails today: a change of members that re-adds a node that left earlier never completes (seed 5: node 2 leaves at 40 s, is added back at 80 s; docs/results.md, chaos runs); run with --ignored"]
 fn two_minutes_of_chaos_inject_every_fault_and_break_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(BIN)
