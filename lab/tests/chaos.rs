@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 const BIN: &str = env!("CARGO_BIN_EXE_sbft-beacon");
 
 #[test]
-#[ignore = "fails today: a node with a full disk exits and a node forgets its operator's proposal across a restart (node work, issue 53); the protocol's findings (a node added back, a member back after the DKG or a change) are fixed but not yet run for an hour (docs/results.md, chaos runs); run with --ignored"]
+#[ignore = "fails today: a stayer killed just before a change of members switches comes back, gets the new epoch's keys and stays at the old epoch's last heights, so the next change is never proposed (seed 5: node 6 killed at 77 s; docs/results.md, chaos runs); run with --ignored"]
 fn two_minutes_of_chaos_inject_every_fault_and_break_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(BIN)

@@ -524,3 +524,127 @@ fn a_node_signing_complaint_versions_does_not_split_the_dkg() {
     let faulted = (0..3).any(|i| net.read_log(i, "run").contains("equivocating"));
     assert!(faulted, "no honest node excluded member 3");
 }
+
+/// The status and body of a GET.
+fn status_and_text(url: &str) -> (u16, String) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        match reqwest::get(url).await {
+            Ok(r) => (r.status().as_u16(), r.text().await.unwrap_or_default()),
+            Err(e) => (0, e.to_string()),
+        }
+    })
+}
+
+/// The sum of every series of metric `name` (`name{...} v` and `name v`).
+fn metric_sum(metrics: &str, name: &str) -> f64 {
+    metrics
+        .lines()
+        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with([' ', '{']))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// Sets the file size limit of process `pid` (none: unlimited); `Err`: the
+/// reason it cannot be set here.
+fn set_file_size_limit(pid: u32, limit: Option<u64>) -> Result<(), String> {
+    let limit = libc::rlimit {
+        rlim_cur: limit.unwrap_or(libc::RLIM_INFINITY),
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: `limit` is a valid rlimit; the old value is not asked for.
+    let rc = unsafe {
+        libc::prlimit(
+            pid as libc::pid_t,
+            libc::RLIMIT_FSIZE,
+            &limit,
+            std::ptr::null_mut(),
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error().to_string())
+    }
+}
+
+#[test]
+fn a_node_whose_disk_refuses_writes_stays_up_sends_nothing_unwritten_and_resumes() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut net = Network::started(4, "run");
+    let api = net.apis[3].clone();
+    wait_for_round(&api, 3, 120, &net.log(3, "run"));
+    let pid = net.nodes[3].as_ref().unwrap().id();
+    // A file size limit of 0: every write to a file fails with EFBIG, as on
+    // a full disk (the node ignores SIGXFSZ).
+    if let Err(why) = set_file_size_limit(pid, Some(0)) {
+        eprintln!("skipped: prlimit is not allowed here ({why})");
+        return;
+    }
+    // The member's next durable write (its vote record) fails.
+    let begin = Instant::now();
+    loop {
+        let (status, body) = status_and_text(&format!("{api}/health"));
+        if status == 503 && body.contains("member:") {
+            assert!(body.contains("votes.redb"), "{body}");
+            break;
+        }
+        assert!(
+            begin.elapsed() < Duration::from_secs(30),
+            "no failed write reported ({status} {body}); log:\n{}",
+            net.read_log(3, "run")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let metrics = reqwest_text(&format!("{api}/metrics"));
+    assert!(metric_sum(&metrics, "sbft_beacon_disk_write_failures_total") >= 1.0);
+    assert!(metric_sum(&metrics, "sbft_beacon_disk_failing") >= 1.0);
+    let sent = metric_sum(&metrics, "sbft_beacon_messages_sent_total");
+    let others = latest(&net.apis[0]);
+    std::thread::sleep(Duration::from_secs(3));
+    // Still up, and nothing left it past the failed write: no vote it could
+    // not record, nor anything after one.
+    assert!(
+        net.nodes[3].as_mut().unwrap().try_wait().unwrap().is_none(),
+        "node 3 exited on a failed write; log:\n{}",
+        net.read_log(3, "run")
+    );
+    let metrics = reqwest_text(&format!("{api}/metrics"));
+    assert_eq!(
+        metric_sum(&metrics, "sbft_beacon_messages_sent_total"),
+        sent,
+        "node 3 sent messages while its durable write failed"
+    );
+    assert!(metric_sum(&metrics, "sbft_beacon_disk_write_failures_total") >= 2.0);
+    // The others go on without it (n - f = 3).
+    wait_for_round(&net.apis[0], others + 2, 30, &net.log(0, "run"));
+    // The disk takes writes again: the node goes on by itself, within seconds.
+    set_file_size_limit(pid, None).unwrap();
+    let target = latest(&net.apis[0]);
+    wait_for_round(&api, target, 10, &net.log(3, "run"));
+    let begin = Instant::now();
+    loop {
+        let (status, body) = status_and_text(&format!("{api}/health"));
+        if status == 200 {
+            break;
+        }
+        assert!(
+            begin.elapsed() < Duration::from_secs(10),
+            "unhealthy after the disk was freed ({status} {body})"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let metrics = reqwest_text(&format!("{api}/metrics"));
+    assert_eq!(metric_sum(&metrics, "sbft_beacon_disk_failing"), 0.0);
+    assert!(metric_sum(&metrics, "sbft_beacon_messages_sent_total") > sent);
+    assert!(net.nodes[3].as_mut().unwrap().try_wait().unwrap().is_none());
+    let log = net.read_log(3, "run");
+    assert!(log.contains("the disk takes writes again"), "{log}");
+    assert!(log.contains("votes.redb"), "the log names no file:\n{log}");
+    // What it wrote is one chain with the others'.
+    let to = latest(&api).min(latest(&net.apis[0]));
+    assert_eq!(chain(&api, to), chain(&net.apis[0], to));
+}

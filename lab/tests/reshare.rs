@@ -632,3 +632,71 @@ fn a_node_that_left_is_added_back_with_an_empty_disk() {
         );
     }
 }
+
+#[test]
+fn a_proposal_survives_its_nodes_restart_until_the_change_is_decided() {
+    let (dir, apis) = common::localnet_configs(BIN, 4, &[]);
+    let mut nodes = Nodes(Vec::new());
+    for i in 0..4 {
+        nodes.0.push(start_node(dir.path(), i, "node.log"));
+    }
+    let begin = Instant::now();
+    while (0..4).any(|i| latest(&apis[i]) < 3) {
+        assert!(begin.elapsed() < Duration::from_secs(120), "no beacons");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Node 0 alone runs: its operator's proposal reaches no other member.
+    for c in &mut nodes.0[1..] {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    let members = "members = [0, 1, 2, 3]\n";
+    let out = reshare(dir.path(), 0, members);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Node 0 crashes, and every node comes back.
+    let _ = nodes.0[0].kill();
+    let _ = nodes.0[0].wait();
+    for i in 0..4 {
+        nodes.0[i] = start_node(dir.path(), i, "restart.log");
+    }
+    // Two more operators propose: with node 0's, n - f = 3 proposals decide
+    // the change; without it (forgotten in the crash) it never is.
+    for i in 1..3 {
+        let begin = Instant::now();
+        loop {
+            let out = reshare(dir.path(), i, members);
+            if out.status.success() {
+                break;
+            }
+            assert!(
+                begin.elapsed() < Duration::from_secs(60),
+                "node {i} refused the proposal: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+    for (i, api) in apis.iter().enumerate() {
+        wait_epoch(
+            dir.path(),
+            (i, api),
+            "restart.log",
+            "the change was never decided",
+            |e| e["epoch"] == 1 && e["status"] == "member",
+        );
+    }
+    // Decided: the kept proposal is gone.
+    let kept = dir.path().join("node-0/data/proposal.json");
+    let begin = Instant::now();
+    while kept.exists() {
+        assert!(
+            begin.elapsed() < Duration::from_secs(10),
+            "proposal kept after the change"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

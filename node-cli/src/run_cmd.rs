@@ -34,7 +34,8 @@ pub struct RunArgs {
     join: bool,
 }
 
-/// Installs the log subscriber: `RUST_LOG` or `info` (libp2p at `warn`), to stderr.
+/// Installs the log subscriber: `RUST_LOG` or `info` (libp2p at `warn`), to
+/// stderr; a line that cannot be written is dropped.
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new("info,libp2p=warn,libp2p_stream=warn")
@@ -42,6 +43,10 @@ fn init_logging() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // A log line that cannot be written (a full disk) is lost, never a
+        // panic: the subscriber would report it with `eprintln!`, which
+        // panics when stderr fails too.
+        .log_internal_errors(false)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
 }

@@ -85,6 +85,12 @@ pub struct Metrics {
     /// Consensus messages sent, one per receiver, label `kind` (`pre-prepare`,
     /// `sign-share`, ...): the simulator's `messages_by_kind`.
     pub messages_sent: Family<Labels, Counter>,
+    /// Durable writes that failed (each try; the node holds what must follow
+    /// a failed write and tries it again).
+    pub disk_write_failures: Counter,
+    /// Writers of the store whose last write failed (0: the disk takes
+    /// writes): the member's durable writes, the finalized heights.
+    pub disk_failing: Gauge,
     /// HTTP requests refused, label `reason`: `rate` (a client over its rate),
     /// `token` (missing or wrong token), `queue-full` (transactions waiting).
     pub refused_requests: Family<Labels, Counter>,
@@ -133,6 +139,18 @@ impl Metrics {
             queued_bytes.clone(),
         );
         let refused_requests = Family::<Labels, Counter>::default();
+        let disk_write_failures = Counter::default();
+        registry.register(
+            "disk_write_failures",
+            "Durable writes that failed (each try)",
+            disk_write_failures.clone(),
+        );
+        let disk_failing = Gauge::default();
+        registry.register(
+            "disk_failing",
+            "Writers of the store whose last write failed (0: the disk takes writes)",
+            disk_failing.clone(),
+        );
         let messages_sent = Family::<Labels, Counter>::default();
         registry.register(
             "messages_sent",
@@ -206,6 +224,8 @@ impl Metrics {
             decode_pauses,
             queued_bytes,
             refused_requests,
+            disk_write_failures,
+            disk_failing,
             messages_sent,
             phases,
             by_path,

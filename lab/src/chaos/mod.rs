@@ -212,9 +212,9 @@ struct Change {
     /// The epoch before it.
     epoch_before: u64,
     proposed: Instant,
-    /// Old members whose operators proposed it, and when (a node does not
-    /// keep a proposal across a restart: one restarted since is asked again).
-    accepted: BTreeMap<u32, Instant>,
+    /// Old members whose operators proposed it (a node keeps an accepted
+    /// proposal across restarts, so each is asked until it accepts once).
+    accepted: BTreeSet<u32>,
     last_try: Instant,
     switched: bool,
     late: bool,
@@ -518,10 +518,6 @@ impl Run {
                         if let Err(e) = self.nodes[n].fill_disk(false) {
                             self.violations.push(format!("{e:#}"));
                         }
-                    } else if self.nodes[n].disk_full {
-                        // It stopped on a failed write: back from its disk.
-                        self.read_store::<S>(n);
-                        self.restart(n);
                     }
                 }
             }
@@ -593,7 +589,7 @@ impl Run {
             new_members,
             epoch_before,
             proposed: Instant::now(),
-            accepted: BTreeMap::new(),
+            accepted: BTreeSet::new(),
             last_try: Instant::now() - Duration::from_secs(10),
             switched: false,
             late: false,
@@ -624,18 +620,14 @@ impl Run {
             };
             for &m in self.members.iter() {
                 let n = &self.nodes[m as usize];
-                let proposed = change
-                    .accepted
-                    .get(&m)
-                    .is_some_and(|at| n.since.is_some_and(|since| since < *at));
-                if proposed || !n.running() {
+                if change.accepted.contains(&m) || !n.running() {
                     continue;
                 }
                 if node::http::post_reshare(&self.client, &n.http, &request)
                     .await
                     .is_ok()
                 {
-                    change.accepted.insert(m, Instant::now());
+                    change.accepted.insert(m);
                 }
             }
         }
@@ -683,20 +675,20 @@ impl Run {
         }
         for i in 0..self.nodes.len() {
             if let Some(status) = self.nodes[i].exited() {
-                let disk_full = self.nodes[i].disk_full;
-                self.read_store::<S>(i);
-                if disk_full {
-                    // A failed write stopped it; it restarts when its disk is freed.
-                    let node = &mut self.nodes[i];
-                    node.disk_full = true;
+                // A full disk included: a node holds what a failed write
+                // must precede and goes on once the disk takes writes.
+                let disk_full = if self.nodes[i].disk_full {
+                    ", its disk full"
                 } else {
-                    self.violations.push(format!(
-                        "node {i} exited on its own ({status}) {:.0} s into the run; its log: {}",
-                        self.started.elapsed().as_secs_f64(),
-                        self.nodes[i].config.with_file_name("node.log").display()
-                    ));
-                    self.restart(i);
-                }
+                    ""
+                };
+                self.read_store::<S>(i);
+                self.violations.push(format!(
+                    "node {i} exited on its own ({status}{disk_full}) {:.0} s into the run; its log: {}",
+                    self.started.elapsed().as_secs_f64(),
+                    self.nodes[i].config.with_file_name("node.log").display()
+                ));
+                self.restart(i);
             }
             self.nodes[i].poll_latest(&self.client).await;
             let age = self.started.elapsed();

@@ -388,10 +388,14 @@ async fn beacon_ids(State(s): Shared) -> Response {
 struct Health {
     current: u64,
     expected: u64,
+    /// What fails to be written, while the disk refuses writes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    disk: Option<String>,
 }
 
 /// `/health` and its siblings: 200 when the latest round is at most one
-/// behind the clock, else 503; never cached (the relay's `no-cache`).
+/// behind the clock and the disk takes writes, else 503 (with `disk`: what
+/// fails to be written); never cached (the relay's `no-cache`).
 async fn health(State(s): Shared, target: Target) -> Response {
     let known = match resolve(&s, &target.chain) {
         Ok(k) => k,
@@ -407,12 +411,18 @@ async fn health(State(s): Shared, target: Target) -> Response {
             .schedule()
             .rounds_due(i128::from(unix_now().as_secs()))
     };
-    let status = if current + 1 >= expected {
+    let disk = s.disk.failing();
+    let status = if current + 1 >= expected && disk.is_none() {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    with_cache("no-cache", (status, Json(Health { current, expected })))
+    let health = Health {
+        current,
+        expected,
+        disk,
+    };
+    with_cache("no-cache", (status, Json(health)))
 }
 
 /// drand's routes, v1 then v2 (the relay's `SetupRoutes`).

@@ -2,7 +2,7 @@
 //! replica's client side (`POST /tx`, `GET /tx/{id}`, `GET /blocks/{height}`),
 //! `GET /epoch` and the operator's `POST /admin/reshare`.
 
-use super::{not_found, unavailable, ApiState, ReshareRequest, RoundStat, Shared};
+use super::{not_found, unavailable, ApiState, ProposalRefused, ReshareRequest, RoundStat, Shared};
 use axum::extract::{ConnectInfo, Path, Query, Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -206,6 +206,9 @@ pub(super) async fn reshare(
     }
     match rx.await {
         Ok(Ok(accepted)) => (StatusCode::ACCEPTED, Json(accepted)).into_response(),
+        Ok(Err(reason @ ProposalRefused::Disk(_))) => {
+            (StatusCode::SERVICE_UNAVAILABLE, format!("{reason}\n")).into_response()
+        }
         Ok(Err(reason)) => (StatusCode::BAD_REQUEST, format!("{reason}\n")).into_response(),
         Err(_) => unavailable("the node stopped"),
     }

@@ -236,6 +236,10 @@ pub enum ProposalRefused {
     /// The member did not take the proposal.
     #[error(transparent)]
     Member(crate::NodeError),
+    /// The node cannot write to its disk now (it keeps a proposal durably
+    /// before taking it): retry once the disk takes writes.
+    #[error("this node cannot write to its disk now: {0}")]
+    Disk(String),
 }
 
 /// A proposal for the event loop, and where its answer goes.
@@ -293,6 +297,8 @@ pub struct ApiState {
     pub admin: std::sync::OnceLock<tokio::sync::mpsc::Sender<AdminRequest>>,
     /// The member set this node is in.
     pub epoch: RwLock<EpochJson>,
+    /// Which of the store's writers fail (`/health` answers 503 while one does).
+    pub disk: crate::store::DiskHealth,
 }
 
 impl ApiState {
@@ -323,6 +329,21 @@ impl ApiState {
             archive: std::sync::OnceLock::new(),
             admin: std::sync::OnceLock::new(),
             epoch: RwLock::new(EpochJson::default()),
+            disk: crate::store::DiskHealth::default(),
         }
+    }
+
+    /// Records that `writer`'s durable write failed with `error` (its log
+    /// line, the metrics, `/health`).
+    pub fn disk_failed(&self, writer: crate::store::DiskWriter, error: &crate::NodeError) {
+        self.metrics.disk_write_failures.inc();
+        let failing = self.disk.failed(writer, error.to_string());
+        self.metrics.disk_failing.set(failing as i64);
+    }
+
+    /// Records that `writer`'s durable writes succeed again.
+    pub fn disk_recovered(&self, writer: crate::store::DiskWriter) {
+        let failing = self.disk.recovered(writer);
+        self.metrics.disk_failing.set(failing as i64);
     }
 }

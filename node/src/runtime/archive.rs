@@ -1,16 +1,22 @@
 //! The chain on disk as the API sees it: the persistence thread writes
-//! finalized heights durably, then publishes them to the API's view; the
-//! store answers the API for heights older than that view.
+//! finalized heights durably (trying a failed write again until the disk
+//! takes it), then publishes them to the API's view; the store answers the
+//! API for heights older than that view.
 
 use crate::clock::now;
 use crate::http::{ApiState, BlockJson, ChainView};
-use crate::store::Store;
+use crate::store::{DiskWriter, Store, WriteRetry};
 use beacon::{Beacon, Point as _, Scheme};
 use consensus::CommittedEntry;
+use std::sync::mpsc::TryRecvError;
 use std::sync::Arc;
-use tracing::error;
+use std::time::Instant;
+use tracing::{error, warn};
 
-/// Writes finalized heights durably, then makes them visible to the API.
+/// Writes finalized heights durably, then makes them visible to the API. A
+/// write that fails (a full disk) is tried again with backoff, with what was
+/// queued meanwhile, until it succeeds (`store::WriteRetry`); the failure
+/// shows on `/health` and the metrics meanwhile.
 pub(super) fn persistence_thread<S: Scheme>(
     store: Arc<Store>,
     state: Arc<ApiState>,
@@ -21,12 +27,48 @@ pub(super) fn persistence_thread<S: Scheme>(
             // Coalesce what is already queued into one transaction.
             let mut batch = vec![first];
             batch.extend(rx.try_iter());
-            let t0 = now().0;
-            let r = store.append(&batch);
-            tracing::trace!(target: "timeline", at = t0, wall_us = now().0 - t0, "appended");
-            if let Err(e) = r {
-                error!(error = %e, "cannot persist finalized heights; stopping");
-                std::process::exit(70);
+            let mut retry: Option<WriteRetry> = None;
+            loop {
+                let t0 = now().0;
+                let r = store.append(&batch);
+                tracing::trace!(target: "timeline", at = t0, wall_us = now().0 - t0, "appended");
+                let Err(e) = r else { break };
+                state.disk_failed(DiskWriter::Chain, &e);
+                match &mut retry {
+                    None => {
+                        error!(error = %e, heights = batch.len(), "cannot persist finalized heights; trying again with backoff");
+                        retry = Some(WriteRetry::new(e.to_string()));
+                    }
+                    Some(r) => r.failed_again(),
+                }
+                if let Some(r) = &retry {
+                    std::thread::sleep(r.due().saturating_duration_since(Instant::now()));
+                }
+                loop {
+                    match rx.try_recv() {
+                        Ok(entry) => batch.push(entry),
+                        Err(TryRecvError::Empty) => break,
+                        Err(TryRecvError::Disconnected) => {
+                            // The node stops: peers give the heights back at
+                            // its next start.
+                            error!(
+                                heights = batch.len(),
+                                "stopping with finalized heights the disk did not take"
+                            );
+                            return;
+                        }
+                    }
+                }
+            }
+            if let Some(r) = retry {
+                state.disk_recovered(DiskWriter::Chain);
+                warn!(
+                    failed_s = format!("{:.1}", r.elapsed().as_secs_f64()),
+                    tries = r.failures(),
+                    first_error = r.first_error(),
+                    heights = batch.len(),
+                    "finalized heights persisted again after failed writes"
+                );
             }
             let mut view = state.chain.write().unwrap_or_else(|e| e.into_inner());
             for entry in &batch {

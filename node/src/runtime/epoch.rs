@@ -1,6 +1,8 @@
 //! A change of members at the node: the new epoch's chain info and the
 //! heights below a joiner's handoff, `GET /epoch`, the operator's
-//! proposal (`POST /admin/reshare`), and the log of each step.
+//! proposal (`POST /admin/reshare`: kept on disk before the member takes
+//! it, submitted again after a restart until the chain decides it or
+//! another change), and the log of each step.
 
 use super::chain_info;
 use super::node::Node;
@@ -11,7 +13,7 @@ use beacon::{Scheme, Time};
 use consensus::epoch::{check_change, check_consensus_keys, member_id, EpochChange};
 use consensus::{DirectoryIndex, EpochEvent, MemberInput};
 use std::sync::atomic::Ordering;
-use tracing::info;
+use tracing::{info, warn};
 
 impl<S: Scheme> Node<S> {
     /// Takes what a change of members gave this node (its record and key
@@ -23,6 +25,11 @@ impl<S: Scheme> Node<S> {
         at: Time,
         event: EpochEvent<S>,
     ) -> Result<(), NodeError> {
+        // The chain decided a change (this node is in its epoch, or left).
+        let switched = matches!(
+            event,
+            EpochEvent::Started { .. } | EpochEvent::Retired { .. }
+        );
         match event {
             EpochEvent::Started { start, output, .. } => {
                 // A member that joined has no chain info yet; a stayer keeps its own.
@@ -46,17 +53,16 @@ impl<S: Scheme> Node<S> {
                     .replica()
                     .map(|r| r.finalized().iter().cloned().collect())
                     .unwrap_or_default();
+                // (A height the store cannot read now counts as missing: it
+                // is written again, or fetched again.)
+                let stored = |h: u64| matches!(self.store.get::<S>(h), Ok(Some(_)));
                 for entry in window.iter().filter(|e| e.block.height < start) {
-                    if self.store.get::<S>(entry.block.height.get())?.is_none() {
+                    if !stored(entry.block.height.get()) {
                         let _ = self.persist.send(entry.clone());
                     }
                 }
                 if let Some(lowest) = window.first() {
-                    if self
-                        .store
-                        .get::<S>(lowest.block.height.get().saturating_sub(1))?
-                        .is_none()
-                    {
+                    if !stored(lowest.block.height.get().saturating_sub(1)) {
                         self.backfill =
                             Backfill::below(lowest.clone(), &self.cfg.replica.genesis_seed);
                         self.request_backfill();
@@ -71,7 +77,70 @@ impl<S: Scheme> Node<S> {
             }
             EpochEvent::Decided { .. } | EpochEvent::Ready { .. } | EpochEvent::Failed { .. } => {}
         }
+        if switched {
+            self.drop_decided_proposal();
+        }
         Ok(())
+    }
+
+    /// Erases the operator's kept proposal once the member's epoch reached
+    /// its epoch (the chain decided it or another change); returns it
+    /// otherwise. A proposal that cannot be read is erased with a warning
+    /// (the operator proposes again).
+    fn kept_proposal(&self) -> Option<EpochChange> {
+        let change = match self.store.load_proposal() {
+            Ok(c) => c?,
+            Err(e) => {
+                warn!(error = %e, "the kept proposal cannot be read; erased");
+                self.erase_proposal();
+                return None;
+            }
+        };
+        if change.epoch <= self.member.epoch().number {
+            self.erase_proposal();
+            return None;
+        }
+        Some(change)
+    }
+
+    /// [`Node::kept_proposal`] for its erasure alone.
+    fn drop_decided_proposal(&self) {
+        let _ = self.kept_proposal();
+    }
+
+    fn erase_proposal(&self) {
+        if let Err(e) = self.store.erase_proposal() {
+            warn!(error = %e, "cannot erase the kept proposal");
+        }
+    }
+
+    /// Submits the operator's kept proposal again (at start-up: a node that
+    /// restarted before the chain decided it), if it is for the epoch after
+    /// this member's and the member runs a replica.
+    pub(super) fn resubmit_proposal(&mut self) -> Result<(), NodeError> {
+        let Some(change) = self.kept_proposal() else {
+            return Ok(());
+        };
+        let next = self.member.epoch().number.saturating_add(1);
+        if change.epoch != next {
+            warn!(
+                epoch = change.epoch.get(),
+                next = next.get(),
+                "the kept proposal is not for the next epoch; erased"
+            );
+            self.erase_proposal();
+            return Ok(());
+        }
+        if self.member.replica().is_none() {
+            return Ok(());
+        }
+        info!(
+            epoch = change.epoch.get(),
+            members = change.members.len(),
+            change = &hex::encode(change.digest())[..16],
+            "submitting the kept proposal of a change of members again"
+        );
+        self.handle(MemberInput::ProposeEpoch(change))
     }
 
     /// Shows the member set this node is in on `GET /epoch`.
@@ -140,6 +209,13 @@ impl<S: Scheme> Node<S> {
         if self.member.replica().is_none() {
             return Err(ProposalRefused::NotRunning);
         }
+        if let Some(retry) = &self.disk_retry {
+            return Err(ProposalRefused::Disk(retry.first_error().to_string()));
+        }
+        // Kept before the member takes it: a restart submits it again.
+        self.store
+            .save_proposal(&change)
+            .map_err(|e| ProposalRefused::Disk(e.to_string()))?;
         let digest = hex::encode(change.digest());
         let epoch = change.epoch;
         self.handle(MemberInput::ProposeEpoch(change))

@@ -97,6 +97,7 @@ async fn run_inner<S: Scheme>(
     // First of all: from here on SIGTERM and SIGINT stop the node cleanly,
     // whatever phase it is in (waiting for peers, DKG, rounds).
     let mut stop = StopSignal::new()?;
+    signal::ignore_file_size_signal();
     if let Some(b) = behaviour {
         warn!(
             behaviour = b.as_str(),
@@ -176,8 +177,11 @@ async fn run_inner<S: Scheme>(
         backfill,
         backfill_turn: 0,
         epoch_start,
+        held: std::collections::VecDeque::new(),
+        disk_retry: None,
     };
     node.handle(MemberInput::Start)?;
+    node.resubmit_proposal()?;
     node.publish_epoch();
     let result = event_loop(node, stop, submitted, admin, inbound).await;
     // Let the persistence thread write what it was given (each batch is one
@@ -443,7 +447,8 @@ async fn wait_for_peers(cfg: &Validated, net: &mut Network, stop: &mut StopSigna
 
 /// The event loop: the member's inputs (frames, due timers, submitted
 /// transactions, the operator's proposals) until the node is asked to stop
-/// (`Ok`) or fails.
+/// (`Ok`) or fails. While a failed durable write waits to be tried again,
+/// frames are dropped, transactions wait and timers wait (`node.rs`).
 async fn event_loop<S: Scheme>(
     mut node: Node<S>,
     mut stop: StopSignal,
@@ -463,7 +468,7 @@ async fn event_loop<S: Scheme>(
                 info!("stopping during {phase}");
                 return Ok(());
             }
-            Some((tx, _held)) = submitted.recv() => {
+            Some((tx, _held)) = submitted.recv(), if !node.disk_stalled() => {
                 node.handle(MemberInput::ClientTransaction(tx))?;
             }
             Some((request, reply)) = admin.recv() => {
@@ -473,10 +478,16 @@ async fn event_loop<S: Scheme>(
             _ = status.tick() => log_status(&node, &mut last_status),
             message = inbound.recv() => {
                 let Some(m) = message else { return Err(NetworkError::Stopped.into()) };
-                node.receive(m.from, m.message)?;
+                if node.disk_stalled() {
+                    // The protocol's retransmissions and catch-up make up for it.
+                    node.state.metrics.frames_dropped("disk-failing");
+                } else {
+                    node.receive(m.from, m.message)?;
+                }
             }
             _ = tokio::time::sleep(deadline) => {}
         }
+        node.retry_disk()?;
         node.fire_timers()?;
     }
 }

@@ -3,6 +3,14 @@
 //! set, the member's durable writes made through `consensus::disk` before
 //! anything after them leaves), and the chain's heights served from the store or fetched below a
 //! joiner's handoff.
+//!
+//! A durable write that fails (a full disk) never ends the process: the
+//! write and every output after it are held, in order, and nothing after
+//! it is carried out (persist before send, `consensus/SAFETY.md`); the node
+//! takes no input meanwhile (frames are dropped, timers wait), tries the
+//! write again with backoff (`store::WriteRetry`), shows the failure on
+//! `/health` and the metrics, and goes on from the held outputs once the
+//! disk takes writes again.
 
 use super::chain_info;
 use crate::backfill::Backfill;
@@ -13,7 +21,7 @@ use crate::logs::log_epoch_event;
 use crate::metrics::Phase;
 use crate::net::{Network, NetworkError};
 use crate::recorder::Recorder;
-use crate::store::Store;
+use crate::store::{DiskWriter, Store, WriteRetry};
 use crate::NodeError;
 use beacon::effect::Effect;
 use beacon::schedule::EventQueue;
@@ -24,10 +32,11 @@ use consensus::{
     CommittedEntry, DirectoryIndex, Envelope, Height, Member, MemberInput, MemberOutput,
     MemberTimer, Message,
 };
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tracing::{info, warn};
+use tracing::{debug, error, info, warn};
 
 /// The node's event loop state.
 pub(super) struct Node<S: Scheme> {
@@ -54,6 +63,11 @@ pub(super) struct Node<S: Scheme> {
     pub(super) backfill_turn: usize,
     /// The first height of the epoch this node is in (1 for the genesis).
     pub(super) epoch_start: u64,
+    /// Outputs not carried out yet, each with the time of the call that
+    /// produced it: a durable write that failed first, then what followed it.
+    pub(super) held: VecDeque<(Time, MemberOutput<S>)>,
+    /// The failed durable write's retry (none while the disk takes writes).
+    pub(super) disk_retry: Option<WriteRetry>,
 }
 
 /// Sync requests answered from the store at once.
@@ -140,80 +154,164 @@ impl<S: Scheme> Node<S> {
         })
     }
 
-    /// Carries out the outputs of a `handle` call made at `at`.
+    /// Whether a durable write failed and is waiting to be tried again (the
+    /// node takes no input meanwhile).
+    pub(super) fn disk_stalled(&self) -> bool {
+        self.disk_retry.is_some()
+    }
+
+    /// Carries out the outputs of a `handle` call made at `at`, after any
+    /// held ones.
     fn apply(&mut self, at: Time, outputs: Vec<MemberOutput<S>>) -> Result<(), NodeError> {
-        for o in outputs {
+        self.held.extend(outputs.into_iter().map(|o| (at, o)));
+        self.carry_out_held()
+    }
+
+    /// Carries out the held outputs in order until they are done or a
+    /// durable write fails (it stays first, the rest behind it). Nothing is
+    /// done while a failed write waits for its next try.
+    fn carry_out_held(&mut self) -> Result<(), NodeError> {
+        if self.disk_stalled() {
+            return Ok(());
+        }
+        while let Some((at, o)) = self.held.pop_front() {
             // The member's durable writes, in its order, each durable before
             // the outputs after it are carried out (`consensus::disk`).
             let t0 = now().0;
             let mut disk: &Store = &self.store;
-            if consensus::disk::persist(&mut self.member, &o, &mut disk)? {
-                if let MemberOutput::PersistVotes(_) = o {
-                    tracing::trace!(target: "timeline", at = t0, wall_us = now().0 - t0, "persisted");
+            match consensus::disk::persist(&mut self.member, &o, &mut disk) {
+                Ok(true) => {
+                    if let MemberOutput::PersistVotes(_) = o {
+                        tracing::trace!(target: "timeline", at = t0, wall_us = now().0 - t0, "persisted");
+                        self.state.metrics.votes_persisted.inc();
+                    }
+                }
+                Ok(false) => self.carry_out(at, o)?,
+                Err(e) => {
+                    let kind = consensus::disk::write_kind(&o).unwrap_or("write");
+                    self.held.push_front((at, o));
+                    self.state.disk_failed(DiskWriter::Member, &e);
+                    error!(
+                        write = kind, error = %e, held = self.held.len(),
+                        "a durable write failed: holding it and what follows it (nothing is \
+                         signed or sent past it), trying again with backoff"
+                    );
+                    self.disk_retry = Some(WriteRetry::new(e.to_string()));
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Tries the failed durable write again if its try is due, and carries
+    /// out what it held if it succeeds.
+    pub(super) fn retry_disk(&mut self) -> Result<(), NodeError> {
+        let Some(retry) = &mut self.disk_retry else {
+            return Ok(());
+        };
+        if std::time::Instant::now() < retry.due() {
+            return Ok(());
+        }
+        let Some((_, write)) = self.held.front() else {
+            self.disk_retry = None;
+            return Ok(());
+        };
+        let mut disk: &Store = &self.store;
+        match consensus::disk::persist(&mut self.member, write, &mut disk) {
+            Ok(written) => {
+                let kind = consensus::disk::write_kind(write).unwrap_or("write");
+                if let MemberOutput::PersistVotes(_) = write {
                     self.state.metrics.votes_persisted.inc();
                 }
-                continue;
+                // (The front is always the failed write; anything else is
+                // left for `carry_out_held` to carry out.)
+                if written {
+                    self.held.pop_front();
+                }
+                warn!(
+                    write = kind,
+                    failed_s = format!("{:.1}", retry.elapsed().as_secs_f64()),
+                    tries = retry.failures(),
+                    first_error = retry.first_error(),
+                    held = self.held.len(),
+                    "the disk takes writes again: going on with what the failed write held"
+                );
+                self.disk_retry = None;
+                self.state.disk_recovered(DiskWriter::Member);
+                self.carry_out_held()
             }
-            match o {
-                MemberOutput::Effect(Effect::Send { to, message }) => {
-                    tracing::trace!(target: "timeline", at = now().0, to = to.0, kind = message.kind(), "send");
-                    if to != self.cfg.me {
-                        if let Envelope::Consensus(m) = &message {
-                            self.state.metrics.sent(m.kind(), 1);
-                        }
-                        self.net.send(to, Arc::new(encode(&message)?));
+            Err(e) => {
+                retry.failed_again();
+                self.state.disk_failed(DiskWriter::Member, &e);
+                debug!(error = %e, tries = retry.failures(), "a durable write failed again");
+                Ok(())
+            }
+        }
+    }
+
+    /// Carries out one output that is not a durable write, of a `handle`
+    /// call made at `at`.
+    fn carry_out(&mut self, at: Time, o: MemberOutput<S>) -> Result<(), NodeError> {
+        match o {
+            MemberOutput::Effect(Effect::Send { to, message }) => {
+                tracing::trace!(target: "timeline", at = now().0, to = to.0, kind = message.kind(), "send");
+                if to != self.cfg.me {
+                    if let Envelope::Consensus(m) = &message {
+                        self.state.metrics.sent(m.kind(), 1);
                     }
+                    self.net.send(to, Arc::new(encode(&message)?));
                 }
-                MemberOutput::Effect(Effect::Broadcast(envelope)) => {
-                    tracing::trace!(target: "timeline", at = now().0, kind = envelope.kind(), "broadcast");
-                    if let Envelope::Consensus(m) = &envelope {
-                        self.state.metrics.sent(m.kind(), self.net.peers() as u64);
-                    }
-                    self.net.broadcast(Arc::new(encode(&envelope)?));
+            }
+            MemberOutput::Effect(Effect::Broadcast(envelope)) => {
+                tracing::trace!(target: "timeline", at = now().0, kind = envelope.kind(), "broadcast");
+                if let Envelope::Consensus(m) = &envelope {
+                    self.state.metrics.sent(m.kind(), self.net.peers() as u64);
                 }
-                MemberOutput::Effect(Effect::SetTimer { at, timer }) => self.timers.push(at, timer),
-                // Carried out by `consensus::disk::persist` above.
-                MemberOutput::PersistVotes(_) | MemberOutput::Persist(_) => {}
-                MemberOutput::SyncFromStore { to, from_height } => {
-                    self.serve_from_store(to, from_height)
-                }
-                MemberOutput::DkgComplete(output) => {
-                    // Its keys and the new seed are durable (the writes
-                    // before it), so before the replica's first signature.
-                    self.recorder.start(at);
-                    self.dkg_done.store(true, Ordering::Relaxed);
-                    let info = chain_info(&self.cfg, &output);
-                    let dkg_ms = self
-                        .dkg_started
-                        .map_or(0, |t| t.elapsed().as_millis() as u64);
-                    info!(
-                        chain = hex::encode(info.hash()),
-                        qualified = output.verdicts.qual.len(),
-                        dkg_ms,
-                        "DKG complete; key material saved"
+                self.net.broadcast(Arc::new(encode(&envelope)?));
+            }
+            MemberOutput::Effect(Effect::SetTimer { at, timer }) => self.timers.push(at, timer),
+            // Carried out by `consensus::disk::persist` above.
+            MemberOutput::PersistVotes(_) | MemberOutput::Persist(_) => {}
+            MemberOutput::SyncFromStore { to, from_height } => {
+                self.serve_from_store(to, from_height)
+            }
+            MemberOutput::DkgComplete(output) => {
+                // Its keys and the new seed are durable (the writes
+                // before it), so before the replica's first signature.
+                self.recorder.start(at);
+                self.dkg_done.store(true, Ordering::Relaxed);
+                let info = chain_info(&self.cfg, &output);
+                let dkg_ms = self
+                    .dkg_started
+                    .map_or(0, |t| t.elapsed().as_millis() as u64);
+                info!(
+                    chain = hex::encode(info.hash()),
+                    qualified = output.verdicts.qual.len(),
+                    dkg_ms,
+                    "DKG complete; key material saved"
+                );
+                for (dealer, reason) in &output.verdicts.disqualified {
+                    warn!(
+                        dealer = dealer.0,
+                        reason = reason.as_str(),
+                        "DKG: dealer disqualified"
                     );
-                    for (dealer, reason) in &output.verdicts.disqualified {
-                        warn!(
-                            dealer = dealer.0,
-                            reason = reason.as_str(),
-                            "DKG: dealer disqualified"
-                        );
-                    }
-                    self.state
-                        .chain
-                        .write()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .set_info(info);
-                    self.publish_epoch();
                 }
-                MemberOutput::DkgFailed(reason) => {
-                    return Err(NodeError::Dkg(reason));
-                }
-                MemberOutput::Event(event) => dispatch(&mut self.recorder, self.cfg.me, at, &event),
-                MemberOutput::Epoch(event) => {
-                    log_epoch_event(&event);
-                    self.on_epoch_event(at, event)?;
-                }
+                self.state
+                    .chain
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .set_info(info);
+                self.publish_epoch();
+            }
+            MemberOutput::DkgFailed(reason) => {
+                return Err(NodeError::Dkg(reason));
+            }
+            MemberOutput::Event(event) => dispatch(&mut self.recorder, self.cfg.me, at, &event),
+            MemberOutput::Epoch(event) => {
+                log_epoch_event(&event);
+                self.on_epoch_event(at, event)?;
             }
         }
         Ok(())
@@ -299,9 +397,13 @@ impl<S: Scheme> Node<S> {
         });
     }
 
-    /// Fires every timer that is due.
+    /// Fires every timer that is due (none while a failed durable write
+    /// waits: they fire once it is done).
     pub(super) fn fire_timers(&mut self) -> Result<(), NodeError> {
         loop {
+            if self.disk_stalled() {
+                return Ok(());
+            }
             let Some((_, timer)) = self.timers.pop_before(now().plus_micros(1)) else {
                 return Ok(());
             };
@@ -313,7 +415,14 @@ impl<S: Scheme> Node<S> {
         }
     }
 
+    /// How long the event loop may wait: until the next timer, or the next
+    /// try of a failed durable write.
     pub(super) fn next_deadline(&self) -> Duration {
+        if let Some(retry) = &self.disk_retry {
+            return retry
+                .due()
+                .saturating_duration_since(std::time::Instant::now());
+        }
         match self.timers.next_time() {
             Some(at) => Duration::from_micros(at.micros_since(now())),
             None => Duration::from_secs(3600),

@@ -1,7 +1,21 @@
 //! The process's stop request (SIGTERM or SIGINT), installed at start-up so
-//! that a node stops cleanly in any phase.
+//! that a node stops cleanly in any phase; and SIGXFSZ ignored, so that a
+//! write past a file size limit fails (`EFBIG`, held and tried again like a
+//! write to a full disk) instead of killing the node.
 
 use crate::NodeError;
+
+/// Ignores SIGXFSZ: a write past the process's file size limit (`ulimit -f`,
+/// `prlimit`) then fails with `EFBIG`, which the node survives, instead of
+/// ending the process.
+pub(super) fn ignore_file_size_signal() {
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to SIG_IGN installs no handler
+    // code and touches no memory of this process.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+}
 
 /// The process's stop request: SIGTERM or SIGINT. The handlers are installed
 /// when this is created (not when it is first awaited), so that a signal that

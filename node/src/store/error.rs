@@ -6,9 +6,22 @@ use std::path::PathBuf;
 /// Why the store failed or holds invalid data ([`crate::NodeError::Store`]).
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// The database failed: opening it, a transaction, a table, the disk.
-    #[error("store: {0}")]
-    Database(#[from] redb::Error),
+    /// A database file failed: opening it, a transaction, a table, the disk
+    /// (a failed write is retried: the file is opened again at its next use).
+    #[error("store: {}: {source}", path.display())]
+    Database {
+        /// The database file (`chain.redb`, `votes.redb`).
+        path: PathBuf,
+        /// Why it failed.
+        source: redb::Error,
+    },
+    /// A database file is closed: opening it again after a failure failed
+    /// (it is tried again at its next use).
+    #[error("store: {} is closed after a failure (opened again at its next use)", path.display())]
+    Closed {
+        /// The database file.
+        path: PathBuf,
+    },
     /// A value cannot be encoded for the store (the wire codec's limit).
     #[error("store: {0}")]
     Encode(#[source] beacon::Error),
@@ -38,6 +51,14 @@ pub enum StoreError {
         path: PathBuf,
         /// What is wrong with it.
         source: EpochRecordError,
+    },
+    /// The kept proposal of a change of members (`proposal.json`) is not one.
+    #[error("store: {} is not a proposal of a change of members: {source}", path.display())]
+    Proposal {
+        /// The file.
+        path: PathBuf,
+        /// Why it does not decode.
+        source: serde_json::Error,
     },
     /// The record of what the replica signed does not decode.
     #[error("store: the vote record is corrupt: {0}")]

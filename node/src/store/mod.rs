@@ -13,11 +13,15 @@
 //! The member's seed, which its dealings derive from, lives in `member.seed`
 //! (mode 0600) from before its first dealing until the keys it dealt are
 //! stored; then a fresh one replaces it.
+//! The operator's last proposal of a change of members lives in
+//! `proposal.json` from when the admin API accepts it until the chain
+//! decides that change or another one (a restarted node submits it again).
 
 use crate::identity::write_private;
 use crate::{FileOp, NodeError};
 use beacon::dkg::DkgOutput;
 use beacon::Scheme;
+use consensus::epoch::EpochChange;
 use consensus::{CommittedEntry, SignedVotes};
 use redb::{Database, ReadableDatabase as _, ReadableTable as _, TableDefinition};
 use serde::{Deserialize, Serialize};
@@ -25,11 +29,16 @@ use sha2::{Digest as _, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+mod db_file;
 mod disk;
 mod error;
+mod health;
+
+use db_file::DbFile;
 
 pub use consensus::disk::EpochRecord;
 pub use error::{EpochRecordError, StoreError};
+pub use health::{DiskHealth, DiskWriter, WriteRetry};
 
 const CHAIN: TableDefinition<u64, &[u8]> = TableDefinition::new("chain");
 /// Where each committed transaction (by SHA-256) is: its height.
@@ -96,12 +105,35 @@ impl EpochFile {
 /// A node's store.
 pub struct Store {
     dir: PathBuf,
-    db: Database,
-    votes: Database,
+    /// `chain.redb`: the finalized heights and the transaction index.
+    db: DbFile,
+    /// `votes.redb`: the record of what the replica signed.
+    votes: DbFile,
 }
 
+/// A database error; [`DbFile::with`] names its file.
 fn db_err(e: impl Into<redb::Error>) -> NodeError {
-    StoreError::Database(e.into()).into()
+    StoreError::Database {
+        path: PathBuf::new(),
+        source: e.into(),
+    }
+    .into()
+}
+
+/// The tables of `chain.redb`.
+fn chain_tables(db: &Database) -> Result<(), NodeError> {
+    let tx = db.begin_write().map_err(db_err)?;
+    tx.open_table(CHAIN).map_err(db_err)?;
+    tx.open_table(TRANSACTIONS).map_err(db_err)?;
+    tx.commit().map_err(db_err)
+}
+
+/// The tables of `votes.redb`.
+fn vote_tables(db: &Database) -> Result<(), NodeError> {
+    let tx = db.begin_write().map_err(db_err)?;
+    tx.open_table(VOTES).map_err(db_err)?;
+    tx.open_table(VOTE_BLOCKS).map_err(db_err)?;
+    tx.commit().map_err(db_err)
 }
 
 fn encode_err(e: beacon::Error) -> NodeError {
@@ -154,29 +186,55 @@ fn move_votes(chain: &Database, votes: &Database) -> Result<(), NodeError> {
     tx.commit().map_err(db_err)
 }
 
+/// Replaces the vote record with `bytes` (the encoding of `record`) and keeps
+/// the bodies of the blocks it names, in one durable transaction.
+fn write_votes<S: Scheme>(
+    votes: &Database,
+    record: &[SignedVotes<S>],
+    bytes: &[u8],
+) -> Result<(), NodeError> {
+    let tx = votes.begin_write().map_err(db_err)?;
+    {
+        let mut table = tx.open_table(VOTES).map_err(db_err)?;
+        table.insert(VOTES_KEY, bytes).map_err(db_err)?;
+        let mut bodies = tx.open_table(VOTE_BLOCKS).map_err(db_err)?;
+        let named: std::collections::BTreeSet<[u8; 32]> = record
+            .iter()
+            .flat_map(|r| r.blocks.keys().copied())
+            .collect();
+        let mut stale = Vec::new();
+        for row in bodies.iter().map_err(db_err)? {
+            let digest = *row.map_err(db_err)?.0.value();
+            if !named.contains(&digest) {
+                stale.push(digest);
+            }
+        }
+        for digest in &stale {
+            bodies.remove(digest).map_err(db_err)?;
+        }
+        for (digest, block) in record.iter().flat_map(|r| &r.blocks) {
+            if bodies.get(digest).map_err(db_err)?.is_none() {
+                let body = beacon::wire::encode(block.as_ref()).map_err(encode_err)?;
+                bodies.insert(digest, body.as_slice()).map_err(db_err)?;
+            }
+        }
+    }
+    tx.commit().map_err(db_err)
+}
+
 impl Store {
     /// Opens (creating if needed) the store in `dir`, with a page cache of
     /// `cache_bytes` (`[limits] store_cache_bytes`).
     pub fn open(dir: &Path, cache_bytes: usize) -> Result<Self, NodeError> {
         std::fs::create_dir_all(dir).map_err(|e| NodeError::io(FileOp::Create, dir, e))?;
         // redb's page cache defaults to 1 GiB; the node reads little back.
-        let db = redb::Builder::new()
-            .set_cache_size(cache_bytes)
-            .create(dir.join("chain.redb"))
-            .map_err(db_err)?;
-        let tx = db.begin_write().map_err(db_err)?;
-        tx.open_table(CHAIN).map_err(db_err)?;
-        tx.open_table(TRANSACTIONS).map_err(db_err)?;
-        tx.commit().map_err(db_err)?;
-        let votes = redb::Builder::new()
-            .set_cache_size(cache_bytes.min(VOTES_CACHE_BYTES))
-            .create(dir.join("votes.redb"))
-            .map_err(db_err)?;
-        let tx = votes.begin_write().map_err(db_err)?;
-        tx.open_table(VOTES).map_err(db_err)?;
-        tx.open_table(VOTE_BLOCKS).map_err(db_err)?;
-        tx.commit().map_err(db_err)?;
-        move_votes(&db, &votes)?;
+        let db = DbFile::open(dir.join("chain.redb"), cache_bytes, chain_tables)?;
+        let votes = DbFile::open(
+            dir.join("votes.redb"),
+            cache_bytes.min(VOTES_CACHE_BYTES),
+            vote_tables,
+        )?;
+        db.with(|chain| votes.with(|votes| move_votes(chain, votes)))?;
         Ok(Store {
             dir: dir.to_path_buf(),
             db,
@@ -240,6 +298,40 @@ impl Store {
         OsRng.fill_bytes(&mut seed);
         write_private(&self.seed_path(), &seed)?;
         Ok(seed)
+    }
+
+    fn proposal_path(&self) -> PathBuf {
+        self.dir.join("proposal.json")
+    }
+
+    /// Keeps the operator's proposal of a change of members, durably, in
+    /// place of an earlier one.
+    pub fn save_proposal(&self, change: &EpochChange) -> Result<(), NodeError> {
+        let bytes = serde_json::to_vec(change).map_err(StoreError::EncodeRecord)?;
+        write_private(&self.proposal_path(), &bytes)
+    }
+
+    /// The operator's proposal kept by [`Store::save_proposal`], if any.
+    pub fn load_proposal(&self) -> Result<Option<EpochChange>, NodeError> {
+        let path = self.proposal_path();
+        match std::fs::read(&path) {
+            Ok(bytes) => match serde_json::from_slice(&bytes) {
+                Ok(change) => Ok(Some(change)),
+                Err(source) => Err(StoreError::Proposal { path, source }.into()),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(NodeError::io(FileOp::Read, &path, e)),
+        }
+    }
+
+    /// Erases the kept proposal (the chain decided it, or another change).
+    pub fn erase_proposal(&self) -> Result<(), NodeError> {
+        let path = self.proposal_path();
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(NodeError::io(FileOp::Erase, &path, e)),
+        }
     }
 
     fn epoch_path(&self) -> PathBuf {
@@ -306,61 +398,43 @@ impl Store {
     /// height; its block does not); bodies no longer named are dropped.
     pub fn save_votes<S: Scheme>(&self, record: &[SignedVotes<S>]) -> Result<(), NodeError> {
         let bytes = beacon::wire::encode(&record.to_vec()).map_err(encode_err)?;
-        let tx = self.votes.begin_write().map_err(db_err)?;
-        {
-            let mut table = tx.open_table(VOTES).map_err(db_err)?;
-            table.insert(VOTES_KEY, bytes.as_slice()).map_err(db_err)?;
-            let mut bodies = tx.open_table(VOTE_BLOCKS).map_err(db_err)?;
-            let named: std::collections::BTreeSet<[u8; 32]> = record
-                .iter()
-                .flat_map(|r| r.blocks.keys().copied())
-                .collect();
-            let mut stale = Vec::new();
-            for row in bodies.iter().map_err(db_err)? {
-                let digest = *row.map_err(db_err)?.0.value();
-                if !named.contains(&digest) {
-                    stale.push(digest);
-                }
-            }
-            for digest in &stale {
-                bodies.remove(digest).map_err(db_err)?;
-            }
-            for (digest, block) in record.iter().flat_map(|r| &r.blocks) {
-                if bodies.get(digest).map_err(db_err)?.is_none() {
-                    let body = beacon::wire::encode(block.as_ref()).map_err(encode_err)?;
-                    bodies.insert(digest, body.as_slice()).map_err(db_err)?;
-                }
-            }
-        }
-        tx.commit().map_err(db_err)
+        self.votes.with(|votes| write_votes(votes, record, &bytes))
+    }
+
+    /// The files of the store's databases: the chain's and the vote record's.
+    pub fn database_files(&self) -> [&Path; 2] {
+        [self.db.path(), self.votes.path()]
     }
 
     /// The last record of what the replica signed (empty when none), with the
     /// bodies of the blocks it names (a body must hash to its digest).
     pub fn load_votes<S: Scheme>(&self) -> Result<Vec<SignedVotes<S>>, NodeError> {
         let corrupt = |e: beacon::Error| NodeError::from(StoreError::CorruptVotes(e));
-        let tx = self.votes.begin_read().map_err(db_err)?;
-        let table = tx.open_table(VOTES).map_err(db_err)?;
-        let Some(v) = table.get(VOTES_KEY).map_err(db_err)? else {
-            return Ok(Vec::new());
-        };
-        let mut records: Vec<SignedVotes<S>> = beacon::wire::decode(v.value()).map_err(corrupt)?;
-        let bodies = tx.open_table(VOTE_BLOCKS).map_err(db_err)?;
-        for record in &mut records {
-            let named: Vec<[u8; 32]> = record.named().copied().collect();
-            for digest in named {
-                let Some(body) = bodies.get(&digest).map_err(db_err)? else {
-                    continue;
-                };
-                let block: consensus::Block =
-                    beacon::wire::decode(body.value()).map_err(corrupt)?;
-                if block.digest() != digest {
-                    return Err(StoreError::VoteBodyDigest.into());
+        self.votes.with(|votes| {
+            let tx = votes.begin_read().map_err(db_err)?;
+            let table = tx.open_table(VOTES).map_err(db_err)?;
+            let Some(v) = table.get(VOTES_KEY).map_err(db_err)? else {
+                return Ok(Vec::new());
+            };
+            let mut records: Vec<SignedVotes<S>> =
+                beacon::wire::decode(v.value()).map_err(corrupt)?;
+            let bodies = tx.open_table(VOTE_BLOCKS).map_err(db_err)?;
+            for record in &mut records {
+                let named: Vec<[u8; 32]> = record.named().copied().collect();
+                for digest in named {
+                    let Some(body) = bodies.get(&digest).map_err(db_err)? else {
+                        continue;
+                    };
+                    let block: consensus::Block =
+                        beacon::wire::decode(body.value()).map_err(corrupt)?;
+                    if block.digest() != digest {
+                        return Err(StoreError::VoteBodyDigest.into());
+                    }
+                    record.blocks.insert(digest, Arc::new(block));
                 }
-                record.blocks.insert(digest, Arc::new(block));
             }
-        }
-        Ok(records)
+            Ok(records)
+        })
     }
 
     /// The most recent `count` finalized heights in order (what a restarted
@@ -369,24 +443,26 @@ impl Store {
         &self,
         count: usize,
     ) -> Result<Vec<Arc<CommittedEntry<S>>>, NodeError> {
-        let tx = self.db.begin_read().map_err(db_err)?;
-        let table = tx.open_table(CHAIN).map_err(db_err)?;
-        let mut out = Vec::new();
-        for row in table.iter().map_err(db_err)?.rev().take(count) {
-            let (k, v) = row.map_err(db_err)?;
-            let height = k.value();
-            let entry: CommittedEntry<S> = beacon::wire::decode(v.value())
-                .map_err(|source| StoreError::Entry { height, source })?;
-            let expected = out.last().map_or(height, |next: &Arc<CommittedEntry<S>>| {
-                next.block.height.get().saturating_sub(1)
-            });
-            if entry.block.height.get() != height || height != expected || height == 0 {
-                return Err(StoreError::OutOfPlace { height, expected }.into());
+        self.db.with(|db| {
+            let tx = db.begin_read().map_err(db_err)?;
+            let table = tx.open_table(CHAIN).map_err(db_err)?;
+            let mut out = Vec::new();
+            for row in table.iter().map_err(db_err)?.rev().take(count) {
+                let (k, v) = row.map_err(db_err)?;
+                let height = k.value();
+                let entry: CommittedEntry<S> = beacon::wire::decode(v.value())
+                    .map_err(|source| StoreError::Entry { height, source })?;
+                let expected = out.last().map_or(height, |next: &Arc<CommittedEntry<S>>| {
+                    next.block.height.get().saturating_sub(1)
+                });
+                if entry.block.height.get() != height || height != expected || height == 0 {
+                    return Err(StoreError::OutOfPlace { height, expected }.into());
+                }
+                out.push(Arc::new(entry));
             }
-            out.push(Arc::new(entry));
-        }
-        out.reverse();
-        Ok(out)
+            out.reverse();
+            Ok(out)
+        })
     }
 
     /// The most recent finalized heights, at most `count`, that follow each
@@ -397,46 +473,49 @@ impl Store {
         &self,
         count: usize,
     ) -> Result<Vec<Arc<CommittedEntry<S>>>, NodeError> {
-        let tx = self.db.begin_read().map_err(db_err)?;
-        let table = tx.open_table(CHAIN).map_err(db_err)?;
-        let mut out: Vec<Arc<CommittedEntry<S>>> = Vec::new();
-        for row in table.iter().map_err(db_err)?.rev().take(count) {
-            let (k, v) = row.map_err(db_err)?;
-            let height = k.value();
-            if out
-                .last()
-                .is_some_and(|next| next.block.height.get() != height.saturating_add(1))
-            {
-                break;
+        self.db.with(|db| {
+            let tx = db.begin_read().map_err(db_err)?;
+            let table = tx.open_table(CHAIN).map_err(db_err)?;
+            let mut out: Vec<Arc<CommittedEntry<S>>> = Vec::new();
+            for row in table.iter().map_err(db_err)?.rev().take(count) {
+                let (k, v) = row.map_err(db_err)?;
+                let height = k.value();
+                if out
+                    .last()
+                    .is_some_and(|next| next.block.height.get() != height.saturating_add(1))
+                {
+                    break;
+                }
+                let entry: CommittedEntry<S> = beacon::wire::decode(v.value())
+                    .map_err(|source| StoreError::Entry { height, source })?;
+                let found = entry.block.height.get();
+                if found != height {
+                    return Err(StoreError::WrongHeight { height, found }.into());
+                }
+                out.push(Arc::new(entry));
             }
-            let entry: CommittedEntry<S> = beacon::wire::decode(v.value())
-                .map_err(|source| StoreError::Entry { height, source })?;
-            let found = entry.block.height.get();
-            if found != height {
-                return Err(StoreError::WrongHeight { height, found }.into());
-            }
-            out.push(Arc::new(entry));
-        }
-        out.reverse();
-        Ok(out)
+            out.reverse();
+            Ok(out)
+        })
     }
 
     /// The lowest height of the run of heights that ends at the last one
     /// (the first below it is missing, or it is height 1), if any is stored.
     pub fn lowest_of_tail<S: Scheme>(&self) -> Result<Option<CommittedEntry<S>>, NodeError> {
-        let tx = self.db.begin_read().map_err(db_err)?;
-        let table = tx.open_table(CHAIN).map_err(db_err)?;
-        let mut lowest: Option<u64> = None;
-        for row in table.iter().map_err(db_err)?.rev() {
-            let (k, _) = row.map_err(db_err)?;
-            let height = k.value();
-            if lowest.is_some_and(|l| l != height.saturating_add(1)) {
-                break;
+        let lowest = self.db.with(|db| {
+            let tx = db.begin_read().map_err(db_err)?;
+            let table = tx.open_table(CHAIN).map_err(db_err)?;
+            let mut lowest: Option<u64> = None;
+            for row in table.iter().map_err(db_err)?.rev() {
+                let (k, _) = row.map_err(db_err)?;
+                let height = k.value();
+                if lowest.is_some_and(|l| l != height.saturating_add(1)) {
+                    break;
+                }
+                lowest = Some(height);
             }
-            lowest = Some(height);
-        }
-        drop(table);
-        drop(tx);
+            Ok(lowest)
+        })?;
         match lowest {
             Some(h) => self.get(h),
             None => Ok(None),
@@ -445,51 +524,59 @@ impl Store {
 
     /// The last finalized height stored (0 if none).
     pub fn latest_height(&self) -> Result<u64, NodeError> {
-        let tx = self.db.begin_read().map_err(db_err)?;
-        let table = tx.open_table(CHAIN).map_err(db_err)?;
-        let last = table.last().map_err(db_err)?.map_or(0, |(k, _)| k.value());
-        Ok(last)
+        self.db.with(|db| {
+            let tx = db.begin_read().map_err(db_err)?;
+            let table = tx.open_table(CHAIN).map_err(db_err)?;
+            let last = table.last().map_err(db_err)?.map_or(0, |(k, _)| k.value());
+            Ok(last)
+        })
     }
 
     /// The height at which the transaction with SHA-256 `id` committed, if any.
     pub fn transaction_height(&self, id: &[u8; 32]) -> Result<Option<u64>, NodeError> {
-        let tx = self.db.begin_read().map_err(db_err)?;
-        let table = tx.open_table(TRANSACTIONS).map_err(db_err)?;
-        Ok(table.get(id).map_err(db_err)?.map(|v| v.value()))
+        self.db.with(|db| {
+            let tx = db.begin_read().map_err(db_err)?;
+            let table = tx.open_table(TRANSACTIONS).map_err(db_err)?;
+            Ok(table.get(id).map_err(db_err)?.map(|v| v.value()))
+        })
     }
 
     /// The stored entry of `height`, if any.
     pub fn get<S: Scheme>(&self, height: u64) -> Result<Option<CommittedEntry<S>>, NodeError> {
-        let tx = self.db.begin_read().map_err(db_err)?;
-        let table = tx.open_table(CHAIN).map_err(db_err)?;
-        let Some(v) = table.get(height).map_err(db_err)? else {
-            return Ok(None);
-        };
-        match beacon::wire::decode(v.value()) {
-            Ok(entry) => Ok(Some(entry)),
-            Err(source) => Err(StoreError::Entry { height, source }.into()),
-        }
+        self.db.with(|db| {
+            let tx = db.begin_read().map_err(db_err)?;
+            let table = tx.open_table(CHAIN).map_err(db_err)?;
+            let Some(v) = table.get(height).map_err(db_err)? else {
+                return Ok(None);
+            };
+            match beacon::wire::decode(v.value()) {
+                Ok(entry) => Ok(Some(entry)),
+                Err(source) => Err(StoreError::Entry { height, source }.into()),
+            }
+        })
     }
 
     /// Appends finalized heights, and the index of their transactions, in one
     /// durable transaction.
     pub fn append<S: Scheme>(&self, entries: &[Arc<CommittedEntry<S>>]) -> Result<(), NodeError> {
-        let tx = self.db.begin_write().map_err(db_err)?;
-        {
-            let mut table = tx.open_table(CHAIN).map_err(db_err)?;
-            let mut index = tx.open_table(TRANSACTIONS).map_err(db_err)?;
-            for e in entries {
-                let bytes = beacon::wire::encode(e.as_ref()).map_err(encode_err)?;
-                table
-                    .insert(e.block.height.get(), bytes.as_slice())
-                    .map_err(db_err)?;
-                for t in &e.block.transactions {
-                    let id: [u8; 32] = Sha256::digest(t).into();
-                    index.insert(&id, e.block.height.get()).map_err(db_err)?;
+        self.db.with(|db| {
+            let tx = db.begin_write().map_err(db_err)?;
+            {
+                let mut table = tx.open_table(CHAIN).map_err(db_err)?;
+                let mut index = tx.open_table(TRANSACTIONS).map_err(db_err)?;
+                for e in entries {
+                    let bytes = beacon::wire::encode(e.as_ref()).map_err(encode_err)?;
+                    table
+                        .insert(e.block.height.get(), bytes.as_slice())
+                        .map_err(db_err)?;
+                    for t in &e.block.transactions {
+                        let id: [u8; 32] = Sha256::digest(t).into();
+                        index.insert(&id, e.block.height.get()).map_err(db_err)?;
+                    }
                 }
             }
-        }
-        tx.commit().map_err(db_err)
+            tx.commit().map_err(db_err)
+        })
     }
 }
 

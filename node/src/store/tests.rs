@@ -210,7 +210,13 @@ fn a_vote_record_written_before_block_bodies_still_loads() {
     let store = Store::open(dir.path(), TEST_CACHE).unwrap();
     let mut record = SignedVotes::<MinSig>::new(Height::new(7));
     record.votes.insert(View::ZERO, [1; 32]);
-    put_record_in_chain(&store.db, &record);
+    store
+        .db
+        .with(|db| {
+            put_record_in_chain(db, &record);
+            Ok(())
+        })
+        .unwrap();
     drop(store);
     let store = Store::open(dir.path(), TEST_CACHE).unwrap();
     assert_eq!(store.load_votes::<MinSig>().unwrap(), vec![record]);
@@ -242,15 +248,26 @@ fn a_vote_record_in_the_chain_database_moves_to_its_own() {
     }
     let store = Store::open(dir.path(), TEST_CACHE).unwrap();
     assert_eq!(store.load_votes::<MinSig>().unwrap(), vec![old.clone()]);
-    let tx = store.db.begin_read().unwrap();
-    assert!(tx.open_table(VOTES).is_err(), "moved out of chain.redb");
-    drop(tx);
+    store
+        .db
+        .with(|db| {
+            let tx = db.begin_read().unwrap();
+            assert!(tx.open_table(VOTES).is_err(), "moved out of chain.redb");
+            Ok(())
+        })
+        .unwrap();
     // A newer record in votes.redb wins over a stale copy left in
     // chain.redb by a crash between the copy and the removal.
     let mut newer = SignedVotes::<MinSig>::new(Height::new(8));
     newer.votes.insert(View::ZERO, [9; 32]);
     store.save_votes(&[newer.clone()]).unwrap();
-    put_record_in_chain(&store.db, &old);
+    store
+        .db
+        .with(|db| {
+            put_record_in_chain(db, &old);
+            Ok(())
+        })
+        .unwrap();
     drop(store);
     let store = Store::open(dir.path(), TEST_CACHE).unwrap();
     assert_eq!(store.load_votes::<MinSig>().unwrap(), vec![newer]);
@@ -311,4 +328,33 @@ fn an_epoch_record_without_a_later_setting_reads_with_its_default() {
     let (back, keys) = store.load_epoch::<MinSig>().unwrap().unwrap();
     assert_eq!(back, record, "the defaults are those of ReplicaConfig::new");
     assert!(keys.is_some());
+}
+
+#[test]
+fn a_kept_proposal_survives_reopening_until_erased() {
+    use beacon::reshare::MemberId;
+    use consensus::epoch::EpochChange;
+    let dir = tempfile::tempdir().unwrap();
+    let change = EpochChange {
+        epoch: consensus::Epoch::new(2),
+        members: vec![MemberId([1; 32]), MemberId([2; 32])],
+        c: 1,
+        beacon_threshold: 0,
+        consensus_keys: Vec::new(),
+    };
+    {
+        let store = Store::open(dir.path(), TEST_CACHE).unwrap();
+        assert_eq!(store.load_proposal().unwrap(), None);
+        store.save_proposal(&change).unwrap();
+    }
+    let store = Store::open(dir.path(), TEST_CACHE).unwrap();
+    assert_eq!(store.load_proposal().unwrap(), Some(change));
+    store.erase_proposal().unwrap();
+    store.erase_proposal().unwrap();
+    assert_eq!(store.load_proposal().unwrap(), None);
+    std::fs::write(dir.path().join("proposal.json"), "{").unwrap();
+    assert!(matches!(
+        store.load_proposal(),
+        Err(NodeError::Store(StoreError::Proposal { .. }))
+    ));
 }
