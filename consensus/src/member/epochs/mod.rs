@@ -338,5 +338,6 @@ fn handoff_len(config: &ReplicaConfig) -> usize {
 }
 
 mod decide;
+mod join;
 mod named;
 mod switch;

@@ -1,0 +1,273 @@
+//! A joiner's side of a change: old members send an invitation again to a
+//! new member that asks, tell a party that knows only an earlier epoch which
+//! one they run, and a joiner believes `f + 1` identical invitations,
+//! statements of the current epoch and handoffs before it starts.
+
+use super::EpochChangeFailure;
+use crate::epoch::{CurrentEpoch, EpochMessage, EpochView, Invitation, TransitionInput};
+use crate::member::outbox::Outbox;
+use crate::member::{Envelope, Member, MemberOutput, Phase};
+use crate::{DirectoryIndex, Epoch};
+use beacon::effect::Effect;
+use beacon::{Scheme, Time};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+impl<S: Scheme> Member<S> {
+    /// An old member of the change into `epoch` sends its invitation again to
+    /// new member `from` that asks for its handoff: a joiner that restarted
+    /// during the change lost its invitation, and old members send it
+    /// unasked only to new members they have not heard from. It does so while
+    /// it runs the old epoch with the change's transition, and after the
+    /// switch while it retains its transition (its deal and sub-shares, which
+    /// the restarted member then asks for). A new member that holds its
+    /// transition ignores the invitation; one without counts it with the
+    /// others (`f + 1` identical ones start its transition).
+    pub(super) fn invite_again(&self, from: DirectoryIndex, epoch: Epoch, out: &mut Outbox<S>) {
+        let me = self.identity.as_ref().map(|i| i.who.me);
+        let running = match (
+            &self.phase,
+            &self.epochs.invitation,
+            &self.epochs.transition,
+        ) {
+            (Phase::Replica(_), Some(invitation), Some(t)) if t.epoch() == epoch => {
+                Some((invitation, t))
+            }
+            _ => None,
+        };
+        // After the switch: only an old member serves the handoff into `epoch`.
+        let served = self
+            .epochs
+            .served
+            .as_ref()
+            .is_some_and(|h| h.epoch == epoch);
+        let retained = match (&self.epochs.retained_invitation, &self.epochs.retained) {
+            (Some(invitation), Some(t)) if served && t.epoch() == epoch => Some((invitation, t)),
+            _ => None,
+        };
+        let Some((invitation, t)) = running.or(retained) else {
+            return;
+        };
+        if Some(from) == me
+            || invitation.change.epoch != epoch
+            || t.new_epoch().index_of(from).is_none()
+        {
+            return;
+        }
+        out.push(MemberOutput::Effect(Effect::Send {
+            to: from.address(),
+            message: Envelope::Epoch(EpochMessage::Invite(Box::new(invitation.clone()))),
+        }));
+    }
+
+    /// Party `from` asked for the handoff into `epoch`, which began here
+    /// without it: it knows an earlier epoch only (the genesis, or one it
+    /// left before more changes), and is told the one this member runs or
+    /// left to ([`EpochMessage::Current`]). A new member of this epoch that
+    /// asks is served its handoff instead (above).
+    pub(super) fn tell_current(&self, from: DirectoryIndex, epoch: Epoch, out: &mut Outbox<S>) {
+        let party = self
+            .identity
+            .as_ref()
+            .is_some_and(|i| from.get() < i.who.directory.len() && from != i.who.me);
+        if !party
+            || epoch > self.epoch.number
+            || self.epoch.index_of(from).is_some()
+            || !matches!(self.phase, Phase::Replica(_) | Phase::Retired)
+        {
+            return;
+        }
+        out.push(MemberOutput::Effect(Effect::Send {
+            to: from.address(),
+            message: Envelope::Epoch(EpochMessage::Current(Box::new(CurrentEpoch {
+                number: self.epoch.number,
+                members: self.epoch.members.clone(),
+                config: self.epoch.config.clone(),
+                consensus: self.epoch.consensus.as_ref().clone(),
+            }))),
+        }));
+    }
+
+    /// A joiner that knows an earlier epoch than the members run (it knows
+    /// the genesis, or the epoch it left, and more changes came since)
+    /// believes the epoch that `f + 1` members of the epoch it knows tell it
+    /// the same of (at most `f` of them are Byzantine), and waits there to
+    /// be invited: its next requests go to that epoch's members, whose
+    /// invitations it then takes. One statement per member counts.
+    pub(super) fn on_current(&mut self, from: DirectoryIndex, current: CurrentEpoch) {
+        let Some(identity) = &self.identity else {
+            return;
+        };
+        let directory = identity.who.directory.clone();
+        let distinct: BTreeSet<DirectoryIndex> = current.members.iter().copied().collect();
+        let well_formed = current.members.len() == current.config.n as usize
+            && current.consensus.len() == current.members.len()
+            && distinct.len() == current.members.len()
+            && current.members.iter().all(|m| m.get() < directory.len());
+        if !matches!(self.phase, Phase::Joining)
+            || self.epochs.transition.is_some()
+            || current.number <= self.epoch.number
+            || self.epoch.index_of(from).is_none()
+            || !well_formed
+            || !self.epochs.current_from.insert(from)
+        {
+            return;
+        }
+        let digest = current.digest();
+        let (_, senders) = self
+            .epochs
+            .currents
+            .entry(digest)
+            .or_insert_with(|| (current, BTreeSet::new()));
+        senders.insert(from);
+        if senders.len() <= self.epoch.config.f as usize {
+            return;
+        }
+        let Some((current, _)) = self.epochs.currents.remove(&digest) else {
+            return;
+        };
+        let view = EpochView::new(
+            current.number,
+            current.members,
+            current.config,
+            Arc::new(current.consensus),
+        );
+        self.epochs = self.epochs.next(&view, Some(&directory), &self.memo);
+        self.epoch = view;
+    }
+
+    /// A joiner counts identical invitations from old members; `f + 1` of them
+    /// include an honest one.
+    pub(in crate::member) fn on_invite(
+        &mut self,
+        now: Time,
+        from: DirectoryIndex,
+        invitation: Invitation<S>,
+        out: &mut Outbox<S>,
+    ) {
+        let Some(identity) = &self.identity else {
+            return;
+        };
+        if !matches!(self.phase, Phase::Joining)
+            || self.epochs.transition.is_some()
+            || self.epoch.index_of(from).is_none()
+            || !self.epochs.invited_by.insert(from)
+            || invitation.reshare.old_members != self.epoch.ids(&identity.who.directory)
+            || invitation.change.epoch != self.epoch.number.saturating_add(1)
+        {
+            return;
+        }
+        let digest = invitation.digest();
+        let (_, senders) = self
+            .epochs
+            .invites
+            .entry(digest)
+            .or_insert_with(|| (invitation, BTreeSet::new()));
+        senders.insert(from);
+        if senders.len() <= self.epoch.config.f as usize {
+            return;
+        }
+        let Some((invitation, _)) = self.epochs.invites.remove(&digest) else {
+            return;
+        };
+        self.epochs.invites.clear();
+        let new = match self.next_epoch(&invitation.change) {
+            Ok(v) => v,
+            Err(reason) => return self.fail_epoch(invitation.change.epoch, reason, out),
+        };
+        self.start_transition(now, invitation, new, None, out);
+    }
+
+    /// A joiner with its keys starts the new replica once `f + 1` old members
+    /// handed over the same chain with its keys' digest.
+    pub(in crate::member) fn try_join(&mut self, now: Time, out: &mut Outbox<S>) {
+        if !matches!(self.phase, Phase::Joining) {
+            return;
+        }
+        let Some(t) = &self.epochs.transition else {
+            return;
+        };
+        let epoch = t.epoch();
+        let waiting = self.epochs.ready.is_none();
+        if let Some(own) = self.epochs.own_handoff.take() {
+            // A stayer that was late: its own chain says where the epoch began.
+            let holds = self.keys_for(now, own.digest, &own.dealers, out);
+            if !holds && (waiting || self.awaits_keys()) {
+                // No keys of its own yet: it may still recombine them from
+                // the dealers its chain names, once their deals are in.
+                self.epochs.own_handoff = Some(own);
+                return;
+            }
+            if !holds {
+                self.phase = Phase::Failed;
+                return self.fail_epoch(epoch, EpochChangeFailure::SwitchedToOtherKeys, out);
+            }
+            return self.enter_epoch(now, own.entries, out);
+        }
+        let mut counts: BTreeMap<_, (usize, DirectoryIndex)> = BTreeMap::new();
+        for (from, h) in &self.epochs.handoffs {
+            if let Some(id) = h.identity().filter(|id| id.epoch == epoch) {
+                counts.entry(id).or_insert((0, *from)).0 += 1;
+            }
+        }
+        let need = self.epoch.config.f as usize + 1;
+        let Some((id, (_, from))) = counts.into_iter().find(|(_, (c, _))| *c >= need) else {
+            return;
+        };
+        let holds = self.keys_for(now, id.keys.digest, &id.keys.dealers, out);
+        if !holds && (waiting || self.awaits_keys()) {
+            return;
+        }
+        if !holds {
+            self.phase = Phase::Failed;
+            return self.fail_epoch(epoch, EpochChangeFailure::HandedOverOtherKeys, out);
+        }
+        let Some(handoff) = self.epochs.handoffs.remove(&from) else {
+            return;
+        };
+        self.enter_epoch(now, handoff.entries, out);
+    }
+
+    /// Whether this member holds the new keys of digest `digest`: its own, or
+    /// recombined from the resharing `dealers` the chain recorded (it took part
+    /// late and combined others). When it lacks some of those dealers' deals
+    /// or sub-shares, it asks them ([`Member::awaits_keys`]).
+    pub(in crate::member) fn keys_for(
+        &mut self,
+        now: Time,
+        digest: [u8; 32],
+        dealers: &[u32],
+        out: &mut Outbox<S>,
+    ) -> bool {
+        if let Some((mine, _)) = &self.epochs.ready {
+            if *mine == digest {
+                return true;
+            }
+        }
+        let Some(t) = self.epochs.transition.as_mut() else {
+            return false;
+        };
+        if let Some(output) = t.adopt(digest, dealers) {
+            self.epochs.ready = Some((digest, output));
+            return true;
+        }
+        let events = t.handle(now, TransitionInput::AskAwaited);
+        self.queue_transition(events, out);
+        false
+    }
+
+    /// Whether this member waits for the deals and sub-shares of the dealers
+    /// its chain named, to recombine the keys the epoch switched to
+    /// ([`Transition::adopt`]).
+    pub(in crate::member) fn awaits_keys(&self) -> bool {
+        self.epochs.transition.as_ref().is_some_and(|t| t.awaits())
+    }
+
+    /// A member waiting for the keys the chain switched to read a message of
+    /// the change ([`SelfInput::RetryJoin`]): what came may complete them.
+    pub(in crate::member) fn on_retry_join(&mut self, now: Time, out: &mut Outbox<S>) {
+        if self.epochs.ready.is_none() {
+            self.try_join(now, out);
+        }
+    }
+}

@@ -1,0 +1,251 @@
+//! Step tables of a member or joiner that is behind: a genesis member down
+//! through the DKG that gets the agreed keys when back, and a joiner that
+//! knows only an earlier epoch and learns the current one.
+
+use super::*;
+
+/// Genesis members 0..4 with the default DKG timing, started at 0 but for
+/// member `late`, which is down (nothing reaches it) until the others
+/// completed their DKG and `down_us` more passed; then it starts afresh from
+/// its seed. Messages are delivered in order, timers fired when nothing is
+/// in flight, until member `late` completes its DKG or fails, or virtual
+/// time passes `limit_us`. Returns each member's key material and whether
+/// the late member failed.
+fn genesis_dkg_with_a_late_member(
+    late: u32,
+    down_us: u64,
+    limit_us: u64,
+) -> (Vec<Option<Arc<DkgOutput<S>>>>, bool) {
+    let config = ReplicaConfig::new(4, 0).unwrap();
+    let dkg = config.dkg_config([36; 32], &DkgParams::default()).unwrap();
+    let memo = Memo::shared();
+    let build = |i: u32| {
+        Member::<S>::new(
+            config.clone(),
+            dkg.clone(),
+            identity(i),
+            [i as u8; 32],
+            memo.clone(),
+            None,
+        )
+        .unwrap()
+    };
+    let mut members: Vec<Option<Member<S>>> =
+        (0..4).map(|i| (i != late).then(|| build(i))).collect();
+    let mut outputs: Vec<Option<Arc<DkgOutput<S>>>> = vec![None; 4];
+    let mut queue: VecDeque<(u32, MemberInput<S>)> = (0..4)
+        .filter(|i| *i != late)
+        .map(|i| (i, MemberInput::Start))
+        .collect();
+    let mut timers: EventQueue<(u32, MemberTimer)> = EventQueue::new();
+    let mut now = Time::ZERO;
+    let mut back_at: Option<Time> = None;
+    loop {
+        if back_at.is_some_and(|t| now >= t) && members[late as usize].is_none() {
+            members[late as usize] = Some(build(late));
+            queue.push_back((late, MemberInput::Start));
+        }
+        let (to, input) = match queue.pop_front() {
+            Some(next) => next,
+            None => {
+                let next = timers.pop().map(|(at, t)| (at, Some(t)));
+                let (at, timer) = match (next, back_at) {
+                    (Some((at, t)), Some(b)) if b < at && members[late as usize].is_none() => {
+                        timers.push(at, t.unwrap());
+                        (b, None)
+                    }
+                    (Some(n), _) => n,
+                    (None, Some(b)) if members[late as usize].is_none() => (b, None),
+                    (None, _) => panic!("nothing left to run"),
+                };
+                now = now.max(at);
+                if now.0 > limit_us {
+                    return (outputs, false);
+                }
+                match timer {
+                    Some((to, timer)) => (to, MemberInput::Timer(timer)),
+                    None => continue,
+                }
+            }
+        };
+        let Some(member) = members[to as usize].as_mut() else {
+            continue;
+        };
+        for o in member.handle(now, input) {
+            match o {
+                MemberOutput::DkgComplete(output) => {
+                    outputs[to as usize] = Some(output);
+                    let others_done = (0..4)
+                        .filter(|i| *i != late)
+                        .all(|i| outputs[i as usize].is_some());
+                    if others_done && back_at.is_none() {
+                        back_at = Some(now.plus_micros(down_us));
+                    }
+                    if to == late {
+                        return (outputs, false);
+                    }
+                }
+                MemberOutput::DkgFailed(_) if to == late => return (outputs, true),
+                MemberOutput::Effect(Effect::Send {
+                    to: NodeIndex(d),
+                    message: envelope,
+                }) if d < 4 => queue.push_back((d, message(to, envelope))),
+                MemberOutput::Effect(Effect::Broadcast(envelope)) => {
+                    for d in (0..4).filter(|d| *d != to) {
+                        queue.push_back((d, message(to, envelope.clone())));
+                    }
+                }
+                MemberOutput::Effect(Effect::SetTimer { at, timer }) => {
+                    timers.push(at, (to, timer))
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// A genesis member down through the whole DKG, back 5 s after the others
+/// completed it and started their replicas: it restarts its DKG from its
+/// seed, asks the dealers for their deals, its shares and the agreed
+/// certificate, and the finished sessions answer, so it adopts the agreed
+/// keys. Before, a member dropped its session once its DKG completed: the
+/// late member ran its attempts alone and failed ("no agreement after 3
+/// attempts"), as a real node killed during the genesis DKG did under
+/// `sbft-beacon chaos` (issue 53).
+#[test]
+fn a_member_down_through_the_genesis_dkg_gets_the_agreed_keys_when_back() {
+    let limit_us = DkgParams::default().timing().bound_us() * 3;
+    let (outputs, failed) = genesis_dkg_with_a_late_member(3, 5_000_000, limit_us);
+    assert!(!failed, "the late member's DKG failed");
+    let keys: Vec<_> = outputs
+        .iter()
+        .map(|o| {
+            o.as_ref().expect("every member completes its DKG").keys[0]
+                .group_key()
+                .to_bytes()
+        })
+        .collect();
+    assert!(keys.windows(2).all(|w| w[0] == w[1]), "one group key");
+    let late = outputs[3].as_ref().unwrap();
+    assert_eq!(
+        late.verdicts.qual,
+        outputs[0].as_ref().unwrap().verdicts.qual
+    );
+    assert_eq!(late.me, NodeIndex(3));
+    assert!(
+        late.check().is_ok(),
+        "the late member's share matches its verification key"
+    );
+    assert_eq!(
+        late.keys[0].verification_keys,
+        outputs[0].as_ref().unwrap().keys[0].verification_keys
+    );
+}
+
+/// Epoch 2 with the parties `[0, 1, 2, 5]` (party 3 left, party 5 came),
+/// as its members tell a joiner that is behind.
+fn epoch_two() -> CurrentEpoch {
+    let members = [0, 1, 2, 5];
+    CurrentEpoch {
+        number: Epoch::new(2),
+        members: members.iter().map(|m| DirectoryIndex::new(*m)).collect(),
+        config: ReplicaConfig::new(4, 0).unwrap(),
+        consensus: members
+            .iter()
+            .map(|m| crate::consensus_key(&[*m as u8 + 1; 32]).listing::<S>())
+            .collect(),
+    }
+}
+
+/// A party that left and is added back with an empty disk (issue 53, chaos
+/// finding 1) knows only the genesis epoch; the members run epoch 2 and
+/// invite it to epoch 3. Before, it asked the genesis members for a handoff
+/// of epoch 1 and took only invitations to epoch 1 from them: it never
+/// joined. Now a member tells a party that asks for an epoch that began
+/// without it which epoch it runs; the joiner believes `f + 1` members of
+/// the epoch it knows that say the same, and asks that epoch's members.
+#[test]
+fn a_joiner_that_knows_only_an_earlier_epoch_learns_the_current_one_and_asks_its_members() {
+    let current = epoch_two();
+    let view = EpochView::new(
+        current.number,
+        current.members.clone(),
+        current.config.clone(),
+        Arc::new(current.consensus.clone()),
+    );
+    let outputs = crate::corpus::honest_dkg::<S>(&current.config, 35);
+    let mut member = Member::restore_in(
+        view,
+        RestoredParts {
+            output: &outputs[0],
+            consensus: crate::consensus_key(&[1; 32]),
+            chain: Vec::new(),
+            votes: Vec::new(),
+            seed: [0; 32],
+            memo: Memo::disabled(),
+            adversary: None,
+        },
+    )
+    .unwrap()
+    .with_identity(identity(0), TIMING);
+    let request = |epoch: u64| {
+        Envelope::Epoch(EpochMessage::HandoffRequest {
+            epoch: Epoch::new(epoch),
+        })
+    };
+    check(
+        &mut member,
+        vec![
+            step(
+                "party 3, which knows epoch 0, asks for epoch 1's handoff",
+                message(3, request(1)),
+                &["send epoch-current to 3"],
+            ),
+            step(
+                "party 5, a member of epoch 2, is no joiner that is behind",
+                message(5, request(2)),
+                &[],
+            ),
+            step(
+                "party 6 asks for epoch 3, which has not begun",
+                message(6, request(3)),
+                &[],
+            ),
+        ],
+    );
+    let mut joiner = joiner(3);
+    joiner.handle(Time::ZERO, MemberInput::Start);
+    let told = || Envelope::Epoch(EpochMessage::Current(Box::new(epoch_two())));
+    check(
+        &mut joiner,
+        vec![
+            step("genesis member 0 tells epoch 2", message(0, told()), &[]),
+            step(
+                "member 0 again: one statement per member",
+                message(0, told()),
+                &[],
+            ),
+            step("party 5 is no genesis member", message(5, told()), &[]),
+        ],
+    );
+    assert_eq!(joiner.epoch().number, Epoch::ZERO, "f + 1 = 2 must agree");
+    check(
+        &mut joiner,
+        vec![
+            step("genesis member 1 tells epoch 2", message(1, told()), &[]),
+            step(
+                "its next request goes to epoch 2's members, for epoch 3",
+                MemberInput::Timer(MemberTimer::EpochResend),
+                &[
+                    "send epoch-handoff-request to 0",
+                    "send epoch-handoff-request to 1",
+                    "send epoch-handoff-request to 2",
+                    "send epoch-handoff-request to 5",
+                    "timer epoch-resend",
+                ],
+            ),
+        ],
+    );
+    assert_eq!(joiner.epoch().number, Epoch::new(2));
+    assert_eq!(joiner.epoch().members, epoch_two().members);
+}
