@@ -171,9 +171,6 @@ mod tests {
         assert!(caught.is_err());
     }
 
-    /// A split is recorded in its caller's task: the jobs' CPU time on
-    /// helpers is its work, and its path counts the longest job instead of
-    /// the jobs it ran itself.
     /// A split inside a job (a shared computation split while the members
     /// that wait for it are built in a split) counts in that job as a split
     /// counts in a task: the job's path holds the inner split's longest job,
@@ -202,6 +199,9 @@ mod tests {
         }
     }
 
+    /// A split is recorded in its caller's task: the jobs' CPU time on
+    /// helpers is its work, and its path counts the longest job instead of
+    /// the jobs it ran itself.
     #[test]
     fn a_split_counts_its_longest_job_on_the_callers_path() {
         use crate::host_work::{self, test_clock};

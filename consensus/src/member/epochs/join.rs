@@ -113,17 +113,10 @@ impl<S: Scheme> Member<S> {
         {
             return;
         }
+        let f = self.epoch.config.f;
         let digest = current.digest();
-        let (_, senders) = self
-            .epochs
-            .currents
-            .entry(digest)
-            .or_insert_with(|| (current, BTreeSet::new()));
-        senders.insert(from);
-        if senders.len() <= self.epoch.config.f as usize {
-            return;
-        }
-        let Some((current, _)) = self.epochs.currents.remove(&digest) else {
+        let Some(current) = believe_f_plus_1(&mut self.epochs.currents, digest, current, from, f)
+        else {
             return;
         };
         let view = EpochView::new(
@@ -157,17 +150,11 @@ impl<S: Scheme> Member<S> {
         {
             return;
         }
+        let f = self.epoch.config.f;
         let digest = invitation.digest();
-        let (_, senders) = self
-            .epochs
-            .invites
-            .entry(digest)
-            .or_insert_with(|| (invitation, BTreeSet::new()));
-        senders.insert(from);
-        if senders.len() <= self.epoch.config.f as usize {
-            return;
-        }
-        let Some((invitation, _)) = self.epochs.invites.remove(&digest) else {
+        let Some(invitation) =
+            believe_f_plus_1(&mut self.epochs.invites, digest, invitation, from, f)
+        else {
             return;
         };
         self.epochs.invites.clear();
@@ -270,4 +257,25 @@ impl<S: Scheme> Member<S> {
             self.try_join(now, out);
         }
     }
+}
+
+/// Counts `value` (identified by `digest`) as sent by `from`, and returns it
+/// (taken out of `tally`) once more than `f` distinct senders sent the same:
+/// at least one of them is honest. Each sender is counted once per value;
+/// the callers admit one statement per sender.
+fn believe_f_plus_1<T>(
+    tally: &mut BTreeMap<[u8; 32], (T, BTreeSet<DirectoryIndex>)>,
+    digest: [u8; 32],
+    value: T,
+    from: DirectoryIndex,
+    f: u32,
+) -> Option<T> {
+    let (_, senders) = tally
+        .entry(digest)
+        .or_insert_with(|| (value, BTreeSet::new()));
+    senders.insert(from);
+    if senders.len() <= f as usize {
+        return None;
+    }
+    tally.remove(&digest).map(|(value, _)| value)
 }
