@@ -295,6 +295,14 @@ pub enum DkgError {
         /// The configured limit.
         max_attempts: u32,
     },
+    /// A finished session rebuilt for an attempt the run does not have.
+    #[error("attempt {attempt} of a DKG of {max_attempts} attempts")]
+    AttemptOutOfRange {
+        /// The attempt asked for.
+        attempt: u32,
+        /// The run's attempts.
+        max_attempts: u32,
+    },
     /// The minimum number of qualified dealers is outside `1..=dealers`.
     #[error("min_qualified = {min_qualified} must be in 1..={dealers}")]
     MinQualified {

@@ -185,4 +185,8 @@ impl<S: Scheme> SessionParticipant<S> for ByzantineSession<S> {
     fn is_honest(&self) -> bool {
         false
     }
+
+    fn attempt(&self) -> u32 {
+        self.inner.attempt()
+    }
 }

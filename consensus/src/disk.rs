@@ -17,7 +17,7 @@ use crate::replica::SignedVotes;
 use crate::{DirectoryIndex, Epoch, Height, ReplicaConfig};
 use beacon::dkg::DkgOutput;
 use beacon::multisig::ConsensusListing;
-use beacon::Scheme;
+use beacon::{Scheme, Time};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::sync::Arc;
@@ -67,6 +67,19 @@ impl EpochRecord {
     }
 }
 
+/// The mark of a stored seed that dealt the genesis keys
+/// ([`DiskWrite::KeepDealingSeed`]): the member deals the same deal from it
+/// again, after a restart, to answer genesis members that missed the DKG,
+/// until `until`; then it asks for a new seed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DealingSeed {
+    /// The attempt of the genesis DKG that the keys came from.
+    pub attempt: u32,
+    /// When the member stops answering ([`beacon::dkg::DkgTiming::bound_us`]
+    /// after its DKG completed).
+    pub until: Time,
+}
+
 /// One durable write a member asks for ([`MemberOutput::Persist`]).
 #[derive(Clone, Debug)]
 pub enum DiskWrite<S: Scheme> {
@@ -85,25 +98,33 @@ pub enum DiskWrite<S: Scheme> {
     /// cleared, when a new epoch starts).
     Votes(Vec<SignedVotes<S>>),
     /// A fresh seed in place of the last one, drawn by the disk, durable
-    /// before the member gets it (the keys the last one dealt are stored).
+    /// before the member gets it (the keys the last one dealt are stored),
+    /// and without the mark of [`DiskWrite::KeepDealingSeed`].
     NewSeed,
+    /// The stored seed dealt the genesis keys: kept, with this mark, until
+    /// the member asks for a new one (at `until`, or when it enters or
+    /// leaves an epoch).
+    KeepDealingSeed(DealingSeed),
 }
 
 impl<S: Scheme> DiskWrite<S> {
-    /// Short name of the write: `keys`, `epoch`, `votes`, `seed`.
+    /// Short name of the write: `keys`, `epoch`, `votes`, `seed`,
+    /// `dealing-seed`.
     pub fn kind(&self) -> &'static str {
         match self {
             DiskWrite::Keys(_) => "keys",
             DiskWrite::Epoch { .. } => "epoch",
             DiskWrite::Votes(_) => "votes",
             DiskWrite::NewSeed => "seed",
+            DiskWrite::KeepDealingSeed(_) => "dealing-seed",
         }
     }
 }
 
 impl<S: Scheme> fmt::Display for DiskWrite<S> {
     /// `persist keys`, `persist epoch 1`, `persist epoch 1 retired`,
-    /// `persist votes` (with the heights of the record), `persist new-seed`.
+    /// `persist votes` (with the heights of the record), `persist new-seed`,
+    /// `persist dealing-seed attempt 0 until 12.5 s`.
     /// Never the seed itself, nor key material.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -120,6 +141,12 @@ impl<S: Scheme> fmt::Display for DiskWrite<S> {
                 Ok(())
             }
             DiskWrite::NewSeed => write!(f, "persist new-seed"),
+            DiskWrite::KeepDealingSeed(d) => write!(
+                f,
+                "persist dealing-seed attempt {} until {} s",
+                d.attempt,
+                d.until.as_millis_f64() / 1000.0
+            ),
         }
     }
 }
@@ -141,8 +168,12 @@ pub trait Disk<S: Scheme> {
     ) -> Result<(), Self::Error>;
     /// Replaces the record of what the replica signed.
     fn save_votes(&mut self, record: &[SignedVotes<S>]) -> Result<(), Self::Error>;
-    /// Draws a fresh seed, stores it in place of the last one and returns it.
+    /// Draws a fresh seed, stores it in place of the last one (erasing the
+    /// mark of [`Disk::keep_dealing_seed`]) and returns it.
     fn replace_seed(&mut self) -> Result<[u8; 32], Self::Error>;
+    /// Marks the stored seed as the one that dealt the genesis keys, kept
+    /// until `mark.until` ([`DiskWrite::KeepDealingSeed`]).
+    fn keep_dealing_seed(&mut self, mark: DealingSeed) -> Result<(), Self::Error>;
 }
 
 /// The kind of durable write `output` asks for ([`DiskWrite::kind`]), if it
@@ -173,16 +204,26 @@ pub fn persist<S: Scheme, D: Disk<S> + ?Sized>(
         }
         MemberOutput::Persist(DiskWrite::Votes(record)) => disk.save_votes(record)?,
         MemberOutput::Persist(DiskWrite::NewSeed) => member.replace_seed(disk.replace_seed()?),
+        MemberOutput::Persist(DiskWrite::KeepDealingSeed(mark)) => disk.keep_dealing_seed(*mark)?,
         _ => return Ok(false),
     }
     Ok(true)
 }
 
 /// What a member writes when its genesis DKG completes, in order: the keys,
-/// then a new seed (the seed dealt them; once they are durable nothing needs
-/// it, and a crash between the two restarts from the keys).
-pub fn on_keys<S: Scheme>(keys: Arc<DkgOutput<S>>) -> [DiskWrite<S>; 2] {
-    [DiskWrite::Keys(keys), DiskWrite::NewSeed]
+/// then the mark that its seed dealt them (a crash between the two restarts
+/// from the keys). The seed is kept until `mark.until`, for the member to
+/// deal the same deal again after a restart and answer a genesis member
+/// that missed the DKG ([`on_dealing_seed_expired`]).
+pub fn on_keys<S: Scheme>(keys: Arc<DkgOutput<S>>, mark: DealingSeed) -> [DiskWrite<S>; 2] {
+    [DiskWrite::Keys(keys), DiskWrite::KeepDealingSeed(mark)]
+}
+
+/// What a member writes once the seed that dealt the genesis keys is no
+/// longer needed (its mark's time is over, in the genesis epoch): a new
+/// seed in its place.
+pub fn on_dealing_seed_expired<S: Scheme>() -> [DiskWrite<S>; 1] {
+    [DiskWrite::NewSeed]
 }
 
 /// What a member writes when it enters or leaves an epoch, in order: the

@@ -7,7 +7,7 @@
 
 use beacon::dkg::DkgOutput;
 use beacon::Scheme;
-use consensus::disk::{Disk, EpochRecord};
+use consensus::disk::{DealingSeed, Disk, EpochRecord};
 use consensus::{CommittedEntry, SignedVotes};
 use sha2::{Digest as _, Sha256};
 use std::convert::Infallible;
@@ -24,6 +24,8 @@ pub struct SimDisk<S: Scheme> {
     pub chain: Vec<Arc<CommittedEntry<S>>>,
     /// The last record of what the replica signed (crash safety of votes).
     pub votes: Vec<SignedVotes<S>>,
+    /// The mark of a seed that dealt the genesis keys, kept until then.
+    pub dealing_seed: Option<DealingSeed>,
     /// The seed the member deals from.
     seed: [u8; 32],
     /// The seed it started with.
@@ -40,6 +42,7 @@ impl<S: Scheme> SimDisk<S> {
             epoch: None,
             chain: Vec::new(),
             votes: Vec::new(),
+            dealing_seed: None,
             seed,
             first: seed,
             generation: 0,
@@ -87,6 +90,12 @@ impl<S: Scheme> Disk<S> for SimDisk<S> {
         h.update(self.first);
         h.update(self.generation.to_be_bytes());
         self.seed = h.finalize().into();
+        self.dealing_seed = None;
         Ok(self.seed)
+    }
+
+    fn keep_dealing_seed(&mut self, mark: DealingSeed) -> Result<(), Infallible> {
+        self.dealing_seed = Some(mark);
+        Ok(())
     }
 }

@@ -862,9 +862,9 @@ fn a_change_of_members_survives_byzantine_members_and_loss() {
 
 /// A crash point in the genesis DKG's last step (`consensus::disk`): member 2
 /// stops right after its keys are saved, before the seed that dealt them is
-/// replaced, and its restart finds the keys and that seed. The run is clean,
-/// the crash struck between exactly those two writes, and the trace is the
-/// same for any thread count.
+/// marked (and so long before it is replaced), and its restart finds the
+/// keys and that seed. The run is clean, the crash struck between exactly
+/// those two writes, and the trace is the same for any thread count.
 #[test]
 fn a_crash_between_keys_saved_and_seed_replaced_restarts_from_the_keys() {
     let mut cfg = small("crash-restart", 4, 10);
@@ -886,7 +886,7 @@ fn a_crash_between_keys_saved_and_seed_replaced_restarts_from_the_keys() {
         .iter()
         .map(|h| (h.node, h.written.clone(), h.lost.clone()))
         .collect();
-    assert_eq!(hits, [(2, vec!["keys"], vec!["seed"])]);
+    assert_eq!(hits, [(2, vec!["keys"], vec!["dealing-seed"])]);
     cfg.threads = 2;
     let (again, chain_again) = sim::run(&cfg, None).unwrap();
     assert_eq!(report.trace_hash, again.trace_hash);
@@ -923,6 +923,45 @@ fn a_crash_between_the_epoch_record_and_the_new_seed_restarts_in_the_new_epoch()
         .collect();
     assert_eq!(hits, [(3, vec!["epoch", "votes"], vec!["seed"])]);
     assert_eq!(change.started, change.new_nodes);
+}
+
+/// A genesis member down at the end of the DKG while a dealer restarts (as
+/// under `sbft-beacon chaos`, seed 8): member 5 stops 200 ms in, after it
+/// dealt and before the DKG completed, and is back 3 s later; member 4, a
+/// dealer of the agreed keys, stops right after its DKG completed and is
+/// back before member 5 asks. Member 5 restarts its DKG from its seed and
+/// asks every dealer for its deal and shares. Before, member 4's finished
+/// session lived in memory only and its seed was replaced once its keys
+/// were stored: nothing could deal its deal again, member 5 never had its
+/// share and failed ("no agreement after 3 attempts (last: only 1 qualified
+/// dealers, need 3)"). Now the seed that dealt the genesis keys stays on the
+/// disk, marked, for the DKG's bound, and a member restarted meanwhile
+/// rebuilds its finished session from it.
+#[test]
+fn a_member_back_after_the_dkg_gets_its_keys_from_a_dealer_that_restarted() {
+    let mut cfg = small("crash-restart", 7, 20);
+    cfg.dkg.phase_timeout_ms = 1_000;
+    cfg.protocol.period_ms = 1_000;
+    cfg.faults.crash.push(Crash {
+        node: 5,
+        at_ms: 200,
+        restart_ms: Some(3_000),
+        lose_votes: false,
+        after_write: None,
+        in_dkg: true,
+    });
+    cfg.faults.crash.push(Crash {
+        node: 4,
+        at_ms: 300,
+        restart_ms: Some(800),
+        lose_votes: false,
+        after_write: None,
+        in_dkg: false,
+    });
+    cfg.validate().unwrap();
+    let (report, _) = sim::run(&cfg, None).unwrap();
+    assert!(report.violations.is_empty(), "{:?}", report.violations);
+    assert!(report.rounds >= 20, "{} rounds", report.rounds);
 }
 
 /// A genesis member down through the whole DKG (issue 53, chaos finding 2):

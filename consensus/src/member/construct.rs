@@ -1,14 +1,15 @@
 //! Building a member: for the genesis DKG, restored from its disk, as a
 //! party that joins, and the replica of an epoch from key material.
 
-use super::{derive, epochs, Identity, Member, Phase};
+use super::{derive, epochs, FinishedDkg, Identity, Member, Phase};
 use crate::config::ReplicaConfig;
 use crate::epoch::{Directory, EpochView, MemberIdentity};
 use crate::keys::{EpochKeys, ReplicaKeys};
 use crate::messages::CommittedEntry;
 use crate::participant::{Adversary, Participant};
 use crate::replica::{ChainWindow, Replica, SignedVotes};
-use crate::ConsensusError;
+use crate::{ConsensusError, Epoch};
+use beacon::dkg::relay::VerifyingKey;
 use beacon::dkg::session::{DkgSession, SessionParticipant};
 use beacon::dkg::{DkgConfig, DkgOutput, DkgTiming};
 use beacon::memo::Memo;
@@ -46,14 +47,7 @@ impl<S: Scheme> Member<S> {
         if !identity.directory.is_checked::<S>() {
             check_genesis_keys::<S>(&genesis_epoch, &memo)?;
         }
-        // The genesis members' keys: shared when no party may join later (a
-        // copy per member was n^2 keys in a simulation of n members).
-        let keys = identity.directory.keys();
-        let genesis = if keys.len() == config.n as usize {
-            keys.clone()
-        } else {
-            Arc::new(keys.iter().take(config.n as usize).copied().collect())
-        };
+        let genesis = genesis_keys(&identity, config.n);
         let me = identity.me.address();
         let consensus = identity.consensus.clone();
         let identity = Identity {
@@ -106,6 +100,7 @@ impl<S: Scheme> Member<S> {
             adversary,
             phase,
             finished_dkg: None,
+            dealing_seed_until: None,
             early: Vec::new(),
             epoch,
             keys: None,
@@ -228,6 +223,45 @@ impl<S: Scheme> Member<S> {
         self
     }
 
+    /// A genesis member restored in the genesis epoch whose stored seed is
+    /// still marked as the one that dealt its keys (`mark`, from its disk:
+    /// [`crate::disk::DiskWrite::KeepDealingSeed`]), for the DKG run `dkg`
+    /// (as [`Member::new`] had it): after [`Member::with_identity`], it
+    /// rebuilds its finished DKG session from that seed
+    /// ([`DkgSession::finished`]), to answer until `mark.until` the members
+    /// that ask for their deals and shares, as before its restart; then it
+    /// asks for a new seed. A session that cannot be rebuilt (a DKG run that
+    /// is not the one of its keys) answers nothing.
+    pub fn with_finished_dkg(mut self, dkg: DkgConfig, mark: crate::disk::DealingSeed) -> Self {
+        self.dealing_seed_until = Some(mark.until);
+        let (Some(identity), Some(keys)) = (&self.identity, &self.keys) else {
+            return self;
+        };
+        if self.epoch.number != Epoch::ZERO || keys.session != dkg.session {
+            return self;
+        }
+        let session = DkgSession::finished(
+            dkg,
+            identity.who.me.address(),
+            derive(&self.seed, b"dkg"),
+            self.memo.clone(),
+            identity.who.key.clone(),
+            genesis_keys(&identity.who, self.epoch.config.n),
+            mark.attempt,
+        );
+        if let Ok(session) = session {
+            let session: Box<dyn SessionParticipant<S>> = match &self.adversary {
+                Some(adversary) => adversary.session(session),
+                None => Box::new(session),
+            };
+            self.finished_dkg = Some(FinishedDkg {
+                session,
+                until: mark.until,
+            });
+        }
+        self
+    }
+
     /// The replica of epoch `epoch` from key material `output` and this
     /// member's consensus key `consensus`, resuming after `chain` with the
     /// vote record `votes`; what runs in its place when an adversary is
@@ -296,4 +330,16 @@ pub struct RestoredParts<'a, S: Scheme> {
     pub memo: Arc<Memo>,
     /// What makes it Byzantine (none: honest).
     pub adversary: Option<Arc<dyn Adversary<S>>>,
+}
+
+/// The `n` genesis members' keys of `identity`'s directory: shared when no
+/// party may join later (a copy per member was n^2 keys in a simulation of n
+/// members).
+fn genesis_keys(identity: &MemberIdentity, n: u32) -> Arc<Vec<VerifyingKey>> {
+    let keys = identity.directory.keys();
+    if keys.len() == n as usize {
+        keys.clone()
+    } else {
+        Arc::new(keys.iter().take(n as usize).copied().collect())
+    }
 }

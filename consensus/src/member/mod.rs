@@ -11,7 +11,10 @@
 //! answer members that ask for their deals, shares and the agreed certificate:
 //! a genesis member that was down while the others dealt restarts its DKG from
 //! its stored seed, asks, and adopts the agreed keys (`consensus/SAFETY.md`, "A
-//! member's part of a change survives its crash").
+//! member's part of a change survives its crash"). Its seed, which dealt, stays
+//! on its disk as long, marked ([`crate::disk::DealingSeed`]): restarted in
+//! that time, it rebuilds the session from it ([`Member::with_finished_dkg`])
+//! and answers as before; then it asks for a new seed.
 //!
 //! The replica's discipline: handlers only emit. What the DKG session, the
 //! replica and the transition return goes into the loopback queue of
@@ -59,8 +62,9 @@ enum Phase<S: Scheme> {
     Failed,
 }
 
-/// The genesis DKG's session once it completed, kept until `until` to answer
-/// members that ask for what they missed ([`SessionMessage::Request`]).
+/// The genesis DKG's session once it completed (or rebuilt from the seed
+/// that dealt it, after a restart), kept until `until` to answer members
+/// that ask for what they missed ([`SessionMessage::Request`]).
 struct FinishedDkg<S: Scheme> {
     session: Box<dyn SessionParticipant<S>>,
     until: Time,
@@ -84,6 +88,9 @@ pub struct Member<S: Scheme> {
     phase: Phase<S>,
     /// The genesis DKG's session after it completed (see the module header).
     finished_dkg: Option<FinishedDkg<S>>,
+    /// Until when the stored seed, marked as the one that dealt the genesis
+    /// keys, is kept ([`crate::disk::DealingSeed`]); none once replaced.
+    dealing_seed_until: Option<Time>,
     early: Vec<(NodeIndex, Message<S>)>,
     /// The current epoch (its members and replica configuration).
     epoch: EpochView,
@@ -189,6 +196,7 @@ impl<S: Scheme> Member<S> {
         while let Some(input) = out.next_input() {
             self.dispatch_self(now, input, &mut out);
         }
+        self.expire_dealing_seed(now, &mut out);
         out.take()
     }
 
@@ -326,6 +334,26 @@ impl<S: Scheme> Member<S> {
             .is_some_and(|f| now >= f.until || self.epoch.number != Epoch::ZERO)
         {
             self.finished_dkg = None;
+        }
+    }
+
+    /// At the end of a step: once the time of the seed that dealt the genesis
+    /// keys is over, asks for a new seed in its place, last (nothing of this
+    /// step derived from the new one). Not while a change runs: its
+    /// transition deals from the stored seed, and a restarted member must
+    /// deal the same again; entering or leaving the next epoch replaces the
+    /// seed anyway (and so ends the mark once in another epoch).
+    fn expire_dealing_seed(&mut self, now: Time, out: &mut Outbox<S>) {
+        let Some(until) = self.dealing_seed_until else {
+            return;
+        };
+        if self.epoch.number != Epoch::ZERO {
+            self.dealing_seed_until = None;
+        } else if now >= until && self.changing_to().is_none() {
+            self.dealing_seed_until = None;
+            for write in crate::disk::on_dealing_seed_expired() {
+                out.push(MemberOutput::Persist(write));
+            }
         }
     }
 
@@ -487,7 +515,17 @@ impl<S: Scheme> Member<S> {
                 out.push(MemberOutput::DkgFailed(reason.into()));
             }
             SessionOutput::Complete(output) => {
-                for write in crate::disk::on_keys(output.clone()) {
+                let attempt = match &self.phase {
+                    Phase::Dkg(session) => session.attempt(),
+                    _ => 0,
+                };
+                let bound = self.identity.as_ref().map_or(0, |i| i.timing.bound_us());
+                let mark = crate::disk::DealingSeed {
+                    attempt,
+                    until: now.plus_micros(bound),
+                };
+                self.dealing_seed_until = Some(mark.until);
+                for write in crate::disk::on_keys(output.clone(), mark) {
                     out.push(MemberOutput::Persist(write));
                 }
                 out.push(MemberOutput::DkgComplete(output.clone()));

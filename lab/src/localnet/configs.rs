@@ -8,16 +8,40 @@ use node::config::{NetworkSection, NodeConfig, NodeSection, PeerEntry};
 use node::identity;
 use std::path::{Path, PathBuf};
 
-/// Ports that were free a moment ago (bound to port 0, then released).
+/// Lowest port handed to a node.
+const FIRST_PORT: u16 = 10_000;
+
+/// Ports that are free now and that the kernel never hands out by itself:
+/// below its ephemeral range (`/proc/sys/net/ipv4/ip_local_port_range`),
+/// from a random place in `[FIRST_PORT, that range)` on, each checked by
+/// binding it. A port of the ephemeral range, as `bind(0)` gives, is taken
+/// by the next outgoing connection of any process once its node is killed
+/// (the WAN emulator's relays reconnect constantly): the restarted node then
+/// failed with "Address already in use" (`sbft-beacon chaos`). The random
+/// start keeps runs started side by side apart.
 pub(super) fn free_ports(count: usize) -> Result<Vec<u16>> {
-    let listeners: Vec<std::net::TcpListener> = (0..count)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
-        .collect::<std::io::Result<_>>()
-        .context("finding free ports")?;
-    listeners
-        .iter()
-        .map(|l| Ok(l.local_addr()?.port()))
-        .collect()
+    let ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32_768);
+    let end = ephemeral.max(FIRST_PORT + 1_000);
+    let span = u32::from(end - FIRST_PORT);
+    let start = rand::random::<u32>() % span;
+    let mut ports = Vec::with_capacity(count);
+    for k in 0..span {
+        if ports.len() == count {
+            break;
+        }
+        let port = FIRST_PORT + ((start + k) % span) as u16;
+        // Both the HTTP API (std) and libp2p (TCP) bind on 127.0.0.1.
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            ports.push(port);
+        }
+    }
+    if ports.len() < count {
+        bail!("only {} of {count} free ports below {end}", ports.len());
+    }
+    Ok(ports)
 }
 
 /// The base view-change timeout of a local network of `n` nodes: the default
@@ -147,4 +171,31 @@ pub(crate) fn write_configs(
         out.push((path, format!("http://127.0.0.1:{}", ports[i as usize].1)));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A node's ports are distinct, free and out of the kernel's ephemeral
+    /// range, where an outgoing connection could take one while its node is
+    /// down.
+    #[test]
+    fn node_ports_are_free_distinct_and_below_the_ephemeral_range() {
+        let ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse::<u16>().ok())
+            .unwrap_or(32_768);
+        let ports = free_ports(64).unwrap();
+        assert_eq!(ports.len(), 64);
+        let distinct: std::collections::BTreeSet<_> = ports.iter().collect();
+        assert_eq!(distinct.len(), 64);
+        for p in &ports {
+            assert!(
+                *p >= FIRST_PORT && *p < ephemeral.max(FIRST_PORT + 1_000),
+                "{p}"
+            );
+            std::net::TcpListener::bind(("127.0.0.1", *p)).unwrap();
+        }
+    }
 }

@@ -376,11 +376,15 @@ async fn build_member<S: Scheme>(
                 "key material found: skipping the DKG, resuming from the stored chain"
             );
             let votes = disk.store.load_votes()?;
+            let dealing_seed = match &recorded_epoch {
+                None => disk.store.dealing_seed()?,
+                Some(_) => None,
+            };
             let epoch = recorded_epoch
                 .clone()
                 .unwrap_or_else(|| EpochView::genesis(cfg.replica.clone(), &directory));
             let consensus = identity.consensus.clone();
-            Member::restore_in(
+            let member = Member::restore_in(
                 epoch,
                 consensus::RestoredParts {
                     output,
@@ -392,7 +396,18 @@ async fn build_member<S: Scheme>(
                     adversary,
                 },
             )?
-            .with_identity(identity, timing)
+            .with_identity(identity, timing);
+            match dealing_seed {
+                Some(mark) => {
+                    let dkg = cfg.replica.dkg_config(cfg.dkg_session(), &cfg.dkg)?;
+                    info!(
+                        attempt = mark.attempt,
+                        "the seed that dealt the genesis keys is kept: answering members that missed the DKG"
+                    );
+                    member.with_finished_dkg(dkg, mark)
+                }
+                None => member,
+            }
         }
         None if disk.joins => {
             // The members it trusts to invite it: those of the epoch it

@@ -6,7 +6,7 @@ use super::{EpochRecord, Store};
 use crate::NodeError;
 use beacon::dkg::DkgOutput;
 use beacon::Scheme;
-use consensus::disk::Disk;
+use consensus::disk::{DealingSeed, Disk};
 use consensus::SignedVotes;
 use std::sync::Arc;
 
@@ -31,5 +31,9 @@ impl<S: Scheme> Disk<S> for &Store {
 
     fn replace_seed(&mut self) -> Result<[u8; 32], NodeError> {
         Store::replace_seed(self)
+    }
+
+    fn keep_dealing_seed(&mut self, mark: DealingSeed) -> Result<(), NodeError> {
+        Store::keep_dealing_seed(self, &mark)
     }
 }

@@ -60,6 +60,15 @@ pub enum StoreError {
         /// Why it does not decode.
         source: serde_json::Error,
     },
+    /// The mark of the seed that dealt the genesis keys
+    /// (`member.seed.dealing`) does not decode.
+    #[error("store: {} is not the mark of a dealing seed: {source}", path.display())]
+    DealingSeed {
+        /// The file.
+        path: PathBuf,
+        /// Why it does not decode.
+        source: serde_json::Error,
+    },
     /// The record of what the replica signed does not decode.
     #[error("store: the vote record is corrupt: {0}")]
     CorruptVotes(#[source] beacon::Error),

@@ -12,7 +12,11 @@
 //! then takes the place of `dkg.key`.
 //! The member's seed, which its dealings derive from, lives in `member.seed`
 //! (mode 0600) from before its first dealing until the keys it dealt are
-//! stored; then a fresh one replaces it.
+//! stored; then a fresh one replaces it. The seed that dealt the genesis keys
+//! stays a little longer, marked in `member.seed.dealing` (when it is
+//! replaced, and the attempt it dealt in), so that the node restarted
+//! meanwhile deals the same deal again to a genesis member that missed the
+//! DKG (`consensus::disk::DealingSeed`).
 //! The operator's last proposal of a change of members lives in
 //! `proposal.json` from when the admin API accepts it until the chain
 //! decides that change or another one (a restarted node submits it again).
@@ -21,6 +25,7 @@ use crate::identity::write_private;
 use crate::{FileOp, NodeError};
 use beacon::dkg::DkgOutput;
 use beacon::Scheme;
+use consensus::disk::DealingSeed;
 use consensus::epoch::EpochChange;
 use consensus::{CommittedEntry, SignedVotes};
 use redb::{Database, ReadableDatabase as _, ReadableTable as _, TableDefinition};
@@ -289,7 +294,8 @@ impl Store {
     }
 
     /// Stores a fresh random member seed in place of the last one, durably,
-    /// and returns it: once the keys the last one dealt are stored, nothing
+    /// erases the mark of [`Store::keep_dealing_seed`], and returns it: once
+    /// the keys the last one dealt are stored (and answered for), nothing
     /// needs it, and erasing it keeps those dealings secret from whoever
     /// later reads this disk.
     pub fn replace_seed(&self) -> Result<[u8; 32], NodeError> {
@@ -297,7 +303,32 @@ impl Store {
         let mut seed = [0u8; 32];
         OsRng.fill_bytes(&mut seed);
         write_private(&self.seed_path(), &seed)?;
+        let mark = self.dealing_seed_path();
+        match std::fs::remove_file(&mark) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(NodeError::io(FileOp::Erase, &mark, e)),
+        }
         Ok(seed)
+    }
+
+    fn dealing_seed_path(&self) -> PathBuf {
+        self.dir.join("member.seed.dealing")
+    }
+
+    /// Marks the stored seed as the one that dealt the genesis keys, kept
+    /// until `mark.until` (`member.seed.dealing`, durably).
+    pub fn keep_dealing_seed(&self, mark: &DealingSeed) -> Result<(), NodeError> {
+        let bytes = serde_json::to_vec(mark).map_err(StoreError::EncodeRecord)?;
+        write_private(&self.dealing_seed_path(), &bytes)
+    }
+
+    /// The mark of [`Store::keep_dealing_seed`], while the seed it marks is
+    /// stored.
+    pub fn dealing_seed(&self) -> Result<Option<DealingSeed>, NodeError> {
+        read_json(&self.dealing_seed_path(), |path, source| {
+            StoreError::DealingSeed { path, source }
+        })
     }
 
     fn proposal_path(&self) -> PathBuf {
@@ -313,15 +344,10 @@ impl Store {
 
     /// The operator's proposal kept by [`Store::save_proposal`], if any.
     pub fn load_proposal(&self) -> Result<Option<EpochChange>, NodeError> {
-        let path = self.proposal_path();
-        match std::fs::read(&path) {
-            Ok(bytes) => match serde_json::from_slice(&bytes) {
-                Ok(change) => Ok(Some(change)),
-                Err(source) => Err(StoreError::Proposal { path, source }.into()),
-            },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(NodeError::io(FileOp::Read, &path, e)),
-        }
+        read_json(&self.proposal_path(), |path, source| StoreError::Proposal {
+            path,
+            source,
+        })
     }
 
     /// Erases the kept proposal (the chain decided it, or another change).
@@ -577,6 +603,22 @@ impl Store {
             }
             tx.commit().map_err(db_err)
         })
+    }
+}
+
+/// The JSON record in `path`, if the file exists; `bad` names a record that
+/// does not decode.
+fn read_json<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    bad: impl FnOnce(PathBuf, serde_json::Error) -> StoreError,
+) -> Result<Option<T>, NodeError> {
+    match std::fs::read(path) {
+        Ok(bytes) => match serde_json::from_slice(&bytes) {
+            Ok(record) => Ok(Some(record)),
+            Err(source) => Err(bad(path.to_path_buf(), source).into()),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(NodeError::io(FileOp::Read, path, e)),
     }
 }
 

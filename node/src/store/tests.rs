@@ -100,6 +100,34 @@ fn the_member_seed_is_stored_until_replaced() {
     assert!(err.contains("not a 32-byte seed"), "{err}");
 }
 
+/// The mark of the seed that dealt the genesis keys survives a restart with
+/// that seed, goes with it when the seed is replaced, and a mark that does
+/// not decode is a clear error.
+#[test]
+fn the_dealing_seed_mark_lives_as_long_as_the_seed_it_marks() {
+    let dir = tempfile::tempdir().unwrap();
+    let mark = consensus::disk::DealingSeed {
+        attempt: 1,
+        until: beacon::Time(42_000_000),
+    };
+    let seed = {
+        let store = Store::open(dir.path(), TEST_CACHE).unwrap();
+        assert_eq!(store.dealing_seed().unwrap(), None);
+        let seed = store.member_seed().unwrap();
+        store.keep_dealing_seed(&mark).unwrap();
+        seed
+    };
+    let store = Store::open(dir.path(), TEST_CACHE).unwrap();
+    assert_eq!(store.dealing_seed().unwrap(), Some(mark), "after a restart");
+    assert_eq!(store.member_seed().unwrap(), seed, "with the seed it marks");
+    store.replace_seed().unwrap();
+    assert_eq!(store.dealing_seed().unwrap(), None, "gone with its seed");
+    store.keep_dealing_seed(&mark).unwrap();
+    std::fs::write(dir.path().join("member.seed.dealing"), b"{").unwrap();
+    let err = store.dealing_seed().unwrap_err().to_string();
+    assert!(err.contains("not the mark of a dealing seed"), "{err}");
+}
+
 #[test]
 fn the_epoch_record_replaces_the_genesis_key_material() {
     let dir = tempfile::tempdir().unwrap();

@@ -413,10 +413,14 @@ fn restore<S: Scheme>(
         },
     )
     .map(|m| {
-        m.with_identity(
+        let m = m.with_identity(
             super::setup::identity(shared.seed, slot.identity, shared.directory),
             shared.dkg_timing,
-        )
+        );
+        match (&slot.disk.epoch, slot.disk.dealing_seed) {
+            (None, Some(mark)) => m.with_finished_dkg(shared.dkg_config.clone(), mark),
+            _ => m,
+        }
     });
     Some(restored)
 }

@@ -286,6 +286,8 @@ pub trait SessionParticipant<S: Scheme>: Send {
     fn progress(&self) -> String {
         String::new()
     }
+    /// The current attempt (0-based): once complete, the agreed one.
+    fn attempt(&self) -> u32;
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -432,6 +434,47 @@ impl<S: Scheme> DkgSession<S> {
     /// The current attempt (0-based).
     pub fn attempt(&self) -> u32 {
         self.attempt
+    }
+
+    /// The session of member `me` whose DKG completed in attempt `attempt`,
+    /// rebuilt after a restart from the seed that dealt it (the arguments of
+    /// [`DkgSession::new`]): it holds the same deal again (the same signed
+    /// broadcast: ed25519 is deterministic) and only answers members that
+    /// ask for their deals and shares ([`SessionMessage::Request`]). It holds
+    /// no votes, so it sends no certificate: the asker gets that from the
+    /// members that did not restart. What the attempt's start sends is
+    /// dropped (it was sent before the restart).
+    #[allow(clippy::too_many_arguments)]
+    pub fn finished(
+        config: DkgConfig,
+        me: NodeIndex,
+        seed: [u8; 32],
+        memo: Arc<Memo>,
+        key: SigningKey,
+        keys: Arc<Vec<VerifyingKey>>,
+        attempt: u32,
+    ) -> Result<Self, Error> {
+        if attempt >= config.timing.max_attempts {
+            return Err(Error::Dkg(DkgError::AttemptOutOfRange {
+                attempt,
+                max_attempts: config.timing.max_attempts,
+            }));
+        }
+        let max_attempts = config.timing.max_attempts;
+        let mut session = Self::new(config, me, seed, memo, key, keys)?;
+        // Its parts are built as attempt 0's were: this fails only for an
+        // attempt the run does not have.
+        if attempt != 0 && !session.enter_attempt(attempt) {
+            return Err(Error::Dkg(DkgError::AttemptOutOfRange {
+                attempt,
+                max_attempts,
+            }));
+        }
+        session.state = State::Running;
+        let mut dropped = Outbox::new();
+        session.run_dkg(Time(0), DkgInput::Start, &mut dropped);
+        session.state = State::Over;
+        Ok(session)
     }
 
     /// The run's configuration (the base session, not an attempt's).
@@ -592,6 +635,10 @@ impl<S: Scheme> SessionParticipant<S> for DkgSession<S> {
 
     fn progress(&self) -> String {
         DkgSession::progress(self)
+    }
+
+    fn attempt(&self) -> u32 {
+        self.attempt
     }
 }
 

@@ -500,11 +500,11 @@ fn the_dkg_done_starts_the_replica_in_the_same_step() {
         lines[done - 2..],
         [
             "persist keys",
-            "persist new-seed",
+            "persist dealing-seed attempt 0 until 84 s",
             "dkg-complete",
             "timer replica 0 view-change(1,0)"
         ],
-        "the keys, then a new seed, durable; the DKG's end, then the \
+        "the keys, then the mark of the seed that dealt them, durable; the DKG's end, then the \
          replica's start: {lines:?}"
     );
     assert!(member.has_keys());
