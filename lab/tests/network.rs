@@ -108,6 +108,38 @@ impl Network {
         self.nodes[i] = Some(child);
     }
 
+    /// Starts node `i` with a file size limit of `bytes` from its first
+    /// instruction on: every write past it fails with `EFBIG`, as on a full
+    /// disk.
+    fn start_with_file_size_limit(&mut self, i: usize, run: &str, bytes: u64) {
+        use std::os::unix::process::CommandExt as _;
+        let log = std::fs::File::create(self.log(i, run)).unwrap();
+        let mut command = Command::new(BIN);
+        command
+            .arg("run")
+            .arg("--config")
+            .arg(self.config(i))
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log);
+        // SAFETY: only setrlimit runs between fork and exec.
+        unsafe {
+            command.pre_exec(move || {
+                let limit = libc::rlimit {
+                    rlim_cur: bytes,
+                    rlim_max: libc::RLIM_INFINITY,
+                };
+                if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) == 0 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            });
+        }
+        self.nodes[i] = Some(command.spawn().unwrap());
+    }
+
     fn kill(&mut self, i: usize) {
         if let Some(mut c) = self.nodes[i].take() {
             c.kill().unwrap(); // SIGKILL
@@ -647,4 +679,34 @@ fn a_node_whose_disk_refuses_writes_stays_up_sends_nothing_unwritten_and_resumes
     // What it wrote is one chain with the others'.
     let to = latest(&api).min(latest(&net.apis[0]));
     assert_eq!(chain(&api, to), chain(&net.apis[0], to));
+}
+
+/// A node killed and started again while its disk refuses writes: opening
+/// its databases after the kill writes (redb repairs them), and the node
+/// used to exit at once ("store: I/O error: File too large", status 1,
+/// under `sbft-beacon chaos`). Now it reads its data directory again with
+/// backoff, stays up, and catches up once the disk takes writes.
+#[test]
+fn a_node_started_on_a_disk_that_refuses_writes_waits_for_it() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut net = Network::started(4, "run");
+    let api = net.apis[3].clone();
+    wait_for_round(&api, 3, 120, &net.log(3, "run"));
+    net.kill(3);
+    // Its log gets nothing either while the limit holds (it is a file).
+    net.start_with_file_size_limit(3, "full", 0);
+    let pid = net.nodes[3].as_ref().unwrap().id();
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(
+        net.nodes[3].as_mut().unwrap().try_wait().unwrap().is_none(),
+        "node 3 exited on a disk that refused writes at its start; log:\n{}",
+        net.read_log(3, "full")
+    );
+    if let Err(why) = set_file_size_limit(pid, None) {
+        eprintln!("skipped: prlimit is not allowed here ({why})");
+        return;
+    }
+    let target = latest(&net.apis[0]);
+    wait_for_round(&api, target, 30, &net.log(3, "full"));
+    assert!(net.nodes[3].as_mut().unwrap().try_wait().unwrap().is_none());
 }

@@ -109,7 +109,10 @@ async fn run_inner<S: Scheme>(
     }
     let key = identity::load(&cfg.identity)?;
     check_identity(&cfg, &key)?;
-    let disk = OnDisk::<S>::open(&cfg, join)?;
+    let Some(disk) = open_data_dir::<S>(&cfg, join, &mut stop).await? else {
+        info!("stopping while the disk refused writes");
+        return Ok(());
+    };
     let metrics = Arc::new(Metrics::new());
     let (submit, submitted) = tokio::sync::mpsc::channel(SUBMIT_QUEUE);
     let state = Arc::new(ApiState::new(
@@ -431,6 +434,75 @@ async fn build_member<S: Scheme>(
         }
     };
     Ok(Some(member))
+}
+
+/// Reads the data directory ([`OnDisk::open`]), trying again while its
+/// disk refuses writes (full, over quota, or past the process's file size
+/// limit), with the backoff of a failed durable write
+/// ([`crate::store::WriteRetry`]): a node started on a full disk waits for
+/// it instead of exiting (opening a database file may write). `None`: asked
+/// to stop meanwhile.
+async fn open_data_dir<S: Scheme>(
+    cfg: &Validated,
+    join: bool,
+    stop: &mut StopSignal,
+) -> Result<Option<OnDisk<S>>, NodeError> {
+    let mut retry: Option<crate::store::WriteRetry> = None;
+    loop {
+        match OnDisk::<S>::open(cfg, join) {
+            Ok(disk) => {
+                if let Some(r) = &retry {
+                    info!(
+                        tries = r.failures(),
+                        "the disk takes writes again: data directory read"
+                    );
+                }
+                return Ok(Some(disk));
+            }
+            Err(e) if refuses_writes(&e) => match &mut retry {
+                None => {
+                    warn!(error = %e, "the disk refuses writes: reading the data directory again with backoff");
+                    retry = Some(crate::store::WriteRetry::new(e.to_string()));
+                }
+                Some(r) => r.failed_again(),
+            },
+            Err(e) => return Err(e),
+        }
+        let due = retry
+            .as_ref()
+            .map_or_else(std::time::Instant::now, |r| r.due());
+        tokio::select! {
+            biased;
+            _ = stop.wait() => return Ok(None),
+            _ = tokio::time::sleep_until(due.into()) => {}
+        }
+    }
+}
+
+/// Whether `e` comes from a disk that refuses writes: `ENOSPC`, `EDQUOT`,
+/// or `EFBIG` (past the file size limit, as `sbft-beacon chaos` fills a
+/// node's disk).
+fn refuses_writes(e: &NodeError) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        let io = c.downcast_ref::<std::io::Error>().or_else(|| {
+            // redb's error names no source: its I/O error is inside.
+            match c.downcast_ref::<redb::Error>() {
+                Some(redb::Error::Io(io)) => Some(io),
+                _ => None,
+            }
+        });
+        if let Some(io) = io {
+            if matches!(
+                io.raw_os_error(),
+                Some(libc::ENOSPC | libc::EDQUOT | libc::EFBIG)
+            ) {
+                return true;
+            }
+        }
+        cause = c.source();
+    }
+    false
 }
 
 /// Waits for every other genesis member to connect, at most `peer_wait_ms`

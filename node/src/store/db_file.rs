@@ -115,10 +115,19 @@ fn open(
     cache_bytes: usize,
     create_tables: CreateTables,
 ) -> Result<Database, NodeError> {
+    let named = |e: NodeError| match e {
+        NodeError::Store(StoreError::Database { source, .. }) => StoreError::Database {
+            path: path.to_path_buf(),
+            source,
+        }
+        .into(),
+        other => other,
+    };
     let db = redb::Builder::new()
         .set_cache_size(cache_bytes)
         .create(path)
-        .map_err(super::db_err)?;
-    create_tables(&db)?;
+        .map_err(super::db_err)
+        .map_err(named)?;
+    create_tables(&db).map_err(named)?;
     Ok(db)
 }
