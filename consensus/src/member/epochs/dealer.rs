@@ -95,12 +95,10 @@ impl<S: Scheme> Dealer<S> {
     /// The erasure timer of the change into `epoch`: what this member dealt
     /// in it, and its invitation, are erased.
     pub(super) fn erase(&mut self, epoch: Epoch) {
-        if !self.retained.as_ref().is_some_and(|t| t.epoch() == epoch) {
+        let Some(mut t) = self.retained.take_if(|t| t.epoch() == epoch) else {
             return;
-        }
-        if let Some(mut t) = self.retained.take() {
-            t.erase_dealt();
-        }
+        };
+        t.erase_dealt();
         self.invitation = None;
     }
 }
