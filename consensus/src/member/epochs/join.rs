@@ -9,7 +9,7 @@ use crate::member::outbox::Outbox;
 use crate::member::{Envelope, Member, MemberOutput, Phase};
 use crate::{DirectoryIndex, Epoch};
 use beacon::effect::Effect;
-use beacon::{Scheme, Time};
+use beacon::{NodeIndex, Scheme, Time};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -212,7 +212,7 @@ impl<S: Scheme> Member<S> {
         &mut self,
         now: Time,
         digest: [u8; 32],
-        dealers: &[u32],
+        dealers: &[NodeIndex],
         out: &mut Outbox<S>,
     ) -> bool {
         if self.change.is_ready_with(&digest) {

@@ -21,7 +21,7 @@ use crate::messages::CommittedEntry;
 use crate::{ConsensusError, DirectoryIndex, Epoch, Height};
 use beacon::dkg::DkgOutput;
 use beacon::multisig::ConsensusListing;
-use beacon::Scheme;
+use beacon::{NodeIndex, Scheme};
 use sha2::{Digest as _, Sha256};
 use std::sync::Arc;
 
@@ -151,7 +151,7 @@ struct Handoff<S: Scheme> {
     /// The digest of the keys the chain switched to.
     digest: [u8; 32],
     /// The resharing dealers they combine.
-    dealers: Vec<u32>,
+    dealers: Vec<NodeIndex>,
     /// Its entries, the switch height last (an old member hands over the
     /// last [`handoff_len`]).
     entries: Vec<Arc<CommittedEntry<S>>>,

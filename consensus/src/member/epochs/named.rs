@@ -9,7 +9,7 @@ use crate::member::outbox::{Outbox, SelfInput};
 use crate::member::{Envelope, Member, MemberOutput, Phase};
 use crate::{DirectoryIndex, Epoch};
 use beacon::effect::Effect;
-use beacon::{Scheme, Time};
+use beacon::{NodeIndex, Scheme, Time};
 
 impl<S: Scheme> Member<S> {
     /// The keys (digest, resharing dealers) this member holds as named for
@@ -27,7 +27,7 @@ impl<S: Scheme> Member<S> {
         &mut self,
         now: Time,
         digest: [u8; 32],
-        dealers: Vec<u32>,
+        dealers: Vec<NodeIndex>,
         out: &mut Outbox<S>,
     ) {
         if !self.change.name(NamedKeys { digest, dealers }) {
@@ -115,7 +115,7 @@ impl<S: Scheme> Member<S> {
         now: Time,
         epoch: Epoch,
         digest: [u8; 32],
-        dealers: Vec<u32>,
+        dealers: Vec<NodeIndex>,
         out: &mut Outbox<S>,
     ) {
         let (Some(identity), Some(invitation)) = (&self.identity, self.change.invitation()) else {

@@ -12,7 +12,7 @@ use crate::messages::CommittedEntry;
 use crate::replica::Input;
 use crate::{DirectoryIndex, Epoch, Height};
 use beacon::effect::Effect;
-use beacon::{Scheme, Time};
+use beacon::{NodeIndex, Scheme, Time};
 use std::sync::Arc;
 
 impl<S: Scheme> Member<S> {
@@ -96,7 +96,7 @@ impl<S: Scheme> Member<S> {
         now: Time,
         height: Height,
         digest: [u8; 32],
-        dealers: Vec<u32>,
+        dealers: Vec<NodeIndex>,
         out: &mut Outbox<S>,
     ) {
         self.generation = self.generation.wrapping_add(1);

@@ -11,7 +11,11 @@ fn a_dealer_deals_again_to_a_new_member_that_asks_until_the_erasure_timer() {
     // decides it; height 4 holds n' - f' = 5 new members' readies: it
     // switches and retires, retaining its transition.
     let change = change(&[1, 2, 3, 4, 5, 6]);
-    let readies = readies(&change, 1..6, vec![0, 1, 2]);
+    let readies = readies(
+        &change,
+        1..6,
+        vec![NodeIndex(0), NodeIndex(1), NodeIndex(2)],
+    );
     let mut dealer = restored(0, chain(vec![vec![], vec![], proposals(&change), readies]));
     dealer.handle(Time::ZERO, MemberInput::Start);
     assert!(dealer.is_retired());
@@ -65,7 +69,11 @@ fn a_dealer_deals_again_to_a_new_member_that_asks_until_the_erasure_timer() {
 #[test]
 fn a_dealer_serves_only_the_new_members_of_its_change() {
     let change = change(&[1, 2, 3, 4, 5, 6]);
-    let readies = readies(&change, 1..6, vec![0, 1, 2]);
+    let readies = readies(
+        &change,
+        1..6,
+        vec![NodeIndex(0), NodeIndex(1), NodeIndex(2)],
+    );
     let mut dealer = restored(0, chain(vec![vec![], vec![], proposals(&change), readies]));
     dealer.handle(Time::ZERO, MemberInput::Start);
     let ask = |from: u32, epoch: u64| {

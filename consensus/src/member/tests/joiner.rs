@@ -15,7 +15,11 @@ fn a_joiner_starts_its_transition_on_f_plus_1_identical_invitations_one_per_send
     check(
         &mut joiner,
         vec![
-            step("old member 0 invites: f = 1 is not enough", message(0, invite(0)), &[]),
+            step(
+                "old member 0 invites: f = 1 is not enough",
+                message(0, invite(0)),
+                &[],
+            ),
             step(
                 "old member 0 again: one invitation per old member counts",
                 message(0, invite(0)),
@@ -28,7 +32,11 @@ fn a_joiner_starts_its_transition_on_f_plus_1_identical_invitations_one_per_send
             ),
         ],
     );
-    assert_eq!(joiner.changing_to(), None, "f + 1 = 2 old members must invite");
+    assert_eq!(
+        joiner.changing_to(),
+        None,
+        "f + 1 = 2 old members must invite"
+    );
     check(
         &mut joiner,
         vec![
@@ -56,7 +64,7 @@ fn a_joiner_believes_the_named_keys_once_f_plus_1_old_members_tell_it_the_same()
         Envelope::Epoch(EpochMessage::Named {
             epoch: Epoch::new(epoch),
             digest: [digest; 32],
-            dealers: vec![0, 1],
+            dealers: vec![NodeIndex(0), NodeIndex(1)],
         })
     };
     check(
@@ -92,7 +100,7 @@ fn a_joiner_believes_the_named_keys_once_f_plus_1_old_members_tell_it_the_same()
         joiner.named_keys(),
         Some(&crate::epoch::NamedKeys {
             digest: [0xA; 32],
-            dealers: vec![0, 1]
+            dealers: vec![NodeIndex(0), NodeIndex(1)]
         })
     );
     // Later notices change nothing.
@@ -108,7 +116,7 @@ fn a_joiner_believes_the_named_keys_once_f_plus_1_old_members_tell_it_the_same()
         joiner.named_keys(),
         Some(&crate::epoch::NamedKeys {
             digest: [0xA; 32],
-            dealers: vec![0, 1]
+            dealers: vec![NodeIndex(0), NodeIndex(1)]
         })
     );
 }

@@ -166,7 +166,11 @@ fn proposals(change: &EpochChange) -> Vec<Vec<u8>> {
 
 /// Ready transactions for epoch 1 of `change` from new members `from`, each
 /// with the keys of digest `[7; 32]` combined from `dealers`.
-fn readies(change: &EpochChange, from: std::ops::Range<u32>, dealers: Vec<u32>) -> Vec<Vec<u8>> {
+fn readies(
+    change: &EpochChange,
+    from: std::ops::Range<u32>,
+    dealers: Vec<NodeIndex>,
+) -> Vec<Vec<u8>> {
     from.map(|i| {
         Control::ready(
             Epoch::new(1),
@@ -261,7 +265,11 @@ fn a_finalized_block_that_ends_the_epoch_switches_and_drops_the_old_replica() {
     // Member 0 leaves: the change makes parties 1..7 the members. Height 3
     // decides it; height 4 holds n' - f' = 5 new members' readies.
     let change = change(&[1, 2, 3, 4, 5, 6]);
-    let readies = readies(&change, 1..6, vec![0, 1, 2]);
+    let readies = readies(
+        &change,
+        1..6,
+        vec![NodeIndex(0), NodeIndex(1), NodeIndex(2)],
+    );
     let mut member = restored(0, chain(vec![vec![], vec![], proposals(&change), readies]));
     check(
         &mut member,
@@ -327,7 +335,7 @@ fn readies_that_name_keys_make_an_old_member_tell_the_joiners() {
     // set of keys (n' = 6, c' = 1, f' = 1): the chain names them, and this
     // old member (which leaves) tells the joiners 4, 5 and 6.
     let change = change(&[1, 2, 3, 4, 5, 6]);
-    let readies = readies(&change, 1..3, vec![0, 1]);
+    let readies = readies(&change, 1..3, vec![NodeIndex(0), NodeIndex(1)]);
     let mut member = restored(0, chain(vec![vec![], vec![], proposals(&change), readies]));
     check(
         &mut member,
