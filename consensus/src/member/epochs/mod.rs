@@ -1,7 +1,8 @@
 //! A member's side of epoch changes ([`crate::epoch`]): proposing, reading the
-//! decisions off the finalized chain, running its [`Transition`], telling the
-//! old members it is ready, switching replicas at the decided height, and —
-//! for a joiner — believing invitations and handoffs from `f + 1` old members.
+//! decisions off the finalized chain, running its
+//! [`Transition`](crate::epoch::Transition), telling the old members it is
+//! ready, switching replicas at the decided height, and — for a joiner —
+//! believing invitations and handoffs from `f + 1` old members.
 //!
 //! The bookkeeping is split by role, each a struct with private fields:
 //! `change` ([`Change`]: every member's part in the change out of its epoch),

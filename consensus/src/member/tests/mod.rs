@@ -7,6 +7,10 @@
 //!
 //! The network: genesis members 0..4 (`n = 4, c = 0`), and parties 4..7 that
 //! may join.
+//!
+//! The tables of a member's changes are by role: `change` (every member),
+//! `joiner`, `dealer` (an old member after the switch); `catch_up` has a
+//! member or joiner that is behind.
 
 use super::*;
 use crate::config::{smallest_collector_slack, ReplicaConfig};
