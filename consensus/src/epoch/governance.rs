@@ -8,7 +8,7 @@ use crate::messages::Block;
 use crate::{ConsensusError, Epoch, Height};
 use beacon::memo::Memo;
 use beacon::reshare::MemberId;
-use beacon::Scheme;
+use beacon::{NodeIndex, Scheme};
 use sha2::{Digest as _, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -34,7 +34,7 @@ pub enum Decision {
         /// The digest of the named keys ([`super::keys_digest`]).
         digest: [u8; 32],
         /// The resharing dealers they combine.
-        dealers: Vec<u32>,
+        dealers: Vec<NodeIndex>,
         /// The height whose block gathered the `f' + 1`-th ready.
         height: Height,
     },
@@ -47,7 +47,7 @@ pub enum Decision {
         /// The new keys' digest ([`super::keys_digest`]).
         digest: [u8; 32],
         /// The resharing dealers the ready members combined.
-        dealers: Vec<u32>,
+        dealers: Vec<NodeIndex>,
     },
 }
 
@@ -59,7 +59,7 @@ pub struct NamedKeys {
     /// The digest of the keys.
     pub digest: [u8; 32],
     /// The resharing dealers they combine.
-    pub dealers: Vec<u32>,
+    pub dealers: Vec<NodeIndex>,
 }
 
 /// The chain's view of one epoch's membership: the proposals for the next

@@ -10,7 +10,7 @@ use beacon::dkg::relay::{RelayMessage, RelayedWire, SigningKey, VerifyingKey};
 use beacon::dkg::DealtShares;
 use beacon::multisig::ConsensusListing;
 use beacon::reshare::{MemberId, ReshareEpoch};
-use beacon::{wire, Scheme};
+use beacon::{wire, NodeIndex, Scheme};
 use ed25519_dalek::{Signer as _, Verifier as _};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
@@ -73,7 +73,7 @@ pub struct EpochReady {
     /// The old members (participant indices) whose sub-shares its resharing
     /// combined: a member whose own resharing combined others (it started
     /// late) recomputes its share from these once the chain switched.
-    pub dealers: Vec<u32>,
+    pub dealers: Vec<NodeIndex>,
     /// Its ed25519 signature.
     #[serde(with = "beacon::wire::hex_bytes")]
     pub signature: Vec<u8>,
@@ -108,7 +108,7 @@ fn ready_bytes(
     change: &[u8; 32],
     member: &MemberId,
     digest: &[u8; 32],
-    dealers: &[u32],
+    dealers: &[NodeIndex],
 ) -> Vec<u8> {
     let mut m = READY_DOMAIN.to_vec();
     m.extend_from_slice(&epoch.get().to_be_bytes());
@@ -117,7 +117,7 @@ fn ready_bytes(
     m.extend_from_slice(digest);
     m.extend_from_slice(&(dealers.len() as u64).to_be_bytes());
     for d in dealers {
-        m.extend_from_slice(&d.to_be_bytes());
+        m.extend_from_slice(&d.0.to_be_bytes());
     }
     m
 }
@@ -149,7 +149,7 @@ impl Control {
         epoch: Epoch,
         change: [u8; 32],
         digest: [u8; 32],
-        dealers: Vec<u32>,
+        dealers: Vec<NodeIndex>,
         key: &SigningKey,
     ) -> Self {
         let member = MemberId(key.verifying_key().to_bytes());
@@ -279,7 +279,7 @@ pub enum EpochMessage<S: Scheme> {
         /// The digest of the new keys the chain switched to.
         digest: [u8; 32],
         /// The resharing dealers behind that digest ([`EpochReady::dealers`]).
-        dealers: Vec<u32>,
+        dealers: Vec<NodeIndex>,
         /// The most recent finalized entries, consecutive.
         entries: Vec<Arc<CommittedEntry<S>>>,
     },
@@ -302,7 +302,7 @@ pub enum EpochMessage<S: Scheme> {
         /// The digest of the named keys.
         digest: [u8; 32],
         /// The resharing dealers they combine.
-        dealers: Vec<u32>,
+        dealers: Vec<NodeIndex>,
     },
     /// A member tells a party that asked for the handoff of an epoch that is
     /// over (a joiner that knows only an earlier epoch: the genesis, or the

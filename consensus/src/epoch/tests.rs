@@ -3,7 +3,7 @@ use crate::messages::Block;
 use beacon::dkg::relay::SigningKey;
 use beacon::memo::Memo;
 use beacon::multisig::ConsensusListing;
-use beacon::MinPk;
+use beacon::{MinPk, NodeIndex};
 
 fn key(i: u8) -> SigningKey {
     SigningKey::from_bytes(&[i + 1; 32])
@@ -207,8 +207,15 @@ fn decided() -> (Governance, [u8; 32]) {
 fn the_switch_needs_n_minus_f_new_members_ready_with_one_digest() {
     let (mut g, digest) = decided();
     // 7 new members, f = 2: five readies with one digest.
-    let ready =
-        |i: u8, keys: u8| Control::ready(Epoch::new(1), digest, [keys; 32], vec![0, 1], &key(i));
+    let ready = |i: u8, keys: u8| {
+        Control::ready(
+            Epoch::new(1),
+            digest,
+            [keys; 32],
+            vec![NodeIndex(0), NodeIndex(1)],
+            &key(i),
+        )
+    };
     let mut height = 2;
     for i in 2..6 {
         let decisions = g.on_finalized(&block(height, &[ready(i, 1)]));
@@ -218,7 +225,7 @@ fn the_switch_needs_n_minus_f_new_members_ready_with_one_digest() {
                 decisions,
                 vec![Decision::Named {
                     digest: [1; 32],
-                    dealers: vec![0, 1],
+                    dealers: vec![NodeIndex(0), NodeIndex(1)],
                     height: crate::Height::new(height),
                 }]
             );
@@ -229,7 +236,13 @@ fn the_switch_needs_n_minus_f_new_members_ready_with_one_digest() {
     }
     // A ready with another digest, from an old member, or for another change
     // does not complete it.
-    let other_change = Control::ready(Epoch::new(1), [9; 32], [1; 32], vec![0, 1], &key(6));
+    let other_change = Control::ready(
+        Epoch::new(1),
+        [9; 32],
+        [1; 32],
+        vec![NodeIndex(0), NodeIndex(1)],
+        &key(6),
+    );
     assert!(g
         .on_finalized(&block(height, &[ready(6, 2), ready(0, 1), other_change]))
         .is_empty());
@@ -238,7 +251,7 @@ fn the_switch_needs_n_minus_f_new_members_ready_with_one_digest() {
         vec![Decision::Switch {
             height: crate::Height::new(height + 1),
             digest: [1; 32],
-            dealers: vec![0, 1],
+            dealers: vec![NodeIndex(0), NodeIndex(1)],
         }]
     );
 }
@@ -257,30 +270,30 @@ fn readies_split_over_two_sets_of_keys_move_to_the_named_one_and_switch() {
     let (mut g, digest) = decided();
     // 7 new members, f = 2, quorum 5: their resharings qualified two sets of
     // dealers, and the readies split 2 + 2.
-    let ready = |i: u8, keys: u8, dealers: Vec<u32>| {
+    let ready = |i: u8, keys: u8, dealers: Vec<NodeIndex>| {
         Control::ready(Epoch::new(1), digest, [keys; 32], dealers, &key(i))
     };
     assert!(g
         .on_finalized(&block(
             2,
             &[
-                ready(2, 1, vec![0, 1]),
-                ready(3, 1, vec![0, 1]),
-                ready(4, 2, vec![0, 2]),
-                ready(5, 2, vec![0, 2]),
+                ready(2, 1, vec![NodeIndex(0), NodeIndex(1)]),
+                ready(3, 1, vec![NodeIndex(0), NodeIndex(1)]),
+                ready(4, 2, vec![NodeIndex(0), NodeIndex(2)]),
+                ready(5, 2, vec![NodeIndex(0), NodeIndex(2)]),
             ]
         ))
         .is_empty());
     // A member may not move to keys that are not named.
     assert!(g
-        .on_finalized(&block(3, &[ready(3, 2, vec![0, 2])]))
+        .on_finalized(&block(3, &[ready(3, 2, vec![NodeIndex(0), NodeIndex(2)])]))
         .is_empty());
     // The third ready with the second set names it (f + 1 = 3).
     assert_eq!(
-        g.on_finalized(&block(4, &[ready(6, 2, vec![0, 2])])),
+        g.on_finalized(&block(4, &[ready(6, 2, vec![NodeIndex(0), NodeIndex(2)])])),
         vec![Decision::Named {
             digest: [2; 32],
-            dealers: vec![0, 2],
+            dealers: vec![NodeIndex(0), NodeIndex(2)],
             height: crate::Height::new(4),
         }]
     );
@@ -289,17 +302,20 @@ fn readies_split_over_two_sets_of_keys_move_to_the_named_one_and_switch() {
     assert!(g
         .on_finalized(&block(
             5,
-            &[ready(2, 2, vec![0, 2]), ready(2, 1, vec![0, 1])]
+            &[
+                ready(2, 2, vec![NodeIndex(0), NodeIndex(2)]),
+                ready(2, 1, vec![NodeIndex(0), NodeIndex(1)])
+            ]
         ))
         .is_empty());
     // The fifth ready with the named keys switches; a second naming never
     // comes.
     assert_eq!(
-        g.on_finalized(&block(6, &[ready(3, 2, vec![0, 2])])),
+        g.on_finalized(&block(6, &[ready(3, 2, vec![NodeIndex(0), NodeIndex(2)])])),
         vec![Decision::Switch {
             height: crate::Height::new(6),
             digest: [2; 32],
-            dealers: vec![0, 2],
+            dealers: vec![NodeIndex(0), NodeIndex(2)],
         }]
     );
 }
@@ -308,7 +324,15 @@ fn readies_split_over_two_sets_of_keys_move_to_the_named_one_and_switch() {
 fn a_block_that_gathers_the_switch_names_nothing() {
     let (mut g, digest) = decided();
     let readies: Vec<Control> = (2..7)
-        .map(|i| Control::ready(Epoch::new(1), digest, [1; 32], vec![0, 1], &key(i)))
+        .map(|i| {
+            Control::ready(
+                Epoch::new(1),
+                digest,
+                [1; 32],
+                vec![NodeIndex(0), NodeIndex(1)],
+                &key(i),
+            )
+        })
         .collect();
     // f + 1 = 3 readies would name the keys, but the same block holds the
     // n - f = 5 that switch: the switch alone.
@@ -317,7 +341,7 @@ fn a_block_that_gathers_the_switch_names_nothing() {
         vec![Decision::Switch {
             height: crate::Height::new(2),
             digest: [1; 32],
-            dealers: vec![0, 1],
+            dealers: vec![NodeIndex(0), NodeIndex(1)],
         }]
     );
 }

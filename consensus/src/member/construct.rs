@@ -91,8 +91,8 @@ impl<S: Scheme> Member<S> {
         phase: Phase<S>,
         identity: Option<Identity>,
     ) -> Self {
-        let epochs =
-            epochs::EpochState::new(&epoch, identity.as_ref().map(|i| &i.who.directory), &memo);
+        let change =
+            epochs::Change::new(&epoch, identity.as_ref().map(|i| &i.who.directory), &memo);
         Member {
             me,
             seed,
@@ -106,7 +106,9 @@ impl<S: Scheme> Member<S> {
             keys: None,
             consensus,
             identity,
-            epochs,
+            change,
+            joiner: epochs::Joiner::new(),
+            dealer: epochs::Dealer::new(),
             generation: 0,
         }
     }
@@ -215,7 +217,9 @@ impl<S: Scheme> Member<S> {
     /// Gives a restored member its identity, so that it takes part in epoch
     /// changes (resharings with the phase length of `timing`).
     pub fn with_identity(mut self, identity: MemberIdentity, timing: DkgTiming) -> Self {
-        self.epochs = epochs::EpochState::new(&self.epoch, Some(&identity.directory), &self.memo);
+        self.change = epochs::Change::new(&self.epoch, Some(&identity.directory), &self.memo);
+        self.joiner = epochs::Joiner::new();
+        self.dealer = epochs::Dealer::new();
         self.identity = Some(Identity {
             who: identity,
             timing,

@@ -27,8 +27,8 @@
 //! This module owns a member's phases and the dispatch of its inputs;
 //! `interface` has what it takes and gives (envelope, timers, inputs,
 //! outputs), `outbox` where handlers put what they produce, `construct` how
-//! it is built, `epochs` its side of changes of members; `tests` has its
-//! step tables.
+//! it is built, `epochs` its side of changes of members (by role: change,
+//! joiner, dealer); `tests` has its step tables.
 
 use crate::epoch::Decision;
 use crate::epoch::{EpochView, MemberIdentity};
@@ -99,7 +99,12 @@ pub struct Member<S: Scheme> {
     /// This member's own consensus key (its votes in every epoch it is in).
     consensus: ConsensusSecretKey,
     identity: Option<Identity>,
-    epochs: epochs::EpochState<S>,
+    /// Its part in the change out of the current epoch.
+    change: epochs::Change<S>,
+    /// What it was told as a joiner of the current epoch's change.
+    joiner: epochs::Joiner<S>,
+    /// What it serves as an old member after the latest switch.
+    dealer: epochs::Dealer<S>,
     /// How many epoch ends this member read: what the replica of an ended
     /// epoch still produced is dropped.
     generation: Generation,
@@ -407,7 +412,7 @@ impl<S: Scheme> Member<S> {
         message: Message<S>,
         out: &mut Outbox<S>,
     ) {
-        self.epochs
+        self.change
             .keep_ahead(from, &message, self.current_height());
         if let Message::SyncRequest { from_height } = &message {
             // A member of an earlier epoch that fell behind its end: this

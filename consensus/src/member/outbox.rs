@@ -15,7 +15,7 @@ use crate::messages::CommittedEntry;
 use crate::replica::Output;
 use crate::{DirectoryIndex, Epoch};
 use beacon::dkg::session::SessionOutput;
-use beacon::Scheme;
+use beacon::{NodeIndex, Scheme};
 use std::sync::Arc;
 
 /// Which replica a self-input belongs to: the count of epoch ends this member
@@ -84,7 +84,7 @@ pub(super) enum SelfInput<S: Scheme> {
         /// The digest of the named keys.
         digest: [u8; 32],
         /// The resharing dealers they combine.
-        dealers: Vec<u32>,
+        dealers: Vec<NodeIndex>,
     },
     /// Arm the resend timer unless it is armed, once a started change was
     /// read.

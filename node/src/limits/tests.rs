@@ -2,7 +2,7 @@
 //! DKG and epoch frames admitted, defaults valid and bad limits named.
 
 use super::{relay_bytes, Admission, LimitsSection, HEAD_BYTES, SMALL};
-use beacon::{MinPk, Point as _};
+use beacon::{MinPk, NodeIndex, Point as _};
 use consensus::{Block, Envelope, Message, ReplicaConfig};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -101,7 +101,7 @@ fn kinds_are_read_from_real_encodings() {
             EpochMessage::Handoff {
                 epoch: consensus::Epoch::new(1),
                 digest: [0; 32],
-                dealers: vec![0],
+                dealers: vec![NodeIndex(0)],
                 entries: vec![],
             },
             "epoch-handoff",
@@ -116,7 +116,7 @@ fn kinds_are_read_from_real_encodings() {
             EpochMessage::Named {
                 epoch: consensus::Epoch::new(1),
                 digest: [7; 32],
-                dealers: vec![0, 1, 2],
+                dealers: vec![NodeIndex(0), NodeIndex(1), NodeIndex(2)],
             },
             "epoch-named",
         ),
@@ -342,7 +342,7 @@ fn the_largest_honest_dkg_and_epoch_frames_are_admitted() {
         let named = Envelope::Epoch(consensus::epoch::EpochMessage::Named {
             epoch: consensus::Epoch::MAX,
             digest: [0xff; 32],
-            dealers: (0..parties).map(|_| u32::MAX).collect(),
+            dealers: (0..parties).map(|_| NodeIndex(u32::MAX)).collect(),
         });
         largest::check(&a, vec![named]);
         eprintln!(

@@ -81,7 +81,7 @@ pub enum TransitionOutput<S: Scheme> {
         digest: [u8; 32],
         /// The old members (participant indices) whose sub-shares the
         /// resharing combined.
-        dealers: Vec<u32>,
+        dealers: Vec<NodeIndex>,
     },
     /// The keys the chain switched to, recombined from the dealers it named
     /// once their deals and sub-shares came in ([`Transition::adopt`] waited
@@ -399,13 +399,7 @@ impl<S: Scheme> Transition<S> {
             Ok((output, digest)) => {
                 self.over = true;
                 let need = self.reshare.machine().epoch().old_threshold() as usize;
-                let dealers = reshared
-                    .verdicts
-                    .qual
-                    .iter()
-                    .take(need)
-                    .map(|d| d.0)
-                    .collect();
+                let dealers = reshared.verdicts.qual.iter().take(need).copied().collect();
                 out.push(TransitionOutput::Complete {
                     output,
                     digest,
@@ -452,13 +446,12 @@ impl<S: Scheme> Transition<S> {
     /// have that digest. When it lacks some of those dealers' deals or
     /// sub-shares, it awaits them ([`Transition::awaits`]; the member then
     /// hands it [`TransitionInput::AskAwaited`]) and adopts the keys when they are in.
-    pub fn adopt(&mut self, digest: [u8; 32], dealers: &[u32]) -> Option<Arc<DkgOutput<S>>> {
-        let dealers: Vec<NodeIndex> = dealers.iter().map(|d| NodeIndex(*d)).collect();
-        if let Some(output) = self.recombine(digest, &dealers) {
+    pub fn adopt(&mut self, digest: [u8; 32], dealers: &[NodeIndex]) -> Option<Arc<DkgOutput<S>>> {
+        if let Some(output) = self.recombine(digest, dealers) {
             self.awaited = None;
             return Some(output);
         }
-        if self.lacks(&dealers) {
+        if self.lacks(dealers) {
             let same = self
                 .awaited
                 .as_ref()
@@ -466,7 +459,7 @@ impl<S: Scheme> Transition<S> {
             if !same {
                 self.awaited = Some(Awaited {
                     digest,
-                    dealers,
+                    dealers: dealers.to_vec(),
                     asked: false,
                 });
             }

@@ -2,10 +2,10 @@
 //! again what a change still waits for, and running this member's
 //! [`Transition`] until it holds the new epoch's keys.
 
-use super::{EpochChangeFailure, EpochEvent, MAX_PENDING_CONTROLS};
+use super::{EpochChangeFailure, EpochEvent};
 use crate::epoch::{
     check_change, check_consensus_keys, Control, EpochChange, EpochMessage, EpochView, Invitation,
-    Transition, TransitionInput, TransitionOutput, TransitionTimer,
+    ReshareWire, Transition, TransitionInput, TransitionOutput, TransitionTimer,
 };
 use crate::member::outbox::{Outbox, SelfInput};
 use crate::member::{derive, Envelope, Member, MemberOutput, MemberTimer, Phase};
@@ -15,6 +15,7 @@ use crate::{DirectoryIndex, Epoch, Height};
 use beacon::effect::Effect;
 use beacon::reshare::ReshareSettings;
 use beacon::{Scheme, Time};
+use sha2::{Digest as _, Sha256};
 use std::sync::Arc;
 
 impl<S: Scheme> Member<S> {
@@ -23,7 +24,7 @@ impl<S: Scheme> Member<S> {
     /// until it runs that epoch's replica or leaves; `None` when it takes
     /// part in none. A driver shows it (the node's `GET /epoch`).
     pub fn changing_to(&self) -> Option<Epoch> {
-        self.epochs.transition.as_ref().map(|t| t.epoch())
+        self.change.changing_to()
     }
 
     /// The operator's proposal: signed, into this replica's mempool and to
@@ -60,9 +61,7 @@ impl<S: Scheme> Member<S> {
             let outputs = r.handle(now, Input::ControlTransaction(tx));
             self.queue_replica(outputs, out);
         }
-        if self.epochs.pending.len() < MAX_PENDING_CONTROLS {
-            self.epochs.pending.push(control.clone());
-        }
+        self.change.keep_pending(&control);
         self.arm_resend(now, out);
         self.send_control(&control, out);
     }
@@ -79,15 +78,86 @@ impl<S: Scheme> Member<S> {
         }
     }
 
+    /// A control transaction from party `from`: to the replica's mempool if
+    /// a party of the directory (a current or a new member) signed it, and a
+    /// bounded number per signer and epoch.
+    pub(super) fn on_control(
+        &mut self,
+        now: Time,
+        from: DirectoryIndex,
+        control: Control,
+        out: &mut Outbox<S>,
+    ) {
+        self.heard(from);
+        let signer = control.signer();
+        let known = self
+            .identity
+            .as_ref()
+            .is_some_and(|i| i.who.directory.index_of(&signer).is_some());
+        let Ok(tx) = control.to_transaction() else {
+            return;
+        };
+        let id: [u8; 32] = Sha256::digest(&tx).into();
+        if !known || !self.change.admits_control(&signer, &id) {
+            return;
+        }
+        let Phase::Replica(r) = &mut self.phase else {
+            return;
+        };
+        if !control.verify() {
+            return;
+        }
+        self.change.forwarded_control(signer, id);
+        let outputs = r.handle(now, Input::ControlTransaction(tx));
+        self.queue_replica(outputs, out);
+    }
+
+    /// A resharing or DKG message of a change from party `from`: to the
+    /// running transition; a request for a change this member went through
+    /// to the dealer; one of the next change, before its transition starts,
+    /// kept to replay then.
+    pub(super) fn on_reshare(
+        &mut self,
+        now: Time,
+        from: DirectoryIndex,
+        message: EpochMessage<S>,
+        out: &mut Outbox<S>,
+    ) {
+        self.heard(from);
+        let EpochMessage::Reshare {
+            epoch,
+            message: wire,
+        } = &message
+        else {
+            return;
+        };
+        let epoch = *epoch;
+        if matches!(wire, ReshareWire::Request) && self.change.changing_to() != Some(epoch) {
+            // A new member asks a dealer of a change this member already
+            // went through.
+            if let Some(events) = self.dealer.deal_again(now, from, epoch, message) {
+                self.queue_transition(epoch, events, out);
+            }
+        } else if let Some(t) = self.change.transition_mut() {
+            let running = t.epoch();
+            let events = t.handle(now, TransitionInput::Message { from, message });
+            self.queue_transition(running, events, out);
+            // Once the events were read.
+            out.loop_back(SelfInput::RetryJoin);
+        } else if Some(epoch) == self.epoch.number.checked_add(1) {
+            let parties = self.identity.as_ref().map_or(0, |i| i.who.directory.len());
+            self.change.keep_early(from, message, parties);
+        }
+    }
+
     /// Arms the resend timer unless it is armed.
     pub(in crate::member) fn arm_resend(&mut self, now: Time, out: &mut Outbox<S>) {
         let Some(identity) = &self.identity else {
             return;
         };
-        if self.epochs.resend_armed {
+        if !self.change.arm_resend() {
             return;
         }
-        self.epochs.resend_armed = true;
         out.push(MemberOutput::Effect(Effect::SetTimer {
             at: now.plus_micros(identity.timing.phase_us().max(1)),
             timer: MemberTimer::EpochResend,
@@ -98,22 +168,20 @@ impl<S: Scheme> Member<S> {
     /// transactions not yet finalized, its invitations (an old member, until
     /// the switch), or its request for a handoff (a new member with its keys).
     pub(in crate::member) fn on_resend(&mut self, now: Time, out: &mut Outbox<S>) {
-        self.epochs.resend_armed = false;
+        self.change.resend_fired();
         let mut waiting = false;
-        for control in self.epochs.pending.clone() {
+        for control in self.change.pending().to_vec() {
             self.send_control(&control, out);
             waiting = true;
         }
-        if let (Phase::Replica(_), Some(invitation), Some(t)) = (
-            &self.phase,
-            &self.epochs.invitation,
-            &self.epochs.transition,
-        ) {
+        if let (Phase::Replica(_), Some((invitation, t))) =
+            (&self.phase, self.change.invited_transition())
+        {
             let me = self.identity.as_ref().map(|i| i.who.me);
             for d in &t.new_epoch().members {
                 // New members heard from in the change have their invitation
                 // (or keys of the old epoch: they need none).
-                if Some(*d) != me && !self.epochs.heard_from.contains(d) {
+                if Some(*d) != me && !self.change.has_heard(*d) {
                     out.push(MemberOutput::Effect(Effect::Send {
                         to: d.address(),
                         message: Envelope::Epoch(EpochMessage::Invite(Box::new(
@@ -130,8 +198,8 @@ impl<S: Scheme> Member<S> {
         // one and lost its invitation, which the old members send again to a
         // new member that asks (and stop sending once they heard from it).
         if let Phase::Joining = &self.phase {
-            let asked = match &self.epochs.transition {
-                Some(t) => self.epochs.own_handoff.is_none().then(|| t.epoch()),
+            let asked = match self.change.transition() {
+                Some(t) => (!self.change.has_own_chain()).then(|| t.epoch()),
                 None => self.epoch.number.checked_add(1),
             };
             if let Some(epoch) = asked {
@@ -159,22 +227,7 @@ impl<S: Scheme> Member<S> {
         entry: &Arc<CommittedEntry<S>>,
         out: &mut Outbox<S>,
     ) {
-        let Some(governance) = self.epochs.governance.as_mut() else {
-            return;
-        };
-        if !entry
-            .block
-            .transactions
-            .iter()
-            .any(|tx| Control::from_transaction(tx).is_some())
-        {
-            return;
-        }
-        self.epochs.pending.retain(|c| match c.to_transaction() {
-            Ok(tx) => !entry.block.transactions.contains(&tx),
-            Err(_) => false,
-        });
-        for decision in governance.on_finalized(&entry.block) {
+        for decision in self.change.decisions_in(&entry.block) {
             out.loop_back(SelfInput::Decision {
                 generation: self.generation,
                 decision,
@@ -299,10 +352,9 @@ impl<S: Scheme> Member<S> {
         match transition {
             Ok(mut t) => {
                 let events = t.handle(now, TransitionInput::Start);
-                self.epochs.transition = Some(t);
-                self.epochs.invitation = Some(invitation);
-                self.queue_transition(events, out);
-                let early = std::mem::take(&mut self.epochs.early);
+                let running = t.epoch();
+                let early = self.change.run(t, invitation);
+                self.queue_transition(running, events, out);
                 for (from, messages) in early {
                     for message in messages {
                         out.loop_back(SelfInput::Early {
@@ -324,24 +376,13 @@ impl<S: Scheme> Member<S> {
         timer: TransitionTimer,
         out: &mut Outbox<S>,
     ) {
-        if let Some(t) = self.epochs.transition.as_mut() {
-            if t.epoch() == epoch {
-                let events = t.handle(now, TransitionInput::Timer(timer));
-                self.queue_transition(events, out);
-                return;
-            }
+        if let Some(t) = self.change.transition_into(epoch) {
+            let events = t.handle(now, TransitionInput::Timer(timer));
+            self.queue_transition(epoch, events, out);
+            return;
         }
-        if timer == TransitionTimer::Erase
-            && self
-                .epochs
-                .retained
-                .as_ref()
-                .is_some_and(|t| t.epoch() == epoch)
-        {
-            if let Some(mut t) = self.epochs.retained.take() {
-                t.erase_dealt();
-            }
-            self.epochs.retained_invitation = None;
+        if timer == TransitionTimer::Erase {
+            self.dealer.erase(epoch);
         }
     }
 
@@ -355,27 +396,20 @@ impl<S: Scheme> Member<S> {
         message: EpochMessage<S>,
         out: &mut Outbox<S>,
     ) {
-        if let Some(t) = self
-            .epochs
-            .transition
-            .as_mut()
-            .filter(|t| t.epoch() == epoch)
-        {
+        if let Some(t) = self.change.transition_into(epoch) {
             let events = t.handle(now, TransitionInput::Message { from, message });
-            self.queue_transition(events, out);
+            self.queue_transition(epoch, events, out);
         }
     }
 
-    /// Queues what the running transition returned, one event at a time
-    /// (nothing when none runs).
+    /// Queues what the transition into `epoch` returned (the running one, or
+    /// the one a dealer retains), one event at a time.
     pub(in crate::member) fn queue_transition(
         &self,
+        epoch: Epoch,
         events: Vec<TransitionOutput<S>>,
         out: &mut Outbox<S>,
     ) {
-        let Some(epoch) = self.epochs.transition.as_ref().map(|t| t.epoch()) else {
-            return;
-        };
         for event in events {
             out.loop_back(SelfInput::Transition { epoch, event });
         }
@@ -400,9 +434,9 @@ impl<S: Scheme> Member<S> {
                 digest,
                 dealers,
             } => {
-                self.epochs.ready = Some((digest, output));
+                self.change.hold_keys(digest, output);
                 out.push(MemberOutput::Epoch(EpochEvent::Ready { epoch, digest }));
-                match self.epochs.named.clone() {
+                match self.change.named().cloned() {
                     // The chain named other keys already: those are its ready.
                     Some(named) if named.digest != digest => self.ready_with_named(now, out),
                     _ => self.sign_ready(now, epoch, digest, dealers, out),
@@ -412,9 +446,9 @@ impl<S: Scheme> Member<S> {
             // The keys the chain named or switched to, recombined once the
             // deals of the dealers it named came in (`keys_for` waited).
             TransitionOutput::Adopted { output, digest } => {
-                self.epochs.ready = Some((digest, output));
-                if let Some(named) = self.epochs.named.clone() {
-                    if named.digest == digest && self.epochs.readied != Some(digest) {
+                self.change.hold_keys(digest, output);
+                if let Some(named) = self.change.named().cloned() {
+                    if named.digest == digest && !self.change.readied(&digest) {
                         self.sign_ready(now, epoch, digest, named.dealers, out);
                     }
                 }

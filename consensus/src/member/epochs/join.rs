@@ -3,14 +3,14 @@
 //! one they run, and a joiner believes `f + 1` identical invitations,
 //! statements of the current epoch and handoffs before it starts.
 
-use super::EpochChangeFailure;
+use super::{EpochChangeFailure, Handoff};
 use crate::epoch::{CurrentEpoch, EpochMessage, EpochView, Invitation, TransitionInput};
 use crate::member::outbox::Outbox;
 use crate::member::{Envelope, Member, MemberOutput, Phase};
 use crate::{DirectoryIndex, Epoch};
 use beacon::effect::Effect;
-use beacon::{Scheme, Time};
-use std::collections::{BTreeMap, BTreeSet};
+use beacon::{NodeIndex, Scheme, Time};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 impl<S: Scheme> Member<S> {
@@ -25,26 +25,14 @@ impl<S: Scheme> Member<S> {
     /// others (`f + 1` identical ones start its transition).
     pub(super) fn invite_again(&self, from: DirectoryIndex, epoch: Epoch, out: &mut Outbox<S>) {
         let me = self.identity.as_ref().map(|i| i.who.me);
-        let running = match (
-            &self.phase,
-            &self.epochs.invitation,
-            &self.epochs.transition,
-        ) {
-            (Phase::Replica(_), Some(invitation), Some(t)) if t.epoch() == epoch => {
+        let running = match (&self.phase, self.change.invited_transition()) {
+            (Phase::Replica(_), Some((invitation, t))) if t.epoch() == epoch => {
                 Some((invitation, t))
             }
             _ => None,
         };
         // After the switch: only an old member serves the handoff into `epoch`.
-        let served = self
-            .epochs
-            .served
-            .as_ref()
-            .is_some_and(|h| h.epoch == epoch);
-        let retained = match (&self.epochs.retained_invitation, &self.epochs.retained) {
-            (Some(invitation), Some(t)) if served && t.epoch() == epoch => Some((invitation, t)),
-            _ => None,
-        };
+        let retained = self.dealer.invitation_into(epoch);
         let Some((invitation, t)) = running.or(retained) else {
             return;
         };
@@ -105,18 +93,16 @@ impl<S: Scheme> Member<S> {
             && distinct.len() == current.members.len()
             && current.members.iter().all(|m| m.get() < directory.len());
         if !matches!(self.phase, Phase::Joining)
-            || self.epochs.transition.is_some()
+            || self.change.transition().is_some()
             || current.number <= self.epoch.number
             || self.epoch.index_of(from).is_none()
             || !well_formed
-            || !self.epochs.current_from.insert(from)
+            || !self.joiner.first_current_from(from)
         {
             return;
         }
         let f = self.epoch.config.f;
-        let digest = current.digest();
-        let Some(current) = believe_f_plus_1(&mut self.epochs.currents, digest, current, from, f)
-        else {
+        let Some(current) = self.joiner.believe_current(from, current, f) else {
             return;
         };
         let view = EpochView::new(
@@ -125,7 +111,7 @@ impl<S: Scheme> Member<S> {
             current.config,
             Arc::new(current.consensus),
         );
-        self.epochs = self.epochs.next(&view, Some(&directory), &self.memo);
+        self.move_roles_to(&view, Some(&directory));
         self.epoch = view;
     }
 
@@ -142,27 +128,38 @@ impl<S: Scheme> Member<S> {
             return;
         };
         if !matches!(self.phase, Phase::Joining)
-            || self.epochs.transition.is_some()
+            || self.change.transition().is_some()
             || self.epoch.index_of(from).is_none()
-            || !self.epochs.invited_by.insert(from)
+            || !self.joiner.first_invitation_from(from)
             || invitation.reshare.old_members != self.epoch.ids(&identity.who.directory)
             || invitation.change.epoch != self.epoch.number.saturating_add(1)
         {
             return;
         }
         let f = self.epoch.config.f;
-        let digest = invitation.digest();
-        let Some(invitation) =
-            believe_f_plus_1(&mut self.epochs.invites, digest, invitation, from, f)
-        else {
+        let Some(invitation) = self.joiner.believe_invitation(from, invitation, f) else {
             return;
         };
-        self.epochs.invites.clear();
         let new = match self.next_epoch(&invitation.change) {
             Ok(v) => v,
             Err(reason) => return self.fail_epoch(invitation.change.epoch, reason, out),
         };
         self.start_transition(now, invitation, new, None, out);
+    }
+
+    /// A joiner's handoff from old member `from` (its first counts): it may
+    /// be the `f + 1`-th identical one.
+    pub(super) fn on_handoff(
+        &mut self,
+        now: Time,
+        from: DirectoryIndex,
+        handoff: Handoff<S>,
+        out: &mut Outbox<S>,
+    ) {
+        if matches!(self.phase, Phase::Joining) && self.epoch.index_of(from).is_some() {
+            self.joiner.keep_handoff(from, handoff);
+            self.try_join(now, out);
+        }
     }
 
     /// A joiner with its keys starts the new replica once `f + 1` old members
@@ -171,18 +168,17 @@ impl<S: Scheme> Member<S> {
         if !matches!(self.phase, Phase::Joining) {
             return;
         }
-        let Some(t) = &self.epochs.transition else {
+        let Some(epoch) = self.change.changing_to() else {
             return;
         };
-        let epoch = t.epoch();
-        let waiting = self.epochs.ready.is_none();
-        if let Some(own) = self.epochs.own_handoff.take() {
+        let waiting = !self.change.is_ready();
+        if let Some(own) = self.change.take_own_chain() {
             // A stayer that was late: its own chain says where the epoch began.
             let holds = self.keys_for(now, own.digest, &own.dealers, out);
             if !holds && (waiting || self.awaits_keys()) {
                 // No keys of its own yet: it may still recombine them from
                 // the dealers its chain names, once their deals are in.
-                self.epochs.own_handoff = Some(own);
+                self.change.wait_with_own_chain(own);
                 return;
             }
             if !holds {
@@ -191,17 +187,10 @@ impl<S: Scheme> Member<S> {
             }
             return self.enter_epoch(now, own.entries, out);
         }
-        let mut counts: BTreeMap<_, (usize, DirectoryIndex)> = BTreeMap::new();
-        for (from, h) in &self.epochs.handoffs {
-            if let Some(id) = h.identity().filter(|id| id.epoch == epoch) {
-                counts.entry(id).or_insert((0, *from)).0 += 1;
-            }
-        }
-        let need = self.epoch.config.f as usize + 1;
-        let Some((id, (_, from))) = counts.into_iter().find(|(_, (c, _))| *c >= need) else {
+        let Some((keys, from)) = self.joiner.agreed_handoff(epoch, self.epoch.config.f) else {
             return;
         };
-        let holds = self.keys_for(now, id.keys.digest, &id.keys.dealers, out);
+        let holds = self.keys_for(now, keys.digest, &keys.dealers, out);
         if !holds && (waiting || self.awaits_keys()) {
             return;
         }
@@ -209,7 +198,7 @@ impl<S: Scheme> Member<S> {
             self.phase = Phase::Failed;
             return self.fail_epoch(epoch, EpochChangeFailure::HandedOverOtherKeys, out);
         }
-        let Some(handoff) = self.epochs.handoffs.remove(&from) else {
+        let Some(handoff) = self.joiner.take_handoff(from) else {
             return;
         };
         self.enter_epoch(now, handoff.entries, out);
@@ -223,23 +212,22 @@ impl<S: Scheme> Member<S> {
         &mut self,
         now: Time,
         digest: [u8; 32],
-        dealers: &[u32],
+        dealers: &[NodeIndex],
         out: &mut Outbox<S>,
     ) -> bool {
-        if let Some((mine, _)) = &self.epochs.ready {
-            if *mine == digest {
-                return true;
-            }
+        if self.change.is_ready_with(&digest) {
+            return true;
         }
-        let Some(t) = self.epochs.transition.as_mut() else {
+        let Some(t) = self.change.transition_mut() else {
             return false;
         };
         if let Some(output) = t.adopt(digest, dealers) {
-            self.epochs.ready = Some((digest, output));
+            self.change.hold_keys(digest, output);
             return true;
         }
+        let epoch = t.epoch();
         let events = t.handle(now, TransitionInput::AskAwaited);
-        self.queue_transition(events, out);
+        self.queue_transition(epoch, events, out);
         false
     }
 
@@ -247,35 +235,14 @@ impl<S: Scheme> Member<S> {
     /// its chain named, to recombine the keys the epoch switched to
     /// ([`Transition::adopt`]).
     pub(in crate::member) fn awaits_keys(&self) -> bool {
-        self.epochs.transition.as_ref().is_some_and(|t| t.awaits())
+        self.change.transition().is_some_and(|t| t.awaits())
     }
 
     /// A member waiting for the keys the chain switched to read a message of
     /// the change ([`SelfInput::RetryJoin`]): what came may complete them.
     pub(in crate::member) fn on_retry_join(&mut self, now: Time, out: &mut Outbox<S>) {
-        if self.epochs.ready.is_none() {
+        if !self.change.is_ready() {
             self.try_join(now, out);
         }
     }
-}
-
-/// Counts `value` (identified by `digest`) as sent by `from`, and returns it
-/// (taken out of `tally`) once more than `f` distinct senders sent the same:
-/// at least one of them is honest. Each sender is counted once per value;
-/// the callers admit one statement per sender.
-fn believe_f_plus_1<T>(
-    tally: &mut BTreeMap<[u8; 32], (T, BTreeSet<DirectoryIndex>)>,
-    digest: [u8; 32],
-    value: T,
-    from: DirectoryIndex,
-    f: u32,
-) -> Option<T> {
-    let (_, senders) = tally
-        .entry(digest)
-        .or_insert_with(|| (value, BTreeSet::new()));
-    senders.insert(from);
-    if senders.len() <= f as usize {
-        return None;
-    }
-    tally.remove(&digest).map(|(value, _)| value)
 }

@@ -1,29 +1,29 @@
 //! A member's side of epoch changes ([`crate::epoch`]): proposing, reading the
-//! decisions off the finalized chain, running its [`Transition`], telling the
-//! old members it is ready, switching replicas at the decided height, and —
-//! for a joiner — believing invitations and handoffs from `f + 1` old members.
+//! decisions off the finalized chain, running its
+//! [`Transition`](crate::epoch::Transition), telling the old members it is
+//! ready, switching replicas at the decided height, and — for a joiner —
+//! believing invitations and handoffs from `f + 1` old members.
 //!
-//! This module owns the bookkeeping ([`EpochState`], handoffs); `decide`
-//! proposes, reads decisions off the chain and runs the transition;
-//! `switch` takes the change's messages, invitations and handoffs, and
-//! switches replicas.
+//! The bookkeeping is split by role, each a struct with private fields:
+//! `change` ([`Change`]: every member's part in the change out of its epoch),
+//! `joiner` ([`Joiner`]: what a new member believes from `f + 1` old
+//! members) and `dealer` ([`Dealer`]: what an old member serves new members
+//! after the switch). This module owns what they share (the events, the
+//! failures, handoffs) and moves the roles from one epoch to the next. The
+//! `impl Member` files act on them: `decide` proposes, reads decisions off
+//! the chain and runs the transition; `switch` routes the change's messages
+//! and switches replicas; `join` is the joiner's side (and the old members'
+//! answers to it); `named` the keys the chain names.
 
-use super::EARLY_LIMIT;
+use super::Member;
 use crate::config::ReplicaConfig;
-use crate::epoch::NamedKeys;
-use crate::epoch::{
-    ChangeRefused, ConsensusKeyCheck, Control, CurrentEpoch, Directory, EpochMessage, EpochView,
-    Governance, Invitation, Transition, TransitionFailure,
-};
-use crate::messages::{CommittedEntry, Message};
+use crate::epoch::{ChangeRefused, Directory, EpochView, NamedKeys, TransitionFailure};
+use crate::messages::CommittedEntry;
 use crate::{ConsensusError, DirectoryIndex, Epoch, Height};
 use beacon::dkg::DkgOutput;
-use beacon::memo::Memo;
 use beacon::multisig::ConsensusListing;
-use beacon::reshare::MemberId;
-use beacon::Scheme;
+use beacon::{NodeIndex, Scheme};
 use sha2::{Digest as _, Sha256};
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// What an epoch change did at this member, for its driver (logs, metrics,
@@ -124,85 +124,12 @@ pub enum EpochChangeFailure {
     Replica(Arc<ConsensusError>),
 }
 
-/// Bookkeeping of epoch changes at one member.
-pub(super) struct EpochState<S: Scheme> {
-    /// The current epoch's reading of the chain (none without an identity).
-    governance: Option<Governance>,
-    transition: Option<Transition<S>>,
-    invitation: Option<Invitation<S>>,
-    /// This member's keys of the next epoch, and their digest.
-    ready: Option<([u8; 32], Arc<DkgOutput<S>>)>,
-    /// A joiner's invitations by digest, and who sent each (one per sender).
-    invites: BTreeMap<[u8; 32], (Invitation<S>, BTreeSet<DirectoryIndex>)>,
-    invited_by: BTreeSet<DirectoryIndex>,
-    /// A joiner's handoffs, one per old member.
-    handoffs: BTreeMap<DirectoryIndex, Handoff<S>>,
-    /// A joiner's statements of a later epoch ([`EpochMessage::Current`]) by
-    /// digest, and who sent each (one per member of the epoch it knows).
-    currents: BTreeMap<[u8; 32], (CurrentEpoch, BTreeSet<DirectoryIndex>)>,
-    current_from: BTreeSet<DirectoryIndex>,
-    /// Consensus messages ahead of the replica, kept while this member is ready
-    /// to switch (they may be the next epoch's first height).
-    ahead: Vec<(DirectoryIndex, Message<S>)>,
-    /// Resharing and DKG messages of the next epoch that came before this
-    /// member started its transition (other members decide, or invite, a
-    /// little earlier), by sender; replayed when it starts.
-    early: BTreeMap<DirectoryIndex, Vec<EpochMessage<S>>>,
-    /// This member's control transactions not yet seen in a finalized block.
-    pending: Vec<Control>,
-    /// Control transactions forwarded to the replica (their digests), per
-    /// signer.
-    controls_from: BTreeMap<MemberId, BTreeSet<[u8; 32]>>,
-    /// Parties that sent this member a message of the change.
-    heard_from: BTreeSet<DirectoryIndex>,
-    /// Whether an [`MemberTimer::EpochResend`] is armed.
-    resend_armed: bool,
-    /// A stayer whose keys were not ready at the switch: its own chain up to
-    /// the switch, to start from once they are.
-    own_handoff: Option<Handoff<S>>,
-    /// The handoff into this member's epoch (or, once it left, into the epoch
-    /// it left to), served to new members that ask for it.
-    served: Option<Handoff<S>>,
-    /// The transition of the change this member went through, kept after the
-    /// switch so that, as a dealer, it can send its deal and sub-share again
-    /// to a new member that restarted or was cut off; erased
-    /// [`RETAIN_PHASES`] phase lengths after the switch.
-    retained: Option<Transition<S>>,
-    /// The invitation of the change this member went through as an old
-    /// member, kept with [`EpochState::retained`]: sent again to a new member
-    /// that asks for its handoff (it may have restarted and lost the
-    /// invitation, which old members send only until they hear from it).
-    retained_invitation: Option<Invitation<S>>,
-    /// The keys (digest, resharing dealers) the chain named for the next
-    /// epoch ([`Decision::Named`]; a joiner's from `f + 1` old members).
-    named: Option<NamedKeys>,
-    /// A joiner's notices of the named keys, one per old member.
-    named_by: BTreeMap<DirectoryIndex, NamedKeys>,
-    /// The digest of the keys this member last signed a ready for.
-    readied: Option<[u8; 32]>,
-}
-
 /// Phase lengths after the switch during which an old member still sends its
 /// deal and sub-share again to new members that ask (then erases them: they
 /// determine its old share). A stayer killed again after the switch, before
 /// it recombined its keys, needs them when it is back: 8 phase lengths left
 /// it out for good when it was down longer (issue 53).
 pub(in crate::member) const RETAIN_PHASES: u64 = 32;
-
-/// Most of its own control transactions a member keeps sending until they
-/// are finalized.
-const MAX_PENDING_CONTROLS: usize = 16;
-
-/// Most distinct control transactions of one signer a member puts in its
-/// mempool per epoch (an honest one signs a proposal and a ready).
-const MAX_CONTROLS_PER_SIGNER: usize = 8;
-
-/// Most early transition messages kept per sender: a few for each party of
-/// the change (its deals, its relay attestations, its shares) and no more,
-/// so a Byzantine sender fills only its own slot.
-fn early_per_sender(parties: usize) -> usize {
-    parties.saturating_mul(4).saturating_add(64)
-}
 
 /// What identical handoffs share (the certificates may differ between
 /// honest members; those are not covered). Ordered by epoch, then keys, then
@@ -216,11 +143,18 @@ struct HandoffIdentity {
     entries: [u8; 32],
 }
 
+/// The chain up to a switch, as an old member hands it to new members (and a
+/// late stayer keeps its own): the epoch that starts after it, the keys the
+/// chain switched to, and its last entries.
 #[derive(Clone)]
 struct Handoff<S: Scheme> {
     epoch: Epoch,
+    /// The digest of the keys the chain switched to.
     digest: [u8; 32],
-    dealers: Vec<u32>,
+    /// The resharing dealers they combine.
+    dealers: Vec<NodeIndex>,
+    /// Its entries, the switch height last (an old member hands over the
+    /// last [`handoff_len`]).
     entries: Vec<Arc<CommittedEntry<S>>>,
 }
 
@@ -247,87 +181,16 @@ impl<S: Scheme> Handoff<S> {
     }
 }
 
-impl<S: Scheme> EpochState<S> {
-    /// The state of `epoch`; `memo` shares its members' ids between simulated
-    /// members (one set each was `n^2` ids and hashes).
-    pub(in crate::member) fn new(
-        epoch: &EpochView,
-        directory: Option<&Directory>,
-        memo: &Arc<Memo>,
-    ) -> Self {
-        let governance = directory.map(|d| {
-            let mut key = Sha256::new();
-            key.update(b"sbft-beacon/epoch-member-ids/1");
-            key.update(epoch.number.get().to_be_bytes());
-            for m in &epoch.members {
-                key.update(m.get().to_be_bytes());
-                key.update(d.key(*m).map_or([0; 32], |k| k.to_bytes()));
-            }
-            let ids = memo.get_or_compute(key.finalize().into(), || {
-                epoch.ids(d).into_iter().collect::<BTreeSet<MemberId>>()
-            });
-            let keys_check = ConsensusKeyCheck::new::<S>(memo.clone());
-            Governance::new(epoch.number, ids, &epoch.config, keys_check)
-        });
-        EpochState {
-            governance,
-            transition: None,
-            invitation: None,
-            ready: None,
-            invites: BTreeMap::new(),
-            invited_by: BTreeSet::new(),
-            handoffs: BTreeMap::new(),
-            currents: BTreeMap::new(),
-            current_from: BTreeSet::new(),
-            ahead: Vec::new(),
-            early: BTreeMap::new(),
-            pending: Vec::new(),
-            controls_from: BTreeMap::new(),
-            heard_from: BTreeSet::new(),
-            resend_armed: false,
-            own_handoff: None,
-            served: None,
-            retained: None,
-            retained_invitation: None,
-            named: None,
-            named_by: BTreeMap::new(),
-            readied: None,
-        }
-    }
-
-    /// The state of epoch `epoch` after this one: fresh, but for the armed
-    /// resend timer (one is in flight), the handoff this member serves, and
-    /// the invitation of the change just made (sent again to new members that
-    /// ask while this member retains its transition).
-    fn next(&mut self, epoch: &EpochView, directory: Option<&Directory>, memo: &Arc<Memo>) -> Self {
-        let mut next = EpochState::new(epoch, directory, memo);
-        next.resend_armed = self.resend_armed;
-        next.served = self.served.take();
-        next.retained = self.retained.take();
-        next.retained_invitation = self
-            .invitation
-            .take()
-            .or_else(|| self.retained_invitation.take());
-        next
-    }
-
-    /// Keeps a copy of a consensus message above `height` while this member is
-    /// ready to switch (bounded).
-    pub(in crate::member) fn keep_ahead(
-        &mut self,
-        from: DirectoryIndex,
-        message: &Message<S>,
-        height: Option<Height>,
-    ) {
-        if self.ready.is_none() || self.ahead.len() >= EARLY_LIMIT {
-            return;
-        }
-        if let (Some(h), Some(current)) = (message.height(), height) {
-            if h <= current {
-                return;
-            }
-        }
-        self.ahead.push((from, message.clone()));
+impl<S: Scheme> Member<S> {
+    /// Moves the roles to epoch `epoch`, the one after this: a fresh change
+    /// (but for the armed resend timer) and joiner; the dealer keeps what it
+    /// serves, its retained transition, and the invitation of the change just
+    /// made (sent again to new members that ask while it retains its
+    /// transition).
+    fn move_roles_to(&mut self, epoch: &EpochView, directory: Option<&Directory>) {
+        self.dealer.keep_invitation(self.change.take_invitation());
+        self.change = self.change.next(epoch, directory, &self.memo);
+        self.joiner = Joiner::new();
     }
 }
 
@@ -337,7 +200,13 @@ fn handoff_len(config: &ReplicaConfig) -> usize {
     (config.election_lag as usize).saturating_add(2)
 }
 
+mod change;
+mod dealer;
 mod decide;
 mod join;
+mod joiner;
 mod named;
 mod switch;
+pub(super) use change::Change;
+pub(super) use dealer::Dealer;
+pub(super) use joiner::Joiner;

@@ -9,14 +9,14 @@ use crate::member::outbox::{Outbox, SelfInput};
 use crate::member::{Envelope, Member, MemberOutput, Phase};
 use crate::{DirectoryIndex, Epoch};
 use beacon::effect::Effect;
-use beacon::{Scheme, Time};
+use beacon::{NodeIndex, Scheme, Time};
 
 impl<S: Scheme> Member<S> {
     /// The keys (digest, resharing dealers) this member holds as named for
     /// the next epoch: by its chain, or (a joiner) by `f + 1` old members.
     #[cfg(test)]
     pub(in crate::member) fn named_keys(&self) -> Option<&NamedKeys> {
-        self.epochs.named.as_ref()
+        self.change.named()
     }
 
     /// The chain named the keys of digest `digest` from the resharing
@@ -27,13 +27,12 @@ impl<S: Scheme> Member<S> {
         &mut self,
         now: Time,
         digest: [u8; 32],
-        dealers: Vec<u32>,
+        dealers: Vec<NodeIndex>,
         out: &mut Outbox<S>,
     ) {
-        if self.epochs.named.is_some() {
+        if !self.change.name(NamedKeys { digest, dealers }) {
             return;
         }
-        self.epochs.named = Some(NamedKeys { digest, dealers });
         self.send_named(out);
         self.ready_with_named(now, out);
     }
@@ -42,7 +41,7 @@ impl<S: Scheme> Member<S> {
     /// the named keys (again at each resend, until the switch).
     pub(in crate::member) fn send_named(&self, out: &mut Outbox<S>) {
         let (Phase::Replica(_), Some(NamedKeys { digest, dealers }), Some(t)) =
-            (&self.phase, &self.epochs.named, &self.epochs.transition)
+            (&self.phase, self.change.named(), self.change.transition())
         else {
             return;
         };
@@ -73,13 +72,11 @@ impl<S: Scheme> Member<S> {
         if !matches!(self.phase, Phase::Joining)
             || self.epoch.index_of(from).is_none()
             || Some(epoch) != self.epoch.number.checked_add(1)
-            || self.epochs.named.is_some()
+            || self.change.named().is_some()
         {
             return;
         }
-        self.epochs.named_by.entry(from).or_insert(key.clone());
-        let same = self.epochs.named_by.values().filter(|k| **k == key).count();
-        if same > self.epoch.config.f as usize {
+        if self.joiner.believes_named(from, &key, self.epoch.config.f) {
             out.loop_back(SelfInput::Named {
                 epoch,
                 digest: key.digest,
@@ -92,19 +89,18 @@ impl<S: Scheme> Member<S> {
     /// ([`Member::keys_for`]: at once, or once the named dealers' deals and
     /// sub-shares are in) and signs a ready for them.
     pub(in crate::member) fn ready_with_named(&mut self, now: Time, out: &mut Outbox<S>) {
-        let Some(NamedKeys { digest, dealers }) = self.epochs.named.clone() else {
+        let Some(NamedKeys { digest, dealers }) = self.change.named().cloned() else {
             return;
         };
-        let Some(epoch) = self.epochs.transition.as_ref().map(|t| t.epoch()) else {
+        let Some(epoch) = self.change.changing_to() else {
             return;
         };
         let me = self.identity.as_ref().map(|i| i.who.me);
         let is_new = self
-            .epochs
-            .transition
-            .as_ref()
+            .change
+            .transition()
             .is_some_and(|t| me.is_some_and(|me| t.new_epoch().index_of(me).is_some()));
-        if !is_new || self.epochs.readied == Some(digest) {
+        if !is_new || self.change.readied(&digest) {
             return;
         }
         if self.keys_for(now, digest, &dealers, out) {
@@ -119,10 +115,10 @@ impl<S: Scheme> Member<S> {
         now: Time,
         epoch: Epoch,
         digest: [u8; 32],
-        dealers: Vec<u32>,
+        dealers: Vec<NodeIndex>,
         out: &mut Outbox<S>,
     ) {
-        let (Some(identity), Some(invitation)) = (&self.identity, &self.epochs.invitation) else {
+        let (Some(identity), Some(invitation)) = (&self.identity, self.change.invitation()) else {
             return;
         };
         let control = Control::ready(
@@ -132,11 +128,8 @@ impl<S: Scheme> Member<S> {
             dealers,
             &identity.who.key,
         );
-        self.epochs.readied = Some(digest);
         // A ready it signed before, for other keys, no longer needs sending.
-        self.epochs
-            .pending
-            .retain(|c| !matches!(c, Control::Ready(r) if r.epoch == epoch));
+        self.change.signed_ready(epoch, digest);
         self.submit(now, control, out);
     }
 }

@@ -1,28 +1,23 @@
 //! The messages of a change (control transactions, invitations, handoffs,
-//! resharing and DKG messages), routed to their roles, and the switch of
-//! replicas at the decided height.
+//! resharing and DKG messages), routed to the roles that take them; the
+//! handoffs old members serve; and the switch of replicas at the decided
+//! height.
 
-use super::{
-    early_per_sender, handoff_len, EpochChangeFailure, EpochEvent, Handoff,
-    MAX_CONTROLS_PER_SIGNER, RETAIN_PHASES,
-};
+use super::{handoff_len, EpochChangeFailure, EpochEvent, Handoff, RETAIN_PHASES};
 use crate::disk::EpochRecord;
-use crate::epoch::NamedKeys;
-use crate::epoch::{
-    EpochMessage, ReshareWire, Transition, TransitionInput, TransitionOutput, TransitionTimer,
-};
-use crate::member::outbox::{Outbox, SelfInput};
+use crate::epoch::{EpochMessage, NamedKeys, Transition, TransitionTimer};
+use crate::member::outbox::Outbox;
 use crate::member::{Envelope, Member, MemberOutput, MemberTimer, Phase};
 use crate::messages::CommittedEntry;
 use crate::replica::Input;
-use crate::{DirectoryIndex, Height};
+use crate::{DirectoryIndex, Epoch, Height};
 use beacon::effect::Effect;
-use beacon::{Scheme, Time};
-use sha2::{Digest as _, Sha256};
+use beacon::{NodeIndex, Scheme, Time};
 use std::sync::Arc;
 
 impl<S: Scheme> Member<S> {
-    /// A message of an epoch change from directory member `from`.
+    /// A message of an epoch change from directory member `from`, routed to
+    /// the role that takes it.
     pub(in crate::member) fn on_epoch_message(
         &mut self,
         now: Time,
@@ -30,46 +25,8 @@ impl<S: Scheme> Member<S> {
         message: EpochMessage<S>,
         out: &mut Outbox<S>,
     ) {
-        if matches!(
-            message,
-            EpochMessage::Control(_)
-                | EpochMessage::Reshare { .. }
-                | EpochMessage::HandoffRequest { .. }
-        ) && self.epochs.heard_from.len()
-            < self
-                .identity
-                .as_ref()
-                .map_or(0, |i| i.who.directory.len() as usize)
-        {
-            self.epochs.heard_from.insert(from);
-        }
         match message {
-            EpochMessage::Control(control) => {
-                // Signed by a party of the directory (a current or a new
-                // member), and a bounded number per signer and epoch.
-                let signer = control.signer();
-                let known = self
-                    .identity
-                    .as_ref()
-                    .is_some_and(|i| i.who.directory.index_of(&signer).is_some());
-                let Ok(tx) = control.to_transaction() else {
-                    return;
-                };
-                let id: [u8; 32] = Sha256::digest(&tx).into();
-                let seen = self.epochs.controls_from.entry(signer).or_default();
-                if !known || (!seen.contains(&id) && seen.len() >= MAX_CONTROLS_PER_SIGNER) {
-                    return;
-                }
-                let Phase::Replica(r) = &mut self.phase else {
-                    return;
-                };
-                if !control.verify() {
-                    return;
-                }
-                seen.insert(id);
-                let outputs = r.handle(now, Input::ControlTransaction(tx));
-                self.queue_replica(outputs, out);
-            }
+            EpochMessage::Control(control) => self.on_control(now, from, control, out),
             EpochMessage::Invite(invitation) => self.on_invite(now, from, *invitation, out),
             EpochMessage::Named {
                 epoch,
@@ -82,82 +39,53 @@ impl<S: Scheme> Member<S> {
                 dealers,
                 entries,
             } => {
-                if matches!(self.phase, Phase::Joining) && self.epoch.index_of(from).is_some() {
-                    self.epochs.handoffs.entry(from).or_insert(Handoff {
-                        epoch,
-                        digest,
-                        dealers,
-                        entries,
-                    });
-                    self.try_join(now, out);
-                }
+                let handoff = Handoff {
+                    epoch,
+                    digest,
+                    dealers,
+                    entries,
+                };
+                self.on_handoff(now, from, handoff, out)
             }
-            EpochMessage::HandoffRequest { epoch } => {
-                let asked_by_new = self.epoch.number == epoch
-                    && self.epoch.index_of(from).is_some()
-                    || self.epochs.transition.as_ref().is_some_and(|t| {
-                        t.epoch() == epoch && t.new_epoch().index_of(from).is_some()
-                    });
-                if let (Some(h), true) = (&self.epochs.served, asked_by_new) {
-                    if h.epoch == epoch {
-                        out.push(MemberOutput::Effect(Effect::Send {
-                            to: from.address(),
-                            message: Envelope::Epoch(EpochMessage::Handoff {
-                                epoch,
-                                digest: h.digest,
-                                dealers: h.dealers.clone(),
-                                entries: h.entries.clone(),
-                            }),
-                        }));
-                    }
-                }
-                self.invite_again(from, epoch, out);
-                self.tell_current(from, epoch, out);
-            }
+            EpochMessage::HandoffRequest { epoch } => self.on_handoff_request(from, epoch, out),
             EpochMessage::Current(current) => self.on_current(from, *current),
-            request @ EpochMessage::Reshare {
-                epoch,
-                message: ReshareWire::Request,
-            } if self
-                .epochs
-                .transition
-                .as_ref()
-                .is_none_or(|t| t.epoch() != epoch) =>
-            {
-                // A new member asks a dealer of a change this member already
-                // went through.
-                if let Some(t) = self.epochs.retained.as_mut().filter(|t| t.epoch() == epoch) {
-                    let input = TransitionInput::Message {
-                        from,
-                        message: request,
-                    };
-                    for event in t.handle(now, input) {
-                        if let TransitionOutput::Effect(e) = event {
-                            out.push(MemberOutput::Effect(e.map(Envelope::Epoch, |timer| {
-                                MemberTimer::Epoch { epoch, timer }
-                            })));
-                        }
-                    }
-                }
-            }
-            message @ EpochMessage::Reshare { epoch, .. } => {
-                if let Some(t) = self.epochs.transition.as_mut() {
-                    let events = t.handle(now, TransitionInput::Message { from, message });
-                    self.queue_transition(events, out);
-                    // Once the events were read.
-                    out.loop_back(SelfInput::RetryJoin);
-                } else if Some(epoch) == self.epoch.number.checked_add(1) {
-                    let parties = self.identity.as_ref().map_or(0, |i| i.who.directory.len());
-                    if from.get() < parties {
-                        let limit = early_per_sender(parties as usize);
-                        let kept = self.epochs.early.entry(from).or_default();
-                        if kept.len() < limit {
-                            kept.push(message);
-                        }
-                    }
-                }
-            }
+            message @ EpochMessage::Reshare { .. } => self.on_reshare(now, from, message, out),
         }
+    }
+
+    /// Notes that party `from` sent a message of the change (its control
+    /// transactions, resharing messages and handoff requests).
+    pub(super) fn heard(&mut self, from: DirectoryIndex) {
+        let parties = self
+            .identity
+            .as_ref()
+            .map_or(0, |i| i.who.directory.len() as usize);
+        self.change.heard(from, parties);
+    }
+
+    /// Party `from` asks for the handoff into `epoch`: a new member of it is
+    /// served the handoff this member serves, and its invitation again; a
+    /// party that knows only an earlier epoch is told the current one.
+    fn on_handoff_request(&mut self, from: DirectoryIndex, epoch: Epoch, out: &mut Outbox<S>) {
+        self.heard(from);
+        let asked_by_new = self.epoch.number == epoch && self.epoch.index_of(from).is_some()
+            || self
+                .change
+                .transition()
+                .is_some_and(|t| t.epoch() == epoch && t.new_epoch().index_of(from).is_some());
+        if let (Some(h), true) = (self.dealer.handoff_into(epoch), asked_by_new) {
+            out.push(MemberOutput::Effect(Effect::Send {
+                to: from.address(),
+                message: Envelope::Epoch(EpochMessage::Handoff {
+                    epoch,
+                    digest: h.digest,
+                    dealers: h.dealers.clone(),
+                    entries: h.entries.clone(),
+                }),
+            }));
+        }
+        self.invite_again(from, epoch, out);
+        self.tell_current(from, epoch, out);
     }
 
     /// Step 5 at an old member: the epoch ends after `height`. What its
@@ -168,7 +96,7 @@ impl<S: Scheme> Member<S> {
         now: Time,
         height: Height,
         digest: [u8; 32],
-        dealers: Vec<u32>,
+        dealers: Vec<NodeIndex>,
         out: &mut Outbox<S>,
     ) {
         self.generation = self.generation.wrapping_add(1);
@@ -176,7 +104,7 @@ impl<S: Scheme> Member<S> {
             return;
         };
         let entries: Vec<_> = replica.finalized().iter().cloned().collect();
-        let new = match (&self.epochs.transition, &self.epochs.invitation) {
+        let new = match (self.change.transition(), self.change.invitation()) {
             (Some(t), _) => Some(t.new_epoch().clone()),
             (None, Some(inv)) => self.next_epoch(&inv.change).ok(),
             (None, None) => None,
@@ -217,7 +145,7 @@ impl<S: Scheme> Member<S> {
             .as_ref()
             .map(|i| i.who.me)
             .unwrap_or(DirectoryIndex::of_address(self.me));
-        let running = self.epochs.transition.is_some() && self.epochs.ready.is_none();
+        let running = self.change.transition().is_some() && !self.change.is_ready();
         let holds = self.keys_for(now, digest, &dealers, out);
         let running = running || self.awaits_keys();
         match new.index_of(me) {
@@ -225,7 +153,7 @@ impl<S: Scheme> Member<S> {
             Some(_) if running => {
                 // Its keys are still on their way: it starts the new epoch
                 // from its own chain once they are ready (and catches up).
-                self.epochs.own_handoff = Some(Handoff {
+                self.change.wait_with_own_chain(Handoff {
                     epoch: new.number,
                     digest,
                     dealers,
@@ -241,8 +169,8 @@ impl<S: Scheme> Member<S> {
             None => {
                 self.phase = Phase::Retired;
                 self.keys = None;
-                let transition = self.epochs.transition.take();
-                self.epochs = self.epochs.next(&new, None, &self.memo);
+                let transition = self.change.take_transition();
+                self.move_roles_to(&new, None);
                 self.retain(now, transition, out);
                 self.epoch = new;
                 self.me = me.address();
@@ -256,7 +184,7 @@ impl<S: Scheme> Member<S> {
                 }));
             }
         }
-        self.epochs.served = Some(handoff);
+        self.dealer.serve(handoff);
     }
 
     /// Runs the new epoch's replica from `entries` (ending at the last height of
@@ -267,9 +195,7 @@ impl<S: Scheme> Member<S> {
         entries: Vec<Arc<CommittedEntry<S>>>,
         out: &mut Outbox<S>,
     ) {
-        let (Some((_, output)), Some(t)) =
-            (self.epochs.ready.take(), self.epochs.transition.take())
-        else {
+        let Some((output, t)) = self.change.take_keys_and_transition() else {
             return;
         };
         let new = t.new_epoch().clone();
@@ -291,9 +217,9 @@ impl<S: Scheme> Member<S> {
                 return self.fail_epoch(new.number, EpochChangeFailure::Replica(Arc::new(e)), out);
             }
         };
-        let ahead = std::mem::take(&mut self.epochs.ahead);
+        let ahead = self.change.take_ahead();
         let directory = self.identity.as_ref().map(|i| i.who.directory.clone());
-        self.epochs = self.epochs.next(&new, directory.as_ref(), &self.memo);
+        self.move_roles_to(&new, directory.as_ref());
         self.retain(now, Some(t), out);
         self.me = output.me;
         self.keys = Some(output.clone());
@@ -338,6 +264,6 @@ impl<S: Scheme> Member<S> {
                 timer: TransitionTimer::Erase,
             },
         }));
-        self.epochs.retained = Some(t);
+        self.dealer.retain(t);
     }
 }

@@ -7,6 +7,10 @@
 //!
 //! The network: genesis members 0..4 (`n = 4, c = 0`), and parties 4..7 that
 //! may join.
+//!
+//! The tables of a member's changes are by role: `change` (every member),
+//! `joiner`, `dealer` (an old member after the switch); `catch_up` has a
+//! member or joiner that is behind.
 
 use super::*;
 use crate::config::{smallest_collector_slack, ReplicaConfig};
@@ -166,7 +170,11 @@ fn proposals(change: &EpochChange) -> Vec<Vec<u8>> {
 
 /// Ready transactions for epoch 1 of `change` from new members `from`, each
 /// with the keys of digest `[7; 32]` combined from `dealers`.
-fn readies(change: &EpochChange, from: std::ops::Range<u32>, dealers: Vec<u32>) -> Vec<Vec<u8>> {
+fn readies(
+    change: &EpochChange,
+    from: std::ops::Range<u32>,
+    dealers: Vec<NodeIndex>,
+) -> Vec<Vec<u8>> {
     from.map(|i| {
         Control::ready(
             Epoch::new(1),
@@ -214,12 +222,58 @@ fn joiner(i: u32) -> Member<S> {
     .unwrap()
 }
 
+/// The chain window of a genesis member that read the decision of `change`
+/// at height 3.
+fn decided_window(change: &EpochChange) -> Vec<Arc<CommittedEntry<S>>> {
+    chain(vec![vec![], vec![], proposals(change)])
+}
+
+/// What genesis member `i`, restored from `window`, sends party `to` (or
+/// broadcasts) when it starts.
+fn sent_to(i: u32, window: Vec<Arc<CommittedEntry<S>>>, to: u32) -> Vec<EpochMessage<S>> {
+    restored(i, window)
+        .handle(Time::ZERO, MemberInput::Start)
+        .into_iter()
+        .filter_map(|o| match o {
+            MemberOutput::Effect(Effect::Send {
+                to: NodeIndex(d),
+                message: Envelope::Epoch(m),
+            }) if d == to => Some(m),
+            MemberOutput::Effect(Effect::Broadcast(Envelope::Epoch(m))) => Some(m),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The invitation among `sent`.
+fn invite_in(sent: &[EpochMessage<S>]) -> Envelope<S> {
+    let invite = sent.iter().find(|m| matches!(m, EpochMessage::Invite(_)));
+    Envelope::Epoch(invite.cloned().unwrap())
+}
+
+/// The resharing message among `sent`: the sub-shares (`shares`) or the
+/// relayed broadcast.
+fn reshare_in(sent: &[EpochMessage<S>], shares: bool) -> Envelope<S> {
+    let reshare = sent.iter().find(|m| match m {
+        EpochMessage::Reshare { message, .. } => {
+            matches!(message, ReshareWire::Shares(_)) == shares
+                && !matches!(message, ReshareWire::Request)
+        }
+        _ => false,
+    });
+    Envelope::Epoch(reshare.cloned().unwrap())
+}
+
 #[test]
 fn a_finalized_block_that_ends_the_epoch_switches_and_drops_the_old_replica() {
     // Member 0 leaves: the change makes parties 1..7 the members. Height 3
     // decides it; height 4 holds n' - f' = 5 new members' readies.
     let change = change(&[1, 2, 3, 4, 5, 6]);
-    let readies = readies(&change, 1..6, vec![0, 1, 2]);
+    let readies = readies(
+        &change,
+        1..6,
+        vec![NodeIndex(0), NodeIndex(1), NodeIndex(2)],
+    );
     let mut member = restored(0, chain(vec![vec![], vec![], proposals(&change), readies]));
     check(
         &mut member,
@@ -285,7 +339,7 @@ fn readies_that_name_keys_make_an_old_member_tell_the_joiners() {
     // set of keys (n' = 6, c' = 1, f' = 1): the chain names them, and this
     // old member (which leaves) tells the joiners 4, 5 and 6.
     let change = change(&[1, 2, 3, 4, 5, 6]);
-    let readies = readies(&change, 1..3, vec![0, 1]);
+    let readies = readies(&change, 1..3, vec![NodeIndex(0), NodeIndex(1)]);
     let mut member = restored(0, chain(vec![vec![], vec![], proposals(&change), readies]));
     check(
         &mut member,
@@ -324,110 +378,6 @@ fn readies_that_name_keys_make_an_old_member_tell_the_joiners() {
             ),
         ],
     );
-}
-
-#[test]
-fn a_message_of_the_next_epoch_waits_for_the_transition_and_is_replayed_after_its_start() {
-    // Every party is a member of epoch 1. Genesis members 0 and 1 read the
-    // decision off their window and send joiner 4 their invitation and
-    // their part of the resharing.
-    let change = change(&[0, 1, 2, 3, 4, 5, 6]);
-    let window = || chain(vec![vec![], vec![], proposals(&change)]);
-    let sent_to_4 = |i: u32| -> Vec<EpochMessage<S>> {
-        restored(i, window())
-            .handle(Time::ZERO, MemberInput::Start)
-            .into_iter()
-            .filter_map(|o| match o {
-                MemberOutput::Effect(Effect::Send {
-                    to: NodeIndex(4),
-                    message: Envelope::Epoch(m),
-                })
-                | MemberOutput::Effect(Effect::Broadcast(Envelope::Epoch(m))) => Some(m),
-                _ => None,
-            })
-            .collect()
-    };
-    let (from_0, from_1) = (sent_to_4(0), sent_to_4(1));
-    let invite = |sent: &[EpochMessage<S>]| {
-        let invite = sent.iter().find(|m| matches!(m, EpochMessage::Invite(_)));
-        Envelope::Epoch(invite.cloned().unwrap())
-    };
-    let reshare = |sent: &[EpochMessage<S>], shares: bool| {
-        let reshare = sent.iter().find(|m| match m {
-            EpochMessage::Reshare { message, .. } => {
-                matches!(message, ReshareWire::Shares(_)) == shares
-                    && !matches!(message, ReshareWire::Request)
-            }
-            _ => false,
-        });
-        Envelope::Epoch(reshare.cloned().unwrap())
-    };
-    let mut joiner = joiner(4);
-    let recover = MemberInput::Timer(MemberTimer::Epoch {
-        epoch: Epoch::new(1),
-        timer: TransitionTimer::Recover,
-    });
-    check(
-        &mut joiner,
-        vec![
-            step(
-                "a joiner asks the genesis members for the handoff (it may \
-                 have lost an invitation) and arms the resend timer",
-                MemberInput::Start,
-                &[
-                    "send epoch-handoff-request to 0",
-                    "send epoch-handoff-request to 1",
-                    "send epoch-handoff-request to 2",
-                    "send epoch-handoff-request to 3",
-                    "timer epoch-resend",
-                ],
-            ),
-            step(
-                "dealer 0's resharing broadcast, before any invitation: kept",
-                message(0, reshare(&from_0, false)),
-                &[],
-            ),
-            step(
-                "dealer 0's sub-shares for this joiner: kept",
-                message(0, reshare(&from_0, true)),
-                &[],
-            ),
-            step(
-                "one invitation: f + 1 = 2 are needed",
-                message(0, invite(&from_0)),
-                &[],
-            ),
-            step(
-                "the second identical invitation starts the transition (its \
-                 timers; a new member deals nothing: consensus keys are its \
-                 own); the kept messages are read after it",
-                message(1, invite(&from_1)),
-                &["timer epoch 1 Recover", "timer epoch 1 Reshare(EndOfDeal)"],
-            ),
-            step(
-                "dealer 1's resharing broadcast, during the transition",
-                message(1, reshare(&from_1, false)),
-                &[],
-            ),
-            step(
-                "dealer 1's sub-shares, during the transition",
-                message(1, reshare(&from_1, true)),
-                &[],
-            ),
-            step(
-                "time to ask for what is missing: the deals and sub-shares of \
-                 dealers 2 and 3 only (0's were kept and read, 1's came \
-                 during the transition)",
-                recover,
-                &[
-                    "send epoch-reshare to 2",
-                    "send epoch-reshare to 3",
-                    "timer epoch 1 Recover",
-                ],
-            ),
-        ],
-    );
-    assert_eq!(joiner.changing_to(), Some(Epoch::new(1)));
 }
 
 /// Genesis members 0..4 run the DKG, messages delivered in order, timers
@@ -510,69 +460,7 @@ fn the_dkg_done_starts_the_replica_in_the_same_step() {
     assert!(member.has_keys());
 }
 
-#[test]
-fn a_joiner_believes_the_named_keys_once_f_plus_1_old_members_tell_it_the_same() {
-    let mut joiner = joiner(4);
-    joiner.handle(Time::ZERO, MemberInput::Start);
-    let named = |epoch: u64, digest: u8| {
-        Envelope::Epoch(EpochMessage::Named {
-            epoch: Epoch::new(epoch),
-            digest: [digest; 32],
-            dealers: vec![0, 1],
-        })
-    };
-    check(
-        &mut joiner,
-        vec![
-            step("old member 0 names keys A", message(0, named(1, 0xA)), &[]),
-            step(
-                "old member 0 again: one notice per old member counts",
-                message(0, named(1, 0xA)),
-                &[],
-            ),
-            step("party 5 is no old member", message(5, named(1, 0xA)), &[]),
-            step("old member 1 names keys B", message(1, named(1, 0xB)), &[]),
-            step(
-                "old member 2 names keys A, but for epoch 2",
-                message(2, named(2, 0xA)),
-                &[],
-            ),
-        ],
-    );
-    assert_eq!(joiner.named_keys(), None, "f + 1 = 2 must agree");
-    // The second old member naming A: believed (through the loopback, in
-    // the same step; no transition runs yet, so no ready is signed).
-    check(
-        &mut joiner,
-        vec![step(
-            "old member 3 names keys A",
-            message(3, named(1, 0xA)),
-            &[],
-        )],
-    );
-    assert_eq!(
-        joiner.named_keys(),
-        Some(&crate::epoch::NamedKeys {
-            digest: [0xA; 32],
-            dealers: vec![0, 1]
-        })
-    );
-    // Later notices change nothing.
-    check(
-        &mut joiner,
-        vec![step(
-            "old member 1 names keys B again",
-            message(1, named(1, 0xB)),
-            &[],
-        )],
-    );
-    assert_eq!(
-        joiner.named_keys(),
-        Some(&crate::epoch::NamedKeys {
-            digest: [0xA; 32],
-            dealers: vec![0, 1]
-        })
-    );
-}
-
 mod catch_up;
+mod change;
+mod dealer;
+mod joiner;
