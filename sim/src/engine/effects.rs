@@ -3,7 +3,9 @@
 //! queue, honest members' events to the checker and the statistics), and
 //! what the engine does when a member finishes its DKG or steps through a
 //! change of members; before it, each sender's sends drawn through the
-//! network model from the sender's own link ([`plan_sends`]).
+//! network model from the sender's own link, and their copies built as
+//! deliveries, on the threads ([`plan_sends`]). The merge only numbers the
+//! copies (one range of sequence numbers per send).
 
 use super::node::{member_seed, Event, InFlight};
 use super::step::{CrashHit, NodeEffects};
@@ -24,10 +26,17 @@ use std::sync::Arc;
 
 impl<S: Scheme> Engine<S> {
     /// Applies one node's effects: network, timers, observations. Sequential, in
-    /// node order: the only place that numbers events. Its sends were drawn
-    /// through the network model beforehand (`planned`: one entry per send,
-    /// in order, from [`plan_sends`]).
-    pub(super) fn merge(&mut self, fx: NodeEffects<S>, planned: Vec<Planned>) {
+    /// node order: the only place that numbers events. Its outputs were
+    /// taken by [`plan_sends`], which drew its sends through the network
+    /// model and built their copies (`carried`: the outputs in order, what
+    /// the merge drops before the cut left out). Returns the first sequence
+    /// number of each send's copies, in order: copy `j` of a send is
+    /// numbered its first plus `j`, as if pushed here one by one.
+    pub(super) fn merge(
+        &mut self,
+        fx: NodeEffects<S>,
+        carried: Vec<(Time, Carried<S>)>,
+    ) -> Vec<u64> {
         self.trace.update(fx.node.to_be_bytes());
         self.trace.update(&fx.trace);
         if let Some(rounds) = self.rounds_trace.as_mut() {
@@ -37,44 +46,23 @@ impl<S: Scheme> Engine<S> {
         self.processed += fx.processed;
         let node = fx.node;
         let honest = self.slots[node as usize].honest;
-        let before_cut = self.before_cut();
-        // The copy in flight of the last message sent: a member sends one
-        // vote or empty complaint to each of a committee of hundreds, and
-        // their recipients share one copy.
-        let mut last: Option<InFlight<S>> = None;
-        let mut encoded = fx.encoded.into_iter();
-        let mut planned = planned.into_iter();
-        for (at, output) in fx.outputs {
-            let encoded = encoded.next().flatten();
-            // Before the cut, a member that finished its DKG early only helps
-            // the others': what its replica does is dropped.
-            if before_cut && dropped_before_cut(&output) {
-                continue;
-            }
-            if let MemberOutput::Effect(
-                Effect::Send {
-                    message: Envelope::Consensus(m),
-                    ..
+        let mut firsts = Vec::new();
+        for (at, carried) in carried {
+            let output = match carried {
+                Carried::Send(send) => {
+                    if let (true, InFlight::Consensus(m)) = (honest, &send.envelope) {
+                        self.checker.on_signed(node, at, m);
+                    }
+                    firsts.push(self.pushed + 1);
+                    self.pushed += u64::from(send.copies);
+                    self.count_sent(&send);
+                    continue;
                 }
-                | Effect::Broadcast(Envelope::Consensus(m)),
-            ) = &output
-            {
-                if honest {
-                    self.checker.on_signed(node, at, m);
-                }
-            }
+                Carried::Other(output) => output,
+            };
             match output {
-                MemberOutput::Effect(
-                    Effect::Send {
-                        message: envelope, ..
-                    }
-                    | Effect::Broadcast(envelope),
-                ) => {
-                    // `plan_sends` encoded and drew every send it did not drop.
-                    if let (Some(encoded), Some(planned)) = (encoded, planned.next()) {
-                        self.send(node, envelope, encoded, planned, &mut last);
-                    }
-                }
+                // Drawn and built in `plan_sends`: a send is never `Other`.
+                MemberOutput::Effect(Effect::Send { .. } | Effect::Broadcast(_)) => {}
                 MemberOutput::Effect(Effect::SetTimer { at: when, timer }) => {
                     self.push(when, node, Event::Timer(timer))
                 }
@@ -125,6 +113,7 @@ impl<S: Scheme> Engine<S> {
                 format!("member panicked: {msg}"),
             );
         }
+        firsts
     }
 
     /// What a crash between two writes took with it: the event those writes
@@ -146,55 +135,18 @@ impl<S: Scheme> Engine<S> {
         }
     }
 
-    /// Carries out one send of slot `from` (`encoded`), whose copies the
-    /// network model drew in [`plan_sends`]: each is added to its receiver's
-    /// pending events with the next sequence number. An envelope equal to
-    /// the `last` one sent shares its copy in flight.
-    fn send(
-        &mut self,
-        from: u32,
-        envelope: Envelope<S>,
-        encoded: Encoded,
-        planned: Planned,
-        last: &mut Option<InFlight<S>>,
-    ) {
-        let Encoded {
-            bytes,
-            points,
-            same_as_last,
-        } = encoded;
-        let consensus = matches!(envelope, Envelope::Consensus(_));
-        let envelope = match last {
-            Some(copy) if same_as_last => copy.clone(),
-            _ => {
-                let copy = InFlight::new(envelope);
-                *last = Some(copy.clone());
-                copy
-            }
-        };
-        let identity = self.slots[from as usize].identity;
-        for (slot, arrival) in planned.copies {
-            self.deliver(
-                arrival,
-                slot,
-                Event::Deliver {
-                    from: NodeIndex(identity),
-                    envelope: envelope.clone(),
-                    bytes,
-                    points,
-                },
-            );
-        }
-        // Counted once per send: the messages and bytes of its copies.
-        let (messages, total) = if consensus {
+    /// Counts one send once: its kind, and the messages and bytes of the
+    /// copies it sent (lost ones included).
+    fn count_sent(&mut self, send: &Planned<S>) {
+        let (messages, total) = if matches!(send.envelope, InFlight::Consensus(_)) {
             (&mut self.consensus_messages, &mut self.consensus_bytes)
         } else {
             (&mut self.dkg_messages, &mut self.dkg_bytes)
         };
-        if planned.sent > 0 {
-            *messages.entry(envelope.kind()).or_default() += planned.sent;
+        if send.sent > 0 {
+            *messages.entry(send.envelope.kind()).or_default() += send.sent;
         }
-        *total += planned.sent * bytes as u64;
+        *total += send.sent * send.bytes as u64;
     }
 
     /// How consensus messages reach twins this window, if the run has any.
@@ -355,12 +307,50 @@ impl TwinRoutes {
     }
 }
 
-/// One send as the network model carries it: each copy's receiving slot and
-/// arrival, and how many receivers it went to (lost copies included).
-pub(super) struct Planned {
-    copies: Vec<(u32, Time)>,
+/// One send as the network model carries it: its copy in flight, shared by
+/// its receivers, its encoded length, how many receivers it went to (lost
+/// copies included) and how many copies arrive (duplicates included).
+pub(super) struct Planned<S: Scheme> {
+    envelope: InFlight<S>,
+    bytes: usize,
     sent: u64,
+    copies: u32,
 }
+
+/// A node's output as the merge carries it out: a send drawn through the
+/// network model (its copies built as [`Delivery`]s), or any other output.
+pub(super) enum Carried<S: Scheme> {
+    Send(Planned<S>),
+    Other(MemberOutput<S>),
+}
+
+/// A copy of a send on its way to a receiving slot, built on the threads by
+/// [`plan_sends`]: its sequence number is its send's first (which the merge
+/// assigns) plus its place among the send's copies.
+pub(super) struct Delivery<S: Scheme> {
+    /// The receiving slot.
+    pub(super) slot: u32,
+    /// The copy's place among its send's copies.
+    pub(super) copy: u32,
+    /// The sending node's place among the window's effects, and the send's
+    /// place among that node's sends.
+    pub(super) send: (u32, u32),
+    /// When it arrives.
+    pub(super) at: Time,
+    pub(super) event: Event<S>,
+}
+
+impl<S: Scheme> Delivery<S> {
+    /// The copy's sequence number, from the first of each send (by node's
+    /// place among the window's effects, then send) that the merge assigned.
+    pub(super) fn seq(&self, firsts: &[Vec<u64>]) -> u64 {
+        firsts[self.send.0 as usize][self.send.1 as usize] + u64::from(self.copy)
+    }
+}
+
+/// One job's deliveries by range of receiving slots (`PlanContext::range_len`
+/// slots each).
+pub(super) type Ranges<S> = Vec<Vec<Delivery<S>>>;
 
 /// What drawing a window's sends reads.
 pub(super) struct PlanContext<'a> {
@@ -368,83 +358,140 @@ pub(super) struct PlanContext<'a> {
     pub(super) parties: u32,
     pub(super) before_cut: bool,
     pub(super) twins: Option<TwinRoutes>,
+    /// Receiving slots per range of deliveries.
+    pub(super) range_len: usize,
 }
 
 /// Senders of one job of [`plan_sends`].
 const SENDERS_PER_JOB: usize = 16;
 
-/// Draws every send of a window's `effects` (in node order) through the
-/// network model: each sender's sends in its own order, from its own link
-/// (`links`, by slot), so the senders are drawn in parallel
-/// (`beacon::parallel`) and the copies do not depend on the threads. Fills
-/// in an encoding a worker left out. Returns, per node, one entry per send
-/// the merge carries out.
+/// What [`plan_sends`] hands the merge: per node (in the order of the
+/// window's effects) its outputs to carry out, and per job its deliveries
+/// by range of receiving slots.
+pub(super) struct PlannedWindow<S: Scheme> {
+    pub(super) carried: Vec<Vec<(Time, Carried<S>)>>,
+    pub(super) deliveries: Vec<Ranges<S>>,
+}
+
+/// Takes the outputs of a window's `effects` (in node order) and draws their
+/// sends through the network model: each sender's sends in its own order,
+/// from its own link (`links`, by slot), so the senders are drawn in
+/// parallel (`beacon::parallel`) and the copies do not depend on the
+/// threads; builds each copy's delivery. Fills in an encoding a worker left
+/// out, and leaves out what the merge drops before the cut.
 pub(super) fn plan_sends<S: Scheme>(
     effects: &mut [NodeEffects<S>],
     links: &mut [SenderLink],
     ctx: &PlanContext<'_>,
     split: bool,
-) -> Vec<Vec<Planned>> {
-    let mut work: Vec<(&mut NodeEffects<S>, &mut SenderLink)> = Vec::with_capacity(effects.len());
+) -> PlannedWindow<S> {
+    let mut work: Vec<(u32, &mut NodeEffects<S>, &mut SenderLink)> =
+        Vec::with_capacity(effects.len());
     let mut rest = links;
     let mut offset = 0usize;
-    for fx in effects.iter_mut() {
+    for (index, fx) in effects.iter_mut().enumerate() {
         let tail = std::mem::take(&mut rest);
         let (link, tail) = tail[fx.node as usize - offset..]
             .split_first_mut()
             .expect("one link per slot, the effects in node order");
         offset = fx.node as usize + 1;
         rest = tail;
-        work.push((fx, link));
+        work.push((index as u32, fx, link));
     }
-    let plan = |(fx, link): (&mut NodeEffects<S>, &mut SenderLink)| plan_node(fx, link, ctx);
-    if !split {
-        return work.into_iter().map(plan).collect();
-    }
-    let mut jobs: Vec<Vec<(&mut NodeEffects<S>, &mut SenderLink)>> = Vec::new();
-    for item in work {
-        match jobs.last_mut() {
-            Some(job) if job.len() < SENDERS_PER_JOB => job.push(item),
-            _ => jobs.push(vec![item]),
+    let plan = |job: Vec<(u32, &mut NodeEffects<S>, &mut SenderLink)>| {
+        let mut ranges: Ranges<S> = Vec::new();
+        let carried: Vec<_> = job
+            .into_iter()
+            .map(|(index, fx, link)| plan_node(index, fx, link, ctx, &mut ranges))
+            .collect();
+        (carried, ranges)
+    };
+    let jobs: Vec<Vec<_>> = if split {
+        let mut jobs: Vec<Vec<_>> = Vec::new();
+        for item in work {
+            match jobs.last_mut() {
+                Some(job) if job.len() < SENDERS_PER_JOB => job.push(item),
+                _ => jobs.push(vec![item]),
+            }
         }
+        jobs
+    } else {
+        vec![work]
+    };
+    let done: Vec<_> = if split {
+        beacon::parallel::map(jobs, plan)
+            .into_iter()
+            .map(|(done, _)| done)
+            .collect()
+    } else {
+        jobs.into_iter().map(plan).collect()
+    };
+    let mut window = PlannedWindow {
+        carried: Vec::with_capacity(effects.len()),
+        deliveries: Vec::with_capacity(done.len()),
+    };
+    for (carried, ranges) in done {
+        window.carried.extend(carried);
+        window.deliveries.push(ranges);
     }
-    beacon::parallel::map(jobs, |job| job.into_iter().map(plan).collect::<Vec<_>>())
-        .into_iter()
-        .flat_map(|(planned, _)| planned)
-        .collect()
+    window
 }
 
-/// One node's sends drawn from its link, in the order the merge carries
-/// them out (what it drops before the cut left out).
+/// Node `index`'s (of the window's effects) outputs taken, its sends drawn
+/// from its link and their copies added to `ranges`, in the order the
+/// merge carries them out (what it drops before the cut left out).
 fn plan_node<S: Scheme>(
+    index: u32,
     fx: &mut NodeEffects<S>,
     link: &mut SenderLink,
     ctx: &PlanContext<'_>,
-) -> Vec<Planned> {
-    fx.encoded.resize_with(fx.outputs.len(), || None);
-    let mut planned = Vec::new();
-    for ((at, output), encoded) in fx.outputs.iter().zip(fx.encoded.iter_mut()) {
-        if ctx.before_cut && dropped_before_cut(output) {
+    ranges: &mut Ranges<S>,
+) -> Vec<(Time, Carried<S>)> {
+    let outputs = std::mem::take(&mut fx.outputs);
+    let mut encoded = std::mem::take(&mut fx.encoded).into_iter();
+    let mut carried = Vec::with_capacity(outputs.len());
+    // The copy in flight of the last message sent: a member sends one
+    // vote or empty complaint to each of a committee of hundreds, and
+    // their recipients share one copy.
+    let mut last: Option<InFlight<S>> = None;
+    let mut sends = 0u32;
+    for (at, output) in outputs {
+        let encoded = encoded.next().flatten();
+        if ctx.before_cut && dropped_before_cut(&output) {
             continue;
         }
-        let (envelope, broadcast_from, to) = match output {
-            MemberOutput::Effect(Effect::Send { to, message }) => (message, None, Some(*to)),
-            MemberOutput::Effect(Effect::Broadcast(message)) => {
-                (message, Some(link.identity), None)
+        let (envelope, to) = match output {
+            MemberOutput::Effect(Effect::Send { to, message }) => (message, Some(to)),
+            MemberOutput::Effect(Effect::Broadcast(message)) => (message, None),
+            other => {
+                carried.push((at, Carried::Other(other)));
+                continue;
             }
-            _ => continue,
         };
-        let bytes = encoded
-            .get_or_insert_with(|| Encoded::of(envelope, None))
-            .bytes;
+        let Encoded {
+            bytes,
+            points,
+            same_as_last,
+        } = encoded.unwrap_or_else(|| Encoded::of(&envelope, None));
         let consensus = matches!(envelope, Envelope::Consensus(_));
+        let envelope = match &last {
+            Some(copy) if same_as_last => copy.clone(),
+            _ => {
+                let copy = InFlight::new(envelope);
+                last = Some(copy.clone());
+                copy
+            }
+        };
         let transmit = ctx.network.transmit_us(bytes);
         let receivers = to.into_iter().chain(
-            broadcast_from
+            to.is_none()
+                .then(|| broadcast_receivers(link.identity, ctx.parties))
                 .into_iter()
-                .flat_map(|me| broadcast_receivers(me, ctx.parties)),
+                .flatten(),
         );
-        let mut copies = Vec::new();
+        let send = (index, sends);
+        sends += 1;
+        let mut copies = 0u32;
         let mut sent = 0u64;
         for t in receivers {
             let slot = match (&ctx.twins, consensus) {
@@ -454,17 +501,43 @@ fn plan_node<S: Scheme>(
                 },
                 _ => t.0,
             };
-            let depart = (*at).max(link.uplink_free).plus_micros(transmit);
+            let depart = at.max(link.uplink_free).plus_micros(transmit);
             link.uplink_free = depart;
             sent += 1;
             let arrivals =
                 ctx.network
                     .arrivals(&mut link.rng, link.identity, t.0, depart, !consensus);
-            copies.extend(arrivals.into_iter().map(|arrival| (slot, arrival)));
+            let range = slot as usize / ctx.range_len;
+            if ranges.len() <= range {
+                ranges.resize_with(range + 1, Vec::new);
+            }
+            for arrival in arrivals {
+                ranges[range].push(Delivery {
+                    slot,
+                    copy: copies,
+                    send,
+                    at: arrival,
+                    event: Event::Deliver {
+                        from: NodeIndex(link.identity),
+                        envelope: envelope.clone(),
+                        bytes,
+                        points,
+                    },
+                });
+                copies += 1;
+            }
         }
-        planned.push(Planned { copies, sent });
+        carried.push((
+            at,
+            Carried::Send(Planned {
+                envelope,
+                bytes,
+                sent,
+                copies,
+            }),
+        ));
     }
-    planned
+    carried
 }
 
 /// Whether the merge drops `output` before the cut of a run with a

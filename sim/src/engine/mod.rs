@@ -11,9 +11,12 @@
 //! (its own short timers included); nodes run in parallel on `threads` workers.
 //! Their sends are then drawn through the network model, each sender from a
 //! random stream and an uplink of its own (so the senders are drawn on the
-//! threads, each in its own order), and the effects merged in node order:
-//! only the merge touches the queue and the sequence numbers. So the trace —
-//! and the beacon chain — is the same whatever the thread count.
+//! threads, each in its own order, and each copy's delivery is built there
+//! too), and the effects merged in node order: only the merge touches the
+//! queue and the sequence numbers (one range of numbers per send, its copies
+//! numbered in order within it; the copies join their receivers' pending
+//! events on the threads afterwards). So the trace — and the beacon chain —
+//! is the same whatever the thread count.
 //!
 //! # Virtual CPU
 //! Each member has a CPU that is busy until some time: an input is handled at
@@ -71,6 +74,7 @@ use beacon::memo::Memo;
 use beacon::{Scheme, Time};
 use consensus::epoch::Directory;
 use consensus::{Height, ReplicaConfig};
+use effects::{Carried, Delivery, PlannedWindow, Ranges};
 use node::{Event, Slot};
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
@@ -100,10 +104,6 @@ struct Engine<S: Scheme> {
     due: BTreeSet<(Time, u32)>,
     /// Events pushed so far (the last one's sequence number).
     pushed: u64,
-    /// The messages the merge delivers, by range of receiving slots
-    /// ([`DELIVERY_RANGES`] ranges), added to their pending events after the
-    /// window's merge ([`Engine::deliver_all`]).
-    deliveries: Vec<Vec<Delivery<S>>>,
     /// Per slot: its random stream of the network and its uplink.
     links: Vec<effects::SenderLink>,
     /// The host's cores and disk when every node runs on one host (`[network] host_cores`).
@@ -176,13 +176,9 @@ const SENDS_TO_SPLIT: usize = 256;
 /// Deliveries of one window from which they are added on the threads.
 const DELIVERIES_TO_SPLIT: usize = 4096;
 
-/// A message the merge delivers: the receiving slot, when it arrives, its
-/// sequence number, and the event.
-type Delivery<S> = (u32, Time, u64, Event<S>);
-
-/// One range's deliveries (emptied, its capacity kept for the next window),
-/// its slots, and the first slot's index.
-type RangeJob<'a, S> = (&'a mut Vec<Delivery<S>>, &'a mut [Box<Slot<S>>], usize);
+/// One range's deliveries (from each job of the sends), its slots, and the
+/// first slot's index.
+type RangeJob<'a, S> = (Vec<Vec<Delivery<S>>>, &'a mut [Box<Slot<S>>], usize);
 
 /// A slot whose earliest pending event changed: from, to.
 type Moved = (u32, Option<Time>, Option<Time>);
@@ -264,32 +260,35 @@ impl<S: Scheme> Engine<S> {
         }
     }
 
-    /// Adds `event` at `at` to slot `node`'s pending events as
-    /// [`Engine::push`] does, once the window's merge ends
-    /// ([`Engine::deliver_all`]): its sequence number is taken now.
-    fn deliver(&mut self, at: Time, node: u32, event: Event<S>) {
-        self.pushed += 1;
-        let range = node as usize / self.slots.len().div_ceil(DELIVERY_RANGES).max(1);
-        if self.deliveries.len() <= range {
-            self.deliveries.resize_with(range + 1, Vec::new);
-        }
-        self.deliveries[range].push((node, at, self.pushed, event));
-    }
-
-    /// Adds the merge's deliveries to their slots' pending events, each
-    /// range of slots on one of the run's threads (`beacon::parallel`),
-    /// and indexes the slots whose earliest event moved; returns how many
-    /// it added. A slot's events come out by (time, sequence number), so
-    /// the order they are added in changes nothing.
-    fn deliver_all(&mut self) -> usize {
-        let count: usize = self.deliveries.iter().map(Vec::len).sum();
+    /// Adds the window's deliveries (per job of the sends, by range of
+    /// receiving slots: [`effects::plan_sends`]) to their slots' pending
+    /// events, each numbered from the first sequence number of its send
+    /// (`firsts`: per node of the window's effects, per send, from the
+    /// merge), each range of slots on one of the run's threads
+    /// (`beacon::parallel`), and indexes the slots whose earliest event
+    /// moved; returns how many it added. A slot's events come out by (time,
+    /// sequence number), so the order they are added in changes nothing.
+    fn deliver_all(&mut self, deliveries: Vec<Ranges<S>>, firsts: &[Vec<u64>]) -> usize {
+        let count: usize = deliveries.iter().flatten().map(Vec::len).sum();
         if count == 0 {
             return 0;
         }
-        let len = self.slots.len().div_ceil(DELIVERY_RANGES).max(1);
-        let mut ranges = std::mem::take(&mut self.deliveries);
-        let jobs: Vec<RangeJob<'_, S>> = ranges
-            .iter_mut()
+        let len = self.range_len();
+        // By range: every job's deliveries to that range's slots.
+        let mut by_range: Vec<Vec<Vec<Delivery<S>>>> = Vec::new();
+        for ranges in deliveries {
+            for (range, d) in ranges.into_iter().enumerate() {
+                if d.is_empty() {
+                    continue;
+                }
+                if by_range.len() <= range {
+                    by_range.resize_with(range + 1, Vec::new);
+                }
+                by_range[range].push(d);
+            }
+        }
+        let jobs: Vec<RangeJob<'_, S>> = by_range
+            .into_iter()
             .zip(self.slots.chunks_mut(len))
             .enumerate()
             .filter(|(_, (d, _))| !d.is_empty())
@@ -297,11 +296,12 @@ impl<S: Scheme> Engine<S> {
             .collect();
         let add = |(deliveries, slots, first): RangeJob<'_, S>| {
             let mut before: Vec<Option<Option<Time>>> = vec![None; slots.len()];
-            for (node, at, seq, event) in deliveries.drain(..) {
-                let i = node as usize - first;
+            for d in deliveries.into_iter().flatten() {
+                let seq = d.seq(firsts);
+                let i = d.slot as usize - first;
                 let pending = &mut slots[i].pending;
                 before[i].get_or_insert_with(|| pending.next_time());
-                pending.push(at, seq, event);
+                pending.push(d.at, seq, d.event);
             }
             before
                 .into_iter()
@@ -322,7 +322,6 @@ impl<S: Scheme> Engine<S> {
                 .map(|(m, _)| m)
                 .collect()
         };
-        self.deliveries = ranges;
         for (node, before, after) in moved.into_iter().flatten() {
             if let Some(b) = before {
                 self.due.remove(&(b, node));
@@ -334,19 +333,25 @@ impl<S: Scheme> Engine<S> {
         count
     }
 
-    /// The window's sends drawn through the network model
-    /// ([`effects::plan_sends`]), split over the threads where there are
-    /// enough of them.
+    /// Receiving slots per range of deliveries ([`DELIVERY_RANGES`] ranges).
+    fn range_len(&self) -> usize {
+        self.slots.len().div_ceil(DELIVERY_RANGES).max(1)
+    }
+
+    /// The window's sends drawn through the network model and their copies
+    /// built ([`effects::plan_sends`]), split over the threads where there
+    /// are enough of them.
     fn plan_sends(
         &mut self,
         effects: &mut [step::NodeEffects<S>],
         threads: usize,
-    ) -> Vec<Vec<effects::Planned>> {
+    ) -> PlannedWindow<S> {
         let ctx = effects::PlanContext {
             network: &self.network,
             parties: self.parties,
             before_cut: self.before_cut(),
             twins: self.twin_routes(),
+            range_len: self.range_len(),
         };
         let outputs: usize = effects.iter().map(|fx| fx.outputs.len()).sum();
         let split = threads > 1 && outputs >= SENDS_TO_SPLIT;
@@ -497,7 +502,12 @@ impl<S: Scheme> Engine<S> {
             let mut effects = window.effects;
             let planned = self.plan_sends(&mut effects, threads);
             let own = lap(&mut clock);
-            if planned.iter().any(|p| !p.is_empty()) {
+            let sends = planned
+                .carried
+                .iter()
+                .flatten()
+                .any(|(_, c)| matches!(c, Carried::Send(_)));
+            if sends {
                 let mut sends = WindowMeasure::default();
                 sends.add(TaskMeasure::new(
                     own,
@@ -508,13 +518,15 @@ impl<S: Scheme> Engine<S> {
             } else {
                 self.phase_meter(rounds).serial("merge", own);
             }
-            for (fx, planned) in effects.into_iter().zip(planned) {
-                self.merge(fx, planned);
-            }
+            let firsts: Vec<Vec<u64>> = effects
+                .into_iter()
+                .zip(planned.carried)
+                .map(|(fx, carried)| self.merge(fx, carried))
+                .collect();
             self.phase_meter(rounds).serial("merge", lap(&mut clock));
             // The deliveries: a parallel part of their own.
             beacon::host_work::take_task();
-            if self.deliver_all() > 0 {
+            if self.deliver_all(planned.deliveries, &firsts) > 0 {
                 let own = lap(&mut clock);
                 let mut deliveries = WindowMeasure::default();
                 deliveries.add(TaskMeasure::new(

@@ -329,7 +329,6 @@ impl<S: Scheme> Engine<S> {
             context: None,
             due: BTreeSet::new(),
             pushed: 0,
-            deliveries: Vec::new(),
             links,
             host,
             load_rng: ChaCha20Rng::seed_from_u64(cfg.seed ^ LOAD_SEED),

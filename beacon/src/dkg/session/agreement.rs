@@ -99,8 +99,13 @@ impl<S: Scheme> DkgSession<S> {
     }
 
     /// A certificate counts as the `n - f` votes it carries when every one of
-    /// them is a valid signature of a distinct member on its result.
-    pub(super) fn on_certificate(&mut self, certificate: &ResultCertificate, out: &mut Outbox<S>) {
+    /// them is a valid signature of a distinct member on its result. Kept
+    /// as received, shared with every other holder of the message.
+    pub(super) fn on_certificate(
+        &mut self,
+        certificate: &Arc<ResultCertificate>,
+        out: &mut Outbox<S>,
+    ) {
         let quorum = (self.base.n - self.base.max_faulty) as usize;
         let id = result_id(&certificate.qual, &certificate.keys_digest);
         if self.tally.get(&id).is_some_and(|c| *c >= quorum)

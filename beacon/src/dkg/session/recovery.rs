@@ -62,10 +62,11 @@ impl Recovery {
         self.waits <= MAX_WAITS
     }
 
-    /// A certificate that checked out.
-    pub(super) fn certificate(&mut self, certificate: &ResultCertificate) {
-        self.certificate
-            .get_or_insert_with(|| Arc::new(certificate.clone()));
+    /// A certificate that checked out, shared with the message it came in
+    /// (thousands of members hold one of a few certificates, each with
+    /// `n - f` signatures).
+    pub(super) fn certificate(&mut self, certificate: &Arc<ResultCertificate>) {
+        self.certificate.get_or_insert_with(|| certificate.clone());
     }
 }
 
