@@ -154,6 +154,16 @@ where
     (written.to_vec(), lost.to_vec())
 }
 
+/// Member 0's two disks as they stood when its DKG dealt: the node's data
+/// directory (its seed stored before) and the simulator's disk, both with
+/// `DEALING_SEED`.
+fn dealing_disks() -> (tempfile::TempDir, Store, SimDisk<S>) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("member.seed"), DEALING_SEED).unwrap();
+    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    (dir, store, SimDisk::new(DEALING_SEED))
+}
+
 /// What a restarted member reads from a disk: keys, vote record, seed and
 /// the mark of the seed that dealt the keys.
 struct Restored {
@@ -250,12 +260,8 @@ impl Restored {
 #[test]
 fn a_crash_between_keys_saved_and_seed_replaced_restarts_alike_in_both_drivers() {
     let (mut member, outputs) = genesis_dkg();
-    let dir = tempfile::tempdir().unwrap();
-    // The node's seed as it stood when its DKG dealt: stored before.
-    std::fs::write(dir.path().join("member.seed"), DEALING_SEED).unwrap();
-    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    let (dir, store, mut sim_disk) = dealing_disks();
     assert_eq!(store.member_seed().unwrap(), DEALING_SEED);
-    let mut sim_disk = SimDisk::<S>::new(DEALING_SEED);
 
     let mut node_disk: &Store = &store;
     let node_writes = write_then_crash(&mut member, &outputs, &mut node_disk, 1);
@@ -295,10 +301,7 @@ fn a_crash_between_keys_saved_and_seed_replaced_restarts_alike_in_both_drivers()
 #[test]
 fn a_member_restarted_while_its_dealing_seed_is_kept_answers_alike_in_both_drivers() {
     let (mut member, outputs) = genesis_dkg();
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("member.seed"), DEALING_SEED).unwrap();
-    let store = Store::open(dir.path(), 1 << 20).unwrap();
-    let mut sim_disk = SimDisk::<S>::new(DEALING_SEED);
+    let (dir, store, mut sim_disk) = dealing_disks();
     let mut node_disk: &Store = &store;
     let node_writes = write_then_crash(&mut member, &outputs, &mut node_disk, 2);
     let sim_writes = write_then_crash(&mut member, &outputs, &mut sim_disk, 2);
@@ -333,10 +336,7 @@ fn a_member_restarted_while_its_dealing_seed_is_kept_answers_alike_in_both_drive
 #[test]
 fn both_drivers_replace_the_dealing_seed_once_its_time_is_over() {
     let (mut member, outputs) = genesis_dkg();
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("member.seed"), DEALING_SEED).unwrap();
-    let store = Store::open(dir.path(), 1 << 20).unwrap();
-    let mut sim_disk = SimDisk::<S>::new(DEALING_SEED);
+    let (_dir, store, mut sim_disk) = dealing_disks();
     let mut node_disk: &Store = &store;
     let all = outputs.iter().filter_map(write_kind).count();
     assert_eq!(all, 2, "keys, then the mark of the dealing seed");

@@ -93,8 +93,15 @@ impl Network {
     }
 
     fn start_with(&mut self, i: usize, run: &str, extra: &[&str]) {
+        let child = self.command(i, run, extra).spawn().unwrap();
+        self.nodes[i] = Some(child);
+    }
+
+    /// `run` of node `i` with `extra` arguments, its output in its log.
+    fn command(&self, i: usize, run: &str, extra: &[&str]) -> Command {
         let log = std::fs::File::create(self.log(i, run)).unwrap();
-        let child = Command::new(BIN)
+        let mut command = Command::new(BIN);
+        command
             .arg("run")
             .arg("--config")
             .arg(self.config(i))
@@ -102,10 +109,8 @@ impl Network {
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        self.nodes[i] = Some(child);
+            .stderr(log);
+        command
     }
 
     /// Starts node `i` with a file size limit of `bytes` from its first
@@ -113,16 +118,7 @@ impl Network {
     /// disk.
     fn start_with_file_size_limit(&mut self, i: usize, run: &str, bytes: u64) {
         use std::os::unix::process::CommandExt as _;
-        let log = std::fs::File::create(self.log(i, run)).unwrap();
-        let mut command = Command::new(BIN);
-        command
-            .arg("run")
-            .arg("--config")
-            .arg(self.config(i))
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log);
+        let mut command = self.command(i, run, &[]);
         // SAFETY: only setrlimit runs between fork and exec.
         unsafe {
             command.pre_exec(move || {

@@ -35,24 +35,25 @@
 
 mod agreement;
 mod attempt;
+mod interface;
 mod outbox;
 mod recovery;
 
+pub use interface::{
+    ResultCertificate, SessionFailure, SessionInput, SessionMessage, SessionOutput,
+    SessionParticipant, SessionTimer, SignedResult,
+};
+
 use outbox::{Outbox, Step};
 
-use super::relay::{RelayMessage, RelayedWire, SigningKey, VerifyingKey};
+use super::relay::{SigningKey, VerifyingKey};
 use crate::curve::Point;
-use crate::dkg::{
-    Complaint, DealtShares, DkgConfig, DkgFailure, DkgInput, DkgMessage, DkgOutput, DkgTimer,
-};
-use crate::effect::Effect;
+use crate::dkg::{Complaint, DealtShares, DkgConfig, DkgFailure, DkgInput, DkgMessage, DkgOutput};
 use crate::memo::Memo;
 use crate::scheme::Scheme;
 use crate::{DkgError, Error, NodeIndex, Time};
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-use std::fmt;
 use std::sync::Arc;
 
 /// Domain separation of the agreement signatures.
@@ -60,235 +61,6 @@ const RESULT_DOMAIN: &[u8] = b"sbft-beacon/dkg-result/2";
 
 /// Most messages of the next attempt kept per member of the network.
 const EARLY_PER_MEMBER: usize = 64;
-
-/// A member's signed statement of its DKG result in one attempt.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SignedResult {
-    /// The attempt.
-    pub attempt: u32,
-    /// The signer.
-    pub from: NodeIndex,
-    /// Its qualified dealers (shared by every copy: a simulator hands one vote
-    /// to thousands of members).
-    pub qual: Arc<Vec<NodeIndex>>,
-    /// SHA-256 of its group public polynomials ([`keys_digest`]).
-    pub keys_digest: [u8; 32],
-    /// ed25519 signature over `(attempt session, from, result id)`, the result
-    /// id being SHA-256 of `(qual, keys_digest)`.
-    #[serde(with = "crate::wire::hex_bytes")]
-    pub signature: Vec<u8>,
-}
-
-/// Signed votes of `n - f` or more members for one result `(QUAL, keys
-/// digest)` in one attempt: what a committee member sends everyone once its
-/// own result has a quorum (with a hub, votes go to the committee only).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ResultCertificate {
-    /// The attempt.
-    pub attempt: u32,
-    /// The qualified dealers.
-    pub qual: Arc<Vec<NodeIndex>>,
-    /// SHA-256 of the group public polynomials ([`keys_digest`]).
-    pub keys_digest: [u8; 32],
-    /// The signers, ascending, and their signatures (as in [`SignedResult`]).
-    pub votes: Vec<(NodeIndex, Vec<u8>)>,
-}
-
-/// What travels between the sessions of members.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub enum SessionMessage {
-    /// A relay message (signed broadcasts, attestations, pulls).
-    Relay {
-        /// The attempt.
-        attempt: u32,
-        /// The message.
-        message: RelayMessage,
-    },
-    /// A dealer's private shares for the recipient.
-    Shares {
-        /// The attempt.
-        attempt: u32,
-        /// The shares.
-        shares: DealtShares,
-    },
-    /// A member's signed result.
-    Result(SignedResult),
-    /// `n - f` members' signatures on one result: with a hub, a committee
-    /// member sends it to everyone once its own result has them, instead of
-    /// every member sending its vote to every member.
-    Certificate(Arc<ResultCertificate>),
-    /// "I checked every deal and complain about none": with a hub, sent to the
-    /// committee alone instead of a relayed complaint naming nobody (see
-    /// [`crate::dkg::Dkg::has_hub`]). Authenticated by the transport, like
-    /// shares; it decides nothing but when a phase may end early.
-    NoComplaint {
-        /// The attempt.
-        attempt: u32,
-    },
-    /// A member asks a dealer for its deal and its shares for the asker
-    /// again, and, once it holds the agreed result, its certificate: the
-    /// asker restarted, or lost them (see [`DkgSession::request_missing`]).
-    Request {
-        /// The attempt.
-        attempt: u32,
-    },
-}
-
-impl SessionMessage {
-    /// What an attempt's relayed DKG puts on the wire, tagged with the
-    /// attempt.
-    pub fn of_attempt(attempt: u32, wire: RelayedWire) -> Self {
-        match wire {
-            RelayedWire::Shares(shares) => SessionMessage::Shares { attempt, shares },
-            RelayedWire::NoComplaint => SessionMessage::NoComplaint { attempt },
-            RelayedWire::Relay(message) => SessionMessage::Relay { attempt, message },
-        }
-    }
-
-    /// The attempt the message belongs to.
-    pub fn attempt(&self) -> u32 {
-        match self {
-            SessionMessage::Relay { attempt, .. }
-            | SessionMessage::Shares { attempt, .. }
-            | SessionMessage::NoComplaint { attempt }
-            | SessionMessage::Request { attempt } => *attempt,
-            SessionMessage::Result(r) => r.attempt,
-            SessionMessage::Certificate(c) => c.attempt,
-        }
-    }
-
-    /// Short name of the message kind.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            SessionMessage::Relay {
-                message: RelayMessage::Broadcast { .. },
-                ..
-            } => "dkg-broadcast",
-            SessionMessage::Relay {
-                message: RelayMessage::Summary { .. },
-                ..
-            } => "dkg-summary",
-            SessionMessage::Relay {
-                message: RelayMessage::PullVersions { .. },
-                ..
-            } => "dkg-pull-versions",
-            SessionMessage::Relay {
-                message: RelayMessage::Versions { .. },
-                ..
-            } => "dkg-versions",
-            SessionMessage::Relay {
-                message: RelayMessage::Pull { .. },
-                ..
-            } => "dkg-pull",
-            SessionMessage::Shares { .. } => "dkg-shares",
-            SessionMessage::NoComplaint { .. } => "dkg-no-complaint",
-            SessionMessage::Result(_) => "dkg-result",
-            SessionMessage::Certificate(_) => "dkg-certificate",
-            SessionMessage::Request { .. } => "dkg-request",
-        }
-    }
-}
-
-/// Timers of a session.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum SessionTimer {
-    /// A phase of an attempt's DKG ended.
-    Phase {
-        /// The attempt.
-        attempt: u32,
-        /// The phase timer.
-        timer: DkgTimer,
-    },
-    /// The time for an attempt (and its agreement) is over.
-    EndOfAttempt {
-        /// The attempt.
-        attempt: u32,
-    },
-}
-
-/// Inputs of a session.
-#[derive(Clone, Debug)]
-pub enum SessionInput {
-    /// Begin attempt 0.
-    Start,
-    /// A message from an authenticated peer.
-    Message {
-        /// The sender (as authenticated by the transport).
-        from: NodeIndex,
-        /// The message.
-        message: SessionMessage,
-    },
-    /// A timer fired.
-    Timer(SessionTimer),
-}
-
-/// Outputs of a session.
-#[derive(Clone, Debug)]
-pub enum SessionOutput<S: Scheme> {
-    /// Send, broadcast, or set a timer.
-    Effect(Effect<SessionMessage, SessionTimer>),
-    /// `n - f` members agree with this result: persist it and use it.
-    Complete(Arc<DkgOutput<S>>),
-    /// No agreement within the attempts (or a quorum agreed on another result).
-    Failed(SessionFailure),
-}
-
-/// Why a session ended without a result.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SessionFailure {
-    /// No `n - f` members signed this member's result within the attempts.
-    NoAgreement {
-        /// Attempts made.
-        attempts: u32,
-        /// Why the last attempt's DKG failed at this member, if it did.
-        last: Option<DkgFailure>,
-    },
-    /// `n - f` members agreed on a result this member does not hold.
-    OtherResult {
-        /// The attempt.
-        attempt: u32,
-    },
-    /// The next attempt's parts could not be built.
-    CannotStartAttempt,
-}
-
-impl fmt::Display for SessionFailure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SessionFailure::NoAgreement { attempts, last } => {
-                write!(f, "no agreement after {attempts} attempts (last: ")?;
-                match last {
-                    Some(why) => write!(f, "{why})"),
-                    None => write!(f, "no n - f members signed the same result)"),
-                }
-            }
-            SessionFailure::OtherResult { attempt } => write!(
-                f,
-                "attempt {attempt}: n - f members agreed on a result this member does not hold"
-            ),
-            SessionFailure::CannotStartAttempt => write!(f, "cannot start the next attempt"),
-        }
-    }
-}
-
-impl std::error::Error for SessionFailure {}
-
-/// Anything that can stand in a DKG session: the honest [`DkgSession`] or a
-/// Byzantine wrapper around it.
-pub trait SessionParticipant<S: Scheme>: Send {
-    /// Handles one input at `now`.
-    fn handle(&mut self, now: Time, input: SessionInput) -> Vec<SessionOutput<S>>;
-    /// Whether this participant follows the protocol.
-    fn is_honest(&self) -> bool {
-        true
-    }
-    /// What it waits for, for logs (empty if it does not say).
-    fn progress(&self) -> String {
-        String::new()
-    }
-    /// The current attempt (0-based): once complete, the agreed one.
-    fn attempt(&self) -> u32;
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -434,47 +206,6 @@ impl<S: Scheme> DkgSession<S> {
     /// The current attempt (0-based).
     pub fn attempt(&self) -> u32 {
         self.attempt
-    }
-
-    /// The session of member `me` whose DKG completed in attempt `attempt`,
-    /// rebuilt after a restart from the seed that dealt it (the arguments of
-    /// [`DkgSession::new`]): it holds the same deal again (the same signed
-    /// broadcast: ed25519 is deterministic) and only answers members that
-    /// ask for their deals and shares ([`SessionMessage::Request`]). It holds
-    /// no votes, so it sends no certificate: the asker gets that from the
-    /// members that did not restart. What the attempt's start sends is
-    /// dropped (it was sent before the restart).
-    #[allow(clippy::too_many_arguments)]
-    pub fn finished(
-        config: DkgConfig,
-        me: NodeIndex,
-        seed: [u8; 32],
-        memo: Arc<Memo>,
-        key: SigningKey,
-        keys: Arc<Vec<VerifyingKey>>,
-        attempt: u32,
-    ) -> Result<Self, Error> {
-        if attempt >= config.timing.max_attempts {
-            return Err(Error::Dkg(DkgError::AttemptOutOfRange {
-                attempt,
-                max_attempts: config.timing.max_attempts,
-            }));
-        }
-        let max_attempts = config.timing.max_attempts;
-        let mut session = Self::new(config, me, seed, memo, key, keys)?;
-        // Its parts are built as attempt 0's were: this fails only for an
-        // attempt the run does not have.
-        if attempt != 0 && !session.enter_attempt(attempt) {
-            return Err(Error::Dkg(DkgError::AttemptOutOfRange {
-                attempt,
-                max_attempts,
-            }));
-        }
-        session.state = State::Running;
-        let mut dropped = Outbox::new();
-        session.run_dkg(Time(0), DkgInput::Start, &mut dropped);
-        session.state = State::Over;
-        Ok(session)
     }
 
     /// The run's configuration (the base session, not an attempt's).

@@ -16,9 +16,11 @@ use super::outbox::{Outbox, Step};
 use super::{
     attempt_session, result_id, DkgSession, ResultCertificate, SessionMessage, SessionOutput, State,
 };
-use crate::dkg::relay::RelayMessage;
+use crate::dkg::relay::{RelayMessage, SigningKey, VerifyingKey};
+use crate::dkg::{DkgConfig, DkgInput};
 use crate::effect::Effect;
-use crate::{NodeIndex, Scheme, Time};
+use crate::memo::Memo;
+use crate::{DkgError, Error, NodeIndex, Scheme, Time};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -71,6 +73,47 @@ impl Recovery {
 }
 
 impl<S: Scheme> DkgSession<S> {
+    /// The session of member `me` whose DKG completed in attempt `attempt`,
+    /// rebuilt after a restart from the seed that dealt it (the arguments of
+    /// [`DkgSession::new`]): it holds the same deal again (the same signed
+    /// broadcast: ed25519 is deterministic) and only answers members that
+    /// ask for their deals and shares ([`SessionMessage::Request`]). It holds
+    /// no votes, so it sends no certificate: the asker gets that from the
+    /// members that did not restart. What the attempt's start sends is
+    /// dropped (it was sent before the restart).
+    #[allow(clippy::too_many_arguments)]
+    pub fn finished(
+        config: DkgConfig,
+        me: NodeIndex,
+        seed: [u8; 32],
+        memo: Arc<Memo>,
+        key: SigningKey,
+        keys: Arc<Vec<VerifyingKey>>,
+        attempt: u32,
+    ) -> Result<Self, Error> {
+        if attempt >= config.timing.max_attempts {
+            return Err(Error::Dkg(DkgError::AttemptOutOfRange {
+                attempt,
+                max_attempts: config.timing.max_attempts,
+            }));
+        }
+        let max_attempts = config.timing.max_attempts;
+        let mut session = Self::new(config, me, seed, memo, key, keys)?;
+        // Its parts are built as attempt 0's were: this fails only for an
+        // attempt the run does not have.
+        if attempt != 0 && !session.enter_attempt(attempt) {
+            return Err(Error::Dkg(DkgError::AttemptOutOfRange {
+                attempt,
+                max_attempts,
+            }));
+        }
+        session.state = State::Running;
+        let mut dropped = Outbox::new();
+        session.run_dkg(Time(0), DkgInput::Start, &mut dropped);
+        session.state = State::Over;
+        Ok(session)
+    }
+
     /// Asks each dealer whose deal or shares this member still lacks in the
     /// current attempt to send them again, and, once this member's own attempt
     /// is over without a quorum, every dealer for the agreed result. Nothing
