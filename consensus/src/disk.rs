@@ -11,12 +11,13 @@
 //! node's store, the simulator's memory) and in who delivers inputs. Why the
 //! order is what it is: `consensus/SAFETY.md`, "One disk contract".
 
-use crate::epoch::EpochView;
+use crate::epoch::{EpochView, Invitation};
 use crate::member::{Member, MemberOutput};
 use crate::replica::SignedVotes;
 use crate::{DirectoryIndex, Epoch, Height, ReplicaConfig};
 use beacon::dkg::DkgOutput;
 use beacon::multisig::ConsensusListing;
+use beacon::threshold::SecretShare;
 use beacon::{Scheme, Time};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -80,6 +81,41 @@ pub struct DealingSeed {
     pub until: Time,
 }
 
+/// What a dealer of a change keeps on disk from its switch until its
+/// erasure timer ([`DiskWrite::KeepDeal`]): the invitation of the change and
+/// its old beacon share, from which its deal and every sub-share come again
+/// (`Transition::new`: they derive from the old share and the session
+/// alone). A restarted dealer rebuilds its retained transition from it and
+/// answers a new member that missed its sub-share, as before the restart;
+/// nothing of it outlives `until`.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub struct RetainedDeal<S: Scheme> {
+    /// The change this member dealt in, and its resharing.
+    pub invitation: Invitation<S>,
+    /// The beacon share it dealt from (of the epoch the change ended).
+    pub old_share: SecretShare,
+    /// When it is erased ([`crate::member`]'s retention after the switch).
+    pub until: Time,
+}
+
+impl<S: Scheme> RetainedDeal<S> {
+    /// The epoch the change started.
+    pub fn epoch(&self) -> Epoch {
+        self.invitation.change.epoch
+    }
+}
+
+impl<S: Scheme> fmt::Debug for RetainedDeal<S> {
+    /// The epoch and the time; never the share.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RetainedDeal")
+            .field("epoch", &self.epoch())
+            .field("until", &self.until)
+            .finish_non_exhaustive()
+    }
+}
+
 /// One durable write a member asks for ([`MemberOutput::Persist`]).
 #[derive(Clone, Debug)]
 pub enum DiskWrite<S: Scheme> {
@@ -105,11 +141,17 @@ pub enum DiskWrite<S: Scheme> {
     /// the member asks for a new one (at `until`, or when it enters or
     /// leaves an epoch).
     KeepDealingSeed(DealingSeed),
+    /// What this member dealt in the change it is switching out of, kept
+    /// until its erasure (durable before the epoch record that erases its
+    /// old key material).
+    KeepDeal(Arc<RetainedDeal<S>>),
+    /// The retained deal's time is over: erased.
+    EraseDeal,
 }
 
 impl<S: Scheme> DiskWrite<S> {
     /// Short name of the write: `keys`, `epoch`, `votes`, `seed`,
-    /// `dealing-seed`.
+    /// `dealing-seed`, `retained-deal`, `erase-deal`.
     pub fn kind(&self) -> &'static str {
         match self {
             DiskWrite::Keys(_) => "keys",
@@ -117,6 +159,8 @@ impl<S: Scheme> DiskWrite<S> {
             DiskWrite::Votes(_) => "votes",
             DiskWrite::NewSeed => "seed",
             DiskWrite::KeepDealingSeed(_) => "dealing-seed",
+            DiskWrite::KeepDeal(_) => "retained-deal",
+            DiskWrite::EraseDeal => "erase-deal",
         }
     }
 }
@@ -124,7 +168,8 @@ impl<S: Scheme> DiskWrite<S> {
 impl<S: Scheme> fmt::Display for DiskWrite<S> {
     /// `persist keys`, `persist epoch 1`, `persist epoch 1 retired`,
     /// `persist votes` (with the heights of the record), `persist new-seed`,
-    /// `persist dealing-seed attempt 0 until 12.5 s`.
+    /// `persist dealing-seed attempt 0 until 12.5 s`,
+    /// `persist retained-deal epoch 1 until 70 s`, `persist erase-deal`.
     /// Never the seed itself, nor key material.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -147,6 +192,13 @@ impl<S: Scheme> fmt::Display for DiskWrite<S> {
                 d.attempt,
                 d.until.as_millis_f64() / 1000.0
             ),
+            DiskWrite::KeepDeal(d) => write!(
+                f,
+                "persist retained-deal epoch {} until {} s",
+                d.epoch(),
+                d.until.as_millis_f64() / 1000.0
+            ),
+            DiskWrite::EraseDeal => write!(f, "persist erase-deal"),
         }
     }
 }
@@ -174,6 +226,11 @@ pub trait Disk<S: Scheme> {
     /// Marks the stored seed as the one that dealt the genesis keys, kept
     /// until `mark.until` ([`DiskWrite::KeepDealingSeed`]).
     fn keep_dealing_seed(&mut self, mark: DealingSeed) -> Result<(), Self::Error>;
+    /// Stores what this member dealt in the change it switches out of, in
+    /// place of any earlier one ([`DiskWrite::KeepDeal`]).
+    fn keep_deal(&mut self, deal: &Arc<RetainedDeal<S>>) -> Result<(), Self::Error>;
+    /// Erases the retained deal, if one is stored ([`DiskWrite::EraseDeal`]).
+    fn erase_deal(&mut self) -> Result<(), Self::Error>;
 }
 
 /// The kind of durable write `output` asks for ([`DiskWrite::kind`]), if it
@@ -205,6 +262,8 @@ pub fn persist<S: Scheme, D: Disk<S> + ?Sized>(
         MemberOutput::Persist(DiskWrite::Votes(record)) => disk.save_votes(record)?,
         MemberOutput::Persist(DiskWrite::NewSeed) => member.replace_seed(disk.replace_seed()?),
         MemberOutput::Persist(DiskWrite::KeepDealingSeed(mark)) => disk.keep_dealing_seed(*mark)?,
+        MemberOutput::Persist(DiskWrite::KeepDeal(deal)) => disk.keep_deal(deal)?,
+        MemberOutput::Persist(DiskWrite::EraseDeal) => disk.erase_deal()?,
         _ => return Ok(false),
     }
     Ok(true)
@@ -226,22 +285,36 @@ pub fn on_dealing_seed_expired<S: Scheme>() -> [DiskWrite<S>; 1] {
     [DiskWrite::NewSeed]
 }
 
-/// What a member writes when it enters or leaves an epoch, in order: the
-/// epoch record with its key material (none when it left), the cleared vote
+/// What a member writes when it enters or leaves an epoch, in order: what
+/// it dealt in the change, when it dealt (durable before the record below
+/// erases the old share it came from: a dealer restarted after the switch
+/// deals it again to a new member that missed it, until its erasure); the
+/// epoch record with its key material (none when it left); the cleared vote
 /// record when it runs the new epoch (the old epoch's votes are of no use in
-/// it), then a new seed.
+/// it); then a new seed.
 pub fn on_epoch<S: Scheme>(
+    dealt: Option<RetainedDeal<S>>,
     record: EpochRecord,
     keys: Option<Arc<DkgOutput<S>>>,
 ) -> Vec<DiskWrite<S>> {
     let runs = keys.is_some();
-    let mut writes = vec![DiskWrite::Epoch {
+    let mut writes: Vec<DiskWrite<S>> = dealt
+        .map(|d| DiskWrite::KeepDeal(Arc::new(d)))
+        .into_iter()
+        .collect();
+    writes.push(DiskWrite::Epoch {
         record: Box::new(record),
         keys,
-    }];
+    });
     if runs {
         writes.push(DiskWrite::Votes(Vec::new()));
     }
     writes.push(DiskWrite::NewSeed);
     writes
+}
+
+/// What a member writes once the deal it retained after a switch is over:
+/// its erasure.
+pub fn on_deal_erased<S: Scheme>() -> [DiskWrite<S>; 1] {
+    [DiskWrite::EraseDeal]
 }

@@ -7,7 +7,7 @@
 
 use beacon::dkg::DkgOutput;
 use beacon::Scheme;
-use consensus::disk::{DealingSeed, Disk, EpochRecord};
+use consensus::disk::{DealingSeed, Disk, EpochRecord, RetainedDeal};
 use consensus::{CommittedEntry, SignedVotes};
 use sha2::{Digest as _, Sha256};
 use std::convert::Infallible;
@@ -26,6 +26,8 @@ pub struct SimDisk<S: Scheme> {
     pub votes: Vec<SignedVotes<S>>,
     /// The mark of a seed that dealt the genesis keys, kept until then.
     pub dealing_seed: Option<DealingSeed>,
+    /// What the member dealt in its last change, kept until its erasure.
+    pub retained_deal: Option<Arc<RetainedDeal<S>>>,
     /// The seed the member deals from.
     seed: [u8; 32],
     /// The seed it started with.
@@ -43,6 +45,7 @@ impl<S: Scheme> SimDisk<S> {
             chain: Vec::new(),
             votes: Vec::new(),
             dealing_seed: None,
+            retained_deal: None,
             seed,
             first: seed,
             generation: 0,
@@ -96,6 +99,16 @@ impl<S: Scheme> Disk<S> for SimDisk<S> {
 
     fn keep_dealing_seed(&mut self, mark: DealingSeed) -> Result<(), Infallible> {
         self.dealing_seed = Some(mark);
+        Ok(())
+    }
+
+    fn keep_deal(&mut self, deal: &Arc<RetainedDeal<S>>) -> Result<(), Infallible> {
+        self.retained_deal = Some(deal.clone());
+        Ok(())
+    }
+
+    fn erase_deal(&mut self) -> Result<(), Infallible> {
+        self.retained_deal = None;
         Ok(())
     }
 }

@@ -143,25 +143,19 @@ fn a_stayer_killed_again_after_the_switch_gets_its_keys_when_back() {
     assert_eq!(change.started, change.new_nodes, "{change:?}");
 }
 
-/// Issue 53, chaos finding (an hour run, seed 606): old member 0, which
-/// stays, crashes after the decision (3.2 s) and is back after the switch
-/// (12 s); old member 1, a dealer of the keys the chain switched to,
+/// Issue 53, chaos finding (hour runs, seeds 505 and 606): old member 0,
+/// which stays, crashes after the decision (3.2 s) and is back after the
+/// switch (12 s); old member 1, a dealer of the keys the chain switched to,
 /// restarts right after the switch (4.3 s to 4.6 s). Member 0 reads the
 /// switch on its chain and asks the named dealers for their deals and its
-/// sub-shares, but member 1 kept its retained transition in memory only,
-/// and its old share is erased: nothing can deal its deal again, member 0
-/// never recombines the keys the epoch runs on and waits for them for good
-/// (at real nodes, a member stuck at the old epoch's last height through
-/// every later change). Without member 1's restart it switches (12 s back
-/// is within the dealers' retention). The fix to come: a stayer that cannot
-/// recombine its keys once the dealers' retention is over gives them up
-/// (erases its old keys, stores the new epoch without key material) and
-/// waits as a joiner of that epoch, to be reshared to at the next change,
-/// as old members already invite every new member; the simulator then
-/// restarts a member without keys as a party that joins, as the node does.
+/// sub-shares. Member 1 used to keep its retained transition in memory
+/// only, its old share erased by its new epoch record: nothing could deal
+/// its deal again, and member 0 waited for its keys for good (9 of 10
+/// members started the new epoch). Now a dealer keeps what it dealt on its
+/// disk until the erasure (`consensus::disk::RetainedDeal`) and rebuilds
+/// it when restored.
 #[test]
-#[ignore = "fails today (the fix is described above); run with --ignored"]
-fn a_stayer_back_after_the_switch_whose_named_dealer_restarted_rejoins() {
+fn a_stayer_back_after_the_switch_whose_named_dealer_restarted_gets_its_keys() {
     let mut cfg = reshare_small();
     for (node, at_ms, restart_ms) in [(0, 3_200, 12_000), (1, 4_300, 4_600)] {
         cfg.faults.crash.push(sim::config::Crash {

@@ -893,12 +893,11 @@ fn a_crash_between_keys_saved_and_seed_replaced_restarts_from_the_keys() {
     assert_eq!(chain, chain_again);
 }
 
-/// A crash point in a stayer's writes of a change of members: member 3
-/// stops after its epoch record and its cleared votes, before its seed is
-/// replaced (the `Started` event after them lost with it), and restarts in
-/// the new epoch from its disk; every honest new member runs the new epoch.
-#[test]
-fn a_crash_between_the_epoch_record_and_the_new_seed_restarts_in_the_new_epoch() {
+/// Member 3's change of members in `reshare-small` (it stays), with a crash
+/// after its `after_write`-th write of the switch, back 2 s later: the
+/// writes it made and the ones lost with the crash, once every honest new
+/// member runs the new epoch.
+fn crash_in_a_stayers_switch(after_write: u32) -> (Vec<&'static str>, Vec<&'static str>) {
     let mut cfg = SimConfig::load("../configs/sim/reshare-small.toml").unwrap();
     cfg.scheme = beacon::SchemeId::InsecureMock;
     cfg.faults.crash.push(Crash {
@@ -906,7 +905,7 @@ fn a_crash_between_the_epoch_record_and_the_new_seed_restarts_in_the_new_epoch()
         at_ms: 500,
         restart_ms: Some(2_500),
         lose_votes: false,
-        after_write: Some(2),
+        after_write: Some(after_write),
         in_dkg: false,
     });
     let (report, _) = sim::run(&cfg, None).unwrap();
@@ -916,13 +915,36 @@ fn a_crash_between_the_epoch_record_and_the_new_seed_restarts_in_the_new_epoch()
         !change.left.contains(&3),
         "member 3 stays in seed 1's change"
     );
-    let hits: Vec<_> = report
-        .crash_points
-        .iter()
-        .map(|h| (h.node, h.written.clone(), h.lost.clone()))
-        .collect();
-    assert_eq!(hits, [(3, vec!["epoch", "votes"], vec!["seed"])]);
     assert_eq!(change.started, change.new_nodes);
+    let [hit] = &report.crash_points[..] else {
+        panic!("one crash point: {:?}", report.crash_points);
+    };
+    assert_eq!(hit.node, 3);
+    (hit.written.clone(), hit.lost.clone())
+}
+
+/// A crash point in a stayer's writes of a change of members: member 3
+/// stops after its epoch record and its cleared votes, before its seed is
+/// replaced (the `Started` event after them lost with it), and restarts in
+/// the new epoch from its disk.
+#[test]
+fn a_crash_between_the_epoch_record_and_the_new_seed_restarts_in_the_new_epoch() {
+    assert_eq!(
+        crash_in_a_stayers_switch(3),
+        (vec!["retained-deal", "epoch", "votes"], vec!["seed"])
+    );
+}
+
+/// A crash point between what a stayer dealt, kept until its erasure, and
+/// its epoch record: member 3 restarts in the old epoch with its old keys
+/// and a deal of a change it has not switched to on its disk, goes through
+/// the change again from its chain and switches.
+#[test]
+fn a_crash_between_the_retained_deal_and_the_epoch_record_goes_through_the_change_again() {
+    assert_eq!(
+        crash_in_a_stayers_switch(1),
+        (vec!["retained-deal"], vec!["epoch", "votes", "seed"])
+    );
 }
 
 /// A genesis member down at the end of the DKG while a dealer restarts (as

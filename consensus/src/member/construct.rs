@@ -3,7 +3,7 @@
 
 use super::{derive, epochs, FinishedDkg, Identity, Member, Phase};
 use crate::config::ReplicaConfig;
-use crate::epoch::{Directory, EpochView, MemberIdentity};
+use crate::epoch::{Directory, EpochView, MemberIdentity, Transition};
 use crate::keys::{EpochKeys, ReplicaKeys};
 use crate::messages::CommittedEntry;
 use crate::participant::{Adversary, Participant};
@@ -262,6 +262,40 @@ impl<S: Scheme> Member<S> {
                 session,
                 until: mark.until,
             });
+        }
+        self
+    }
+
+    /// A member restored after a switch whose disk still holds what it
+    /// dealt in that change (`deal`, from its disk:
+    /// [`crate::disk::DiskWrite::KeepDeal`]): after
+    /// [`Member::with_identity`] (or as [`Member::joining`] once it left),
+    /// it rebuilds its retained transition from it
+    /// ([`Transition::retained`]) and deals again to the new members that
+    /// ask for their sub-shares, as before its restart, until `deal.until`,
+    /// when the deal is erased, on its disk too. A deal of a change that
+    /// this member's epoch does not show yet (it restarted before its switch
+    /// was durable, and goes through the change again) is only erased at
+    /// its time; one that cannot be rebuilt answers nothing.
+    pub fn with_retained_deal(mut self, deal: crate::disk::RetainedDeal<S>) -> Self {
+        let epoch = deal.epoch();
+        self.dealer.kept_on_disk(epoch, deal.until);
+        let Some(identity) = &self.identity else {
+            return self;
+        };
+        if epoch != self.epoch.number {
+            return self;
+        }
+        let retained = Transition::retained(
+            deal.invitation.reshare.clone(),
+            self.epoch.clone(),
+            &identity.who,
+            deal.old_share,
+            self.memo.clone(),
+        );
+        if let Ok(t) = retained {
+            self.dealer.retain(t, Some(deal.until));
+            self.dealer.keep_invitation(Some(deal.invitation));
         }
         self
     }

@@ -207,6 +207,9 @@ impl<S: Scheme> Member<S> {
 
     /// Routes one input to its handler.
     fn dispatch(&mut self, now: Time, input: MemberInput<S>, out: &mut Outbox<S>) {
+        if matches!(input, MemberInput::Start) {
+            self.arm_kept_deal_erasure(out);
+        }
         match input {
             MemberInput::Start => match self.phase {
                 Phase::Dkg(_) => self.on_session_input(now, SessionInput::Start, out),
@@ -359,6 +362,21 @@ impl<S: Scheme> Member<S> {
             for write in crate::disk::on_dealing_seed_expired() {
                 out.push(MemberOutput::Persist(write));
             }
+        }
+    }
+
+    /// A member restored with what it dealt in a change still on its disk
+    /// ([`Member::with_retained_deal`]) arms that change's erasure timer, at
+    /// the time the disk keeps it until (at once if it is over).
+    fn arm_kept_deal_erasure(&self, out: &mut Outbox<S>) {
+        if let Some((epoch, until)) = self.dealer.kept() {
+            out.push(MemberOutput::Effect(Effect::SetTimer {
+                at: until,
+                timer: MemberTimer::Epoch {
+                    epoch,
+                    timer: crate::epoch::TransitionTimer::Erase,
+                },
+            }));
         }
     }
 

@@ -433,6 +433,16 @@ async fn build_member<S: Scheme>(
             Member::new(cfg.replica.clone(), dkg, identity, seed, memo, adversary)?
         }
     };
+    let member = match disk.store.retained_deal()? {
+        Some(deal) => {
+            info!(
+                epoch = deal.epoch().get(),
+                "what this node dealt in its last change is kept: answering members that missed it"
+            );
+            member.with_retained_deal(deal)
+        }
+        None => member,
+    };
     Ok(Some(member))
 }
 

@@ -6,7 +6,7 @@ use super::{EpochRecord, Store};
 use crate::NodeError;
 use beacon::dkg::DkgOutput;
 use beacon::Scheme;
-use consensus::disk::{DealingSeed, Disk};
+use consensus::disk::{DealingSeed, Disk, RetainedDeal};
 use consensus::SignedVotes;
 use std::sync::Arc;
 
@@ -35,5 +35,13 @@ impl<S: Scheme> Disk<S> for &Store {
 
     fn keep_dealing_seed(&mut self, mark: DealingSeed) -> Result<(), NodeError> {
         Store::keep_dealing_seed(self, &mark)
+    }
+
+    fn keep_deal(&mut self, deal: &Arc<RetainedDeal<S>>) -> Result<(), NodeError> {
+        Store::keep_deal(self, deal)
+    }
+
+    fn erase_deal(&mut self) -> Result<(), NodeError> {
+        Store::erase_deal(self)
     }
 }

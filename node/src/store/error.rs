@@ -69,6 +69,15 @@ pub enum StoreError {
         /// Why it does not decode.
         source: serde_json::Error,
     },
+    /// What the member dealt in its last change, kept until its erasure
+    /// (`member.deal.retained`), does not decode.
+    #[error("store: {} is not a retained deal: {source}", path.display())]
+    RetainedDeal {
+        /// The file.
+        path: PathBuf,
+        /// Why it does not decode.
+        source: beacon::Error,
+    },
     /// The record of what the replica signed does not decode.
     #[error("store: the vote record is corrupt: {0}")]
     CorruptVotes(#[source] beacon::Error),

@@ -16,7 +16,11 @@
 //! stays a little longer, marked in `member.seed.dealing` (when it is
 //! replaced, and the attempt it dealt in), so that the node restarted
 //! meanwhile deals the same deal again to a genesis member that missed the
-//! DKG (`consensus::disk::DealingSeed`).
+//! DKG (`consensus::disk::DealingSeed`). After a change of members, what
+//! the member dealt in it (its old beacon share and the change) stays in
+//! `member.deal.retained` (mode 0600) until its erasure, so that the node
+//! restarted meanwhile deals it again to a member that missed it
+//! (`consensus::disk::RetainedDeal`).
 //! The operator's last proposal of a change of members lives in
 //! `proposal.json` from when the admin API accepts it until the chain
 //! decides that change or another one (a restarted node submits it again).
@@ -25,7 +29,7 @@ use crate::identity::write_private;
 use crate::{FileOp, NodeError};
 use beacon::dkg::DkgOutput;
 use beacon::Scheme;
-use consensus::disk::DealingSeed;
+use consensus::disk::{DealingSeed, RetainedDeal};
 use consensus::epoch::EpochChange;
 use consensus::{CommittedEntry, SignedVotes};
 use redb::{Database, ReadableDatabase as _, ReadableTable as _, TableDefinition};
@@ -329,6 +333,43 @@ impl Store {
         read_json(&self.dealing_seed_path(), |path, source| {
             StoreError::DealingSeed { path, source }
         })
+    }
+
+    fn retained_deal_path(&self) -> PathBuf {
+        self.dir.join("member.deal.retained")
+    }
+
+    /// Keeps what the member dealt in the change it switches out of
+    /// (`member.deal.retained`, mode 0600, durably), in place of any
+    /// earlier one.
+    pub fn keep_deal<S: Scheme>(&self, deal: &RetainedDeal<S>) -> Result<(), NodeError> {
+        let bytes = beacon::wire::encode(deal).map_err(encode_err)?;
+        write_private(&self.retained_deal_path(), &bytes)
+    }
+
+    /// What [`Store::keep_deal`] kept, if it is still there.
+    pub fn retained_deal<S: Scheme>(&self) -> Result<Option<RetainedDeal<S>>, NodeError> {
+        let path = self.retained_deal_path();
+        match std::fs::read(&path) {
+            Ok(bytes) => match beacon::wire::decode(&bytes) {
+                Ok(deal) => Ok(Some(deal)),
+                Err(source) => Err(StoreError::RetainedDeal { path, source }.into()),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(NodeError::io(FileOp::Read, &path, e)),
+        }
+    }
+
+    /// Erases what [`Store::keep_deal`] kept, if anything (a removal a crash
+    /// undoes comes back as a deal whose time is over: erased again at the
+    /// restart).
+    pub fn erase_deal(&self) -> Result<(), NodeError> {
+        let path = self.retained_deal_path();
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(NodeError::io(FileOp::Erase, &path, e)),
+        }
     }
 
     fn proposal_path(&self) -> PathBuf {

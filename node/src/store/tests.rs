@@ -386,3 +386,72 @@ fn a_kept_proposal_survives_reopening_until_erased() {
         Err(NodeError::Store(StoreError::Proposal { .. }))
     ));
 }
+
+/// What a dealer dealt in a change, with the old share it dealt from.
+fn retained_deal() -> consensus::disk::RetainedDeal<MinSig> {
+    use beacon::Point as _;
+    let ids: Vec<beacon::reshare::MemberId> = (0..4u8)
+        .map(|i| beacon::reshare::MemberId([i; 32]))
+        .collect();
+    let point = <MinSig as Scheme>::PublicKey::generator();
+    let invitation = consensus::epoch::Invitation {
+        change: consensus::epoch::EpochChange {
+            epoch: consensus::Epoch::new(3),
+            members: ids.clone(),
+            c: 0,
+            beacon_threshold: 2,
+            consensus_keys: Vec::new(),
+        },
+        decided_at: Height::new(40),
+        reshare: beacon::reshare::ReshareSettings {
+            epoch: 3,
+            old_members: ids.clone(),
+            old_public_polynomial: Arc::new(vec![point; 2]),
+            new_members: ids,
+            new_threshold: 2,
+            phase_timeout_us: 1_000_000,
+        }
+        .build()
+        .unwrap(),
+    };
+    consensus::disk::RetainedDeal {
+        invitation,
+        old_share: beacon::threshold::SecretShare::new(
+            beacon::NodeIndex(1),
+            beacon::Scalar::from_u64(7),
+        ),
+        until: beacon::Time(90_000_000),
+    }
+}
+
+/// A dealer's retained deal survives a restart, private to the node's user,
+/// until erased (twice is fine); one that does not decode is a clear error.
+#[test]
+fn the_retained_deal_lives_until_its_erasure() {
+    let dir = tempfile::tempdir().unwrap();
+    let deal = retained_deal();
+    {
+        let store = Store::open(dir.path(), TEST_CACHE).unwrap();
+        assert!(store.retained_deal::<MinSig>().unwrap().is_none());
+        store.keep_deal(&deal).unwrap();
+    }
+    let store = Store::open(dir.path(), TEST_CACHE).unwrap();
+    assert!(
+        store.retained_deal::<MinSig>().unwrap() == Some(deal.clone()),
+        "after a restart"
+    );
+    let path = dir.path().join("member.deal.retained");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "it holds a share");
+    }
+    store.erase_deal().unwrap();
+    assert!(store.retained_deal::<MinSig>().unwrap().is_none(), "erased");
+    store.erase_deal().unwrap();
+    store.keep_deal(&deal).unwrap();
+    std::fs::write(&path, b"\x01\x02").unwrap();
+    let err = store.retained_deal::<MinSig>().unwrap_err().to_string();
+    assert!(err.contains("is not a retained deal"), "{err}");
+}

@@ -417,9 +417,13 @@ fn restore<S: Scheme>(
             super::setup::identity(shared.seed, slot.identity, shared.directory),
             shared.dkg_timing,
         );
-        match (&slot.disk.epoch, slot.disk.dealing_seed) {
+        let m = match (&slot.disk.epoch, slot.disk.dealing_seed) {
             (None, Some(mark)) => m.with_finished_dkg(shared.dkg_config.clone(), mark),
             _ => m,
+        };
+        match &slot.disk.retained_deal {
+            Some(deal) => m.with_retained_deal(deal.as_ref().clone()),
+            None => m,
         }
     });
     Some(restored)

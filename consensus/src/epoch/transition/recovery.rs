@@ -2,11 +2,15 @@
 //! sub-shares it lacks; a dealer answers the asker alone, point to point
 //! (`consensus/SAFETY.md`, "A member's part of a change survives its crash").
 
-use super::{Transition, TransitionOutbox, TransitionTimer};
-use crate::epoch::ReshareWire;
-use crate::DirectoryIndex;
+use super::{Transition, TransitionInput, TransitionOutbox, TransitionTimer};
+use crate::epoch::{EpochView, MemberIdentity, ReshareWire};
+use crate::{ConsensusError, DirectoryIndex};
 use beacon::effect::Effect;
+use beacon::memo::Memo;
+use beacon::reshare::ReshareEpoch;
+use beacon::threshold::SecretShare;
 use beacon::{Scheme, Time};
+use std::sync::Arc;
 
 /// Most times a dealer sends its deal and sub-share again to one new member
 /// in one change (a restarted member asks once per phase length until it
@@ -57,6 +61,26 @@ impl<S: Scheme> Transition<S> {
             self.send_reshare(out, from, ReshareWire::Relay(signed.clone()));
         }
         self.send_reshare(out, from, ReshareWire::Shares(shares));
+    }
+
+    /// A dealer's retained transition, rebuilt after a restart from what its
+    /// disk kept ([`crate::disk::RetainedDeal`]): it deals again from
+    /// `old_share` (the very same deal and sub-shares: they derive from the
+    /// share and the session alone), drops what the start would send (the
+    /// others had it before the switch) and is over, answering only new
+    /// members that ask for their sub-shares, until its erasure.
+    pub fn retained(
+        reshare: ReshareEpoch<S>,
+        new: EpochView,
+        identity: &MemberIdentity,
+        old_share: SecretShare,
+        memo: Arc<Memo>,
+    ) -> Result<Self, ConsensusError> {
+        // The seed only deals for a member without an old share.
+        let mut t = Self::new(reshare, new, identity, Some(old_share), [0; 32], memo)?;
+        t.handle(Time(0), TransitionInput::Start);
+        t.over = true;
+        Ok(t)
     }
 
     /// Erases what this member kept to send again as a dealer (its

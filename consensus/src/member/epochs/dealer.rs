@@ -25,6 +25,10 @@ pub(in crate::member) struct Dealer<S: Scheme> {
     /// that asks for its handoff (it may have restarted and lost the
     /// invitation, which old members send only until they hear from it).
     invitation: Option<Invitation<S>>,
+    /// The change into which this member's disk holds what it dealt, and
+    /// until when ([`crate::disk::RetainedDeal`]): erased there on the
+    /// change's erasure timer.
+    kept: Option<(Epoch, Time)>,
 }
 
 impl<S: Scheme> Dealer<S> {
@@ -34,6 +38,7 @@ impl<S: Scheme> Dealer<S> {
             served: None,
             retained: None,
             invitation: None,
+            kept: None,
         }
     }
 
@@ -49,16 +54,35 @@ impl<S: Scheme> Dealer<S> {
 
     /// Keeps the invitation of the change just made, if this member took part
     /// with one; else the one it kept stays.
-    pub(super) fn keep_invitation(&mut self, invitation: Option<Invitation<S>>) {
+    pub(in crate::member) fn keep_invitation(&mut self, invitation: Option<Invitation<S>>) {
         if invitation.is_some() {
             self.invitation = invitation;
         }
     }
 
     /// Retains `transition`, the change this member just went through, to
-    /// deal again until its erasure.
-    pub(super) fn retain(&mut self, transition: Transition<S>) {
+    /// deal again until its erasure; `kept_until`: its disk holds what it
+    /// dealt until then (it dealt in the change).
+    pub(in crate::member) fn retain(
+        &mut self,
+        transition: Transition<S>,
+        kept_until: Option<Time>,
+    ) {
+        self.kept = kept_until.map(|until| (transition.epoch(), until));
         self.retained = Some(transition);
+    }
+
+    /// Notes that this member's disk holds what it dealt in the change into
+    /// `epoch` until `until`, with nothing retained for it (the member
+    /// restarted before its switch was durable, and goes through it again).
+    pub(in crate::member) fn kept_on_disk(&mut self, epoch: Epoch, until: Time) {
+        self.kept = Some((epoch, until));
+    }
+
+    /// The change into which this member's disk holds what it dealt, and
+    /// until when, if it does.
+    pub(in crate::member) fn kept(&self) -> Option<(Epoch, Time)> {
+        self.kept
     }
 
     /// The invitation into `epoch` and the retained transition it started,
@@ -92,13 +116,23 @@ impl<S: Scheme> Dealer<S> {
         Some(t.handle(now, input))
     }
 
-    /// The erasure timer of the change into `epoch`: what this member dealt
-    /// in it, and its invitation, are erased.
-    pub(super) fn erase(&mut self, epoch: Epoch) {
-        let Some(mut t) = self.retained.take_if(|t| t.epoch() == epoch) else {
-            return;
-        };
-        t.erase_dealt();
-        self.invitation = None;
+    /// The erasure timer of the change into `epoch` at `now`: what this
+    /// member dealt in it, and its invitation, are erased. Returns whether
+    /// its disk holds what it dealt, to erase there too. A timer armed for
+    /// an earlier retention of the same change (a deal on the disk of a
+    /// switch the member went through again after a restart) erases nothing
+    /// before the later retention's time.
+    pub(super) fn erase(&mut self, epoch: Epoch, now: Time) -> bool {
+        if self
+            .kept
+            .is_some_and(|(e, until)| e == epoch && now < until)
+        {
+            return false;
+        }
+        if let Some(mut t) = self.retained.take_if(|t| t.epoch() == epoch) {
+            t.erase_dealt();
+            self.invitation = None;
+        }
+        self.kept.take_if(|(e, _)| *e == epoch).is_some()
     }
 }

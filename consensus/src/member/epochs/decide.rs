@@ -381,8 +381,10 @@ impl<S: Scheme> Member<S> {
             self.queue_transition(epoch, events, out);
             return;
         }
-        if timer == TransitionTimer::Erase {
-            self.dealer.erase(epoch);
+        if timer == TransitionTimer::Erase && self.dealer.erase(epoch, now) {
+            for write in crate::disk::on_deal_erased() {
+                out.push(MemberOutput::Persist(write));
+            }
         }
     }
 

@@ -4,7 +4,7 @@
 //! height.
 
 use super::{handoff_len, EpochChangeFailure, EpochEvent, Handoff, RETAIN_PHASES};
-use crate::disk::EpochRecord;
+use crate::disk::{EpochRecord, RetainedDeal};
 use crate::epoch::{EpochMessage, NamedKeys, Transition, TransitionTimer};
 use crate::member::outbox::Outbox;
 use crate::member::{Envelope, Member, MemberOutput, MemberTimer, Phase};
@@ -167,15 +167,16 @@ impl<S: Scheme> Member<S> {
                 self.fail_epoch(new.number, EpochChangeFailure::SwitchedToOtherKeys, out);
             }
             None => {
+                let transition = self.change.take_transition();
+                let dealt = transition.as_ref().and_then(|_| self.deal_to_keep(now));
                 self.phase = Phase::Retired;
                 self.keys = None;
-                let transition = self.change.take_transition();
                 self.move_roles_to(&new, None);
-                self.retain(now, transition, out);
+                self.retain(now, transition, dealt.as_ref(), out);
                 self.epoch = new;
                 self.me = me.address();
                 let record = EpochRecord::of(&self.epoch, height.saturating_add(1), true);
-                for write in crate::disk::on_epoch(record, None) {
+                for write in crate::disk::on_epoch(dealt, record, None) {
                     out.push(MemberOutput::Persist(write));
                 }
                 out.push(MemberOutput::Epoch(EpochEvent::Retired {
@@ -218,14 +219,15 @@ impl<S: Scheme> Member<S> {
             }
         };
         let ahead = self.change.take_ahead();
+        let dealt = self.deal_to_keep(now);
         let directory = self.identity.as_ref().map(|i| i.who.directory.clone());
         self.move_roles_to(&new, directory.as_ref());
-        self.retain(now, Some(t), out);
+        self.retain(now, Some(t), dealt.as_ref(), out);
         self.me = output.me;
         self.keys = Some(output.clone());
         self.epoch = new;
         let record = EpochRecord::of(&self.epoch, last.saturating_add(1), false);
-        for write in crate::disk::on_epoch(record, Some(output.clone())) {
+        for write in crate::disk::on_epoch(dealt, record, Some(output.clone())) {
             out.push(MemberOutput::Persist(write));
         }
         out.push(MemberOutput::Epoch(EpochEvent::Started {
@@ -250,20 +252,51 @@ impl<S: Scheme> Member<S> {
     }
 
     /// Keeps the transition of the change just made, to send its deal again
-    /// to new members that ask, and arms its erasure.
-    fn retain(&mut self, now: Time, transition: Option<Transition<S>>, out: &mut Outbox<S>) {
+    /// to new members that ask, and arms its erasure (at the time of `dealt`,
+    /// what the disk keeps of it, when this member dealt).
+    fn retain(
+        &mut self,
+        now: Time,
+        transition: Option<Transition<S>>,
+        dealt: Option<&RetainedDeal<S>>,
+        out: &mut Outbox<S>,
+    ) {
         let (Some(t), Some(identity)) = (transition, &self.identity) else {
             return;
         };
         let epoch = t.epoch();
-        let after = identity.timing.phase_us().saturating_mul(RETAIN_PHASES);
+        let at = match dealt {
+            Some(d) => d.until,
+            None => retained_until(now, identity.timing.phase_us()),
+        };
         out.push(MemberOutput::Effect(Effect::SetTimer {
-            at: now.plus_micros(after.max(1)),
+            at,
             timer: MemberTimer::Epoch {
                 epoch,
                 timer: TransitionTimer::Erase,
             },
         }));
-        self.dealer.retain(t);
+        self.dealer.retain(t, dealt.map(|d| d.until));
     }
+
+    /// What the disk keeps of the change this member switches out of (its
+    /// transition taken, to retain), if it dealt in it (it held a beacon
+    /// share of the ending epoch): the invitation and that share, until the
+    /// retention after the switch ends.
+    fn deal_to_keep(&self, now: Time) -> Option<RetainedDeal<S>> {
+        let identity = self.identity.as_ref()?;
+        let invitation = self.change.invitation()?;
+        let share = self.keys.as_ref()?.keys.first()?.secret_share.clone();
+        Some(RetainedDeal {
+            invitation: invitation.clone(),
+            old_share: share,
+            until: retained_until(now, identity.timing.phase_us()),
+        })
+    }
+}
+
+/// When what a member retained at a switch at `now` is erased:
+/// [`RETAIN_PHASES`] phase lengths (`phase_us`) later.
+fn retained_until(now: Time, phase_us: u64) -> Time {
+    now.plus_micros(phase_us.saturating_mul(RETAIN_PHASES).max(1))
 }

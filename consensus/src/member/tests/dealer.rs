@@ -55,7 +55,19 @@ fn a_dealer_deals_again_to_a_new_member_that_asks_until_the_erasure_timer() {
                 request(),
                 &["send epoch-reshare to 4", "send epoch-reshare to 4"],
             ),
-            step("the erasure timer", erase, &[]),
+        ],
+    );
+    // Its time: RETAIN_PHASES phase lengths after the switch (at 0).
+    let erase_at = Time::ZERO.plus_micros(PHASE_US * epochs::RETAIN_PHASES);
+    check_from(
+        &mut dealer,
+        erase_at,
+        vec![
+            step(
+                "the erasure timer: erased, on its disk too",
+                erase,
+                &["persist erase-deal"],
+            ),
             step("the deal is erased", request(), &[]),
             step(
                 "the handoff is still served, the invitation no more",
@@ -105,5 +117,120 @@ fn a_dealer_serves_only_the_new_members_of_its_change() {
                 &["send epoch-reshare to 5", "send epoch-reshare to 5"],
             ),
         ],
+    );
+}
+
+/// The sends among `outputs`: each receiver with the message's encoding.
+fn sends(outputs: &[MemberOutput<S>]) -> Vec<(NodeIndex, Vec<u8>)> {
+    outputs
+        .iter()
+        .filter_map(|o| match o {
+            MemberOutput::Effect(Effect::Send { to, message }) => {
+                Some((*to, beacon::wire::encode(message).unwrap()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_dealer_restarted_after_the_switch_deals_the_same_again_from_its_disk() {
+    // Member 0 leaves, as above; it switches and retires at its start.
+    let change = change(&[1, 2, 3, 4, 5, 6]);
+    let readies = readies(
+        &change,
+        1..6,
+        vec![NodeIndex(0), NodeIndex(1), NodeIndex(2)],
+    );
+    let mut dealer = restored(0, chain(vec![vec![], vec![], proposals(&change), readies]));
+    let switch = dealer.handle(Time::ZERO, MemberInput::Start);
+    let writes: Vec<&crate::disk::DiskWrite<S>> = switch
+        .iter()
+        .filter_map(|o| match o {
+            MemberOutput::Persist(w) => Some(w),
+            _ => None,
+        })
+        .collect();
+    let kinds: Vec<&str> = writes.iter().map(|w| w.kind()).collect();
+    assert_eq!(
+        kinds,
+        ["retained-deal", "epoch", "seed"],
+        "what it dealt is durable before the record that erases its old share"
+    );
+    let (crate::disk::DiskWrite::KeepDeal(deal), crate::disk::DiskWrite::Epoch { record, .. }) =
+        (writes[0], writes[1])
+    else {
+        panic!("{kinds:?}");
+    };
+    assert_eq!(deal.epoch(), Epoch::new(1));
+    let erase_at = Time::ZERO.plus_micros(PHASE_US * epochs::RETAIN_PHASES);
+    assert_eq!(deal.until, erase_at, "kept as long as the memory keeps it");
+    let request = || {
+        message(
+            4,
+            Envelope::Epoch(EpochMessage::Reshare {
+                epoch: Epoch::new(1),
+                message: ReshareWire::Request,
+            }),
+        )
+    };
+    let before = sends(&dealer.handle(Time::from_millis(1), request()));
+    assert_eq!(before.len(), 2, "its deal's broadcast and the sub-shares");
+
+    // Killed and restarted from its disk: retired, it comes back as a party
+    // that may join the epoch it left (as a node restarts it), with its deal.
+    let mut back = Member::joining(
+        record.view(),
+        identity(0),
+        [0xd0; 32],
+        Memo::disabled(),
+        TIMING,
+    )
+    .unwrap()
+    .with_retained_deal(deal.as_ref().clone());
+    let start = back.handle(Time::from_millis(2), MemberInput::Start);
+    let timers: Vec<String> = start
+        .iter()
+        .filter(|o| matches!(o, MemberOutput::Effect(Effect::SetTimer { .. })))
+        .map(ToString::to_string)
+        .collect();
+    assert!(
+        start.iter().any(|o| matches!(
+            o,
+            MemberOutput::Effect(Effect::SetTimer {
+                at,
+                timer: MemberTimer::Epoch {
+                    timer: TransitionTimer::Erase,
+                    ..
+                },
+            }) if *at == erase_at
+        )),
+        "the erasure timer armed at the deal's time: {timers:?}"
+    );
+    let after = sends(&back.handle(Time::from_millis(3), request()));
+    assert_eq!(after, before, "the very same deal and sub-shares");
+
+    let erase = || {
+        MemberInput::Timer(MemberTimer::Epoch {
+            epoch: Epoch::new(1),
+            timer: TransitionTimer::Erase,
+        })
+    };
+    let early = back.handle(Time::from_millis(4), erase());
+    assert!(
+        early.is_empty(),
+        "a timer before the deal's time: {early:?}"
+    );
+    let still = sends(&back.handle(Time::from_millis(5), request()));
+    assert_eq!(still, before, "kept until its time");
+    let erased: Vec<String> = back
+        .handle(erase_at, erase())
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(erased, ["persist erase-deal"], "erased on its disk too");
+    assert!(
+        sends(&back.handle(erase_at, request())).is_empty(),
+        "nothing dealt once erased"
     );
 }

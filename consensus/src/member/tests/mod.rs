@@ -77,8 +77,13 @@ fn step(desc: &'static str, input: MemberInput<S>, expected: &[&'static str]) ->
 
 /// Runs `steps` on `member`, step `i` at `i` ms.
 fn check(member: &mut Member<S>, steps: Vec<Step>) {
+    check_from(member, Time::ZERO, steps)
+}
+
+/// Runs `steps` on `member`, step `i` at `start` + `i` ms.
+fn check_from(member: &mut Member<S>, start: Time, steps: Vec<Step>) {
     for (i, step) in steps.into_iter().enumerate() {
-        let out = member.handle(Time::from_millis(i as u64), step.input);
+        let out = member.handle(start.plus_millis(i as u64), step.input);
         let lines: Vec<String> = out.iter().map(ToString::to_string).collect();
         assert_eq!(lines, step.expected, "step {i}: {}", step.desc);
     }
@@ -281,8 +286,8 @@ fn a_finalized_block_that_ends_the_epoch_switches_and_drops_the_old_replica() {
             "the restarted member reads its window: height 3 decides the change \
              (invitations, the resharing's start, the resend timer), height 4 \
              ends the epoch (handoffs to the joiners, the erasure timer of what it \
-             dealt, its record of the epoch it left and a new seed made durable, \
-             retired); the replica of the ended epoch never starts",
+             dealt, what it dealt kept on its disk until then, its record of the \
+             epoch it left and a new seed made durable, retired); the replica of the ended epoch never starts",
             MemberInput::Start,
             &[
                 DECIDED,
@@ -291,6 +296,7 @@ fn a_finalized_block_that_ends_the_epoch_switches_and_drops_the_old_replica() {
                     "send epoch-handoff to 5",
                     "send epoch-handoff to 6",
                     "timer epoch 1 Erase",
+                    "persist retained-deal epoch 1 until 32 s",
                     "persist epoch 1 retired",
                     "persist new-seed",
                     "epoch 1 retired after 4",
