@@ -75,6 +75,11 @@ impl Time {
     pub fn as_millis_f64(self) -> f64 {
         self.0 as f64 / US_PER_MS as f64
     }
+
+    /// As fractional seconds.
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / US_PER_S as f64
+    }
 }
 
 impl fmt::Display for Time {

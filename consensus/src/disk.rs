@@ -190,13 +190,13 @@ impl<S: Scheme> fmt::Display for DiskWrite<S> {
                 f,
                 "persist dealing-seed attempt {} until {} s",
                 d.attempt,
-                d.until.as_millis_f64() / 1000.0
+                d.until.as_secs_f64()
             ),
             DiskWrite::KeepDeal(d) => write!(
                 f,
                 "persist retained-deal epoch {} until {} s",
                 d.epoch(),
-                d.until.as_millis_f64() / 1000.0
+                d.until.as_secs_f64()
             ),
             DiskWrite::EraseDeal => write!(f, "persist erase-deal"),
         }

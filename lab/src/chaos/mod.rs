@@ -757,12 +757,5 @@ async fn epoch_of(client: &reqwest::Client, node: &Node) -> Option<(u64, String,
     if !node.running() {
         return None;
     }
-    let v = node::http::get_json(client, &format!("{}/epoch", node.http))
-        .await
-        .ok()?;
-    Some((
-        v["epoch"].as_u64().unwrap_or(0),
-        v["status"].as_str().unwrap_or("").to_string(),
-        v["start"].as_u64().unwrap_or(0),
-    ))
+    crate::localnet::epoch_at(client, &node.http).await
 }

@@ -46,16 +46,20 @@ pub(super) async fn epoch_of(
             tail(&p.log)
         );
     }
-    Ok(node::http::get_json(client, &format!("{}/epoch", p.http))
+    Ok(epoch_at(client, &p.http).await)
+}
+
+/// `GET /epoch` of the node serving HTTP at `http`: epoch, status, first
+/// height (none while it cannot answer).
+pub(crate) async fn epoch_at(client: &reqwest::Client, http: &str) -> Option<(u64, String, u64)> {
+    let v = node::http::get_json(client, &format!("{http}/epoch"))
         .await
-        .ok()
-        .map(|v| {
-            (
-                v["epoch"].as_u64().unwrap_or(0),
-                v["status"].as_str().unwrap_or("").to_string(),
-                v["start"].as_u64().unwrap_or(0),
-            )
-        }))
+        .ok()?;
+    Some((
+        v["epoch"].as_u64().unwrap_or(0),
+        v["status"].as_str().unwrap_or("").to_string(),
+        v["start"].as_u64().unwrap_or(0),
+    ))
 }
 
 /// What a node of a change of members shows over HTTP.

@@ -96,7 +96,7 @@ impl<S: Scheme> Engine<S> {
             } else {
                 0.0
             },
-            virtual_s: self.checker.last_time().as_millis_f64() / 1000.0,
+            virtual_s: self.checker.last_time().as_secs_f64(),
             trace_hash: finish(self.trace.clone()),
             rounds_trace_hash: self.rounds_trace.clone().map(finish),
             dkg_snapshot,

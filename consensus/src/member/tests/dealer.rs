@@ -5,18 +5,23 @@
 
 use super::*;
 
-#[test]
-fn a_dealer_deals_again_to_a_new_member_that_asks_until_the_erasure_timer() {
-    // Member 0 leaves: the change makes parties 1..7 the members. Height 3
-    // decides it; height 4 holds n' - f' = 5 new members' readies: it
-    // switches and retires, retaining its transition.
+/// Member 0, restored from a window in which it leaves: the change makes
+/// parties 1..7 the members. Height 3 decides it; height 4 holds
+/// n' - f' = 5 new members' readies: at its start it switches and retires,
+/// retaining its transition.
+fn leaving_dealer() -> Member<S> {
     let change = change(&[1, 2, 3, 4, 5, 6]);
     let readies = readies(
         &change,
         1..6,
         vec![NodeIndex(0), NodeIndex(1), NodeIndex(2)],
     );
-    let mut dealer = restored(0, chain(vec![vec![], vec![], proposals(&change), readies]));
+    restored(0, chain(vec![vec![], vec![], proposals(&change), readies]))
+}
+
+#[test]
+fn a_dealer_deals_again_to_a_new_member_that_asks_until_the_erasure_timer() {
+    let mut dealer = leaving_dealer();
     dealer.handle(Time::ZERO, MemberInput::Start);
     assert!(dealer.is_retired());
     let request = || {
@@ -80,13 +85,7 @@ fn a_dealer_deals_again_to_a_new_member_that_asks_until_the_erasure_timer() {
 
 #[test]
 fn a_dealer_serves_only_the_new_members_of_its_change() {
-    let change = change(&[1, 2, 3, 4, 5, 6]);
-    let readies = readies(
-        &change,
-        1..6,
-        vec![NodeIndex(0), NodeIndex(1), NodeIndex(2)],
-    );
-    let mut dealer = restored(0, chain(vec![vec![], vec![], proposals(&change), readies]));
+    let mut dealer = leaving_dealer();
     dealer.handle(Time::ZERO, MemberInput::Start);
     let ask = |from: u32, epoch: u64| {
         message(
@@ -135,14 +134,7 @@ fn sends(outputs: &[MemberOutput<S>]) -> Vec<(NodeIndex, Vec<u8>)> {
 
 #[test]
 fn a_dealer_restarted_after_the_switch_deals_the_same_again_from_its_disk() {
-    // Member 0 leaves, as above; it switches and retires at its start.
-    let change = change(&[1, 2, 3, 4, 5, 6]);
-    let readies = readies(
-        &change,
-        1..6,
-        vec![NodeIndex(0), NodeIndex(1), NodeIndex(2)],
-    );
-    let mut dealer = restored(0, chain(vec![vec![], vec![], proposals(&change), readies]));
+    let mut dealer = leaving_dealer();
     let switch = dealer.handle(Time::ZERO, MemberInput::Start);
     let writes: Vec<&crate::disk::DiskWrite<S>> = switch
         .iter()
