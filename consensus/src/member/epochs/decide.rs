@@ -200,6 +200,7 @@ impl<S: Scheme> Member<S> {
         if let Phase::Joining = &self.phase {
             let asked = match self.change.transition() {
                 Some(t) => (!self.change.has_own_chain()).then(|| t.epoch()),
+                None if self.is_late_member() => Some(self.epoch.number),
                 None => self.epoch.number.checked_add(1),
             };
             if let Some(epoch) = asked {

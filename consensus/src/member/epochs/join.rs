@@ -51,8 +51,10 @@ impl<S: Scheme> Member<S> {
     /// Party `from` asked for the handoff into `epoch`, which began here
     /// without it: it knows an earlier epoch only (the genesis, or one it
     /// left before more changes), and is told the one this member runs or
-    /// left to ([`EpochMessage::Current`]). A new member of this epoch that
-    /// asks is served its handoff instead (above).
+    /// left to ([`EpochMessage::Current`]); so is a member of this epoch
+    /// that asks for an earlier one (it was added while it knew an earlier
+    /// epoch, and lost what it had learnt). A new member of this epoch that
+    /// asks for it is served its handoff instead (above).
     pub(super) fn tell_current(&self, from: DirectoryIndex, epoch: Epoch, out: &mut Outbox<S>) {
         let party = self
             .identity
@@ -60,7 +62,7 @@ impl<S: Scheme> Member<S> {
             .is_some_and(|i| from.get() < i.who.directory.len() && from != i.who.me);
         if !party
             || epoch > self.epoch.number
-            || self.epoch.index_of(from).is_some()
+            || (epoch == self.epoch.number && self.epoch.index_of(from).is_some())
             || !matches!(self.phase, Phase::Replica(_) | Phase::Retired)
         {
             return;
@@ -127,12 +129,23 @@ impl<S: Scheme> Member<S> {
         let Some(identity) = &self.identity else {
             return;
         };
+        let late = self.is_late_member();
+        let next = !late
+            && invitation.reshare.old_members == self.epoch.ids(&identity.who.directory)
+            && invitation.change.epoch == self.epoch.number.saturating_add(1);
+        // A late member takes the invitation into the epoch it learnt it is
+        // a member of, from that epoch's members (old members that stayed
+        // keep it after the switch), if its change made exactly that epoch.
+        let into_learnt = late
+            && invitation.change.epoch == self.epoch.number
+            && self.next_epoch(&invitation.change).is_ok_and(|v| {
+                v.members == self.epoch.members && v.consensus == self.epoch.consensus
+            });
         if !matches!(self.phase, Phase::Joining)
             || self.change.transition().is_some()
             || self.epoch.index_of(from).is_none()
+            || !(next || into_learnt)
             || !self.joiner.first_invitation_from(from)
-            || invitation.reshare.old_members != self.epoch.ids(&identity.who.directory)
-            || invitation.change.epoch != self.epoch.number.saturating_add(1)
         {
             return;
         }
@@ -140,11 +153,26 @@ impl<S: Scheme> Member<S> {
         let Some(invitation) = self.joiner.believe_invitation(from, invitation, f) else {
             return;
         };
-        let new = match self.next_epoch(&invitation.change) {
-            Ok(v) => v,
-            Err(reason) => return self.fail_epoch(invitation.change.epoch, reason, out),
+        let new = match (into_learnt, self.next_epoch(&invitation.change)) {
+            (true, _) => self.epoch.clone(),
+            (false, Ok(v)) => v,
+            (false, Err(reason)) => return self.fail_epoch(invitation.change.epoch, reason, out),
         };
         self.start_transition(now, invitation, new, None, out);
+    }
+
+    /// Whether this member joins the epoch it knows, of which it is a member
+    /// without keys: it learnt the epoch from its members
+    /// ([`EpochMessage::Current`]) after a change had added it while it
+    /// knew an earlier one (it came back with an empty disk). It asks that
+    /// epoch's members for the handoff into it, and takes the invitation
+    /// into it from them (the old members of that change keep it, with what
+    /// they dealt, after the switch).
+    pub(in crate::member) fn is_late_member(&self) -> bool {
+        let me = self.identity.as_ref().map(|i| i.who.me);
+        matches!(self.phase, Phase::Joining)
+            && self.keys.is_none()
+            && me.is_some_and(|me| self.epoch.index_of(me).is_some())
     }
 
     /// A joiner's handoff from old member `from` (its first counts): it may

@@ -249,3 +249,113 @@ fn a_joiner_that_knows_only_an_earlier_epoch_learns_the_current_one_and_asks_its
     assert_eq!(joiner.epoch().number, Epoch::new(2));
     assert_eq!(joiner.epoch().members, epoch_two().members);
 }
+
+/// A party added by a change while it knew only an earlier epoch, with an
+/// empty disk (`sbft-beacon chaos`, seeds 707 and 808: a node that left
+/// was added back and restarted with an empty data directory as the change
+/// was decided; the members switched without it). Before, the members did
+/// not tell a member of their epoch which epoch they run, and a joiner took
+/// only invitations into the epoch after the one it knew: it waited at the
+/// genesis epoch for good, and the change never completed. Now it learns
+/// the epoch it is a member of, asks that epoch's members for the handoff
+/// into it, and takes the invitation into it from `f + 1` of them.
+#[test]
+fn a_party_added_while_it_was_behind_learns_its_epoch_and_joins_its_change() {
+    // Epoch 1: genesis members 0, 1, 2 stay, party 4 comes (3 leaves).
+    let change = change(&[0, 1, 2, 4]);
+    let directory = directory();
+    let current = CurrentEpoch {
+        number: change.epoch,
+        members: change
+            .members
+            .iter()
+            .map(|m| directory.index_of(m).unwrap())
+            .collect(),
+        config: ReplicaConfig::new(4, 0)
+            .unwrap()
+            .resized(4, change.c, change.beacon_threshold)
+            .unwrap(),
+        consensus: change.consensus_keys.clone(),
+    };
+    // A member of epoch 2 tells party 5, a member of it that asks for
+    // epoch 1 (it knows epoch 0 only), which epoch it runs.
+    let two = epoch_two();
+    let outputs = crate::corpus::honest_dkg::<S>(&two.config, 35);
+    let view = EpochView::new(
+        two.number,
+        two.members.clone(),
+        two.config.clone(),
+        Arc::new(two.consensus.clone()),
+    );
+    let mut member = Member::restore_in(
+        view,
+        RestoredParts {
+            output: &outputs[0],
+            consensus: crate::consensus_key(&[1; 32]),
+            chain: Vec::new(),
+            votes: Vec::new(),
+            seed: [0; 32],
+            memo: Memo::disabled(),
+            adversary: None,
+        },
+    )
+    .unwrap()
+    .with_identity(identity(0), TIMING);
+    check(
+        &mut member,
+        vec![step(
+            "member 5 of epoch 2 asks for epoch 1: it is told epoch 2",
+            message(
+                5,
+                Envelope::Epoch(EpochMessage::HandoffRequest {
+                    epoch: Epoch::new(1),
+                }),
+            ),
+            &["send epoch-current to 5"],
+        )],
+    );
+    // Party 4, told epoch 1 (of which it is a member) by f + 1 genesis
+    // members, joins the change into it.
+    let mut joiner = joiner(4);
+    joiner.handle(Time::ZERO, MemberInput::Start);
+    let told = || Envelope::Epoch(EpochMessage::Current(Box::new(current.clone())));
+    check(
+        &mut joiner,
+        vec![
+            step("genesis member 0 tells epoch 1", message(0, told()), &[]),
+            step("genesis member 1 tells epoch 1", message(1, told()), &[]),
+            step(
+                "it is a member of epoch 1 without keys: it asks epoch 1's \
+                 members for the handoff into epoch 1",
+                MemberInput::Timer(MemberTimer::EpochResend),
+                &[
+                    "send epoch-handoff-request to 0",
+                    "send epoch-handoff-request to 1",
+                    "send epoch-handoff-request to 2",
+                    "send epoch-handoff-request to 4",
+                    "timer epoch-resend",
+                ],
+            ),
+        ],
+    );
+    assert_eq!(joiner.epoch().number, Epoch::new(1));
+    let invite = |i: u32| invite_in(&sent_to(i, decided_window(&change), 4));
+    check(
+        &mut joiner,
+        vec![
+            step(
+                "member 0 of epoch 1 (an old member that stayed) invites it \
+                 into epoch 1: f = 1 is not enough",
+                message(0, invite(0)),
+                &[],
+            ),
+            step(
+                "member 1's identical invitation is the f + 1-th: the \
+                 transition into epoch 1 starts",
+                message(1, invite(1)),
+                &["timer epoch 1 Recover", "timer epoch 1 Reshare(EndOfDeal)"],
+            ),
+        ],
+    );
+    assert_eq!(joiner.changing_to(), Some(Epoch::new(1)));
+}
