@@ -22,6 +22,7 @@ use consensus::{Envelope, EpochEvent, Member, MemberOutput};
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use sha2::Digest as _;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 impl<S: Scheme> Engine<S> {
@@ -55,7 +56,6 @@ impl<S: Scheme> Engine<S> {
                     }
                     firsts.push(self.pushed + 1);
                     self.pushed += u64::from(send.copies);
-                    self.count_sent(&send);
                     continue;
                 }
                 Carried::Other(output) => output,
@@ -133,20 +133,6 @@ impl<S: Scheme> Engine<S> {
                 r.on_record(node, hit.at, record);
             }
         }
-    }
-
-    /// Counts one send once: its kind, and the messages and bytes of the
-    /// copies it sent (lost ones included).
-    fn count_sent(&mut self, send: &Planned<S>) {
-        let (messages, total) = if matches!(send.envelope, InFlight::Consensus(_)) {
-            (&mut self.consensus_messages, &mut self.consensus_bytes)
-        } else {
-            (&mut self.dkg_messages, &mut self.dkg_bytes)
-        };
-        if send.sent > 0 {
-            *messages.entry(send.envelope.kind()).or_default() += send.sent;
-        }
-        *total += send.sent * send.bytes as u64;
     }
 
     /// How consensus messages reach twins this window, if the run has any.
@@ -308,13 +294,59 @@ impl TwinRoutes {
 }
 
 /// One send as the network model carries it: its copy in flight, shared by
-/// its receivers, its encoded length, how many receivers it went to (lost
-/// copies included) and how many copies arrive (duplicates included).
+/// its receivers, and how many copies arrive (duplicates included).
 pub(super) struct Planned<S: Scheme> {
     envelope: InFlight<S>,
-    bytes: usize,
-    sent: u64,
     copies: u32,
+}
+
+/// Messages sent, by kind, and their bytes: every copy a send went out as,
+/// lost ones included.
+#[derive(Clone, Debug, Default)]
+pub(super) struct SentTally {
+    pub(super) messages: BTreeMap<&'static str, u64>,
+    pub(super) bytes: u64,
+}
+
+impl SentTally {
+    /// Adds `other`'s messages and bytes.
+    fn add(&mut self, other: &SentTally) {
+        for (kind, count) in &other.messages {
+            *self.messages.entry(kind).or_default() += count;
+        }
+        self.bytes += other.bytes;
+    }
+}
+
+/// Messages sent, consensus messages apart from the DKG's and the epochs'.
+/// Each job of [`plan_sends`] counts its own sends; the window sums the
+/// jobs' counts in job order.
+#[derive(Clone, Debug, Default)]
+pub(super) struct SentCounts {
+    pub(super) consensus: SentTally,
+    pub(super) dkg: SentTally,
+}
+
+impl SentCounts {
+    /// Counts one send: `sent` copies (lost ones included) of `envelope`,
+    /// `bytes` each.
+    fn count<S: Scheme>(&mut self, envelope: &InFlight<S>, sent: u64, bytes: usize) {
+        let tally = if matches!(envelope, InFlight::Consensus(_)) {
+            &mut self.consensus
+        } else {
+            &mut self.dkg
+        };
+        if sent > 0 {
+            *tally.messages.entry(envelope.kind()).or_default() += sent;
+        }
+        tally.bytes += sent * bytes as u64;
+    }
+
+    /// Adds `other`'s counts.
+    pub(super) fn add(&mut self, other: &SentCounts) {
+        self.consensus.add(&other.consensus);
+        self.dkg.add(&other.dkg);
+    }
 }
 
 /// A node's output as the merge carries it out: a send drawn through the
@@ -366,11 +398,12 @@ pub(super) struct PlanContext<'a> {
 const SENDERS_PER_JOB: usize = 16;
 
 /// What [`plan_sends`] hands the merge: per node (in the order of the
-/// window's effects) its outputs to carry out, and per job its deliveries
-/// by range of receiving slots.
+/// window's effects) its outputs to carry out, per job its deliveries by
+/// range of receiving slots, and the messages the window sent.
 pub(super) struct PlannedWindow<S: Scheme> {
     pub(super) carried: Vec<Vec<(Time, Carried<S>)>>,
     pub(super) deliveries: Vec<Ranges<S>>,
+    pub(super) sent: SentCounts,
 }
 
 /// Takes the outputs of a window's `effects` (in node order) and draws their
@@ -400,11 +433,12 @@ pub(super) fn plan_sends<S: Scheme>(
     }
     let plan = |job: Vec<(u32, &mut NodeEffects<S>, &mut SenderLink)>| {
         let mut ranges: Ranges<S> = Vec::new();
+        let mut sent = SentCounts::default();
         let carried: Vec<_> = job
             .into_iter()
-            .map(|(index, fx, link)| plan_node(index, fx, link, ctx, &mut ranges))
+            .map(|(index, fx, link)| plan_node(index, fx, link, ctx, &mut ranges, &mut sent))
             .collect();
-        (carried, ranges)
+        (carried, ranges, sent)
     };
     let jobs: Vec<Vec<_>> = if split {
         let mut jobs: Vec<Vec<_>> = Vec::new();
@@ -429,23 +463,27 @@ pub(super) fn plan_sends<S: Scheme>(
     let mut window = PlannedWindow {
         carried: Vec::with_capacity(effects.len()),
         deliveries: Vec::with_capacity(done.len()),
+        sent: SentCounts::default(),
     };
-    for (carried, ranges) in done {
+    for (carried, ranges, sent) in done {
         window.carried.extend(carried);
         window.deliveries.push(ranges);
+        window.sent.add(&sent);
     }
     window
 }
 
 /// Node `index`'s (of the window's effects) outputs taken, its sends drawn
-/// from its link and their copies added to `ranges`, in the order the
-/// merge carries them out (what it drops before the cut left out).
+/// from its link, their copies added to `ranges` and counted in `sent`, in
+/// the order the merge carries them out (what it drops before the cut left
+/// out).
 fn plan_node<S: Scheme>(
     index: u32,
     fx: &mut NodeEffects<S>,
     link: &mut SenderLink,
     ctx: &PlanContext<'_>,
     ranges: &mut Ranges<S>,
+    sent_by_kind: &mut SentCounts,
 ) -> Vec<(Time, Carried<S>)> {
     let outputs = std::mem::take(&mut fx.outputs);
     let mut encoded = std::mem::take(&mut fx.encoded).into_iter();
@@ -527,15 +565,8 @@ fn plan_node<S: Scheme>(
                 copies += 1;
             }
         }
-        carried.push((
-            at,
-            Carried::Send(Planned {
-                envelope,
-                bytes,
-                sent,
-                copies,
-            }),
-        ));
+        sent_by_kind.count(&envelope, sent, bytes);
+        carried.push((at, Carried::Send(Planned { envelope, copies })));
     }
     carried
 }

@@ -125,13 +125,9 @@ struct Engine<S: Scheme> {
     dkg_disqualified: BTreeMap<u32, Disqualification>,
     dkg_end: Option<Time>,
     rounds_started_wall: Option<Instant>,
-    /// Consensus messages sent, by kind (from the first, which may come
-    /// before the slowest member's DKG ends).
-    consensus_messages: BTreeMap<&'static str, u64>,
-    consensus_bytes: u64,
-    /// DKG and epoch messages sent, by kind.
-    dkg_messages: BTreeMap<&'static str, u64>,
-    dkg_bytes: u64,
+    /// Messages sent: consensus messages (from the first, which may come
+    /// before the slowest member's DKG ends), and DKG and epoch messages.
+    sent: effects::SentCounts,
     /// What honest members' events say: latencies, paths, views, evidence.
     stats: Stats,
     cpu_at_rounds_start: u64,
@@ -501,6 +497,7 @@ impl<S: Scheme> Engine<S> {
             beacon::host_work::take_task();
             let mut effects = window.effects;
             let planned = self.plan_sends(&mut effects, threads);
+            self.sent.add(&planned.sent);
             let own = lap(&mut clock);
             let sends = planned
                 .carried
