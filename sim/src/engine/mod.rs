@@ -225,7 +225,7 @@ fn run_with<S: Scheme>(
         let own = thread_cpu().saturating_sub(setup);
         let extra = beacon::host_work::take_task();
         let mut measure = WindowMeasure::default();
-        measure.add(TaskMeasure::new(own, extra, "setup"));
+        measure.add(&TaskMeasure::new(own, extra, "setup"));
         engine.host_meter.dkg.window(measure);
         engine.run(progress);
         Ok(engine)
@@ -488,7 +488,7 @@ impl<S: Scheme> Engine<S> {
             self.index_again(&nodes);
             let mut measure = WindowMeasure::default();
             for fx in &window.effects {
-                measure.add(fx.host.clone());
+                measure.add(&fx.host);
             }
             let meter = self.phase_meter(rounds);
             meter.window(measure);
@@ -506,7 +506,7 @@ impl<S: Scheme> Engine<S> {
                 .any(|(_, c)| matches!(c, Carried::Send(_)));
             if sends {
                 let mut sends = WindowMeasure::default();
-                sends.add(TaskMeasure::new(
+                sends.add(&TaskMeasure::new(
                     own,
                     beacon::host_work::take_task(),
                     "the merge's sends",
@@ -526,7 +526,7 @@ impl<S: Scheme> Engine<S> {
             if self.deliver_all(planned.deliveries, &firsts) > 0 {
                 let own = lap(&mut clock);
                 let mut deliveries = WindowMeasure::default();
-                deliveries.add(TaskMeasure::new(
+                deliveries.add(&TaskMeasure::new(
                     own,
                     beacon::host_work::take_task(),
                     "the merge's deliveries",
