@@ -9,6 +9,7 @@
 
 use super::node::{member_seed, Event, InFlight};
 use super::step::{CrashHit, NodeEffects};
+use super::trace::{NodeRecord, Trace};
 use super::Engine;
 use crate::invariants::FailureKind;
 use crate::network::{broadcast_receivers, Network};
@@ -21,7 +22,6 @@ use consensus::observe::dispatch;
 use consensus::{Envelope, EpochEvent, Member, MemberOutput};
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
-use sha2::Digest as _;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -38,12 +38,6 @@ impl<S: Scheme> Engine<S> {
         fx: NodeEffects<S>,
         carried: Vec<(Time, Carried<S>)>,
     ) -> Vec<u64> {
-        self.trace.update(fx.node.to_be_bytes());
-        self.trace.update(&fx.trace);
-        if let Some(rounds) = self.rounds_trace.as_mut() {
-            rounds.update(fx.node.to_be_bytes());
-            rounds.update(&fx.trace);
-        }
         self.processed += fx.processed;
         let node = fx.node;
         let honest = self.slots[node as usize].honest;
@@ -406,17 +400,26 @@ pub(super) struct PlannedWindow<S: Scheme> {
     pub(super) sent: SentCounts,
 }
 
+/// One job of [`plan_sends`]: some senders, or the window's trace.
+enum SendsJob<'a, S: Scheme> {
+    Senders(Vec<(u32, &'a mut NodeEffects<S>, &'a mut SenderLink)>),
+    Trace(&'a mut Trace, Vec<NodeRecord>),
+}
+
 /// Takes the outputs of a window's `effects` (in node order) and draws their
 /// sends through the network model: each sender's sends in its own order,
 /// from its own link (`links`, by slot), so the senders are drawn in
 /// parallel (`beacon::parallel`) and the copies do not depend on the
 /// threads; builds each copy's delivery. Fills in an encoding a worker left
-/// out, and leaves out what the merge drops before the cut.
+/// out, and leaves out what the merge drops before the cut. The window's
+/// trace `records` are hashed into the run's `trace` meanwhile: one more
+/// job, which the sends do not touch.
 pub(super) fn plan_sends<S: Scheme>(
     effects: &mut [NodeEffects<S>],
     links: &mut [SenderLink],
     ctx: &PlanContext<'_>,
     split: bool,
+    (trace, records): (&mut Trace, Vec<NodeRecord>),
 ) -> PlannedWindow<S> {
     let mut work: Vec<(u32, &mut NodeEffects<S>, &mut SenderLink)> =
         Vec::with_capacity(effects.len());
@@ -431,34 +434,39 @@ pub(super) fn plan_sends<S: Scheme>(
         rest = tail;
         work.push((index as u32, fx, link));
     }
-    let plan = |job: Vec<(u32, &mut NodeEffects<S>, &mut SenderLink)>| {
+    let plan = |job: SendsJob<'_, S>| {
+        let job = match job {
+            SendsJob::Senders(senders) => senders,
+            SendsJob::Trace(trace, records) => {
+                trace.add(&records);
+                return None;
+            }
+        };
         let mut ranges: Ranges<S> = Vec::new();
         let mut sent = SentCounts::default();
         let carried: Vec<_> = job
             .into_iter()
             .map(|(index, fx, link)| plan_node(index, fx, link, ctx, &mut ranges, &mut sent))
             .collect();
-        (carried, ranges, sent)
+        Some((carried, ranges, sent))
     };
-    let jobs: Vec<Vec<_>> = if split {
-        let mut jobs: Vec<Vec<_>> = Vec::new();
-        for item in work {
-            match jobs.last_mut() {
-                Some(job) if job.len() < SENDERS_PER_JOB => job.push(item),
-                _ => jobs.push(vec![item]),
-            }
+    // The trace first, so that a thread starts on it at once: one stream,
+    // it does not split.
+    let mut jobs = vec![SendsJob::Trace(trace, records)];
+    if split {
+        for chunk in chunks(work, SENDERS_PER_JOB) {
+            jobs.push(SendsJob::Senders(chunk));
         }
-        jobs
     } else {
-        vec![work]
-    };
+        jobs.push(SendsJob::Senders(work));
+    }
     let done: Vec<_> = if split {
         beacon::parallel::map(jobs, plan)
             .into_iter()
-            .map(|(done, _)| done)
+            .filter_map(|(done, _)| done)
             .collect()
     } else {
-        jobs.into_iter().map(plan).collect()
+        jobs.into_iter().filter_map(plan).collect()
     };
     let mut window = PlannedWindow {
         carried: Vec::with_capacity(effects.len()),
@@ -471,6 +479,18 @@ pub(super) fn plan_sends<S: Scheme>(
         window.sent.add(&sent);
     }
     window
+}
+
+/// `items` in chunks of `size` (the last may be shorter), in order.
+fn chunks<T>(items: Vec<T>, size: usize) -> Vec<Vec<T>> {
+    let mut chunks: Vec<Vec<T>> = Vec::new();
+    for item in items {
+        match chunks.last_mut() {
+            Some(chunk) if chunk.len() < size => chunk.push(item),
+            _ => chunks.push(vec![item]),
+        }
+    }
+    chunks
 }
 
 /// Node `index`'s (of the window's effects) outputs taken, its sends drawn

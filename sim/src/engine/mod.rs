@@ -47,6 +47,7 @@
 //! - `pool.rs`: the run's worker threads;
 //! - `step.rs`: a window's events handled at each node;
 //! - `effects.rs`: each node's outputs carried out (network, timers, observers);
+//! - `trace.rs`: the run's trace hash;
 //! - `report.rs`: the report and the beacon chain.
 
 mod effects;
@@ -55,6 +56,7 @@ mod pool;
 mod report;
 mod setup;
 mod step;
+mod trace;
 
 use crate::config::SimConfig;
 use crate::cost_model::CostModel;
@@ -78,7 +80,6 @@ use effects::{Carried, Delivery, PlannedWindow, Ranges};
 use node::{Event, Slot};
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
-use sha2::Sha256;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Instant;
@@ -110,7 +111,8 @@ struct Engine<S: Scheme> {
     host: Option<Host>,
     load_rng: ChaCha20Rng,
     next_tx: Option<Time>,
-    trace: Sha256,
+    /// Every node's events, hashed (hashed beside the window's sends).
+    trace: trace::Trace,
     checker: Checker,
     processed: u64,
     // Statistics.
@@ -151,9 +153,6 @@ struct Engine<S: Scheme> {
     /// With a snapshot: the cut, once every honest member finished its DKG
     /// (taken after the window's effects are merged).
     cut_at: Option<Time>,
-    /// The trace from the start of the rounds at the cut (runs with a
-    /// snapshot only).
-    rounds_trace: Option<Sha256>,
     /// Writing the snapshot failed.
     snapshot_error: Option<SimError>,
     /// When the run started (the DKG's wall time, for a snapshot).
@@ -342,6 +341,10 @@ impl<S: Scheme> Engine<S> {
         effects: &mut [step::NodeEffects<S>],
         threads: usize,
     ) -> PlannedWindow<S> {
+        let records: Vec<trace::NodeRecord> = effects
+            .iter_mut()
+            .map(|fx| (fx.node, std::mem::take(&mut fx.trace)))
+            .collect();
         let ctx = effects::PlanContext {
             network: &self.network,
             parties: self.parties,
@@ -351,7 +354,13 @@ impl<S: Scheme> Engine<S> {
         };
         let outputs: usize = effects.iter().map(|fx| fx.outputs.len()).sum();
         let split = threads > 1 && outputs >= SENDS_TO_SPLIT;
-        effects::plan_sends(effects, &mut self.links, &ctx, split)
+        effects::plan_sends(
+            effects,
+            &mut self.links,
+            &ctx,
+            split,
+            (&mut self.trace, records),
+        )
     }
 
     /// When the earliest pending event is due.
@@ -388,7 +397,7 @@ impl<S: Scheme> Engine<S> {
     /// have not started (members that finished their DKG early only help
     /// the others').
     fn before_cut(&self) -> bool {
-        self.cfg.dkg_snapshot.is_some() && self.rounds_trace.is_none()
+        self.cfg.dkg_snapshot.is_some() && !self.trace.rounds_started()
     }
 
     /// Honest members running a replica, by slot (not those waiting to join,

@@ -50,6 +50,7 @@ impl<S: Scheme> Engine<S> {
             }
             hex::encode(trace.finalize())
         };
+        let (trace_hash, rounds_trace_hash) = self.trace.hashes(finish);
         let dkg_messages = self.dkg_messages_by_kind();
         let dkg_snapshot = self.snapshot_report(dkg_wall_s);
         let f = self.replica.f;
@@ -99,8 +100,8 @@ impl<S: Scheme> Engine<S> {
                 0.0
             },
             virtual_s: self.checker.last_time().as_millis_f64() / 1000.0,
-            trace_hash: finish(self.trace.clone()),
-            rounds_trace_hash: self.rounds_trace.clone().map(finish),
+            trace_hash,
+            rounds_trace_hash,
             dkg_snapshot,
             final_beacon: last.map(|b| FinalBeacon {
                 round: b.round,

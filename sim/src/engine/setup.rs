@@ -333,7 +333,7 @@ impl<S: Scheme> Engine<S> {
             host,
             load_rng: ChaCha20Rng::seed_from_u64(cfg.seed ^ LOAD_SEED),
             next_tx: None,
-            trace: Sha256::new(),
+            trace: Default::default(),
             processed: 0,
             dkg_done: vec![None; total],
             dkg_timing: dkg.timing,
@@ -356,7 +356,6 @@ impl<S: Scheme> Engine<S> {
             loaded,
             loaded_summary: None,
             cut_at: None,
-            rounds_trace: None,
             snapshot_error: None,
             started_wall: Instant::now(),
             host_meter: Default::default(),
@@ -549,7 +548,7 @@ impl<S: Scheme> Engine<S> {
             .map_err(|e| (i, e))?;
             self.slots[i as usize].member = Some(member);
         }
-        self.rounds_trace = Some(Sha256::new());
+        self.trace.start_rounds();
         self.begin_rounds(at);
         Ok(())
     }
