@@ -97,12 +97,12 @@ pub(crate) struct WindowMeasure {
 }
 
 impl WindowMeasure {
-    /// Adds a task.
-    pub(crate) fn add(&mut self, task: TaskMeasure) {
+    /// Adds a task (kept only if it is the longest so far).
+    pub(crate) fn add(&mut self, task: &TaskMeasure) {
         self.tasks += 1;
         self.work += task.work;
         if task.path > self.longest.path {
-            self.longest = task;
+            self.longest = task.clone();
         }
     }
 }
@@ -367,7 +367,7 @@ mod tests {
         ] {
             let mut w = WindowMeasure::default();
             for t in tasks {
-                w.add(t);
+                w.add(&t);
             }
             meter.window(w);
         }
@@ -392,14 +392,14 @@ mod tests {
     fn serial_contributors_name_the_longest_paths_parts() {
         let mut meter = HostMeter::default();
         let mut w = WindowMeasure::default();
-        w.add(TaskMeasure {
+        w.add(&TaskMeasure {
             own: ms(500),
             work: ms(500),
             path: ms(700),
             shared: vec![("beacon::dkg::batch::batch_check", ms(600))],
             first_event: "dkg-shares",
         });
-        w.add(TaskMeasure {
+        w.add(&TaskMeasure {
             own: ms(650),
             work: ms(650),
             path: ms(650),

@@ -9,6 +9,7 @@
 
 use super::node::{member_seed, Event, InFlight};
 use super::step::{CrashHit, NodeEffects};
+use super::trace::{NodeRecord, Trace};
 use super::Engine;
 use crate::invariants::FailureKind;
 use crate::network::{broadcast_receivers, Network};
@@ -21,7 +22,7 @@ use consensus::observe::dispatch;
 use consensus::{Envelope, EpochEvent, Member, MemberOutput};
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
-use sha2::Digest as _;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 impl<S: Scheme> Engine<S> {
@@ -37,12 +38,6 @@ impl<S: Scheme> Engine<S> {
         fx: NodeEffects<S>,
         carried: Vec<(Time, Carried<S>)>,
     ) -> Vec<u64> {
-        self.trace.update(fx.node.to_be_bytes());
-        self.trace.update(&fx.trace);
-        if let Some(rounds) = self.rounds_trace.as_mut() {
-            rounds.update(fx.node.to_be_bytes());
-            rounds.update(&fx.trace);
-        }
         self.processed += fx.processed;
         let node = fx.node;
         let honest = self.slots[node as usize].honest;
@@ -55,7 +50,6 @@ impl<S: Scheme> Engine<S> {
                     }
                     firsts.push(self.pushed + 1);
                     self.pushed += u64::from(send.copies);
-                    self.count_sent(&send);
                     continue;
                 }
                 Carried::Other(output) => output,
@@ -133,20 +127,6 @@ impl<S: Scheme> Engine<S> {
                 r.on_record(node, hit.at, record);
             }
         }
-    }
-
-    /// Counts one send once: its kind, and the messages and bytes of the
-    /// copies it sent (lost ones included).
-    fn count_sent(&mut self, send: &Planned<S>) {
-        let (messages, total) = if matches!(send.envelope, InFlight::Consensus(_)) {
-            (&mut self.consensus_messages, &mut self.consensus_bytes)
-        } else {
-            (&mut self.dkg_messages, &mut self.dkg_bytes)
-        };
-        if send.sent > 0 {
-            *messages.entry(send.envelope.kind()).or_default() += send.sent;
-        }
-        *total += send.sent * send.bytes as u64;
     }
 
     /// How consensus messages reach twins this window, if the run has any.
@@ -308,13 +288,59 @@ impl TwinRoutes {
 }
 
 /// One send as the network model carries it: its copy in flight, shared by
-/// its receivers, its encoded length, how many receivers it went to (lost
-/// copies included) and how many copies arrive (duplicates included).
+/// its receivers, and how many copies arrive (duplicates included).
 pub(super) struct Planned<S: Scheme> {
     envelope: InFlight<S>,
-    bytes: usize,
-    sent: u64,
     copies: u32,
+}
+
+/// Messages sent, by kind, and their bytes: every copy a send went out as,
+/// lost ones included.
+#[derive(Clone, Debug, Default)]
+pub(super) struct SentTally {
+    pub(super) messages: BTreeMap<&'static str, u64>,
+    pub(super) bytes: u64,
+}
+
+impl SentTally {
+    /// Adds `other`'s messages and bytes.
+    fn add(&mut self, other: &SentTally) {
+        for (kind, count) in &other.messages {
+            *self.messages.entry(kind).or_default() += count;
+        }
+        self.bytes += other.bytes;
+    }
+}
+
+/// Messages sent, consensus messages apart from the DKG's and the epochs'.
+/// Each job of [`plan_sends`] counts its own sends; the window sums the
+/// jobs' counts in job order.
+#[derive(Clone, Debug, Default)]
+pub(super) struct SentCounts {
+    pub(super) consensus: SentTally,
+    pub(super) dkg: SentTally,
+}
+
+impl SentCounts {
+    /// Counts one send: `sent` copies (lost ones included) of `envelope`,
+    /// `bytes` each.
+    fn count<S: Scheme>(&mut self, envelope: &InFlight<S>, sent: u64, bytes: usize) {
+        let tally = if matches!(envelope, InFlight::Consensus(_)) {
+            &mut self.consensus
+        } else {
+            &mut self.dkg
+        };
+        if sent > 0 {
+            *tally.messages.entry(envelope.kind()).or_default() += sent;
+        }
+        tally.bytes += sent * bytes as u64;
+    }
+
+    /// Adds `other`'s counts.
+    pub(super) fn add(&mut self, other: &SentCounts) {
+        self.consensus.add(&other.consensus);
+        self.dkg.add(&other.dkg);
+    }
 }
 
 /// A node's output as the merge carries it out: a send drawn through the
@@ -366,11 +392,18 @@ pub(super) struct PlanContext<'a> {
 const SENDERS_PER_JOB: usize = 16;
 
 /// What [`plan_sends`] hands the merge: per node (in the order of the
-/// window's effects) its outputs to carry out, and per job its deliveries
-/// by range of receiving slots.
+/// window's effects) its outputs to carry out, per job its deliveries by
+/// range of receiving slots, and the messages the window sent.
 pub(super) struct PlannedWindow<S: Scheme> {
     pub(super) carried: Vec<Vec<(Time, Carried<S>)>>,
     pub(super) deliveries: Vec<Ranges<S>>,
+    pub(super) sent: SentCounts,
+}
+
+/// One job of [`plan_sends`]: some senders, or the window's trace.
+enum SendsJob<'a, S: Scheme> {
+    Senders(Vec<(u32, &'a mut NodeEffects<S>, &'a mut SenderLink)>),
+    Trace(&'a mut Trace, Vec<NodeRecord>),
 }
 
 /// Takes the outputs of a window's `effects` (in node order) and draws their
@@ -378,12 +411,15 @@ pub(super) struct PlannedWindow<S: Scheme> {
 /// from its own link (`links`, by slot), so the senders are drawn in
 /// parallel (`beacon::parallel`) and the copies do not depend on the
 /// threads; builds each copy's delivery. Fills in an encoding a worker left
-/// out, and leaves out what the merge drops before the cut.
+/// out, and leaves out what the merge drops before the cut. The window's
+/// trace `records` are hashed into the run's `trace` meanwhile: one more
+/// job, which the sends do not touch.
 pub(super) fn plan_sends<S: Scheme>(
     effects: &mut [NodeEffects<S>],
     links: &mut [SenderLink],
     ctx: &PlanContext<'_>,
     split: bool,
+    (trace, records): (&mut Trace, Vec<NodeRecord>),
 ) -> PlannedWindow<S> {
     let mut work: Vec<(u32, &mut NodeEffects<S>, &mut SenderLink)> =
         Vec::with_capacity(effects.len());
@@ -398,54 +434,76 @@ pub(super) fn plan_sends<S: Scheme>(
         rest = tail;
         work.push((index as u32, fx, link));
     }
-    let plan = |job: Vec<(u32, &mut NodeEffects<S>, &mut SenderLink)>| {
+    let plan = |job: SendsJob<'_, S>| {
+        let job = match job {
+            SendsJob::Senders(senders) => senders,
+            SendsJob::Trace(trace, records) => {
+                trace.add(&records);
+                return None;
+            }
+        };
         let mut ranges: Ranges<S> = Vec::new();
+        let mut sent = SentCounts::default();
         let carried: Vec<_> = job
             .into_iter()
-            .map(|(index, fx, link)| plan_node(index, fx, link, ctx, &mut ranges))
+            .map(|(index, fx, link)| plan_node(index, fx, link, ctx, &mut ranges, &mut sent))
             .collect();
-        (carried, ranges)
+        Some((carried, ranges, sent))
     };
-    let jobs: Vec<Vec<_>> = if split {
-        let mut jobs: Vec<Vec<_>> = Vec::new();
-        for item in work {
-            match jobs.last_mut() {
-                Some(job) if job.len() < SENDERS_PER_JOB => job.push(item),
-                _ => jobs.push(vec![item]),
-            }
+    // The trace first, so that a thread starts on it at once: one stream,
+    // it does not split.
+    let mut jobs = vec![SendsJob::Trace(trace, records)];
+    if split {
+        for chunk in chunks(work, SENDERS_PER_JOB) {
+            jobs.push(SendsJob::Senders(chunk));
         }
-        jobs
     } else {
-        vec![work]
-    };
+        jobs.push(SendsJob::Senders(work));
+    }
     let done: Vec<_> = if split {
         beacon::parallel::map(jobs, plan)
             .into_iter()
-            .map(|(done, _)| done)
+            .filter_map(|(done, _)| done)
             .collect()
     } else {
-        jobs.into_iter().map(plan).collect()
+        jobs.into_iter().filter_map(plan).collect()
     };
     let mut window = PlannedWindow {
         carried: Vec::with_capacity(effects.len()),
         deliveries: Vec::with_capacity(done.len()),
+        sent: SentCounts::default(),
     };
-    for (carried, ranges) in done {
+    for (carried, ranges, sent) in done {
         window.carried.extend(carried);
         window.deliveries.push(ranges);
+        window.sent.add(&sent);
     }
     window
 }
 
+/// `items` in chunks of `size` (the last may be shorter), in order.
+fn chunks<T>(items: Vec<T>, size: usize) -> Vec<Vec<T>> {
+    let mut chunks: Vec<Vec<T>> = Vec::new();
+    for item in items {
+        match chunks.last_mut() {
+            Some(chunk) if chunk.len() < size => chunk.push(item),
+            _ => chunks.push(vec![item]),
+        }
+    }
+    chunks
+}
+
 /// Node `index`'s (of the window's effects) outputs taken, its sends drawn
-/// from its link and their copies added to `ranges`, in the order the
-/// merge carries them out (what it drops before the cut left out).
+/// from its link, their copies added to `ranges` and counted in `sent`, in
+/// the order the merge carries them out (what it drops before the cut left
+/// out).
 fn plan_node<S: Scheme>(
     index: u32,
     fx: &mut NodeEffects<S>,
     link: &mut SenderLink,
     ctx: &PlanContext<'_>,
     ranges: &mut Ranges<S>,
+    sent_by_kind: &mut SentCounts,
 ) -> Vec<(Time, Carried<S>)> {
     let outputs = std::mem::take(&mut fx.outputs);
     let mut encoded = std::mem::take(&mut fx.encoded).into_iter();
@@ -527,15 +585,8 @@ fn plan_node<S: Scheme>(
                 copies += 1;
             }
         }
-        carried.push((
-            at,
-            Carried::Send(Planned {
-                envelope,
-                bytes,
-                sent,
-                copies,
-            }),
-        ));
+        sent_by_kind.count(&envelope, sent, bytes);
+        carried.push((at, Carried::Send(Planned { envelope, copies })));
     }
     carried
 }

@@ -47,6 +47,7 @@
 //! - `pool.rs`: the run's worker threads;
 //! - `step.rs`: a window's events handled at each node;
 //! - `effects.rs`: each node's outputs carried out (network, timers, observers);
+//! - `trace.rs`: the run's trace hash;
 //! - `report.rs`: the report and the beacon chain.
 
 mod effects;
@@ -55,6 +56,7 @@ mod pool;
 mod report;
 mod setup;
 mod step;
+mod trace;
 
 use crate::config::SimConfig;
 use crate::cost_model::CostModel;
@@ -78,7 +80,6 @@ use effects::{Carried, Delivery, PlannedWindow, Ranges};
 use node::{Event, Slot};
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
-use sha2::Sha256;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Instant;
@@ -110,7 +111,8 @@ struct Engine<S: Scheme> {
     host: Option<Host>,
     load_rng: ChaCha20Rng,
     next_tx: Option<Time>,
-    trace: Sha256,
+    /// Every node's events, hashed (hashed beside the window's sends).
+    trace: trace::Trace,
     checker: Checker,
     processed: u64,
     // Statistics.
@@ -125,13 +127,9 @@ struct Engine<S: Scheme> {
     dkg_disqualified: BTreeMap<u32, Disqualification>,
     dkg_end: Option<Time>,
     rounds_started_wall: Option<Instant>,
-    /// Consensus messages sent, by kind (from the first, which may come
-    /// before the slowest member's DKG ends).
-    consensus_messages: BTreeMap<&'static str, u64>,
-    consensus_bytes: u64,
-    /// DKG and epoch messages sent, by kind.
-    dkg_messages: BTreeMap<&'static str, u64>,
-    dkg_bytes: u64,
+    /// Messages sent: consensus messages (from the first, which may come
+    /// before the slowest member's DKG ends), and DKG and epoch messages.
+    sent: effects::SentCounts,
     /// What honest members' events say: latencies, paths, views, evidence.
     stats: Stats,
     cpu_at_rounds_start: u64,
@@ -155,9 +153,6 @@ struct Engine<S: Scheme> {
     /// With a snapshot: the cut, once every honest member finished its DKG
     /// (taken after the window's effects are merged).
     cut_at: Option<Time>,
-    /// The trace from the start of the rounds at the cut (runs with a
-    /// snapshot only).
-    rounds_trace: Option<Sha256>,
     /// Writing the snapshot failed.
     snapshot_error: Option<SimError>,
     /// When the run started (the DKG's wall time, for a snapshot).
@@ -229,7 +224,7 @@ fn run_with<S: Scheme>(
         let own = thread_cpu().saturating_sub(setup);
         let extra = beacon::host_work::take_task();
         let mut measure = WindowMeasure::default();
-        measure.add(TaskMeasure::new(own, extra, "setup"));
+        measure.add(&TaskMeasure::new(own, extra, "setup"));
         engine.host_meter.dkg.window(measure);
         engine.run(progress);
         Ok(engine)
@@ -346,6 +341,10 @@ impl<S: Scheme> Engine<S> {
         effects: &mut [step::NodeEffects<S>],
         threads: usize,
     ) -> PlannedWindow<S> {
+        let records: Vec<trace::NodeRecord> = effects
+            .iter_mut()
+            .map(|fx| (fx.node, std::mem::take(&mut fx.trace)))
+            .collect();
         let ctx = effects::PlanContext {
             network: &self.network,
             parties: self.parties,
@@ -355,7 +354,13 @@ impl<S: Scheme> Engine<S> {
         };
         let outputs: usize = effects.iter().map(|fx| fx.outputs.len()).sum();
         let split = threads > 1 && outputs >= SENDS_TO_SPLIT;
-        effects::plan_sends(effects, &mut self.links, &ctx, split)
+        effects::plan_sends(
+            effects,
+            &mut self.links,
+            &ctx,
+            split,
+            (&mut self.trace, records),
+        )
     }
 
     /// When the earliest pending event is due.
@@ -392,7 +397,7 @@ impl<S: Scheme> Engine<S> {
     /// have not started (members that finished their DKG early only help
     /// the others').
     fn before_cut(&self) -> bool {
-        self.cfg.dkg_snapshot.is_some() && self.rounds_trace.is_none()
+        self.cfg.dkg_snapshot.is_some() && !self.trace.rounds_started()
     }
 
     /// Honest members running a replica, by slot (not those waiting to join,
@@ -492,7 +497,7 @@ impl<S: Scheme> Engine<S> {
             self.index_again(&nodes);
             let mut measure = WindowMeasure::default();
             for fx in &window.effects {
-                measure.add(fx.host.clone());
+                measure.add(&fx.host);
             }
             let meter = self.phase_meter(rounds);
             meter.window(measure);
@@ -501,6 +506,7 @@ impl<S: Scheme> Engine<S> {
             beacon::host_work::take_task();
             let mut effects = window.effects;
             let planned = self.plan_sends(&mut effects, threads);
+            self.sent.add(&planned.sent);
             let own = lap(&mut clock);
             let sends = planned
                 .carried
@@ -509,7 +515,7 @@ impl<S: Scheme> Engine<S> {
                 .any(|(_, c)| matches!(c, Carried::Send(_)));
             if sends {
                 let mut sends = WindowMeasure::default();
-                sends.add(TaskMeasure::new(
+                sends.add(&TaskMeasure::new(
                     own,
                     beacon::host_work::take_task(),
                     "the merge's sends",
@@ -529,7 +535,7 @@ impl<S: Scheme> Engine<S> {
             if self.deliver_all(planned.deliveries, &firsts) > 0 {
                 let own = lap(&mut clock);
                 let mut deliveries = WindowMeasure::default();
-                deliveries.add(TaskMeasure::new(
+                deliveries.add(&TaskMeasure::new(
                     own,
                     beacon::host_work::take_task(),
                     "the merge's deliveries",

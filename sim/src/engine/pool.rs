@@ -12,6 +12,7 @@
 
 use super::node::Slot;
 use super::step::{run_node, Context, NodeEffects, Shared};
+use crate::host_parallelism::thread_cpu;
 use beacon::{Scheme, Time};
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -73,8 +74,9 @@ impl<S: Scheme> Board<S> {
         }
     }
 
-    /// Runs `task` on this thread.
-    fn run(&self, task: Task<S>) -> Done<S> {
+    /// Runs `task` on this thread, measured from this thread's CPU clock
+    /// `started` ([`run_node`]); returns it done and the clock at its end.
+    fn run(&self, task: Task<S>, started: Duration) -> (Done<S>, Duration) {
         let Task {
             index,
             node,
@@ -83,19 +85,28 @@ impl<S: Scheme> Board<S> {
             before_cut,
         } = task;
         let shared = Shared::new(&self.context, before_cut);
-        let effects = catch_unwind(AssertUnwindSafe(|| run_node(node, &mut slot, end, &shared)))
-            .map_err(|p| {
-                p.downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_else(|| "panic".into())
-            });
-        Done {
+        let mut ended = started;
+        let effects = catch_unwind(AssertUnwindSafe(|| {
+            let (fx, at) = run_node(node, &mut slot, end, &shared, started);
+            ended = at;
+            fx
+        }))
+        .map_err(|p| {
+            p.downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "panic".into())
+        });
+        if effects.is_err() {
+            ended = thread_cpu();
+        }
+        let done = Done {
             index,
             node,
             slot,
             effects,
-        }
+        };
+        (done, ended)
     }
 }
 
@@ -106,10 +117,10 @@ pub(super) struct Pool<S: Scheme> {
     workers: Vec<JoinHandle<()>>,
 }
 
-/// A window run on the pool: its tasks done, in the window's order, and the
-/// CPU time of those the driver's thread ran.
+/// A window run on the pool: its tasks done, by their place in the window
+/// (every place filled), and the CPU time of those the driver's thread ran.
 pub(super) struct PoolWindow<S: Scheme> {
-    pub(super) done: Vec<Done<S>>,
+    pub(super) done: Vec<Option<Done<S>>>,
     pub(super) on_caller: Duration,
 }
 
@@ -135,8 +146,13 @@ impl<S: Scheme> Pool<S> {
                     // would serialize them all.
                     beacon::curve::set_msm_pool(false);
                     beacon::host_work::take_task();
+                    // Each task is measured from the end of the one before
+                    // (waking up for a window's first included).
+                    let mut clock = thread_cpu();
                     while let Some(task) = board.next(true) {
-                        if tx.send(board.run(task)).is_err() {
+                        let (done, ended) = board.run(task, clock);
+                        clock = ended;
+                        if tx.send(done).is_err() {
                             return;
                         }
                     }
@@ -165,13 +181,14 @@ impl<S: Scheme> Pool<S> {
         }
         self.board.ready.notify_all();
         let mut done: Vec<Option<Done<S>>> = (0..count).map(|_| None).collect();
-        let mut on_caller = Duration::ZERO;
+        // The tasks this thread runs, measured one from the end of the
+        // other: the driver's part is before and after them.
+        let first = thread_cpu();
+        let mut clock = first;
         let mut received = 0;
         while let Some(task) = self.board.next(false) {
-            let d = self.board.run(task);
-            if let Ok(fx) = &d.effects {
-                on_caller += fx.host.own;
-            }
+            let (d, ended) = self.board.run(task, clock);
+            clock = ended;
             let index = d.index;
             done[index] = Some(d);
             received += 1;
@@ -187,8 +204,8 @@ impl<S: Scheme> Pool<S> {
             received += 1;
         }
         PoolWindow {
-            done: done.into_iter().flatten().collect(),
-            on_caller,
+            done,
+            on_caller: clock.saturating_sub(first),
         }
     }
 }

@@ -50,10 +50,11 @@ impl<S: Scheme> Engine<S> {
             }
             hex::encode(trace.finalize())
         };
+        let (trace_hash, rounds_trace_hash) = self.trace.hashes(finish);
         let dkg_messages = self.dkg_messages_by_kind();
         let dkg_snapshot = self.snapshot_report(dkg_wall_s);
         let f = self.replica.f;
-        let consensus_messages: u64 = self.consensus_messages.values().sum();
+        let consensus_messages: u64 = self.sent.consensus.messages.values().sum();
         Report {
             scenario: self.cfg.name.clone(),
             seed: self.cfg.seed,
@@ -74,19 +75,21 @@ impl<S: Scheme> Engine<S> {
             dkg_wall_s,
             dkg_messages_per_member: dkg_messages.values().sum::<u64>() as f64 / n,
             dkg_messages_by_kind: dkg_messages,
-            dkg_bytes_per_member: self.dkg_bytes as f64 / n,
+            dkg_bytes_per_member: self.sent.dkg.bytes as f64 / n,
             beacon_latency_ms: self.stats.beacon_latency(),
             beacon_delay_ms: self.stats.beacon_delay(),
             commit_latency_ms: self.stats.commit_latency(),
             messages_per_round: per(consensus_messages),
             messages_by_kind: self
-                .consensus_messages
+                .sent
+                .consensus
+                .messages
                 .iter()
                 .map(|(k, v)| (k.to_string(), *v))
                 .collect(),
-            bytes_per_round: per(self.consensus_bytes),
+            bytes_per_round: per(self.sent.consensus.bytes),
             messages_per_node_per_round: per(consensus_messages) / n,
-            bytes_per_node_per_round: per(self.consensus_bytes) / n,
+            bytes_per_node_per_round: per(self.sent.consensus.bytes) / n,
             cpu_ms_per_node_per_round: per(cpu_rounds) / n / 1000.0,
             wall_s,
             rounds_wall_s,
@@ -97,8 +100,8 @@ impl<S: Scheme> Engine<S> {
                 0.0
             },
             virtual_s: self.checker.last_time().as_secs_f64(),
-            trace_hash: finish(self.trace.clone()),
-            rounds_trace_hash: self.rounds_trace.clone().map(finish),
+            trace_hash,
+            rounds_trace_hash,
             dkg_snapshot,
             final_beacon: last.map(|b| FinalBeacon {
                 round: b.round,
@@ -123,7 +126,7 @@ impl<S: Scheme> Engine<S> {
             .as_ref()
             .map(|s| s.messages_by_kind.clone())
             .unwrap_or_default();
-        for (k, v) in &self.dkg_messages {
+        for (k, v) in &self.sent.dkg.messages {
             *dkg_messages.entry(k.to_string()).or_default() += v;
         }
         dkg_messages

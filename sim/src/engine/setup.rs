@@ -333,7 +333,7 @@ impl<S: Scheme> Engine<S> {
             host,
             load_rng: ChaCha20Rng::seed_from_u64(cfg.seed ^ LOAD_SEED),
             next_tx: None,
-            trace: Sha256::new(),
+            trace: Default::default(),
             processed: 0,
             dkg_done: vec![None; total],
             dkg_timing: dkg.timing,
@@ -344,10 +344,7 @@ impl<S: Scheme> Engine<S> {
             dkg_disqualified: BTreeMap::new(),
             dkg_end: None,
             rounds_started_wall: None,
-            consensus_messages: BTreeMap::new(),
-            consensus_bytes: 0,
-            dkg_messages: BTreeMap::new(),
-            dkg_bytes: 0,
+            sent: Default::default(),
             stats,
             twin_slot,
             cpu_at_rounds_start: 0,
@@ -359,7 +356,6 @@ impl<S: Scheme> Engine<S> {
             loaded,
             loaded_summary: None,
             cut_at: None,
-            rounds_trace: None,
             snapshot_error: None,
             started_wall: Instant::now(),
             host_meter: Default::default(),
@@ -372,7 +368,7 @@ impl<S: Scheme> Engine<S> {
         if let Some(snapshot) = self.loaded.take() {
             self.dkg_qualified = snapshot.summary.qualified;
             self.dkg_disqualified = snapshot.summary.disqualified.clone();
-            self.dkg_bytes = snapshot.summary.bytes;
+            self.sent.dkg.bytes = snapshot.summary.bytes;
             self.loaded_summary = Some(snapshot.summary);
             return self
                 .start_rounds(Time(snapshot.cut_us), snapshot.outputs)
@@ -441,11 +437,13 @@ impl<S: Scheme> Engine<S> {
                     qualified: self.dkg_qualified,
                     disqualified: self.dkg_disqualified.clone(),
                     messages_by_kind: self
-                        .dkg_messages
+                        .sent
+                        .dkg
+                        .messages
                         .iter()
                         .map(|(k, v)| (k.to_string(), *v))
                         .collect(),
-                    bytes: self.dkg_bytes,
+                    bytes: self.sent.dkg.bytes,
                     wall_s: self.started_wall.elapsed().as_secs_f64(),
                 },
                 outputs: outputs.clone(),
@@ -550,7 +548,7 @@ impl<S: Scheme> Engine<S> {
             .map_err(|e| (i, e))?;
             self.slots[i as usize].member = Some(member);
         }
-        self.rounds_trace = Some(Sha256::new());
+        self.trace.start_rounds();
         self.begin_rounds(at);
         Ok(())
     }

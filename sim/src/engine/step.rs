@@ -26,6 +26,7 @@ use consensus::{
 };
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// What one node did in one window.
 pub(super) struct NodeEffects<S: Scheme> {
@@ -137,13 +138,18 @@ impl<'a> Shared<'a> {
 }
 
 /// Runs one node's events of a window `[.., end)`, on a core of its own.
+/// `started`: this thread's CPU clock when the task began. A thread that
+/// runs tasks one after the other passes the clock the task before returned
+/// (taking the next task and handing one back are then part of the tasks,
+/// and the clock, a system call, is read once per task). Returns the
+/// effects and the clock at their end.
 pub(super) fn run_node<S: Scheme>(
     node: u32,
     slot: &mut Slot<S>,
     end: Time,
     shared: &Shared<'_>,
-) -> NodeEffects<S> {
-    let started = thread_cpu();
+    started: Duration,
+) -> (NodeEffects<S>, Duration) {
     beacon::host_work::take_task();
     let mut events = slot.pending.take_before(end);
     let first_event = events.first().map_or("none", |(_, e)| e.tag().1);
@@ -163,9 +169,10 @@ pub(super) fn run_node<S: Scheme>(
         }
     }
     fx.encoded = encode_sends(&fx.outputs, shared.before_cut);
-    let own = thread_cpu().saturating_sub(started);
+    let ended = thread_cpu();
+    let own = ended.saturating_sub(started);
     fx.host = TaskMeasure::new(own, beacon::host_work::take_task(), first_event);
-    fx
+    (fx, ended)
 }
 
 /// Runs every node's events of a window `[.., end)` in time order on the host's
@@ -557,9 +564,14 @@ impl<S: Scheme> Engine<S> {
         if let Some(host) = self.host.as_mut() {
             return WindowEffects::here(run_on_host(work, host, end, &shared));
         }
+        let mut clock = thread_cpu();
         let effects = work
             .into_iter()
-            .map(|(n, slot)| run_node(n, slot, end, &shared))
+            .map(|(n, slot)| {
+                let (fx, ended) = run_node(n, slot, end, &shared, clock);
+                clock = ended;
+                fx
+            })
             .collect();
         WindowEffects::here(effects)
     }
@@ -614,8 +626,8 @@ impl<S: Scheme> Engine<S> {
             });
         }
         let window = pool.run(tasks);
-        let mut effects = Vec::with_capacity(window.done.len());
-        for done in window.done {
+        let mut effects = Vec::with_capacity(nodes.len());
+        for done in window.done.into_iter().flatten() {
             let empty = std::mem::replace(&mut self.slots[done.node as usize], done.slot);
             self.spare_slots.push(empty);
             match done.effects {
