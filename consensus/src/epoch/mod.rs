@@ -128,7 +128,19 @@ pub struct EpochView {
     /// the genesis directory's, then those the chain recorded with each
     /// change (shared by every member of a simulated epoch).
     pub consensus: Arc<Vec<ConsensusListing>>,
-    position: BTreeMap<DirectoryIndex, NodeIndex>,
+    position: Positions,
+}
+
+/// The epoch index of each member by directory index, as [`EpochView::new`]
+/// found it.
+#[derive(Clone, Debug)]
+enum Positions {
+    /// Member `i` is party `i`, for every `i` below the count (the genesis
+    /// epoch): no map. A map each was most of what a simulated genesis member
+    /// held of its own (`n` entries per member, `n^2` in all).
+    Identity(u32),
+    /// Any other epoch.
+    Map(BTreeMap<DirectoryIndex, NodeIndex>),
 }
 
 impl EpochView {
@@ -140,11 +152,18 @@ impl EpochView {
         config: ReplicaConfig,
         consensus: Arc<Vec<ConsensusListing>>,
     ) -> Self {
-        let position = members
-            .iter()
-            .enumerate()
-            .map(|(i, d)| (*d, NodeIndex(i as u32)))
-            .collect();
+        let identity = members.iter().enumerate().all(|(i, d)| d.as_usize() == i);
+        let position = if identity {
+            Positions::Identity(members.len() as u32)
+        } else {
+            Positions::Map(
+                members
+                    .iter()
+                    .enumerate()
+                    .map(|(i, d)| (*d, NodeIndex(i as u32)))
+                    .collect(),
+            )
+        };
         EpochView {
             number,
             members,
@@ -177,7 +196,10 @@ impl EpochView {
 
     /// The epoch index of directory member `d`, if it is a member.
     pub fn index_of(&self, d: DirectoryIndex) -> Option<NodeIndex> {
-        self.position.get(&d).copied()
+        match &self.position {
+            Positions::Identity(count) => (d.get() < *count).then(|| NodeIndex(d.get())),
+            Positions::Map(map) => map.get(&d).copied(),
+        }
     }
 
     /// The directory index of epoch member `i`.

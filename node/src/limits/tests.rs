@@ -166,7 +166,7 @@ mod largest {
 
     fn broadcast(message: DkgMessage<S>) -> RelayMessage {
         RelayMessage::Broadcast {
-            attestation: attestation(u32::MAX),
+            attestation: std::sync::Arc::new(attestation(u32::MAX)),
             payload: Payload::new(message.encode().unwrap()),
         }
     }

@@ -11,6 +11,7 @@ use crate::effect::Effect;
 use crate::{wire, DkgError, Error, NodeIndex, Point as _, Scheme};
 use ed25519_dalek::Signer as _;
 use sha2::{Digest as _, Sha256};
+use std::sync::Arc;
 
 impl BroadcastRelay {
     /// Signs this member's own broadcast: send the returned message to everyone.
@@ -25,12 +26,12 @@ impl BroadcastRelay {
             .sign(&signed_bytes(&self.session, origin, kind, &digest))
             .to_bytes()
             .to_vec();
-        let attestation = Attestation {
+        let attestation = Arc::new(Attestation {
             origin,
             kind,
             digest,
             signature,
-        };
+        });
         let versions = self.versions.entry((origin, kind)).or_default();
         if versions.len() < MAX_VERSIONS && !versions.iter().any(|v| v.attestation.digest == digest)
         {
@@ -123,7 +124,7 @@ impl BroadcastRelay {
 
     pub(super) fn on_broadcast<S: Scheme>(
         &mut self,
-        a: Attestation,
+        a: Arc<Attestation>,
         payload: Payload,
     ) -> Result<Vec<RelayOutput<S>>, Error> {
         let digest = payload.digest();
@@ -187,7 +188,7 @@ impl BroadcastRelay {
     /// when the kind was announced. Returns whether it was known (or not wanted).
     pub(super) fn learn<S: Scheme>(
         &mut self,
-        a: &Attestation,
+        a: &Arc<Attestation>,
         out: &mut Vec<RelayOutput<S>>,
     ) -> bool {
         let versions = self.versions.entry((a.origin, a.kind)).or_default();

@@ -63,6 +63,7 @@
 //! the runs where they did not.
 
 mod delivery;
+mod latest;
 mod relayed;
 mod summaries;
 
@@ -138,7 +139,7 @@ pub struct Attestation {
 }
 
 /// A member's summary of the versions of one kind it holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Summary {
     /// How many versions.
     pub count: u32,
@@ -151,8 +152,9 @@ pub struct Summary {
 pub enum RelayMessage {
     /// A signed broadcast with its payload (a wire-encoded DKG message).
     Broadcast {
-        /// Origin, kind, digest and signature.
-        attestation: Attestation,
+        /// Origin, kind, digest and signature (shared: one copy for every
+        /// recipient, and the one each recipient keeps as its version).
+        attestation: Arc<Attestation>,
         /// The DKG message, wire-encoded (shared: one copy for every recipient).
         payload: Payload,
     },
@@ -260,7 +262,9 @@ pub enum RelayOutput<S: Scheme> {
 }
 
 struct Version {
-    attestation: Attestation,
+    /// Shared with the broadcast it came in (thousands of members hold the
+    /// same one); a version learned from a list holds its own.
+    attestation: Arc<Attestation>,
     payload: Option<Payload>,
     delivered: bool,
     /// Attesters asked for the payload.
@@ -277,14 +281,13 @@ struct KindState {
     matching: Option<usize>,
     announced: bool,
     consistent: bool,
-    /// Latest summary of each member.
-    theirs: BTreeMap<u32, Summary>,
+    /// Latest summary of each member, and, outside the hub, whether a hub
+    /// member's latest summary is not settled.
+    theirs: latest::LatestSummaries,
     /// List requests sent, per peer.
     requests: BTreeMap<u32, u8>,
     /// Peers asked for their list and not answered yet.
     outstanding: BTreeSet<u32>,
-    /// Outside the hub: hub members whose latest summary is not settled.
-    unsettled: BTreeSet<u32>,
     /// With a hub, at a hub member: the summary last sent as settled.
     settled: Option<Summary>,
 }
@@ -307,9 +310,9 @@ pub struct BroadcastRelay {
     kinds: BTreeMap<Kind, KindState>,
     /// Origins proven to equivocate.
     faulty: BTreeSet<u32>,
-    /// The members summaries go to and come from ([`BroadcastRelay::with_hub`]);
-    /// `None`: every member.
-    hub: Option<Arc<BTreeSet<u32>>>,
+    /// The members summaries go to and come from ([`BroadcastRelay::with_hub`]),
+    /// ascending; `None`: every member.
+    hub: Option<Arc<Vec<u32>>>,
 }
 
 fn signed_bytes(session: &[u8; 32], origin: u32, kind: Kind, digest: &[u8; 32]) -> Vec<u8> {
@@ -381,7 +384,9 @@ impl BroadcastRelay {
     /// module documentation. An empty hub, or one of every member, changes
     /// nothing. Every member of a run must use the same hub.
     pub fn with_hub(mut self, hub: &[NodeIndex]) -> Self {
-        let set: BTreeSet<u32> = hub.iter().map(|m| m.0).filter(|m| *m < self.n()).collect();
+        let mut set: Vec<u32> = hub.iter().map(|m| m.0).filter(|m| *m < self.n()).collect();
+        set.sort_unstable();
+        set.dedup();
         self.hub = (!set.is_empty() && set.len() < self.n() as usize).then(|| Arc::new(set));
         self
     }
@@ -393,7 +398,9 @@ impl BroadcastRelay {
     /// Whether `member` exchanges summaries with every member (true for all
     /// without a hub).
     pub(super) fn in_hub(&self, member: u32) -> bool {
-        self.hub.as_ref().is_none_or(|h| h.contains(&member))
+        self.hub
+            .as_ref()
+            .is_none_or(|h| h.binary_search(&member).is_ok())
     }
 
     /// Whether this member is outside the hub (it hears only hub members'

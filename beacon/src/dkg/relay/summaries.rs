@@ -8,6 +8,7 @@ use super::{
 use crate::effect::Effect;
 use crate::{DkgError, Error, NodeIndex, Scheme};
 use sha2::{Digest as _, Sha256};
+use std::sync::Arc;
 
 impl BroadcastRelay {
     /// The DKG holds every broadcast of `kind` it waits for: tell every member
@@ -25,8 +26,8 @@ impl BroadcastRelay {
         let differing: Vec<u32> = self.kinds[&kind]
             .theirs
             .iter()
-            .filter(|(_, s)| **s != mine)
-            .map(|(p, _)| *p)
+            .filter(|(_, s, _)| *s != mine)
+            .map(|(p, _, _)| p)
             .collect();
         for peer in differing {
             self.request_list(kind, peer, &mut out);
@@ -64,8 +65,8 @@ impl BroadcastRelay {
         let differing: Vec<u32> = self.kinds[&kind]
             .theirs
             .iter()
-            .filter(|(m, s)| !hub.contains(m) && **s != summary)
-            .map(|(m, _)| *m)
+            .filter(|(m, s, _)| hub.binary_search(m).is_err() && *s != summary)
+            .map(|(m, _, _)| m)
             .collect();
         for m in differing {
             out.push(RelayOutput::Effect(Effect::Send {
@@ -136,9 +137,9 @@ impl BroadcastRelay {
                 .theirs
                 .iter()
                 // Outside the hub `theirs` holds hub members' summaries only
-                // (`on_summary` drops the others), and `unsettled` is empty
+                // (`on_summary` drops the others), and none is unsettled
                 // elsewhere.
-                .filter(|(m, s)| **s == mine && !faulty.contains(m) && !state.unsettled.contains(m))
+                .filter(|(m, s, unsettled)| *s == mine && !faulty.contains(m) && !unsettled)
                 .count()
         });
         if matching < others {
@@ -212,16 +213,13 @@ impl BroadcastRelay {
         let answer = self.hub.is_some() && !outside && !self.in_hub(from.0);
         let mine = self.summary(kind);
         let counted = !self.faulty.contains(&from.0);
-        let state = self.kinds.entry(kind).or_default();
-        let before = state.theirs.insert(from.0, summary) == Some(mine)
-            && !state.unsettled.contains(&from.0);
         // Outside the hub, a hub member's summary counts once it is settled.
         let unsettled = outside && !settled;
-        if unsettled {
-            state.unsettled.insert(from.0);
-        } else {
-            state.unsettled.remove(&from.0);
-        }
+        let peers = self.hub.as_ref().filter(|_| outside);
+        let n = self.n();
+        let state = self.kinds.entry(kind).or_default();
+        let before =
+            state.theirs.insert(peers, n, from.0, summary, unsettled) == Some((mine, false));
         let now = summary == mine && !unsettled;
         if let (Some(m), true) = (state.matching.as_mut(), counted) {
             match (before, now) {
@@ -265,7 +263,7 @@ impl BroadcastRelay {
             .versions
             .iter()
             .filter(|((_, k), _)| *k == kind)
-            .flat_map(|(_, vs)| vs.iter().map(|v| v.attestation.clone()))
+            .flat_map(|(_, vs)| vs.iter().map(|v| Attestation::clone(&v.attestation)))
             .collect();
         vec![RelayOutput::Effect(Effect::Send {
             to: from,
@@ -296,6 +294,7 @@ impl BroadcastRelay {
             if a.kind != kind {
                 continue;
             }
+            let a = Arc::new(a);
             if self.version(a.origin, a.kind, &a.digest).is_none() {
                 // Unknown: only a valid signature makes it a version.
                 if self.check(&a).is_err() {

@@ -219,22 +219,22 @@ fn forged_or_malformed_broadcasts_are_errors() {
     else {
         panic!()
     };
-    let mut bad_sig = attestation.clone();
+    let mut bad_sig = Attestation::clone(&attestation);
     bad_sig.signature[0] ^= 1;
-    let mut bad_origin = attestation.clone();
+    let mut bad_origin = Attestation::clone(&attestation);
     bad_origin.origin = 9;
-    let mut wrong_signer = attestation.clone();
+    let mut wrong_signer = Attestation::clone(&attestation);
     wrong_signer.origin = 1;
-    let mut wrong_kind = attestation.clone();
+    let mut wrong_kind = Attestation::clone(&attestation);
     wrong_kind.kind = Kind::Complaint;
     let mut other_payload = payload.bytes().to_vec();
     other_payload[0] ^= 1;
     let other_payload = Payload::new(other_payload);
     let cases = [
-        (bad_sig.clone(), payload.clone()),
-        (bad_origin.clone(), payload.clone()),
-        (wrong_signer, payload.clone()),
-        (wrong_kind, payload.clone()),
+        (Arc::new(bad_sig.clone()), payload.clone()),
+        (Arc::new(bad_origin.clone()), payload.clone()),
+        (Arc::new(wrong_signer), payload.clone()),
+        (Arc::new(wrong_kind), payload.clone()),
         (attestation.clone(), other_payload),
     ];
     for (a, p) in cases {
@@ -256,7 +256,7 @@ fn forged_or_malformed_broadcasts_are_errors() {
     // A list longer than any honest one is an error.
     let long = RelayMessage::Versions {
         kind: Kind::Deal,
-        attestations: vec![attestation.clone(); 9],
+        attestations: vec![Attestation::clone(&attestation); 9],
     };
     assert!(r[1].receive::<MinSig>(NodeIndex(0), long).is_err());
     // Not from another member.

@@ -17,6 +17,16 @@ use std::sync::Arc;
 /// Votes of a certificate one job checks ([`DkgSession::certifies`]).
 const VOTES_PER_JOB: usize = 64;
 
+/// A counted vote as a session keeps it (a committee member holds `n`): the
+/// index of its result among those voted for (the session's `voted`), and
+/// the signature, checked, so ed25519's 64 bytes.
+pub(super) struct Vote {
+    /// Index of its result in `voted`.
+    result: u32,
+    /// The signature.
+    signature: [u8; ed25519_dalek::SIGNATURE_LENGTH],
+}
+
 impl<S: Scheme> DkgSession<S> {
     /// Step 2: sign and send this attempt's result.
     pub(super) fn on_result(&mut self, output: Arc<DkgOutput<S>>, out: &mut Outbox<S>) {
@@ -86,11 +96,37 @@ impl<S: Scheme> DkgSession<S> {
         self.check_quorum(out);
     }
 
-    /// Counts `vote` (for result `id`); keeps the first vote of each result.
+    /// Counts `vote` (for result `id`, its signature checked); keeps the
+    /// first vote of each result.
     pub(super) fn record(&mut self, id: [u8; 32], vote: SignedResult) {
+        // A checked signature has ed25519's length: anything else is no vote.
+        let Ok(signature) = vote.signature.as_slice().try_into() else {
+            return;
+        };
+        let result = match self.voted.iter().position(|r| *r == id) {
+            Some(i) => i,
+            None => {
+                self.voted.push(id);
+                self.voted.len() - 1
+            }
+        } as u32;
         *self.tally.entry(id).or_default() += 1;
-        self.votes.insert(vote.from, (id, vote.signature.clone()));
+        self.votes.insert(vote.from, Vote { result, signature });
         self.results.entry(id).or_insert(vote);
+    }
+
+    /// The first `quorum` votes held for result `id`, by signer ascending,
+    /// as a certificate carries them (fewer when fewer are held).
+    pub(super) fn votes_for(&self, id: &[u8; 32], quorum: usize) -> Vec<(NodeIndex, Vec<u8>)> {
+        let Some(result) = self.voted.iter().position(|r| r == id) else {
+            return Vec::new();
+        };
+        self.votes
+            .iter()
+            .filter(|(_, v)| v.result as usize == result)
+            .take(quorum)
+            .map(|(m, v)| (*m, v.signature.to_vec()))
+            .collect()
     }
 
     /// The committee, when votes go through it ([`crate::dkg::Dkg::has_hub`]).
@@ -196,13 +232,7 @@ impl<S: Scheme> DkgSession<S> {
             return;
         }
         let quorum = (self.base.n - self.base.max_faulty) as usize;
-        let votes: Vec<(NodeIndex, Vec<u8>)> = self
-            .votes
-            .iter()
-            .filter(|(_, (v, _))| *v == id)
-            .take(quorum)
-            .map(|(m, (_, sig))| (*m, sig.clone()))
-            .collect();
+        let votes = self.votes_for(&id, quorum);
         if votes.len() < quorum {
             return;
         }
@@ -321,6 +351,7 @@ impl<S: Scheme> DkgSession<S> {
         self.result_id = None;
         self.last_failure = None;
         self.votes.clear();
+        self.voted.clear();
         self.results.clear();
         self.tally.clear();
         true

@@ -85,9 +85,12 @@ pub struct DkgSession<S: Scheme> {
     /// [`result_id`] of `result`.
     result_id: Option<[u8; 32]>,
     last_failure: Option<DkgFailure>,
-    /// The result ([`result_id`]) of each member's first valid vote in this
-    /// attempt, and its signature.
-    votes: BTreeMap<NodeIndex, ([u8; 32], Vec<u8>)>,
+    /// Each member's first valid vote in this attempt (a committee member
+    /// holds `n`: kept small).
+    votes: BTreeMap<NodeIndex, agreement::Vote>,
+    /// The results ([`result_id`]) votes are for, as a vote names them (one
+    /// in an honest attempt).
+    voted: Vec<[u8; 32]>,
     /// The first valid vote for each result in this attempt.
     results: BTreeMap<[u8; 32], SignedResult>,
     /// Votes per result ([`result_id`]) in this attempt.
@@ -196,6 +199,7 @@ impl<S: Scheme> DkgSession<S> {
             result_id: None,
             last_failure: None,
             votes: BTreeMap::new(),
+            voted: Vec::new(),
             results: BTreeMap::new(),
             tally: BTreeMap::new(),
             early: Vec::new(),

@@ -231,13 +231,7 @@ impl<S: Scheme> DkgSession<S> {
         let quorum = (self.base.n - self.base.max_faulty) as usize;
         let (id, _) = self.tally.iter().find(|(_, c)| **c >= quorum)?;
         let agreed = self.results.get(id)?;
-        let votes: Vec<(NodeIndex, Vec<u8>)> = self
-            .votes
-            .iter()
-            .filter(|(_, (v, _))| v == id)
-            .take(quorum)
-            .map(|(m, (_, sig))| (*m, sig.clone()))
-            .collect();
+        let votes = self.votes_for(id, quorum);
         if votes.len() >= quorum {
             return Some(Arc::new(ResultCertificate {
                 attempt: self.attempt,
