@@ -153,10 +153,14 @@ impl<S: Scheme> Member<S> {
         let Some(invitation) = self.joiner.believe_invitation(from, invitation, f) else {
             return;
         };
-        let new = match (into_learnt, self.next_epoch(&invitation.change)) {
-            (true, _) => self.epoch.clone(),
-            (false, Ok(v)) => v,
-            (false, Err(reason)) => return self.fail_epoch(invitation.change.epoch, reason, out),
+        let new = if into_learnt {
+            Ok(self.epoch.clone())
+        } else {
+            self.next_epoch(&invitation.change)
+        };
+        let new = match new {
+            Ok(v) => v,
+            Err(reason) => return self.fail_epoch(invitation.change.epoch, reason, out),
         };
         self.start_transition(now, invitation, new, None, out);
     }

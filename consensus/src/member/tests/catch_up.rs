@@ -157,24 +157,16 @@ fn epoch_two() -> CurrentEpoch {
     }
 }
 
-/// A party that left and is added back with an empty disk (issue 53, chaos
-/// finding 1) knows only the genesis epoch; the members run epoch 2 and
-/// invite it to epoch 3. Before, it asked the genesis members for a handoff
-/// of epoch 1 and took only invitations to epoch 1 from them: it never
-/// joined. Now a member tells a party that asks for an epoch that began
-/// without it which epoch it runs; the joiner believes `f + 1` members of
-/// the epoch it knows that say the same, and asks that epoch's members.
-#[test]
-fn a_joiner_that_knows_only_an_earlier_epoch_learns_the_current_one_and_asks_its_members() {
-    let current = epoch_two();
+/// Party 0, a member of `epoch` with its keys (restored), running it.
+fn member_0_of(epoch: &CurrentEpoch) -> Member<S> {
+    let outputs = crate::corpus::honest_dkg::<S>(&epoch.config, 35);
     let view = EpochView::new(
-        current.number,
-        current.members.clone(),
-        current.config.clone(),
-        Arc::new(current.consensus.clone()),
+        epoch.number,
+        epoch.members.clone(),
+        epoch.config.clone(),
+        Arc::new(epoch.consensus.clone()),
     );
-    let outputs = crate::corpus::honest_dkg::<S>(&current.config, 35);
-    let mut member = Member::restore_in(
+    Member::restore_in(
         view,
         RestoredParts {
             output: &outputs[0],
@@ -187,7 +179,20 @@ fn a_joiner_that_knows_only_an_earlier_epoch_learns_the_current_one_and_asks_its
         },
     )
     .unwrap()
-    .with_identity(identity(0), TIMING);
+    .with_identity(identity(0), TIMING)
+}
+
+/// A party that left and is added back with an empty disk (issue 53, chaos
+/// finding 1) knows only the genesis epoch; the members run epoch 2 and
+/// invite it to epoch 3. Before, it asked the genesis members for a handoff
+/// of epoch 1 and took only invitations to epoch 1 from them: it never
+/// joined. Now a member tells a party that asks for an epoch that began
+/// without it which epoch it runs; the joiner believes `f + 1` members of
+/// the epoch it knows that say the same, and asks that epoch's members.
+#[test]
+fn a_joiner_that_knows_only_an_earlier_epoch_learns_the_current_one_and_asks_its_members() {
+    let current = epoch_two();
+    let mut member = member_0_of(&current);
     let request = |epoch: u64| {
         Envelope::Epoch(EpochMessage::HandoffRequest {
             epoch: Epoch::new(epoch),
@@ -280,27 +285,7 @@ fn a_party_added_while_it_was_behind_learns_its_epoch_and_joins_its_change() {
     // A member of epoch 2 tells party 5, a member of it that asks for
     // epoch 1 (it knows epoch 0 only), which epoch it runs.
     let two = epoch_two();
-    let outputs = crate::corpus::honest_dkg::<S>(&two.config, 35);
-    let view = EpochView::new(
-        two.number,
-        two.members.clone(),
-        two.config.clone(),
-        Arc::new(two.consensus.clone()),
-    );
-    let mut member = Member::restore_in(
-        view,
-        RestoredParts {
-            output: &outputs[0],
-            consensus: crate::consensus_key(&[1; 32]),
-            chain: Vec::new(),
-            votes: Vec::new(),
-            seed: [0; 32],
-            memo: Memo::disabled(),
-            adversary: None,
-        },
-    )
-    .unwrap()
-    .with_identity(identity(0), TIMING);
+    let mut member = member_0_of(&two);
     check(
         &mut member,
         vec![step(
