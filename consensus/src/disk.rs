@@ -143,10 +143,11 @@ pub enum DiskWrite<S: Scheme> {
     KeepDealingSeed(DealingSeed),
     /// What this member dealt in the change it is switching out of, kept
     /// until its erasure (durable before the epoch record that erases its
-    /// old key material).
+    /// old key material), beside those of earlier changes still kept.
     KeepDeal(Arc<RetainedDeal<S>>),
-    /// The retained deal's time is over: erased.
-    EraseDeal,
+    /// The time of the deal retained from the change into this epoch is
+    /// over: erased.
+    EraseDeal(Epoch),
 }
 
 impl<S: Scheme> DiskWrite<S> {
@@ -160,7 +161,7 @@ impl<S: Scheme> DiskWrite<S> {
             DiskWrite::NewSeed => "seed",
             DiskWrite::KeepDealingSeed(_) => "dealing-seed",
             DiskWrite::KeepDeal(_) => "retained-deal",
-            DiskWrite::EraseDeal => "erase-deal",
+            DiskWrite::EraseDeal(_) => "erase-deal",
         }
     }
 }
@@ -169,7 +170,8 @@ impl<S: Scheme> fmt::Display for DiskWrite<S> {
     /// `persist keys`, `persist epoch 1`, `persist epoch 1 retired`,
     /// `persist votes` (with the heights of the record), `persist new-seed`,
     /// `persist dealing-seed attempt 0 until 12.5 s`,
-    /// `persist retained-deal epoch 1 until 70 s`, `persist erase-deal`.
+    /// `persist retained-deal epoch 1 until 70 s`, `persist erase-deal
+    /// epoch 1`.
     /// Never the seed itself, nor key material.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -198,7 +200,7 @@ impl<S: Scheme> fmt::Display for DiskWrite<S> {
                 d.epoch(),
                 d.until.as_secs_f64()
             ),
-            DiskWrite::EraseDeal => write!(f, "persist erase-deal"),
+            DiskWrite::EraseDeal(epoch) => write!(f, "persist erase-deal epoch {epoch}"),
         }
     }
 }
@@ -226,11 +228,13 @@ pub trait Disk<S: Scheme> {
     /// Marks the stored seed as the one that dealt the genesis keys, kept
     /// until `mark.until` ([`DiskWrite::KeepDealingSeed`]).
     fn keep_dealing_seed(&mut self, mark: DealingSeed) -> Result<(), Self::Error>;
-    /// Stores what this member dealt in the change it switches out of, in
-    /// place of any earlier one ([`DiskWrite::KeepDeal`]).
+    /// Stores what this member dealt in the change it switches out of,
+    /// beside the deals of other changes still kept, in place of an earlier
+    /// one of the same change ([`DiskWrite::KeepDeal`]).
     fn keep_deal(&mut self, deal: &Arc<RetainedDeal<S>>) -> Result<(), Self::Error>;
-    /// Erases the retained deal, if one is stored ([`DiskWrite::EraseDeal`]).
-    fn erase_deal(&mut self) -> Result<(), Self::Error>;
+    /// Erases the deal retained from the change into `epoch`, if one is
+    /// stored ([`DiskWrite::EraseDeal`]).
+    fn erase_deal(&mut self, epoch: Epoch) -> Result<(), Self::Error>;
 }
 
 /// The kind of durable write `output` asks for ([`DiskWrite::kind`]), if it
@@ -263,7 +267,7 @@ pub fn persist<S: Scheme, D: Disk<S> + ?Sized>(
         MemberOutput::Persist(DiskWrite::NewSeed) => member.replace_seed(disk.replace_seed()?),
         MemberOutput::Persist(DiskWrite::KeepDealingSeed(mark)) => disk.keep_dealing_seed(*mark)?,
         MemberOutput::Persist(DiskWrite::KeepDeal(deal)) => disk.keep_deal(deal)?,
-        MemberOutput::Persist(DiskWrite::EraseDeal) => disk.erase_deal()?,
+        MemberOutput::Persist(DiskWrite::EraseDeal(epoch)) => disk.erase_deal(*epoch)?,
         _ => return Ok(false),
     }
     Ok(true)
@@ -313,8 +317,8 @@ pub fn on_epoch<S: Scheme>(
     writes
 }
 
-/// What a member writes once the deal it retained after a switch is over:
-/// its erasure.
-pub fn on_deal_erased<S: Scheme>() -> [DiskWrite<S>; 1] {
-    [DiskWrite::EraseDeal]
+/// What a member writes once the deal it retained after its switch into
+/// `epoch` is over: its erasure.
+pub fn on_deal_erased<S: Scheme>(epoch: Epoch) -> [DiskWrite<S>; 1] {
+    [DiskWrite::EraseDeal(epoch)]
 }

@@ -8,8 +8,9 @@
 use beacon::dkg::DkgOutput;
 use beacon::Scheme;
 use consensus::disk::{DealingSeed, Disk, EpochRecord, RetainedDeal};
-use consensus::{CommittedEntry, SignedVotes};
+use consensus::{CommittedEntry, Epoch, SignedVotes};
 use sha2::{Digest as _, Sha256};
+use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::sync::Arc;
 
@@ -26,8 +27,9 @@ pub struct SimDisk<S: Scheme> {
     pub votes: Vec<SignedVotes<S>>,
     /// The mark of a seed that dealt the genesis keys, kept until then.
     pub dealing_seed: Option<DealingSeed>,
-    /// What the member dealt in its last change, kept until its erasure.
-    pub retained_deal: Option<Arc<RetainedDeal<S>>>,
+    /// What the member dealt in its last changes, by the epoch each
+    /// started, kept until each one's erasure.
+    pub retained_deals: BTreeMap<Epoch, Arc<RetainedDeal<S>>>,
     /// The seed the member deals from.
     seed: [u8; 32],
     /// The seed it started with.
@@ -45,7 +47,7 @@ impl<S: Scheme> SimDisk<S> {
             chain: Vec::new(),
             votes: Vec::new(),
             dealing_seed: None,
-            retained_deal: None,
+            retained_deals: BTreeMap::new(),
             seed,
             first: seed,
             generation: 0,
@@ -103,12 +105,12 @@ impl<S: Scheme> Disk<S> for SimDisk<S> {
     }
 
     fn keep_deal(&mut self, deal: &Arc<RetainedDeal<S>>) -> Result<(), Infallible> {
-        self.retained_deal = Some(deal.clone());
+        self.retained_deals.insert(deal.epoch(), deal.clone());
         Ok(())
     }
 
-    fn erase_deal(&mut self) -> Result<(), Infallible> {
-        self.retained_deal = None;
+    fn erase_deal(&mut self, epoch: Epoch) -> Result<(), Infallible> {
+        self.retained_deals.remove(&epoch);
         Ok(())
     }
 }

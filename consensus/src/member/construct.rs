@@ -267,7 +267,8 @@ impl<S: Scheme> Member<S> {
     }
 
     /// A member restored after a switch whose disk still holds what it
-    /// dealt in that change (`deal`, from its disk:
+    /// dealt in that change, or in an earlier one still retained (`deal`,
+    /// one of the deals on its disk, each given in turn:
     /// [`crate::disk::DiskWrite::KeepDeal`]): after
     /// [`Member::with_identity`] (or as [`Member::joining`] once it left),
     /// it rebuilds its retained transition from it
@@ -283,12 +284,20 @@ impl<S: Scheme> Member<S> {
         let Some(identity) = &self.identity else {
             return self;
         };
-        if epoch != self.epoch.number {
-            return self;
-        }
+        // The change into this member's epoch, or into an earlier one (more
+        // changes went through within its retention): its new epoch as the
+        // invitation makes it.
+        let new = match epoch.cmp(&self.epoch.number) {
+            std::cmp::Ordering::Equal => self.epoch.clone(),
+            std::cmp::Ordering::Less => match self.next_epoch(&deal.invitation.change) {
+                Ok(view) => view,
+                Err(_) => return self,
+            },
+            std::cmp::Ordering::Greater => return self,
+        };
         let retained = Transition::retained(
             deal.invitation.reshare.clone(),
-            self.epoch.clone(),
+            new,
             &identity.who,
             deal.old_share,
             self.memo.clone(),

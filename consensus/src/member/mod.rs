@@ -365,11 +365,11 @@ impl<S: Scheme> Member<S> {
         }
     }
 
-    /// A member restored with what it dealt in a change still on its disk
-    /// ([`Member::with_retained_deal`]) arms that change's erasure timer, at
+    /// A member restored with what it dealt in changes still on its disk
+    /// ([`Member::with_retained_deal`]) arms each change's erasure timer, at
     /// the time the disk keeps it until (at once if it is over).
     fn arm_kept_deal_erasure(&self, out: &mut Outbox<S>) {
-        if let Some((epoch, until)) = self.dealer.kept() {
+        for (epoch, until) in self.dealer.kept() {
             out.push(MemberOutput::Effect(Effect::SetTimer {
                 at: until,
                 timer: MemberTimer::Epoch {

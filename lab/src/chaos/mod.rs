@@ -37,12 +37,15 @@ use std::time::{Duration, Instant};
 const FINAL_RECOVERY: Duration = Duration::from_secs(10);
 /// A change of members that has not completed after this long is a violation.
 const CHANGE_DEADLINE: Duration = Duration::from_secs(120);
+/// A node that left and still keeps what it dealt this long after is a
+/// violation (it keeps it 32 phase lengths: under 3 minutes at 7 nodes).
+const LEFT_SERVING_DEADLINE: Duration = Duration::from_secs(600);
 
 /// Options of `chaos`.
 #[derive(Args)]
 pub(crate) struct ChaosArgs {
-    /// Genesis members (one more node is the spare that changes of members
-    /// add).
+    /// Genesis members (two more nodes are the spares that changes of
+    /// members add in turn).
     #[arg(long, default_value_t = 7)]
     nodes: u32,
     /// How long faults are injected (e.g. 120s, 60m, 1h).
@@ -117,7 +120,7 @@ fn run_scheme<S: Scheme>(args: ChaosArgs) -> Result<()> {
         period_ms: u64::from(args.period) * 1000,
         ..Default::default()
     };
-    let parties = args.nodes + 1;
+    let parties = args.nodes + schedule::SPARES;
     protocol.view_change_timeout_ms = view_change_timeout_ms(parties);
     protocol.fast_path_timeout_ms = fast_path_timeout_ms(parties);
     let max_skew_ms = consensus::config::DEFAULT_CLOCK_SKEW_US / 1000;
@@ -149,8 +152,9 @@ fn run_scheme<S: Scheme>(args: ChaosArgs) -> Result<()> {
         .collect();
     if !args.json {
         eprintln!(
-            "chaos: {} members and a spare in {}, seed {}, {} faults over {} s",
+            "chaos: {} members and {} spares in {}, seed {}, {} faults over {} s",
             args.nodes,
+            schedule::SPARES,
             dir.display(),
             args.seed,
             faults.len(),
@@ -172,6 +176,7 @@ fn run_scheme<S: Scheme>(args: ChaosArgs) -> Result<()> {
         recoveries: Vec::new(),
         pending_recoveries: Vec::new(),
         change: None,
+        deferred_change: None,
         changes_done: 0,
         rounds: None,
         votes: VoteLedger::default(),
@@ -227,6 +232,9 @@ struct Run {
     faults: Vec<Fault>,
     /// The members, as of the last change proposed.
     members: BTreeSet<u32>,
+    /// A change of members that waits for its joiner, a node that left
+    /// before, to stop serving what it dealt then.
+    deferred_change: Option<usize>,
     violations: Vec<String>,
     applied: BTreeMap<FaultKind, u64>,
     /// Faults injected and not healed yet.
@@ -444,7 +452,7 @@ impl Run {
         let fault = self.faults[i].clone();
         let targets: Vec<usize> = fault.nodes.iter().map(|&n| n as usize).collect();
         if fault.kind == FaultKind::MemberChange {
-            self.propose_change::<S>(i).await;
+            self.propose_change(i).await;
             return;
         }
         if targets.iter().any(|&n| !self.nodes[n].running()) {
@@ -548,7 +556,24 @@ impl Run {
 
     /// Fault `i`, a change of members: the joiner starts (`run --join`,
     /// afresh), and the old members' operators propose the new member list.
-    async fn propose_change<S: Scheme>(&mut self, i: usize) {
+    async fn propose_change(&mut self, i: usize) {
+        if let Some(earlier) = self.deferred_change.take() {
+            self.count(earlier, false);
+            self.violations.push(format!(
+                "the change of members at {} s still waited for node {} to stop serving its deals at the next change",
+                self.faults[earlier].at_ms / 1000,
+                self.faults[earlier].nodes[1]
+            ));
+        }
+        if self.nodes[self.faults[i].nodes[1] as usize]
+            .left_at
+            .is_some()
+        {
+            // Its joiner left before and still keeps what it dealt then: it
+            // is wiped only once that is erased.
+            self.deferred_change = Some(i);
+            return;
+        }
         if self.change.is_some() {
             self.count(i, false);
             self.violations.push(format!(
@@ -594,12 +619,12 @@ impl Run {
             switched: false,
             late: false,
         });
-        self.advance_change::<S>().await;
+        self.advance_change().await;
     }
 
     /// Moves the change under way on: proposals to the old members that have
     /// not taken it yet, the switch, the leaver's retirement.
-    async fn advance_change<S: Scheme>(&mut self) {
+    async fn advance_change(&mut self) {
         let Some(mut change) = self.change.take() else {
             return;
         };
@@ -647,10 +672,9 @@ impl Run {
                 None => !self.nodes[leaver].running() && !self.nodes[leaver].killed,
             };
             if retired {
-                self.nodes[leaver].stop();
-                self.read_store::<S>(leaver);
-                self.nodes[leaver].killed = false;
-                self.nodes[leaver].join = false;
+                // It runs on while it keeps what it dealt: a member that
+                // missed the switch needs every dealer the chain named.
+                self.nodes[leaver].left_at = Some(Instant::now());
                 self.changes_done += 1;
                 return;
             }
@@ -705,7 +729,48 @@ impl Run {
             }
         });
         self.recoveries.extend(done);
-        self.advance_change::<S>().await;
+        self.advance_change().await;
+        self.stop_those_done_serving::<S>().await;
+        if let Some(i) = self.deferred_change {
+            if self.nodes[self.faults[i].nodes[1] as usize]
+                .left_at
+                .is_none()
+            {
+                self.deferred_change = None;
+                self.propose_change(i).await;
+            }
+        }
+    }
+
+    /// Stops each node that left once it keeps nothing it dealt
+    /// (`GET /epoch`'s `retained_deals` empty), as its operator would; one
+    /// that keeps it too long is a violation, and stopped.
+    async fn stop_those_done_serving<S: Scheme>(&mut self) {
+        for i in 0..self.nodes.len() {
+            let Some(left_at) = self.nodes[i].left_at else {
+                continue;
+            };
+            let done =
+                match crate::localnet::retained_deals_at(&self.client, &self.nodes[i].http).await {
+                    Some(deals) => deals.is_empty(),
+                    // Down (a restart): it keeps its deals on disk.
+                    None => !self.nodes[i].running() && !self.nodes[i].killed,
+                };
+            let late = left_at.elapsed() > LEFT_SERVING_DEADLINE;
+            if late {
+                self.violations.push(format!(
+                    "node {i} still keeps what it dealt {} s after it left",
+                    left_at.elapsed().as_secs()
+                ));
+            }
+            if done || late {
+                self.nodes[i].stop();
+                self.read_store::<S>(i);
+                self.nodes[i].killed = false;
+                self.nodes[i].join = false;
+                self.nodes[i].left_at = None;
+            }
+        }
     }
 
     /// The chain's `/info`, from the first member that answers.

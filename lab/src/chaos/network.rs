@@ -24,7 +24,8 @@ pub(super) struct Rss {
     pub(super) end_mb: Option<f64>,
 }
 
-/// One node of the run (a member, a joiner, or the spare that is not running).
+/// One node of the run (a member, a joiner, a node that left and still
+/// serves its deals, or a spare that is not running).
 pub(super) struct Node {
     pub(super) index: u32,
     pub(super) config: PathBuf,
@@ -36,6 +37,9 @@ pub(super) struct Node {
     pub(super) disk_full: bool,
     /// Killed by the run (not yet restarted).
     pub(super) killed: bool,
+    /// It left the members then, and runs on while it keeps what it dealt
+    /// (`GET /epoch`'s `retained_deals`), as an operator keeps it.
+    pub(super) left_at: Option<Instant>,
     pub(super) restarts: u32,
     /// When its current process started.
     pub(super) since: Option<Instant>,
@@ -60,6 +64,7 @@ impl Node {
             clock_offset_ms: 0,
             disk_full: false,
             killed: false,
+            left_at: None,
             restarts: 0,
             since: None,
             store_read_to: 0,

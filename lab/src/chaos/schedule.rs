@@ -8,7 +8,7 @@
 //! disk, a clock skew, which restarts the node) never leave more than `f`
 //! members out at once: a fault waits until enough nodes are back (counting
 //! a few seconds for a node to catch up after it heals). Every
-//! `change_every_ms` the members change: one leaves, the spare joins, and a
+//! `change_every_ms` the members change: one leaves, a spare joins, and a
 //! member or the joiner is killed while the change runs.
 
 use rand::seq::SliceRandom as _;
@@ -79,8 +79,8 @@ pub(crate) struct Fault {
 #[derive(Clone, Debug)]
 pub(crate) struct ScheduleParams {
     pub(crate) seed: u64,
-    /// Genesis members (nodes `0..members`); node `members` is the spare that
-    /// the first change of members adds.
+    /// Genesis members (nodes `0..members`); nodes `members..members +
+    /// SPARES` are the spares that the first changes of members add.
     pub(crate) members: u32,
     pub(crate) duration_ms: u64,
     /// Mean gap between two random faults.
@@ -90,6 +90,12 @@ pub(crate) struct ScheduleParams {
     /// The network's `max_clock_skew` (ms).
     pub(crate) max_skew_ms: u64,
 }
+
+/// Nodes outside the genesis members that changes of members add in turn:
+/// a leaver joins again two changes later, so that it can keep running
+/// while it serves what it dealt (32 phase lengths after its switch: a
+/// member that missed the switch needs every dealer the chain named).
+pub(crate) const SPARES: u32 = 2;
 
 /// Milliseconds a node is counted out after its fault heals (restart and
 /// catch-up).
@@ -148,7 +154,9 @@ pub(crate) fn draw(p: &ScheduleParams) -> Vec<Fault> {
     let mut faults = Vec::new();
     // Changes of members first: they fix who is a member when.
     let mut members: Vec<u32> = (0..p.members).collect();
-    let mut spare = p.members;
+    // The spares join in turn, a leaver after the others: it keeps serving
+    // what it dealt for a while after it left ([`SPARES`]).
+    let mut spares: std::collections::VecDeque<u32> = (p.members..p.members + SPARES).collect();
     let mut eras = vec![Era {
         from: 0,
         members: members.clone(),
@@ -159,6 +167,9 @@ pub(crate) fn draw(p: &ScheduleParams) -> Vec<Fault> {
         let mut at = p.change_every_ms;
         while at < end {
             let leaver = members[rng.gen_range(0..members.len())];
+            let Some(spare) = spares.pop_front() else {
+                break;
+            };
             faults.push(Fault {
                 at_ms: at,
                 heal_ms: at,
@@ -186,7 +197,7 @@ pub(crate) fn draw(p: &ScheduleParams) -> Vec<Fault> {
             if heal < end {
                 push_kill(&mut outs, &mut faults, victim, kill_at, heal);
             }
-            spare = leaver;
+            spares.push_back(leaver);
             at += p.change_every_ms;
         }
     }

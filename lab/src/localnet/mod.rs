@@ -17,7 +17,7 @@ mod report;
 mod reshare;
 
 pub(crate) use configs::{fast_path_timeout_ms, view_change_timeout_ms, write_configs};
-pub(crate) use reshare::epoch_at;
+pub(crate) use reshare::{epoch_at, retained_deals_at};
 
 use anyhow::{bail, Context, Result};
 use beacon::SchemeId;

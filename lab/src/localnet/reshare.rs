@@ -62,6 +62,21 @@ pub(crate) async fn epoch_at(client: &reqwest::Client, http: &str) -> Option<(u6
     ))
 }
 
+/// The changes whose deal the node at `http` still keeps (`GET /epoch`'s
+/// `retained_deals`); `None` while it cannot answer.
+pub(crate) async fn retained_deals_at(client: &reqwest::Client, http: &str) -> Option<Vec<u64>> {
+    let v = node::http::get_json(client, &format!("{http}/epoch"))
+        .await
+        .ok()?;
+    Some(
+        v["retained_deals"]
+            .as_array()?
+            .iter()
+            .filter_map(serde_json::Value::as_u64)
+            .collect(),
+    )
+}
+
 /// What a node of a change of members shows over HTTP.
 #[derive(Debug)]
 pub(super) struct Seen {

@@ -268,6 +268,13 @@ pub struct EpochJson {
     /// again once the node runs that epoch (or left).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changing_to: Option<Epoch>,
+    /// The changes (by the epoch each started) whose deal this node still
+    /// keeps, to deal again to a member that missed the switch, until each
+    /// one's erasure (32 phase lengths after it). A node that left keeps
+    /// running until this is empty: a member that missed the switch needs
+    /// every dealer the chain named.
+    #[serde(default)]
+    pub retained_deals: Vec<Epoch>,
 }
 
 /// Shared state of the handlers.

@@ -325,6 +325,7 @@ impl<S: Scheme> OnDisk<S> {
                 f: r.config.f,
                 status: "starting".into(),
                 changing_to: None,
+                retained_deals: Vec::new(),
             },
             None => EpochJson {
                 epoch: Epoch::ZERO,
@@ -333,6 +334,7 @@ impl<S: Scheme> OnDisk<S> {
                 f: cfg.replica.f,
                 status: "starting".into(),
                 changing_to: None,
+                retained_deals: Vec::new(),
             },
         };
     }
@@ -433,16 +435,14 @@ async fn build_member<S: Scheme>(
             Member::new(cfg.replica.clone(), dkg, identity, seed, memo, adversary)?
         }
     };
-    let member = match disk.store.retained_deal()? {
-        Some(deal) => {
-            info!(
-                epoch = deal.epoch().get(),
-                "what this node dealt in its last change is kept: answering members that missed it"
-            );
-            member.with_retained_deal(deal)
-        }
-        None => member,
-    };
+    let mut member = member;
+    for deal in disk.store.retained_deals()? {
+        info!(
+            epoch = deal.epoch().get(),
+            "what this node dealt in a change is kept: answering members that missed it"
+        );
+        member = member.with_retained_deal(deal);
+    }
     Ok(Some(member))
 }
 

@@ -132,10 +132,14 @@ impl<S: Scheme> Node<S> {
         }
         let result = self.apply(at, outputs);
         // `GET /epoch` shows a change this node takes part in from when it
-        // starts (a decision, an invitation) until it is over.
+        // starts (a decision, an invitation) until it is over, and the deals
+        // it keeps until their erasure.
         let changing = self.member.changing_to();
-        let shown = self.state.epoch.read().map_or(None, |e| e.changing_to);
-        if shown != changing {
+        let retained = self.member.retained_deals();
+        let shown = self.state.epoch.read().map_or(true, |e| {
+            e.changing_to == changing && e.retained_deals == retained
+        });
+        if !shown {
             self.publish_epoch();
         }
         result

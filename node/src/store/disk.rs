@@ -7,7 +7,7 @@ use crate::NodeError;
 use beacon::dkg::DkgOutput;
 use beacon::Scheme;
 use consensus::disk::{DealingSeed, Disk, RetainedDeal};
-use consensus::SignedVotes;
+use consensus::{Epoch, SignedVotes};
 use std::sync::Arc;
 
 impl<S: Scheme> Disk<S> for &Store {
@@ -41,7 +41,7 @@ impl<S: Scheme> Disk<S> for &Store {
         Store::keep_deal(self, deal)
     }
 
-    fn erase_deal(&mut self) -> Result<(), NodeError> {
-        Store::erase_deal(self)
+    fn erase_deal(&mut self, epoch: Epoch) -> Result<(), NodeError> {
+        Store::erase_deal(self, epoch)
     }
 }

@@ -69,8 +69,8 @@ pub enum StoreError {
         /// Why it does not decode.
         source: serde_json::Error,
     },
-    /// What the member dealt in its last change, kept until its erasure
-    /// (`member.deal.retained`), does not decode.
+    /// What the member dealt in a change, kept until its erasure
+    /// (`member.deal.<epoch>.retained`), does not decode.
     #[error("store: {} is not a retained deal: {source}", path.display())]
     RetainedDeal {
         /// The file.

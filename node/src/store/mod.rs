@@ -18,7 +18,8 @@
 //! meanwhile deals the same deal again to a genesis member that missed the
 //! DKG (`consensus::disk::DealingSeed`). After a change of members, what
 //! the member dealt in it (its old beacon share and the change) stays in
-//! `member.deal.retained` (mode 0600) until its erasure, so that the node
+//! `member.deal.<epoch>.retained` (mode 0600, one per change still
+//! retained) until its erasure, so that the node
 //! restarted meanwhile deals it again to a member that missed it
 //! (`consensus::disk::RetainedDeal`).
 //! The operator's last proposal of a change of members lives in
@@ -31,7 +32,7 @@ use beacon::dkg::DkgOutput;
 use beacon::Scheme;
 use consensus::disk::{DealingSeed, RetainedDeal};
 use consensus::epoch::EpochChange;
-use consensus::{CommittedEntry, SignedVotes};
+use consensus::{CommittedEntry, Epoch, SignedVotes};
 use redb::{Database, ReadableDatabase as _, ReadableTable as _, TableDefinition};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
@@ -335,36 +336,56 @@ impl Store {
         })
     }
 
-    fn retained_deal_path(&self) -> PathBuf {
-        self.dir.join("member.deal.retained")
+    /// `member.deal.<epoch>.retained`: what the member dealt in the change
+    /// into `epoch`.
+    fn retained_deal_path(&self, epoch: Epoch) -> PathBuf {
+        self.dir.join(format!("member.deal.{epoch}.retained"))
     }
 
     /// Keeps what the member dealt in the change it switches out of
-    /// (`member.deal.retained`, mode 0600, durably), in place of any
-    /// earlier one.
+    /// (`member.deal.<epoch>.retained`, mode 0600, durably), beside the
+    /// deals of other changes still kept, in place of an earlier one of the
+    /// same change.
     pub fn keep_deal<S: Scheme>(&self, deal: &RetainedDeal<S>) -> Result<(), NodeError> {
         let bytes = beacon::wire::encode(deal).map_err(encode_err)?;
-        write_private(&self.retained_deal_path(), &bytes)
+        write_private(&self.retained_deal_path(deal.epoch()), &bytes)
     }
 
-    /// What [`Store::keep_deal`] kept, if it is still there.
-    pub fn retained_deal<S: Scheme>(&self) -> Result<Option<RetainedDeal<S>>, NodeError> {
-        let path = self.retained_deal_path();
-        match std::fs::read(&path) {
-            Ok(bytes) => match beacon::wire::decode(&bytes) {
-                Ok(deal) => Ok(Some(deal)),
-                Err(source) => Err(StoreError::RetainedDeal { path, source }.into()),
-            },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(NodeError::io(FileOp::Read, &path, e)),
+    /// What [`Store::keep_deal`] kept and is still there, by epoch.
+    pub fn retained_deals<S: Scheme>(&self) -> Result<Vec<RetainedDeal<S>>, NodeError> {
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(NodeError::io(FileOp::Read, &self.dir, e)),
+        };
+        let mut deals = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| NodeError::io(FileOp::Read, &self.dir, e))?;
+            let name = entry.file_name();
+            let is_deal = name
+                .to_str()
+                .and_then(|n| n.strip_prefix("member.deal."))
+                .and_then(|n| n.strip_suffix(".retained"))
+                .is_some_and(|epoch| epoch.parse::<u64>().is_ok());
+            if !is_deal {
+                continue;
+            }
+            let path = entry.path();
+            let bytes = std::fs::read(&path).map_err(|e| NodeError::io(FileOp::Read, &path, e))?;
+            match beacon::wire::decode::<RetainedDeal<S>>(&bytes) {
+                Ok(deal) => deals.push(deal),
+                Err(source) => return Err(StoreError::RetainedDeal { path, source }.into()),
+            }
         }
+        deals.sort_by_key(RetainedDeal::epoch);
+        Ok(deals)
     }
 
-    /// Erases what [`Store::keep_deal`] kept, if anything (a removal a crash
-    /// undoes comes back as a deal whose time is over: erased again at the
-    /// restart).
-    pub fn erase_deal(&self) -> Result<(), NodeError> {
-        let path = self.retained_deal_path();
+    /// Erases what [`Store::keep_deal`] kept of the change into `epoch`, if
+    /// anything (a removal a crash undoes comes back as a deal whose time is
+    /// over: erased again at the restart).
+    pub fn erase_deal(&self, epoch: Epoch) -> Result<(), NodeError> {
+        let path = self.retained_deal_path(epoch);
         match std::fs::remove_file(&path) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),

@@ -424,34 +424,48 @@ fn retained_deal() -> consensus::disk::RetainedDeal<MinSig> {
     }
 }
 
-/// A dealer's retained deal survives a restart, private to the node's user,
-/// until erased (twice is fine); one that does not decode is a clear error.
+/// A dealer's retained deals survive a restart, one file per change (a
+/// later change keeps the earlier one's), private to the node's user, until
+/// each one is erased (twice is fine); one that does not decode is a clear
+/// error.
 #[test]
-fn the_retained_deal_lives_until_its_erasure() {
+fn the_retained_deals_live_until_their_erasure() {
     let dir = tempfile::tempdir().unwrap();
     let deal = retained_deal();
+    let mut later = retained_deal();
+    later.invitation.change.epoch = consensus::Epoch::new(4);
+    later.until = beacon::Time(120_000_000);
     {
         let store = Store::open(dir.path(), TEST_CACHE).unwrap();
-        assert!(store.retained_deal::<MinSig>().unwrap().is_none());
+        assert!(store.retained_deals::<MinSig>().unwrap().is_empty());
+        store.keep_deal(&later).unwrap();
         store.keep_deal(&deal).unwrap();
     }
     let store = Store::open(dir.path(), TEST_CACHE).unwrap();
     assert!(
-        store.retained_deal::<MinSig>().unwrap() == Some(deal.clone()),
-        "after a restart"
+        store.retained_deals::<MinSig>().unwrap() == vec![deal.clone(), later.clone()],
+        "both after a restart, by epoch"
     );
-    let path = dir.path().join("member.deal.retained");
+    let path = dir.path().join("member.deal.3.retained");
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt as _;
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600, "it holds a share");
     }
-    store.erase_deal().unwrap();
-    assert!(store.retained_deal::<MinSig>().unwrap().is_none(), "erased");
-    store.erase_deal().unwrap();
+    store.erase_deal(consensus::Epoch::new(3)).unwrap();
+    assert!(
+        store.retained_deals::<MinSig>().unwrap() == vec![later.clone()],
+        "the earlier one erased, the later one kept"
+    );
+    store.erase_deal(consensus::Epoch::new(3)).unwrap();
+    store.erase_deal(consensus::Epoch::new(4)).unwrap();
+    assert!(
+        store.retained_deals::<MinSig>().unwrap().is_empty(),
+        "erased"
+    );
     store.keep_deal(&deal).unwrap();
     std::fs::write(&path, b"\x01\x02").unwrap();
-    let err = store.retained_deal::<MinSig>().unwrap_err().to_string();
+    let err = store.retained_deals::<MinSig>().unwrap_err().to_string();
     assert!(err.contains("is not a retained deal"), "{err}");
 }

@@ -381,13 +381,34 @@ fn member_input<S: Scheme>(
 /// A restarted member, rebuilt from its disk (its keys, epoch, recent chain,
 /// vote record and seed); a genesis member whose disk holds nothing but its
 /// seed (it was down while the others dealt) runs the genesis DKG again from
-/// that seed, as a node does; `None` for a member without keys that took
-/// part in an epoch (it left) and for a joiner without keys.
+/// that seed, as a node does; a member of its recorded epoch without keys
+/// (it gave up keys it could not recombine) waits in it as a node does
+/// (`Member::joining`); `None` for a member without keys that left and for
+/// a joiner without keys.
 fn restore<S: Scheme>(
     slot: &Slot<S>,
     shared: &Shared<'_>,
 ) -> Option<Result<Member<S>, ConsensusError>> {
     let Some(dkg) = slot.disk.dkg.clone() else {
+        if let Some(record) = &slot.disk.epoch {
+            let me = consensus::DirectoryIndex::new(slot.identity);
+            if record.members.contains(&me) {
+                let member = Member::joining(
+                    record.view(),
+                    super::setup::identity(shared.seed, slot.identity, shared.directory),
+                    slot.disk.seed(),
+                    shared.memo.clone(),
+                    shared.dkg_timing,
+                )
+                .map(|m| {
+                    slot.disk
+                        .retained_deals
+                        .values()
+                        .fold(m, |m, deal| m.with_retained_deal(deal.as_ref().clone()))
+                });
+                return Some(member);
+            }
+        }
         let fresh = slot.disk.epoch.is_none() && slot.disk.chain.is_empty();
         return (fresh && slot.identity < shared.replica.n).then(|| {
             Member::new(
@@ -428,10 +449,10 @@ fn restore<S: Scheme>(
             (None, Some(mark)) => m.with_finished_dkg(shared.dkg_config.clone(), mark),
             _ => m,
         };
-        match &slot.disk.retained_deal {
-            Some(deal) => m.with_retained_deal(deal.as_ref().clone()),
-            None => m,
-        }
+        slot.disk
+            .retained_deals
+            .values()
+            .fold(m, |m, deal| m.with_retained_deal(deal.as_ref().clone()))
     });
     Some(restored)
 }

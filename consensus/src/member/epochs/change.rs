@@ -72,6 +72,9 @@ pub(in crate::member) struct Change<S: Scheme> {
     /// A stayer whose keys were not ready at the switch: its own chain up to
     /// the switch, to start from once they are.
     own_handoff: Option<Handoff<S>>,
+    /// Resend timers that fired while this member waited with its own chain
+    /// (one per phase length).
+    waited_phases: u64,
 }
 
 impl<S: Scheme> Change<S> {
@@ -111,6 +114,7 @@ impl<S: Scheme> Change<S> {
             heard_from: BTreeSet::new(),
             resend_armed: false,
             own_handoff: None,
+            waited_phases: 0,
         }
     }
 
@@ -334,6 +338,14 @@ impl<S: Scheme> Change<S> {
     /// Whether this member waits with its own chain up to the switch.
     pub(super) fn has_own_chain(&self) -> bool {
         self.own_handoff.is_some()
+    }
+
+    /// One more phase length waited with its own chain; how many so far.
+    pub(super) fn waited_a_phase(&mut self) -> u64 {
+        if self.own_handoff.is_some() {
+            self.waited_phases = self.waited_phases.saturating_add(1);
+        }
+        self.waited_phases
     }
 
     /// Takes its own chain up to the switch out, to try to start from it.

@@ -1,34 +1,44 @@
 //! An old member's bookkeeping after a switch ([`Dealer`]): what it serves
 //! to new members that restarted or were cut off during the change, which
 //! the others stopped sending them: the handoff of the chain up to the
-//! switch, its invitation, and its deal and sub-shares (kept in its retained
-//! transition until the erasure timer: they determine its old share).
+//! switch, and per change still retained its invitation, and its deal and
+//! sub-shares (kept in its retained transition until that change's erasure
+//! timer: they determine its old share).
 
 use super::Handoff;
 use crate::epoch::{EpochMessage, Invitation, Transition, TransitionInput, TransitionOutput};
 use crate::{DirectoryIndex, Epoch};
 use beacon::{Scheme, Time};
+use std::collections::BTreeMap;
+
+/// Most changes whose deals an old member retains at once: changes come
+/// faster than the retention only when operators propose them back to back,
+/// and a stayer that missed a switch needs the deals of that change after
+/// the next one went through (the oldest is erased early beyond this).
+pub(in crate::member) const MAX_RETAINED_CHANGES: usize = 4;
 
 /// What an old member serves to new members after the switch; carried from
-/// epoch to epoch, each switch replacing it.
+/// epoch to epoch: the handoff of the latest switch, and the transitions of
+/// the changes still retained (each until its erasure).
 pub(in crate::member) struct Dealer<S: Scheme> {
     /// The handoff into this member's epoch (or, once it left, into the epoch
     /// it left to), served to new members that ask for it.
     served: Option<Handoff<S>>,
-    /// The transition of the change this member went through, kept after the
-    /// switch so that it can send its deal and sub-share again to a new
-    /// member that asks; erased [`super::RETAIN_PHASES`] phase lengths after
-    /// the switch.
-    retained: Option<Transition<S>>,
-    /// The invitation of the change this member went through as an old
-    /// member, kept with the retained transition: sent again to a new member
-    /// that asks for its handoff (it may have restarted and lost the
+    /// The transitions of the changes this member went through, by the epoch
+    /// each started, kept after the switch so that it can send its deal and
+    /// sub-shares again to a new member that asks (a stayer that missed the
+    /// switch may ask after a later change); each erased
+    /// [`super::RETAIN_PHASES`] phase lengths after its switch.
+    retained: BTreeMap<Epoch, Transition<S>>,
+    /// The invitations of the changes this member went through as an old
+    /// member, kept with their retained transitions: sent again to a new
+    /// member that asks for its handoff (it may have restarted and lost the
     /// invitation, which old members send only until they hear from it).
-    invitation: Option<Invitation<S>>,
-    /// The change into which this member's disk holds what it dealt, and
-    /// until when ([`crate::disk::RetainedDeal`]): erased there on the
+    invitations: BTreeMap<Epoch, Invitation<S>>,
+    /// The changes into which this member's disk holds what it dealt, and
+    /// until when ([`crate::disk::RetainedDeal`]): erased there on each
     /// change's erasure timer.
-    kept: Option<(Epoch, Time)>,
+    kept: BTreeMap<Epoch, Time>,
 }
 
 impl<S: Scheme> Dealer<S> {
@@ -36,9 +46,9 @@ impl<S: Scheme> Dealer<S> {
     pub(in crate::member) fn new() -> Self {
         Dealer {
             served: None,
-            retained: None,
-            invitation: None,
-            kept: None,
+            retained: BTreeMap::new(),
+            invitations: BTreeMap::new(),
+            kept: BTreeMap::new(),
         }
     }
 
@@ -53,49 +63,67 @@ impl<S: Scheme> Dealer<S> {
     }
 
     /// Keeps the invitation of the change just made, if this member took part
-    /// with one; else the one it kept stays.
+    /// with one.
     pub(in crate::member) fn keep_invitation(&mut self, invitation: Option<Invitation<S>>) {
-        if invitation.is_some() {
-            self.invitation = invitation;
+        if let Some(invitation) = invitation {
+            self.invitations.insert(invitation.change.epoch, invitation);
         }
     }
 
     /// Retains `transition`, the change this member just went through, to
-    /// deal again until its erasure; `kept_until`: its disk holds what it
-    /// dealt until then (it dealt in the change).
+    /// deal again until its erasure, beside the changes still retained (the
+    /// oldest erased beyond [`MAX_RETAINED_CHANGES`]); `kept_until`: its
+    /// disk holds what it dealt until then (it dealt in the change).
     pub(in crate::member) fn retain(
         &mut self,
         transition: Transition<S>,
         kept_until: Option<Time>,
     ) {
-        self.kept = kept_until.map(|until| (transition.epoch(), until));
-        self.retained = Some(transition);
+        let epoch = transition.epoch();
+        if let Some(until) = kept_until {
+            self.kept.insert(epoch, until);
+        }
+        self.retained.insert(epoch, transition);
+        while self.retained.len() > MAX_RETAINED_CHANGES {
+            if let Some((oldest, mut t)) = self.retained.pop_first() {
+                t.erase_dealt();
+                self.invitations.remove(&oldest);
+            }
+        }
     }
 
     /// Notes that this member's disk holds what it dealt in the change into
     /// `epoch` until `until`, with nothing retained for it (the member
     /// restarted before its switch was durable, and goes through it again).
     pub(in crate::member) fn kept_on_disk(&mut self, epoch: Epoch, until: Time) {
-        self.kept = Some((epoch, until));
+        self.kept.insert(epoch, until);
     }
 
-    /// The change into which this member's disk holds what it dealt, and
-    /// until when, if it does.
-    pub(in crate::member) fn kept(&self) -> Option<(Epoch, Time)> {
-        self.kept
+    /// The changes into which this member's disk holds what it dealt, and
+    /// until when.
+    pub(in crate::member) fn kept(&self) -> impl Iterator<Item = (Epoch, Time)> + '_ {
+        self.kept.iter().map(|(e, t)| (*e, *t))
+    }
+
+    /// The changes whose deal this member keeps (in memory or on its disk),
+    /// by epoch.
+    pub(in crate::member) fn serving(&self) -> Vec<Epoch> {
+        let mut epochs: Vec<Epoch> = self
+            .retained
+            .keys()
+            .chain(self.kept.keys())
+            .copied()
+            .collect();
+        epochs.sort_unstable();
+        epochs.dedup();
+        epochs
     }
 
     /// The invitation into `epoch` and the retained transition it started,
     /// to send again to a new member that asks for the handoff it serves.
     pub(super) fn invitation_into(&self, epoch: Epoch) -> Option<(&Invitation<S>, &Transition<S>)> {
-        match (&self.invitation, &self.retained) {
-            (Some(invitation), Some(t))
-                if self.handoff_into(epoch).is_some() && t.epoch() == epoch =>
-            {
-                Some((invitation, t))
-            }
-            _ => None,
-        }
+        self.handoff_into(epoch)?;
+        Some((self.invitations.get(&epoch)?, self.retained.get(&epoch)?))
     }
 
     /// New member `from` asks for what this member dealt in the change into
@@ -108,7 +136,7 @@ impl<S: Scheme> Dealer<S> {
         epoch: Epoch,
         request: EpochMessage<S>,
     ) -> Option<Vec<TransitionOutput<S>>> {
-        let t = self.retained.as_mut().filter(|t| t.epoch() == epoch)?;
+        let t = self.retained.get_mut(&epoch)?;
         let input = TransitionInput::Message {
             from,
             message: request,
@@ -123,16 +151,13 @@ impl<S: Scheme> Dealer<S> {
     /// switch the member went through again after a restart) erases nothing
     /// before the later retention's time.
     pub(super) fn erase(&mut self, epoch: Epoch, now: Time) -> bool {
-        if self
-            .kept
-            .is_some_and(|(e, until)| e == epoch && now < until)
-        {
+        if self.kept.get(&epoch).is_some_and(|until| now < *until) {
             return false;
         }
-        if let Some(mut t) = self.retained.take_if(|t| t.epoch() == epoch) {
+        if let Some(mut t) = self.retained.remove(&epoch) {
             t.erase_dealt();
-            self.invitation = None;
         }
-        self.kept.take_if(|(e, _)| *e == epoch).is_some()
+        self.invitations.remove(&epoch);
+        self.kept.remove(&epoch).is_some()
     }
 }

@@ -27,6 +27,15 @@ impl<S: Scheme> Member<S> {
         self.change.changing_to()
     }
 
+    /// The changes (by the epoch each started) whose deal this member still
+    /// keeps to deal again to a member that missed it, until each one's
+    /// erasure: an operator keeps a node that left running until none is
+    /// left (a stayer that missed the switch needs every named dealer's
+    /// sub-share). A driver shows it (the node's `GET /epoch`).
+    pub fn retained_deals(&self) -> Vec<Epoch> {
+        self.dealer.serving()
+    }
+
     /// The operator's proposal: signed, into this replica's mempool and to
     /// every member's.
     pub(in crate::member) fn on_propose_epoch(
@@ -198,6 +207,9 @@ impl<S: Scheme> Member<S> {
         // one and lost its invitation, which the old members send again to a
         // new member that asks (and stop sending once they heard from it).
         if let Phase::Joining = &self.phase {
+            if self.change.waited_a_phase() > super::GIVE_UP_PHASES {
+                self.give_up_keys(out);
+            }
             let asked = match self.change.transition() {
                 Some(t) => (!self.change.has_own_chain()).then(|| t.epoch()),
                 None if self.is_late_member() => Some(self.epoch.number),
@@ -383,7 +395,7 @@ impl<S: Scheme> Member<S> {
             return;
         }
         if timer == TransitionTimer::Erase && self.dealer.erase(epoch, now) {
-            for write in crate::disk::on_deal_erased() {
+            for write in crate::disk::on_deal_erased(epoch) {
                 out.push(MemberOutput::Persist(write));
             }
         }

@@ -4,10 +4,11 @@
 //! statements of the current epoch and handoffs before it starts.
 
 use super::{EpochChangeFailure, Handoff};
+use crate::disk::EpochRecord;
 use crate::epoch::{CurrentEpoch, EpochMessage, EpochView, Invitation, TransitionInput};
 use crate::member::outbox::Outbox;
 use crate::member::{Envelope, Member, MemberOutput, Phase};
-use crate::{DirectoryIndex, Epoch};
+use crate::{DirectoryIndex, Epoch, Height};
 use beacon::effect::Effect;
 use beacon::{NodeIndex, Scheme, Time};
 use std::collections::BTreeSet;
@@ -177,6 +178,38 @@ impl<S: Scheme> Member<S> {
         matches!(self.phase, Phase::Joining)
             && self.keys.is_none()
             && me.is_some_and(|me| self.epoch.index_of(me).is_some())
+    }
+
+    /// A stayer that waited with its own chain longer than any dealer keeps
+    /// what it dealt ([`super::GIVE_UP_PHASES`] phase lengths) can no
+    /// longer recombine the keys the chain switched to: a dealer it needs
+    /// erased its deal, or is gone (it left and was stopped, or lost its
+    /// disk). Rather than wait for good, it gives the change up: it erases
+    /// its keys of the old epoch (their time is over too) and what it dealt,
+    /// records the new epoch without keys (as a leaver's record), and waits
+    /// in it as a member without keys ([`Member::is_late_member`]): the
+    /// members of a later epoch tell it theirs, and it joins the change
+    /// into it from them.
+    pub(in crate::member) fn give_up_keys(&mut self, out: &mut Outbox<S>) {
+        let (Some(own), Some(t)) = (self.change.take_own_chain(), self.change.take_transition())
+        else {
+            return;
+        };
+        let new = t.new_epoch().clone();
+        let directory = self.identity.as_ref().map(|i| i.who.directory.clone());
+        self.keys = None;
+        self.move_roles_to(&new, directory.as_ref());
+        self.epoch = new;
+        let last = own.entries.last().map_or(Height::ZERO, |e| e.block.height);
+        let record = EpochRecord::of(&self.epoch, last.saturating_add(1), true);
+        for write in crate::disk::on_epoch(None, record, None) {
+            out.push(MemberOutput::Persist(write));
+        }
+        self.fail_epoch(
+            self.epoch.number,
+            EpochChangeFailure::KeysNotRecombined,
+            out,
+        );
     }
 
     /// A joiner's handoff from old member `from` (its first counts): it may

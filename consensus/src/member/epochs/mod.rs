@@ -111,6 +111,12 @@ pub enum EpochChangeFailure {
     /// The chain switched to keys this member does not hold.
     #[error("the epoch switched to keys this member does not hold")]
     SwitchedToOtherKeys,
+    /// A stayer waited for the keys the chain switched to longer than the
+    /// dealers keep what they dealt, without them (a dealer it needs erased
+    /// its deal, or is gone): it erased its old keys and waits as a member
+    /// without keys, to be reshared in a later change.
+    #[error("the keys the chain switched to could not be recombined within the dealers' retention: waiting, without keys, for a later change")]
+    KeysNotRecombined,
     /// `f + 1` old members handed over a chain that switched to keys other
     /// than this joiner's.
     #[error("the old members switched to keys other than this member's")]
@@ -130,6 +136,11 @@ pub enum EpochChangeFailure {
 /// it recombined its keys, needs them when it is back: 8 phase lengths left
 /// it out for good when it was down longer (issue 53).
 pub(in crate::member) const RETAIN_PHASES: u64 = 32;
+
+/// Phase lengths a stayer waits with its own chain for the keys the chain
+/// switched to before it gives them up ([`Member::give_up_keys`]): longer
+/// than any dealer keeps what it dealt ([`RETAIN_PHASES`]).
+pub(in crate::member) const GIVE_UP_PHASES: u64 = RETAIN_PHASES + 4;
 
 /// What identical handoffs share (the certificates may differ between
 /// honest members; those are not covered). Ordered by epoch, then keys, then

@@ -344,3 +344,92 @@ fn a_party_added_while_it_was_behind_learns_its_epoch_and_joins_its_change() {
     );
     assert_eq!(joiner.changing_to(), Some(Epoch::new(1)));
 }
+
+/// A stayer whose keys cannot be recombined (`sbft-beacon chaos`, seed 808:
+/// stayers 3 and 4 were down across the switch into epoch 1, and a dealer
+/// the chain named was the leaver, stopped as soon as it retired: its deal
+/// was gone, and they waited with their own chains for good while the
+/// others ran epochs 1 and 2). Now a stayer that waited longer than any
+/// dealer keeps what it dealt gives the change up: it erases its old keys,
+/// records epoch 1 without keys, and waits in it as a member without keys,
+/// asking its members for the handoff; a later epoch's members tell it
+/// theirs, and it joins the change into it (above).
+#[test]
+fn a_stayer_that_cannot_recombine_its_keys_gives_them_up_and_waits_for_a_later_change() {
+    // Member 0 stays: parties 0..6 are epoch 1's members; height 4 holds
+    // five readies for keys this member does not hold (digest [7; 32]).
+    let change = change(&[0, 1, 2, 3, 4, 5]);
+    let readies = readies(
+        &change,
+        1..6,
+        vec![NodeIndex(0), NodeIndex(1), NodeIndex(2)],
+    );
+    let mut stayer = restored(0, chain(vec![vec![], vec![], proposals(&change), readies]));
+    let start: Vec<String> = stayer
+        .handle(Time::ZERO, MemberInput::Start)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert!(
+        !stayer.is_retired() && !stayer.is_late_member(),
+        "waiting with its own chain: {start:?}"
+    );
+    assert_eq!(stayer.changing_to(), Some(Epoch::new(1)));
+    let resend = |stayer: &mut Member<S>, k: u64| -> Vec<String> {
+        stayer
+            .handle(
+                Time::ZERO.plus_micros(PHASE_US * k),
+                MemberInput::Timer(MemberTimer::EpochResend),
+            )
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    };
+    for k in 1..=epochs::GIVE_UP_PHASES {
+        let out = resend(&mut stayer, k);
+        assert!(
+            !out.iter().any(|o| o.starts_with("persist")),
+            "phase {k}: it still waits for the dealers' answers: {out:?}"
+        );
+    }
+    assert!(!stayer.is_late_member());
+    let out = resend(&mut stayer, epochs::GIVE_UP_PHASES + 1);
+    let persisted: Vec<&String> = out.iter().filter(|o| o.starts_with("persist")).collect();
+    assert_eq!(
+        persisted,
+        ["persist epoch 1 retired", "persist new-seed"],
+        "its record of epoch 1 without keys (a leaver's form), then a new seed: {out:?}"
+    );
+    assert!(
+        out.iter()
+            .any(|o| o.contains("epoch 1") && o.contains("failed")),
+        "{out:?}"
+    );
+    for to in [1, 2, 3, 4, 5] {
+        assert!(
+            out.contains(&format!("send epoch-handoff-request to {to}")),
+            "it asks epoch 1's members for the handoff into it: {out:?}"
+        );
+    }
+    assert!(stayer.is_late_member(), "its old keys are erased");
+    assert_eq!(stayer.epoch().number, Epoch::new(1));
+    assert_eq!(stayer.changing_to(), None);
+
+    // Restarted from that record, it waits the same way (as a node restarts
+    // a record without keys).
+    let view = EpochView::new(
+        Epoch::new(1),
+        stayer.epoch().members.clone(),
+        stayer.epoch().config.clone(),
+        stayer.epoch().consensus.clone(),
+    );
+    let mut back =
+        Member::joining(view, identity(0), [0xd1; 32], Memo::disabled(), TIMING).unwrap();
+    back.handle(Time::ZERO, MemberInput::Start);
+    assert!(back.is_late_member());
+    let out = resend(&mut back, 1);
+    assert!(
+        out.contains(&"send epoch-handoff-request to 1".to_string()),
+        "{out:?}"
+    );
+}

@@ -71,7 +71,7 @@ fn a_dealer_deals_again_to_a_new_member_that_asks_until_the_erasure_timer() {
             step(
                 "the erasure timer: erased, on its disk too",
                 erase,
-                &["persist erase-deal"],
+                &["persist erase-deal epoch 1"],
             ),
             step("the deal is erased", request(), &[]),
             step(
@@ -220,9 +220,140 @@ fn a_dealer_restarted_after_the_switch_deals_the_same_again_from_its_disk() {
         .iter()
         .map(ToString::to_string)
         .collect();
-    assert_eq!(erased, ["persist erase-deal"], "erased on its disk too");
+    assert_eq!(
+        erased,
+        ["persist erase-deal epoch 1"],
+        "erased on its disk too"
+    );
     assert!(
         sends(&back.handle(erase_at, request())).is_empty(),
         "nothing dealt once erased"
+    );
+}
+
+/// Issue 53 (chaos, reading seed 808): each dealer kept the deal of its
+/// last change only, in memory and on disk, so a change that came within
+/// the retention of the one before replaced the deal that a stayer which
+/// missed the earlier switch still needed. Now a dealer keeps the deal of
+/// every change still within its retention (up to `MAX_RETAINED_CHANGES`),
+/// and erases each at its own time. Here: member 0, retired after dealing
+/// in the change into epoch 1, is restored at epoch 2 from a disk that
+/// holds both changes' deals.
+#[test]
+fn a_dealer_keeps_the_deal_of_a_change_after_the_next_one_until_its_time() {
+    let mut dealer = leaving_dealer();
+    let switch = dealer.handle(Time::ZERO, MemberInput::Start);
+    let Some((deal, record)) = switch
+        .iter()
+        .filter_map(|o| match o {
+            MemberOutput::Persist(crate::disk::DiskWrite::KeepDeal(d)) => Some(d.clone()),
+            _ => None,
+        })
+        .zip(switch.iter().filter_map(|o| match o {
+            MemberOutput::Persist(crate::disk::DiskWrite::Epoch { record, .. }) => {
+                Some(record.clone())
+            }
+            _ => None,
+        }))
+        .next()
+    else {
+        panic!("a deal and a record");
+    };
+    let request = |epoch: u64| {
+        message(
+            4,
+            Envelope::Epoch(EpochMessage::Reshare {
+                epoch: Epoch::new(epoch),
+                message: ReshareWire::Request,
+            }),
+        )
+    };
+    let first = sends(&dealer.handle(Time::from_millis(1), request(1)));
+    assert_eq!(first.len(), 2, "its deal's broadcast and the sub-shares");
+
+    // The change into epoch 2 (the same members and the same old share
+    // stand in for it), 75 s later, kept 75 s longer.
+    let mut later = deal.as_ref().clone();
+    later.invitation.change.epoch = Epoch::new(2);
+    later.invitation.reshare = later.invitation.reshare.with(|s| s.epoch = 2).unwrap();
+    later.until = deal.until.plus_micros(75_000_000);
+    let epoch_1 = record.view();
+    let epoch_2 = EpochView::new(
+        Epoch::new(2),
+        epoch_1.members.clone(),
+        epoch_1.config.clone(),
+        epoch_1.consensus.clone(),
+    );
+    let mut back = Member::joining(epoch_2, identity(0), [0xd0; 32], Memo::disabled(), TIMING)
+        .unwrap()
+        .with_retained_deal(deal.as_ref().clone())
+        .with_retained_deal(later.clone());
+    let start = back.handle(Time::from_millis(2), MemberInput::Start);
+    let erasures: Vec<(Epoch, Time)> = start
+        .iter()
+        .filter_map(|o| match o {
+            MemberOutput::Effect(Effect::SetTimer {
+                at,
+                timer:
+                    MemberTimer::Epoch {
+                        epoch,
+                        timer: TransitionTimer::Erase,
+                    },
+            }) => Some((*epoch, *at)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        erasures,
+        [(Epoch::new(1), deal.until), (Epoch::new(2), later.until)],
+        "each change's erasure timer at its deal's time"
+    );
+    assert_eq!(
+        sends(&back.handle(Time::from_millis(3), request(1))),
+        first,
+        "the earlier change's very same deal and sub-shares, after the later change"
+    );
+    let second = sends(&back.handle(Time::from_millis(4), request(2)));
+    assert_eq!(second.len(), 2, "the later change's deal too");
+
+    let erase = |epoch: u64| {
+        MemberInput::Timer(MemberTimer::Epoch {
+            epoch: Epoch::new(epoch),
+            timer: TransitionTimer::Erase,
+        })
+    };
+    check_from(
+        &mut back,
+        deal.until,
+        vec![
+            step(
+                "the earlier change's erasure timer: that deal erased, on its disk too",
+                erase(1),
+                &["persist erase-deal epoch 1"],
+            ),
+            step("the earlier deal is erased", request(1), &[]),
+            step(
+                "the later one's timer before its time: nothing",
+                erase(2),
+                &[],
+            ),
+        ],
+    );
+    assert_eq!(
+        sends(&back.handle(deal.until, request(2))),
+        second,
+        "the later deal is kept until its time"
+    );
+    check_from(
+        &mut back,
+        later.until,
+        vec![
+            step(
+                "the later change's erasure timer",
+                erase(2),
+                &["persist erase-deal epoch 2"],
+            ),
+            step("the later deal is erased", request(2), &[]),
+        ],
     );
 }
