@@ -196,6 +196,8 @@ pub struct ReplicaSettings {
 pub const VIEW_CHANGE_OVERHEAD: usize = 1024;
 /// Upper bound of a NEW-VIEW's own fields and tags besides its blocks (bytes).
 pub const MESSAGE_OVERHEAD: usize = 64 * 1024;
+/// Smallest `max_block_bytes` a configuration may set (bytes).
+pub const MIN_BLOCK_BYTES: usize = 1024;
 /// Largest block [`ReplicaConfig::new`] picks (bytes).
 pub const DEFAULT_MAX_BLOCK_BYTES: usize = 1 << 20;
 
@@ -305,6 +307,14 @@ impl ReplicaSettings {
             ("max_batch", self.max_batch as u64),
         ])?;
         let fits = self.largest_block_that_fits();
+        if fits < MIN_BLOCK_BYTES {
+            return Err(ConsensusError::NewViewTooLarge {
+                n: self.n,
+                view_changes: self.view_change_quorum(),
+                bitmap_bytes: SignerBitmap::encoded_len(self.n),
+                message_bytes: beacon::wire::MAX_MESSAGE_BYTES,
+            });
+        }
         if self.max_block_bytes > fits {
             return Err(ConsensusError::BlockTooLarge {
                 max_block_bytes: self.max_block_bytes,
@@ -316,7 +326,7 @@ impl ReplicaSettings {
         range(
             "max_block_bytes",
             self.max_block_bytes as u64,
-            1024,
+            MIN_BLOCK_BYTES as u64,
             fits as u64,
         )
     }

@@ -61,6 +61,20 @@ pub enum ConsensusError {
         /// The largest block that fits.
         fits: usize,
     },
+    /// The network is too large for a NEW-VIEW to fit one wire message
+    /// even with the smallest block: its view changes' signer bitmaps alone
+    /// (`n` bits each) outgrow the limit.
+    #[error("n = {n}: a NEW-VIEW of {view_changes} view changes, each with a {bitmap_bytes}-byte signer bitmap and a block of at least 1024 bytes, does not fit a {message_bytes} byte message")]
+    NewViewTooLarge {
+        /// Replicas.
+        n: u32,
+        /// View changes in a NEW-VIEW.
+        view_changes: u32,
+        /// The encoding of one signer bitmap.
+        bitmap_bytes: usize,
+        /// The wire limit.
+        message_bytes: usize,
+    },
     /// A parameter the protocol cannot use, for the reason given.
     #[error("{name} = {value}: {reason}")]
     Unusable {

@@ -98,6 +98,20 @@ fn block_limits_fit_the_new_view_for_any_n() {
     }
 }
 
+/// At 16,384 members (the `huge` scenario) the NEW-VIEW's view changes'
+/// signer bitmaps alone (10,925 of 2 KiB) outgrow the 16 MiB message bound:
+/// the configuration is refused with an error that says so, not with
+/// "max_block_bytes = 0 outside [1024, 0]" (issue 51's `huge` run).
+#[test]
+fn a_network_too_large_for_a_new_view_is_refused_with_the_reason() {
+    let err = ReplicaConfig::new(16_384, 3).unwrap_err().to_string();
+    assert!(
+        err.contains("n = 16384") && err.contains("NEW-VIEW") && err.contains("signer bitmap"),
+        "{err}"
+    );
+    assert!(ReplicaConfig::new(4_096, 3).is_ok());
+}
+
 #[test]
 fn a_replica_further_behind_than_the_window_catches_up_from_the_stores() {
     let window = consensus::replica::CHAIN_WINDOW as u64;
