@@ -8,7 +8,7 @@
 use beacon::dkg::DkgOutput;
 use beacon::Scheme;
 use consensus::disk::{DealingSeed, Disk, EpochRecord, RetainedDeal};
-use consensus::{CommittedEntry, Epoch, SignedVotes};
+use consensus::{CommittedEntry, Epoch, Member, SignedVotes};
 use sha2::{Digest as _, Sha256};
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -52,6 +52,14 @@ impl<S: Scheme> SimDisk<S> {
             first: seed,
             generation: 0,
         }
+    }
+
+    /// `member` given every deal this disk keeps
+    /// ([`Member::with_retained_deal`]), as a restored node is.
+    pub fn restore_deals(&self, member: Member<S>) -> Member<S> {
+        self.retained_deals.values().fold(member, |m, deal| {
+            m.with_retained_deal(deal.as_ref().clone())
+        })
     }
 
     /// The seed stored last: what a restarted member deals from.

@@ -400,12 +400,7 @@ fn restore<S: Scheme>(
                     shared.memo.clone(),
                     shared.dkg_timing,
                 )
-                .map(|m| {
-                    slot.disk
-                        .retained_deals
-                        .values()
-                        .fold(m, |m, deal| m.with_retained_deal(deal.as_ref().clone()))
-                });
+                .map(|m| slot.disk.restore_deals(m));
                 return Some(member);
             }
         }
@@ -449,10 +444,7 @@ fn restore<S: Scheme>(
             (None, Some(mark)) => m.with_finished_dkg(shared.dkg_config.clone(), mark),
             _ => m,
         };
-        slot.disk
-            .retained_deals
-            .values()
-            .fold(m, |m, deal| m.with_retained_deal(deal.as_ref().clone()))
+        slot.disk.restore_deals(m)
     });
     Some(restored)
 }
