@@ -27,8 +27,10 @@
 //! This module owns a member's phases and the dispatch of its inputs;
 //! `interface` has what it takes and gives (envelope, timers, inputs,
 //! outputs), `outbox` where handlers put what they produce, `construct` how
-//! it is built, `epochs` its side of changes of members (by role: change,
-//! joiner, dealer); `tests` has its step tables.
+//! it is built, `genesis` its genesis DKG session (running, then finished
+//! and kept to answer members that missed it), `epochs` its side of changes
+//! of members (by role: change, joiner, dealer); `tests` has its step
+//! tables.
 
 use crate::epoch::Decision;
 use crate::epoch::{EpochView, MemberIdentity};
@@ -37,12 +39,13 @@ use crate::participant::{Adversary, Participant};
 use crate::replica::{Event, Input, Output, Timer};
 use crate::{DirectoryIndex, Epoch, Height};
 use beacon::dkg::relay::SigningKey;
-use beacon::dkg::session::{SessionInput, SessionMessage, SessionOutput, SessionParticipant};
+use beacon::dkg::session::{SessionInput, SessionParticipant};
 use beacon::dkg::{DkgOutput, DkgTiming};
 use beacon::effect::Effect;
 use beacon::memo::Memo;
 use beacon::multisig::ConsensusSecretKey;
 use beacon::{NodeIndex, Scheme, Time};
+use genesis::FinishedDkg;
 use outbox::{Generation, Outbox, SelfInput};
 use rand_core::SeedableRng;
 use sha2::{Digest as _, Sha256};
@@ -60,14 +63,6 @@ enum Phase<S: Scheme> {
     /// A member that left the group: it no longer holds shares.
     Retired,
     Failed,
-}
-
-/// The genesis DKG's session once it completed (or rebuilt from the seed
-/// that dealt it, after a restart), kept until `until` to answer members
-/// that ask for what they missed ([`SessionMessage::Request`]).
-struct FinishedDkg<S: Scheme> {
-    session: Box<dyn SessionParticipant<S>>,
-    until: Time,
 }
 
 /// What a member needs to take part in epoch changes: who it is, and the
@@ -296,90 +291,6 @@ impl<S: Scheme> Member<S> {
         }
     }
 
-    /// An input for the DKG session, while it runs; once it completed, a
-    /// member's request for what it missed, to the finished session.
-    fn on_session_input(&mut self, now: Time, input: SessionInput, out: &mut Outbox<S>) {
-        match &mut self.phase {
-            Phase::Dkg(dkg) => {
-                let outputs = dkg.handle(now, input);
-                for output in outputs {
-                    out.loop_back(SelfInput::Session(output));
-                }
-            }
-            _ => self.answer_request(now, input, out),
-        }
-    }
-
-    /// A genesis member that missed the DKG (it was down while the others
-    /// dealt) asks for its deals, its shares and the agreed certificate: the
-    /// finished session sends them to it alone, as it would have during the
-    /// DKG (bounded per asker, `beacon::dkg::session`). Nothing else reaches
-    /// a finished session, and what it returns but sends is dropped.
-    fn answer_request(&mut self, now: Time, input: SessionInput, out: &mut Outbox<S>) {
-        let (
-            Some(finished),
-            SessionInput::Message {
-                message: SessionMessage::Request { .. },
-                ..
-            },
-        ) = (&mut self.finished_dkg, &input)
-        else {
-            return;
-        };
-        for output in finished.session.handle(now, input) {
-            if let SessionOutput::Effect(e @ Effect::Send { .. }) = output {
-                out.push(MemberOutput::Effect(e.map(Envelope::Dkg, MemberTimer::Dkg)));
-            }
-        }
-    }
-
-    /// Erases the finished DKG session once its time is over or this member
-    /// left the genesis epoch: its dealing determines the sub-shares it gave.
-    fn erase_finished_dkg(&mut self, now: Time) {
-        if self
-            .finished_dkg
-            .as_ref()
-            .is_some_and(|f| now >= f.until || self.epoch.number != Epoch::ZERO)
-        {
-            self.finished_dkg = None;
-        }
-    }
-
-    /// At the end of a step: once the time of the seed that dealt the genesis
-    /// keys is over, asks for a new seed in its place, last (nothing of this
-    /// step derived from the new one). Not while a change runs: its
-    /// transition deals from the stored seed, and a restarted member must
-    /// deal the same again; entering or leaving the next epoch replaces the
-    /// seed anyway (and so ends the mark once in another epoch).
-    fn expire_dealing_seed(&mut self, now: Time, out: &mut Outbox<S>) {
-        let Some(until) = self.dealing_seed_until else {
-            return;
-        };
-        if self.epoch.number != Epoch::ZERO {
-            self.dealing_seed_until = None;
-        } else if now >= until && self.changing_to().is_none() {
-            self.dealing_seed_until = None;
-            for write in crate::disk::on_dealing_seed_expired() {
-                out.push(MemberOutput::Persist(write));
-            }
-        }
-    }
-
-    /// A member restored with what it dealt in changes still on its disk
-    /// ([`Member::with_retained_deal`]) arms each change's erasure timer, at
-    /// the time the disk keeps it until (at once if it is over).
-    fn arm_kept_deal_erasure(&self, out: &mut Outbox<S>) {
-        for (epoch, until) in self.dealer.kept() {
-            out.push(MemberOutput::Effect(Effect::SetTimer {
-                at: until,
-                timer: MemberTimer::Epoch {
-                    epoch,
-                    timer: crate::epoch::TransitionTimer::Erase,
-                },
-            }));
-        }
-    }
-
     /// A restored member reads the control transactions of its stored window
     /// first (proposals it had counted before it stopped, a decision, or a
     /// switch it missed), then starts its replica, unless the epoch ended.
@@ -526,71 +437,11 @@ impl<S: Scheme> Member<S> {
             Output::Event(e) => out.push(MemberOutput::Event(e)),
         }
     }
-
-    /// One output of the DKG session: its effects, or its end.
-    fn on_session_output(&mut self, now: Time, action: SessionOutput<S>, out: &mut Outbox<S>) {
-        match action {
-            SessionOutput::Effect(effect) => out.push(MemberOutput::Effect(
-                effect.map(Envelope::Dkg, MemberTimer::Dkg),
-            )),
-            SessionOutput::Failed(reason) => {
-                self.phase = Phase::Failed;
-                out.push(MemberOutput::DkgFailed(reason.into()));
-            }
-            SessionOutput::Complete(output) => {
-                let attempt = match &self.phase {
-                    Phase::Dkg(session) => session.attempt(),
-                    _ => 0,
-                };
-                let bound = self.identity.as_ref().map_or(0, |i| i.timing.bound_us());
-                let mark = crate::disk::DealingSeed {
-                    attempt,
-                    until: now.plus_micros(bound),
-                };
-                self.dealing_seed_until = Some(mark.until);
-                for write in crate::disk::on_keys(output.clone(), mark) {
-                    out.push(MemberOutput::Persist(write));
-                }
-                out.push(MemberOutput::DkgComplete(output.clone()));
-                match Self::build_replica(
-                    &self.epoch,
-                    &output,
-                    &self.consensus,
-                    Vec::new(),
-                    Vec::new(),
-                    &self.seed,
-                    &self.memo,
-                    self.adversary.as_deref(),
-                ) {
-                    Ok(mut replica) => {
-                        self.keys = Some(output);
-                        let mut outputs = replica.handle(now, Input::Start);
-                        for (from, message) in std::mem::take(&mut self.early) {
-                            outputs.extend(replica.handle(now, Input::Message { from, message }));
-                        }
-                        let finished = std::mem::replace(&mut self.phase, Phase::Replica(replica));
-                        if let (Phase::Dkg(session), Some(identity)) = (finished, &self.identity) {
-                            self.finished_dkg = Some(FinishedDkg {
-                                session,
-                                until: now.plus_micros(identity.timing.bound_us()),
-                            });
-                        }
-                        self.queue_replica(outputs, out);
-                    }
-                    Err(e) => {
-                        self.phase = Phase::Failed;
-                        out.push(MemberOutput::DkgFailed(KeyGenerationFailure::Keys(
-                            Arc::new(e),
-                        )));
-                    }
-                }
-            }
-        }
-    }
 }
 
 mod construct;
 mod epochs;
+mod genesis;
 mod interface;
 mod outbox;
 pub use construct::RestoredParts;

@@ -164,7 +164,7 @@ impl<S: Scheme> Node<S> {
             f: epoch.config.f,
             status: status.into(),
             changing_to: self.member.changing_to(),
-            retained_deals: self.member.retained_deals(),
+            retained_deals: self.member.retained_deals().collect(),
         };
         *self.state.epoch.write().unwrap_or_else(|e| e.into_inner()) = json;
     }

@@ -135,9 +135,12 @@ impl<S: Scheme> Node<S> {
         // starts (a decision, an invitation) until it is over, and the deals
         // it keeps until their erasure.
         let changing = self.member.changing_to();
-        let retained = self.member.retained_deals();
         let shown = self.state.epoch.read().map_or(true, |e| {
-            e.changing_to == changing && e.retained_deals == retained
+            e.changing_to == changing
+                && e.retained_deals
+                    .iter()
+                    .copied()
+                    .eq(self.member.retained_deals())
         });
         if !shown {
             self.publish_epoch();

@@ -105,20 +105,6 @@ impl<S: Scheme> Dealer<S> {
         self.kept.iter().map(|(e, t)| (*e, *t))
     }
 
-    /// The changes whose deal this member keeps (in memory or on its disk),
-    /// by epoch.
-    pub(in crate::member) fn serving(&self) -> Vec<Epoch> {
-        let mut epochs: Vec<Epoch> = self
-            .retained
-            .keys()
-            .chain(self.kept.keys())
-            .copied()
-            .collect();
-        epochs.sort_unstable();
-        epochs.dedup();
-        epochs
-    }
-
     /// The invitation into `epoch` and the retained transition it started,
     /// to send again to a new member that asks for the handoff it serves.
     pub(super) fn invitation_into(&self, epoch: Epoch) -> Option<(&Invitation<S>, &Transition<S>)> {

@@ -32,8 +32,8 @@ impl<S: Scheme> Member<S> {
     /// erasure: an operator keeps a node that left running until none is
     /// left (a stayer that missed the switch needs every named dealer's
     /// sub-share). A driver shows it (the node's `GET /epoch`).
-    pub fn retained_deals(&self) -> Vec<Epoch> {
-        self.dealer.serving()
+    pub fn retained_deals(&self) -> impl Iterator<Item = Epoch> + '_ {
+        self.dealer.kept().map(|(epoch, _)| epoch)
     }
 
     /// The operator's proposal: signed, into this replica's mempool and to

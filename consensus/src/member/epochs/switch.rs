@@ -279,6 +279,21 @@ impl<S: Scheme> Member<S> {
         self.dealer.retain(t, dealt.map(|d| d.until));
     }
 
+    /// A member restored with what it dealt in changes still on its disk
+    /// ([`Member::with_retained_deal`]) arms each change's erasure timer, at
+    /// the time the disk keeps it until (at once if it is over).
+    pub(in crate::member) fn arm_kept_deal_erasure(&self, out: &mut Outbox<S>) {
+        for (epoch, until) in self.dealer.kept() {
+            out.push(MemberOutput::Effect(Effect::SetTimer {
+                at: until,
+                timer: MemberTimer::Epoch {
+                    epoch,
+                    timer: crate::epoch::TransitionTimer::Erase,
+                },
+            }));
+        }
+    }
+
     /// What the disk keeps of the change this member switches out of (its
     /// transition taken, to retain), if it dealt in it (it held a beacon
     /// share of the ending epoch): the invitation and that share, until the
