@@ -5,7 +5,7 @@ pub use crate::behaviour::Behaviour;
 use crate::byzantine_dkg::ByzantineSession;
 use crate::keys::ReplicaKeys;
 use crate::messages::{
-    signed, Block, CommitCertificate, CommitPath, FastVote, Message, ViewChange,
+    signed, Block, CommitCertificate, CommitPath, FastVote, Message, ViewChange, ViewChangeProof,
 };
 use crate::participant::{Adversary, Participant};
 use crate::replica::{ChainWindow, Input, Output, Replica, Timer, FUTURE_HEIGHTS, FUTURE_LIMIT};
@@ -114,7 +114,7 @@ impl<S: Scheme> ByzantineReplica<S> {
                     return;
                 }
                 let n = self.inner.config().n;
-                let view_changes = (0..n)
+                let view_changes: Vec<Arc<ViewChange<S>>> = (0..n)
                     .map(|j| (me.0 + j) % n)
                     .take(quorum as usize)
                     .map(|j| {
@@ -136,7 +136,7 @@ impl<S: Scheme> ByzantineReplica<S> {
                 out.push(Output::broadcast(Message::NewView {
                     height: h,
                     view,
-                    view_changes,
+                    proof: ViewChangeProof::aggregate(&view_changes),
                     block: self.rogue_block(b"forged view change"),
                 }));
             }
@@ -161,7 +161,7 @@ impl<S: Scheme> ByzantineReplica<S> {
                 out.push(Output::broadcast(Message::NewView {
                     height: h,
                     view: View::MAX,
-                    view_changes: vec![vc],
+                    proof: ViewChangeProof::aggregate(&[vc]),
                     block: block.clone(),
                 }));
                 out.push(Output::broadcast(Message::PrePrepare {
@@ -363,7 +363,7 @@ impl<S: Scheme> ByzantineReplica<S> {
                 Effect::Broadcast(Message::NewView {
                     height,
                     view,
-                    view_changes,
+                    proof,
                     block,
                 }),
             ) => {
@@ -371,7 +371,7 @@ impl<S: Scheme> ByzantineReplica<S> {
                 self.split(out, &block, &other, |block| Message::NewView {
                     height,
                     view,
-                    view_changes: view_changes.clone(),
+                    proof: proof.clone(),
                     block,
                 });
             }

@@ -169,14 +169,14 @@ pub struct ReplicaSettings {
     /// Most bytes of pending transactions held (sum of their lengths).
     #[serde(default = "default_mempool_bytes")]
     pub mempool_bytes_limit: usize,
-    /// Largest block (its wire encoding, bytes). A NEW-VIEW carries up to
-    /// `Q = 2f + 2c + 1` view changes, each with a block, plus the block itself,
-    /// so `(Q + 1) * (max_block_bytes + view_change_overhead) + MESSAGE_OVERHEAD`
-    /// must fit the wire limit ([`beacon::wire::MAX_MESSAGE_BYTES`], 16 MiB):
-    /// [`ReplicaConfig::new`] picks `min(1 MiB, what fits)` and
-    /// [`ReplicaConfig::validate`] checks it. n = 4: Q = 3, up to 4,176,896 bytes
-    /// fit, the default 1 MiB gives NEW-VIEWs of at most 4.07 MiB; n = 64: Q = 43,
-    /// (16 MiB - 64 KiB) / 44 - 1 KiB = 378,786 bytes.
+    /// Largest block (its wire encoding, bytes). A VIEW-CHANGE carries a block
+    /// and its certificate's signer bitmap; a NEW-VIEW carries the block and
+    /// the aggregated view changes of `Q = 2f + 2c + 1` senders
+    /// ([`ReplicaConfig::new_view_proof_bytes`]); both must fit the wire limit
+    /// ([`beacon::wire::MAX_MESSAGE_BYTES`], 16 MiB): [`ReplicaConfig::new`]
+    /// picks `min(1 MiB, what fits)` and [`ReplicaConfig::validate`] checks
+    /// it. The default 1 MiB fits up to about 45,000 members (n = 16,384:
+    /// NEW-VIEWs of at most 6.4 MiB).
     #[serde(default = "default_max_block_bytes")]
     pub max_block_bytes: usize,
     /// Where a replica's beacon share goes: to the collectors on its vote
@@ -194,7 +194,12 @@ pub struct ReplicaSettings {
 /// prepare certificate's signature, a fast vote, a beacon share, option and
 /// length tags (about 400 bytes with G2 signatures).
 pub const VIEW_CHANGE_OVERHEAD: usize = 1024;
-/// Upper bound of a NEW-VIEW's own fields and tags besides its blocks (bytes).
+/// Upper bound of one claim group of a NEW-VIEW besides its senders (bytes):
+/// two claims, two signatures, option and length tags (about 290 bytes with
+/// G2 signatures). A NEW-VIEW has at most one group per sender.
+pub const CLAIM_GROUP_OVERHEAD: usize = 512;
+/// Upper bound of a NEW-VIEW's own fields and tags besides its block and
+/// view changes (bytes).
 pub const MESSAGE_OVERHEAD: usize = 64 * 1024;
 /// Smallest `max_block_bytes` a configuration may set (bytes).
 pub const MIN_BLOCK_BYTES: usize = 1024;
@@ -311,7 +316,7 @@ impl ReplicaSettings {
             return Err(ConsensusError::NewViewTooLarge {
                 n: self.n,
                 view_changes: self.view_change_quorum(),
-                bitmap_bytes: SignerBitmap::encoded_len(self.n),
+                proof_bytes: self.new_view_proof_bytes(),
                 message_bytes: beacon::wire::MAX_MESSAGE_BYTES,
             });
         }
@@ -331,12 +336,12 @@ impl ReplicaSettings {
         )
     }
 
-    /// Largest `max_block_bytes` for which a NEW-VIEW (`Q` view changes with their
-    /// blocks, and the block) fits one wire message.
+    /// Largest `max_block_bytes` for which a VIEW-CHANGE (the block and its
+    /// own fields) and a NEW-VIEW (the block and `Q` aggregated view changes)
+    /// fit one wire message.
     pub fn largest_block_that_fits(&self) -> usize {
-        let blocks = self.view_change_quorum() as usize + 1;
-        (beacon::wire::MAX_MESSAGE_BYTES.saturating_sub(MESSAGE_OVERHEAD) / blocks)
-            .saturating_sub(self.view_change_overhead())
+        let room = beacon::wire::MAX_MESSAGE_BYTES.saturating_sub(MESSAGE_OVERHEAD);
+        room.saturating_sub(self.view_change_overhead().max(self.new_view_proof_bytes()))
     }
 
     /// Bound of a VIEW-CHANGE's encoding besides its block (bytes): its own
@@ -345,10 +350,16 @@ impl ReplicaSettings {
         VIEW_CHANGE_OVERHEAD + SignerBitmap::encoded_len(self.n)
     }
 
+    /// Bound of a NEW-VIEW's aggregated view changes (bytes): `Q` senders of 4
+    /// bytes, at most one claim group each, and one prepare certificate.
+    pub fn new_view_proof_bytes(&self) -> usize {
+        let senders = self.view_change_quorum() as usize;
+        senders * (4 + CLAIM_GROUP_OVERHEAD) + self.view_change_overhead()
+    }
+
     /// Bound of a NEW-VIEW's encoding under this config (bytes).
     pub fn max_new_view_bytes(&self) -> usize {
-        let blocks = self.view_change_quorum() as usize + 1;
-        blocks * (self.max_block_bytes + self.view_change_overhead()) + MESSAGE_OVERHEAD
+        self.max_block_bytes + self.new_view_proof_bytes() + MESSAGE_OVERHEAD
     }
 
     /// Fast-path threshold `3f + c + 1`.

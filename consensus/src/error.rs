@@ -31,6 +31,13 @@ pub enum ConsensusError {
         /// `3f + 2c + 1`.
         expected: u64,
     },
+    /// A NEW-VIEW whose aggregated view changes are not a well-formed quorum
+    /// (checked before any signature).
+    #[error("malformed NEW-VIEW: {reason}")]
+    MalformedNewView {
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// A parameter outside its bounds.
     #[error("{name} = {value} outside [{min}, {max}]")]
     OutOfRange {
@@ -62,16 +69,16 @@ pub enum ConsensusError {
         fits: usize,
     },
     /// The network is too large for a NEW-VIEW to fit one wire message
-    /// even with the smallest block: its view changes' signer bitmaps alone
-    /// (`n` bits each) outgrow the limit.
-    #[error("n = {n}: a NEW-VIEW of {view_changes} view changes, each with a {bitmap_bytes}-byte signer bitmap and a block of at least 1024 bytes, does not fit a {message_bytes} byte message")]
+    /// even with the smallest block: its aggregated view changes alone (about
+    /// 4 bytes per sender and a claim group each, at worst) outgrow the limit.
+    #[error("n = {n}: a NEW-VIEW of {view_changes} aggregated view changes (up to {proof_bytes} bytes) and a block of at least 1024 bytes does not fit a {message_bytes} byte message")]
     NewViewTooLarge {
         /// Replicas.
         n: u32,
         /// View changes in a NEW-VIEW.
         view_changes: u32,
-        /// The encoding of one signer bitmap.
-        bitmap_bytes: usize,
+        /// The bound of their aggregated encoding.
+        proof_bytes: usize,
         /// The wire limit.
         message_bytes: usize,
     },

@@ -11,7 +11,9 @@ use beacon::memo::Memo;
 use beacon::multisig;
 use beacon::{MinSig, NodeIndex, Point, Scheme, SignatureShare, Time};
 use common::Net;
-use consensus::messages::{signed, CommitCertificate, PrepareCertificate, ViewChange};
+use consensus::messages::{
+    signed, CommitCertificate, PrepareCertificate, ViewChange, ViewChangeProof,
+};
 use consensus::observe::{dispatch, Observer};
 use consensus::{
     Behaviour, CommitPath, Election, Envelope, Event, EvidenceKind, Height, Member, MemberInput,
@@ -500,7 +502,7 @@ fn a_huge_view_number_is_ignored() {
             Message::NewView {
                 height: Height::new(1),
                 view,
-                view_changes: vec![vc.clone(); 3],
+                proof: ViewChangeProof::aggregate(&vec![vc.clone(); 3]),
                 block: block.clone(),
             },
             Message::PrePrepare {

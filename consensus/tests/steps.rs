@@ -21,6 +21,7 @@ use beacon::{InterpolationMethod, MinSig, NodeIndex, Point, Scheme, SignatureSha
 use common::Net;
 use consensus::messages::{
     signed, CommitCertificate, CommittedEntry, Digest, PrepareCertificate, ViewChange,
+    ViewChangeProof,
 };
 use consensus::{
     Block, CommitPath, Election, Height, Input, Message, Replica, ReplicaConfig, ReplicaKeys,
@@ -624,11 +625,22 @@ fn new_view() {
             _ => unreachable!(),
         })
         .collect();
-    let new_view = |vcs: Vec<Arc<ViewChange<S>>>| Message::NewView {
+    let with_proof = |proof: ViewChangeProof<S>| Message::NewView {
         height: Height::new(1),
         view: View::new(1),
-        view_changes: vcs,
+        proof,
         block: Arc::new(fx.fresh_block()),
+    };
+    let new_view = |vcs: Vec<Arc<ViewChange<S>>>| with_proof(ViewChangeProof::aggregate(&vcs));
+    // Two real view changes counted as three: the sender `a` named twice, with
+    // the two signatures' sum (which verifies against the signers' bitmap,
+    // where `a` is one bit).
+    let double_counted = {
+        let mut proof = ViewChangeProof::aggregate(&vcs[..2]);
+        assert_eq!(proof.groups.len(), 1, "fresh view changes claim nothing");
+        proof.groups[0].senders.push(a);
+        proof.groups[0].senders.sort();
+        with_proof(proof)
     };
     // The same view changes, each signed by the new primary instead of its sender.
     let forged: Vec<Arc<ViewChange<S>>> = vcs
@@ -658,6 +670,11 @@ fn new_view() {
         step(
             "a NEW-VIEW from a replica that is not the primary of view 1: ignored",
             msg(a, new_view(vcs.clone())),
+            vec![],
+        ),
+        step(
+            "a NEW-VIEW that counts one sender twice to make a quorum: ignored",
+            msg(q, double_counted),
             vec![],
         ),
         step(
@@ -1100,7 +1117,7 @@ fn a_forged_copy_of_a_held_prepare_never_reaches_the_vote_record() {
     let new_view = Message::NewView {
         height: Height::new(1),
         view: View::new(1),
-        view_changes: vcs,
+        proof: ViewChangeProof::aggregate(&vcs),
         block,
     };
     replica.handle(Time::from_millis(2_002), msg(q, new_view));

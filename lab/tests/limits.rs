@@ -313,32 +313,30 @@ fn framed(bytes: Vec<u8>) -> Vec<u8> {
 /// frame of G1 points that stalled a node for 20 s before.
 fn hostile_frames() -> Vec<Vec<u8>> {
     use beacon::{MinPk, NodeIndex, Point as _, Scheme};
-    use consensus::messages::{FastVote, PrepareCertificate, ViewChange};
+    use consensus::messages::{ClaimGroup, PrepareCertificate, ViewChangeClaims, ViewChangeProof};
     use consensus::{Block, Envelope, Message};
     use std::sync::Arc;
     type S = MinPk;
     let cfg = consensus::ReplicaConfig::new(4, 0).unwrap();
     let sig = <S as Scheme>::Signature::generator();
-    let vc = Arc::new(ViewChange::<S> {
-        from: NodeIndex(3),
-        height: consensus::Height::new(1),
-        new_view: consensus::View::new(1),
-        prepared: Some(PrepareCertificate {
-            view: consensus::View::ZERO,
-            digest: [0; 32],
-            signature: sig,
-            signers: beacon::multisig::SignerBitmap::new(cfg.n),
-        }),
-        fast_vote: Some(FastVote {
-            view: consensus::View::ZERO,
-            digest: [0; 32],
-            share: sig,
-        }),
-        beacon_share: Some(sig),
-        block: None,
+    let prepared = PrepareCertificate {
+        view: consensus::View::ZERO,
+        digest: [0; 32],
         signature: sig,
-    });
-    let vc_bytes = beacon::wire::encode(vc.as_ref()).unwrap().len();
+        signers: beacon::multisig::SignerBitmap::new(cfg.n),
+    };
+    // As many claim groups as the NEW-VIEW bound holds, each with two points.
+    let group = |i: u64| ClaimGroup::<S> {
+        claims: ViewChangeClaims {
+            prepared: Some((consensus::View::new(i), [0; 32])),
+            fast_vote: Some((consensus::View::ZERO, [0; 32])),
+        },
+        senders: vec![NodeIndex(3)],
+        signature: sig,
+        fast_votes: Some(sig),
+    };
+    let group_bytes = beacon::wire::encode(&group(0)).unwrap().len();
+    let groups = ((cfg.max_new_view_bytes() - 1024) / group_bytes) as u64;
     let block = |bytes: usize| {
         Arc::new(Block {
             height: consensus::Height::new(u64::MAX / 2),
@@ -352,7 +350,10 @@ fn hostile_frames() -> Vec<Vec<u8>> {
     let new_view = encode(Message::NewView {
         height: consensus::Height::new(u64::MAX / 2),
         view: consensus::View::new(1),
-        view_changes: vec![vc; (cfg.max_new_view_bytes() - 1024) / vc_bytes],
+        proof: ViewChangeProof {
+            groups: (0..groups).map(group).collect(),
+            prepared: Some(prepared),
+        },
         block: block(0),
     });
     let pre_prepare = encode(Message::PrePrepare {

@@ -350,11 +350,8 @@ impl<S: Scheme> Replica<S> {
             Message::Beacon { signature, .. } => self.on_beacon(origin, signature),
             Message::ViewChange(vc) => self.on_view_change(now, origin, vc),
             Message::NewView {
-                view,
-                view_changes,
-                block,
-                ..
-            } => self.on_new_view(now, origin, view, view_changes, block),
+                view, proof, block, ..
+            } => self.on_new_view(now, origin, view, proof, block),
             Message::BlockResponse { block } => self.on_block_response(block),
             Message::SyncRequest { .. }
             | Message::SyncResponse { .. }

@@ -1,19 +1,19 @@
 //! Step 5, NEW-VIEW: the new primary, with `2f + 2c + 1` valid view changes,
 //! re-proposes the only safe block ([`super::safe_value`]) with the view
-//! changes attached (their senders' signatures verified in one batch per signed
-//! message); every replica checks the signatures, the claims that decide the
-//! rule, and the block, then votes on it in the new view (the block goes to the
-//! voter as a local PRE-PREPARE). The argument is in `SAFETY.md`, "Across views".
+//! changes attached, aggregated ([`ViewChangeProof`]: their senders grouped by
+//! claim, one multi-signature per group); every replica checks the form, each
+//! group's signature, the claims that decide the rule, and the block, then
+//! votes on it in the new view (the block goes to the voter as a local
+//! PRE-PREPARE). The argument is in `SAFETY.md`, "Across views".
 
 use super::interface::{Event, EvidenceKind, ProofKind, Timer};
 use super::outbox::Origin;
 use super::primary::elect;
 use super::safe_value::safe_value;
 use super::Replica;
-use crate::messages::{Block, Message, ViewChange};
+use crate::messages::{Block, Message, ViewChange, ViewChangeProof};
 use crate::View;
 use beacon::{Scheme, Time};
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 impl<S: Scheme> Replica<S> {
@@ -38,7 +38,8 @@ impl<S: Scheme> Replica<S> {
             return;
         }
         let chosen: Vec<Arc<ViewChange<S>>> = valid.into_iter().take(quorum).collect();
-        let block = match safe_value(&chosen, self.config.f, self.config.c) {
+        let proof = ViewChangeProof::aggregate(&chosen);
+        let block = match safe_value(&proof.claim_counts(), self.config.f, self.config.c) {
             Some(d) => {
                 let carried = || chosen.iter().filter_map(|v| v.block.clone());
                 match self
@@ -70,22 +71,23 @@ impl<S: Scheme> Replica<S> {
         let message = Message::NewView {
             height: h,
             view,
-            view_changes: chosen,
+            proof,
             block,
         };
         self.outbox.broadcast(message.clone());
         self.outbox.loop_back(self.me(), message);
     }
 
-    /// Step 5: NEW-VIEW from the primary of `view`. A NEW-VIEW whose view
-    /// changes are forged or whose deciding claims do not verify is evidence
-    /// against its sender; one whose block is not the safe one is ignored.
+    /// Step 5: NEW-VIEW from the primary of `view`. A malformed one is
+    /// ignored; one whose view changes' signatures or deciding claims do not
+    /// verify is evidence against its sender; one whose block is not the safe
+    /// one is ignored.
     pub(super) fn on_new_view(
         &mut self,
         now: Time,
         origin: Origin,
         view: View,
-        vcs: Vec<Arc<ViewChange<S>>>,
+        proof: ViewChangeProof<S>,
         block: Arc<Block>,
     ) {
         let h = self.height;
@@ -96,27 +98,18 @@ impl<S: Scheme> Replica<S> {
         if origin.from != election.primary {
             return;
         }
-        let quorum = self.config.view_change_quorum() as usize;
-        let senders: BTreeSet<_> = vcs.iter().map(|v| v.from).collect();
-        if vcs.len() < quorum
-            || senders.len() != vcs.len()
-            || vcs
-                .iter()
-                .any(|v| v.height != h || v.new_view != view || v.from.0 >= self.config.n)
-        {
+        let quorum = self.config.view_change_quorum();
+        if proof.check_form(self.config.n, quorum).is_err() {
             return;
         }
-        if !origin.local {
-            let (f, c) = (self.config.f, self.config.c);
-            let forged = !self.verifier.forged_view_changes(&vcs).is_empty();
-            if forged || !self.verifier.deciding_claims_verify(h, f, c, &vcs) {
-                let proof = ProofKind::NewView;
-                self.outbox
-                    .evidence(origin.from, h, EvidenceKind::InvalidProof { proof });
-                return;
-            }
+        let (f, c) = (self.config.f, self.config.c);
+        if !origin.local && !self.verifier.new_view_proof_verifies(h, view, f, c, &proof) {
+            let proof = ProofKind::NewView;
+            self.outbox
+                .evidence(origin.from, h, EvidenceKind::InvalidProof { proof });
+            return;
         }
-        match safe_value(&vcs, self.config.f, self.config.c) {
+        match safe_value(&proof.claim_counts(), f, c) {
             Some(d) if block.digest() != d => return,
             _ => {}
         }
@@ -135,7 +128,7 @@ impl<S: Scheme> Replica<S> {
         self.round.view_change.accepted(Message::NewView {
             height: h,
             view,
-            view_changes: vcs,
+            proof,
             block: block.clone(),
         });
         // The voter takes the block from here, then what waited for this view.

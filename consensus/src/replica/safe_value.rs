@@ -1,35 +1,33 @@
-//! Step 5, the view-change rule: which block is safe to propose in a new view, given a
-//! quorum of signed VIEW-CHANGE messages (SBFT's rule; the argument is in
-//! `SAFETY.md`). Pure functions of the view changes, shared by the new primary
-//! (which picks the block) and every replica (which checks it).
+//! Step 5, the view-change rule: which block is safe to propose in a new view, given the
+//! claims of a quorum of signed VIEW-CHANGE messages (SBFT's rule; the argument is in
+//! `SAFETY.md`). Pure functions of the claims and how many senders made each,
+//! shared by the new primary (which picks the block) and every replica (which
+//! checks it): both read them from the same [`ViewChangeProof`](crate::messages::ViewChangeProof).
 
-use crate::messages::{Digest, ViewChange};
+use crate::messages::{Digest, ViewChangeClaims};
 use crate::View;
-use beacon::Scheme;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-/// The fast-path candidate of a set of view changes: the highest view `w` such
-/// that one digest has at least `f + c + 1` fast votes cast in views `>= w`.
-pub fn fast_candidate<S: Scheme>(
-    vcs: &[Arc<ViewChange<S>>],
+/// The fast-path candidate of a quorum's claims (each with its number of
+/// senders): the highest view `w` such that one digest has at least
+/// `f + c + 1` fast votes cast in views `>= w`.
+pub fn fast_candidate(
+    claims: &[(ViewChangeClaims, u32)],
     f: u32,
     c: u32,
 ) -> Option<(View, Digest)> {
-    let mut views: Vec<View> = vcs
+    let mut views: Vec<View> = claims
         .iter()
-        .filter_map(|v| v.fast_vote.as_ref().map(|f| f.view))
+        .filter_map(|(claim, _)| claim.fast_vote.map(|(view, _)| view))
         .collect();
     views.sort_unstable();
     views.dedup();
     for w in views.into_iter().rev() {
         let mut counts: BTreeMap<Digest, u32> = BTreeMap::new();
-        for v in vcs
-            .iter()
-            .filter_map(|v| v.fast_vote.as_ref())
-            .filter(|v| v.view >= w)
-        {
-            *counts.entry(v.digest).or_default() += 1;
+        for (claim, senders) in claims {
+            if let Some((_, digest)) = claim.fast_vote.filter(|(view, _)| *view >= w) {
+                *counts.entry(digest).or_default() += senders;
+            }
         }
         if let Some((d, _)) = counts.into_iter().find(|(_, n)| *n > f + c) {
             return Some((w, d));
@@ -38,21 +36,23 @@ pub fn fast_candidate<S: Scheme>(
     None
 }
 
-/// The only block digest that is safe to propose in a new view, given `2f + 2c + 1`
-/// view changes (SBFT's view-change rule; argument in `SAFETY.md`):
-/// - `v_p`, `d_p`: the highest prepare certificate;
+/// The only block digest that is safe to propose in a new view, given the
+/// claims of `2f + 2c + 1` view changes (SBFT's view-change rule; argument in
+/// `SAFETY.md`):
+/// - `v_p`, `d_p`: the highest prepared claim (its certificate travels with
+///   the claims and is verified);
 /// - a fast-path candidate `(w, d_f)` ([`fast_candidate`]) with `w > v_p` wins;
 /// - else the prepared digest `d_p`;
 /// - else `None`: any fresh block is safe.
-pub fn safe_value<S: Scheme>(vcs: &[Arc<ViewChange<S>>], f: u32, c: u32) -> Option<Digest> {
-    let prepared = vcs
+pub fn safe_value(claims: &[(ViewChangeClaims, u32)], f: u32, c: u32) -> Option<Digest> {
+    let prepared = claims
         .iter()
-        .filter_map(|v| v.prepared.as_ref())
-        .max_by_key(|p| p.view);
-    match (fast_candidate(vcs, f, c), prepared) {
-        (Some((w, d)), Some(p)) if w > p.view => Some(d),
+        .filter_map(|(claim, _)| claim.prepared)
+        .max_by_key(|(view, _)| *view);
+    match (fast_candidate(claims, f, c), prepared) {
+        (Some((w, d)), Some((v_p, _))) if w > v_p => Some(d),
         (Some((_, d)), None) => Some(d),
-        (_, Some(p)) => Some(p.digest),
+        (_, Some((_, d_p))) => Some(d_p),
         (None, None) => None,
     }
 }
@@ -60,33 +60,24 @@ pub fn safe_value<S: Scheme>(vcs: &[Arc<ViewChange<S>>], f: u32, c: u32) -> Opti
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::messages::{FastVote, PrepareCertificate};
-    use crate::Height;
-    use beacon::{MinSig, NodeIndex, Point, G1};
 
-    type S = MinSig;
+    /// One sender's claims: (view, digest byte) of its prepare certificate and
+    /// of its fast vote.
+    fn vc(_from: u32, prepared: Option<(u64, u8)>, fast: Option<(u64, u8)>) -> ViewChangeClaims {
+        let claim = |(view, d): (u64, u8)| (View::new(view), [d; 32]);
+        ViewChangeClaims {
+            prepared: prepared.map(claim),
+            fast_vote: fast.map(claim),
+        }
+    }
 
-    fn vc(from: u32, prepared: Option<(u64, u8)>, fast: Option<(u64, u8)>) -> Arc<ViewChange<S>> {
-        let sig = G1::generator();
-        Arc::new(ViewChange {
-            from: NodeIndex(from),
-            height: Height::new(1),
-            new_view: View::new(9),
-            prepared: prepared.map(|(view, d)| PrepareCertificate {
-                view: View::new(view),
-                digest: [d; 32],
-                signature: sig,
-                signers: beacon::multisig::SignerBitmap::new(4),
-            }),
-            fast_vote: fast.map(|(view, d)| FastVote {
-                view: View::new(view),
-                digest: [d; 32],
-                share: sig,
-            }),
-            beacon_share: Some(sig),
-            block: None,
-            signature: sig,
-        })
+    /// The claims as a NEW-VIEW carries them: each distinct one with its count.
+    fn counted(claims: &[ViewChangeClaims]) -> Vec<(ViewChangeClaims, u32)> {
+        let mut counts: BTreeMap<ViewChangeClaims, u32> = BTreeMap::new();
+        for claim in claims {
+            *counts.entry(*claim).or_default() += 1;
+        }
+        counts.into_iter().collect()
     }
 
     /// SBFT's view-change rule as a table: (view changes, f, c) -> safe digest.
@@ -96,7 +87,7 @@ mod tests {
             desc: &'static str,
             f: u32,
             c: u32,
-            vcs: Vec<Arc<ViewChange<S>>>,
+            vcs: Vec<ViewChangeClaims>,
             expected: Option<u8>,
         }
         let cases = vec![
@@ -178,7 +169,7 @@ mod tests {
         ];
         for case in cases {
             assert_eq!(
-                safe_value(&case.vcs, case.f, case.c),
+                safe_value(&counted(&case.vcs), case.f, case.c),
                 case.expected.map(|d| [d; 32]),
                 "{}",
                 case.desc

@@ -86,6 +86,11 @@ impl<S: Scheme> Verifier<S> {
         }
     }
 
+    /// Members of this epoch.
+    pub(super) fn n(&self) -> u32 {
+        self.keys.epoch.n()
+    }
+
     /// This replica.
     pub(super) fn me(&self) -> NodeIndex {
         self.keys.me

@@ -1,13 +1,15 @@
-//! Step 5, verification of the view changes a NEW-VIEW carries (or a new
-//! primary collects): every sender's signature (its own consensus key), in one
-//! batch per signed message,
-//! and the claims that decide the view-change rule (`SAFETY.md`, "Across views").
+//! Step 5, verification of view changes: those a new primary collects, one by
+//! one (every sender's signature with its own consensus key, in one batch per
+//! signed message, its certificate and its fast vote), and the aggregated ones
+//! a NEW-VIEW carries (one multi-signature per claim, and the claims that
+//! decide the view-change rule; `SAFETY.md`, "Across views").
 
 use super::safe_value::fast_candidate;
 use super::verifier::{Key, Verifier};
-use crate::messages::{signed, Digest, PrepareCertificate, ViewChange};
+use crate::messages::{signed, Digest, PrepareCertificate, ViewChange, ViewChangeProof};
 use crate::{Height, View};
-use beacon::{NodeIndex, Scheme, SignatureShare};
+use beacon::multisig::SignerBitmap;
+use beacon::{NodeIndex, Point, Scheme, SignatureShare};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -15,10 +17,7 @@ impl<S: Scheme> Verifier<S> {
     /// The senders whose VIEW-CHANGE signature does not verify: one batch per
     /// signed message (honest replicas with the same claims sign the same
     /// message), bisection only when a batch fails.
-    pub(super) fn forged_view_changes(
-        &mut self,
-        vcs: &[Arc<ViewChange<S>>],
-    ) -> BTreeSet<NodeIndex> {
+    fn forged_view_changes(&mut self, vcs: &[Arc<ViewChange<S>>]) -> BTreeSet<NodeIndex> {
         let mut by_message: BTreeMap<Digest, Vec<SignatureShare<S>>> = BTreeMap::new();
         for vc in vcs {
             by_message
@@ -101,49 +100,63 @@ impl<S: Scheme> Verifier<S> {
             .collect()
     }
 
-    /// Verifies only the claims that decide [`super::safe_value::safe_value`]
-    /// at height `h`: the highest prepare certificate and the fast votes of the
-    /// winning digest.
-    pub(super) fn deciding_claims_verify(
+    /// Verifies a NEW-VIEW's aggregated view changes for `view` at height `h`
+    /// (their form checked before, [`ViewChangeProof::check_form`]): every
+    /// group's multi-signature on its claims, so that each named sender signed
+    /// what it is counted for; the prepare certificate of the highest prepared
+    /// claim (at least `2f + c + 1` signers); and the fast votes of the winning
+    /// digest, if the rule picks one.
+    pub(super) fn new_view_proof_verifies(
         &mut self,
         h: Height,
+        view: View,
         f: u32,
         c: u32,
-        vcs: &[Arc<ViewChange<S>>],
+        proof: &ViewChangeProof<S>,
     ) -> bool {
-        if let Some(p) = vcs
-            .iter()
-            .filter_map(|v| v.prepared.as_ref())
-            .max_by_key(|p| p.view)
-        {
-            let message = signed::prepare(h, p.view, &p.digest);
-            let quorum = 2 * f + c + 1;
-            if !self.verify_certificate(&message, &p.signature, &p.signers, quorum) {
+        let n = self.n();
+        let signers = |senders: &[NodeIndex]| SignerBitmap::of(n, senders.iter().copied()).ok();
+        for group in &proof.groups {
+            let message = signed::view_change(h, view, group.claims);
+            let Some(bitmap) = signers(&group.senders) else {
+                return false;
+            };
+            if !self.verify_certificate(&message, &group.signature, &bitmap, 1) {
                 return false;
             }
         }
-        let Some((from_view, digest)) = fast_candidate(vcs, f, c) else {
-            return true;
-        };
-        let mut by_view: BTreeMap<View, Vec<SignatureShare<S>>> = BTreeMap::new();
-        for vc in vcs {
-            if let Some(v) = vc
-                .fast_vote
-                .as_ref()
-                .filter(|v| v.view >= from_view && v.digest == digest)
-            {
-                by_view.entry(v.view).or_default().push(SignatureShare {
-                    signer: vc.from,
-                    signature: v.share,
-                });
+        if let Some(p) = &proof.prepared {
+            let message = signed::prepare(h, p.view, &p.digest);
+            if !self.verify_certificate(&message, &p.signature, &p.signers, 2 * f + c + 1) {
+                return false;
             }
         }
-        by_view.into_iter().all(|(view, shares)| {
-            self.shares_verify(
-                Key::Consensus,
-                &signed::fast_vote(h, view, &digest),
-                &shares,
-            )
+        let Some((from_view, digest)) = fast_candidate(&proof.claim_counts(), f, c) else {
+            return true;
+        };
+        // The winning digest's votes, added up per view: one check each.
+        let mut by_view: BTreeMap<View, (S::Signature, Vec<NodeIndex>)> = BTreeMap::new();
+        for group in &proof.groups {
+            let Some((vote_view, _)) = group
+                .claims
+                .fast_vote
+                .filter(|(v, d)| *v >= from_view && *d == digest)
+            else {
+                continue;
+            };
+            let Some(votes) = group.fast_votes else {
+                return false;
+            };
+            let (sum, senders) = by_view
+                .entry(vote_view)
+                .or_insert_with(|| (S::Signature::identity(), Vec::new()));
+            *sum = sum.add(&votes);
+            senders.extend(&group.senders);
+        }
+        by_view.into_iter().all(|(vote_view, (sum, senders))| {
+            let message = signed::fast_vote(h, vote_view, &digest);
+            signers(&senders)
+                .is_some_and(|bitmap| self.verify_certificate(&message, &sum, &bitmap, 1))
         })
     }
 }

@@ -390,7 +390,7 @@ impl Admission {
     /// | DKG and relay, after it | 4 KiB | 4 |
     /// | PRE-PREPARE, BLOCK-RESPONSE | block + 4 KiB | 4 |
     /// | VIEW-CHANGE | block + 5 KiB + `B(n)` | 8 |
-    /// | NEW-VIEW | `(Q + 1)(block + 1 KiB + B(n)) + 64 KiB` | `8 (n + 1)` |
+    /// | NEW-VIEW | block + `Q (4 + 512)` + 1 KiB + `B(n)` + 64 KiB | `2 n + 4` (two per claim group, one per certificate) |
     /// | SYNC-RESPONSE | 4 MiB + block + 64 KiB + `64 B(P)` | 2 per entry, 64 entries |
     /// | other consensus messages (a certificate's bitmap) | 4 KiB + `B(P)` | 4 |
     /// | epoch control transaction | block + 4 KiB | 4 |
@@ -458,7 +458,7 @@ impl Admission {
                     tag::NEW_VIEW => Admit {
                         kind: "new-view",
                         max_bytes: self.max_new_view_bytes,
-                        max_points: 8 * (self.n + 1),
+                        max_points: 2 * self.n + 4,
                     },
                     tag::SYNC_RESPONSE => Admit {
                         kind: "sync-response",

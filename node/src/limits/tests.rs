@@ -49,7 +49,10 @@ fn kinds_are_read_from_real_encodings() {
             consensus(Message::NewView {
                 height: consensus::Height::new(1),
                 view: consensus::View::new(1),
-                view_changes: vec![],
+                proof: consensus::messages::ViewChangeProof {
+                    groups: vec![],
+                    prepared: None,
+                },
                 block,
             }),
             "new-view",

@@ -9,6 +9,9 @@ use std::sync::Arc;
 
 use crate::{ConsensusError, Height, View};
 
+mod view_change;
+pub use view_change::{ClaimGroup, ViewChange, ViewChangeClaims, ViewChangeProof};
+
 /// A 32-byte SHA-256 digest.
 pub type Digest = [u8; 32];
 
@@ -102,46 +105,6 @@ pub struct FastVote<S: Scheme> {
     pub share: S::Signature,
 }
 
-/// VIEW-CHANGE: a replica's evidence for the pending height.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(bound = "")]
-pub struct ViewChange<S: Scheme> {
-    /// Sender.
-    pub from: beacon::NodeIndex,
-    /// Pending height.
-    pub height: Height,
-    /// The view being moved to.
-    pub new_view: View,
-    /// Highest prepare certificate held for this height.
-    pub prepared: Option<PrepareCertificate<S>>,
-    /// Highest fast-path vote cast for this height.
-    pub fast_vote: Option<FastVote<S>>,
-    /// The sender's beacon share for round `height` (so the new primary can
-    /// aggregate the beacon even when the old view produced none); absent
-    /// before the round's release time on a paced chain.
-    pub beacon_share: Option<S::Signature>,
-    /// The block of the highest prepare certificate or fast vote, so that the new
-    /// primary can re-propose it.
-    pub block: Option<Arc<Block>>,
-    /// The sender's signature (its own consensus key, under its own domain tag) on
-    /// [`ViewChange::signed_message`]: a NEW-VIEW forwards view changes, so a
-    /// quorum of them must be a quorum of signatures, not of names.
-    pub signature: S::Signature,
-}
-
-impl<S: Scheme> ViewChange<S> {
-    /// What the sender signs: the height, the new view and both claims (the
-    /// prepare certificate's and the fast vote's view and digest).
-    pub fn signed_message(&self) -> Digest {
-        signed::view_change(
-            self.height,
-            self.new_view,
-            self.prepared.as_ref().map(|p| (p.view, p.digest)),
-            self.fast_vote.as_ref().map(|v| (v.view, v.digest)),
-        )
-    }
-}
-
 /// A committed height: block, commit proof and beacon. What a replica persists
 /// and serves to peers that catch up.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -227,14 +190,15 @@ pub enum Message<S: Scheme> {
     },
     /// VIEW-CHANGE.
     ViewChange(Arc<ViewChange<S>>),
-    /// NEW-VIEW from the new primary: the view changes it used and the safe block.
+    /// NEW-VIEW from the new primary: the `2f + 2c + 1` view changes it used,
+    /// aggregated, and the safe block.
     NewView {
         /// Height.
         height: Height,
         /// The new view.
         view: View,
-        /// 2f+2c+1 view changes.
-        view_changes: Vec<Arc<ViewChange<S>>>,
+        /// The view changes' claims and multi-signatures.
+        proof: ViewChangeProof<S>,
         /// The block to agree on in the new view.
         block: Arc<Block>,
     },
@@ -396,17 +360,12 @@ pub mod signed {
 
     /// A VIEW-CHANGE (the sender's own consensus key): the height, the new
     /// view, and the (view, digest) of its prepare and fast-vote claims.
-    pub fn view_change(
-        height: Height,
-        new_view: View,
-        prepared: Option<(View, Digest)>,
-        fast_vote: Option<(View, Digest)>,
-    ) -> Digest {
+    pub fn view_change(height: Height, new_view: View, claims: ViewChangeClaims) -> Digest {
         let mut h = Sha256::new();
         h.update(b"sbft-beacon/v2/view-change");
         h.update(height.get().to_be_bytes());
         h.update(new_view.get().to_be_bytes());
-        for claim in [prepared, fast_vote] {
+        for claim in [claims.prepared, claims.fast_vote] {
             match claim {
                 Some((view, digest)) => {
                     h.update([1]);
