@@ -228,6 +228,11 @@ impl Restored {
                     from: NodeIndex(1),
                     envelope: Envelope::Dkg(SessionMessage::Request {
                         attempt: mark.attempt,
+                        wants: beacon::dkg::session::Wants {
+                            deal: true,
+                            shares: true,
+                            certificate: true,
+                        },
                     }),
                 },
             ));

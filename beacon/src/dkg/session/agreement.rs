@@ -221,8 +221,8 @@ impl<S: Scheme> DkgSession<S> {
     }
 
     /// With a hub, a committee member whose own result has a quorum sends
-    /// everyone the certificate.
-    fn certify(&self, out: &mut Outbox<S>) {
+    /// everyone the certificate, and keeps it to answer those that ask.
+    fn certify(&mut self, out: &mut Outbox<S>) {
         // This member's own vote is the first recorded for its result.
         let Some(mine) = self.result_id.and_then(|id| self.results.get(&id)) else {
             return;
@@ -236,14 +236,15 @@ impl<S: Scheme> DkgSession<S> {
         if votes.len() < quorum {
             return;
         }
-        let certificate = ResultCertificate {
+        let certificate = Arc::new(ResultCertificate {
             attempt: self.attempt,
             qual: mine.qual.clone(),
             keys_digest: mine.keys_digest,
             votes,
-        };
+        });
+        self.recovery.certificate(&certificate);
         out.push(SessionOutput::Effect(Effect::Broadcast(
-            SessionMessage::Certificate(Arc::new(certificate)),
+            SessionMessage::Certificate(certificate),
         )));
     }
 

@@ -41,7 +41,7 @@ mod recovery;
 
 pub use interface::{
     ResultCertificate, SessionFailure, SessionInput, SessionMessage, SessionOutput,
-    SessionParticipant, SessionTimer, SignedResult,
+    SessionParticipant, SessionTimer, SignedResult, Wants,
 };
 
 use outbox::{Outbox, Step};
@@ -341,8 +341,8 @@ impl<S: Scheme> DkgSession<S> {
         match input {
             SessionInput::Message {
                 from,
-                message: SessionMessage::Request { attempt },
-            } => self.on_request(now, from, attempt, out),
+                message: SessionMessage::Request { attempt, wants },
+            } => self.on_request(now, from, attempt, wants, out),
             _ if self.state == State::Over => {}
             SessionInput::Start if self.state == State::Idle => self.begin(now, out),
             SessionInput::Start => {}

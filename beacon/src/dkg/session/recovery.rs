@@ -14,7 +14,8 @@
 
 use super::outbox::{Outbox, Step};
 use super::{
-    attempt_session, result_id, DkgSession, ResultCertificate, SessionMessage, SessionOutput, State,
+    attempt_session, result_id, DkgSession, ResultCertificate, SessionMessage, SessionOutput,
+    State, Wants,
 };
 use crate::dkg::relay::{RelayMessage, SigningKey, VerifyingKey};
 use crate::dkg::{DkgConfig, DkgInput};
@@ -127,16 +128,18 @@ impl<S: Scheme> DkgSession<S> {
         (0..self.base.n)
             .map(NodeIndex)
             .filter(|d| *d != self.me && self.base.is_dealer(*d))
-            .filter(|d| {
-                finished
-                    || !self.recovery.deals_in.contains(d)
-                    || !self.recovery.shares_in.contains(d)
-            })
-            .map(|to| {
-                SessionOutput::Effect(Effect::Send {
-                    to,
-                    message: SessionMessage::Request { attempt },
-                })
+            .filter_map(|to| {
+                let wants = Wants {
+                    deal: !self.recovery.deals_in.contains(&to),
+                    shares: !self.recovery.shares_in.contains(&to),
+                    certificate: finished,
+                };
+                (wants.deal || wants.shares || wants.certificate).then_some(SessionOutput::Effect(
+                    Effect::Send {
+                        to,
+                        message: SessionMessage::Request { attempt, wants },
+                    },
+                ))
             })
             .collect()
     }
@@ -162,12 +165,14 @@ impl<S: Scheme> DkgSession<S> {
         }
     }
 
-    /// Member `from` asked for this member's deal and shares of `attempt`.
+    /// Member `from` asked for what it `wants` of this member's in
+    /// `attempt`: its deal, its shares, the agreed result's certificate.
     pub(super) fn on_request(
         &mut self,
         now: Time,
         from: NodeIndex,
         attempt: u32,
+        wants: Wants,
         out: &mut Outbox<S>,
     ) {
         if from.0 >= self.base.n || from == self.me || self.state == State::Idle {
@@ -196,7 +201,7 @@ impl<S: Scheme> DkgSession<S> {
             }
             return;
         }
-        if let Some(deal) = &self.recovery.deal {
+        if let Some(deal) = self.recovery.deal.as_ref().filter(|_| wants.deal) {
             out.push(SessionOutput::Effect(Effect::Send {
                 to: from,
                 message: SessionMessage::Relay {
@@ -208,13 +213,13 @@ impl<S: Scheme> DkgSession<S> {
         // Its shares for the asker, rebuilt from what it dealt (keeping every
         // message it sent cost a committee dealer `n` of them). The asker is
         // not this member (checked above).
-        if let Some(shares) = self.dkg().dealt_shares(from) {
+        if let Some(shares) = self.dkg().dealt_shares(from).filter(|_| wants.shares) {
             out.push(SessionOutput::Effect(Effect::Send {
                 to: from,
                 message: SessionMessage::Shares { attempt, shares },
             }));
         }
-        if let Some(certificate) = self.agreed_certificate() {
+        if let Some(certificate) = self.agreed_certificate().filter(|_| wants.certificate) {
             out.push(SessionOutput::Effect(Effect::Send {
                 to: from,
                 message: SessionMessage::Certificate(certificate),
@@ -222,28 +227,35 @@ impl<S: Scheme> DkgSession<S> {
         }
     }
 
-    /// The certificate of the result this member output: `n - f` of the
-    /// votes it holds for it, or the certificate it accepted.
-    fn agreed_certificate(&self) -> Option<Arc<ResultCertificate>> {
+    /// The certificate of the result this member output: the one it
+    /// accepted, or else one it builds from `n - f` of the votes it holds,
+    /// once, and keeps. Every answer shares it: thousands of members ask a
+    /// few that finished, and a certificate of 16,384 members carries 10,923
+    /// signatures (1.3 MB), so building one per answer held gigabytes.
+    fn agreed_certificate(&mut self) -> Option<Arc<ResultCertificate>> {
         if self.state != State::Over {
             return None;
         }
         let quorum = (self.base.n - self.base.max_faulty) as usize;
-        let (id, _) = self.tally.iter().find(|(_, c)| **c >= quorum)?;
-        let agreed = self.results.get(id)?;
-        let votes = self.votes_for(id, quorum);
-        if votes.len() >= quorum {
-            return Some(Arc::new(ResultCertificate {
-                attempt: self.attempt,
-                qual: agreed.qual.clone(),
-                keys_digest: agreed.keys_digest,
-                votes,
-            }));
+        let id = *self.tally.iter().find(|(_, c)| **c >= quorum)?.0;
+        if let Some(kept) = &self.recovery.certificate {
+            if result_id(&kept.qual, &kept.keys_digest) == id {
+                return Some(kept.clone());
+            }
         }
-        self.recovery
-            .certificate
-            .clone()
-            .filter(|c| result_id(&c.qual, &c.keys_digest) == *id)
+        let agreed = self.results.get(&id)?;
+        let votes = self.votes_for(&id, quorum);
+        if votes.len() < quorum {
+            return None;
+        }
+        let certificate = Arc::new(ResultCertificate {
+            attempt: self.attempt,
+            qual: agreed.qual.clone(),
+            keys_digest: agreed.keys_digest,
+            votes,
+        });
+        self.recovery.certificate(&certificate);
+        Some(certificate)
     }
 
     /// A valid certificate of an earlier attempt than this member's: `n - f`
