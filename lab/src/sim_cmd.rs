@@ -150,7 +150,7 @@ fn single(args: RunArgs) -> Result<()> {
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = ProgressBar::new(cfg.rounds);
         bar.set_style(
-            ProgressStyle::with_template("{spinner} rounds {pos}/{len} [{bar:30}] {elapsed}")
+            ProgressStyle::with_template("{spinner} rounds {pos}/{len} [{bar:30}] {elapsed} {msg}")
                 .expect("valid template"),
         );
         bar.enable_steady_tick(std::time::Duration::from_millis(200));
@@ -159,14 +159,18 @@ fn single(args: RunArgs) -> Result<()> {
     // Without a terminal (CI logs), a plain line at most every 10 s.
     let started = std::time::Instant::now();
     let last_line = std::sync::Mutex::new(started);
-    let on_progress = |done: u64, target: u64| {
+    let on_progress = |p: &sim::RunProgress| {
+        let status = progress_status(p);
         if let Some(b) = &bar {
-            b.set_position(done);
+            b.set_position(p.rounds_done);
+            b.set_message(status);
         } else if let Ok(mut last) = last_line.lock() {
             if last.elapsed() >= std::time::Duration::from_secs(10) {
                 *last = std::time::Instant::now();
                 eprintln!(
-                    "rounds {done}/{target} after {:.0} s",
+                    "rounds {}/{} after {:.0} s: {status}",
+                    p.rounds_done,
+                    p.rounds_target,
                     started.elapsed().as_secs_f64()
                 );
             }
@@ -389,4 +393,34 @@ fn campaign(args: CampaignArgs) -> Result<()> {
         std::process::exit(2);
     }
     Ok(())
+}
+
+/// What a progress line says besides the rounds: the DKG's members with
+/// keys while it runs, the simulated clock, the events in flight, and the
+/// process's resident memory (Linux).
+fn progress_status(p: &sim::RunProgress) -> String {
+    let dkg = if p.members_with_keys < p.members {
+        format!(
+            "DKG {}/{} members with keys, ",
+            p.members_with_keys, p.members
+        )
+    } else {
+        String::new()
+    };
+    let rss = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find_map(|l| l.strip_prefix("VmRSS:"))?;
+            line.trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
+        .map(|kb| format!(", RSS {:.2} GB", kb / 1e6))
+        .unwrap_or_default();
+    format!(
+        "{dkg}virtual {:.1} s, {} events pending{rss}",
+        p.virtual_time_s, p.pending_events
+    )
 }

@@ -36,7 +36,7 @@ pub mod snapshot;
 pub mod stats;
 
 pub use config::SimConfig;
-pub use engine::run;
+pub use engine::{run, RunProgress};
 pub use invariants::{FailureKind, Violation};
 pub use report::Report;
 pub use scenario_error::ScenarioError;

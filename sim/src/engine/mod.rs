@@ -186,8 +186,27 @@ fn lap(since: &mut std::time::Duration) -> std::time::Duration {
     lap
 }
 
-/// Progress callback: (rounds finalized by every honest node, target rounds).
-pub type Progress<'a> = &'a (dyn Fn(u64, u64) + Sync);
+/// Where a run stands: what a progress line shows (the DKG of thousands of
+/// members runs minutes before the first round).
+#[derive(Clone, Debug)]
+pub struct RunProgress {
+    /// Rounds finalized by every honest node.
+    pub rounds_done: u64,
+    /// The target rounds.
+    pub rounds_target: u64,
+    /// Members that finished the DKG (hold their keys).
+    pub members_with_keys: usize,
+    /// Members in the run.
+    pub members: usize,
+    /// The simulated clock (seconds).
+    pub virtual_time_s: f64,
+    /// Events waiting in the members' queues (messages in flight, timers).
+    pub pending_events: usize,
+}
+
+/// Progress callback: called when a round is finalized, and about once a
+/// second of wall time.
+pub type Progress<'a> = &'a (dyn Fn(&RunProgress) + Sync);
 
 /// Runs a scenario to completion and reports (violations are in the report).
 pub fn run(
@@ -442,6 +461,7 @@ impl<S: Scheme> Engine<S> {
                 .saturating_mul(1_000_000),
         );
         let mut last_progress_report = 0;
+        let mut last_progress_at = Instant::now();
         let threads = self.cfg.threads.max(1);
         // At least the time to sit out 2f + 6 failed views: primaries and collectors
         // are elected at random, so Byzantine ones can follow each other for a few
@@ -550,9 +570,17 @@ impl<S: Scheme> Engine<S> {
             self.schedule_reshare(end);
             if let Some(p) = progress {
                 let done = self.min_honest_finalized();
-                if done != last_progress_report {
+                if done != last_progress_report || last_progress_at.elapsed().as_secs() >= 1 {
                     last_progress_report = done;
-                    p(done, self.cfg.rounds);
+                    last_progress_at = Instant::now();
+                    p(&RunProgress {
+                        rounds_done: done,
+                        rounds_target: self.cfg.rounds,
+                        members_with_keys: self.dkg_done.iter().flatten().count(),
+                        members: self.dkg_done.len(),
+                        virtual_time_s: end.0 as f64 / 1e6,
+                        pending_events: self.slots.iter().map(|s| s.pending.len()).sum(),
+                    });
                 }
             }
         }

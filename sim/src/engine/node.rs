@@ -148,6 +148,11 @@ impl<S: Scheme> Pending<S> {
         self.heap.push(PendingEvent { at, seq, event });
     }
 
+    /// How many events wait.
+    pub(super) fn len(&self) -> usize {
+        self.heap.len()
+    }
+
     /// When the earliest event is due.
     pub(super) fn next_time(&self) -> Option<Time> {
         self.heap.peek().map(|e| e.at)
