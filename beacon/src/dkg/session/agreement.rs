@@ -223,29 +223,36 @@ impl<S: Scheme> DkgSession<S> {
     /// With a hub, a committee member whose own result has a quorum sends
     /// everyone the certificate, and keeps it to answer those that ask.
     fn certify(&mut self, out: &mut Outbox<S>) {
-        // This member's own vote is the first recorded for its result.
-        let Some(mine) = self.result_id.and_then(|id| self.results.get(&id)) else {
+        let Some(id) = self.result_id else {
             return;
         };
-        let id = result_id(&mine.qual, &mine.keys_digest);
         if !self.dkg().has_hub() || !self.base.is_dealer(self.me) {
             return;
         }
+        if let Some(certificate) = self.keep_certificate(&id) {
+            out.push(SessionOutput::Effect(Effect::Broadcast(
+                SessionMessage::Certificate(certificate),
+            )));
+        }
+    }
+
+    /// A certificate of result `id` from the first `n - f` votes held for it
+    /// (`None` with fewer), kept to answer every member that asks.
+    pub(super) fn keep_certificate(&mut self, id: &[u8; 32]) -> Option<Arc<ResultCertificate>> {
         let quorum = (self.base.n - self.base.max_faulty) as usize;
-        let votes = self.votes_for(&id, quorum);
+        let agreed = self.results.get(id)?;
+        let votes = self.votes_for(id, quorum);
         if votes.len() < quorum {
-            return;
+            return None;
         }
         let certificate = Arc::new(ResultCertificate {
             attempt: self.attempt,
-            qual: mine.qual.clone(),
-            keys_digest: mine.keys_digest,
+            qual: agreed.qual.clone(),
+            keys_digest: agreed.keys_digest,
             votes,
         });
         self.recovery.certificate(&certificate);
-        out.push(SessionOutput::Effect(Effect::Broadcast(
-            SessionMessage::Certificate(certificate),
-        )));
+        Some(certificate)
     }
 
     pub(super) fn check_quorum(&mut self, out: &mut Outbox<S>) {

@@ -243,19 +243,7 @@ impl<S: Scheme> DkgSession<S> {
                 return Some(kept.clone());
             }
         }
-        let agreed = self.results.get(&id)?;
-        let votes = self.votes_for(&id, quorum);
-        if votes.len() < quorum {
-            return None;
-        }
-        let certificate = Arc::new(ResultCertificate {
-            attempt: self.attempt,
-            qual: agreed.qual.clone(),
-            keys_digest: agreed.keys_digest,
-            votes,
-        });
-        self.recovery.certificate(&certificate);
-        Some(certificate)
+        self.keep_certificate(&id)
     }
 
     /// A valid certificate of an earlier attempt than this member's: `n - f`
