@@ -15,7 +15,8 @@ use crate::invariants::FailureKind;
 use crate::network::{broadcast_receivers, Network};
 use crate::report::CrashPointHit;
 use beacon::cost::EncodedPoints;
-use beacon::dkg::session::{ResultCertificate, SessionMessage};
+use beacon::dkg::relay::RelayMessage;
+use beacon::dkg::session::SessionMessage;
 use beacon::dkg::DkgOutput;
 use beacon::effect::Effect;
 use beacon::{NodeIndex, Point, Scheme, Time};
@@ -24,6 +25,7 @@ use consensus::{Envelope, EpochEvent, Member, MemberOutput};
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use sha2::{Digest as _, Sha256};
+use std::any::Any;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, Weak};
 
@@ -620,24 +622,51 @@ pub(super) struct Encoded {
     same_as_last: bool,
 }
 
-/// What a DKG result certificate encodes to, by the certificate's address:
-/// a member that finished answers every member that asks with the one
-/// certificate it keeps (10,923 signatures, 830 KB, at 16,384 members), and
-/// encoding it again for each answer took nearly all of `huge`'s DKG once
-/// thousands asked. Each entry holds its certificate weakly: the address
-/// stays its own while the entry lives, and the signatures are freed with
-/// the certificate's last holder.
-struct EncodedCertificate {
-    certificate: Weak<ResultCertificate>,
+/// What a message whose bulk many sends share encodes to, by the address
+/// of that shared part ([`shared_part`]). A member that finished answers
+/// every member that asks with the one certificate it keeps (10,923
+/// signatures, 830 KB, at 16,384 members), and a dealer answers pulls with
+/// its deal (5,460 points): encoding them again for each send took nearly
+/// all of `huge`'s DKG once thousands asked. Each entry holds its part
+/// weakly: the address stays its own while the entry lives, and the part is
+/// freed with its last holder.
+struct EncodedShared {
+    part: Weak<dyn Any + Send + Sync>,
     bytes: usize,
     points: EncodedPoints,
     digest: Vec<u8>,
 }
 
-/// Entries of freed certificates are dropped once this many are kept.
-const PRUNE_CERTIFICATES_AT: usize = 1 << 12;
+/// Entries of freed parts are dropped once this many are kept.
+const PRUNE_SHARED_AT: usize = 1 << 12;
 
-static CERTIFICATES: Mutex<BTreeMap<usize, EncodedCertificate>> = Mutex::new(BTreeMap::new());
+/// The encodings of shared parts, by (address, attempt).
+static SHARED: Mutex<BTreeMap<(usize, u32), EncodedShared>> = Mutex::new(BTreeMap::new());
+
+/// The part of `envelope` that many sends share and that decides its
+/// encoding, with the DKG attempt it is sent in: a result certificate, or a
+/// relayed broadcast (its attestation binds its payload's digest).
+fn shared_part<S: Scheme>(
+    envelope: &Envelope<S>,
+) -> Option<((usize, u32), Weak<dyn Any + Send + Sync>)> {
+    match envelope {
+        Envelope::Dkg(SessionMessage::Certificate(certificate)) => {
+            let weak: Weak<dyn Any + Send + Sync> = Arc::downgrade(certificate) as _;
+            Some((
+                (Arc::as_ptr(certificate) as usize, certificate.attempt),
+                weak,
+            ))
+        }
+        Envelope::Dkg(SessionMessage::Relay {
+            attempt,
+            message: RelayMessage::Broadcast { attestation, .. },
+        }) => {
+            let weak: Weak<dyn Any + Send + Sync> = Arc::downgrade(attestation) as _;
+            Some(((Arc::as_ptr(attestation) as usize, *attempt), weak))
+        }
+        _ => None,
+    }
+}
 
 impl Encoded {
     /// `envelope` encoded; `last`: the fingerprint of the last message sent
@@ -645,11 +674,9 @@ impl Encoded {
     /// is the SHA-256 of its encoding (equal for equal certificates, as the
     /// encoding is), computed once per certificate a worker holds.
     fn of<S: Scheme>(envelope: &Envelope<S>, last: Option<&mut Vec<u8>>) -> Self {
-        let (bytes, points, fingerprint) = match envelope {
-            Envelope::Dkg(SessionMessage::Certificate(certificate)) => {
-                Self::certificate(envelope, certificate)
-            }
-            _ => Self::encode(envelope),
+        let (bytes, points, fingerprint) = match shared_part(envelope) {
+            Some((key, part)) => Self::shared(envelope, key, part),
+            None => Self::encode(envelope),
         };
         let mut same_as_last = false;
         if let Some(last) = last {
@@ -671,17 +698,17 @@ impl Encoded {
         (bytes, beacon::cost::take_encoded(), fingerprint)
     }
 
-    /// [`Encoded::encode`] of `envelope`, which carries `certificate`, once
-    /// per certificate: its fingerprint is the SHA-256 of its encoding (equal
-    /// for equal certificates, as the encoding is).
-    fn certificate<S: Scheme>(
+    /// [`Encoded::encode`] of `envelope`, whose shared part is `part` at
+    /// `key`, once per part: its fingerprint is the SHA-256 of the encoding
+    /// (equal for equal messages, as the encoding is).
+    fn shared<S: Scheme>(
         envelope: &Envelope<S>,
-        certificate: &Arc<ResultCertificate>,
+        key: (usize, u32),
+        part: Weak<dyn Any + Send + Sync>,
     ) -> (usize, EncodedPoints, Vec<u8>) {
-        let key = Arc::as_ptr(certificate) as usize;
-        let lock = || CERTIFICATES.lock().unwrap_or_else(|e| e.into_inner());
+        let lock = || SHARED.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(kept) = lock().get(&key) {
-            if kept.certificate.strong_count() > 0 {
+            if kept.part.strong_count() > 0 {
                 return (kept.bytes, kept.points, kept.digest.clone());
             }
         }
@@ -691,18 +718,16 @@ impl Encoded {
         }
         let digest = Sha256::digest(&fingerprint).to_vec();
         let mut kept = lock();
-        if kept.len() >= PRUNE_CERTIFICATES_AT {
-            kept.retain(|_, c| c.certificate.strong_count() > 0);
+        if kept.len() >= PRUNE_SHARED_AT {
+            kept.retain(|_, c| c.part.strong_count() > 0);
         }
-        kept.insert(
-            key,
-            EncodedCertificate {
-                certificate: Arc::downgrade(certificate),
-                bytes,
-                points,
-                digest: digest.clone(),
-            },
-        );
+        let entry = EncodedShared {
+            part,
+            bytes,
+            points,
+            digest: digest.clone(),
+        };
+        kept.insert(key, entry);
         (bytes, points, digest)
     }
 }
