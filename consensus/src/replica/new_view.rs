@@ -103,13 +103,18 @@ impl<S: Scheme> Replica<S> {
             return;
         }
         let (f, c) = (self.config.f, self.config.c);
-        if !origin.local && !self.verifier.new_view_proof_verifies(h, view, f, c, &proof) {
+        let claims = proof.claim_counts();
+        if !origin.local
+            && !self
+                .verifier
+                .new_view_proof_verifies(h, view, (f, c), &proof, &claims)
+        {
             let proof = ProofKind::NewView;
             self.outbox
                 .evidence(origin.from, h, EvidenceKind::InvalidProof { proof });
             return;
         }
-        match safe_value(&proof.claim_counts(), f, c) {
+        match safe_value(&claims, f, c) {
             Some(d) if block.digest() != d => return,
             _ => {}
         }

@@ -6,7 +6,9 @@
 
 use super::safe_value::fast_candidate;
 use super::verifier::{Key, Verifier};
-use crate::messages::{signed, Digest, PrepareCertificate, ViewChange, ViewChangeProof};
+use crate::messages::{
+    signed, Digest, PrepareCertificate, ViewChange, ViewChangeClaims, ViewChangeProof,
+};
 use crate::{Height, View};
 use beacon::multisig::SignerBitmap;
 use beacon::{NodeIndex, Point, Scheme, SignatureShare};
@@ -105,14 +107,16 @@ impl<S: Scheme> Verifier<S> {
     /// group's multi-signature on its claims, so that each named sender signed
     /// what it is counted for; the prepare certificate of the highest prepared
     /// claim (at least `2f + c + 1` signers); and the fast votes of the winning
-    /// digest, if the rule picks one.
+    /// digest, if the rule picks one. `claims`: the proof's claim counts
+    /// ([`ViewChangeProof::claim_counts`]), which the caller reads again for
+    /// the rule.
     pub(super) fn new_view_proof_verifies(
         &mut self,
         h: Height,
         view: View,
-        f: u32,
-        c: u32,
+        (f, c): (u32, u32),
         proof: &ViewChangeProof<S>,
+        claims: &[(ViewChangeClaims, u32)],
     ) -> bool {
         let n = self.n();
         let signers = |senders: &[NodeIndex]| SignerBitmap::of(n, senders.iter().copied()).ok();
@@ -131,7 +135,7 @@ impl<S: Scheme> Verifier<S> {
                 return false;
             }
         }
-        let Some((from_view, digest)) = fast_candidate(&proof.claim_counts(), f, c) else {
+        let Some((from_view, digest)) = fast_candidate(claims, f, c) else {
             return true;
         };
         // The winning digest's votes, added up per view: one check each.
