@@ -319,8 +319,9 @@ pub enum DkgError {
         /// Number of members.
         n: u32,
     },
-    /// A member's signing key is not the public key listed for it.
-    #[error("member {member}: the signing key does not match the listed public key")]
+    /// A member's signing key, or its consensus key, is not the public key
+    /// listed for it.
+    #[error("member {member}: the signing key or the consensus key does not match the listed public key")]
     SigningKeyMismatch {
         /// The member.
         member: NodeIndex,

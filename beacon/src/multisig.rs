@@ -419,6 +419,12 @@ impl SignerBitmap {
         (0..self.n).map(NodeIndex).filter(|i| !self.contains(*i))
     }
 
+    /// The bits, as they travel (bit `i` of byte `i / 8` for member `i`):
+    /// what a digest of the bitmap covers.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bits
+    }
+
     /// The encoded size of a bitmap over `n` members, for admission bounds.
     pub fn encoded_len(n: u32) -> usize {
         // n as u32, the length prefix of the bytes (at most 9 bytes

@@ -26,8 +26,17 @@ fn session() -> DkgSession<MinPk> {
     .build()
     .unwrap();
     let memo = beacon::memo::Memo::disabled();
-    let mut s = DkgSession::new(config, NodeIndex(0), [0; 32], memo, secrets[0].clone(), keys)
-        .unwrap();
+    let agreement = beacon::dkg::harness::agreement_keys::<MinPk>(4, |i| [i as u8 + 9; 32]);
+    let mut s = DkgSession::new(
+        config,
+        NodeIndex(0),
+        [0; 32],
+        memo,
+        secrets[0].clone(),
+        keys,
+        agreement[0].clone(),
+    )
+    .unwrap();
     let _ = s.handle(Time::ZERO, SessionInput::Start);
     s
 }

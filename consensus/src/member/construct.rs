@@ -10,7 +10,7 @@ use crate::participant::{Adversary, Participant};
 use crate::replica::{ChainWindow, Replica, SignedVotes};
 use crate::{ConsensusError, Epoch};
 use beacon::dkg::relay::VerifyingKey;
-use beacon::dkg::session::{DkgSession, SessionParticipant};
+use beacon::dkg::session::{AgreementKeys, DkgSession, SessionParticipant};
 use beacon::dkg::{DkgConfig, DkgOutput, DkgTiming};
 use beacon::memo::Memo;
 use beacon::multisig::ConsensusSecretKey;
@@ -50,6 +50,7 @@ impl<S: Scheme> Member<S> {
         let genesis = genesis_keys(&identity, config.n);
         let me = identity.me.address();
         let consensus = identity.consensus.clone();
+        let agreement = agreement_keys::<S>(&genesis_epoch, &consensus, &memo)?;
         let identity = Identity {
             timing: dkg.timing,
             who: identity,
@@ -61,6 +62,7 @@ impl<S: Scheme> Member<S> {
             memo.clone(),
             identity.who.key.clone(),
             genesis,
+            agreement,
         )?;
         let state: Box<dyn SessionParticipant<S>> = match &adversary {
             Some(adversary) => adversary.session(session),
@@ -244,6 +246,9 @@ impl<S: Scheme> Member<S> {
         if self.epoch.number != Epoch::ZERO || keys.session != dkg.session {
             return self;
         }
+        let Ok(agreement) = agreement_keys::<S>(&self.epoch, &self.consensus, &self.memo) else {
+            return self;
+        };
         let session = DkgSession::finished(
             dkg,
             identity.who.me.address(),
@@ -251,6 +256,7 @@ impl<S: Scheme> Member<S> {
             self.memo.clone(),
             identity.who.key.clone(),
             genesis_keys(&identity.who, self.epoch.config.n),
+            agreement,
             mark.attempt,
         );
         if let Ok(session) = session {
@@ -382,6 +388,22 @@ pub struct RestoredParts<'a, S: Scheme> {
 /// The `n` genesis members' keys of `identity`'s directory: shared when no
 /// party may join later (a copy per member was n^2 keys in a simulation of n
 /// members).
+/// What the genesis DKG's result votes are signed and checked with: this
+/// member's consensus key and the genesis members' listed keys, bound to
+/// their listing as the epoch's consensus votes are.
+fn agreement_keys<S: Scheme>(
+    genesis: &EpochView,
+    consensus: &ConsensusSecretKey,
+    memo: &Memo,
+) -> Result<AgreementKeys<S>, ConsensusError> {
+    let keys = genesis.consensus_keys::<S>(memo)?;
+    Ok(AgreementKeys::new(
+        consensus.clone(),
+        keys.keys().clone(),
+        *keys.binding(),
+    ))
+}
+
 fn genesis_keys(identity: &MemberIdentity, n: u32) -> Arc<Vec<VerifyingKey>> {
     let keys = identity.directory.keys();
     if keys.len() == n as usize {

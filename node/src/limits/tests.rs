@@ -238,7 +238,7 @@ mod largest {
             from: NodeIndex(u32::MAX),
             qual: std::sync::Arc::new((0..members).map(NodeIndex).collect()),
             keys_digest: [5; 32],
-            signature: vec![6; 64],
+            signature: vec![6; 96],
         }));
         out.push(SessionMessage::NoComplaint { attempt: u32::MAX });
         out.push(SessionMessage::Certificate(std::sync::Arc::new(
@@ -246,7 +246,9 @@ mod largest {
                 attempt: u32::MAX,
                 qual: std::sync::Arc::new((0..members).map(NodeIndex).collect()),
                 keys_digest: [5; 32],
-                votes: (0..members).map(|i| (NodeIndex(i), vec![6; 64])).collect(),
+                signers: beacon::multisig::SignerBitmap::of(members, (0..members).map(NodeIndex))
+                    .unwrap(),
+                signature: vec![6; 96],
             },
         )));
         out

@@ -4,11 +4,12 @@
 use super::member_seed;
 use crate::dkg::relay::{SigningKey, VerifyingKey};
 use crate::dkg::session::{
-    DkgSession, SessionFailure, SessionInput, SessionMessage, SessionOutput, SessionParticipant,
-    SessionTimer,
+    AgreementKeys, DkgSession, SessionFailure, SessionInput, SessionMessage, SessionOutput,
+    SessionParticipant, SessionTimer,
 };
 use crate::dkg::*;
 use crate::effect::Effect;
+use crate::multisig::ConsensusSecretKey;
 use crate::schedule::EventQueue;
 use crate::wire;
 use rand_chacha::ChaCha20Rng;
@@ -43,6 +44,18 @@ pub fn member_keys(
     (secrets, Arc::new(keys))
 }
 
+/// The agreement keys of `n` members ([`AgreementKeys`]), member `i`'s
+/// consensus secret drawn from the 32 bytes `seed_of(i)`.
+pub fn agreement_keys<S: Scheme>(
+    n: u32,
+    seed_of: impl Fn(u32) -> [u8; 32],
+) -> Vec<AgreementKeys<S>> {
+    let secrets: Vec<ConsensusSecretKey> = (0..n)
+        .map(|i| ConsensusSecretKey::random(&mut ChaCha20Rng::from_seed(seed_of(i))))
+        .collect();
+    AgreementKeys::of_secrets(&secrets)
+}
+
 /// Honest sessions for `config`, member keys and seeds derived from `seed`.
 pub fn honest_sessions<S: Scheme>(
     config: &DkgConfig,
@@ -50,10 +63,12 @@ pub fn honest_sessions<S: Scheme>(
     memo: &Arc<Memo>,
 ) -> Result<Vec<Box<dyn SessionParticipant<S>>>, Error> {
     let (secrets, keys) = member_keys(config.n, |i| member_seed(seed ^ 0x6b65_7973, i));
+    let agreement = agreement_keys::<S>(config.n, |i| member_seed(seed ^ 0x636f_6e73, i));
     secrets
         .into_iter()
+        .zip(agreement)
         .enumerate()
-        .map(|(i, key)| {
+        .map(|(i, (key, agreement))| {
             let s = DkgSession::<S>::new(
                 config.clone(),
                 NodeIndex(i as u32),
@@ -61,6 +76,7 @@ pub fn honest_sessions<S: Scheme>(
                 memo.clone(),
                 key,
                 keys.clone(),
+                agreement,
             )?;
             Ok(Box::new(s) as Box<dyn SessionParticipant<S>>)
         })

@@ -12,9 +12,12 @@
 //!    equivocation makes the origin faulty ([`DkgInput::Faulty`]).
 //! 2. **Agreement.** When the attempt's DKG finalizes, the member signs
 //!    `(attempt session, QUAL, SHA-256 of every group public polynomial)` with its
-//!    member key and sends it to everyone ([`SignedResult`]). It outputs its result
+//!    own consensus key ([`AgreementKeys`]) and sends it to everyone, or with a hub
+//!    to the committee ([`SignedResult`]). It outputs its result
 //!    ([`SessionOutput::Complete`]) only once `n - f` members signed the same
-//!    `(QUAL, digest)` as its own.
+//!    `(QUAL, digest)` as its own: their votes add up into one multi-signature,
+//!    the result's certificate ([`ResultCertificate`]), which a committee member
+//!    sends everyone.
 //! 3. **Rerun.** At `4 * phase` after the attempt began, a member with no such
 //!    quorum starts attempt `a + 1` (a deterministic schedule: every member reruns
 //!    at the same local time), until `max_attempts`; then it fails. A member that
@@ -39,6 +42,7 @@ mod interface;
 mod outbox;
 mod recovery;
 
+pub use agreement::AgreementKeys;
 pub use interface::{
     ResultCertificate, SessionFailure, SessionInput, SessionMessage, SessionOutput,
     SessionParticipant, SessionTimer, SignedResult, Wants,
@@ -53,11 +57,8 @@ use crate::memo::Memo;
 use crate::scheme::Scheme;
 use crate::{DkgError, Error, NodeIndex, Time};
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-
-/// Domain separation of the agreement signatures.
-const RESULT_DOMAIN: &[u8] = b"sbft-beacon/dkg-result/2";
 
 /// Most messages of the next attempt kept per member of the network.
 const EARLY_PER_MEMBER: usize = 64;
@@ -77,6 +78,8 @@ pub struct DkgSession<S: Scheme> {
     memo: Arc<Memo>,
     key: SigningKey,
     keys: Arc<Vec<VerifyingKey>>,
+    /// What result votes are signed and checked with.
+    agreement: AgreementKeys<S>,
     state: State,
     attempt: u32,
     /// The current attempt's DKG, joined to its relay.
@@ -85,16 +88,18 @@ pub struct DkgSession<S: Scheme> {
     /// [`result_id`] of `result`.
     result_id: Option<[u8; 32]>,
     last_failure: Option<DkgFailure>,
-    /// Each member's first valid vote in this attempt (a committee member
-    /// holds `n`: kept small).
-    votes: BTreeMap<NodeIndex, agreement::Vote>,
+    /// Each member's first vote in this attempt whose signature is a point
+    /// (a committee member holds `n`: kept small), not yet found invalid.
+    votes: BTreeMap<NodeIndex, agreement::Vote<S>>,
+    /// Members whose vote in this attempt was invalid: they vote no more.
+    rejected: BTreeSet<NodeIndex>,
     /// The results ([`result_id`]) votes are for, as a vote names them (one
     /// in an honest attempt).
     voted: Vec<[u8; 32]>,
-    /// The first valid vote for each result in this attempt.
-    results: BTreeMap<[u8; 32], SignedResult>,
-    /// Votes per result ([`result_id`]) in this attempt.
-    tally: BTreeMap<[u8; 32], usize>,
+    /// What each result voted for or certified in this attempt is.
+    claims: BTreeMap<[u8; 32], agreement::Claim>,
+    /// Votes per result ([`result_id`]) in this attempt, and its quorum.
+    tally: BTreeMap<[u8; 32], agreement::Tally>,
     early: Vec<(NodeIndex, SessionMessage)>,
     /// What this member sent in the current attempt and sends again on
     /// request, and what it received ([`recovery`]).
@@ -121,14 +126,6 @@ pub fn keys_digest<S: Scheme>(output: &DkgOutput<S>) -> [u8; 32] {
         }
     }
     h.finalize().into()
-}
-
-fn result_bytes(session: &[u8; 32], from: NodeIndex, result: &[u8; 32]) -> Vec<u8> {
-    let mut m = RESULT_DOMAIN.to_vec();
-    m.extend_from_slice(session);
-    m.extend_from_slice(&from.0.to_be_bytes());
-    m.extend_from_slice(result);
-    m
 }
 
 /// Identifies a result `(QUAL, keys digest)` for counting votes.
@@ -165,8 +162,9 @@ fn attempt_seed(seed: &[u8; 32], config: &DkgConfig) -> [u8; 32] {
 }
 
 impl<S: Scheme> DkgSession<S> {
-    /// Member `me` of the run `config`; `key` signs its broadcasts and results,
-    /// `keys` are every member's public keys by index. `seed` feeds the dealings.
+    /// Member `me` of the run `config`; `key` signs its broadcasts, `keys`
+    /// are every member's public keys by index, `agreement` signs and checks
+    /// the result votes. `seed` feeds the dealings.
     pub fn new(
         config: DkgConfig,
         me: NodeIndex,
@@ -174,14 +172,17 @@ impl<S: Scheme> DkgSession<S> {
         memo: Arc<Memo>,
         key: SigningKey,
         keys: Arc<Vec<VerifyingKey>>,
+        agreement: AgreementKeys<S>,
     ) -> Result<Self, Error> {
-        if keys.len() != config.n as usize {
-            return Err(Error::Dkg(DkgError::KeyCount {
-                keys: keys.len(),
-                n: config.n,
-            }));
+        for listed in [keys.len(), agreement.members().n() as usize] {
+            if listed != config.n as usize {
+                return Err(Error::Dkg(DkgError::KeyCount {
+                    keys: listed,
+                    n: config.n,
+                }));
+            }
         }
-        if keys.get(me.0 as usize) != Some(&key.verifying_key()) {
+        if keys.get(me.0 as usize) != Some(&key.verifying_key()) || !agreement.lists(me) {
             return Err(Error::Dkg(DkgError::SigningKeyMismatch { member: me }));
         }
         let dkg = Self::attempt_parts(&config, me, &seed, &memo, &key, &keys, 0)?;
@@ -192,6 +193,7 @@ impl<S: Scheme> DkgSession<S> {
             memo,
             key,
             keys,
+            agreement,
             state: State::Idle,
             attempt: 0,
             dkg,
@@ -199,8 +201,9 @@ impl<S: Scheme> DkgSession<S> {
             result_id: None,
             last_failure: None,
             votes: BTreeMap::new(),
+            rejected: BTreeSet::new(),
             voted: Vec::new(),
-            results: BTreeMap::new(),
+            claims: BTreeMap::new(),
             tally: BTreeMap::new(),
             early: Vec::new(),
             recovery: recovery::Recovery::default(),
@@ -230,7 +233,7 @@ impl<S: Scheme> DkgSession<S> {
             (Some(_), Some(id)) => format!(
                 "attempt {}: agreement, {}/{quorum} votes for this result ({} votes in)",
                 self.attempt,
-                self.tally.get(id).copied().unwrap_or(0),
+                self.tally.get(id).map_or(0, |t| t.count),
                 self.votes.len()
             ),
             _ => format!("attempt {}: {}", self.attempt, self.dkg().progress()),

@@ -9,12 +9,12 @@
 //!
 //! Bounded: a dealer answers each member at most once per half phase length
 //! (a member asks once per phase length; an asker that floods gets no more),
-//! and keeps one signed deal and one certificate; the shares it sends again
-//! are rebuilt from what it dealt.
+//! and keeps one signed deal; the certificate it sends is its quorum's, and
+//! the shares it sends again are rebuilt from what it dealt.
 
 use super::outbox::{Outbox, Step};
 use super::{
-    attempt_session, result_id, DkgSession, ResultCertificate, SessionMessage, SessionOutput,
+    attempt_session, AgreementKeys, DkgSession, ResultCertificate, SessionMessage, SessionOutput,
     State, Wants,
 };
 use crate::dkg::relay::{RelayMessage, SigningKey, VerifyingKey};
@@ -34,7 +34,6 @@ const MAX_WAITS: u32 = 4;
 #[derive(Default)]
 pub(super) struct Recovery {
     deal: Option<RelayMessage>,
-    certificate: Option<Arc<ResultCertificate>>,
     answered: BTreeMap<NodeIndex, Time>,
     deals_in: BTreeSet<NodeIndex>,
     shares_in: BTreeSet<NodeIndex>,
@@ -64,13 +63,6 @@ impl Recovery {
         self.waits += 1;
         self.waits <= MAX_WAITS
     }
-
-    /// A certificate that checked out, shared with the message it came in
-    /// (thousands of members hold one of a few certificates, each with
-    /// `n - f` signatures).
-    pub(super) fn certificate(&mut self, certificate: &Arc<ResultCertificate>) {
-        self.certificate.get_or_insert_with(|| certificate.clone());
-    }
 }
 
 impl<S: Scheme> DkgSession<S> {
@@ -90,6 +82,7 @@ impl<S: Scheme> DkgSession<S> {
         memo: Arc<Memo>,
         key: SigningKey,
         keys: Arc<Vec<VerifyingKey>>,
+        agreement: AgreementKeys<S>,
         attempt: u32,
     ) -> Result<Self, Error> {
         if attempt >= config.timing.max_attempts {
@@ -99,7 +92,7 @@ impl<S: Scheme> DkgSession<S> {
             }));
         }
         let max_attempts = config.timing.max_attempts;
-        let mut session = Self::new(config, me, seed, memo, key, keys)?;
+        let mut session = Self::new(config, me, seed, memo, key, keys, agreement)?;
         // Its parts are built as attempt 0's were: this fails only for an
         // attempt the run does not have.
         if attempt != 0 && !session.enter_attempt(attempt) {
@@ -158,9 +151,8 @@ impl<S: Scheme> DkgSession<S> {
     /// `n - f` members agreed on a result, it may now hold everything that
     /// result takes (it asked for it), and adopts it.
     pub(super) fn check_material(&mut self, out: &mut Outbox<S>) {
-        let quorum = (self.base.n - self.base.max_faulty) as usize;
         let finished = self.result.is_some() || self.last_failure.is_some();
-        if self.state == State::Running && finished && self.tally.values().any(|c| *c >= quorum) {
+        if self.state == State::Running && finished && self.agreed().is_some() {
             self.check_quorum(out);
         }
     }
@@ -227,23 +219,14 @@ impl<S: Scheme> DkgSession<S> {
         }
     }
 
-    /// The certificate of the result this member output: the one it
-    /// accepted, or else one it builds from `n - f` of the votes it holds,
-    /// once, and keeps. Every answer shares it: thousands of members ask a
-    /// few that finished, and a certificate of 16,384 members carries 10,923
-    /// signatures (1.3 MB), so building one per answer held gigabytes.
-    fn agreed_certificate(&mut self) -> Option<Arc<ResultCertificate>> {
+    /// The certificate of the result this member output, once its session
+    /// is over: the one it accepted, or the sum of the votes it checked.
+    /// Every answer shares it.
+    fn agreed_certificate(&self) -> Option<Arc<ResultCertificate>> {
         if self.state != State::Over {
             return None;
         }
-        let quorum = (self.base.n - self.base.max_faulty) as usize;
-        let id = *self.tally.iter().find(|(_, c)| **c >= quorum)?.0;
-        if let Some(kept) = &self.recovery.certificate {
-            if result_id(&kept.qual, &kept.keys_digest) == id {
-                return Some(kept.clone());
-            }
-        }
-        self.keep_certificate(&id)
+        self.agreed().map(|(_, c)| c.clone())
     }
 
     /// A valid certificate of an earlier attempt than this member's: `n - f`
