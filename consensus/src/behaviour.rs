@@ -55,11 +55,15 @@ pub enum Behaviour {
     /// set of linearly related points would accept), and its own consensus
     /// key scaled likewise (a rogue sum); with the block itself.
     ShareSumCertificate,
+    /// DKG: sends its result vote with a signature that is a point of the
+    /// group but no signature (the group's generator), so that the sum of
+    /// every quorum it is counted in fails.
+    BadResultVote,
 }
 
 impl Behaviour {
     /// Every kind, for campaigns.
-    pub const ALL: [Behaviour; 16] = [
+    pub const ALL: [Behaviour; 17] = [
         Behaviour::EquivocatingPrimary,
         Behaviour::BadShares,
         Behaviour::WithholdShares,
@@ -76,6 +80,7 @@ impl Behaviour {
         Behaviour::FalseSettled,
         Behaviour::FloodFutureHeights,
         Behaviour::ShareSumCertificate,
+        Behaviour::BadResultVote,
     ];
 
     /// How many of [`Behaviour::ALL`] (the first) campaigns drew from before
@@ -103,6 +108,7 @@ impl Behaviour {
             Behaviour::ReplayOldSession => "replay-old-session",
             Behaviour::FalseSettled => "false-settled",
             Behaviour::ShareSumCertificate => "share-sum-certificate",
+            Behaviour::BadResultVote => "bad-result-vote",
         }
     }
 }

@@ -18,8 +18,14 @@
 //!   and, when the next attempt begins, sends them to everyone as messages of the
 //!   new attempt. Without per-attempt signatures an honest dealer's old deal looks
 //!   like a second version of its new one.
+//! - `bad-result-vote`: sends its result vote with a signature that is a
+//!   point of the group but no signature (the generator). Votes are checked
+//!   as one sum once a result has `n - f` of them: without finding and
+//!   dropping the invalid one (random weights, bisection), the sum of every
+//!   quorum it is counted in fails, and no certificate ever forms.
 
 use crate::behaviour::Behaviour;
+use beacon::curve::Point as _;
 use beacon::dkg::relay::{Kind, RelayMessage};
 use beacon::dkg::session::{
     DkgSession, SessionInput, SessionMessage, SessionOutput, SessionParticipant, SessionTimer,
@@ -36,7 +42,10 @@ impl Behaviour {
     pub fn is_dkg(&self) -> bool {
         matches!(
             self,
-            Behaviour::ComplaintVersions | Behaviour::ReplayOldSession | Behaviour::FalseSettled
+            Behaviour::ComplaintVersions
+                | Behaviour::ReplayOldSession
+                | Behaviour::FalseSettled
+                | Behaviour::BadResultVote
         )
     }
 }
@@ -112,8 +121,23 @@ impl<S: Scheme> ByzantineSession<S> {
                 out.push(a);
                 out.extend(self.complaint_versions());
             }
+            (Behaviour::BadResultVote, SessionOutput::Effect(effect)) => {
+                out.push(SessionOutput::Effect(effect.map(no_signature::<S>, |t| t)));
+            }
             (_, a) => out.push(a),
         }
+    }
+}
+
+/// `message` with a result vote's signature replaced by the signature
+/// group's generator: a point, so it decodes, but no signature.
+fn no_signature<S: Scheme>(message: SessionMessage) -> SessionMessage {
+    match message {
+        SessionMessage::Result(mut vote) => {
+            vote.signature = S::Signature::generator().to_bytes();
+            SessionMessage::Result(vote)
+        }
+        other => other,
     }
 }
 

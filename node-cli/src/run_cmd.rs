@@ -20,7 +20,8 @@ pub struct RunArgs {
     /// Make this node Byzantine, to test the others' defences (never in
     /// production): equivocating-primary, bad-shares, withhold-shares,
     /// silent-collector, conflicting-view-change, silent (its replica), or
-    /// complaint-versions, replay-old-session, false-settled (its DKG).
+    /// complaint-versions, replay-old-session, false-settled, bad-result-vote
+    /// (its DKG).
     #[arg(long, value_name = "BEHAVIOUR")]
     byzantine: Option<consensus::Behaviour>,
     /// Worker threads of the runtime (1: everything on the main thread).

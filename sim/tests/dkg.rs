@@ -113,6 +113,8 @@ fn with_a_committee_the_dkg_attacks_still_fail() {
         (4, "replay-old-session"),
         (5, "false-settled"),
         (6, "false-settled"),
+        (7, "bad-result-vote"),
+        (8, "bad-result-vote"),
     ] {
         let mut cfg = scenario(16, seed);
         cfg.dkg.dealers = 4;
