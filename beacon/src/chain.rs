@@ -13,7 +13,7 @@
 
 use crate::curve::{Point, G1, G2};
 use crate::scheme::{MinPk, MinSig, Scheme, SchemeId};
-use crate::time::{clamp_i64, RoundSchedule};
+use crate::time::{clamp_i64, Period, RoundSchedule};
 use crate::wire::hex_bytes;
 use crate::{ChainBreak, Error, SignatureError};
 use serde::{Deserialize, Serialize};
@@ -196,7 +196,9 @@ pub fn canonical_id(id: &str) -> &str {
 pub struct ChainInfo {
     /// The group public key (compressed).
     pub public_key: Vec<u8>,
-    /// Seconds between rounds (0: back-to-back rounds).
+    /// Seconds between rounds (0: back-to-back rounds): drand's `period`,
+    /// the whole seconds it publishes and hashes ([`Self::round_period`] is
+    /// the same as a [`Period`]).
     pub period: u32,
     /// Unix time of round 1.
     pub genesis_time: i64,
@@ -220,6 +222,11 @@ impl ChainInfo {
             h.update(self.beacon_id.as_bytes());
         }
         h.finalize().into()
+    }
+
+    /// The time between two rounds, as a [`Period`].
+    pub fn round_period(&self) -> Period {
+        Period::from_secs(self.period)
     }
 
     /// When this chain's rounds are due, in Unix seconds ([`RoundSchedule`]).

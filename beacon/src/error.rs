@@ -133,6 +133,46 @@ pub enum Error {
     /// A resharing input or state is invalid.
     #[error("reshare: {0}")]
     Reshare(ReshareError),
+    /// A beacon period is not usable where it is asked for.
+    #[error("period: {0}")]
+    Period(PeriodError),
+}
+
+/// Why a beacon period ([`crate::time::Period`]) is refused ([`Error::Period`]).
+/// Each message starts with the period, so that a caller can put the name of
+/// its key before it (`period_ms = 1500ms: must be whole seconds ...`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PeriodError {
+    /// More milliseconds than `u64` microseconds hold.
+    #[error("{ms} ms: too large (microseconds overflow 64 bits)")]
+    TooLong {
+        /// The milliseconds given.
+        ms: u64,
+    },
+    /// Not whole milliseconds, where milliseconds are written.
+    #[error("{period}: must be whole milliseconds")]
+    NotWholeMillis {
+        /// The period.
+        period: crate::time::Period,
+    },
+    /// Not whole seconds, where chain info needs them.
+    #[error("{period}: must be whole seconds (chain info counts the period in seconds)")]
+    NotWholeSeconds {
+        /// The period.
+        period: crate::time::Period,
+    },
+    /// More seconds than chain info's `u32` holds.
+    #[error("{period}: more seconds than chain info can hold (u32)")]
+    TooManySeconds {
+        /// The period.
+        period: crate::time::Period,
+    },
+}
+
+impl From<PeriodError> for Error {
+    fn from(e: PeriodError) -> Self {
+        Error::Period(e)
+    }
 }
 
 /// Why a signature, a beacon or a chain's description is refused

@@ -61,13 +61,14 @@ pub mod wire;
 pub use chain::{Beacon, BeaconJson, ChainInfo, ChainInfoJson};
 pub use curve::{Point, G1, G2};
 pub use error::{
-    ChainBreak, DkgError, Error, HexError, MemberSet, ReshareError, SignatureError, WireError,
+    ChainBreak, DkgError, Error, HexError, MemberSet, PeriodError, ReshareError, SignatureError,
+    WireError,
 };
 pub use field::Scalar;
 pub use lagrange::{InterpolationMethod, LagrangeCoefficients, SignerDomain};
 pub use scheme::{MinPk, MinPkUnchained, MinSig, MinSigUnchained, Scheme, SchemeId};
 pub use threshold::{deal, Recovery, SecretShare, ShareSet, SignatureShare, ThresholdPublicKey};
-pub use time::Time;
+pub use time::{Period, Time};
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

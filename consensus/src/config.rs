@@ -15,7 +15,7 @@
 
 use crate::ConsensusError;
 use beacon::multisig::SignerBitmap;
-use beacon::time::{clamp_u64, RoundSchedule, US_PER_S};
+use beacon::time::{clamp_u64, Period, RoundSchedule, US_PER_S};
 use beacon::{ChainInfo, SchemeId};
 use serde::{Deserialize, Serialize};
 
@@ -52,7 +52,7 @@ pub enum BeaconShares {
 pub const EVERYONE_SHARES_UP_TO: u32 = 16;
 
 impl BeaconShares {
-    /// The route of a network of `n` replicas, `period_us` apart (0: back to
+    /// The route of a network of `n` replicas, `period` apart (zero: back to
     /// back), that does not choose one, as measured (`docs/results.md`):
     /// - paced, up to [`EVERYONE_SHARES_UP_TO`] replicas: everyone. The beacon
     ///   comes one message delay after the round's time instead of two
@@ -63,8 +63,8 @@ impl BeaconShares {
     ///   only cost CPU (4 nodes: 17.6 against 19.8 ms on a 2-core machine).
     /// - above that size: the collectors, where `n^2` messages a round cost
     ///   more than the delay saved.
-    pub fn for_network(n: u32, period_us: u64) -> BeaconShares {
-        if period_us > 0 && n <= EVERYONE_SHARES_UP_TO {
+    pub fn for_network(n: u32, period: Period) -> BeaconShares {
+        if !period.is_zero() && n <= EVERYONE_SHARES_UP_TO {
             BeaconShares::Everyone
         } else {
             BeaconShares::Collectors
@@ -139,8 +139,10 @@ pub struct ReplicaSettings {
     pub beacon_threshold: u32,
     /// Lag `k`: the beacon of height `h - k` elects the primary and collectors of `h`.
     pub election_lag: u64,
-    /// Beacon period in microseconds (0 = back-to-back rounds).
-    pub period_us: u64,
+    /// Beacon period (zero: back-to-back rounds), whole seconds that chain
+    /// info can publish; serialized as `period_us`, its microseconds.
+    #[serde(rename = "period_us")]
+    pub period: Period,
     /// Time of round 1 (replicas sign height `h` at
     /// `genesis_time + (h - 1) * period` by their clocks).
     pub genesis_time_us: u64,
@@ -241,7 +243,7 @@ impl ReplicaConfig {
             c,
             beacon_threshold: f + 1,
             election_lag: 0,
-            period_us: 0,
+            period: Period::ZERO,
             genesis_time_us: 0,
             genesis_seed: [0; 32],
             max_clock_skew_us: DEFAULT_CLOCK_SKEW_US,
@@ -266,7 +268,7 @@ impl ReplicaSettings {
     /// one for the network's size and pace.
     pub fn beacon_share_route(&self) -> BeaconShares {
         self.beacon_shares
-            .unwrap_or_else(|| BeaconShares::for_network(self.n, self.period_us))
+            .unwrap_or_else(|| BeaconShares::for_network(self.n, self.period))
     }
 
     /// These settings as a config, if they are valid ([`Self::validate`]).
@@ -275,7 +277,8 @@ impl ReplicaSettings {
     }
 
     /// Checks `n = 3f + 2c + 1` exactly (every quorum is derived from `f` and
-    /// `c`, and is only safe at that size: `SAFETY.md`), threshold bounds and
+    /// `c`, and is only safe at that size: `SAFETY.md`), threshold bounds,
+    /// a period of whole seconds (chain info publishes seconds) and
     /// timeouts.
     pub fn validate(&self) -> Result<(), ConsensusError> {
         check_size(self.n, self.c)?;
@@ -306,6 +309,12 @@ impl ReplicaSettings {
             u64::from(self.n - self.f),
         )?;
         range("election_lag", self.election_lag, 1, MAX_ELECTION_LAG)?;
+        self.period
+            .as_secs()
+            .map_err(|source| ConsensusError::Period {
+                name: "period_us",
+                source,
+            })?;
         check_positive([
             ("fast_path_timeout_us", self.fast_path_timeout_us),
             ("view_change_timeout_us", self.view_change_timeout_us),
@@ -390,7 +399,8 @@ impl ReplicaSettings {
     pub fn chain_info(&self, public_key: Vec<u8>, scheme: SchemeId) -> ChainInfo {
         ChainInfo {
             public_key,
-            period: u32::try_from(self.period_us / US_PER_S).unwrap_or(u32::MAX),
+            // Whole seconds within u32 by validation ([`Self::validate`]).
+            period: self.period.as_secs().unwrap_or(u32::MAX),
             genesis_time: i64::try_from(self.genesis_time_us / US_PER_S).unwrap_or(i64::MAX),
             genesis_seed: self.genesis_seed.to_vec(),
             scheme,
@@ -418,7 +428,7 @@ impl ReplicaSettings {
     /// the round's time by two message delays. Back-to-back chains (no period)
     /// have no such time.
     pub fn signing_time(&self, height: u64) -> u64 {
-        if self.period_us == 0 {
+        if self.period.is_zero() {
             return 0;
         }
         self.time_of_round(height)
@@ -430,7 +440,7 @@ impl ReplicaSettings {
     /// [`Self::signing_time`] by its clock). What the simulator checks every
     /// honest beacon against. Back-to-back chains have no such time.
     pub fn release_time(&self, height: u64) -> u64 {
-        if self.period_us == 0 {
+        if self.period.is_zero() {
             return 0;
         }
         self.time_of_round(height)
@@ -442,7 +452,7 @@ impl ReplicaSettings {
     pub fn schedule(&self) -> RoundSchedule {
         RoundSchedule {
             genesis: i128::from(self.genesis_time_us),
-            period: self.period_us,
+            period: self.period.as_micros(),
         }
     }
 

@@ -1,15 +1,23 @@
-//! Genuine protocol messages for fuzzing message sequences: a few heights of an
-//! all-honest network, run over a zero-delay FIFO with one forced view change,
-//! so that every message kind appears with valid signatures. Fuzzers and
-//! property tests mutate these (views, heights, senders) and feed them to a
-//! [`crate::Member`] in arbitrary order with arbitrary timers; the replica must
-//! never panic and never commit two blocks at one height.
+//! Honest runs for tests and fuzzers, in memory:
+//!
+//! - [`honest_dkg`]: the key material of an all-honest DKG, to start replicas
+//!   from;
+//! - [`MemberNet`] and [`run_genesis_dkg`]: genesis [`Member`]s running their
+//!   DKG with each other over a FIFO network (the one such loop, for the
+//!   member's step tables and the disk contract of both drivers);
+//! - [`genuine_messages`] and [`relabel`]: genuine protocol messages for
+//!   fuzzing message sequences: a few heights of an all-honest network, run
+//!   over a zero-delay FIFO with one forced view change, so that every message
+//!   kind appears with valid signatures. Fuzzers and property tests mutate
+//!   these (views, heights, senders) and feed them to a [`Member`] in
+//!   arbitrary order with arbitrary timers; the replica must never panic and
+//!   never commit two blocks at one height.
 
 use crate::config::ReplicaConfig;
 use crate::keys::{EpochKeys, ReplicaKeys};
 use crate::messages::Message;
 use crate::replica::{Input, Output, Replica, Timer};
-use crate::{Height, View};
+use crate::{Height, Member, MemberInput, MemberOutput, MemberTimer, View};
 use beacon::dkg::{harness, DkgOutput, DkgSettings, DkgTiming};
 use beacon::effect::Effect;
 use beacon::memo::Memo;
@@ -45,6 +53,121 @@ pub fn honest_dkg<S: Scheme>(config: &ReplicaConfig, seed: u64) -> Vec<Arc<DkgOu
         .into_iter()
         .filter_map(|r| r.and_then(Result::ok))
         .collect()
+}
+
+/// The in-memory network of a genesis DKG among members `0..n`: what one
+/// member's outputs send is delivered in order (FIFO, at once), a broadcast
+/// to each other member, and the earliest timer fires when nothing is in
+/// flight. The caller owns the members: it takes the next input
+/// ([`MemberNet::next_input`]), hands it to its member at
+/// [`MemberNet::now`], and gives the outputs back ([`MemberNet::route`]).
+/// [`run_genesis_dkg`] is that loop; a test that takes members down or
+/// brings them back drives it itself.
+pub struct MemberNet<S: Scheme> {
+    n: u32,
+    queue: VecDeque<(u32, MemberInput<S>)>,
+    timers: EventQueue<(u32, MemberTimer)>,
+    now: Time,
+}
+
+impl<S: Scheme> MemberNet<S> {
+    /// A network of `n` members at time zero, each of `started` with a
+    /// [`MemberInput::Start`] queued.
+    pub fn new(n: u32, started: impl IntoIterator<Item = u32>) -> Self {
+        MemberNet {
+            n,
+            queue: started
+                .into_iter()
+                .map(|i| (i, MemberInput::Start))
+                .collect(),
+            timers: EventQueue::new(),
+            now: Time::ZERO,
+        }
+    }
+
+    /// The network's time: that of the last timer fired.
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// Queues a [`MemberInput::Start`] for member `i` (one that comes back).
+    pub fn start(&mut self, i: u32) {
+        self.queue.push_back((i, MemberInput::Start));
+    }
+
+    /// The next input and the member it is for: the first message in
+    /// flight, else the earliest timer (time moves on to it); `None` when
+    /// nothing is left.
+    pub fn next_input(&mut self) -> Option<(u32, MemberInput<S>)> {
+        if let Some(next) = self.queue.pop_front() {
+            return Some(next);
+        }
+        let (at, (to, timer)) = self.timers.pop()?;
+        self.now = self.now.max(at);
+        Some((to, MemberInput::Timer(timer)))
+    }
+
+    /// Moves time on to `at` if nothing is in flight and no timer fires
+    /// before it (a member due back then); whether it did.
+    pub fn idle_until(&mut self, at: Time) -> bool {
+        let idle = self.queue.is_empty() && self.timers.next_time().is_none_or(|t| at < t);
+        if idle {
+            self.now = self.now.max(at);
+        }
+        idle
+    }
+
+    /// Carries member `from`'s outputs: its sends to members and broadcasts
+    /// onto the network, its timers into the queue; the rest is the
+    /// caller's to look at before.
+    pub fn route(&mut self, from: u32, outputs: Vec<MemberOutput<S>>) {
+        let message = |envelope| MemberInput::Message {
+            from: NodeIndex(from),
+            envelope,
+        };
+        for o in outputs {
+            match o {
+                MemberOutput::Effect(Effect::Send {
+                    to: NodeIndex(to),
+                    message: envelope,
+                }) if to < self.n => self.queue.push_back((to, message(envelope))),
+                MemberOutput::Effect(Effect::Broadcast(envelope)) => {
+                    for to in (0..self.n).filter(|to| *to != from) {
+                        self.queue.push_back((to, message(envelope.clone())));
+                    }
+                }
+                MemberOutput::Effect(Effect::SetTimer { at, timer }) => {
+                    self.timers.push(at, (from, timer))
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Runs the genesis DKG of `members` (member `i` at index `i`) over a
+/// [`MemberNet`], every member started at time zero, until member `watched`
+/// completes it ([`MemberOutput::DkgComplete`]): returns the outputs of the
+/// input that completed it (not routed), or `None` if the network runs out
+/// of inputs first. The members keep their state, so that a test goes on
+/// from there.
+pub fn run_genesis_dkg<S: Scheme>(
+    members: &mut [Member<S>],
+    watched: u32,
+) -> Option<Vec<MemberOutput<S>>> {
+    let n = u32::try_from(members.len()).ok()?;
+    let mut net = MemberNet::new(n, 0..n);
+    loop {
+        let (to, input) = net.next_input()?;
+        let out = members.get_mut(to as usize)?.handle(net.now(), input);
+        let completed = out
+            .iter()
+            .any(|o| matches!(o, MemberOutput::DkgComplete(_)));
+        if to == watched && completed {
+            return Some(out);
+        }
+        net.route(to, out);
+    }
 }
 
 /// Every message delivered while `outputs.len()` honest replicas finalize

@@ -92,6 +92,16 @@ pub enum ConsensusError {
         /// Why it cannot be used.
         reason: &'static str,
     },
+    /// A beacon period the protocol cannot use (not whole seconds, too
+    /// long), named by its key.
+    #[error("{name} = {source}")]
+    Period {
+        /// The parameter (`period_ms` in a `[protocol]` table, `period_us` in
+        /// a replica's settings).
+        name: &'static str,
+        /// Why it cannot be used (its message starts with the period).
+        source: beacon::PeriodError,
+    },
     /// Key material from a DKG with other parameters than the replica's.
     #[error("DKG (n = {dkg_n}, thresholds {dkg_thresholds:?}) does not match the replica config (n = {n}, thresholds {thresholds:?})")]
     DkgMismatch {

@@ -5,7 +5,8 @@
 //!   (a LAN, or a WAN of a few regions): 50 ms fast-path wait, 1 s view change,
 //!   100 ms backup collector delay. Scenarios write their own values out.
 //! - One unit in files, milliseconds; [`ms_to_us`] is the only conversion to the
-//!   microseconds of [`ReplicaConfig`].
+//!   microseconds of [`ReplicaConfig`], and the period is a [`Period`] from
+//!   the moment it is read (`period_ms`, through [`beacon::time::period_ms`]).
 //! - One builder, [`ReplicaConfig::from_params`], used by the simulator and the
 //!   node, so that a scenario's table pasted into `node.toml` gives the node the
 //!   replica config the simulator ran (same `n`; the genesis time and seed are
@@ -19,7 +20,7 @@ use crate::config::{check_positive, check_size, smallest_collector_slack, Beacon
 use crate::{ConsensusError, ReplicaConfig};
 use beacon::dkg::committee::Committee;
 use beacon::dkg::{DkgConfig, DkgSettings, DkgTiming};
-use beacon::time::MS_PER_S;
+use beacon::time::Period;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -46,8 +47,10 @@ pub struct ProtocolParams {
     /// Election lag `k`: the beacon of height `h - k` elects height `h`
     /// (`1..=MAX_ELECTION_LAG`).
     pub election_lag: u64,
-    /// Milliseconds between rounds, whole seconds (0: back-to-back rounds).
-    pub period_ms: u64,
+    /// Time between rounds, whole seconds (zero: back-to-back rounds); the
+    /// key `period_ms`, in milliseconds.
+    #[serde(rename = "period_ms", with = "beacon::time::period_ms")]
+    pub period: Period,
     /// How long a collector waits for the fast path before preparing (ms, > 0).
     pub fast_path_timeout_ms: u64,
     /// Base view-change timeout (ms, > 0; doubled per view).
@@ -74,7 +77,7 @@ impl Default for ProtocolParams {
             c: None,
             beacon_threshold: 0,
             election_lag: 1,
-            period_ms: 0,
+            period: Period::ZERO,
             fast_path_timeout_ms: DEFAULT_FAST_PATH_TIMEOUT_MS,
             view_change_timeout_ms: DEFAULT_VIEW_CHANGE_TIMEOUT_MS,
             backup_collector_delay_ms: DEFAULT_BACKUP_COLLECTOR_DELAY_MS,
@@ -164,18 +167,12 @@ impl ProtocolParams {
 
     /// The period in whole seconds, as chain info publishes it.
     pub fn period_s(&self) -> Result<u32, ConsensusError> {
-        if self.period_ms % MS_PER_S != 0 {
-            return Err(ConsensusError::Unusable {
+        self.period
+            .as_secs()
+            .map_err(|source| ConsensusError::Period {
                 name: "period_ms",
-                value: self.period_ms,
-                reason: "must be whole seconds (chain info counts the period in seconds)",
-            });
-        }
-        u32::try_from(self.period_ms / MS_PER_S).map_err(|_| ConsensusError::Unusable {
-            name: "period_ms",
-            value: self.period_ms,
-            reason: "more seconds than chain info can hold (u32)",
-        })
+                source,
+            })
     }
 
     /// Checks what needs no `n`, named by the table's keys: positive
@@ -192,11 +189,10 @@ impl ProtocolParams {
         self.durations_us().map(|_| ())
     }
 
-    /// Period, fast-path timeout, view-change timeout and backup delay in
+    /// Fast-path timeout, view-change timeout and backup delay in
     /// microseconds.
-    fn durations_us(&self) -> Result<[u64; 4], ConsensusError> {
+    fn durations_us(&self) -> Result<[u64; 3], ConsensusError> {
         Ok([
-            ms_to_us("period_ms", self.period_ms)?,
             ms_to_us("fast_path_timeout_ms", self.fast_path_timeout_ms)?,
             ms_to_us("view_change_timeout_ms", self.view_change_timeout_ms)?,
             ms_to_us("backup_collector_delay_ms", self.backup_collector_delay_ms)?,
@@ -224,9 +220,9 @@ impl ReplicaConfig {
         if params.beacon_threshold > 0 {
             cfg.beacon_threshold = params.beacon_threshold;
         }
-        let [period, fast_path, view_change, backup] = params.durations_us()?;
+        let [fast_path, view_change, backup] = params.durations_us()?;
         cfg.election_lag = params.election_lag;
-        cfg.period_us = period;
+        cfg.period = params.period;
         cfg.fast_path_timeout_us = fast_path;
         cfg.view_change_timeout_us = view_change;
         cfg.backup_collector_delay_us = backup;
@@ -276,12 +272,13 @@ impl ReplicaConfig {
 mod tests {
     use super::*;
     use crate::config::MAX_ELECTION_LAG;
+    use beacon::time::US_PER_S;
 
     #[test]
     fn beacon_shares_go_to_everyone_on_small_paced_networks() {
-        let route = |n: u32, period_ms: u64, set: Option<BeaconShares>| {
+        let route = |n: u32, period_s: u32, set: Option<BeaconShares>| {
             let params = ProtocolParams {
-                period_ms,
+                period: Period::from_secs(period_s),
                 beacon_shares: set,
                 ..ProtocolParams::default()
             };
@@ -289,14 +286,14 @@ mod tests {
                 .unwrap()
                 .beacon_share_route()
         };
-        assert_eq!(route(4, 1_000, None), BeaconShares::Everyone);
-        assert_eq!(route(16, 3_000, None), BeaconShares::Everyone);
-        assert_eq!(route(17, 1_000, None), BeaconShares::Collectors);
+        assert_eq!(route(4, 1, None), BeaconShares::Everyone);
+        assert_eq!(route(16, 3, None), BeaconShares::Everyone);
+        assert_eq!(route(17, 1, None), BeaconShares::Collectors);
         assert_eq!(route(4, 0, None), BeaconShares::Collectors);
         let everyone = Some(BeaconShares::Everyone);
         assert_eq!(route(64, 0, everyone), BeaconShares::Everyone);
         let collectors = Some(BeaconShares::Collectors);
-        assert_eq!(route(4, 1_000, collectors), BeaconShares::Collectors);
+        assert_eq!(route(4, 1, collectors), BeaconShares::Collectors);
         let p: ProtocolParams = toml::from_str("beacon_shares = \"everyone\"").unwrap();
         assert_eq!(p.beacon_shares, everyone);
         assert!(toml::from_str::<ProtocolParams>("beacon_shares = \"all\"").is_err());
@@ -304,7 +301,7 @@ mod tests {
         let small = ReplicaConfig::from_params(
             4,
             &ProtocolParams {
-                period_ms: 1_000,
+                period: Period::from_secs(1),
                 ..ProtocolParams::default()
             },
         )
@@ -319,7 +316,7 @@ mod tests {
         assert_eq!(p.c, None);
         assert_eq!(p.beacon_threshold, 0);
         assert_eq!(p.election_lag, 1);
-        assert_eq!(p.period_ms, 0);
+        assert_eq!(p.period, Period::ZERO);
         assert_eq!(p.fast_path_timeout_ms, 50);
         assert_eq!(p.view_change_timeout_ms, 1_000);
         assert_eq!(p.backup_collector_delay_ms, 100);
@@ -349,7 +346,7 @@ mod tests {
         assert_eq!((cfg.n, cfg.f, cfg.c), (12, 3, 1));
         assert_eq!(cfg.beacon_threshold, 5);
         assert_eq!(cfg.election_lag, 3);
-        assert_eq!(cfg.period_us, 2_000_000);
+        assert_eq!(cfg.period, Period::from_secs(2));
         assert_eq!(cfg.fast_path_timeout_us, 400_000);
         assert_eq!(cfg.view_change_timeout_us, 2_500_000);
         assert_eq!(cfg.backup_collector_delay_us, 30_000);
@@ -397,7 +394,7 @@ mod tests {
         assert!(m.contains("beacon_threshold = 4 outside [2, 3]"), "{m}");
         let m = bad(|p| p.beacon_threshold = 1, 4);
         assert!(m.contains("beacon_threshold = 1 outside [2, 3]"), "{m}");
-        let m = bad(|p| p.period_ms = 1_500, 4);
+        let m = bad(|p| p.period = Period::from_millis(1_500).unwrap(), 4);
         assert!(
             m.contains("period_ms = 1500") && m.contains("whole seconds"),
             "{m}"
@@ -407,8 +404,26 @@ mod tests {
             m.contains("view_change_timeout_ms") && m.contains("overflow"),
             "{m}"
         );
-        let m = bad(|p| p.period_ms = (u64::from(u32::MAX) + 1) * 1_000, 4);
-        assert!(m.contains("period_ms"), "{m}");
+        let m = bad(
+            |p| p.period = Period::from_micros((u64::from(u32::MAX) + 1) * US_PER_S),
+            4,
+        );
+        assert!(m.contains("period_ms") && m.contains("u32"), "{m}");
+        // A replica's settings edited by hand are checked alike.
+        let m = ReplicaConfig::new(4, 0)
+            .unwrap()
+            .with(|s| s.period = Period::from_millis(1_500).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            m.starts_with("period_us = 1500ms: must be whole seconds"),
+            "{m}"
+        );
+        // In a table: too long for microseconds, refused as it is read.
+        let e = toml::from_str::<ProtocolParams>("period_ms = 9223372036854775807")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("period_ms") && e.contains("overflow"), "{e}");
         let m = bad(|p| p.c = Some(1), 4);
         assert!(m.contains("not 3f + 2c + 1"), "{m}");
         // Unknown keys are refused by name.

@@ -571,7 +571,7 @@ fn eager_primary_releases_nothing_early<S: Scheme>() {
     for seed in [1, 2] {
         let cfg = fast_config(4, 0)
             .with(|s| {
-                s.period_us = 1_000_000;
+                s.period = beacon::Period::from_secs(1);
                 s.genesis_time_us = 2_000_000;
                 s.max_clock_skew_us = 50_000;
             })

@@ -5,6 +5,7 @@
 //! unchanged on real nodes.
 
 use anyhow::{bail, Context, Result};
+use beacon::Period;
 use clap::Args;
 use consensus::{BeaconShares, ProtocolParams};
 use std::path::{Path, PathBuf};
@@ -47,7 +48,7 @@ impl ProtocolArgs {
             params.c = Some(c);
         }
         if let Some(p) = self.period {
-            params.period_ms = u64::from(p) * 1_000;
+            params.period = Period::from_secs(p);
         }
         if let Some(shares) = self.beacon_shares {
             params.beacon_shares = Some(shares);
@@ -104,9 +105,9 @@ mod tests {
     fn defaults_without_a_file() {
         let p = args(None, None, None).params(4).unwrap();
         assert_eq!(p.c, Some(0));
-        assert_eq!(p.period_ms, 0);
+        assert_eq!(p.period, Period::ZERO);
         let p = args(None, None, Some(3)).params(6).unwrap();
-        assert_eq!((p.c, p.period_ms), (Some(1), 3_000));
+        assert_eq!((p.c, p.period.as_millis()), (Some(1), Ok(3_000)));
     }
 
     #[test]
@@ -118,7 +119,7 @@ mod tests {
         let want: ProtocolParams = doc["protocol"].clone().try_into().unwrap();
         assert_eq!(p, ProtocolParams { c: Some(0), ..want });
         let p = args(Some(&file), Some(1), Some(2)).params(6).unwrap();
-        assert_eq!((p.c, p.period_ms), (Some(1), 2_000));
+        assert_eq!((p.c, p.period.as_millis()), (Some(1), Ok(2_000)));
         assert_eq!(p.fast_path_timeout_ms, want.fast_path_timeout_ms);
     }
 

@@ -6,7 +6,6 @@ use beacon::dkg::session::SessionMessage;
 use beacon::dkg::{DkgOutput, DkgTiming};
 use beacon::effect::Effect;
 use beacon::memo::Memo;
-use beacon::schedule::EventQueue;
 use beacon::{MinSig, NodeIndex, Time};
 use consensus::disk::{persist, write_kind, DealingSeed, Disk, DiskWrite};
 use consensus::epoch::{Directory, EpochView, MemberIdentity};
@@ -16,7 +15,6 @@ use consensus::{
 };
 use node::store::Store;
 use sim::disk::SimDisk;
-use std::collections::VecDeque;
 
 type S = MinSig;
 
@@ -62,8 +60,8 @@ fn dealing_mark(outputs: &[MemberOutput<S>]) -> DealingSeed {
         .expect("the genesis DKG marks its dealing seed")
 }
 
-/// Genesis members 0..4 run the DKG (member 0 from `DEALING_SEED`),
-/// messages delivered in order, timers fired when nothing is in flight;
+/// Genesis members 0..4 run the DKG (member 0 from `DEALING_SEED`) over
+/// the shared in-memory network ([`consensus::corpus::run_genesis_dkg`]);
 /// returns member 0 and the outputs of the input that completed its DKG.
 fn genesis_dkg() -> (Member<S>, Vec<MemberOutput<S>>) {
     let config = config();
@@ -83,49 +81,8 @@ fn genesis_dkg() -> (Member<S>, Vec<MemberOutput<S>>) {
             .unwrap()
         })
         .collect();
-    let mut queue: VecDeque<(u32, MemberInput<S>)> =
-        (0..MEMBERS).map(|i| (i, MemberInput::Start)).collect();
-    let mut timers: EventQueue<(u32, MemberTimer)> = EventQueue::new();
-    let mut now = Time::ZERO;
-    loop {
-        let (to, input) = match queue.pop_front() {
-            Some(next) => next,
-            None => {
-                let (at, (to, timer)) = timers.pop().expect("the DKG ends");
-                now = now.max(at);
-                (to, MemberInput::Timer(timer))
-            }
-        };
-        let out = members[to as usize].handle(now, input);
-        if to == 0
-            && out
-                .iter()
-                .any(|o| matches!(o, MemberOutput::DkgComplete(_)))
-        {
-            return (members.swap_remove(0), out);
-        }
-        let message = |from: u32, envelope| MemberInput::Message {
-            from: NodeIndex(from),
-            envelope,
-        };
-        for o in out {
-            match o {
-                MemberOutput::Effect(Effect::Send {
-                    to: NodeIndex(d),
-                    message: envelope,
-                }) if d < MEMBERS => queue.push_back((d, message(to, envelope))),
-                MemberOutput::Effect(Effect::Broadcast(envelope)) => {
-                    for d in (0..MEMBERS).filter(|d| *d != to) {
-                        queue.push_back((d, message(to, envelope.clone())));
-                    }
-                }
-                MemberOutput::Effect(Effect::SetTimer { at, timer }) => {
-                    timers.push(at, (to, timer))
-                }
-                _ => {}
-            }
-        }
-    }
+    let out = consensus::corpus::run_genesis_dkg(&mut members, 0).expect("the DKG ends");
+    (members.swap_remove(0), out)
 }
 
 /// Carries out `outputs`' durable writes on `disk` in order, as a driver

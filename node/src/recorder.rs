@@ -88,9 +88,9 @@ impl<S: Scheme> Observer<S> for Recorder<S> {
             round: beacon.round,
             learned_at_us: learned_at.0,
             latency_ms: latency_us as f64 / 1000.0,
-            delay_ms: (self.replica.period_us > 0).then(|| {
-                let due = self.replica.time_of_round(beacon.round);
-                learned_at.0 as f64 / 1000.0 - due as f64 / 1000.0
+            delay_ms: (!self.replica.period.is_zero()).then(|| {
+                let due = Time(self.replica.time_of_round(beacon.round));
+                learned_at.millis_after_f64(due)
             }),
             protocol_cpu_ms: self.cpu_since_beacon as f64 / 1e6,
             process_cpu_ms: process.saturating_sub(self.process_cpu_at_beacon) as f64 / 1e6,

@@ -175,7 +175,7 @@ pub fn time_bound_us(cfg: &SimConfig) -> Option<u64> {
     let height = replica
         .recovery_bound_us(faulty + lossy + 1)
         .saturating_add(tau(0))
-        .saturating_add(replica.period_us);
+        .saturating_add(replica.period.as_micros());
     let interrupted = if healed == 0 {
         0
     } else {
@@ -251,12 +251,7 @@ fn run_seed(base: &SimConfig, seed: u64) -> Result<CampaignRun, SimError> {
         beacon_shares: cfg
             .protocol
             .beacon_shares
-            .unwrap_or_else(|| {
-                consensus::BeaconShares::for_network(
-                    cfg.nodes,
-                    cfg.protocol.period_ms.saturating_mul(US_PER_MS),
-                )
-            })
+            .unwrap_or_else(|| consensus::BeaconShares::for_network(cfg.nodes, cfg.protocol.period))
             .name(),
         rounds: report.rounds,
         violations: report.violations,

@@ -47,7 +47,7 @@ impl Stats {
             view_changes: BTreeSet::new(),
             finalized: vec![Height::ZERO; slots],
             evidence: BTreeMap::new(),
-            schedule: (replica.period_us > 0).then(|| replica.clone()),
+            schedule: (!replica.period.is_zero()).then(|| replica.clone()),
             delay_samples: Vec::new(),
         }
     }
@@ -145,8 +145,8 @@ impl<S: Scheme> Observer<S> for Stats {
     fn beacon(&mut self, node: NodeIndex, at: Time, beacon: &Beacon) {
         let height = Height::new(beacon.round);
         if let Some(schedule) = &self.schedule {
-            let due = schedule.time_of_round(beacon.round);
-            self.delay_samples.push((at.0 as f64 - due as f64) / 1000.0);
+            let due = Time(schedule.time_of_round(beacon.round));
+            self.delay_samples.push(at.millis_after_f64(due));
         }
         if let Some(latency) = self.clocks[node.0 as usize].beacon(height, at) {
             self.beacon_samples

@@ -1,6 +1,7 @@
 //! Simulation tests: determinism across thread counts, safety and liveness under
 //! faults, typed failures, and a small fault campaign (run in CI).
 
+use beacon::Period;
 use sim::config::{Crash, Partition};
 use sim::{FailureKind, ScenarioError, SimConfig, SimError};
 
@@ -222,7 +223,7 @@ fn unchained_schemes_run_the_same_protocol_and_publish_drand_chains() {
         let mut cfg = small("byzantine", 10, 8);
         cfg.scheme = scheme;
         cfg.faults.byzantine = 1;
-        cfg.protocol.period_ms = 1_000;
+        cfg.protocol.period = Period::from_secs(1);
         cfg.validate().unwrap();
         let (report, chain) = sim::run(&cfg, None).unwrap();
         assert!(
@@ -391,7 +392,11 @@ fn two_of_seven_attack(seed: u64, kind: &str, shares: Option<consensus::BeaconSh
     cfg.seed = seed;
     cfg.protocol.c = Some(0);
     cfg.protocol.beacon_shares = shares;
-    cfg.protocol.period_ms = if kind == "eager-primary" { 1000 } else { 0 };
+    cfg.protocol.period = if kind == "eager-primary" {
+        Period::from_secs(1)
+    } else {
+        Period::ZERO
+    };
     cfg.faults.byzantine = 2;
     cfg.faults.byzantine_kinds = vec![kind.into()];
     cfg.validate().unwrap();
@@ -644,7 +649,7 @@ fn a_back_to_back_round_takes_two_message_delays() {
 #[test]
 fn a_paced_beacon_follows_its_rounds_time_by_two_message_delays() {
     let r = four_nodes_with_model(&built_in_cost_model(), |cfg| {
-        cfg.protocol.period_ms = 1_000;
+        cfg.protocol.period = Period::from_secs(1);
         cfg.protocol.beacon_shares = Some(consensus::BeaconShares::Collectors);
     });
     let delay = r.beacon_delay_ms.expect("a paced chain reports the delay");
@@ -668,7 +673,7 @@ fn a_paced_beacon_follows_its_rounds_time_by_two_message_delays() {
 fn shared_with_everyone_a_paced_beacon_follows_its_rounds_time_by_one_delay() {
     let run = |shares: consensus::BeaconShares| {
         four_nodes_with_model(&built_in_cost_model(), |cfg| {
-            cfg.protocol.period_ms = 1_000;
+            cfg.protocol.period = Period::from_secs(1);
             cfg.protocol.beacon_shares = Some(shares);
         })
     };
@@ -963,7 +968,7 @@ fn a_crash_between_the_retained_deal_and_the_epoch_record_goes_through_the_chang
 fn a_member_back_after_the_dkg_gets_its_keys_from_a_dealer_that_restarted() {
     let mut cfg = small("crash-restart", 7, 20);
     cfg.dkg.phase_timeout_ms = 1_000;
-    cfg.protocol.period_ms = 1_000;
+    cfg.protocol.period = Period::from_secs(1);
     cfg.faults.crash.push(Crash {
         node: 5,
         at_ms: 200,
@@ -1000,7 +1005,7 @@ fn a_member_down_through_the_genesis_dkg_gets_its_keys_and_signs_when_back() {
     let mut cfg = small("crash-restart", 4, 30);
     cfg.scheme = beacon::SchemeId::InsecureMock;
     cfg.dkg.phase_timeout_ms = 1_000;
-    cfg.protocol.period_ms = 1_000;
+    cfg.protocol.period = Period::from_secs(1);
     cfg.protocol.beacon_threshold = 3;
     cfg.faults.crash.push(Crash {
         node: 3,

@@ -428,7 +428,7 @@ impl ReplicaConfig {
             next.beacon_threshold = beacon_threshold;
         }
         next.election_lag = self.election_lag;
-        next.period_us = self.period_us;
+        next.period = self.period;
         next.genesis_time_us = self.genesis_time_us;
         next.genesis_seed = self.genesis_seed;
         next.max_clock_skew_us = self.max_clock_skew_us;

@@ -117,7 +117,7 @@ fn run_scheme<S: Scheme>(args: ChaosArgs) -> Result<()> {
         }
     };
     let mut protocol = consensus::ProtocolParams {
-        period_ms: u64::from(args.period) * 1000,
+        period: beacon::Period::from_secs(args.period),
         ..Default::default()
     };
     let parties = args.nodes + schedule::SPARES;
@@ -351,8 +351,8 @@ impl Run {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs() as i64);
-            let due = (now - info.genesis_time) / i64::from(info.period.max(1)) + 1;
-            self.rounds_lost = (due.max(0) as u64).saturating_sub(self.highest_latest());
+            let due = info.schedule().rounds_due(i128::from(now));
+            self.rounds_lost = due.saturating_sub(self.highest_latest());
         }
         let age = self.started.elapsed();
         for n in &mut self.nodes {

@@ -97,10 +97,10 @@ fn one_machine_compose_file_and_configs_parse_back() {
         assert_eq!(node::identity::peer_id(&key), cfg.me().id);
         assert!(cfg.raw.network.id.starts_with("deploy-4-"));
         assert!(cfg.raw.network.genesis_time > unix_now() + 30);
-        assert_eq!(cfg.replica.period_us, 3_000_000);
+        assert_eq!(cfg.replica.period.as_micros(), 3_000_000);
         // The protocol parameters in their own table, none left in [network].
         let protocol = cfg.raw.protocol.clone().expect("a [protocol] table");
-        assert_eq!(protocol.period_ms, 3_000);
+        assert_eq!(protocol.period.as_millis(), Ok(3_000));
         assert_eq!(protocol.c, Some(0));
         assert!(cfg.raw.network.period.is_none() && cfg.raw.network.c.is_none());
         ids.push((cfg.raw.network.id.clone(), cfg.dkg_session()));

@@ -100,10 +100,8 @@ fn answer(chain: &Chain, behaviour: Behaviour, path: &str) -> (&'static str, Str
     let not_found = ("404 Not Found", "not found\n".to_string());
     let latest = if info.period == 0 {
         1_000
-    } else if now() < info.genesis_time {
-        0
     } else {
-        (now() - info.genesis_time) as u64 / u64::from(info.period) + 1
+        info.schedule().rounds_due(i128::from(now()))
     };
     let round = match path {
         "/info" => {

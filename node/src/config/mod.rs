@@ -20,7 +20,7 @@ pub use error::ConfigError;
 
 use crate::NodeError;
 use beacon::multisig::ConsensusListing;
-use beacon::{NodeIndex, SchemeId};
+use beacon::{NodeIndex, Period, SchemeId};
 use consensus::{DkgParams, ProtocolParams, ReplicaConfig};
 use libp2p::{Multiaddr, PeerId};
 use serde::{Deserialize, Serialize};
@@ -349,8 +349,7 @@ impl NodeConfig {
                 genesis_time: self.network.genesis_time,
             }
         })?;
-        replica.genesis_time_us = genesis_time
-            .checked_mul(1_000_000)
+        replica.genesis_time_us = beacon::time::secs_to_us(genesis_time)
             .ok_or(ConfigError::GenesisTooLate { genesis_time })?;
         replica.genesis_seed = match &self.network.genesis_seed {
             Some(h) => hex::decode(h)
@@ -463,9 +462,7 @@ impl NodeConfig {
                 let defaults = ProtocolParams::default();
                 Ok(ProtocolParams {
                     c: network.c,
-                    period_ms: network
-                        .period
-                        .map_or(defaults.period_ms, |s| u64::from(s) * 1_000),
+                    period: network.period.map_or(defaults.period, Period::from_secs),
                     fast_path_timeout_ms: network
                         .fast_path_timeout_ms
                         .unwrap_or(defaults.fast_path_timeout_ms),

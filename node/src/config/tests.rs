@@ -2,7 +2,7 @@
 //! tables and their old `[network]` keys, and the errors bad files get.
 
 use super::{NodeConfig, NodeError, Validated};
-use beacon::SchemeId;
+use beacon::{Period, SchemeId};
 use consensus::{DkgParams, ProtocolParams};
 use std::path::Path;
 
@@ -64,7 +64,7 @@ fn protocol_table_sets_the_replica() {
     assert_eq!(cfg.replica.fast_path_timeout_us, 50_000);
     assert_eq!(cfg.replica.view_change_timeout_us, 1_000_000);
     assert_eq!(cfg.replica.backup_collector_delay_us, 100_000);
-    assert_eq!(cfg.replica.period_us, 0);
+    assert_eq!(cfg.replica.period, Period::ZERO);
     // Every key, in milliseconds.
     let table = "[protocol]\nc = 0\nbeacon_threshold = 3\nelection_lag = 2\nperiod_ms = 3000\n\
                  fast_path_timeout_ms = 20\nview_change_timeout_ms = 700\n\
@@ -73,7 +73,7 @@ fn protocol_table_sets_the_replica() {
     let r = &cfg.replica;
     assert_eq!((r.n, r.f, r.c, r.beacon_threshold), (4, 1, 0, 3));
     assert_eq!(r.election_lag, 2);
-    assert_eq!(r.period_us, 3_000_000);
+    assert_eq!(r.period, Period::from_secs(3));
     assert_eq!(r.fast_path_timeout_us, 20_000);
     assert_eq!(r.view_change_timeout_us, 700_000);
     assert_eq!(r.backup_collector_delay_us, 40_000);
@@ -95,8 +95,8 @@ fn old_network_keys_still_load() {
     );
     let cfg = load(d, &old).unwrap();
     assert_eq!(cfg.protocol.c, Some(0));
-    assert_eq!(cfg.protocol.period_ms, 2_000);
-    assert_eq!(cfg.replica.period_us, 2_000_000);
+    assert_eq!(cfg.protocol.period, Period::from_millis(2_000).unwrap());
+    assert_eq!(cfg.replica.period.as_micros(), 2_000_000);
     assert_eq!(cfg.replica.fast_path_timeout_us, 30_000);
     assert_eq!(cfg.replica.view_change_timeout_us, 400_000);
     // The rest at the defaults.

@@ -242,7 +242,7 @@ async fn await_round(
             budget.as_secs_f64()
         )));
     }
-    let wait = (until_due + Duration::from_secs(u64::from(info.period) + 1)).min(budget);
+    let wait = (until_due + info.round_period().as_duration() + Duration::from_secs(1)).min(budget);
     let Ok(_permit) = s.waiting.try_acquire() else {
         return Err(unavailable(
             "too many requests are waiting for a round; retry",

@@ -3,6 +3,7 @@
 //! knows only an earlier epoch and learns the current one.
 
 use super::*;
+use crate::corpus::MemberNet;
 
 /// Genesis members 0..4 with the default DKG timing, started at 0 but for
 /// member `late`, which is down (nothing reaches it) until the others
@@ -33,74 +34,47 @@ fn genesis_dkg_with_a_late_member(
     let mut members: Vec<Option<Member<S>>> =
         (0..4).map(|i| (i != late).then(|| build(i))).collect();
     let mut outputs: Vec<Option<Arc<DkgOutput<S>>>> = vec![None; 4];
-    let mut queue: VecDeque<(u32, MemberInput<S>)> = (0..4)
-        .filter(|i| *i != late)
-        .map(|i| (i, MemberInput::Start))
-        .collect();
-    let mut timers: EventQueue<(u32, MemberTimer)> = EventQueue::new();
-    let mut now = Time::ZERO;
+    let mut net = MemberNet::new(4, (0..4).filter(|i| *i != late));
     let mut back_at: Option<Time> = None;
     loop {
-        if back_at.is_some_and(|t| now >= t) && members[late as usize].is_none() {
-            members[late as usize] = Some(build(late));
-            queue.push_back((late, MemberInput::Start));
-        }
-        let (to, input) = match queue.pop_front() {
-            Some(next) => next,
-            None => {
-                let next = timers.pop().map(|(at, t)| (at, Some(t)));
-                let (at, timer) = match (next, back_at) {
-                    (Some((at, t)), Some(b)) if b < at && members[late as usize].is_none() => {
-                        timers.push(at, t.unwrap());
-                        (b, None)
-                    }
-                    (Some(n), _) => n,
-                    (None, Some(b)) if members[late as usize].is_none() => (b, None),
-                    (None, _) => panic!("nothing left to run"),
-                };
-                now = now.max(at);
-                if now.0 > limit_us {
+        if let Some(back) = back_at.filter(|_| members[late as usize].is_none()) {
+            if net.now() >= back {
+                members[late as usize] = Some(build(late));
+                net.start(late);
+            } else if net.idle_until(back) {
+                if net.now().0 > limit_us {
                     return (outputs, false);
                 }
-                match timer {
-                    Some((to, timer)) => (to, MemberInput::Timer(timer)),
-                    None => continue,
-                }
+                continue;
             }
-        };
+        }
+        let (to, input) = net.next_input().expect("nothing left to run");
+        if net.now().0 > limit_us {
+            return (outputs, false);
+        }
         let Some(member) = members[to as usize].as_mut() else {
             continue;
         };
-        for o in member.handle(now, input) {
+        let out = member.handle(net.now(), input);
+        for o in &out {
             match o {
                 MemberOutput::DkgComplete(output) => {
-                    outputs[to as usize] = Some(output);
+                    outputs[to as usize] = Some(output.clone());
                     let others_done = (0..4)
                         .filter(|i| *i != late)
                         .all(|i| outputs[i as usize].is_some());
                     if others_done && back_at.is_none() {
-                        back_at = Some(now.plus_micros(down_us));
+                        back_at = Some(net.now().plus_micros(down_us));
                     }
                     if to == late {
                         return (outputs, false);
                     }
                 }
                 MemberOutput::DkgFailed(_) if to == late => return (outputs, true),
-                MemberOutput::Effect(Effect::Send {
-                    to: NodeIndex(d),
-                    message: envelope,
-                }) if d < 4 => queue.push_back((d, message(to, envelope))),
-                MemberOutput::Effect(Effect::Broadcast(envelope)) => {
-                    for d in (0..4).filter(|d| *d != to) {
-                        queue.push_back((d, message(to, envelope.clone())));
-                    }
-                }
-                MemberOutput::Effect(Effect::SetTimer { at, timer }) => {
-                    timers.push(at, (to, timer))
-                }
                 _ => {}
             }
         }
+        net.route(to, out);
     }
 }
 

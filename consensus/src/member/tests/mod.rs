@@ -22,9 +22,7 @@ use crate::messages::{Block, CommitCertificate, CommitPath, CommittedEntry};
 use crate::params::DkgParams;
 use crate::{DirectoryIndex, View};
 use beacon::multisig::SignerBitmap;
-use beacon::schedule::EventQueue;
 use beacon::{MinSig, Point};
-use std::collections::VecDeque;
 
 type S = MinSig;
 type Sig = <S as Scheme>::Signature;
@@ -386,9 +384,8 @@ fn readies_that_name_keys_make_an_old_member_tell_the_joiners() {
     );
 }
 
-/// Genesis members 0..4 run the DKG, messages delivered in order, timers
-/// fired when nothing is in flight; returns member 0 and the outputs of the
-/// input that completed its DKG.
+/// Genesis members 0..4 run the DKG ([`crate::corpus::run_genesis_dkg`]);
+/// returns member 0 and the outputs of the input that completed its DKG.
 fn genesis_dkg() -> (Member<S>, Vec<MemberOutput<S>>) {
     let config = ReplicaConfig::new(4, 0).unwrap();
     let dkg = config.dkg_config([35; 32], &DkgParams::default()).unwrap();
@@ -406,45 +403,8 @@ fn genesis_dkg() -> (Member<S>, Vec<MemberOutput<S>>) {
             .unwrap()
         })
         .collect();
-    let mut queue: VecDeque<(u32, MemberInput<S>)> =
-        (0..4).map(|i| (i, MemberInput::Start)).collect();
-    let mut timers: EventQueue<(u32, MemberTimer)> = EventQueue::new();
-    let mut now = Time::ZERO;
-    loop {
-        let (to, input) = match queue.pop_front() {
-            Some(next) => next,
-            None => {
-                let (at, (to, timer)) = timers.pop().expect("the DKG ends");
-                now = now.max(at);
-                (to, MemberInput::Timer(timer))
-            }
-        };
-        let out = members[to as usize].handle(now, input);
-        if to == 0
-            && out
-                .iter()
-                .any(|o| matches!(o, MemberOutput::DkgComplete(_)))
-        {
-            return (members.swap_remove(0), out);
-        }
-        for o in out {
-            match o {
-                MemberOutput::Effect(Effect::Send {
-                    to: NodeIndex(d),
-                    message: envelope,
-                }) if d < 4 => queue.push_back((d, message(to, envelope))),
-                MemberOutput::Effect(Effect::Broadcast(envelope)) => {
-                    for d in (0..4).filter(|d| *d != to) {
-                        queue.push_back((d, message(to, envelope.clone())));
-                    }
-                }
-                MemberOutput::Effect(Effect::SetTimer { at, timer }) => {
-                    timers.push(at, (to, timer))
-                }
-                _ => {}
-            }
-        }
-    }
+    let out = crate::corpus::run_genesis_dkg(&mut members, 0).expect("the DKG ends");
+    (members.swap_remove(0), out)
 }
 
 #[test]
