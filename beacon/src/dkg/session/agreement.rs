@@ -108,6 +108,7 @@ pub(super) struct Vote<S: Scheme> {
 
 /// The votes held for one result, and once their sum checked out (or a
 /// valid certificate came in), its certificate: the quorum.
+#[derive(Default)]
 pub(super) struct Tally {
     /// Votes held (not yet checked while there is no certificate).
     pub(super) count: usize,
@@ -252,13 +253,7 @@ impl<S: Scheme> DkgSession<S> {
                 self.voted.len() - 1
             }
         } as u32;
-        self.tally
-            .entry(id)
-            .or_insert(Tally {
-                count: 0,
-                certificate: None,
-            })
-            .count += 1;
+        self.tally.entry(id).or_default().count += 1;
         self.votes.insert(from, Vote { result, signature });
         self.claims.entry(id).or_insert(claim);
     }
@@ -374,13 +369,7 @@ impl<S: Scheme> DkgSession<S> {
             qual: certificate.qual.clone(),
             keys_digest: certificate.keys_digest,
         });
-        self.tally
-            .entry(id)
-            .or_insert(Tally {
-                count: 0,
-                certificate: None,
-            })
-            .certificate = Some(certificate.clone());
+        self.tally.entry(id).or_default().certificate = Some(certificate.clone());
         self.check_quorum(out);
     }
 
